@@ -1,0 +1,1 @@
+//! macOS/BSD /dev/bpf transmit backend

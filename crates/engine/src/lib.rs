@@ -1,0 +1,1 @@
+//! Workers, core pinning, pacing, counters and run control

@@ -1,0 +1,1 @@
+//! The veth lab: network namespace, veth pair and XDP sink

@@ -1,0 +1,1 @@
+//! Stream specs, their validation, and compilation into a Plan

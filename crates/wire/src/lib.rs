@@ -1,0 +1,1 @@
+//! Frame layouts, builders, checksums and field patches; no I/O

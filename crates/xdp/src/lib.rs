@@ -1,0 +1,1 @@
+//! XDP programs (sink, pass-through) built from bpf/ and their loaders

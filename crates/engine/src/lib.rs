@@ -1,1 +1,39 @@
-//! Workers, core pinning, pacing, counters and run control
+//! Runs a plan on a port: one worker thread per core, each pinned and driving its own queue with
+//! the reserve → fill/patch → submit → reap loop, per-worker counters read by a status tick, and
+//! the final report. Knows nothing of any backend beyond the `TxQueue` trait.
+
+mod counters;
+mod report;
+mod run;
+mod worker;
+
+pub use counters::Snapshot;
+pub use report::{Report, WorkerReport};
+pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for};
+pub use worker::{WorkerTotals, transmit};
+
+/// Why a run could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Port(#[from] linerate_port::PortError),
+    #[error("cannot pin a worker to core {core}: this machine has cores 0..{available}")]
+    Pin { core: usize, available: usize },
+    #[error("frames of {len} bytes do not fit the {slot_size}-byte slots of queue {queue}")]
+    SlotTooSmall { len: usize, slot_size: u32, queue: u32 },
+    #[error("worker {0} panicked")]
+    WorkerPanicked(usize),
+    #[error("no worker to run: give at least one core")]
+    NoWorkers,
+}
+
+impl EngineError {
+    /// True when the user can fix it by changing what they asked for (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Port(e) => e.is_usage(),
+            Self::Pin { .. } | Self::NoWorkers | Self::SlotTooSmall { .. } => true,
+            Self::WorkerPanicked(_) => false,
+        }
+    }
+}

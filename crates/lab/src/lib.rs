@@ -1,1 +1,237 @@
-//! The veth lab: network namespace, veth pair and XDP sink
+//! The veth lab: a network namespace `<name>-sink`, a veth pair `<name>0` (root namespace, the
+//! sender) ↔ `<name>1` (inside the namespace) and the XDP sink on `<name>1`, pinned so any process
+//! can read what arrived. Traffic never leaves the pair. Linux only in substance: elsewhere only
+//! the configuration, the name rules and the plain types exist.
+
+use std::net::Ipv4Addr;
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+pub use linerate_xdp::SinkCounters;
+#[cfg(target_os = "linux")]
+pub use linux::LabGuard;
+
+/// The longest lab name: `<name>-sink` and `<name>1` must stay within IFNAMSIZ - 1 = 15 chars,
+/// and short names keep `ip` output readable.
+pub const MAX_NAME_LEN: usize = 8;
+
+/// What to build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabConfig {
+    /// 1..=8 characters of `[a-z0-9]`.
+    pub name: String,
+    /// Transmit and receive queues on each end of the veth pair (≥ 1).
+    pub queues: u32,
+}
+
+/// A lab that exists on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lab {
+    pub name: String,
+    /// `<name>0`, in the root namespace: where traffic is sent.
+    pub sender: String,
+    /// `<name>1`, inside [`Lab::netns`]: where the sink counts.
+    pub receiver: String,
+    /// `<name>-sink`.
+    pub netns: String,
+    pub sender_mac: [u8; 6],
+    pub receiver_mac: [u8; 6],
+    pub sender_ip: Ipv4Addr,
+    pub receiver_ip: Ipv4Addr,
+    pub queues: u32,
+}
+
+/// Errors while building, finding, reading or removing a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("bad lab name {name:?}: {reason}")]
+    InvalidName { name: String, reason: &'static str },
+
+    #[error("bad queue count {queues}: a lab has 1 to {max} queues per end")]
+    InvalidQueues { queues: u32, max: u32 },
+
+    #[error("a lab named {name} exists already: remove it with `linerate lab down --name {name}`")]
+    Exists { name: String },
+
+    #[error(
+        "lab {name} is incomplete ({missing} is missing): remove it with `linerate lab down --name {name}`"
+    )]
+    Incomplete { name: String, missing: String },
+
+    #[error("no lab named {name}: create it with `linerate lab up --name {name}`")]
+    NotFound { name: String },
+
+    #[error("{what}: permission denied: run as root")]
+    NotRoot { what: String },
+
+    #[error("`{command}` not found: install iproute2 (scripts/setup.sh does)")]
+    MissingTool { command: String },
+
+    #[error("`{command}` failed: {stderr}")]
+    Command { command: String, stderr: String },
+
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+
+    #[error(transparent)]
+    Xdp(#[from] linerate_xdp::XdpError),
+}
+
+impl LabConfig {
+    /// Checks the name and the queue count.
+    pub fn validate(&self) -> Result<(), LabError> {
+        validate_name(&self.name)?;
+        if self.queues == 0 || self.queues > MAX_QUEUES {
+            return Err(LabError::InvalidQueues {
+                queues: self.queues,
+                max: MAX_QUEUES,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The kernel's limit on a device's tx and rx queues (`numtxqueues`, `numrxqueues`).
+pub const MAX_QUEUES: u32 = 4096;
+
+/// A lab name is 1..=8 characters of `[a-z0-9]`.
+pub fn validate_name(name: &str) -> Result<(), LabError> {
+    let bad = |reason| {
+        Err(LabError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.len() > MAX_NAME_LEN {
+        return bad("it is longer than 8 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    {
+        return bad("only a-z and 0-9 are allowed");
+    }
+    Ok(())
+}
+
+impl Lab {
+    /// The plain facts of a lab named `name` as `Lab::up` builds it; the MACs are filled in from
+    /// the interfaces.
+    fn layout(name: &str, queues: u32) -> Lab {
+        let (sender_ip, receiver_ip) = addresses(name);
+        Lab {
+            name: name.to_owned(),
+            sender: format!("{name}0"),
+            receiver: format!("{name}1"),
+            netns: format!("{name}-sink"),
+            sender_mac: [0; 6],
+            receiver_mac: [0; 6],
+            sender_ip,
+            receiver_ip,
+            queues,
+        }
+    }
+}
+
+/// The lab's addresses, a /30 from the RFC 2544 benchmarking range 198.18.0.0/15 picked by name:
+/// block k = FNV-1a-32(name) mod 32768, sender = 198.18.0.0 + 4k + 1, receiver = + 2. The same
+/// name always gets the same pair; two names rarely share one (and a clash only duplicates a
+/// connected route: frames still go out the interface they are sent on).
+pub fn addresses(name: &str) -> (Ipv4Addr, Ipv4Addr) {
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in name.bytes() {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    let block = hash % (1 << 15);
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + 4 * block;
+    (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
+}
+
+/// A short lab name that no other test running now uses: up to 4 characters of `prefix` (kept to
+/// `[a-z0-9]`) and 4 base-36 characters from the process id, a counter and the clock.
+pub fn unique_name(prefix: &str) -> String {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+    let mut name: String = prefix
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .filter(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        .take(MAX_NAME_LEN - 4)
+        .collect();
+    // One base per process (pid and clock separate processes), plus a counter: names of one
+    // process are distinct for 36^4 calls.
+    static BASE: OnceLock<u64> = OnceLock::new();
+    let base = *BASE.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        (u64::from(std::process::id()) ^ nanos).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32
+    });
+    let mut x = (base + u64::from(COUNTER.fetch_add(1, Ordering::Relaxed))) % 36u64.pow(4);
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    for _ in 0..4 {
+        name.push(char::from(DIGITS[(x % 36) as usize]));
+        x /= 36;
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(validate_name("lr").is_ok());
+        assert!(validate_name("abcd1234").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name("abcd12345").is_err());
+        assert!(validate_name("Lr").is_err());
+        assert!(validate_name("l-r").is_err());
+        let config = LabConfig {
+            name: "lr".into(),
+            queues: 0,
+        };
+        assert!(matches!(
+            config.validate(),
+            Err(LabError::InvalidQueues { .. })
+        ));
+    }
+
+    #[test]
+    fn addresses_are_a_30_in_the_benchmark_range() {
+        for name in ["lr", "a", "zzzzzzzz", "t0k3"] {
+            let (s, r) = addresses(name);
+            assert_eq!(addresses(name), (s, r), "deterministic");
+            let s = u32::from(s);
+            assert_eq!(s % 4, 1);
+            assert_eq!(u32::from(r), s + 1);
+            assert_eq!(s >> 17, u32::from(Ipv4Addr::new(198, 18, 0, 0)) >> 17);
+        }
+    }
+
+    #[test]
+    fn unique_names_are_valid_and_distinct() {
+        let names: Vec<String> = (0..50).map(|_| unique_name("test")).collect();
+        for n in &names {
+            validate_name(n).unwrap();
+            assert!(n.starts_with("test"));
+        }
+        let set: std::collections::HashSet<_> = names.iter().collect();
+        assert_eq!(set.len(), names.len());
+        assert!(validate_name(&unique_name("Very-Long_Prefix")).is_ok());
+        assert!(validate_name(&unique_name("")).is_ok());
+    }
+}

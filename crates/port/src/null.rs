@@ -14,7 +14,7 @@ impl NullPort {
             info: PortInfo {
                 name: "null".into(),
                 mac: None,
-                mtu: 9000,
+                mtu: 1500,
                 link_speed: None,
                 queues,
                 driver: None,
@@ -79,5 +79,12 @@ impl TxQueue for NullQueue {
     }
     fn mode(&self) -> String {
         "discard".into()
+    }
+}
+
+impl NullPort {
+    /// The MTU frames are checked against (the null port has no link of its own).
+    pub fn set_mtu(&mut self, mtu: u32) {
+        self.info.mtu = mtu;
     }
 }

@@ -64,7 +64,7 @@ impl PcapPort {
             info: PortInfo {
                 name: path.display().to_string(),
                 mac: None,
-                mtu: 9000,
+                mtu: 1500,
                 link_speed: None,
                 queues,
                 driver: None,
@@ -209,5 +209,12 @@ mod tests {
         let err = PcapPort::create(Path::new("/nonexistent-dir/x.pcap"), 1).unwrap_err();
         assert!(err.is_usage());
         assert!(err.to_string().contains("/nonexistent-dir/x.pcap"));
+    }
+}
+
+impl PcapPort {
+    /// The MTU frames are checked against (a file has no link of its own).
+    pub fn set_mtu(&mut self, mtu: u32) {
+        self.info.mtu = mtu;
     }
 }

@@ -1,1 +1,15 @@
-//! Stream specs, their validation, and compilation into a Plan
+//! What to send, as a person writes it (a `StreamSpec` from CLI flags or a TOML file), checked
+//! once, and compiled into a `Plan`: pre-built frames plus the few patches the hot loop applies.
+//! Nothing here does I/O on the network or knows about ports.
+
+mod error;
+mod plan;
+mod size;
+mod spec;
+mod vary;
+
+pub use error::StreamError;
+pub use plan::{CACHE_LIMIT, Plan, StreamInfo, WorkerPlan};
+pub use size::SizeMode;
+pub use spec::{Limits, Next, Proto, SpecFile, StreamSpec};
+pub use vary::VarySpec;

@@ -1,1 +1,23 @@
-//! Frame layouts, builders, checksums and field patches; no I/O
+//! Frame layouts, builders, checksums (full and incremental, RFC 1624) and field patches.
+//! Templates are built once from a `FrameSpec`; the hot path only applies `Patch`es in place.
+//! No I/O here.
+
+pub mod checksum;
+mod error;
+mod field;
+pub mod header;
+mod mac;
+mod modifier;
+mod spec;
+
+pub use error::WireError;
+pub use etherparse;
+pub use field::{Field, FieldLoc, parse_value};
+pub use mac::{MacAddr, format_mac, parse_mac};
+pub use modifier::{Modifier, Patch, Rng, VaryMode};
+pub use spec::{
+    Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, MAX_FRAME_SIZE, Payload, TcpFlags, VlanTag,
+};
+
+#[cfg(test)]
+mod testutil;

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
+/* The sink: counts every frame that reaches the interface, per CPU, and drops it.
+ * Read by crates/xdp (Sink::counters, PinnedSink::counters), which sums the CPUs. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+/* Layout shared with crates/xdp/src/linux.rs (RawCounters): two u64, no padding. */
+struct sink_counters {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sink_counters);
+} sink_counters SEC(".maps");
+
+SEC("xdp")
+int sink(struct xdp_md *ctx)
+{
+	__u32 key = 0;
+	struct sink_counters *c = bpf_map_lookup_elem(&sink_counters, &key);
+
+	if (c) {
+		/* Per-CPU entry: only this CPU writes it, no atomics needed. */
+		c->packets += 1;
+		c->bytes += (__u64)(ctx->data_end - ctx->data);
+	}
+	return XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

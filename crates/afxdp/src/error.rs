@@ -1,0 +1,103 @@
+use std::io;
+use std::time::Duration;
+
+use linerate_port::PortError;
+
+/// Why an AF_XDP port or queue could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AfXdpError {
+    #[error("interface {0} does not exist (list them with `ip link`)")]
+    NoSuchInterface(String),
+    #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
+    InterfaceDown { iface: String },
+    #[error("interface {iface} has {available} queue(s); queue {queue} does not exist")]
+    NoSuchQueue {
+        iface: String,
+        queue: u32,
+        available: u32,
+    },
+    #[error("queue {queue} of {iface} is already open (another AF_XDP socket holds it)")]
+    QueueInUse { iface: String, queue: u32 },
+    #[error("{what} needs root (or CAP_NET_ADMIN and CAP_NET_RAW): run with sudo")]
+    NotPermitted { what: String },
+    #[error("this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --backend pcap or null")]
+    NoAfXdp,
+    #[error("{driver} ({iface}) has no zero-copy AF_XDP: use --xdp-mode copy or auto")]
+    NoZeroCopy { iface: String, driver: String },
+    #[error("slots of {slot_size} bytes do not fit AF_XDP's largest chunk ({max} bytes, one page)")]
+    SlotTooLarge { slot_size: u32, max: u32 },
+    #[error("invalid AF_XDP queue setup: {0}")]
+    Config(String),
+    #[error("cannot attach the pass-through XDP program to {iface}: {why}")]
+    PassProgram { iface: String, why: String },
+    #[error(
+        "queue {queue} of {iface}: {missing} frame(s) still not completed after {timeout:?}"
+    )]
+    DrainTimeout {
+        iface: String,
+        queue: u32,
+        missing: u32,
+        timeout: Duration,
+    },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl AfXdpError {
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+        Self::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// True when the error comes from what the user asked for, as [`PortError::is_usage`]
+    /// would classify the converted error.
+    pub fn is_usage(&self) -> bool {
+        !matches!(
+            self,
+            Self::PassProgram { .. } | Self::DrainTimeout { .. } | Self::Io { .. }
+        )
+    }
+}
+
+impl From<AfXdpError> for PortError {
+    fn from(e: AfXdpError) -> Self {
+        match e {
+            AfXdpError::NoSuchInterface(iface) => PortError::NoSuchInterface(iface),
+            AfXdpError::InterfaceDown { iface } => PortError::InterfaceDown { iface },
+            AfXdpError::NoSuchQueue {
+                iface,
+                queue,
+                available,
+            } => PortError::NoSuchQueue {
+                iface,
+                queue,
+                available,
+            },
+            AfXdpError::QueueInUse { iface, queue } => PortError::QueueInUse { iface, queue },
+            AfXdpError::NotPermitted { what } => PortError::NotPermitted { what },
+            AfXdpError::SlotTooLarge { slot_size, max } => PortError::FrameTooLarge {
+                len: slot_size,
+                slot_size: max,
+            },
+            e @ (AfXdpError::NoAfXdp | AfXdpError::NoZeroCopy { .. } | AfXdpError::Config(_)) => {
+                PortError::Unsupported {
+                    backend: "afxdp",
+                    why: e.to_string(),
+                }
+            }
+            AfXdpError::Io { context, source } => PortError::Io { context, source },
+            e @ AfXdpError::DrainTimeout { .. } => {
+                PortError::io(e.to_string(), io::ErrorKind::TimedOut.into())
+            }
+            e @ AfXdpError::PassProgram { .. } => {
+                PortError::io(e.to_string(), io::Error::other("XDP attach failed"))
+            }
+        }
+    }
+}

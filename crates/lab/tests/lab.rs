@@ -1,0 +1,149 @@
+//! The lab end to end (root): up, find, frames counted exactly at the sink, down twice.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::Path;
+
+use common::{RawSender, frame, root_or_skip, send_counted, wait_for};
+use linerate_lab::{Lab, LabConfig, LabError, LabGuard, SinkCounters, unique_name};
+use linerate_xdp::PinnedSink;
+
+fn nothing_left(name: &str) {
+    assert!(
+        !Path::new(&format!("/sys/class/net/{name}0")).exists(),
+        "veth {name}0 left"
+    );
+    assert!(
+        !Path::new(&format!("/run/netns/{name}-sink")).exists(),
+        "netns {name}-sink left"
+    );
+    assert!(
+        !Path::new(&format!("/sys/fs/bpf/linerate/{name}")).exists(),
+        "pins of {name} left"
+    );
+    let netns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&netns.stdout).contains(&format!("{name}-sink")));
+}
+
+#[test]
+fn lab_counts_exactly_and_goes_away() {
+    if !root_or_skip("lab_counts_exactly_and_goes_away") {
+        return;
+    }
+    let name = unique_name("t");
+    let guard = LabGuard::up(&LabConfig {
+        name: name.clone(),
+        queues: 2,
+    })
+    .expect("lab up");
+
+    // status finds what up built
+    let found = Lab::find(&name).expect("find").expect("the lab exists");
+    assert_eq!(found, *guard);
+    assert_eq!(found.sender, format!("{name}0"));
+    assert_eq!(found.receiver, format!("{name}1"));
+    assert_eq!(found.netns, format!("{name}-sink"));
+    assert_eq!(found.queues, 2);
+    assert_ne!(found.sender_mac, found.receiver_mac);
+    assert_eq!(
+        (found.sender_ip, found.receiver_ip),
+        linerate_lab::addresses(&name)
+    );
+
+    // a second lab of the same name is refused
+    let again = Lab::up(&LabConfig {
+        name: name.clone(),
+        queues: 1,
+    });
+    assert!(matches!(again, Err(LabError::Exists { .. })), "{again:?}");
+
+    // nothing reached the sink but what we send: IPv6 off, static neighbours
+    assert_eq!(guard.sink_counters().unwrap(), SinkCounters::default());
+
+    let sender = RawSender::bind(&guard.sender);
+    send_counted(&guard, &sender, &frame(&guard, 60), 1000);
+    let expected = send_counted(&guard, &sender, &frame(&guard, 1514), 100);
+    assert_eq!(
+        expected,
+        SinkCounters {
+            packets: 1100,
+            bytes: 1000 * 60 + 100 * 1514
+        }
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(wait_for(&guard, expected), expected);
+
+    // another reader, through the pins only
+    let pinned = PinnedSink::open(&guard.pin_dir()).expect("open pinned sink");
+    assert_eq!(pinned.counters().unwrap(), expected);
+    drop(pinned);
+    drop(sender);
+
+    Lab::down(&name).expect("down");
+    nothing_left(&name);
+    assert_eq!(Lab::find(&name).unwrap(), None);
+    Lab::down(&name).expect("down again");
+    drop(guard); // and a third time, from the guard
+    nothing_left(&name);
+}
+
+#[test]
+fn down_removes_a_half_built_lab() {
+    if !root_or_skip("down_removes_a_half_built_lab") {
+        return;
+    }
+    let name = unique_name("h");
+    let status = std::process::Command::new("ip")
+        .args(["netns", "add", &format!("{name}-sink")])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(matches!(Lab::find(&name), Err(LabError::Incomplete { .. })));
+    assert!(matches!(
+        Lab::up(&LabConfig {
+            name: name.clone(),
+            queues: 1
+        }),
+        Err(LabError::Exists { .. })
+    ));
+    Lab::down(&name).expect("down");
+    nothing_left(&name);
+}
+
+#[test]
+fn guard_removes_the_lab_when_a_test_panics() {
+    if !root_or_skip("guard_removes_the_lab_when_a_test_panics") {
+        return;
+    }
+    let name = unique_name("p");
+    let config = LabConfig {
+        name: name.clone(),
+        queues: 1,
+    };
+    let result = std::panic::catch_unwind(|| {
+        let _guard = LabGuard::up(&config).expect("lab up");
+        panic!("a failing assertion");
+    });
+    assert!(result.is_err());
+    nothing_left(&name);
+}
+
+#[test]
+fn bad_names_are_refused_before_anything_is_built() {
+    for name in ["", "waytoolong", "Bad", "a-b"] {
+        let config = LabConfig {
+            name: name.into(),
+            queues: 1,
+        };
+        assert!(matches!(
+            Lab::up(&config),
+            Err(LabError::InvalidName { .. })
+        ));
+        assert!(matches!(Lab::down(name), Err(LabError::InvalidName { .. })));
+    }
+}

@@ -1,0 +1,363 @@
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::Path;
+
+use linerate_wire::{FrameSpec, IpSpec, L4Spec, MacAddr, Payload, TcpFlags, VlanTag, parse_mac};
+use serde::{Deserialize, Serialize};
+
+use crate::{SizeMode, StreamError, VarySpec};
+
+/// Layer 4 of the template frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    #[default]
+    Udp,
+    Tcp,
+    Icmp,
+}
+
+/// What a port does when a stream has sent its `count`, as Ostinato models it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Next {
+    #[default]
+    Stop,
+    Next,
+    GotoFirst,
+}
+
+/// Bursts: `frames` per burst, `per_second` bursts each second. Pacing honours it in a later
+/// engine; the plan already carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Bursts {
+    pub frames: u64,
+    pub per_second: f64,
+}
+
+/// One stream as a person writes it. CLI flags and a `[[stream]]` table of a TOML file fill
+/// the same struct, so both go through the same validation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
+pub struct StreamSpec {
+    pub name: String,
+    pub src_mac: String,
+    /// Empty: the port fills it in (the lab's peer MAC), else broadcast.
+    pub dst_mac: String,
+    pub vlan: Option<u16>,
+    pub vlan_pcp: u8,
+    pub ipv6: bool,
+    /// Empty: 198.18.0.1 / 2001:2::1 (the RFC 2544 / RFC 5180 benchmarking ranges).
+    pub src_ip: String,
+    pub dst_ip: String,
+    pub ttl: u8,
+    pub ip_id: u16,
+    pub dscp: u8,
+    pub proto: Proto,
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub tcp_flags: String,
+    pub payload: String,
+    /// Frame size, FCS included.
+    pub size: usize,
+    /// `fixed`, `inc:MIN-MAX[:STEP]`, `random:MIN-MAX`, `imix`, `imix:SIZExWEIGHT,…`.
+    pub size_mode: String,
+    /// `FIELD:MODE:START-END[:STEP][,mask=M]`, applied in order.
+    pub vary: Vec<String>,
+    /// Frames this stream sends before `next`; none means it never ends by itself.
+    pub count: Option<u64>,
+    pub next: Next,
+    /// How many times `goto-first` loops before stopping (none: forever).
+    pub loops: Option<u64>,
+    pub bursts: Option<Bursts>,
+    /// `max` until rate control lands.
+    pub rate: String,
+    /// Seed for random payloads, random sizes and random fields.
+    pub seed: u64,
+}
+
+impl Default for StreamSpec {
+    fn default() -> Self {
+        Self {
+            name: "stream0".into(),
+            src_mac: "02:00:00:00:00:01".into(),
+            dst_mac: String::new(),
+            vlan: None,
+            vlan_pcp: 0,
+            ipv6: false,
+            src_ip: String::new(),
+            dst_ip: String::new(),
+            ttl: 64,
+            ip_id: 0,
+            dscp: 0,
+            proto: Proto::Udp,
+            src_port: 49152,
+            dst_port: 9,
+            tcp_flags: "S".into(),
+            payload: "inc".into(),
+            size: 64,
+            size_mode: "fixed".into(),
+            vary: Vec::new(),
+            count: None,
+            next: Next::Stop,
+            loops: None,
+            bursts: None,
+            rate: "max".into(),
+            seed: 1,
+        }
+    }
+}
+
+impl StreamSpec {
+    /// The seed stream: Ethernet II, IPv4, UDP, incrementing payload, 10 distinct frames (the IP
+    /// identification counts 0..9), then back to the first.
+    pub fn seed() -> Self {
+        Self {
+            vary: vec!["ip-id:inc:0-9".into()],
+            ..Self::default()
+        }
+    }
+
+    /// Checks everything that can be checked without a port, and turns the text fields into
+    /// the wire crate's values.
+    pub(crate) fn resolve(&self, limits: &Limits) -> Result<Resolved, StreamError> {
+        let invalid = |why: String| StreamError::Invalid {
+            stream: self.name.clone(),
+            why,
+        };
+        let src_mac = parse_mac(&self.src_mac)?;
+        let dst_mac = match (self.dst_mac.as_str(), limits.default_dst_mac) {
+            ("", Some(mac)) => mac,
+            ("", None) => [0xff; 6],
+            (text, _) => parse_mac(text)?,
+        };
+        let ip = if self.ipv6 {
+            IpSpec::V6 {
+                src: parse_ip6(&self.src_ip, Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1), "src-ip")?,
+                dst: parse_ip6(&self.dst_ip, Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2), "dst-ip")?,
+                hop_limit: self.ttl,
+                flow_label: 0,
+            }
+        } else {
+            IpSpec::V4 {
+                src: parse_ip4(&self.src_ip, Ipv4Addr::new(198, 18, 0, 1), "src-ip")?,
+                dst: parse_ip4(&self.dst_ip, Ipv4Addr::new(198, 18, 0, 2), "dst-ip")?,
+                ttl: self.ttl,
+                id: self.ip_id,
+                dscp: self.dscp,
+            }
+        };
+        let l4 = match self.proto {
+            Proto::Udp => L4Spec::Udp {
+                src_port: self.src_port,
+                dst_port: self.dst_port,
+            },
+            Proto::Tcp => L4Spec::Tcp {
+                src_port: self.src_port,
+                dst_port: self.dst_port,
+                seq: 1,
+                ack: 0,
+                flags: TcpFlags::parse(&self.tcp_flags)?,
+                window: 65535,
+            },
+            Proto::Icmp => L4Spec::IcmpEcho { id: self.src_port, seq: 0 },
+        };
+        let vlan = self.vlan.map(|id| VlanTag {
+            id,
+            pcp: self.vlan_pcp,
+        });
+        if self.vlan.is_some_and(|id| id > 4095) {
+            return Err(invalid(format!("VLAN id {} is over 4095", self.vlan.unwrap_or(0))));
+        }
+        let frame = FrameSpec {
+            src_mac,
+            dst_mac,
+            vlan,
+            ip,
+            l4,
+            payload: Payload::parse(&self.payload)?,
+        };
+        let sizes = SizeMode::parse(&self.size_mode, self.size)?;
+        let min = frame.min_frame_size();
+        if sizes.min() < min {
+            return Err(StreamError::SizeTooSmall { size: sizes.min(), min });
+        }
+        let vlan_tag = if self.vlan.is_some() { 4 } else { 0 };
+        let max = limits.mtu as usize + 18 + vlan_tag;
+        if sizes.max() > max {
+            return Err(StreamError::SizeOverMtu {
+                size: sizes.max(),
+                max,
+                mtu: limits.mtu,
+                hint: limits.mtu_hint,
+            });
+        }
+        let vary = self
+            .vary
+            .iter()
+            .map(|v| VarySpec::parse(v, self.ipv6))
+            .collect::<Result<Vec<_>, _>>()?;
+        if self.count == Some(0) {
+            return Err(invalid("count 0 sends nothing; leave it out to send until stopped".into()));
+        }
+        if self.loops == Some(0) {
+            return Err(invalid("loops 0 sends nothing".into()));
+        }
+        if self.rate != "max" {
+            return Err(invalid(format!(
+                "rate '{}': only 'max' is supported so far",
+                self.rate
+            )));
+        }
+        if let Some(b) = self.bursts
+            && (b.frames == 0 || b.per_second <= 0.0 || !b.per_second.is_finite())
+        {
+            return Err(invalid("bursts need frames ≥ 1 and per-second > 0".into()));
+        }
+        Ok(Resolved {
+            frame,
+            sizes,
+            vary,
+        })
+    }
+}
+
+/// A stream whose text has been parsed and checked.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub frame: FrameSpec,
+    pub sizes: SizeMode,
+    pub vary: Vec<VarySpec>,
+}
+
+/// What the port imposes on a stream.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub mtu: u32,
+    /// Said after a too-large size, e.g. how to raise the limit for this backend.
+    pub mtu_hint: &'static str,
+    /// Destination MAC when the spec leaves it empty (a lab's peer).
+    pub default_dst_mac: Option<MacAddr>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            mtu: 1500,
+            mtu_hint: "",
+            default_dst_mac: None,
+        }
+    }
+}
+
+fn parse_ip4(text: &str, default: Ipv4Addr, what: &str) -> Result<Ipv4Addr, StreamError> {
+    if text.is_empty() {
+        return Ok(default);
+    }
+    match text.parse::<IpAddr>() {
+        Ok(IpAddr::V4(a)) => Ok(a),
+        Ok(IpAddr::V6(_)) => Err(StreamError::Invalid {
+            stream: what.into(),
+            why: format!("'{text}' is IPv6 but the stream is IPv4: add --ipv6"),
+        }),
+        Err(_) => Err(StreamError::Invalid {
+            stream: what.into(),
+            why: format!("'{text}' is not an IPv4 address (form: 198.18.0.1)"),
+        }),
+    }
+}
+
+fn parse_ip6(text: &str, default: Ipv6Addr, what: &str) -> Result<Ipv6Addr, StreamError> {
+    if text.is_empty() {
+        return Ok(default);
+    }
+    text.parse::<Ipv6Addr>().map_err(|_| StreamError::Invalid {
+        stream: what.into(),
+        why: format!("'{text}' is not an IPv6 address (form: 2001:2::1)"),
+    })
+}
+
+/// A TOML stream file: one or more `[[stream]]` tables, run in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecFile {
+    #[serde(rename = "stream")]
+    pub streams: Vec<StreamSpec>,
+}
+
+impl SpecFile {
+    pub fn parse(text: &str, path: &str) -> Result<Self, StreamError> {
+        let file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
+            path: path.into(),
+            why: e.message().to_owned()
+                + &e
+                    .span()
+                    .map(|s| format!(" (at line {})", line_of(text, s.start)))
+                    .unwrap_or_default(),
+        })?;
+        if file.streams.is_empty() {
+            return Err(StreamError::Toml {
+                path: path.into(),
+                why: "no [[stream]] table".into(),
+            });
+        }
+        Ok(file)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, StreamError> {
+        let text = std::fs::read_to_string(path).map_err(|e| StreamError::File {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_defaults_meet_in_one_struct() {
+        let file = SpecFile::parse(
+            "[[stream]]\nname = \"a\"\nsize = 128\nvary = [\"src-port:inc:1-4\"]\ncount = 4\nnext = \"goto-first\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let s = &file.streams[0];
+        assert_eq!((s.size, s.count, s.next), (128, Some(4), Next::GotoFirst));
+        assert_eq!(s.src_mac, StreamSpec::default().src_mac);
+    }
+
+    #[test]
+    fn a_typo_names_the_key_and_line() {
+        let err = SpecFile::parse("[[stream]]\nsize = 64\nsrc-prot = 5\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("src-prot") && err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn sizes_are_checked_against_headers_and_mtu() {
+        let limits = Limits::default();
+        let small = StreamSpec { size: 63, ..StreamSpec::default() };
+        assert!(matches!(small.resolve(&limits), Err(StreamError::SizeTooSmall { .. })));
+        let big = StreamSpec { size: 1519, ..StreamSpec::default() };
+        assert!(matches!(big.resolve(&limits), Err(StreamError::SizeOverMtu { .. })));
+        let tagged = StreamSpec { size: 1522, vlan: Some(5), ..StreamSpec::default() };
+        assert!(tagged.resolve(&limits).is_ok());
+    }
+
+    #[test]
+    fn bad_addresses_say_what_form_is_expected() {
+        let s = StreamSpec { src_ip: "300.1.1.1".into(), ..StreamSpec::default() };
+        let err = s.resolve(&Limits::default()).unwrap_err().to_string();
+        assert!(err.contains("300.1.1.1") && err.contains("198.18.0.1"), "{err}");
+        let s = StreamSpec { dst_mac: "02:00:00".into(), ..StreamSpec::default() };
+        assert!(s.resolve(&Limits::default()).is_err());
+    }
+}

@@ -1,0 +1,495 @@
+//! The plain value that describes a frame and emits it, and the layout the builder hands back.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use crate::header::{at, ethernet, icmp, ipv4, ipv6, set_be, tcp, udp, vlan};
+use crate::{MacAddr, Rng, WireError, checksum};
+
+/// Largest frame (FCS included) whose IPv4 total length still fits 16 bits behind an untagged
+/// Ethernet header: 65535 + 14 + 4.
+pub const MAX_FRAME_SIZE: usize = 65535 + 18;
+
+/// An 802.1Q tag; DEI is always 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlanTag {
+    pub id: u16,
+    pub pcp: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IpSpec {
+    V4 {
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        ttl: u8,
+        id: u16,
+        dscp: u8,
+    },
+    V6 {
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        hop_limit: u8,
+        flow_label: u32,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpFlags {
+    pub fin: bool,
+    pub syn: bool,
+    pub rst: bool,
+    pub psh: bool,
+    pub ack: bool,
+    pub urg: bool,
+    pub ece: bool,
+    pub cwr: bool,
+}
+
+/// Names and letters in bit order (FIN is bit 0).
+const TCP_FLAG_NAMES: [(&str, char); 8] = [
+    ("fin", 'F'),
+    ("syn", 'S'),
+    ("rst", 'R'),
+    ("psh", 'P'),
+    ("ack", 'A'),
+    ("urg", 'U'),
+    ("ece", 'E'),
+    ("cwr", 'C'),
+];
+
+impl TcpFlags {
+    /// Reads `syn,ack` (names, separated by `,` `|` `+` or spaces) or `SA` (letters F S R P A U E C);
+    /// both case-insensitive; the empty string means no flags.
+    pub fn parse(s: &str) -> Result<Self, WireError> {
+        let mut bits = 0u8;
+        for token in s.split([',', '|', '+', ' ']).filter(|t| !t.is_empty()) {
+            let lower = token.to_ascii_lowercase();
+            if let Some(i) = TCP_FLAG_NAMES.iter().position(|(n, _)| *n == lower) {
+                bits |= 1 << i;
+                continue;
+            }
+            for ch in token.chars() {
+                let up = ch.to_ascii_uppercase();
+                let i = TCP_FLAG_NAMES
+                    .iter()
+                    .position(|(_, l)| *l == up)
+                    .ok_or_else(|| WireError::BadTcpFlags {
+                        input: s.to_string(),
+                        reason: format!(
+                            "{token:?} is neither a flag name nor flag letters ({ch:?})"
+                        ),
+                    })?;
+                bits |= 1 << i;
+            }
+        }
+        Ok(Self::from_bits(bits))
+    }
+
+    /// The flags byte of the TCP header.
+    pub fn bits(&self) -> u8 {
+        [
+            self.fin, self.syn, self.rst, self.psh, self.ack, self.urg, self.ece, self.cwr,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0, |acc, (i, &on)| acc | (u8::from(on) << i))
+    }
+
+    pub fn from_bits(b: u8) -> Self {
+        let on = |i: u8| b & (1 << i) != 0;
+        Self {
+            fin: on(0),
+            syn: on(1),
+            rst: on(2),
+            psh: on(3),
+            ack: on(4),
+            urg: on(5),
+            ece: on(6),
+            cwr: on(7),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum L4Spec {
+    Udp {
+        src_port: u16,
+        dst_port: u16,
+    },
+    Tcp {
+        src_port: u16,
+        dst_port: u16,
+        seq: u32,
+        ack: u32,
+        flags: TcpFlags,
+        window: u16,
+    },
+    /// ICMPv4 echo request over V4, ICMPv6 echo request over V6.
+    IcmpEcho {
+        id: u16,
+        seq: u16,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// Every byte this value.
+    Fixed(u8),
+    /// 0, 1, 2, ..., 255, 0, ... from the payload start.
+    Increment,
+    /// Deterministic pseudo-random bytes from the seed, so a plan is reproducible.
+    Random { seed: u64 },
+    /// Repeated to fill.
+    Pattern(Vec<u8>),
+    /// Exact bytes, zero-filled after.
+    Raw(Vec<u8>),
+}
+
+fn parse_int(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+pub(crate) fn parse_uint(s: &str) -> Option<u64> {
+    parse_int(s.trim())
+}
+
+fn parse_hex(s: &str) -> Result<Vec<u8>, String> {
+    let s = s.strip_prefix("0x").unwrap_or(s);
+    if !s.len().is_multiple_of(2) {
+        return Err(format!("hex {s:?} has an odd number of digits"));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|d| u8::from_str_radix(d, 16).ok())
+                .ok_or_else(|| format!("{s:?} is not hex"))
+        })
+        .collect()
+}
+
+impl Payload {
+    /// Reads `fixed:0xAB` | `fixed:171` | `inc` | `random` | `random:SEED` | `pattern:HEX` | `raw:HEX`.
+    pub fn parse(s: &str) -> Result<Self, WireError> {
+        let bad = |reason: String| WireError::BadPayload {
+            input: s.to_string(),
+            reason,
+        };
+        let (kind, arg) = match s.split_once(':') {
+            Some((k, a)) => (k, Some(a)),
+            None => (s, None),
+        };
+        match (kind.to_ascii_lowercase().as_str(), arg) {
+            ("fixed", Some(a)) => match parse_int(a) {
+                Some(v) if v <= 0xFF => Ok(Payload::Fixed(v as u8)),
+                _ => Err(bad(format!("fixed byte {a:?} is not a number in 0..=255"))),
+            },
+            ("inc", None) => Ok(Payload::Increment),
+            ("random", None) => Ok(Payload::Random { seed: 0 }),
+            ("random", Some(a)) => parse_int(a)
+                .map(|seed| Payload::Random { seed })
+                .ok_or_else(|| bad(format!("seed {a:?} is not a u64"))),
+            ("pattern", Some(a)) => match parse_hex(a).map_err(bad)? {
+                p if p.is_empty() => Err(bad("pattern is empty".into())),
+                p => Ok(Payload::Pattern(p)),
+            },
+            ("raw", Some(a)) => Ok(Payload::Raw(parse_hex(a).map_err(bad)?)),
+            ("fixed" | "pattern" | "raw", None) => {
+                Err(bad(format!("{kind:?} needs a value after ':'")))
+            }
+            ("inc", Some(_)) => Err(bad("\"inc\" takes no value".into())),
+            _ => Err(bad(format!("unknown kind {kind:?}"))),
+        }
+    }
+
+    /// Fills `buf`, the payload of a frame of `frame_size`.
+    fn fill(&self, buf: &mut [u8], frame_size: usize) -> Result<(), WireError> {
+        match self {
+            Payload::Fixed(b) => buf.fill(*b),
+            Payload::Increment => buf.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8),
+            Payload::Random { seed } => {
+                let mut rng = Rng::new(*seed);
+                for chunk in buf.chunks_mut(8) {
+                    let r = rng.next_u64().to_le_bytes();
+                    chunk.copy_from_slice(&r[..chunk.len()]);
+                }
+            }
+            Payload::Pattern(p) if p.is_empty() => buf.fill(0),
+            Payload::Pattern(p) => buf
+                .iter_mut()
+                .zip(p.iter().cycle())
+                .for_each(|(b, v)| *b = *v),
+            Payload::Raw(r) => {
+                if r.len() > buf.len() {
+                    return Err(WireError::PayloadTooLong {
+                        len: r.len(),
+                        room: buf.len(),
+                        frame_size,
+                    });
+                }
+                buf[..r.len()].copy_from_slice(r);
+                buf[r.len()..].fill(0);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum L4Proto {
+    Udp,
+    Tcp,
+    Icmpv4,
+    Icmpv6,
+}
+
+impl L4Proto {
+    pub fn header_len(self) -> usize {
+        match self {
+            L4Proto::Udp => udp::HEADER_LEN,
+            L4Proto::Tcp => tcp::HEADER_LEN,
+            L4Proto::Icmpv4 | L4Proto::Icmpv6 => icmp::HEADER_LEN,
+        }
+    }
+
+    /// Where the checksum sits inside this header.
+    pub fn checksum_field(self) -> core::ops::Range<usize> {
+        match self {
+            L4Proto::Udp => udp::field::CHECKSUM,
+            L4Proto::Tcp => tcp::field::CHECKSUM,
+            L4Proto::Icmpv4 | L4Proto::Icmpv6 => icmp::field::CHECKSUM,
+        }
+    }
+
+    /// The IPv4 protocol / IPv6 next-header number.
+    pub fn ip_proto(self) -> u8 {
+        match self {
+            L4Proto::Udp => ipv4::PROTO_UDP,
+            L4Proto::Tcp => ipv4::PROTO_TCP,
+            L4Proto::Icmpv4 => ipv4::PROTO_ICMP,
+            L4Proto::Icmpv6 => ipv4::PROTO_ICMPV6,
+        }
+    }
+}
+
+/// Where each header starts in a built frame (buffer offsets; `len` excludes the FCS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Offset of the 802.1Q TPID.
+    pub vlan_offset: Option<usize>,
+    pub ip_offset: usize,
+    pub ipv6: bool,
+    pub l4_offset: usize,
+    pub l4: L4Proto,
+    pub payload_offset: usize,
+    pub len: usize,
+}
+
+/// A built frame: the bytes to put in a buffer (no FCS) and where its headers are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub bytes: Vec<u8>,
+    pub layout: Layout,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameSpec {
+    pub src_mac: MacAddr,
+    pub dst_mac: MacAddr,
+    pub vlan: Option<VlanTag>,
+    pub ip: IpSpec,
+    pub l4: L4Spec,
+    pub payload: Payload,
+}
+
+impl FrameSpec {
+    fn l4_proto(&self) -> L4Proto {
+        match (&self.l4, &self.ip) {
+            (L4Spec::Udp { .. }, _) => L4Proto::Udp,
+            (L4Spec::Tcp { .. }, _) => L4Proto::Tcp,
+            (L4Spec::IcmpEcho { .. }, IpSpec::V4 { .. }) => L4Proto::Icmpv4,
+            (L4Spec::IcmpEcho { .. }, IpSpec::V6 { .. }) => L4Proto::Icmpv6,
+        }
+    }
+
+    /// The layout of this spec built at `frame_size` (FCS included); sizes are not checked.
+    pub fn layout(&self, frame_size: usize) -> Layout {
+        let ipv6 = matches!(self.ip, IpSpec::V6 { .. });
+        let vlan_offset = self.vlan.as_ref().map(|_| ethernet::field::ETHERTYPE.start);
+        let ip_offset = ethernet::HEADER_LEN + vlan_offset.map_or(0, |_| vlan::TAG_LEN);
+        let l4_offset = ip_offset
+            + if ipv6 {
+                ipv6::HEADER_LEN
+            } else {
+                ipv4::HEADER_LEN
+            };
+        let l4 = self.l4_proto();
+        Layout {
+            vlan_offset,
+            ip_offset,
+            ipv6,
+            l4_offset,
+            l4,
+            payload_offset: l4_offset + l4.header_len(),
+            len: frame_size.saturating_sub(ethernet::FCS_LEN),
+        }
+    }
+
+    /// Smallest frame size (FCS included) that holds the headers, never below Ethernet's 64.
+    pub fn min_frame_size(&self) -> usize {
+        let headers = self.layout(0).payload_offset;
+        (headers + ethernet::FCS_LEN).max(ethernet::MIN_FRAME)
+    }
+
+    fn validate(&self, frame_size: usize) -> Result<(), WireError> {
+        let min = self.min_frame_size();
+        if frame_size < min {
+            return Err(WireError::FrameTooSmall {
+                size: frame_size,
+                min,
+            });
+        }
+        if frame_size > MAX_FRAME_SIZE {
+            return Err(WireError::FrameTooLarge {
+                size: frame_size,
+                max: MAX_FRAME_SIZE,
+            });
+        }
+        if let Some(v) = &self.vlan {
+            if v.id > vlan::MAX_VID {
+                return Err(WireError::VlanIdOutOfRange { id: v.id });
+            }
+            if v.pcp > vlan::MAX_PCP {
+                return Err(WireError::VlanPcpOutOfRange { pcp: v.pcp });
+            }
+        }
+        match self.ip {
+            IpSpec::V4 { dscp, .. } if dscp > ipv4::MAX_DSCP => {
+                Err(WireError::DscpOutOfRange { dscp })
+            }
+            IpSpec::V6 { flow_label, .. } if flow_label > ipv6::MAX_FLOW_LABEL => {
+                Err(WireError::FlowLabelOutOfRange { flow_label })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Builds the frame for `frame_size` bytes on the wire including the 4-byte FCS, so the
+    /// returned bytes are `frame_size - 4` long. Lengths run to the end of the buffer, the payload
+    /// fills what the headers leave, and every checksum is filled.
+    pub fn build(&self, frame_size: usize) -> Result<Frame, WireError> {
+        self.validate(frame_size)?;
+        let layout = self.layout(frame_size);
+        let mut b = vec![0u8; layout.len];
+
+        b[ethernet::field::DST].copy_from_slice(&self.dst_mac);
+        b[ethernet::field::SRC].copy_from_slice(&self.src_mac);
+        let ethertype = if layout.ipv6 {
+            ethernet::ETHERTYPE_IPV6
+        } else {
+            ethernet::ETHERTYPE_IPV4
+        };
+        let type_at = match (&self.vlan, layout.vlan_offset) {
+            (Some(v), Some(t)) => {
+                set_be(
+                    &mut b,
+                    at(t, vlan::field::TPID),
+                    ethernet::ETHERTYPE_VLAN.into(),
+                );
+                let tci = (u16::from(v.pcp) << vlan::PCP_SHIFT) | v.id;
+                set_be(&mut b, at(t, vlan::field::TCI), tci.into());
+                at(t, vlan::field::ETHERTYPE)
+            }
+            _ => ethernet::field::ETHERTYPE,
+        };
+        set_be(&mut b, type_at, ethertype.into());
+
+        let ip = layout.ip_offset;
+        let l4_len = layout.len - layout.l4_offset;
+        match &self.ip {
+            IpSpec::V4 {
+                src,
+                dst,
+                ttl,
+                id,
+                dscp,
+            } => {
+                use ipv4::field as f;
+                b[ip + f::VER_IHL] = ipv4::VER_IHL;
+                b[ip + f::DSCP_ECN] = dscp << ipv4::DSCP_SHIFT;
+                set_be(&mut b, at(ip, f::LENGTH), (layout.len - ip) as u64);
+                set_be(&mut b, at(ip, f::IDENT), (*id).into());
+                set_be(&mut b, at(ip, f::FLG_OFF), ipv4::FLAG_DF.into());
+                b[ip + f::TTL] = *ttl;
+                b[ip + f::PROTOCOL] = layout.l4.ip_proto();
+                b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
+                b[at(ip, f::DST_ADDR)].copy_from_slice(&dst.octets());
+            }
+            IpSpec::V6 {
+                src,
+                dst,
+                hop_limit,
+                flow_label,
+            } => {
+                use ipv6::field as f;
+                let vtf = (6u32 << ipv6::VERSION_SHIFT) | flow_label;
+                set_be(&mut b, at(ip, f::VER_TC_FLOW), vtf.into());
+                set_be(&mut b, at(ip, f::LENGTH), l4_len as u64);
+                b[ip + f::NXT_HDR] = layout.l4.ip_proto();
+                b[ip + f::HOP_LIMIT] = *hop_limit;
+                b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
+                b[at(ip, f::DST_ADDR)].copy_from_slice(&dst.octets());
+            }
+        }
+
+        let l4 = layout.l4_offset;
+        match &self.l4 {
+            L4Spec::Udp { src_port, dst_port } => {
+                use udp::field as f;
+                set_be(&mut b, at(l4, f::SRC_PORT), (*src_port).into());
+                set_be(&mut b, at(l4, f::DST_PORT), (*dst_port).into());
+                set_be(&mut b, at(l4, f::LENGTH), l4_len as u64);
+            }
+            L4Spec::Tcp {
+                src_port,
+                dst_port,
+                seq,
+                ack,
+                flags,
+                window,
+            } => {
+                use tcp::field as f;
+                set_be(&mut b, at(l4, f::SRC_PORT), (*src_port).into());
+                set_be(&mut b, at(l4, f::DST_PORT), (*dst_port).into());
+                set_be(&mut b, at(l4, f::SEQ_NUM), (*seq).into());
+                set_be(&mut b, at(l4, f::ACK_NUM), (*ack).into());
+                b[l4 + f::DATA_OFF] = tcp::DATA_OFF_5;
+                b[l4 + f::FLAGS] = flags.bits();
+                set_be(&mut b, at(l4, f::WIN_SIZE), (*window).into());
+            }
+            L4Spec::IcmpEcho { id, seq } => {
+                use icmp::field as f;
+                b[l4 + f::TYPE] = if layout.ipv6 {
+                    icmp::V6_ECHO_REQUEST
+                } else {
+                    icmp::V4_ECHO_REQUEST
+                };
+                b[l4 + f::CODE] = 0;
+                set_be(&mut b, at(l4, f::ECHO_IDENT), (*id).into());
+                set_be(&mut b, at(l4, f::ECHO_SEQNO), (*seq).into());
+            }
+        }
+
+        self.payload
+            .fill(&mut b[layout.payload_offset..], frame_size)?;
+        checksum::fill_frame(&mut b, &layout);
+        Ok(Frame { bytes: b, layout })
+    }
+}
+
+#[cfg(test)]
+#[path = "spec_tests.rs"]
+mod tests;

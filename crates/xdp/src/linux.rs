@@ -1,0 +1,452 @@
+//! Loading, attaching (through bpf_link), pinning and reading the XDP programs on Linux.
+
+use std::ffi::CString;
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, PrintLevel};
+
+use crate::{AttachMode, SinkCounters, XdpError};
+
+/// Aligns an embedded object file: libelf reads 64-bit ELF headers in place.
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+
+static SINK_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/sink.bpf.o")));
+static PASS_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/pass.bpf.o")));
+
+/// The counter map's name in `bpf/sink.bpf.c`.
+const SINK_MAP: &str = "sink_counters";
+/// File names under a pin directory.
+const PIN_LINK: &str = "link";
+const PIN_MAP: &str = "counters";
+/// Where bpffs lives, and its magic number (`BPF_FS_MAGIC` in linux/magic.h).
+const BPFFS: &str = "/sys/fs/bpf";
+const BPF_FS_MAGIC: u64 = 0xcafe_4a11;
+
+/// The sink attached to an interface: owns the loaded object and the bpf_link. Dropping it
+/// detaches the program unless it was pinned.
+pub struct Sink {
+    link: OwnedFd,
+    object: Object,
+    iface: String,
+    netns: Option<String>,
+}
+
+impl fmt::Debug for Sink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sink")
+            .field("iface", &self.iface)
+            .field("netns", &self.netns)
+            .field("link_fd", &self.link.as_raw_fd())
+            .finish()
+    }
+}
+
+impl Sink {
+    /// Loads the sink and attaches it through a bpf_link (so it dies with the process unless
+    /// pinned) to `iface`, looked up inside network namespace `netns` (None = the caller's), in
+    /// `mode`.
+    pub fn attach(iface: &str, netns: Option<&str>, mode: AttachMode) -> Result<Sink, XdpError> {
+        let object = load("sink", &SINK_OBJ.0)?;
+        let link = in_netns(netns, || {
+            let index = ifindex(iface).map_err(|e| match e {
+                XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
+                    iface,
+                    netns: netns.map(str::to_owned),
+                },
+                e => e,
+            })?;
+            link_xdp(&object, index, mode, iface, netns)
+        })?;
+        Ok(Sink {
+            link,
+            object,
+            iface: iface.to_owned(),
+            netns: netns.map(str::to_owned),
+        })
+    }
+
+    /// The counters so far, summed over CPUs.
+    pub fn counters(&self) -> Result<SinkCounters, XdpError> {
+        let map = self
+            .object
+            .maps()
+            .find(|m| m.name() == SINK_MAP)
+            .ok_or_else(|| XdpError::Read {
+                message: format!("the sink object has no map {SINK_MAP}"),
+            })?;
+        read_counters(&map)
+    }
+
+    /// Pins the link and the counter map under `dir` (bpffs, e.g. /sys/fs/bpf/linerate/<lab>),
+    /// mounting bpffs at /sys/fs/bpf first if it is not mounted. The program then stays attached
+    /// after this process exits, until [`PinnedSink::unpin`].
+    pub fn pin(&mut self, dir: &Path) -> Result<(), XdpError> {
+        ensure_bpffs()?;
+        std::fs::create_dir_all(dir).map_err(|source| pin_error(dir, source))?;
+        let map = self
+            .object
+            .maps()
+            .find(|m| m.name() == SINK_MAP)
+            .ok_or_else(|| XdpError::Read {
+                message: format!("the sink object has no map {SINK_MAP}"),
+            })?;
+        let map_path = dir.join(PIN_MAP);
+        obj_pin(map.as_fd().as_raw_fd(), &map_path)?;
+        if let Err(e) = obj_pin(self.link.as_raw_fd(), &dir.join(PIN_LINK)) {
+            let _ = std::fs::remove_file(&map_path);
+            return Err(e);
+        }
+        Ok(())
+    }
+}
+
+/// The sink's counters, reached through its pins from any process.
+#[derive(Debug)]
+pub struct PinnedSink {
+    map: MapHandle,
+    dir: PathBuf,
+}
+
+impl PinnedSink {
+    /// Opens the counter map pinned under `dir` by [`Sink::pin`].
+    pub fn open(dir: &Path) -> Result<PinnedSink, XdpError> {
+        let path = dir.join(PIN_MAP);
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(XdpError::NotPinned {
+                    dir: dir.to_owned(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return Err(XdpError::NotRoot {
+                    what: format!("opening {}", path.display()),
+                });
+            }
+            Err(e) => return Err(pin_error(&path, e)),
+        }
+        let map = MapHandle::from_pinned_path(&path).map_err(|e| match e.kind() {
+            libbpf_rs::ErrorKind::PermissionDenied => XdpError::NotRoot {
+                what: format!("opening {}", path.display()),
+            },
+            libbpf_rs::ErrorKind::NotFound => XdpError::NotPinned {
+                dir: dir.to_owned(),
+            },
+            _ => XdpError::Read {
+                message: format!("opening {}: {e}", path.display()),
+            },
+        })?;
+        Ok(PinnedSink {
+            map,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// The counters so far, summed over CPUs.
+    pub fn counters(&self) -> Result<SinkCounters, XdpError> {
+        read_counters(&self.map)
+    }
+
+    /// Removes the pins (which detaches the program if nothing else holds the link). Safe when
+    /// they are already gone, and when bpffs is not mounted at all.
+    pub fn unpin(dir: &Path) -> Result<(), XdpError> {
+        for name in [PIN_LINK, PIN_MAP] {
+            let path = dir.join(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    return Err(XdpError::NotRoot {
+                        what: format!("removing {}", path.display()),
+                    });
+                }
+                Err(e) => return Err(pin_error(&path, e)),
+            }
+        }
+        match std::fs::remove_dir(dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(pin_error(dir, e)),
+        }
+    }
+
+    /// The pin directory this sink was opened from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// The pass-through program attached to an interface; detaches on drop.
+pub struct PassLink {
+    link: OwnedFd,
+    _object: Object,
+    ifindex: u32,
+    mode: AttachMode,
+}
+
+impl fmt::Debug for PassLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PassLink")
+            .field("ifindex", &self.ifindex)
+            .field("mode", &self.mode)
+            .field("link_fd", &self.link.as_raw_fd())
+            .finish()
+    }
+}
+
+/// Attaches the pass-through program to the interface `ifindex` of the caller's network namespace
+/// through a bpf_link: for drivers that need a program on the queue for zero-copy AF_XDP TX.
+pub fn attach_pass(ifindex: u32, mode: AttachMode) -> Result<PassLink, XdpError> {
+    let object = load("pass", &PASS_OBJ.0)?;
+    let link = link_xdp(&object, ifindex, mode, &format!("ifindex {ifindex}"), None)?;
+    Ok(PassLink {
+        link,
+        _object: object,
+        ifindex,
+        mode,
+    })
+}
+
+/// The index of `iface` in the caller's network namespace.
+pub fn ifindex(iface: &str) -> Result<u32, XdpError> {
+    let unknown = || XdpError::UnknownInterface {
+        iface: iface.to_owned(),
+        netns: None,
+    };
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.contains(['/', '\0']) {
+        return Err(unknown());
+    }
+    nix::net::if_::if_nametoindex(iface).map_err(|_| unknown())
+}
+
+/// Serialises loads, so the libbpf log captured for one load is that load's.
+static LOAD_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn capture_libbpf(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LOAD_LOG.try_lock() {
+        log.push(msg);
+    }
+}
+
+/// Opens and loads an embedded object, turning a failure into libbpf's own words.
+fn load(program: &'static str, bytes: &[u8]) -> Result<Object, XdpError> {
+    let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    log.clear();
+    drop(log);
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
+    let result = ObjectBuilder::default()
+        .open_memory(bytes)
+        .and_then(|open| open.load());
+    libbpf_rs::set_print(previous);
+    result.map_err(|e| {
+        if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+            return XdpError::NotRoot {
+                what: format!("loading the XDP program {program}"),
+            };
+        }
+        let log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
+        let tail: Vec<&str> = log
+            .iter()
+            .rev()
+            .take(20)
+            .rev()
+            .map(|l| l.trim_end())
+            .collect();
+        let message = if tail.is_empty() {
+            format!("{e:#}")
+        } else {
+            format!("{e:#}; libbpf says:\n{}", tail.join("\n"))
+        };
+        XdpError::Load { program, message }
+    })
+}
+
+/// Creates an XDP bpf_link for the object's only program on `ifindex` of the calling thread's
+/// network namespace.
+fn link_xdp(
+    object: &Object,
+    ifindex: u32,
+    mode: AttachMode,
+    iface: &str,
+    netns: Option<&str>,
+) -> Result<OwnedFd, XdpError> {
+    let program = object.progs().next().ok_or_else(|| XdpError::Load {
+        program: "xdp",
+        message: "the object holds no program".into(),
+    })?;
+    let flags = match mode {
+        AttachMode::Drv => libbpf_sys::XDP_FLAGS_DRV_MODE,
+        AttachMode::Skb => libbpf_sys::XDP_FLAGS_SKB_MODE,
+    };
+    // SAFETY: bpf_link_create_opts is a plain C struct of integers, pointers and a union of
+    // those; all zeroes is its documented "no options" value.
+    let mut opts: libbpf_sys::bpf_link_create_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_create_opts>() as _;
+    opts.flags = flags;
+    let prog_fd = program.as_fd().as_raw_fd();
+    // SAFETY: prog_fd is a valid program fd owned by `object`, which outlives the call; opts
+    // points to an initialised struct whose `sz` is set, as libbpf requires.
+    let ret =
+        unsafe { libbpf_sys::bpf_link_create(prog_fd, ifindex as i32, libbpf_sys::BPF_XDP, &opts) };
+    if ret < 0 {
+        let errno = -ret;
+        let iface = iface.to_owned();
+        let netns = netns.map(str::to_owned);
+        return Err(match errno {
+            libc::EPERM | libc::EACCES => XdpError::NotRoot {
+                what: format!("attaching XDP to {iface}"),
+            },
+            libc::EBUSY | libc::EEXIST => XdpError::AlreadyAttached { iface, netns },
+            libc::ENODEV => XdpError::UnknownInterface { iface, netns },
+            libc::EOPNOTSUPP if mode == AttachMode::Drv => {
+                XdpError::ModeUnsupported { iface, netns, mode }
+            }
+            _ => XdpError::Attach {
+                iface,
+                netns,
+                mode,
+                source: io::Error::from_raw_os_error(errno),
+            },
+        });
+    }
+    // SAFETY: bpf_link_create returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(ret) })
+}
+
+/// Runs `f` in network namespace `netns` (None: right here). setns(2) changes the calling
+/// thread's namespace only, so a short-lived thread enters it and the caller's stays as it was.
+/// Not `ip netns exec`: it remounts /sys, which hides bpffs.
+fn in_netns<T: Send>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> Result<T, XdpError> + Send,
+) -> Result<T, XdpError> {
+    let Some(ns) = netns else {
+        return f();
+    };
+    if ns.is_empty() || ns.contains('/') {
+        return Err(XdpError::NoSuchNetns { netns: ns.into() });
+    }
+    let file = match File::open(Path::new("/run/netns").join(ns)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(XdpError::NoSuchNetns { netns: ns.into() });
+        }
+        Err(source) => {
+            return Err(XdpError::Netns {
+                netns: ns.into(),
+                source,
+            });
+        }
+    };
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).map_err(
+                    |errno| match errno {
+                        nix::errno::Errno::EPERM => XdpError::NotRoot {
+                            what: format!("entering network namespace {ns}"),
+                        },
+                        errno => XdpError::Netns {
+                            netns: ns.into(),
+                            source: errno.into(),
+                        },
+                    },
+                )?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn read_counters(map: &impl MapCore) -> Result<SinkCounters, XdpError> {
+    let per_cpu = map
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| match e.kind() {
+            libbpf_rs::ErrorKind::PermissionDenied => XdpError::NotRoot {
+                what: "reading the sink counters".into(),
+            },
+            _ => XdpError::Read {
+                message: format!("{e:#}"),
+            },
+        })?
+        .ok_or_else(|| XdpError::Read {
+            message: "the counter map has no entry 0".into(),
+        })?;
+    let mut total = SinkCounters::default();
+    for value in per_cpu {
+        let (packets, bytes) = match (value.get(0..8), value.get(8..16)) {
+            (Some(p), Some(b)) => (p, b),
+            _ => {
+                return Err(XdpError::Read {
+                    message: format!("a counter entry holds {} bytes, not 16", value.len()),
+                });
+            }
+        };
+        total.packets += u64::from_ne_bytes(packets.try_into().expect("8 bytes"));
+        total.bytes += u64::from_ne_bytes(bytes.try_into().expect("8 bytes"));
+    }
+    Ok(total)
+}
+
+/// Mounts bpffs at /sys/fs/bpf unless it is there already.
+fn ensure_bpffs() -> Result<(), XdpError> {
+    let mounted = |stat: nix::sys::statfs::Statfs| stat.filesystem_type().0 as u64 == BPF_FS_MAGIC;
+    match nix::sys::statfs::statfs(BPFFS) {
+        Ok(stat) if mounted(stat) => return Ok(()),
+        Ok(_) => {}
+        Err(e) => {
+            return Err(XdpError::Bpffs {
+                reason: format!("{BPFFS}: {e}"),
+            });
+        }
+    }
+    nix::mount::mount(
+        Some("bpf"),
+        BPFFS,
+        Some("bpf"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| XdpError::Bpffs {
+        reason: match e {
+            nix::errno::Errno::EPERM => "permission denied: run as root".into(),
+            e => e.to_string(),
+        },
+    })
+}
+
+fn obj_pin(fd: i32, path: &Path) -> Result<(), XdpError> {
+    let cpath = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| pin_error(path, io::ErrorKind::InvalidInput.into()))?;
+    // SAFETY: fd is a live BPF object fd borrowed for the call; cpath is a NUL-terminated string
+    // that outlives it.
+    let ret = unsafe { libbpf_sys::bpf_obj_pin(fd, cpath.as_ptr()) };
+    if ret < 0 {
+        return Err(pin_error(path, io::Error::from_raw_os_error(-ret)));
+    }
+    Ok(())
+}
+
+fn pin_error(path: &Path, source: io::Error) -> XdpError {
+    if source.kind() == io::ErrorKind::PermissionDenied {
+        XdpError::NotRoot {
+            what: format!("pinning {}", path.display()),
+        }
+    } else {
+        XdpError::Pin {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

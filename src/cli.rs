@@ -1,0 +1,159 @@
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use linerate_stream::Proto;
+
+/// Kernel-bypass, line-rate packet transmitter.
+#[derive(Debug, Parser)]
+#[command(name = "linerate", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Transmit a stream on a port, a pcap file or the null port.
+    Tx(TxArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Linux AF_XDP (the default with -i on Linux).
+    Afxdp,
+    /// macOS/BSD /dev/bpf (the default with -i there).
+    Bpf,
+    /// Write frames to a pcap file (--pcap).
+    Pcap,
+    /// Count and discard: measures the generator alone.
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProtoArg {
+    Udp,
+    Tcp,
+    Icmp,
+}
+
+impl From<ProtoArg> for Proto {
+    fn from(p: ProtoArg) -> Self {
+        match p {
+            ProtoArg::Udp => Proto::Udp,
+            ProtoArg::Tcp => Proto::Tcp,
+            ProtoArg::Icmp => Proto::Icmp,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct TxArgs {
+    /// Interface to transmit on.
+    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"])]
+    pub interface: Option<String>,
+    /// Write the frames to this pcap file instead of an interface.
+    #[arg(long, value_name = "FILE", conflicts_with = "null")]
+    pub pcap: Option<PathBuf>,
+    /// Count and discard the frames (the generator's own speed).
+    #[arg(long)]
+    pub null: bool,
+    /// Backend; chosen from -i/--pcap/--null when left out.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+
+    #[command(flatten)]
+    pub stream: StreamArgs,
+
+    /// Frames to send in all (across workers); default: the stream's own count, else until stopped.
+    #[arg(short = 'n', long)]
+    pub count: Option<u64>,
+    /// Stop after this long, e.g. 10s, 500ms, 2m.
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// One worker per core, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub cores: Vec<usize>,
+    /// The queue each worker drives, when it differs from its position (default 0,1,…).
+    #[arg(long, value_delimiter = ',')]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
+    pub batch: u32,
+    /// MTU of the pcap and null ports (frames may be MTU + 18 bytes).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// A TOML stream file; the template flags below then do not apply.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["size", "size_mode", "vary", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "vlan", "ipv6", "proto", "payload"])]
+    pub stream: Option<PathBuf>,
+    /// Frame size in bytes, FCS included (64 puts 60 bytes on the wire buffer).
+    #[arg(short, long)]
+    pub size: Option<usize>,
+    /// fixed | inc:MIN-MAX[:STEP] | random:MIN-MAX | imix | imix:SIZExWEIGHT,…
+    #[arg(long)]
+    pub size_mode: Option<String>,
+    #[arg(long)]
+    pub src_mac: Option<String>,
+    /// Default: the lab's peer MAC on a lab interface, else broadcast.
+    #[arg(long)]
+    pub dst_mac: Option<String>,
+    #[arg(long)]
+    pub src_ip: Option<String>,
+    #[arg(long)]
+    pub dst_ip: Option<String>,
+    #[arg(long)]
+    pub src_port: Option<u16>,
+    #[arg(long)]
+    pub dst_port: Option<u16>,
+    /// 802.1Q VLAN id.
+    #[arg(long)]
+    pub vlan: Option<u16>,
+    /// IPv6 instead of IPv4.
+    #[arg(long)]
+    pub ipv6: bool,
+    #[arg(long, value_enum)]
+    pub proto: Option<ProtoArg>,
+    /// TCP flags, e.g. SA or syn,ack.
+    #[arg(long)]
+    pub tcp_flags: Option<String>,
+    /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX
+    #[arg(long)]
+    pub payload: Option<String>,
+    /// FIELD:inc|dec|random:START-END[:STEP][,mask=M] (repeatable). Fields: src-mac, dst-mac,
+    /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH].
+    #[arg(long)]
+    pub vary: Vec<String>,
+}
+
+/// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    if !seconds.is_finite() || seconds <= 0.0 {
+        return Err(format!("'{text}' must be more than zero"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
+}

@@ -1,0 +1,121 @@
+use std::io::Write;
+
+use anyhow::Result;
+use linerate_engine::{Observer, Report, Snapshot};
+use linerate_stream::Plan;
+use serde::Serialize;
+
+/// The live line on stderr, once per tick.
+#[derive(Debug)]
+pub struct LiveStatus {
+    link_mbps: Option<u64>,
+    quiet: bool,
+}
+
+impl LiveStatus {
+    pub fn new(link_mbps: Option<u64>, quiet: bool) -> Self {
+        Self { link_mbps, quiet }
+    }
+}
+
+impl Observer for LiveStatus {
+    fn tick(&self, s: &Snapshot) {
+        if self.quiet {
+            return;
+        }
+        let line = match self.link_mbps {
+            Some(mbps) => format!("{:.1} % of line", s.wire_bps() / (mbps as f64 * 1e4)),
+            None => "line rate n/a".into(),
+        };
+        eprintln!(
+            "{:>6.1}s  {:>8.3} Mpps  {:>7.3} Gbit/s wire  {}  ({} frames)",
+            s.elapsed.as_secs_f64(),
+            s.pps() / 1e6,
+            s.wire_bps() / 1e9,
+            line,
+            s.frames
+        );
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamJson {
+    pub name: String,
+    pub frames_cached: usize,
+    pub cached_fields: Vec<String>,
+    pub patched_fields: Vec<String>,
+}
+
+pub fn streams(plan: &Plan) -> Vec<StreamJson> {
+    plan.streams
+        .iter()
+        .map(|s| StreamJson {
+            name: s.name.clone(),
+            frames_cached: plan.frames.len(),
+            cached_fields: s.cached.clone(),
+            patched_fields: s.patched.clone(),
+        })
+        .collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct TxJson<'a> {
+    #[serde(flatten)]
+    pub report: &'a Report,
+    pub streams: Vec<StreamJson>,
+}
+
+pub fn print_json(value: &impl Serialize) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub fn print_tx(report: &Report, plan: &Plan) {
+    let avg = if report.completed > 0 {
+        report.bytes as f64 / report.completed as f64 + 4.0
+    } else {
+        0.0
+    };
+    let modes: Vec<&str> = report.workers.iter().map(|w| w.mode.as_str()).collect();
+    println!(
+        "port      {} ({}, {}), {} worker(s), {} pre-built frame(s)",
+        report.port,
+        report.backend,
+        modes.first().copied().unwrap_or("-"),
+        report.workers.len(),
+        plan.frames.len()
+    );
+    println!(
+        "sent      {} frames, {} bytes (FCS excluded); completed {}, missing {}",
+        report.submitted,
+        report.bytes,
+        report.completed,
+        report.missing()
+    );
+    println!(
+        "rate      {:.3} Mpps, {:.3} Gbit/s on the wire, {:.1} B average frame, {:.3} s",
+        report.pps / 1e6,
+        report.wire_bps / 1e9,
+        avg,
+        report.elapsed_s
+    );
+    if report.workers.len() > 1 {
+        for w in &report.workers {
+            println!(
+                "worker {}  core {:>2}  queue {:>2}  {} frames  {:.3} Mpps",
+                w.worker,
+                w.core.map_or("-".to_string(), |c| c.to_string()),
+                w.queue,
+                w.completed,
+                w.completed as f64 / w.elapsed_s.max(1e-9) / 1e6
+            );
+        }
+    }
+    for w in &report.workers {
+        for (k, v) in &w.stats {
+            println!("worker {} {k}: {v}", w.worker);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use linerate_engine::{RunConfig, WorkerSpec};
+use linerate_port::{NullPort, PcapPort, Port};
+use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
+
+use crate::cli::{Backend, StreamArgs, TxArgs};
+use crate::output::{self, LiveStatus};
+use crate::usage;
+
+/// Builds the streams, opens the port, runs the workers, prints the report.
+pub fn run(args: &TxArgs) -> Result<()> {
+    let streams = streams(&args.stream)?;
+    let workers = workers(&args.cores, args.queues.as_deref())?;
+    let port = open_port(args, workers.len() as u32)?;
+    let info = port.info().clone();
+    let limits = Limits {
+        mtu: info.mtu,
+        mtu_hint: if matches!(info.backend, "pcap" | "null") {
+            ": raise it with --mtu for jumbo frames"
+        } else {
+            ""
+        },
+        default_dst_mac: None,
+    };
+    let plan = Plan::compile(&streams, &limits)?;
+    if plan.count.is_none() && args.count.is_none() && args.duration.is_none() && info.backend == "pcap" {
+        return Err(usage("a pcap file needs an end: give --count or --duration"));
+    }
+    let stop = stop_flag()?;
+    let config = RunConfig {
+        workers,
+        batch: args.batch,
+        duration: args.duration,
+        count: args.count,
+        stop,
+        tick: Duration::from_secs(1),
+    };
+    let live = LiveStatus::new(info.link_speed.map(|s| s.mbps()), args.quiet);
+    let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
+        .with_context(|| format!("transmit on {}", info.name))?;
+    if args.json {
+        output::print_json(&output::TxJson { report: &report, streams: output::streams(&plan) })?;
+    } else {
+        output::print_tx(&report, &plan);
+    }
+    if report.missing() > 0 {
+        anyhow::bail!(
+            "{} frame(s) were submitted but never completed by the backend",
+            report.missing()
+        );
+    }
+    Ok(())
+}
+
+/// The streams to send: a TOML file, or one stream from the flags (the seed stream when no
+/// field varies).
+pub fn streams(args: &StreamArgs) -> Result<Vec<StreamSpec>> {
+    if let Some(path) = &args.stream {
+        return Ok(SpecFile::load(path)?.streams);
+    }
+    let mut s = if args.vary.is_empty() { StreamSpec::seed() } else { StreamSpec::default() };
+    s.vary.extend(args.vary.iter().cloned());
+    if let Some(v) = args.size {
+        s.size = v;
+    }
+    if let Some(v) = &args.size_mode {
+        s.size_mode = v.clone();
+    }
+    if let Some(v) = &args.src_mac {
+        s.src_mac = v.clone();
+    }
+    if let Some(v) = &args.dst_mac {
+        s.dst_mac = v.clone();
+    }
+    if let Some(v) = &args.src_ip {
+        s.src_ip = v.clone();
+    }
+    if let Some(v) = &args.dst_ip {
+        s.dst_ip = v.clone();
+    }
+    if let Some(v) = args.src_port {
+        s.src_port = v;
+    }
+    if let Some(v) = args.dst_port {
+        s.dst_port = v;
+    }
+    if let Some(v) = &args.tcp_flags {
+        s.tcp_flags = v.clone();
+    }
+    if let Some(v) = &args.payload {
+        s.payload = v.clone();
+    }
+    if let Some(v) = args.proto {
+        s.proto = v.into();
+    }
+    s.vlan = args.vlan;
+    s.ipv6 = args.ipv6;
+    Ok(vec![s])
+}
+
+/// Pairs cores with queues: worker i runs on cores[i] and drives queues[i] (or queue i).
+pub fn workers(cores: &[usize], queues: Option<&[u32]>) -> Result<Vec<WorkerSpec>> {
+    if cores.is_empty() {
+        return Err(usage("--cores needs at least one core"));
+    }
+    let queues: Vec<u32> = match queues {
+        Some(q) if q.len() != cores.len() => {
+            return Err(usage(format!(
+                "--queues has {} entries but --cores has {}: give one queue per core",
+                q.len(),
+                cores.len()
+            )));
+        }
+        Some(q) => q.to_vec(),
+        None => (0..cores.len() as u32).collect(),
+    };
+    for (i, q) in queues.iter().enumerate() {
+        if queues[..i].contains(q) {
+            return Err(usage(format!(
+                "queue {q} is given twice: each worker needs its own queue"
+            )));
+        }
+    }
+    Ok(cores
+        .iter()
+        .zip(queues)
+        .map(|(&core, queue)| WorkerSpec { core: Some(core), queue })
+        .collect())
+}
+
+fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
+    let backend = match (args.backend, &args.interface, &args.pcap, args.null) {
+        (Some(b), _, _, _) => b,
+        (None, _, Some(_), _) => Backend::Pcap,
+        (None, _, _, true) => Backend::Null,
+        (None, Some(_), _, _) => default_backend(),
+        (None, None, None, false) => {
+            return Err(usage("nothing to send to: give -i IFACE, --pcap FILE or --null"));
+        }
+    };
+    match backend {
+        Backend::Null => {
+            let mut port = NullPort::new(queues);
+            port.set_mtu(args.mtu);
+            Ok(Box::new(port))
+        }
+        Backend::Pcap => {
+            let path = args
+                .pcap
+                .as_ref()
+                .ok_or_else(|| usage("--backend pcap needs --pcap FILE"))?;
+            let mut port = PcapPort::create(path, queues)?;
+            port.set_mtu(args.mtu);
+            Ok(Box::new(port))
+        }
+        Backend::Afxdp | Backend::Bpf => {
+            let iface = args
+                .interface
+                .as_deref()
+                .ok_or_else(|| usage("this backend needs -i IFACE"))?;
+            crate::platform::open(backend, iface, args)
+        }
+    }
+}
+
+fn default_backend() -> Backend {
+    if cfg!(target_os = "linux") { Backend::Afxdp } else { Backend::Bpf }
+}
+
+/// Ctrl-C and SIGTERM raise the flag; the engine stops the workers, drains and reports.
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("install the Ctrl-C handler")?;
+    Ok(stop)
+}

@@ -150,7 +150,11 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         "us" => value / 1e6,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(format!("'{text}': unknown unit '{unit}' (use ms, s, m or h)")),
+        _ => {
+            return Err(format!(
+                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
+            ));
+        }
     };
     if !seconds.is_finite() || seconds <= 0.0 {
         return Err(format!("'{text}' must be more than zero"));

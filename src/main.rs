@@ -15,7 +15,10 @@ use crate::cli::{Cli, Command};
 pub(crate) use crate::usage::usage;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_error(err),
+    };
     let result = match cli.command {
         Command::Tx(args) => tx::run(&args),
     };
@@ -30,6 +33,25 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Help and version print as clap likes; a parse error becomes our one line and exit code 2.
+fn clap_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = err.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("linerate: {first} (see --help)");
+    ExitCode::from(2)
 }
 
 /// The error and its causes on one line, outermost first, without repeating a cause that the

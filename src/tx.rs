@@ -27,8 +27,14 @@ pub fn run(args: &TxArgs) -> Result<()> {
         default_dst_mac: None,
     };
     let plan = Plan::compile(&streams, &limits)?;
-    if plan.count.is_none() && args.count.is_none() && args.duration.is_none() && info.backend == "pcap" {
-        return Err(usage("a pcap file needs an end: give --count or --duration"));
+    if plan.count.is_none()
+        && args.count.is_none()
+        && args.duration.is_none()
+        && info.backend == "pcap"
+    {
+        return Err(usage(
+            "a pcap file needs an end: give --count or --duration",
+        ));
     }
     let stop = stop_flag()?;
     let config = RunConfig {
@@ -43,7 +49,10 @@ pub fn run(args: &TxArgs) -> Result<()> {
     let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
         .with_context(|| format!("transmit on {}", info.name))?;
     if args.json {
-        output::print_json(&output::TxJson { report: &report, streams: output::streams(&plan) })?;
+        output::print_json(&output::TxJson {
+            report: &report,
+            streams: output::streams(&plan),
+        })?;
     } else {
         output::print_tx(&report, &plan);
     }
@@ -62,7 +71,14 @@ pub fn streams(args: &StreamArgs) -> Result<Vec<StreamSpec>> {
     if let Some(path) = &args.stream {
         return Ok(SpecFile::load(path)?.streams);
     }
-    let mut s = if args.vary.is_empty() { StreamSpec::seed() } else { StreamSpec::default() };
+    // The seed's ten distinct frames come from the IPv4 identification; IPv6 has none, so an
+    // IPv6 stream without --vary repeats one frame.
+    let seeded = args.vary.is_empty() && !args.ipv6;
+    let mut s = if seeded {
+        StreamSpec::seed()
+    } else {
+        StreamSpec::default()
+    };
     s.vary.extend(args.vary.iter().cloned());
     if let Some(v) = args.size {
         s.size = v;
@@ -128,7 +144,10 @@ pub fn workers(cores: &[usize], queues: Option<&[u32]>) -> Result<Vec<WorkerSpec
     Ok(cores
         .iter()
         .zip(queues)
-        .map(|(&core, queue)| WorkerSpec { core: Some(core), queue })
+        .map(|(&core, queue)| WorkerSpec {
+            core: Some(core),
+            queue,
+        })
         .collect())
 }
 
@@ -139,7 +158,9 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
         (None, _, _, true) => Backend::Null,
         (None, Some(_), _, _) => default_backend(),
         (None, None, None, false) => {
-            return Err(usage("nothing to send to: give -i IFACE, --pcap FILE or --null"));
+            return Err(usage(
+                "nothing to send to: give -i IFACE, --pcap FILE or --null",
+            ));
         }
     };
     match backend {
@@ -168,7 +189,11 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
 }
 
 fn default_backend() -> Backend {
-    if cfg!(target_os = "linux") { Backend::Afxdp } else { Backend::Bpf }
+    if cfg!(target_os = "linux") {
+        Backend::Afxdp
+    } else {
+        Backend::Bpf
+    }
 }
 
 /// Ctrl-C and SIGTERM raise the flag; the engine stops the workers, drains and reports.

@@ -16,7 +16,11 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<UsageError>()
             || cause.is::<StreamError>()
-            || cause.downcast_ref::<PortError>().is_some_and(PortError::is_usage)
-            || cause.downcast_ref::<EngineError>().is_some_and(EngineError::is_usage)
+            || cause
+                .downcast_ref::<PortError>()
+                .is_some_and(PortError::is_usage)
+            || cause
+                .downcast_ref::<EngineError>()
+                .is_some_and(EngineError::is_usage)
     })
 }

@@ -30,9 +30,7 @@ pub enum AfXdpError {
     Config(String),
     #[error("cannot attach the pass-through XDP program to {iface}: {why}")]
     PassProgram { iface: String, why: String },
-    #[error(
-        "queue {queue} of {iface}: {missing} frame(s) still not completed after {timeout:?}"
-    )]
+    #[error("queue {queue} of {iface}: {missing} frame(s) still not completed after {timeout:?}")]
     DrainTimeout {
         iface: String,
         queue: u32,

@@ -131,10 +131,7 @@ impl XskPort {
         let chunk = chunk_size(config.slot_size)?;
         let umem = Umem::new(config.slots, chunk).map_err(|e| {
             AfXdpError::io(
-                format!(
-                    "mapping a UMEM of {} slots of {chunk} bytes",
-                    config.slots
-                ),
+                format!("mapping a UMEM of {} slots of {chunk} bytes", config.slots),
                 e,
             )
         })?;
@@ -165,13 +162,13 @@ impl XskPort {
                 Err(e) => return Err(e),
             },
         };
-        if !zero_copy_needs(&pass, self.options) {
+        // Trust the kernel's word over the flags we asked for.
+        let zero_copy = socket.zero_copy().unwrap_or(zero_copy);
+        if self.options.attach == AttachMode::Auto && !zero_copy && pass.is_some() {
             // Attached for a zero-copy attempt that then failed: do not leave it behind.
             pass = None;
             self.release_unused_pass();
         }
-        // Trust the kernel's word over the flags we asked for.
-        let zero_copy = socket.zero_copy().unwrap_or(zero_copy);
         let mut mode = String::from(if zero_copy { "zerocopy" } else { "copy" });
         if let Some(pass) = &pass {
             mode.push_str(&format!(" ({} pass program)", pass.mode));
@@ -231,7 +228,10 @@ impl Port for XskPort {
 /// AF_XDP aligned mode wants a power-of-two chunk of 2048 bytes up to one page.
 fn chunk_size(slot_size: u32) -> Result<u32, AfXdpError> {
     let page = sys::page_size() as u32;
-    let chunk = slot_size.max(2048).checked_next_power_of_two().unwrap_or(u32::MAX);
+    let chunk = slot_size
+        .max(2048)
+        .checked_next_power_of_two()
+        .unwrap_or(u32::MAX);
     if chunk > page {
         return Err(AfXdpError::SlotTooLarge {
             slot_size,
@@ -263,10 +263,7 @@ impl Binder<'_> {
 
     /// Zero-copy, with the pass-through program attached (in driver mode) when the driver
     /// refuses zero-copy TX without one. `NoZeroCopy` when the driver cannot do it at all.
-    fn bind_zero_copy(
-        &self,
-        pass: &mut Option<Arc<PassProgram>>,
-    ) -> Result<XskSocket, AfXdpError> {
+    fn bind_zero_copy(&self, pass: &mut Option<Arc<PassProgram>>) -> Result<XskSocket, AfXdpError> {
         let may_attach = pass.is_none() && self.port.options.attach == AttachMode::Auto;
         let driver = self.port.iface.info.driver.clone().unwrap_or_default();
         let no_zero_copy = || AfXdpError::NoZeroCopy {

@@ -107,7 +107,10 @@ impl XskQueue {
             };
         }
         PortError::io(
-            format!("kicking TX (sendto) on {} queue {}", self.iface, self.queue_id),
+            format!(
+                "kicking TX (sendto) on {} queue {}",
+                self.iface, self.queue_id
+            ),
             io::Error::from_raw_os_error(errno),
         )
     }
@@ -247,10 +250,7 @@ impl TxQueue for XskQueue {
         }
         extra.push(("kicks", self.kicks));
         extra.push(("kicks_busy", self.kicks_busy));
-        extra.push((
-            "tx_skb_budget",
-            self.socket.budget.map_or(0, u64::from),
-        ));
+        extra.push(("tx_skb_budget", self.socket.budget.map_or(0, u64::from)));
         extra.push(("tx_ring_size", u64::from(self.socket.tx.size())));
         extra.push(("umem_huge_pages", u64::from(self.umem.huge())));
         QueueStats { extra }

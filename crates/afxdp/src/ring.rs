@@ -42,7 +42,7 @@ impl<T> RawRing<T> {
         let map = Mmap::socket_ring(fd, len, pgoff)?;
         let field = |off: u64, align: usize, size: usize| -> io::Result<*mut u8> {
             let off = off as usize;
-            if off % align != 0 || off + size > map.len() {
+            if !off.is_multiple_of(align) || off + size > map.len() {
                 return Err(io::Error::other(format!(
                     "kernel ring offset {off} is misaligned or outside the {len}-byte ring"
                 )));
@@ -100,10 +100,17 @@ pub(crate) struct TxRing {
 }
 
 impl TxRing {
-    pub(crate) fn map(fd: &OwnedFd, offsets: &libc::xdp_ring_offset, entries: u32) -> io::Result<Self> {
+    pub(crate) fn map(
+        fd: &OwnedFd,
+        offsets: &libc::xdp_ring_offset,
+        entries: u32,
+    ) -> io::Result<Self> {
         let ring = RawRing::map(fd, offsets, entries, libc::XDP_PGOFF_TX_RING as u64)?;
         let cached_prod = ring.producer().load(Ordering::Relaxed);
-        let cached_cons = ring.consumer().load(Ordering::Acquire).wrapping_add(ring.size);
+        let cached_cons = ring
+            .consumer()
+            .load(Ordering::Acquire)
+            .wrapping_add(ring.size);
         Ok(Self {
             ring,
             cached_prod,
@@ -178,7 +185,11 @@ pub(crate) struct CompletionRing {
 }
 
 impl CompletionRing {
-    pub(crate) fn map(fd: &OwnedFd, offsets: &libc::xdp_ring_offset, entries: u32) -> io::Result<Self> {
+    pub(crate) fn map(
+        fd: &OwnedFd,
+        offsets: &libc::xdp_ring_offset,
+        entries: u32,
+    ) -> io::Result<Self> {
         let ring = RawRing::map(fd, offsets, entries, libc::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let cached_prod = ring.producer().load(Ordering::Acquire);
         let cached_cons = ring.consumer().load(Ordering::Relaxed);

@@ -148,7 +148,15 @@ mod tests {
 
     #[test]
     fn ring_sizes_are_powers_of_two_within_slots() {
-        for (slots, tx) in [(1, 1), (2, 2), (3, 2), (64, 64), (100, 64), (4096, 2048), (5000, 2048)] {
+        for (slots, tx) in [
+            (1, 1),
+            (2, 2),
+            (3, 2),
+            (64, 64),
+            (100, 64),
+            (4096, 2048),
+            (5000, 2048),
+        ] {
             let s = RingSizes::for_slots(slots);
             assert_eq!(s.tx, tx, "slots {slots}");
             assert!(s.completion.is_power_of_two() && s.completion >= s.tx);

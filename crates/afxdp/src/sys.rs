@@ -50,7 +50,11 @@ pub(crate) fn set_xdp_opt<T: Plain>(fd: &OwnedFd, name: libc::c_int, value: &T) 
             size_of::<T>() as libc::socklen_t,
         )
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// `getsockopt(fd, SOL_XDP, name)` into `value`; returns the length the kernel wrote.
@@ -71,7 +75,11 @@ pub(crate) fn get_xdp_opt<T: Plain>(
             &mut len,
         )
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(len as usize) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(len as usize)
+    }
 }
 
 /// Binds an AF_XDP socket to one queue of one interface.
@@ -91,7 +99,11 @@ pub(crate) fn bind_xdp(fd: &OwnedFd, ifindex: u32, queue_id: u32, flags: u16) ->
             size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
         )
     };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
 }
 
 /// The TX kick: `sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)`. Returns the raw errno on failure so
@@ -109,7 +121,11 @@ pub(crate) fn kick(fd: &OwnedFd) -> Result<(), i32> {
             0,
         )
     };
-    if rc < 0 { Err(io::Error::last_os_error().raw_os_error().unwrap_or(0)) } else { Ok(()) }
+    if rc < 0 {
+        Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(())
+    }
 }
 
 /// The system page size.
@@ -149,7 +165,12 @@ impl Mmap {
         )
     }
 
-    fn map(len: usize, flags: libc::c_int, fd: libc::c_int, offset: libc::off_t) -> io::Result<Self> {
+    fn map(
+        len: usize,
+        flags: libc::c_int,
+        fd: libc::c_int,
+        offset: libc::off_t,
+    ) -> io::Result<Self> {
         // SAFETY: a fresh mapping chosen by the kernel (addr NULL) overlaps nothing we own.
         let ptr = unsafe {
             libc::mmap(

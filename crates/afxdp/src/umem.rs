@@ -20,15 +20,15 @@ impl Umem {
     /// the system has huge pages to give, otherwise on ordinary pages.
     pub(crate) fn new(slots: u32, chunk: u32) -> io::Result<Self> {
         let len = slots as usize * chunk as usize;
-        if len >= HUGE_PAGE {
-            if let Ok(map) = Mmap::anonymous(len.next_multiple_of(HUGE_PAGE), true) {
-                return Ok(Self {
-                    map,
-                    slots,
-                    chunk,
-                    huge: true,
-                });
-            }
+        if len >= HUGE_PAGE
+            && let Ok(map) = Mmap::anonymous(len.next_multiple_of(HUGE_PAGE), true)
+        {
+            return Ok(Self {
+                map,
+                slots,
+                chunk,
+                huge: true,
+            });
         }
         let map = Mmap::anonymous(len.next_multiple_of(sys::page_size()), false)?;
         Ok(Self {

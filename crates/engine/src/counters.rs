@@ -48,7 +48,10 @@ impl Snapshot {
     /// Bits per second on the wire over the last interval: each frame adds its FCS (4 bytes),
     /// preamble, SFD and inter-frame gap (20 bytes).
     pub fn wire_bps(&self) -> f64 {
-        rate((self.interval_bytes + self.interval_frames * 24) * 8, self.interval)
+        rate(
+            (self.interval_bytes + self.interval_frames * 24) * 8,
+            self.interval,
+        )
     }
 }
 

@@ -20,7 +20,11 @@ pub enum EngineError {
     #[error("cannot pin a worker to core {core}: this machine has cores 0..{available}")]
     Pin { core: usize, available: usize },
     #[error("frames of {len} bytes do not fit the {slot_size}-byte slots of queue {queue}")]
-    SlotTooSmall { len: usize, slot_size: u32, queue: u32 },
+    SlotTooSmall {
+        len: usize,
+        slot_size: u32,
+        queue: u32,
+    },
     #[error("worker {0} panicked")]
     WorkerPanicked(usize),
     #[error("no worker to run: give at least one core")]

@@ -6,10 +6,10 @@ use crossbeam_utils::CachePadded;
 use linerate_port::{Port, QueueConfig, TxQueue};
 use linerate_stream::Plan;
 
+use crate::EngineError;
 use crate::counters::{Counters, Slots, Snapshot};
 use crate::report::{Report, WorkerReport};
 use crate::worker::{CountersHandle, fill_slots, transmit};
-use crate::EngineError;
 
 /// Slots a queue gets at least: enough for a 2048-entry ring with as many in flight again.
 const MIN_SLOTS: u32 = 4096;
@@ -94,7 +94,9 @@ pub fn run(
         plans.push(wp);
     }
 
-    let counters: Slots = (0..workers).map(|_| CachePadded::new(Counters::default())).collect();
+    let counters: Slots = (0..workers)
+        .map(|_| CachePadded::new(Counters::default()))
+        .collect();
     let halt = AtomicBool::new(false);
     let finished = AtomicUsize::new(0);
     let barrier = Barrier::new(workers + 1);
@@ -111,7 +113,13 @@ pub fn run(
                 }
                 fill_slots(&mut queue, wp);
                 barrier.wait();
-                let result = transmit(&mut queue, wp, config.batch, halt, Some(&CountersHandle(counters)));
+                let result = transmit(
+                    &mut queue,
+                    wp,
+                    config.batch,
+                    halt,
+                    Some(&CountersHandle(counters)),
+                );
                 finished.fetch_add(1, Ordering::Release);
                 result.map(|totals| WorkerReport {
                     worker: i,
@@ -194,7 +202,12 @@ mod tests {
 
     fn config(workers: usize, count: Option<u64>) -> RunConfig {
         RunConfig {
-            workers: (0..workers).map(|q| WorkerSpec { core: None, queue: q as u32 }).collect(),
+            workers: (0..workers)
+                .map(|q| WorkerSpec {
+                    core: None,
+                    queue: q as u32,
+                })
+                .collect(),
             batch: 64,
             duration: None,
             count,
@@ -215,7 +228,13 @@ mod tests {
     fn exact_counts_across_workers() {
         let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
         for workers in 1..=3 {
-            let report = run(&NullPort::new(4), &plan, &config(workers, Some(100_003)), &()).unwrap();
+            let report = run(
+                &NullPort::new(4),
+                &plan,
+                &config(workers, Some(100_003)),
+                &(),
+            )
+            .unwrap();
             assert_eq!(report.submitted, 100_003);
             assert_eq!(report.completed, 100_003);
             assert_eq!(report.bytes, 100_003 * 60);

@@ -42,7 +42,11 @@ pub fn transmit<Q: TxQueue + ?Sized>(
 ) -> Result<WorkerTotals, PortError> {
     let slots = queue.slots();
     let period = plan.frames.len() as u32;
-    debug_assert_eq!(slots % period, 0, "slot count must be a multiple of the period");
+    debug_assert_eq!(
+        slots % period,
+        0,
+        "slot count must be a multiple of the period"
+    );
     let lens: Vec<u32> = plan.frames.iter().map(|f| f.len() as u32).collect();
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut rng = Rng::new(plan.seed);

@@ -121,25 +121,6 @@ pub fn validate_name(name: &str) -> Result<(), LabError> {
     Ok(())
 }
 
-impl Lab {
-    /// The plain facts of a lab named `name` as `Lab::up` builds it; the MACs are filled in from
-    /// the interfaces.
-    fn layout(name: &str, queues: u32) -> Lab {
-        let (sender_ip, receiver_ip) = addresses(name);
-        Lab {
-            name: name.to_owned(),
-            sender: format!("{name}0"),
-            receiver: format!("{name}1"),
-            netns: format!("{name}-sink"),
-            sender_mac: [0; 6],
-            receiver_mac: [0; 6],
-            sender_ip,
-            receiver_ip,
-            queues,
-        }
-    }
-}
-
 /// The lab's addresses, a /30 from the RFC 2544 benchmarking range 198.18.0.0/15 picked by name:
 /// block k = FNV-1a-32(name) mod 32768, sender = 198.18.0.0 + 4k + 1, receiver = + 2. The same
 /// name always gets the same pair; two names rarely share one (and a clash only duplicates a

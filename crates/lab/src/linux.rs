@@ -14,7 +14,7 @@ use std::process::Command;
 
 use linerate_xdp::{AttachMode, PinnedSink, Sink, SinkCounters};
 
-use crate::{Lab, LabConfig, LabError, validate_name};
+use crate::{Lab, LabConfig, LabError, addresses, validate_name};
 
 /// Where a lab's sink is pinned: /sys/fs/bpf/linerate/<name>.
 fn pin_dir(name: &str) -> PathBuf {
@@ -30,6 +30,23 @@ fn iface_exists(iface: &str) -> bool {
 }
 
 impl Lab {
+    /// The plain facts of a lab named `name` as `Lab::up` builds it; the MACs are filled in from
+    /// the interfaces.
+    fn layout(name: &str, queues: u32) -> Lab {
+        let (sender_ip, receiver_ip) = addresses(name);
+        Lab {
+            name: name.to_owned(),
+            sender: format!("{name}0"),
+            receiver: format!("{name}1"),
+            netns: format!("{name}-sink"),
+            sender_mac: [0; 6],
+            receiver_mac: [0; 6],
+            sender_ip,
+            receiver_ip,
+            queues,
+        }
+    }
+
     /// Creates netns `<name>-sink`, veth `<name>0` (root namespace) ↔ `<name>1` (in the
     /// namespace) with `queues` tx and rx queues each, IPv6 off on both ends, the /30 of
     /// [`crate::addresses`] (198.18.0.0/15), both up, static neighbour entries both ways, then

@@ -57,7 +57,10 @@ impl PcapPort {
             snaplen: 65535,
             ..PcapHeader::default()
         };
-        let file = SharedFile(Arc::new(Mutex::new(BufWriter::with_capacity(1 << 20, file))));
+        let file = SharedFile(Arc::new(Mutex::new(BufWriter::with_capacity(
+            1 << 20,
+            file,
+        ))));
         let writer = PcapWriter::with_header(file.clone(), header)
             .map_err(|e| fail(std::io::Error::other(e)))?;
         Ok(Self {
@@ -74,6 +77,13 @@ impl PcapPort {
             file,
             writer: Arc::new(Mutex::new(writer)),
         })
+    }
+}
+
+impl PcapPort {
+    /// The MTU frames are checked against (a file has no link of its own).
+    pub fn set_mtu(&mut self, mtu: u32) {
+        self.info.mtu = mtu;
     }
 }
 
@@ -209,12 +219,5 @@ mod tests {
         let err = PcapPort::create(Path::new("/nonexistent-dir/x.pcap"), 1).unwrap_err();
         assert!(err.is_usage());
         assert!(err.to_string().contains("/nonexistent-dir/x.pcap"));
-    }
-}
-
-impl PcapPort {
-    /// The MTU frames are checked against (a file has no link of its own).
-    pub fn set_mtu(&mut self, mtu: u32) {
-        self.info.mtu = mtu;
     }
 }

@@ -6,11 +6,17 @@ use linerate_wire::WireError;
 pub enum StreamError {
     #[error("{0}")]
     Wire(#[from] WireError),
-    #[error("bad --vary '{input}': {why} (form: FIELD:inc|dec|random:START-END[:STEP], e.g. src-port:inc:1000-1999)")]
+    #[error(
+        "bad --vary '{input}': {why} (form: FIELD:inc|dec|random:START-END[:STEP], e.g. src-port:inc:1000-1999)"
+    )]
     Vary { input: String, why: String },
-    #[error("bad size mode '{input}': {why} (forms: fixed, inc:MIN-MAX[:STEP], random:MIN-MAX, imix, imix:64x7,594x4,1518x1)")]
+    #[error(
+        "bad size mode '{input}': {why} (forms: fixed, inc:MIN-MAX[:STEP], random:MIN-MAX, imix, imix:64x7,594x4,1518x1)"
+    )]
     SizeMode { input: String, why: String },
-    #[error("frame size {size} is below {min}, the smallest frame that holds these headers and Ethernet's 64-byte minimum")]
+    #[error(
+        "frame size {size} is below {min}, the smallest frame that holds these headers and Ethernet's 64-byte minimum"
+    )]
     SizeTooSmall { size: usize, min: usize },
     #[error("frame size {size} is over {max} (MTU {mtu} + Ethernet header and FCS){hint}")]
     SizeOverMtu {

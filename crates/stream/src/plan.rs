@@ -122,7 +122,11 @@ fn compile_one(spec: &StreamSpec, resolved: &Resolved) -> Result<Plan, StreamErr
         }
         period = count;
         for (p, v) in patches.iter().zip(&resolved.vary) {
-            let target = if p.modifier.period().is_some() { &mut cached } else { &mut patched };
+            let target = if p.modifier.period().is_some() {
+                &mut cached
+            } else {
+                &mut patched
+            };
             target.push((*p, v.field.name()));
         }
     } else {
@@ -206,7 +210,9 @@ fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Pla
     if total > SEQUENCE_LIMIT {
         return Err(StreamError::Invalid {
             stream: streams[0].name.clone(),
-            why: format!("the sequence holds {total} frames; at most {SEQUENCE_LIMIT} can be pre-built"),
+            why: format!(
+                "the sequence holds {total} frames; at most {SEQUENCE_LIMIT} can be pre-built"
+            ),
         });
     }
     let mut frames = Vec::with_capacity(total as usize);
@@ -218,7 +224,12 @@ fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Pla
         let patches = r
             .vary
             .iter()
-            .map(|v| Ok(Patch { loc: v.field.locate(&layout)?, modifier: v.modifier }))
+            .map(|v| {
+                Ok(Patch {
+                    loc: v.field.locate(&layout)?,
+                    modifier: v.modifier,
+                })
+            })
             .collect::<Result<Vec<_>, StreamError>>()?;
         let mut rng = Rng::new(spec.seed);
         for k in 0..count {
@@ -264,7 +275,10 @@ mod tests {
     use linerate_wire::Field;
 
     fn field_values(plan: &Plan, field: Field, n: u64) -> Vec<u64> {
-        let template = StreamSpec::default().resolve(&Limits::default()).unwrap().frame;
+        let template = StreamSpec::default()
+            .resolve(&Limits::default())
+            .unwrap()
+            .frame;
         let loc = field.locate(&template.build(64).unwrap().layout).unwrap();
         let mut rng = Rng::new(plan.seed);
         (0..n)
@@ -339,9 +353,14 @@ mod tests {
         let plan = Plan::compile(&[a.clone(), b.clone()], &Limits::default()).unwrap();
         assert_eq!(plan.frames.len(), 5);
         assert_eq!(plan.count, Some(20));
-        assert_eq!(field_values(&plan, Field::SrcPort, 6), vec![1, 2, 3, 7, 7, 1]);
+        assert_eq!(
+            field_values(&plan, Field::SrcPort, 6),
+            vec![1, 2, 3, 7, 7, 1]
+        );
         a.next = Next::Stop;
-        let err = Plan::compile(&[a, b], &Limits::default()).unwrap_err().to_string();
+        let err = Plan::compile(&[a, b], &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("never reached"), "{err}");
     }
 
@@ -358,7 +377,8 @@ mod tests {
 
     #[test]
     fn random_fields_are_patched_and_stay_in_range() {
-        let plan = Plan::compile(&[spec(&["src-port:random:5000-5009"])], &Limits::default()).unwrap();
+        let plan =
+            Plan::compile(&[spec(&["src-port:random:5000-5009"])], &Limits::default()).unwrap();
         assert_eq!(plan.patches.len(), 1);
         let values = field_values(&plan, Field::SrcPort, 1000);
         assert!(values.iter().all(|v| (5000..=5009).contains(v)));

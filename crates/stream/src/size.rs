@@ -5,9 +5,16 @@ use crate::StreamError;
 pub enum SizeMode {
     Fixed(usize),
     /// min, min+step, …, up to max, then again.
-    Inc { min: usize, max: usize, step: usize },
+    Inc {
+        min: usize,
+        max: usize,
+        step: usize,
+    },
     /// Uniform in min..=max; the plan draws a fixed pseudo-random schedule so runs repeat.
-    Random { min: usize, max: usize },
+    Random {
+        min: usize,
+        max: usize,
+    },
     /// Weighted mix, spread evenly (7:4:1 of 64/594/1518 by default).
     Imix(Vec<(usize, usize)>),
 }
@@ -151,7 +158,11 @@ mod tests {
         assert_eq!(schedule.iter().filter(|&&s| s == 64).count(), 7);
         assert_eq!(schedule.iter().filter(|&&s| s == 594).count(), 4);
         assert_eq!(schedule.iter().filter(|&&s| s == 1518).count(), 1);
-        assert!(schedule.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2] && w[0] == 594)));
+        assert!(
+            schedule
+                .windows(3)
+                .all(|w| !(w[0] == w[1] && w[1] == w[2] && w[0] == 594))
+        );
     }
 
     #[test]

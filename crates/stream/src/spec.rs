@@ -133,8 +133,16 @@ impl StreamSpec {
         };
         let ip = if self.ipv6 {
             IpSpec::V6 {
-                src: parse_ip6(&self.src_ip, Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1), "src-ip")?,
-                dst: parse_ip6(&self.dst_ip, Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2), "dst-ip")?,
+                src: parse_ip6(
+                    &self.src_ip,
+                    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1),
+                    "src-ip",
+                )?,
+                dst: parse_ip6(
+                    &self.dst_ip,
+                    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2),
+                    "dst-ip",
+                )?,
                 hop_limit: self.ttl,
                 flow_label: 0,
             }
@@ -160,14 +168,20 @@ impl StreamSpec {
                 flags: TcpFlags::parse(&self.tcp_flags)?,
                 window: 65535,
             },
-            Proto::Icmp => L4Spec::IcmpEcho { id: self.src_port, seq: 0 },
+            Proto::Icmp => L4Spec::IcmpEcho {
+                id: self.src_port,
+                seq: 0,
+            },
         };
         let vlan = self.vlan.map(|id| VlanTag {
             id,
             pcp: self.vlan_pcp,
         });
         if self.vlan.is_some_and(|id| id > 4095) {
-            return Err(invalid(format!("VLAN id {} is over 4095", self.vlan.unwrap_or(0))));
+            return Err(invalid(format!(
+                "VLAN id {} is over 4095",
+                self.vlan.unwrap_or(0)
+            )));
         }
         let frame = FrameSpec {
             src_mac,
@@ -180,7 +194,10 @@ impl StreamSpec {
         let sizes = SizeMode::parse(&self.size_mode, self.size)?;
         let min = frame.min_frame_size();
         if sizes.min() < min {
-            return Err(StreamError::SizeTooSmall { size: sizes.min(), min });
+            return Err(StreamError::SizeTooSmall {
+                size: sizes.min(),
+                min,
+            });
         }
         let vlan_tag = if self.vlan.is_some() { 4 } else { 0 };
         let max = limits.mtu as usize + 18 + vlan_tag;
@@ -198,7 +215,9 @@ impl StreamSpec {
             .map(|v| VarySpec::parse(v, self.ipv6))
             .collect::<Result<Vec<_>, _>>()?;
         if self.count == Some(0) {
-            return Err(invalid("count 0 sends nothing; leave it out to send until stopped".into()));
+            return Err(invalid(
+                "count 0 sends nothing; leave it out to send until stopped".into(),
+            ));
         }
         if self.loops == Some(0) {
             return Err(invalid("loops 0 sends nothing".into()));
@@ -214,11 +233,7 @@ impl StreamSpec {
         {
             return Err(invalid("bursts need frames ≥ 1 and per-second > 0".into()));
         }
-        Ok(Resolved {
-            frame,
-            sizes,
-            vary,
-        })
+        Ok(Resolved { frame, sizes, vary })
     }
 }
 
@@ -290,8 +305,7 @@ impl SpecFile {
         let file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
             path: path.into(),
             why: e.message().to_owned()
-                + &e
-                    .span()
+                + &e.span()
                     .map(|s| format!(" (at line {})", line_of(text, s.start)))
                     .unwrap_or_default(),
         })?;
@@ -344,20 +358,45 @@ mod tests {
     #[test]
     fn sizes_are_checked_against_headers_and_mtu() {
         let limits = Limits::default();
-        let small = StreamSpec { size: 63, ..StreamSpec::default() };
-        assert!(matches!(small.resolve(&limits), Err(StreamError::SizeTooSmall { .. })));
-        let big = StreamSpec { size: 1519, ..StreamSpec::default() };
-        assert!(matches!(big.resolve(&limits), Err(StreamError::SizeOverMtu { .. })));
-        let tagged = StreamSpec { size: 1522, vlan: Some(5), ..StreamSpec::default() };
+        let small = StreamSpec {
+            size: 63,
+            ..StreamSpec::default()
+        };
+        assert!(matches!(
+            small.resolve(&limits),
+            Err(StreamError::SizeTooSmall { .. })
+        ));
+        let big = StreamSpec {
+            size: 1519,
+            ..StreamSpec::default()
+        };
+        assert!(matches!(
+            big.resolve(&limits),
+            Err(StreamError::SizeOverMtu { .. })
+        ));
+        let tagged = StreamSpec {
+            size: 1522,
+            vlan: Some(5),
+            ..StreamSpec::default()
+        };
         assert!(tagged.resolve(&limits).is_ok());
     }
 
     #[test]
     fn bad_addresses_say_what_form_is_expected() {
-        let s = StreamSpec { src_ip: "300.1.1.1".into(), ..StreamSpec::default() };
+        let s = StreamSpec {
+            src_ip: "300.1.1.1".into(),
+            ..StreamSpec::default()
+        };
         let err = s.resolve(&Limits::default()).unwrap_err().to_string();
-        assert!(err.contains("300.1.1.1") && err.contains("198.18.0.1"), "{err}");
-        let s = StreamSpec { dst_mac: "02:00:00".into(), ..StreamSpec::default() };
+        assert!(
+            err.contains("300.1.1.1") && err.contains("198.18.0.1"),
+            "{err}"
+        );
+        let s = StreamSpec {
+            dst_mac: "02:00:00".into(),
+            ..StreamSpec::default()
+        };
         assert!(s.resolve(&Limits::default()).is_err());
     }
 }

@@ -19,19 +19,31 @@ impl VarySpec {
             why,
         };
         let (body, mask) = match input.split_once(",mask=") {
-            Some((body, mask)) => (body, Some(parse_int(mask).ok_or_else(|| fail(format!("mask '{mask}' is not a number")))?)),
+            Some((body, mask)) => (
+                body,
+                Some(
+                    parse_int(mask)
+                        .ok_or_else(|| fail(format!("mask '{mask}' is not a number")))?,
+                ),
+            ),
             None => (input, None),
         };
         let mut parts = body.splitn(3, ':');
         let field = parts.next().unwrap_or_default();
         let mode = parts.next().ok_or_else(|| fail("missing MODE".into()))?;
-        let range = parts.next().ok_or_else(|| fail("missing START-END".into()))?;
+        let range = parts
+            .next()
+            .ok_or_else(|| fail("missing START-END".into()))?;
         let field = Field::parse(field)?;
         let mode = match mode {
             "inc" => VaryMode::Inc,
             "dec" => VaryMode::Dec,
             "random" | "rand" => VaryMode::Random,
-            other => return Err(fail(format!("unknown mode '{other}', expected inc, dec or random"))),
+            other => {
+                return Err(fail(format!(
+                    "unknown mode '{other}', expected inc, dec or random"
+                )));
+            }
         };
         let parse_range = |range: &str| -> Result<(u64, u64), StreamError> {
             match range.split_once('-') {
@@ -62,7 +74,11 @@ impl VarySpec {
         let count = (end - start) / step + 1;
         let modifier = Modifier {
             mode,
-            start: if mode == VaryMode::Dec { start + (count - 1) * step } else { start },
+            start: if mode == VaryMode::Dec {
+                start + (count - 1) * step
+            } else {
+                start
+            },
             step,
             count,
             mask: mask.unwrap_or(u64::MAX),
@@ -87,18 +103,31 @@ mod tests {
     fn ports_with_and_without_step() {
         let v = VarySpec::parse("src-port:inc:1000-1999", false).unwrap();
         assert_eq!(v.field, Field::SrcPort);
-        assert_eq!((v.modifier.start, v.modifier.step, v.modifier.count), (1000, 1, 1000));
+        assert_eq!(
+            (v.modifier.start, v.modifier.step, v.modifier.count),
+            (1000, 1, 1000)
+        );
         let v = VarySpec::parse("dst-port:dec:10-20:5", false).unwrap();
-        assert_eq!((v.modifier.mode, v.modifier.start, v.modifier.count), (VaryMode::Dec, 20, 3));
+        assert_eq!(
+            (v.modifier.mode, v.modifier.start, v.modifier.count),
+            (VaryMode::Dec, 20, 3)
+        );
     }
 
     #[test]
     fn addresses_and_mask() {
         let v = VarySpec::parse("dst-ip:random:198.18.0.1-198.18.0.254", false).unwrap();
-        assert_eq!(v.modifier.start, u32::from(std::net::Ipv4Addr::new(198, 18, 0, 1)) as u64);
+        assert_eq!(
+            v.modifier.start,
+            u32::from(std::net::Ipv4Addr::new(198, 18, 0, 1)) as u64
+        );
         assert_eq!(v.modifier.count, 254);
-        let v = VarySpec::parse("src-mac:inc:02:00:00:00:00:01-02:00:00:00:00:10:2", false).unwrap();
-        assert_eq!((v.modifier.start, v.modifier.step, v.modifier.count), (0x0200_0000_0001, 2, 8));
+        let v =
+            VarySpec::parse("src-mac:inc:02:00:00:00:00:01-02:00:00:00:00:10:2", false).unwrap();
+        assert_eq!(
+            (v.modifier.start, v.modifier.step, v.modifier.count),
+            (0x0200_0000_0001, 2, 8)
+        );
         let v = VarySpec::parse("ip-id:random:0-65535,mask=0x0fff", false).unwrap();
         assert_eq!(v.modifier.mask, 0x0fff);
     }
@@ -118,7 +147,12 @@ mod tests {
             let err = VarySpec::parse(bad, false).unwrap_err().to_string();
             assert!(!err.is_empty(), "{bad}");
         }
-        let err = VarySpec::parse("src-port:up:1-2", false).unwrap_err().to_string();
-        assert!(err.contains("src-port:up:1-2") && err.contains("inc, dec or random"), "{err}");
+        let err = VarySpec::parse("src-port:up:1-2", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("src-port:up:1-2") && err.contains("inc, dec or random"),
+            "{err}"
+        );
     }
 }

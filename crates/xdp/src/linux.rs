@@ -39,6 +39,7 @@ pub struct Sink {
     object: Object,
     iface: String,
     netns: Option<String>,
+    pinned: bool,
 }
 
 impl fmt::Debug for Sink {
@@ -72,6 +73,7 @@ impl Sink {
             object,
             iface: iface.to_owned(),
             netns: netns.map(str::to_owned),
+            pinned: false,
         })
     }
 
@@ -106,7 +108,16 @@ impl Sink {
             let _ = std::fs::remove_file(&map_path);
             return Err(e);
         }
+        self.pinned = true;
         Ok(())
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if !self.pinned {
+            detach(&self.link);
+        }
     }
 }
 
@@ -157,9 +168,15 @@ impl PinnedSink {
         read_counters(&self.map)
     }
 
-    /// Removes the pins (which detaches the program if nothing else holds the link). Safe when
-    /// they are already gone, and when bpffs is not mounted at all.
+    /// Removes the pins and detaches the program. Safe when they are already gone, and when bpffs
+    /// is not mounted at all.
+    ///
+    /// The link is detached explicitly (BPF_LINK_DETACH) before its pin goes: dropping the last
+    /// reference by unlinking the pin frees the link from a kernel work queue, a moment later, so
+    /// an attach right after would still find the interface busy. Another holder of the link
+    /// keeps an fd to a defunct link.
     pub fn unpin(dir: &Path) -> Result<(), XdpError> {
+        detach_pinned_link(&dir.join(PIN_LINK))?;
         for name in [PIN_LINK, PIN_MAP] {
             let path = dir.join(name);
             match std::fs::remove_file(&path) {
@@ -202,6 +219,20 @@ impl fmt::Debug for PassLink {
             .field("link_fd", &self.link.as_raw_fd())
             .finish()
     }
+}
+
+impl Drop for PassLink {
+    fn drop(&mut self) {
+        detach(&self.link);
+    }
+}
+
+/// Detaches a link now. Closing its fd would too, but not while a child forked by another thread
+/// still holds a copy between fork and exec; an explicit detach does not wait for that.
+fn detach(link: &OwnedFd) {
+    // SAFETY: link is a live fd for the duration of the call. A failure leaves closing the fd
+    // to detach, as it would without this call.
+    unsafe { libbpf_sys::bpf_link_detach(link.as_raw_fd()) };
 }
 
 /// Attaches the pass-through program to the interface `ifindex` of the caller's network namespace
@@ -424,6 +455,33 @@ fn ensure_bpffs() -> Result<(), XdpError> {
             e => e.to_string(),
         },
     })
+}
+
+/// Detaches the link pinned at `path`, if there is one.
+fn detach_pinned_link(path: &Path) -> Result<(), XdpError> {
+    let Ok(cpath) = CString::new(path.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: cpath is a NUL-terminated string that outlives the call.
+    let ret = unsafe { libbpf_sys::bpf_obj_get(cpath.as_ptr()) };
+    if ret < 0 {
+        return match -ret {
+            libc::ENOENT | libc::ENOTDIR => Ok(()),
+            libc::EPERM | libc::EACCES => Err(XdpError::NotRoot {
+                what: format!("opening {}", path.display()),
+            }),
+            errno => Err(pin_error(path, io::Error::from_raw_os_error(errno))),
+        };
+    }
+    // SAFETY: bpf_obj_get returned a fresh fd that nothing else owns.
+    let link = unsafe { OwnedFd::from_raw_fd(ret) };
+    // SAFETY: link is a live fd for the duration of the call.
+    let ret = unsafe { libbpf_sys::bpf_link_detach(link.as_raw_fd()) };
+    // ENOLINK: already detached (its interface is gone); EINVAL: the pin is not a link.
+    match -ret {
+        0 | libc::ENOLINK | libc::EINVAL => Ok(()),
+        errno => Err(pin_error(path, io::Error::from_raw_os_error(errno))),
+    }
 }
 
 fn obj_pin(fd: i32, path: &Path) -> Result<(), XdpError> {

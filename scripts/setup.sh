@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs, idempotently, everything linerate needs beyond the Rust toolchain: the C toolchain
+# for the XDP programs, libbpf's build dependencies, the lab's plumbing (iproute2), the
+# independent decoders and peers the tests and benchmarks use (tcpdump, trafgen), and the
+# Rust targets the macOS/BSD port is type-checked for.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+    exec sudo -E "$0" "$@"
+fi
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+if [[ $(uname -s) == Linux ]]; then
+    packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
+              linux-libc-dev libc6-dev procps bpftool)
+    missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        log "installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        # bpftool is a nice-to-have for debugging; do not fail the setup when a release lacks it.
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+            apt-get install -y -qq --no-install-recommends "${missing[@]/bpftool/}" >/dev/null
+    fi
+    if ! mountpoint -q /sys/fs/bpf 2>/dev/null; then
+        mount -t bpf bpf /sys/fs/bpf 2>/dev/null || log "could not mount bpffs at /sys/fs/bpf"
+    fi
+fi
+
+if command -v rustup >/dev/null; then
+    for component in rustfmt clippy; do
+        rustup component list --installed 2>/dev/null | grep -q "^$component" ||
+            rustup component add "$component" >/dev/null 2>&1 || log "could not add $component"
+    done
+    for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-unknown-freebsd; do
+        rustup target list --installed 2>/dev/null | grep -qx "$target" ||
+            rustup target add "$target" >/dev/null 2>&1 || log "could not add target $target"
+    done
+fi
+log "ready"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# All of linerate's checks, as CI runs them: format, lints (warnings are errors), every test
+# (root tests included: they build their own veth lab and remove it), and the macOS/BSD port
+# type-checked for its targets.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+    exec sudo -E "$0" "$@"
+fi
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy (linux)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-unknown-freebsd; do
+    if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+        step "cargo clippy --target $target"
+        cargo clippy --workspace --lib --bins --locked --target "$target" -- -D warnings
+    else
+        printf '\n!!!!!!!! SKIPPED: rust target %s is not installed and could not be added !!!!!!!!\n\n' "$target" >&2
+    fi
+done
+
+step "cargo test"
+cargo test --workspace --locked -- "$@"

@@ -15,6 +15,72 @@ pub struct Cli {
 pub enum Command {
     /// Transmit a stream on a port, a pcap file or the null port.
     Tx(TxArgs),
+    /// Create, inspect or remove the veth lab (Linux).
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
+    /// Count what arrives on an interface with the XDP sink, once per second (Linux).
+    Sink(SinkArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Create netns <name>-sink, veth <name>0 <-> <name>1 and the sink on <name>1.
+    Up(LabUpArgs),
+    /// Remove the lab; safe to run twice.
+    Down(LabNameArgs),
+    /// Show the lab and what its sink has counted.
+    Status(LabStatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LabNameArgs {
+    /// Lab name: 1 to 8 characters of a-z and 0-9.
+    #[arg(long, default_value = "lr")]
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// Transmit and receive queues on each end (default: one per CPU).
+    #[arg(long)]
+    pub queues: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabStatusArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum XdpAttach {
+    Drv,
+    Skb,
+}
+
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Interface to count on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// Native (drv) or generic (skb) XDP.
+    #[arg(long, value_enum, default_value = "drv")]
+    pub mode: XdpAttach,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Print the totals as JSON on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

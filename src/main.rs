@@ -2,6 +2,9 @@
 //! turns their typed errors into one clear line and an exit code (2 for usage errors).
 
 mod cli;
+#[cfg_attr(target_os = "linux", path = "lab.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
+mod lab;
 mod output;
 mod platform;
 mod tx;
@@ -21,6 +24,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Tx(args) => tx::run(&args),
+        Command::Lab { action } => lab::run(&action),
+        Command::Sink(args) => lab::sink(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

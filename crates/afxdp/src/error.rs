@@ -99,3 +99,78 @@ impl From<AfXdpError> for PortError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_errors_stay_usage_errors_as_port_errors() {
+        let all = [
+            AfXdpError::NoSuchInterface("x".into()),
+            AfXdpError::InterfaceDown { iface: "x".into() },
+            AfXdpError::NoSuchQueue {
+                iface: "x".into(),
+                queue: 3,
+                available: 2,
+            },
+            AfXdpError::QueueInUse {
+                iface: "x".into(),
+                queue: 0,
+            },
+            AfXdpError::NotPermitted {
+                what: "AF_XDP".into(),
+            },
+            AfXdpError::NoAfXdp,
+            AfXdpError::NoZeroCopy {
+                iface: "x".into(),
+                driver: "veth".into(),
+            },
+            AfXdpError::SlotTooLarge {
+                slot_size: 9000,
+                max: 4096,
+            },
+            AfXdpError::Config("no".into()),
+            AfXdpError::PassProgram {
+                iface: "x".into(),
+                why: "no".into(),
+            },
+            AfXdpError::DrainTimeout {
+                iface: "x".into(),
+                queue: 0,
+                missing: 5,
+                timeout: Duration::from_secs(1),
+            },
+            AfXdpError::io("bind", io::ErrorKind::Other.into()),
+        ];
+        for e in all {
+            let usage = e.is_usage();
+            let text = e.to_string();
+            let port = PortError::from(e);
+            assert_eq!(port.is_usage(), usage, "{text}");
+        }
+    }
+
+    #[test]
+    fn messages_name_the_fix() {
+        let e = AfXdpError::NoZeroCopy {
+            iface: "lr0".into(),
+            driver: "veth".into(),
+        };
+        assert_eq!(
+            PortError::from(e).to_string(),
+            "afxdp is not supported here: veth (lr0) has no zero-copy AF_XDP: use --xdp-mode copy or auto"
+        );
+        let e = AfXdpError::DrainTimeout {
+            iface: "lr0".into(),
+            queue: 1,
+            missing: 7,
+            timeout: Duration::from_millis(500),
+        };
+        assert!(
+            PortError::from(e)
+                .to_string()
+                .contains("7 frame(s) still not completed")
+        );
+    }
+}

@@ -154,6 +154,37 @@ pub struct TxArgs {
     /// No live status line on stderr.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
+}
+
+/// How AF_XDP binds (Linux).
+#[derive(Debug, Clone, Args)]
+pub struct AfXdpArgs {
+    /// AF_XDP bind: zero-copy when the driver offers it, else copy (auto); or force one.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub xdp_mode: XdpModeArg,
+    /// Pass-through XDP program for drivers that need one for zero-copy TX: only when needed
+    /// (auto), or always in driver (drv) or generic (skb) mode.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub attach: AttachArg,
+    /// Kick the kernel after every batch instead of only when the ring asks.
+    #[arg(long)]
+    pub no_need_wakeup: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum XdpModeArg {
+    Auto,
+    Zerocopy,
+    Copy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AttachArg {
+    Auto,
+    Drv,
+    Skb,
 }
 
 #[derive(Debug, Args)]

@@ -63,6 +63,8 @@ pub struct TxJson<'a> {
     #[serde(flatten)]
     pub report: &'a Report,
     pub streams: Vec<StreamJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sink: Option<crate::tx::SinkResult>,
 }
 
 pub fn print_json(value: &impl Serialize) -> Result<()> {
@@ -72,7 +74,7 @@ pub fn print_json(value: &impl Serialize) -> Result<()> {
     Ok(())
 }
 
-pub fn print_tx(report: &Report, plan: &Plan) {
+pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResult>) {
     let avg = if report.completed > 0 {
         report.bytes as f64 / report.completed as f64 + 4.0
     } else {
@@ -101,6 +103,12 @@ pub fn print_tx(report: &Report, plan: &Plan) {
         avg,
         report.elapsed_s
     );
+    if let Some(s) = sink {
+        println!(
+            "received  {} frames, {} bytes at the sink of lab {}; lost {}",
+            s.packets, s.bytes, s.lab, s.lost
+        );
+    }
     if report.workers.len() > 1 {
         for w in &report.workers {
             println!(

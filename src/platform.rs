@@ -1,13 +1,94 @@
-//! Opening an interface with the platform's own backend.
+//! The platform's own backends and, on Linux, the lab behind an interface.
+
+use std::net::Ipv4Addr;
 
 use anyhow::Result;
 use linerate_port::Port;
 
-use crate::cli::{Backend, TxArgs};
+use crate::cli::{AfXdpArgs, Backend};
 use crate::usage;
 
-pub fn open(backend: Backend, iface: &str, _args: &TxArgs) -> Result<Box<dyn Port>> {
-    Err(usage(format!(
-        "{backend:?} port for {iface} not built yet: use --pcap FILE or --null"
-    )))
+/// The receiving side of a lab, when the interface is a lab's sender end.
+pub struct LabSide {
+    pub name: String,
+    pub peer_mac: [u8; 6],
+    pub ips: (Ipv4Addr, Ipv4Addr),
+    /// Reads the sink's (packets, bytes).
+    pub counters: Box<dyn Fn() -> Result<(u64, u64)>>,
+}
+
+impl std::fmt::Debug for LabSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabSide").field("name", &self.name).finish()
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+    use crate::cli::{AttachArg, XdpModeArg};
+    use linerate_afxdp::{AttachMode, XdpMode, XskOptions, XskPort};
+    match backend {
+        Backend::Afxdp => {
+            let options = XskOptions {
+                mode: match xdp.xdp_mode {
+                    XdpModeArg::Auto => XdpMode::Auto,
+                    XdpModeArg::Zerocopy => XdpMode::ZeroCopy,
+                    XdpModeArg::Copy => XdpMode::Copy,
+                },
+                attach: match xdp.attach {
+                    AttachArg::Auto => AttachMode::Auto,
+                    AttachArg::Drv => AttachMode::Drv,
+                    AttachArg::Skb => AttachMode::Skb,
+                },
+                need_wakeup: !xdp.no_need_wakeup,
+                ..XskOptions::default()
+            };
+            let port = XskPort::open(iface, options).map_err(linerate_port::PortError::from)?;
+            Ok(Box::new(port))
+        }
+        _ => Err(usage(format!(
+            "the {backend:?} backend does not run on Linux: use --backend afxdp"
+        ))),
+    }
+}
+
+#[cfg(any(target_os = "macos", target_os = "freebsd"))]
+pub fn open(backend: Backend, iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+    match backend {
+        Backend::Bpf => {
+            let port = linerate_bpfdev::open(iface).map_err(linerate_port::PortError::from)?;
+            Ok(Box::new(port))
+        }
+        _ => Err(usage(format!(
+            "the {backend:?} backend needs Linux: use --backend bpf"
+        ))),
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "freebsd")))]
+pub fn open(backend: Backend, _iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+    Err(usage(format!("the {backend:?} backend does not run on this system")))
+}
+
+#[cfg(target_os = "linux")]
+pub fn lab_side(iface: &str) -> Result<Option<LabSide>> {
+    let Some(lab) = crate::lab::lab_of(iface)? else {
+        return Ok(None);
+    };
+    let dir = lab.pin_dir();
+    let sink = linerate_xdp::PinnedSink::open(&dir).map_err(crate::lab::xdp_error)?;
+    Ok(Some(LabSide {
+        name: lab.name.clone(),
+        peer_mac: lab.receiver_mac,
+        ips: (lab.sender_ip, lab.receiver_ip),
+        counters: Box::new(move || {
+            let c = sink.counters().map_err(crate::lab::xdp_error)?;
+            Ok((c.packets, c.bytes))
+        }),
+    }))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn lab_side(_iface: &str) -> Result<Option<LabSide>> {
+    Ok(None)
 }

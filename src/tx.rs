@@ -1,6 +1,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_engine::{RunConfig, WorkerSpec};
@@ -9,52 +9,57 @@ use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
 
 use crate::cli::{Backend, StreamArgs, TxArgs};
 use crate::output::{self, LiveStatus};
+use crate::platform::{self, LabSide};
 use crate::usage;
+
+/// What arrived at a lab's sink during a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SinkResult {
+    pub lab: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Completed at the sender but not counted at the sink.
+    pub lost: i64,
+}
 
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
     let streams = streams(&args.stream)?;
     let workers = workers(&args.cores, args.queues.as_deref())?;
     let port = open_port(args, workers.len() as u32)?;
-    let info = port.info().clone();
-    let limits = Limits {
-        mtu: info.mtu,
-        mtu_hint: if matches!(info.backend, "pcap" | "null") {
-            ": raise it with --mtu for jumbo frames"
-        } else {
-            ""
-        },
-        default_dst_mac: None,
+    let lab = match &args.interface {
+        Some(iface) => platform::lab_side(iface)?,
+        None => None,
     };
-    let plan = Plan::compile(&streams, &limits)?;
-    if plan.count.is_none()
-        && args.count.is_none()
-        && args.duration.is_none()
-        && info.backend == "pcap"
-    {
-        return Err(usage(
-            "a pcap file needs an end: give --count or --duration",
-        ));
+    let plan = compile(&streams, port.as_ref(), lab.as_ref())?;
+    if plan.count.is_none() && args.count.is_none() && args.duration.is_none() && port.info().backend == "pcap" {
+        return Err(usage("a pcap file needs an end: give --count or --duration"));
     }
-    let stop = stop_flag()?;
     let config = RunConfig {
         workers,
         batch: args.batch,
         duration: args.duration,
         count: args.count,
-        stop,
+        stop: stop_flag()?,
         tick: Duration::from_secs(1),
     };
+    let info = port.info().clone();
     let live = LiveStatus::new(info.link_speed.map(|s| s.mbps()), args.quiet);
+    let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
     let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
         .with_context(|| format!("transmit on {}", info.name))?;
+    let sink = match (&lab, before) {
+        (Some(l), Some(b)) => Some(settle(l, b, report.completed)?),
+        _ => None,
+    };
     if args.json {
         output::print_json(&output::TxJson {
             report: &report,
             streams: output::streams(&plan),
+            sink,
         })?;
     } else {
-        output::print_tx(&report, &plan);
+        output::print_tx(&report, &plan, sink.as_ref());
     }
     if report.missing() > 0 {
         anyhow::bail!(
@@ -63,6 +68,51 @@ pub fn run(args: &TxArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Compiles the streams against what the port and the lab impose and suggest.
+pub fn compile(streams: &[StreamSpec], port: &dyn Port, lab: Option<&LabSide>) -> Result<Plan> {
+    let info = port.info();
+    let defaults = Limits::default();
+    let limits = Limits {
+        mtu: info.mtu,
+        mtu_hint: if matches!(info.backend, "pcap" | "null") {
+            ": raise it with --mtu for jumbo frames"
+        } else {
+            ""
+        },
+        default_src_mac: info.mac,
+        default_dst_mac: lab.map(|l| l.peer_mac),
+        default_ipv4: lab.map_or(defaults.default_ipv4, |l| l.ips),
+    };
+    Ok(Plan::compile(streams, &limits)?)
+}
+
+/// Waits until the sink has seen everything the sender completed (frames still crossing the
+/// veth pair when the last completion came back), or until its count stops moving.
+pub fn settle(lab: &LabSide, before: (u64, u64), completed: u64) -> Result<SinkResult> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut last = (lab.counters)()?;
+    let mut still_since = Instant::now();
+    loop {
+        let got = last.0 - before.0;
+        if got >= completed || Instant::now() >= deadline || still_since.elapsed() > Duration::from_millis(300) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        let now = (lab.counters)()?;
+        if now != last {
+            still_since = Instant::now();
+        }
+        last = now;
+    }
+    let packets = last.0 - before.0;
+    Ok(SinkResult {
+        lab: lab.name.clone(),
+        packets,
+        bytes: last.1 - before.1,
+        lost: completed as i64 - packets as i64,
+    })
 }
 
 /// The streams to send: a TOML file, or one stream from the flags (the seed stream when no
@@ -183,7 +233,7 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
                 .interface
                 .as_deref()
                 .ok_or_else(|| usage("this backend needs -i IFACE"))?;
-            crate::platform::open(backend, iface, args)
+            platform::open(backend, iface, &args.afxdp)
         }
     }
 }

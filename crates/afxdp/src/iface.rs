@@ -47,14 +47,15 @@ impl Interface {
             .and_then(|s| u32::from_str_radix(s.trim_start_matches("0x"), 16).ok())
             .unwrap_or(0);
         let mac = read("address").and_then(|s| parse_mac(&s));
-        let link_speed = read("speed")
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|&mbps| mbps > 0)
-            .map(|mbps| LinkSpeed(mbps as u64));
         let driver = fs::read_link(dir.join("device/driver"))
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .or_else(|| ethtool_driver(&cname));
+        // veth reports a nominal 10000 Mb/s that bounds nothing: a line rate from it would lie.
+        let link_speed = read("speed")
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|&mbps| mbps > 0 && driver.as_deref() != Some("veth"))
+            .map(|mbps| LinkSpeed(mbps as u64));
         let queues = count_queues(&dir);
         Ok(Self {
             ifindex,

@@ -434,3 +434,168 @@ fn odd_slot_counts_are_honoured_exactly() {
     assert_eq!(lab.wait_received(before, 10_000), (10_000, 600_000));
     assert_eq!(stat(queue.as_ref(), "tx_ring_size"), 512);
 }
+
+/// Drops every capability of the calling thread only (capabilities are per thread on Linux), so
+/// a root test can see what a non-root run sees without touching the rest of the process.
+fn drop_thread_capabilities() {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    let header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads one header and two data structs (version 3), both live for the call.
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
+    assert_eq!(rc, 0, "capset: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn without_privileges_opening_a_queue_says_run_as_root() {
+    if !root_or_skip() {
+        return;
+    }
+    let lab = Lab::new();
+    let port = XskPort::open(&lab.sender, copy_options()).unwrap();
+    let err = std::thread::scope(|s| {
+        s.spawn(|| {
+            drop_thread_capabilities();
+            open_err(&port, &config(0))
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(matches!(err, PortError::NotPermitted { .. }), "{err}");
+    assert!(err.is_usage());
+    assert!(err.to_string().contains("run with sudo"), "{err}");
+}
+
+/// Not a timed test: one queue, 64-byte frames (60 in the buffer), the receiver dropping in XDP
+/// (the linerate sink) so the kernel's copy-mode path is what is measured.
+/// `cargo test --release -p linerate-afxdp --test veth -- --ignored --nocapture`
+#[test]
+#[ignore = "benchmark: run by hand in release mode"]
+fn throughput_into_the_xdp_sink() {
+    if !root_or_skip() {
+        return;
+    }
+    let lab = Lab::new();
+    let sink =
+        linerate_xdp::Sink::attach(&lab.receiver, Some(&lab.ns), linerate_xdp::AttachMode::Drv)
+            .unwrap();
+    let port = XskPort::open(&lab.sender, copy_options()).unwrap();
+    const N: u64 = 5_000_000;
+    for queues in [1u32, 2] {
+        let before = sink.counters().unwrap();
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            let dst = lab.receiver_mac();
+            let workers: Vec<_> = (0..queues)
+                .map(|q| {
+                    let mut queue = port.open_queue(&config(q)).unwrap();
+                    s.spawn(move || {
+                        pin_to_cpu(q as usize);
+                        send(queue.as_mut(), dst, N)
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().unwrap();
+            }
+        });
+        let elapsed = start.elapsed();
+        let got = sink.counters().unwrap().since(before);
+        assert_eq!(got.packets, N * u64::from(queues));
+        eprintln!(
+            "{queues} queue(s): {} frames counted at the sink in {elapsed:?} = {:.3} Mpps",
+            got.packets,
+            got.packets as f64 / elapsed.as_secs_f64() / 1e6
+        );
+    }
+}
+
+/// Pins the calling thread to one CPU (the engine does this for real workers).
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t; the kernel reads size_of::<cpu_set_t>() bytes of it.
+    let rc = unsafe {
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(
+        rc,
+        0,
+        "sched_setaffinity: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+#[test]
+fn an_interface_going_down_mid_run_is_an_error_not_a_hang() {
+    if !root_or_skip() {
+        return;
+    }
+    let lab = Lab::new();
+    let port = XskPort::open(&lab.sender, copy_options()).unwrap();
+    let mut queue = port.open_queue(&config(0)).unwrap();
+    send(queue.as_mut(), lab.receiver_mac(), 1000);
+    run(&["ip", "link", "set", &lab.sender, "down"]);
+    let granted = queue.reserve(64);
+    let descs: Vec<TxDesc> = (0..granted)
+        .map(|slot| TxDesc {
+            slot,
+            len: FRAME_LEN,
+        })
+        .collect();
+    let result = queue
+        .submit(&descs)
+        .and_then(|()| queue.drain(Duration::from_millis(500)).map(|_| ()));
+    eprintln!("after link down: {result:?}");
+    let err = result.unwrap_err();
+    assert!(matches!(err, PortError::InterfaceDown { .. }), "{err}");
+}
+
+#[test]
+fn a_forced_pass_program_is_attached_for_the_queues_and_gone_after() {
+    if !root_or_skip() {
+        return;
+    }
+    let lab = Lab::new();
+    let has_xdp = || run(&["ip", "link", "show", "dev", &lab.sender]).contains("xdp");
+    for (attach, mode) in [
+        (linerate_afxdp::AttachMode::Drv, "copy (drv pass program)"),
+        (linerate_afxdp::AttachMode::Skb, "copy (skb pass program)"),
+    ] {
+        let options = XskOptions {
+            attach,
+            ..copy_options()
+        };
+        let port = XskPort::open(&lab.sender, options).unwrap();
+        let mut q0 = port.open_queue(&config(0)).unwrap();
+        let q1 = port.open_queue(&config(1)).unwrap();
+        assert_eq!(q0.mode(), mode);
+        assert_eq!(q1.mode(), mode);
+        assert!(has_xdp(), "program attached while queues are open");
+        let before = lab.received();
+        send(q0.as_mut(), lab.receiver_mac(), 1000);
+        assert_eq!(lab.wait_received(before, 1000), (1000, 60_000));
+        drop((port, q0, q1));
+        assert!(!has_xdp(), "program detached with the last queue");
+    }
+}

@@ -38,7 +38,8 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(backend: &str, port: &str, workers: Vec<WorkerReport>) -> Self {
+    /// Sums the workers; rates use the longest worker's time.
+    pub fn new(backend: &str, port: &str, workers: Vec<WorkerReport>) -> Self {
         let submitted = workers.iter().map(|w| w.submitted).sum();
         let completed = workers.iter().map(|w| w.completed).sum();
         let bytes = workers.iter().map(|w| w.bytes).sum();

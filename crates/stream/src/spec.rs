@@ -41,13 +41,15 @@ pub struct Bursts {
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct StreamSpec {
     pub name: String,
+    /// Empty: the port's own MAC, else 02:00:00:00:00:01.
     pub src_mac: String,
     /// Empty: the port fills it in (the lab's peer MAC), else broadcast.
     pub dst_mac: String,
     pub vlan: Option<u16>,
     pub vlan_pcp: u8,
     pub ipv6: bool,
-    /// Empty: 198.18.0.1 / 2001:2::1 (the RFC 2544 / RFC 5180 benchmarking ranges).
+    /// Empty: the lab's addresses on a lab, else 198.18.0.1 / 198.18.0.2 and 2001:2::1 /
+    /// 2001:2::2 (the RFC 2544 / RFC 5180 benchmarking ranges).
     pub src_ip: String,
     pub dst_ip: String,
     pub ttl: u8,
@@ -80,7 +82,7 @@ impl Default for StreamSpec {
     fn default() -> Self {
         Self {
             name: "stream0".into(),
-            src_mac: "02:00:00:00:00:01".into(),
+            src_mac: String::new(),
             dst_mac: String::new(),
             vlan: None,
             vlan_pcp: 0,
@@ -125,7 +127,11 @@ impl StreamSpec {
             stream: self.name.clone(),
             why,
         };
-        let src_mac = parse_mac(&self.src_mac)?;
+        let src_mac = match (self.src_mac.as_str(), limits.default_src_mac) {
+            ("", Some(mac)) => mac,
+            ("", None) => [0x02, 0, 0, 0, 0, 0x01],
+            (text, _) => parse_mac(text)?,
+        };
         let dst_mac = match (self.dst_mac.as_str(), limits.default_dst_mac) {
             ("", Some(mac)) => mac,
             ("", None) => [0xff; 6],
@@ -148,8 +154,8 @@ impl StreamSpec {
             }
         } else {
             IpSpec::V4 {
-                src: parse_ip4(&self.src_ip, Ipv4Addr::new(198, 18, 0, 1), "src-ip")?,
-                dst: parse_ip4(&self.dst_ip, Ipv4Addr::new(198, 18, 0, 2), "dst-ip")?,
+                src: parse_ip4(&self.src_ip, limits.default_ipv4.0, "src-ip")?,
+                dst: parse_ip4(&self.dst_ip, limits.default_ipv4.1, "dst-ip")?,
                 ttl: self.ttl,
                 id: self.ip_id,
                 dscp: self.dscp,
@@ -251,8 +257,12 @@ pub struct Limits {
     pub mtu: u32,
     /// Said after a too-large size, e.g. how to raise the limit for this backend.
     pub mtu_hint: &'static str,
+    /// Source MAC when the spec leaves it empty (the port's own).
+    pub default_src_mac: Option<MacAddr>,
     /// Destination MAC when the spec leaves it empty (a lab's peer).
     pub default_dst_mac: Option<MacAddr>,
+    /// IPv4 source and destination when the spec leaves them empty.
+    pub default_ipv4: (Ipv4Addr, Ipv4Addr),
 }
 
 impl Default for Limits {
@@ -260,7 +270,9 @@ impl Default for Limits {
         Self {
             mtu: 1500,
             mtu_hint: "",
+            default_src_mac: None,
             default_dst_mac: None,
+            default_ipv4: (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2)),
         }
     }
 }

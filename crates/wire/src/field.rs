@@ -273,6 +273,20 @@ impl FieldLoc {
         }
         // Copy the covering words out: an odd-length frame's last word is padded with zero,
         // exactly as the checksum pads it.
+        // Fast path for the common case (ports, IP id, 16-bit byte patches): one aligned word.
+        if w == 2 && o & 1 == 0 && self.bits == 0xFFFF {
+            let m = u16::from_be_bytes([frame[o], frame[o + 1]]);
+            let m2 = value as u16;
+            frame[o..o + 2].copy_from_slice(&m2.to_be_bytes());
+            let delta = u32::from(!m) + u32::from(m2);
+            if let Some(c) = self.ip_csum {
+                update_at(frame, usize::from(c), delta, false);
+            }
+            if let Some(c) = self.l4_csum {
+                update_at(frame, usize::from(c), delta, self.l4_udp);
+            }
+            return;
+        }
         let a = o & !1;
         let n = (o + w + 1 - a) & !1;
         let have = n.min(frame.len() - a);

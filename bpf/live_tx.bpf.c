@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
+/* The live transmitter: run by BPF_PROG_RUN with BPF_F_TEST_XDP_LIVE_FRAMES (crates/live), once per
+ * frame, on a page that holds the template the kernel copied in when the page was new. Pages are
+ * recycled without that copy, so the page still holds what an earlier run of this program left in
+ * it: every byte that may differ from the template is written in full here (the window and the
+ * fields), never incremented in place from an assumed old value.
+ *
+ * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
+ * window of the worker's k-th frame over the page, trim the frame to its length, write each
+ * variable field for sequence number n with RFC 1624 checksum updates, then bpf_redirect() to
+ * the target interface. The worker entry counts frames and bytes handed to the redirect and
+ * redirect errors; user space reads it through mmap.
+ *
+ * Layouts are shared with crates/live/src/layout.rs (struct LiveField, LiveWorker): keep both in
+ * step. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_FIELDS 8
+#define MAX_WORKERS 64
+#define MAX_WINDOW 2048
+/* Offsets beyond this are refused by user space; the bound keeps the verifier's ranges small. */
+#define MAX_OFFSET 4032
+#define NO_CSUM 0xffff
+
+#define MODE_INC 0
+#define MODE_DEC 1
+#define MODE_RANDOM 2
+
+/* One variable field, resolved to an aligned 8-byte span of the frame. */
+struct live_field {
+	__u64 mask;	/* span bits the field owns (after the modifier's mask) */
+	__u64 start;
+	__u64 step;
+	__u64 count;	/* ≥ 1 */
+	__u16 span;	/* even offset of the 8-byte span */
+	__u8 shift;	/* the value, shifted left by this, lands on `mask` */
+	__u8 mode;
+	__u8 words;	/* bit j: 16-bit word j of the span holds field bytes */
+	__u8 udp;	/* the L4 checksum is UDP's: a computed 0 is sent as 0xffff */
+	__u16 ip_csum;	/* offset, or NO_CSUM */
+	__u16 l4_csum;	/* offset, or NO_CSUM */
+	__u16 pad0;
+	__u32 pad1;
+};
+
+struct live_fields {
+	struct live_field f[MAX_FIELDS];
+};
+
+/* One worker: a config line written by user space before the run, a state line written here. */
+struct live_worker {
+	__u64 limit;	/* frames to hand over in all; more runs are dropped */
+	__u32 ifindex;
+	__u32 nfields;
+	__u32 frame_base; /* first entry of this worker's frames in live_frames */
+	__u32 period;	/* frames in the worker's cycle */
+	__u32 win_off;	/* window: bytes that differ between the worker's frames */
+	__u32 win_len;	/* 0: every frame is the template */
+	__u32 tmpl_len;	/* length of the template (the longest frame) */
+	__u32 stride;	/* sequence numbers advance by the worker count */
+	__u32 stop;	/* raised by user space: drop from now on */
+	__u32 pad0;
+	__u64 pad1[2];
+	/* state */
+	__u64 seq;	/* sequence number of the next frame */
+	__u64 rng;	/* xorshift64* state, as linerate_wire::Rng */
+	__u32 index;	/* next frame of the cycle */
+	__u32 pad2;
+	__u64 sent;	/* frames handed to the redirect */
+	__u64 bytes;	/* their bytes, FCS excluded */
+	__u64 errors;	/* redirects refused, or a frame that could not be built */
+	__u64 pad3[2];
+};
+
+struct live_frame {
+	__u32 len;
+	__u32 pad;
+	__u8 bytes[MAX_WINDOW];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MAX_WORKERS);
+	__type(key, __u32);
+	__type(value, struct live_worker);
+} live_workers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct live_fields);
+} live_fields SEC(".maps");
+
+/* max_entries is set by user space before loading (one entry per frame of every worker's cycle). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct live_frame);
+} live_frames SEC(".maps");
+
+static __always_inline __u64 rng_next(struct live_worker *w)
+{
+	__u64 x = w->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	w->rng = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* RFC 1624 eqn. 3: HC' = ~(~HC + sum(~m + m')), `delta` being the sum. */
+static __always_inline void csum_update(void *data, void *data_end, __u32 at, __u32 delta,
+					int udp)
+{
+	__u8 *p;
+	__u32 s;
+	__u16 c;
+
+	if (at > MAX_OFFSET)
+		return;
+	p = data + at;
+	if ((void *)(p + 2) > data_end)
+		return;
+	s = (__u16)~(((__u16)p[0] << 8) | p[1]);
+	s += delta;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	c = ~s;
+	if (udp && c == 0)
+		c = 0xffff;
+	p[0] = c >> 8;
+	p[1] = c & 0xff;
+}
+
+SEC("xdp")
+int live_tx(struct xdp_md *ctx)
+{
+	void *meta = (void *)(long)ctx->data_meta;
+	void *data = (void *)(long)ctx->data;
+	void *data_end;
+	struct live_fields *fields;
+	struct live_worker *w;
+	__u32 key, zero = 0, len, n, i;
+	__u64 seq;
+	int act;
+
+	if (meta + sizeof(__u32) > data)
+		return XDP_ABORTED;
+	key = *(__u32 *)meta;
+	w = bpf_map_lookup_elem(&live_workers, &key);
+	if (!w)
+		return XDP_ABORTED;
+	if (w->stop || w->sent >= w->limit)
+		return XDP_DROP;
+
+	len = w->tmpl_len;
+	if (w->win_len) {
+		__u32 fkey = w->frame_base + w->index;
+		__u32 wl = w->win_len;
+		struct live_frame *f = bpf_map_lookup_elem(&live_frames, &fkey);
+
+		if (!f || wl > MAX_WINDOW)
+			goto fail;
+		if (bpf_xdp_store_bytes(ctx, w->win_off, f->bytes, wl))
+			goto fail;
+		len = f->len;
+	}
+	if (len != w->tmpl_len) {
+		if (bpf_xdp_adjust_tail(ctx, (int)len - (int)w->tmpl_len))
+			goto fail;
+	}
+
+	n = w->nfields;
+	if (n) {
+		fields = bpf_map_lookup_elem(&live_fields, &zero);
+		if (!fields)
+			goto fail;
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+		seq = w->seq;
+		for (i = 0; i < MAX_FIELDS; i++) {
+			struct live_field *f = &fields->f[i];
+			__u64 k, v, old, new, m;
+			__u32 delta = 0, j;
+			__u8 *p;
+
+			if (i >= n)
+				break;
+			k = (f->mode == MODE_RANDOM ? rng_next(w) : seq) % f->count;
+			v = f->mode == MODE_DEC ? f->start - k * f->step : f->start + k * f->step;
+			if (f->span > MAX_OFFSET)
+				goto fail;
+			p = data + f->span;
+			if ((void *)(p + 8) > data_end)
+				goto fail;
+			old = bpf_be64_to_cpu(*(__u64 *)p);
+			m = f->mask;
+			new = (old & ~m) | ((v << (f->shift & 63)) & m);
+			*(__u64 *)p = bpf_cpu_to_be64(new);
+			if (f->ip_csum == NO_CSUM && f->l4_csum == NO_CSUM)
+				continue;
+			for (j = 0; j < 4; j++) {
+				__u32 sh = 48 - 16 * j;
+				__u32 term = ((~(old >> sh)) & 0xffff) + ((new >> sh) & 0xffff);
+
+				delta += term & -(__u32)((f->words >> j) & 1);
+			}
+			csum_update(data, data_end, f->ip_csum, delta, 0);
+			csum_update(data, data_end, f->l4_csum, delta, f->udp);
+		}
+	}
+
+	w->seq += w->stride;
+	w->index = w->index + 1 >= w->period ? 0 : w->index + 1;
+	act = bpf_redirect(w->ifindex, 0);
+	if (act == XDP_REDIRECT) {
+		w->sent += 1;
+		w->bytes += len;
+	} else {
+		w->errors += 1;
+	}
+	return act;
+
+fail:
+	w->errors += 1;
+	return XDP_DROP;
+}
+
+/* Run once with BPF_F_TEST_XDP_LIVE_FRAMES to learn whether the kernel has live frames. */
+SEC("xdp")
+int live_probe(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,1 @@
+//! The live-frames XDP transmit backend (in progress).

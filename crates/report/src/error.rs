@@ -1,0 +1,42 @@
+use std::path::PathBuf;
+
+/// Everything that can go wrong while reading, checking, rendering or comparing sweep results.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: the file is empty; it must be a `linerate sweep --json` file", path.display())]
+    Empty { path: PathBuf },
+    #[error(
+        "{}: not valid JSON ({source}); it must be a `linerate sweep --json` file",
+        path.display()
+    )]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: valid JSON but not a sweep result ({detail}); it must be a `linerate sweep --json` file",
+        path.display()
+    )]
+    Shape { path: PathBuf, detail: String },
+    #[error("{origin}: {detail}")]
+    Invalid { origin: String, detail: String },
+    #[error("link speed `{input}` not understood: use 1G, 2.5G, 10G, 25G, 40G, 100G or <n>M")]
+    LinkSpeed { input: String },
+    #[error("{}: the plot format comes from the extension, which must be .svg or .png", path.display())]
+    PlotFormat { path: PathBuf },
+    #[error("{}: drawing the plot failed: {message}", path.display())]
+    Plot { path: PathBuf, message: String },
+    #[error("compare needs at least two sweep results, got {count}")]
+    TooFewResults { count: usize },
+    #[error("compare got {results} results but {names} names")]
+    NameCount { results: usize, names: usize },
+    #[error("the sweeps share no frame size, so there is nothing to compare: {detail}")]
+    NoCommonSizes { detail: String },
+}

@@ -1,0 +1,25 @@
+//! Sweep results of linerate: the JSON result file with its context, the max-rate table, CSV,
+//! plots and the comparison of several sweeps, plus the wire-rate arithmetic they share.
+//! No network I/O and no measuring: the engine measures, this crate reports.
+
+mod compare;
+mod error;
+mod host;
+mod plot;
+mod rate;
+mod result;
+mod table;
+
+pub use compare::{CompareRow, Comparison, EQUAL_WITHIN, LINE_RATE_PCT, compare, names_from_paths};
+pub use error::ReportError;
+pub use host::{HostInfo, interface_driver, interface_link_speed_mbps, rfc3339_utc};
+pub use plot::{PlotFormat, plot_compare, plot_sweep};
+pub use rate::{LinkSpeed, WIRE_OVERHEAD, line_rate_pps, wire_mbps};
+pub use result::{Context, FORMAT, MeasuredAt, Repetition, SizePoint, Summary, SweepResult};
+pub use table::{
+    context_line, csv_repetitions, csv_summary, format_cores, render_table, repetitions_csv_path,
+    write_csv,
+};
+
+#[cfg(test)]
+mod tests;

@@ -67,7 +67,9 @@ pub fn open(backend: Backend, iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn P
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "freebsd")))]
 pub fn open(backend: Backend, _iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
-    Err(usage(format!("the {backend:?} backend does not run on this system")))
+    Err(usage(format!(
+        "the {backend:?} backend does not run on this system"
+    )))
 }
 
 #[cfg(target_os = "linux")]

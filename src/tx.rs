@@ -32,8 +32,14 @@ pub fn run(args: &TxArgs) -> Result<()> {
         None => None,
     };
     let plan = compile(&streams, port.as_ref(), lab.as_ref())?;
-    if plan.count.is_none() && args.count.is_none() && args.duration.is_none() && port.info().backend == "pcap" {
-        return Err(usage("a pcap file needs an end: give --count or --duration"));
+    if plan.count.is_none()
+        && args.count.is_none()
+        && args.duration.is_none()
+        && port.info().backend == "pcap"
+    {
+        return Err(usage(
+            "a pcap file needs an end: give --count or --duration",
+        ));
     }
     let config = RunConfig {
         workers,
@@ -96,7 +102,10 @@ pub fn settle(lab: &LabSide, before: (u64, u64), completed: u64) -> Result<SinkR
     let mut still_since = Instant::now();
     loop {
         let got = last.0 - before.0;
-        if got >= completed || Instant::now() >= deadline || still_since.elapsed() > Duration::from_millis(300) {
+        if got >= completed
+            || Instant::now() >= deadline
+            || still_since.elapsed() > Duration::from_millis(300)
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));

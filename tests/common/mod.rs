@@ -71,3 +71,131 @@ pub fn frame_len(line: &str) -> usize {
         .and_then(|w| w.trim_end_matches(':').parse().ok())
         .unwrap_or_else(|| panic!("no frame length in {line}"))
 }
+
+/// Root tests run as root; elsewhere they skip with a reason, except in CI, where a skip would
+/// hide that they never ran.
+pub fn root_or_skip(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test} needs root and CI runs as root: refusing to skip"
+        );
+        eprintln!("skipping {test}: needs root (run ./scripts/test.sh)");
+    }
+    root
+}
+
+/// Parses linerate's --json output.
+pub fn json(stdout: &str) -> serde_json::Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))
+}
+
+/// True when an XDP program is attached to `iface` (in `netns`, or the root namespace).
+pub fn xdp_attached(iface: &str, netns: Option<&str>) -> bool {
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = netns {
+        cmd.args(["-n", ns]);
+    }
+    let out = cmd
+        .args(["-d", "link", "show", "dev", iface])
+        .output()
+        .expect("run ip");
+    String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
+}
+
+/// A bare veth pair: `<name>a` in the root namespace, `<name>b` in netns `<name>`, no XDP;
+/// removed on drop, even when the test panics.
+pub struct VethPair {
+    pub name: String,
+}
+
+impl VethPair {
+    pub fn new(name: &str) -> Self {
+        let pair = Self {
+            name: name.to_owned(),
+        };
+        let run = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("run ip");
+            assert!(
+                out.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let (a, b) = (pair.a(), pair.b());
+        run(&["netns", "add", name]);
+        run(&[
+            "link",
+            "add",
+            &a,
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &b,
+            "numtxqueues",
+            "2",
+            "numrxqueues",
+            "2",
+            "netns",
+            name,
+        ]);
+        for (ns, dev) in [(None, &a), (Some(name), &b)] {
+            let mut args = Vec::new();
+            if let Some(ns) = ns {
+                args.extend(["-n", ns]);
+            }
+            let sysctl = format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6");
+            if ns.is_none() {
+                std::fs::write(&sysctl, "1").expect("disable IPv6");
+            } else {
+                run(&[
+                    "netns",
+                    "exec",
+                    name,
+                    "sh",
+                    "-c",
+                    &format!("echo 1 > {sysctl}"),
+                ]);
+            }
+            args.extend(["link", "set", dev, "up"]);
+            run(&args);
+        }
+        pair
+    }
+    pub fn a(&self) -> String {
+        format!("{}a", self.name)
+    }
+    pub fn b(&self) -> String {
+        format!("{}b", self.name)
+    }
+    /// The MAC of the namespace end.
+    pub fn b_mac(&self) -> String {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.name,
+                "cat",
+                &format!("/sys/class/net/{}/address", self.b()),
+            ])
+            .output()
+            .expect("run ip");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for VethPair {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["link", "del", &self.a()]).output();
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}

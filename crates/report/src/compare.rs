@@ -44,9 +44,10 @@ pub fn names_from_paths(paths: &[PathBuf]) -> Vec<String> {
                 .unwrap_or_default()
         })
         .collect();
-    let unique = stems.iter().enumerate().all(|(i, s)| {
-        !s.is_empty() && !stems[..i].contains(s)
-    });
+    let unique = stems
+        .iter()
+        .enumerate()
+        .all(|(i, s)| !s.is_empty() && !stems[..i].contains(s));
     if unique {
         stems
     } else {

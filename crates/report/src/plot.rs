@@ -78,7 +78,12 @@ pub fn plot_compare(
         .collect();
     links.sort_unstable();
     links.dedup();
-    render(path, &format!("linerate compare: {}", names.join(" vs ")), &series, &links)
+    render(
+        path,
+        &format!("linerate compare: {}", names.join(" vs ")),
+        &series,
+        &links,
+    )
 }
 
 fn series_of(name: &str, result: &SweepResult) -> Series {
@@ -199,7 +204,12 @@ fn draw<DB: DrawingBackend>(
                 .points
                 .iter()
                 .map(|&(size, med, lo, hi)| {
-                    (size, to_mbps(size, med), to_mbps(size, lo), to_mbps(size, hi))
+                    (
+                        size,
+                        to_mbps(size, med),
+                        to_mbps(size, lo),
+                        to_mbps(size, hi),
+                    )
                 })
                 .collect();
             (s.name.clone(), points)

@@ -73,7 +73,8 @@ pub fn context_line(result: &SweepResult) -> String {
 }
 
 pub(crate) fn format_pct(pct: Option<f64>) -> String {
-    pct.map(|p| format!("{p:.1} %")).unwrap_or_else(|| "n/a".into())
+    pct.map(|p| format!("{p:.1} %"))
+        .unwrap_or_else(|| "n/a".into())
 }
 
 fn trim_float(v: f64) -> String {

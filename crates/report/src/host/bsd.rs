@@ -9,7 +9,13 @@ fn sysctl_string(name: &str) -> Option<String> {
     let mut len: libc::size_t = 0;
     // SAFETY: a null buffer with a valid length pointer asks only for the size.
     let rc = unsafe {
-        libc::sysctlbyname(name.as_ptr(), std::ptr::null_mut(), &mut len, std::ptr::null_mut(), 0)
+        libc::sysctlbyname(
+            name.as_ptr(),
+            std::ptr::null_mut(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
     };
     if rc != 0 || len == 0 {
         return None;

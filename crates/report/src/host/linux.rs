@@ -35,7 +35,12 @@ pub(super) fn cpu_model() -> Option<String> {
 }
 
 pub(super) fn interface_driver(interface: &str) -> Option<String> {
-    let link = fs::read_link(Path::new("/sys/class/net").join(interface).join("device/driver")).ok()?;
+    let link = fs::read_link(
+        Path::new("/sys/class/net")
+            .join(interface)
+            .join("device/driver"),
+    )
+    .ok()?;
     link.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
@@ -45,6 +50,10 @@ pub(super) fn interface_link_speed_mbps(interface: &str) -> Option<u64> {
     if !dir.join("device").exists() {
         return None;
     }
-    let speed: i64 = fs::read_to_string(dir.join("speed")).ok()?.trim().parse().ok()?;
+    let speed: i64 = fs::read_to_string(dir.join("speed"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     u64::try_from(speed).ok().filter(|&s| s > 0)
 }

@@ -39,7 +39,9 @@ impl HostInfo {
         let uname = platform::uname();
         Self {
             os: known(platform::os_name().or_else(|| uname.as_ref().map(|u| u.sysname.clone()))),
-            kernel: known(platform::kernel_release().or_else(|| uname.as_ref().map(|u| u.release.clone()))),
+            kernel: known(
+                platform::kernel_release().or_else(|| uname.as_ref().map(|u| u.release.clone())),
+            ),
             cpu_model: known(platform::cpu_model()),
             hostname: known(uname.map(|u| u.nodename)),
         }

@@ -1,0 +1,430 @@
+//! What the BPF program reads, compiled from a [`Plan`]: the variable fields as span
+//! instructions, and per worker its template, its window of differing bytes and its frames.
+//! The layouts mirror `bpf/live_tx.bpf.c` (struct live_field, live_worker, live_frame).
+//!
+//! Pages of the live-frame page pool are recycled without being re-initialised from the template,
+//! so a page holds what the program wrote last time. The program therefore writes every byte that
+//! can differ from the template in full: the window (the bytes where the worker's frames differ
+//! from the template, widened over every field and checksum it patches) and the fields.
+
+use linerate_stream::Plan;
+use linerate_wire::{Patch, VaryMode};
+
+use crate::LiveError;
+
+/// Fields the program patches per frame (`MAX_FIELDS` in the C source).
+pub const MAX_FIELDS: usize = 8;
+/// Workers one program serves (`MAX_WORKERS`).
+pub const MAX_WORKERS: usize = 64;
+/// Longest window the program copies per frame (`MAX_WINDOW`).
+pub const MAX_WINDOW: usize = 2048;
+/// Highest field or checksum offset (`MAX_OFFSET`).
+pub const MAX_OFFSET: usize = 4032;
+/// Metadata in front of each frame: the worker id (u32) and padding.
+pub const META_LEN: usize = 8;
+/// "No checksum to update" (`NO_CSUM`).
+pub const NO_CSUM: u16 = 0xffff;
+
+/// `struct live_field`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LiveField {
+    pub mask: u64,
+    pub start: u64,
+    pub step: u64,
+    pub count: u64,
+    pub span: u16,
+    pub shift: u8,
+    pub mode: u8,
+    pub words: u8,
+    pub udp: u8,
+    pub ip_csum: u16,
+    pub l4_csum: u16,
+    pub pad0: u16,
+    pub pad1: u32,
+}
+
+const _: () = assert!(size_of::<LiveField>() == 48);
+
+impl LiveField {
+    /// The field's bytes as the program sees them.
+    pub fn to_bytes(self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        b[0..8].copy_from_slice(&self.mask.to_ne_bytes());
+        b[8..16].copy_from_slice(&self.start.to_ne_bytes());
+        b[16..24].copy_from_slice(&self.step.to_ne_bytes());
+        b[24..32].copy_from_slice(&self.count.to_ne_bytes());
+        b[32..34].copy_from_slice(&self.span.to_ne_bytes());
+        b[34] = self.shift;
+        b[35] = self.mode;
+        b[36] = self.words;
+        b[37] = self.udp;
+        b[38..40].copy_from_slice(&self.ip_csum.to_ne_bytes());
+        b[40..42].copy_from_slice(&self.l4_csum.to_ne_bytes());
+        b
+    }
+}
+
+const MODE_INC: u8 = 0;
+const MODE_DEC: u8 = 1;
+const MODE_RANDOM: u8 = 2;
+
+/// Turns a patch into a span instruction: the 8 bytes from the even offset at or below the
+/// field, the field's bits inside them, and which 16-bit words a checksum update must cover.
+pub fn field(patch: &Patch, min_len: usize) -> Result<LiveField, LiveError> {
+    let loc = &patch.loc;
+    let unsupported = |why: String| LiveError::Unsupported { why };
+    let o = usize::from(loc.offset);
+    let w = usize::from(loc.width);
+    let a = o & !1;
+    let rel = o - a;
+    if w == 0 || rel + w > 8 {
+        return Err(unsupported(format!(
+            "a {w}-byte field at offset {o} does not fit an aligned 8-byte span"
+        )));
+    }
+    if a + 8 > min_len || a > MAX_OFFSET {
+        return Err(unsupported(format!(
+            "the field at offset {o} ends too close to the end of a {min_len}-byte frame"
+        )));
+    }
+    for c in [loc.ip_csum, loc.l4_csum].into_iter().flatten() {
+        if usize::from(c) + 2 > min_len || usize::from(c) > MAX_OFFSET {
+            return Err(unsupported(format!(
+                "the checksum at offset {c} lies outside a {min_len}-byte frame"
+            )));
+        }
+    }
+    let field_shift = 8 * (8 - rel - w) as u32;
+    let bits_shift = loc.bits.trailing_zeros().min(63);
+    let shift = field_shift + bits_shift;
+    let span_bits = loc.bits.checked_shl(field_shift).unwrap_or(0);
+    let value_bits = patch.modifier.mask.checked_shl(shift).unwrap_or(0);
+    let mut words = 0u8;
+    for j in rel / 2..=(rel + w - 1) / 2 {
+        words |= 1 << j;
+    }
+    Ok(LiveField {
+        mask: span_bits & value_bits,
+        start: patch.modifier.start,
+        step: patch.modifier.step,
+        count: patch.modifier.count.max(1),
+        span: a as u16,
+        shift: shift as u8,
+        mode: match patch.modifier.mode {
+            VaryMode::Inc => MODE_INC,
+            VaryMode::Dec => MODE_DEC,
+            VaryMode::Random => MODE_RANDOM,
+        },
+        words,
+        udp: u8::from(loc.l4_udp),
+        ip_csum: loc.ip_csum.unwrap_or(NO_CSUM),
+        l4_csum: loc.l4_csum.unwrap_or(NO_CSUM),
+        pad0: 0,
+        pad1: 0,
+    })
+}
+
+/// One worker's share, ready for the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerLayout {
+    /// The page template: the worker's first longest frame.
+    pub template: Vec<u8>,
+    /// Frames this worker sends (None: until stopped).
+    pub limit: Option<u64>,
+    pub period: u32,
+    pub win_off: u32,
+    /// 0: every frame is the template plus the fields; no frames entries.
+    pub win_len: u32,
+    /// Per frame of the cycle (empty when `win_len` is 0): its length and its window bytes.
+    pub frames: Vec<(u32, Vec<u8>)>,
+    pub first_seq: u64,
+    pub stride: u64,
+    /// Initial xorshift64* state, as `linerate_wire::Rng::new(seed)` holds it.
+    pub rng: u64,
+}
+
+/// The whole plan compiled for the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub fields: Vec<LiveField>,
+    pub workers: Vec<WorkerLayout>,
+}
+
+impl Layout {
+    /// Splits `plan` between `workers` (global frame n goes to worker n mod W, as
+    /// [`Plan::for_worker`] does) with `limit` capping the total.
+    pub fn compile(plan: &Plan, workers: usize, limit: Option<u64>) -> Result<Layout, LiveError> {
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(LiveError::Unsupported {
+                why: format!("{workers} workers; the live backend runs 1 to {MAX_WORKERS}"),
+            });
+        }
+        if plan.patches.len() > MAX_FIELDS {
+            return Err(LiveError::Unsupported {
+                why: format!(
+                    "{} fields vary per frame; the live backend patches at most {MAX_FIELDS}",
+                    plan.patches.len()
+                ),
+            });
+        }
+        let min_len = plan.frames.iter().map(Vec::len).min().unwrap_or(0);
+        let fields = plan
+            .patches
+            .iter()
+            .map(|p| field(p, min_len))
+            .collect::<Result<Vec<_>, _>>()?;
+        let workers = (0..workers)
+            .map(|w| worker(plan, &fields, w, workers, limit))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Layout { fields, workers })
+    }
+}
+
+fn worker(
+    plan: &Plan,
+    fields: &[LiveField],
+    w: usize,
+    workers: usize,
+    limit: Option<u64>,
+) -> Result<WorkerLayout, LiveError> {
+    let wp = plan.for_worker(w, workers, limit);
+    let longest = wp.frames.iter().map(|f| f.len()).max().unwrap_or(0);
+    let template = wp
+        .frames
+        .iter()
+        .find(|f| f.len() == longest)
+        .map(|f| f.to_vec())
+        .unwrap_or_default();
+    // Bytes where a frame differs from the template; a frame of another length needs an entry
+    // even when its bytes agree (the program trims it).
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    let mut lengths_differ = false;
+    for f in &wp.frames {
+        lengths_differ |= f.len() != template.len();
+        for (i, (a, b)) in f.iter().zip(&template).enumerate() {
+            if a != b {
+                lo = lo.min(i);
+                hi = hi.max(i + 1);
+            }
+        }
+    }
+    if lo == usize::MAX && lengths_differ {
+        (lo, hi) = (0, 1);
+    }
+    let mut win = (lo < hi).then_some((lo, hi));
+    // The window restores the frame under the fields too, so each field's span and checksums
+    // are rewritten from the base frame every time (never left from an earlier frame's patch).
+    if let Some((lo, hi)) = win.as_mut() {
+        for f in fields {
+            let span = usize::from(f.span);
+            *lo = (*lo).min(span);
+            *hi = (*hi).max(span + 8);
+            for c in [f.ip_csum, f.l4_csum] {
+                if c != NO_CSUM {
+                    *lo = (*lo).min(usize::from(c));
+                    *hi = (*hi).max(usize::from(c) + 2);
+                }
+            }
+        }
+    }
+    let (win_off, win_len, frames) = match win {
+        None => (0, 0, Vec::new()),
+        Some((lo, hi)) => {
+            if hi - lo > MAX_WINDOW {
+                return Err(LiveError::Unsupported {
+                    why: format!(
+                        "the frames of the plan differ over {} bytes; the live backend rewrites at most {MAX_WINDOW} per frame",
+                        hi - lo
+                    ),
+                });
+            }
+            let frames = wp
+                .frames
+                .iter()
+                .map(|f| {
+                    // Past a short frame's end the page keeps the template's bytes.
+                    let bytes = (lo..hi)
+                        .map(|i| f.get(i).copied().unwrap_or(template[i]))
+                        .collect();
+                    (f.len() as u32, bytes)
+                })
+                .collect();
+            (lo as u32, (hi - lo) as u32, frames)
+        }
+    };
+    Ok(WorkerLayout {
+        template,
+        limit: wp.count,
+        period: wp.frames.len() as u32,
+        win_off,
+        win_len,
+        frames,
+        first_seq: wp.first_seq,
+        stride: wp.stride,
+        rng: rng_state(wp.seed),
+    })
+}
+
+/// The state `linerate_wire::Rng::new(seed)` starts from (splitmix64 of the seed, never 0).
+pub fn rng_state(seed: u64) -> u64 {
+    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    if z == 0 { 0x9E37_79B9_7F4A_7C15 } else { z }
+}
+
+/// A model of the program in Rust, for tests: runs it `n` times over a pool of `pages` pages
+/// recycled in turn, as the kernel's page pool does, and returns the frames it sent.
+pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec<u8>> {
+    let w = &layout.workers[worker];
+    let mut pool: Vec<Vec<u8>> = vec![w.template.clone(); pages.max(1)];
+    let (mut seq, mut rng, mut index) = (w.first_seq, w.rng, 0usize);
+    let mut out = Vec::new();
+    for k in 0..n {
+        if w.limit.is_some_and(|l| k >= l) {
+            break;
+        }
+        let page = &mut pool[k as usize % pages.max(1)];
+        let mut len = w.template.len();
+        if w.win_len > 0 {
+            let (flen, bytes) = &w.frames[index];
+            let off = w.win_off as usize;
+            page[off..off + bytes.len()].copy_from_slice(bytes);
+            len = *flen as usize;
+        }
+        for f in &layout.fields {
+            let c = f.count.max(1);
+            let k = if f.mode == MODE_RANDOM {
+                rng ^= rng >> 12;
+                rng ^= rng << 25;
+                rng ^= rng >> 27;
+                rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % c
+            } else {
+                seq % c
+            };
+            let v = if f.mode == MODE_DEC {
+                f.start.wrapping_sub(k.wrapping_mul(f.step))
+            } else {
+                f.start.wrapping_add(k.wrapping_mul(f.step))
+            };
+            let s = usize::from(f.span);
+            let old = u64::from_be_bytes(page[s..s + 8].try_into().expect("8 bytes"));
+            let new = (old & !f.mask) | (v.wrapping_shl(u32::from(f.shift)) & f.mask);
+            page[s..s + 8].copy_from_slice(&new.to_be_bytes());
+            let mut delta = 0u32;
+            for j in 0..4 {
+                if f.words >> j & 1 == 1 {
+                    let sh = 48 - 16 * j;
+                    delta += u32::from(!(old >> sh) as u16) + u32::from((new >> sh) as u16);
+                }
+            }
+            for (at, udp) in [(f.ip_csum, false), (f.l4_csum, f.udp == 1)] {
+                if at == NO_CSUM {
+                    continue;
+                }
+                let at = usize::from(at);
+                let hc = u16::from_be_bytes([page[at], page[at + 1]]);
+                let mut c = !linerate_wire::checksum::fold(u32::from(!hc) + delta);
+                if udp && c == 0 {
+                    c = 0xffff;
+                }
+                page[at..at + 2].copy_from_slice(&c.to_be_bytes());
+            }
+        }
+        out.push(page[..len].to_vec());
+        seq = seq.wrapping_add(w.stride);
+        index = (index + 1) % w.period.max(1) as usize;
+    }
+    out
+}
+
+/// The frames worker `worker` of `workers` must send, built the AF_XDP way: the plan's frame with
+/// every patch applied for its sequence number. The reference the program is checked against.
+pub fn expected(plan: &Plan, worker: usize, workers: usize, n: u64) -> Vec<Vec<u8>> {
+    let wp = plan.for_worker(worker, workers, Some(n * workers as u64));
+    let mut rng = linerate_wire::Rng::new(wp.seed);
+    let count = wp.count.unwrap_or(n).min(n);
+    (0..count)
+        .map(|k| {
+            let mut frame = wp.frames[(k % wp.frames.len() as u64) as usize].to_vec();
+            for p in wp.patches {
+                p.apply(&mut frame, wp.first_seq + k * wp.stride, &mut rng);
+            }
+            frame
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_stream::{Limits, StreamSpec};
+
+    fn plan(vary: &[&str], size_mode: &str) -> Plan {
+        let spec = StreamSpec {
+            vary: vary.iter().map(|s| s.to_string()).collect(),
+            size_mode: size_mode.into(),
+            ..StreamSpec::default()
+        };
+        Plan::compile(&[spec], &Limits::default()).expect("plan")
+    }
+
+    #[test]
+    fn rng_state_matches_the_wire_rng() {
+        for seed in [0, 1, 42, u64::MAX] {
+            let mut a = linerate_wire::Rng::new(seed);
+            let mut s = rng_state(seed);
+            for _ in 0..5 {
+                s ^= s >> 12;
+                s ^= s << 25;
+                s ^= s >> 27;
+                assert_eq!(a.next_u64(), s.wrapping_mul(0x2545_F491_4F6C_DD1D));
+            }
+        }
+    }
+
+    /// The model of the program, on a recycled pool, sends exactly the AF_XDP frames.
+    #[test]
+    fn the_model_sends_the_plans_frames_on_recycled_pages() {
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "fixed"),
+            (&["src-port:inc:1000-1099"], "fixed"),
+            (&["src-port:random:5000-5999", "dst-port:dec:9000-8000"], "fixed"),
+            (&["src-ip:inc:10.0.0.1-10.0.19.255", "ttl:inc:1-200"], "fixed"),
+            (&["src-port:inc:1-7", "dst-port:random:1-65535"], "inc:64-128:4"),
+            (&["dst-port:inc:1-4095"], "imix"),
+            (&["src-mac:inc:00:00:00:00:00:01-00:00:00:01:00:00"], "random:64-200"),
+        ];
+        for (vary, size) in cases {
+            let plan = plan(vary, size);
+            for workers in [1, 2, 3] {
+                let layout = Layout::compile(&plan, workers, None).expect("layout");
+                for w in 0..workers {
+                    let want = expected(&plan, w, workers, 5000);
+                    for pages in [1, 3, 64] {
+                        let got = simulate(&layout, w, 5000, pages);
+                        assert_eq!(got.len(), want.len());
+                        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                            assert_eq!(
+                                g, e,
+                                "{vary:?} {size}: worker {w}/{workers} frame {i}, {pages} pages"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn limits_split_exactly() {
+        let plan = plan(&[], "fixed");
+        let layout = Layout::compile(&plan, 2, Some(11)).unwrap();
+        assert_eq!(layout.workers[0].limit, Some(6));
+        assert_eq!(layout.workers[1].limit, Some(5));
+        assert_eq!(layout.workers[0].win_len, 0);
+        assert!(Layout::compile(&plan, 0, None).is_err());
+    }
+}

@@ -1,0 +1,576 @@
+//! The port (probe: live frames in the kernel, ndo_xdp_xmit in the driver) and the runner: one
+//! pinned thread per worker calling BPF_PROG_RUN in live-frame mode until its count is sent.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::{Duration, Instant};
+
+use libbpf_rs::libbpf_sys;
+use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
+use linerate_engine::{Observer, Report, RunConfig, Snapshot, WorkerReport};
+use linerate_stream::Plan;
+
+use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
+use crate::{BACKEND, LiveError, MODE};
+
+/// Aligns the embedded object file: libelf reads 64-bit ELF headers in place.
+#[repr(C, align(8))]
+struct Aligned<B: ?Sized>(B);
+
+static LIVE_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/live_tx.bpf.o")));
+
+/// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
+const NETDEV_XDP_ACT_NDO_XMIT: u64 = 1 << 2;
+/// The kernel's cap on `batch_size` in live-frame mode (`TEST_XDP_MAX_BATCH`).
+const MAX_BATCH: u32 = 256;
+/// Frames asked of one BPF_PROG_RUN call at most: about 40 ms at 6.5 Mpps, long enough to
+/// amortise the page pool set up per call. Stops do not wait for it: they raise the worker's
+/// `stop` and the program drops the rest of the call's frames.
+const CHUNK: u64 = 1 << 18;
+
+/// An interface that can take live XDP frames.
+#[derive(Debug, Clone)]
+pub struct LivePort {
+    iface: String,
+    ifindex: u32,
+    kernel: String,
+}
+
+impl LivePort {
+    /// Checks that the kernel runs live frames (one probe frame, dropped by the probe program)
+    /// and, on kernels that report XDP features (6.3+), that the driver of `iface` implements
+    /// ndo_xdp_xmit. Nothing is sent.
+    pub fn open(iface: &str) -> Result<LivePort, LiveError> {
+        let ifindex = ifindex(iface)?;
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        let version = parse_version(&kernel);
+        if version.is_some_and(|v| v < (5, 18)) {
+            return Err(LiveError::NoLiveFrames { kernel });
+        }
+        let object = load(1)?;
+        let probe = program(&object, "live_probe")?;
+        let data = [0u8; 64];
+        let ctx = xdp_ctx(0, data.len(), ifindex);
+        match test_run(probe, &data, &ctx, 1, 0) {
+            Ok(()) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+                return Err(LiveError::NoLiveFrames { kernel });
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => {
+                return Err(LiveError::NotRoot {
+                    what: "running a BPF program".into(),
+                });
+            }
+            Err(source) => {
+                return Err(LiveError::Run {
+                    iface: iface.into(),
+                    source,
+                });
+            }
+        }
+        if version.is_none_or(|v| v >= (6, 3)) {
+            let features = xdp_features(ifindex).map_err(|source| LiveError::Run {
+                iface: iface.into(),
+                source,
+            })?;
+            if features & NETDEV_XDP_ACT_NDO_XMIT == 0 {
+                return Err(LiveError::NoXdpTransmit {
+                    iface: iface.into(),
+                    hint: " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)",
+                });
+            }
+        }
+        Ok(LivePort {
+            iface: iface.into(),
+            ifindex,
+            kernel,
+        })
+    }
+
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The kernel release the probe ran on.
+    pub fn kernel(&self) -> &str {
+        &self.kernel
+    }
+}
+
+/// `struct live_worker` of `bpf/live_tx.bpf.c`, as the mmap of the `live_workers` map shows it:
+/// a config line user space writes before the run and a state line the program writes.
+#[repr(C)]
+struct WorkerSlot {
+    limit: AtomicU64,
+    ifindex: AtomicU32,
+    nfields: AtomicU32,
+    frame_base: AtomicU32,
+    period: AtomicU32,
+    win_off: AtomicU32,
+    win_len: AtomicU32,
+    tmpl_len: AtomicU32,
+    stride: AtomicU32,
+    stop: AtomicU32,
+    _pad0: AtomicU32,
+    _pad1: [AtomicU64; 2],
+    seq: AtomicU64,
+    rng: AtomicU64,
+    index: AtomicU32,
+    _pad2: AtomicU32,
+    sent: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    _pad3: [AtomicU64; 2],
+}
+
+const _: () = assert!(size_of::<WorkerSlot>() == 128);
+
+/// The `live_workers` map mapped into this process; unmapped on drop.
+struct WorkerMap {
+    ptr: NonNull<WorkerSlot>,
+    len: usize,
+}
+
+impl WorkerMap {
+    fn map(object: &Object) -> Result<WorkerMap, LiveError> {
+        let map = object
+            .maps()
+            .find(|m| m.name() == "live_workers")
+            .ok_or_else(|| LiveError::Load {
+                message: "the object has no map live_workers".into(),
+            })?;
+        let len = (MAX_WORKERS * size_of::<WorkerSlot>()).next_multiple_of(4096);
+        // SAFETY: a shared mapping of a live BPF_F_MMAPABLE array map fd, `len` bytes (the map's
+        // size rounded up to pages, as the kernel allows); the result is checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(LiveError::Load {
+                message: format!("mapping live_workers: {}", io::Error::last_os_error()),
+            });
+        }
+        Ok(WorkerMap {
+            ptr: NonNull::new(ptr.cast()).expect("mmap succeeded"),
+            len,
+        })
+    }
+
+    fn slots(&self) -> &[WorkerSlot] {
+        // SAFETY: the mapping holds MAX_WORKERS entries of 128 bytes laid out as WorkerSlot
+        // (all atomics, any bit pattern valid) and lives as long as `self`; the kernel writes
+        // it concurrently, which atomics permit.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), MAX_WORKERS) }
+    }
+}
+
+impl Drop for WorkerMap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in `map`, unmapped once here.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Runs `plan` on `port`: one thread per worker, pinned to its core, each calling BPF_PROG_RUN
+/// in live-frame mode with its own template until its share of the count is handed to the
+/// driver, or until the duration or the stop flag ends the run. Counts are the program's: frames
+/// it handed to the redirect, never the repeat asked for.
+pub fn run(
+    port: &LivePort,
+    plan: &Plan,
+    config: &RunConfig,
+    observer: &dyn Observer,
+) -> Result<Report, LiveError> {
+    let workers = config.workers.len();
+    if workers == 0 {
+        return Err(LiveError::NoWorkers);
+    }
+    let available = core_affinity::get_core_ids().map_or(0, |c| c.len());
+    for w in &config.workers {
+        if let Some(core) = w.core
+            && core >= available
+        {
+            return Err(LiveError::Pin { core, available });
+        }
+    }
+    let layout = Layout::compile(plan, workers, config.count)?;
+    let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
+    let object = load(entries.max(1) as u32)?;
+    fill_maps(&object, &layout)?;
+    let map = WorkerMap::map(&object)?;
+    let slots = map.slots();
+    let mut base = 0u32;
+    for (slot, w) in slots.iter().zip(&layout.workers) {
+        slot.limit.store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+        slot.ifindex.store(port.ifindex, Ordering::Relaxed);
+        slot.nfields.store(layout.fields.len() as u32, Ordering::Relaxed);
+        slot.frame_base.store(base, Ordering::Relaxed);
+        slot.period.store(w.period.max(1), Ordering::Relaxed);
+        slot.win_off.store(w.win_off, Ordering::Relaxed);
+        slot.win_len.store(w.win_len, Ordering::Relaxed);
+        slot.tmpl_len.store(w.template.len() as u32, Ordering::Relaxed);
+        slot.stride.store(w.stride as u32, Ordering::Relaxed);
+        slot.stop.store(0, Ordering::Relaxed);
+        slot.seq.store(w.first_seq, Ordering::Relaxed);
+        slot.rng.store(w.rng, Ordering::Relaxed);
+        slot.index.store(0, Ordering::Relaxed);
+        slot.sent.store(0, Ordering::Relaxed);
+        slot.bytes.store(0, Ordering::Relaxed);
+        slot.errors.store(0, Ordering::Release);
+        base += w.frames.len() as u32;
+    }
+    let prog = program(&object, "live_tx")?;
+    let batch = config.batch.clamp(1, MAX_BATCH);
+    let halt = AtomicBool::new(false);
+    let finished = AtomicUsize::new(0);
+    let barrier = Barrier::new(workers + 1);
+
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(workers);
+        for (i, wl) in layout.workers.iter().enumerate() {
+            let spec = config.workers[i];
+            let (slot, halt, finished, barrier) = (&slots[i], &halt, &finished, &barrier);
+            handles.push(scope.spawn(move || {
+                if let Some(core) = spec.core {
+                    core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                }
+                let mut data = vec![0u8; META_LEN + wl.template.len()];
+                data[..4].copy_from_slice(&(i as u32).to_ne_bytes());
+                data[META_LEN..].copy_from_slice(&wl.template);
+                let ctx = xdp_ctx(META_LEN, data.len(), port.ifindex);
+                let limit = wl.limit.unwrap_or(u64::MAX);
+                barrier.wait();
+                let start = Instant::now();
+                let result = transmit(port, prog, &data, &ctx, batch, limit, slot, halt);
+                let elapsed = start.elapsed();
+                finished.fetch_add(1, Ordering::Release);
+                let runs = result?;
+                let sent = slot.sent.load(Ordering::Acquire);
+                Ok(WorkerReport {
+                    worker: i,
+                    core: spec.core,
+                    queue: spec.queue,
+                    mode: MODE.into(),
+                    submitted: sent,
+                    completed: sent,
+                    bytes: slot.bytes.load(Ordering::Acquire),
+                    elapsed_s: elapsed.as_secs_f64(),
+                    stats: [
+                        ("redirect_errors".to_owned(), slot.errors.load(Ordering::Acquire)),
+                        ("runs".to_owned(), runs),
+                    ]
+                    .into_iter()
+                    .collect(),
+                })
+            }));
+        }
+        barrier.wait();
+        supervise(config, &slots[..workers], &halt, &finished, observer);
+        let mut reports = Vec::with_capacity(workers);
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join() {
+                Ok(r) => reports.push(r?),
+                Err(_) => return Err(LiveError::WorkerPanicked(i)),
+            }
+        }
+        Ok(Report::new(BACKEND, &port.iface, reports))
+    })
+}
+
+/// One worker's loop: BPF_PROG_RUN calls sized for what is left, until the program has handed
+/// over `limit` frames or the run is halted. Returns the number of calls.
+#[allow(clippy::too_many_arguments)]
+fn transmit(
+    port: &LivePort,
+    prog: i32,
+    data: &[u8],
+    ctx: &libbpf_sys::xdp_md,
+    batch: u32,
+    limit: u64,
+    slot: &WorkerSlot,
+    halt: &AtomicBool,
+) -> Result<u64, LiveError> {
+    let mut runs = 0u64;
+    loop {
+        let sent = slot.sent.load(Ordering::Acquire);
+        if sent >= limit || halt.load(Ordering::Relaxed) {
+            return Ok(runs);
+        }
+        let errors = slot.errors.load(Ordering::Acquire);
+        let repeat = (limit - sent).min(CHUNK) as i32;
+        match test_run(prog, data, ctx, repeat, batch) {
+            Ok(()) => {}
+            // A signal (Ctrl-C) cut the call short: the counters say how far it got.
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(source) => {
+                return Err(LiveError::Run {
+                    iface: port.iface.clone(),
+                    source,
+                });
+            }
+        }
+        runs += 1;
+        let errors_now = slot.errors.load(Ordering::Acquire);
+        if slot.sent.load(Ordering::Acquire) == sent
+            && errors_now > errors
+            && !halt.load(Ordering::Relaxed)
+        {
+            return Err(LiveError::Refused {
+                iface: port.iface.clone(),
+                errors: errors_now,
+            });
+        }
+    }
+}
+
+/// The run thread's job while workers send: stop them at the deadline or on request (the
+/// program drops what is left of their current call), and tell the observer once per tick.
+fn supervise(
+    config: &RunConfig,
+    slots: &[WorkerSlot],
+    halt: &AtomicBool,
+    finished: &AtomicUsize,
+    observer: &dyn Observer,
+) {
+    let start = Instant::now();
+    let deadline = config.duration.map(|d| start + d);
+    let mut last = Snapshot::default();
+    let mut next_tick = start + config.tick;
+    let nap = Duration::from_millis(2);
+    while finished.load(Ordering::Acquire) < slots.len() {
+        let now = Instant::now();
+        if config.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
+            halt.store(true, Ordering::Relaxed);
+            for s in slots {
+                s.stop.store(1, Ordering::Relaxed);
+            }
+        }
+        if now >= next_tick {
+            let (frames, bytes) = slots.iter().fold((0, 0), |a, s| {
+                (
+                    a.0 + s.sent.load(Ordering::Relaxed),
+                    a.1 + s.bytes.load(Ordering::Relaxed),
+                )
+            });
+            let snap = Snapshot {
+                elapsed: now - start,
+                frames,
+                bytes,
+                interval: (now - start) - last.elapsed,
+                interval_frames: frames - last.frames,
+                interval_bytes: bytes - last.bytes,
+            };
+            observer.tick(&snap);
+            last = snap;
+            next_tick += config.tick;
+        }
+        std::thread::sleep(nap);
+    }
+}
+
+/// Writes the fields and the frames' windows into their maps.
+fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
+    let find = |name: &str| {
+        object
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| LiveError::Load {
+                message: format!("the object has no map {name}"),
+            })
+    };
+    let update = |e: libbpf_rs::Error| LiveError::Load {
+        message: format!("filling the program's maps: {e:#}"),
+    };
+    let mut fields = vec![0u8; MAX_FIELDS * 48];
+    for (i, f) in layout.fields.iter().enumerate() {
+        fields[i * 48..(i + 1) * 48].copy_from_slice(&f.to_bytes());
+    }
+    find("live_fields")?
+        .update(&0u32.to_ne_bytes(), &fields, MapFlags::ANY)
+        .map_err(update)?;
+    let frames = find("live_frames")?;
+    let mut key = 0u32;
+    let mut value = vec![0u8; 8 + MAX_WINDOW];
+    for w in &layout.workers {
+        for (len, bytes) in &w.frames {
+            value.fill(0);
+            value[..4].copy_from_slice(&len.to_ne_bytes());
+            value[8..8 + bytes.len()].copy_from_slice(bytes);
+            frames
+                .update(&key.to_ne_bytes(), &value, MapFlags::ANY)
+                .map_err(update)?;
+            key += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Serialises loads, so the libbpf log captured for one load is that load's.
+static LOAD_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn capture_libbpf(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = LOAD_LOG.try_lock() {
+        log.push(msg);
+    }
+}
+
+/// Opens and loads the embedded object with room for `frames` window entries.
+fn load(frames: u32) -> Result<Object, LiveError> {
+    let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
+    log.clear();
+    drop(log);
+    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
+    let result = ObjectBuilder::default()
+        .open_memory(&LIVE_OBJ.0)
+        .and_then(|mut open| {
+            for mut map in open.maps_mut() {
+                if map.name() == "live_frames" {
+                    map.set_max_entries(frames)?;
+                }
+            }
+            open.load()
+        });
+    libbpf_rs::set_print(previous);
+    result.map_err(|e| {
+        if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+            return LiveError::NotRoot {
+                what: "loading the live transmit program".into(),
+            };
+        }
+        let log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
+        let tail: Vec<&str> = log
+            .iter()
+            .rev()
+            .take(20)
+            .rev()
+            .map(|l| l.trim_end())
+            .collect();
+        LiveError::Load {
+            message: if tail.is_empty() {
+                format!("{e:#}")
+            } else {
+                format!("{e:#}; libbpf says:\n{}", tail.join("\n"))
+            },
+        }
+    })
+}
+
+/// The fd of the object's program `name`, valid while `object` lives.
+fn program(object: &Object, name: &str) -> Result<i32, LiveError> {
+    object
+        .progs()
+        .find(|p| p.name() == name)
+        .map(|p| p.as_fd().as_raw_fd())
+        .ok_or_else(|| LiveError::Load {
+            message: format!("the object has no program {name}"),
+        })
+}
+
+/// The context of a live run: `meta` bytes of metadata before the frame, received on `ifindex`.
+fn xdp_ctx(meta: usize, data_len: usize, ifindex: u32) -> libbpf_sys::xdp_md {
+    libbpf_sys::xdp_md {
+        data: meta as u32,
+        data_end: data_len as u32,
+        data_meta: 0,
+        ingress_ifindex: ifindex,
+        rx_queue_index: 0,
+        egress_ifindex: 0,
+    }
+}
+
+/// One BPF_PROG_RUN in live-frame mode: the program runs `repeat` times (fewer if a signal
+/// arrives), on frames built from `data`, `batch` at a time.
+fn test_run(
+    prog: i32,
+    data: &[u8],
+    ctx: &libbpf_sys::xdp_md,
+    repeat: i32,
+    batch: u32,
+) -> io::Result<()> {
+    let mut opts = libbpf_sys::bpf_test_run_opts {
+        sz: size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        data_in: data.as_ptr().cast(),
+        data_size_in: data.len() as u32,
+        ctx_in: (ctx as *const libbpf_sys::xdp_md).cast(),
+        ctx_size_in: size_of::<libbpf_sys::xdp_md>() as u32,
+        repeat,
+        flags: libbpf_sys::BPF_F_TEST_XDP_LIVE_FRAMES,
+        batch_size: batch,
+        ..Default::default()
+    };
+    // SAFETY: prog is a live program fd; opts has its `sz` set and points to `data` and `ctx`,
+    // which outlive the call and which the kernel only reads (no data_out or ctx_out given).
+    let ret = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog, &mut opts) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(())
+}
+
+/// The XDP features the driver of `ifindex` reports (`NETDEV_XDP_ACT_*`).
+fn xdp_features(ifindex: u32) -> io::Result<u64> {
+    // SAFETY: bpf_xdp_query_opts is a plain C struct of integers; all zeroes is valid.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
+    // SAFETY: opts is initialised with its `sz` set and outlives the call.
+    let ret = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(opts.feature_flags)
+}
+
+fn ifindex(iface: &str) -> Result<u32, LiveError> {
+    let unknown = || LiveError::UnknownInterface {
+        iface: iface.to_owned(),
+    };
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.contains(['/', '\0']) {
+        return Err(unknown());
+    }
+    nix::net::if_::if_nametoindex(iface).map_err(|_| unknown())
+}
+
+/// `major.minor` of a kernel release such as `6.18.44-fc`.
+fn parse_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_parse() {
+        assert_eq!(parse_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(parse_version("5.4.0-150-generic"), Some((5, 4)));
+        assert_eq!(parse_version("5.18"), Some((5, 18)));
+        assert_eq!(parse_version("garbage"), None);
+        assert!((5, 17) < (5, 18) && (6, 0) > (5, 18));
+    }
+}

@@ -1,0 +1,207 @@
+//! `linerate tx -i` over AF_XDP on a real veth lab (root): exact delivery counted by the XDP sink,
+//! content decoded by tcpdump at the receiver, and bad input refused cleanly.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    VethPair, after, frame_len, json, linerate, linerate_ok, linerate_usage_error, root_or_skip,
+    xdp_attached,
+};
+use linerate_lab::{LabConfig, LabGuard, unique_name};
+
+fn lab(queues: u32) -> LabGuard {
+    LabGuard::up(&LabConfig {
+        name: unique_name("ax"),
+        queues,
+    })
+    .expect("lab up")
+}
+
+fn exact_delivery(cores: &str) {
+    let lab = lab(2);
+    let before = lab.sink_counters().unwrap();
+    let out = linerate_ok(&[
+        "tx",
+        "-q",
+        "--json",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1000000",
+        "--cores",
+        cores,
+    ]);
+    let report = json(&out);
+    let after = lab.sink_counters().unwrap().since(before);
+    assert_eq!(report["submitted"], 1_000_000);
+    assert_eq!(report["completed"], 1_000_000);
+    assert_eq!(report["bytes"], 60_000_000);
+    assert_eq!(after.packets, 1_000_000, "sink count");
+    assert_eq!(after.bytes, 60_000_000, "sink bytes");
+    assert_eq!(report["sink"]["packets"], 1_000_000);
+    assert_eq!(report["sink"]["lost"], 0);
+    for w in report["workers"].as_array().unwrap() {
+        assert_eq!(w["mode"], "copy");
+        assert_eq!(w["stats"]["tx_invalid_descs"], 0);
+    }
+}
+
+#[test]
+fn a_million_frames_one_worker_arrive_exactly() {
+    if root_or_skip("a_million_frames_one_worker_arrive_exactly") {
+        exact_delivery("0");
+    }
+}
+
+#[test]
+fn a_million_frames_two_workers_two_queues_arrive_exactly() {
+    if root_or_skip("a_million_frames_two_workers_two_queues_arrive_exactly") {
+        exact_delivery("0,1");
+    }
+}
+
+#[test]
+fn frames_caught_at_the_receiver_decode_as_asked() {
+    if !root_or_skip("frames_caught_at_the_receiver_decode_as_asked") {
+        return;
+    }
+    let pair = VethPair::new(&unique_name("axc"));
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("rx.pcap");
+    let mut tcpdump = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pair.name,
+            "tcpdump",
+            "-i",
+            &pair.b(),
+            "-U",
+            "-n",
+            "-c",
+            "1000",
+            "-w",
+            pcap.to_str().unwrap(),
+            "udp",
+        ])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump");
+    // tcpdump says "listening on" once its socket is open: only then may frames go.
+    let mut stderr = tcpdump.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("listening on") {
+        let n = std::io::Read::read(&mut stderr, &mut buf).unwrap();
+        assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let mac = pair.b_mac();
+    linerate_ok(&[
+        "tx",
+        "-q",
+        "-i",
+        &pair.a(),
+        "-n",
+        "1000",
+        "--dst-mac",
+        &mac,
+        "--size",
+        "128",
+        "--vary",
+        "src-port:inc:1000-1999",
+        "--dst-ip",
+        "198.18.0.77",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tcpdump.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "tcpdump did not see 1000 frames");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let frames = common::tcpdump(&pcap);
+    assert_eq!(frames.len(), 1000);
+    let mut ports = BTreeSet::new();
+    for f in &frames {
+        assert_eq!(frame_len(f), 124, "{f}");
+        assert!(f.contains(&format!("> {mac}")), "{f}");
+        assert!(
+            f.contains("[udp sum ok]") && !f.contains("bad cksum"),
+            "{f}"
+        );
+        assert!(f.contains("> 198.18.0.77.9:"), "{f}");
+        ports.insert(
+            after(f, "length 110) ")
+                .unwrap()
+                .rsplit_once('.')
+                .unwrap()
+                .1
+                .to_owned(),
+        );
+    }
+    assert_eq!(ports, (1000..=1999).map(|p| p.to_string()).collect());
+}
+
+#[test]
+fn bad_input_leaves_nothing_attached() {
+    if !root_or_skip("bad_input_leaves_nothing_attached") {
+        return;
+    }
+    let lab = lab(2);
+    let line = linerate_usage_error(&["tx", "-i", "nosuchif0", "-n", "1"]);
+    assert!(
+        line.contains("nosuchif0") && line.contains("does not exist"),
+        "{line}"
+    );
+    let line = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--queues", "5"]);
+    assert!(line.contains("queue 5"), "{line}");
+    let line = linerate_usage_error(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1",
+        "--cores",
+        "0,1",
+        "--queues",
+        "1,1",
+    ]);
+    assert!(line.contains("twice"), "{line}");
+    let line = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--size", "1519"]);
+    assert!(line.contains("1519") && line.contains("MTU 1500"), "{line}");
+    let line =
+        linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--xdp-mode", "zerocopy"]);
+    assert!(line.contains("zero-copy"), "{line}");
+    // An unprivileged user: one line that says to use root, exit 2.
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tx", "-i", &lab.sender, "-n", "1"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("root") || stderr.contains("sudo"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        !xdp_attached(&lab.sender, None),
+        "an XDP program was left on {}",
+        lab.sender
+    );
+    // The lab's own sink is still the only program on the receiver, and still counts.
+    assert!(xdp_attached(&lab.receiver, Some(&lab.netns)));
+    let out = linerate(&["tx", "-q", "-i", &lab.sender, "-n", "10"]);
+    assert!(out.status.success());
+}

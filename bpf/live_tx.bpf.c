@@ -114,6 +114,17 @@ static __always_inline __u64 rng_next(struct live_worker *w)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
+/* The high 64 bits of a * b: Lemire's multiply-shift maps a random u64 onto 0..b without a
+ * division, as linerate_wire::Modifier does. */
+static __always_inline __u64 mul_hi(__u64 a, __u64 b)
+{
+	__u64 a_lo = a & 0xffffffff, a_hi = a >> 32, b_lo = b & 0xffffffff, b_hi = b >> 32;
+	__u64 lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+	__u64 cross = (lo_lo >> 32) + (hi_lo & 0xffffffff) + lo_hi;
+
+	return hi_hi + (hi_lo >> 32) + (cross >> 32);
+}
+
 /* RFC 1624 eqn. 3: HC' = ~(~HC + sum(~m + m')), `delta` being the sum. */
 static __always_inline void csum_update(void *data, void *data_end, __u32 at, __u32 delta,
 					int udp)
@@ -193,7 +204,10 @@ int live_tx(struct xdp_md *ctx)
 
 			if (i >= n)
 				break;
-			k = (f->mode == MODE_RANDOM ? rng_next(w) : seq) % f->count;
+			if (f->mode == MODE_RANDOM)
+				k = mul_hi(rng_next(w), f->count);
+			else
+				k = seq % f->count;
 			v = f->mode == MODE_DEC ? f->start - k * f->step : f->start + k * f->step;
 			if (f->span > MAX_OFFSET)
 				goto fail;

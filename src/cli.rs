@@ -130,6 +130,20 @@ pub struct TxArgs {
     #[command(flatten)]
     pub stream: StreamArgs,
 
+    /// max | 1.5M, 200k (frames/s) | 500Mbps (frame bytes) | 1Gbps-l1 (on the wire) | 50% (of
+    /// line rate). Split evenly across workers; applies to every stream of a --stream file.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Frames per burst (with --bursts-per-sec).
+    #[arg(long, requires = "bursts_per_sec")]
+    pub burst: Option<u64>,
+    /// Bursts each second (with --burst).
+    #[arg(long, requires = "burst")]
+    pub bursts_per_sec: Option<f64>,
+    /// Link speed for % rates and % of line, when the port does not report it: 1G, 10G, 25G,
+    /// 40G, 100G, 2.5G, 100M.
+    #[arg(long, value_parser = parse_link_speed)]
+    pub link_speed: Option<u64>,
     /// Frames to send in all (across workers); default: the stream's own count, else until stopped.
     #[arg(short = 'n', long)]
     pub count: Option<u64>,
@@ -229,6 +243,26 @@ pub struct StreamArgs {
     /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH].
     #[arg(long)]
     pub vary: Vec<String>,
+}
+
+/// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
+pub fn parse_link_speed(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_uppercase();
+    let t = t.trim_end_matches("BPS").trim_end_matches("BE").trim_end_matches("BIT");
+    let (number, scale) = if let Some(n) = t.strip_suffix('G') {
+        (n, 1000.0)
+    } else if let Some(n) = t.strip_suffix('M') {
+        (n, 1.0)
+    } else {
+        return Err(format!("'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"));
+    };
+    let v: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"))?;
+    if !(v > 0.0) {
+        return Err(format!("'{text}': a link speed must be more than zero"));
+    }
+    Ok((v * scale).round() as u64)
 }
 
 /// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.

@@ -103,6 +103,20 @@ pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResul
         avg,
         report.elapsed_s
     );
+    if let (Some(req), Some(err)) = (report.requested_pps, report.rate_error_pct()) {
+        println!(
+            "pacing    asked {:.3} kpps, sent {:.3} kpps ({:+.2} %)",
+            req / 1e3,
+            report.pps / 1e3,
+            err
+        );
+    }
+    if let Some(p) = &report.pacing {
+        println!(
+            "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches",
+            p.late_p50_ns, p.late_p99_ns, p.late_p999_ns, p.late_max_ns, p.batches
+        );
+    }
     if let Some(s) = sink {
         println!(
             "received  {} frames, {} bytes at the sink of lab {}; lost {}",

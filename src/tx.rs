@@ -24,14 +24,22 @@ pub struct SinkResult {
 
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
-    let streams = streams(&args.stream)?;
+    let mut streams = streams(&args.stream)?;
+    for s in &mut streams {
+        if let Some(rate) = &args.rate {
+            s.rate = rate.clone();
+        }
+        if let (Some(frames), Some(per_second)) = (args.burst, args.bursts_per_sec) {
+            s.bursts = Some(linerate_stream::Bursts { frames, per_second });
+        }
+    }
     let workers = workers(&args.cores, args.queues.as_deref())?;
     let port = open_port(args, workers.len() as u32)?;
     let lab = match &args.interface {
         Some(iface) => platform::lab_side(iface)?,
         None => None,
     };
-    let plan = compile(&streams, port.as_ref(), lab.as_ref())?;
+    let plan = compile(&streams, port.as_ref(), lab.as_ref(), args.link_speed)?;
     if plan.count.is_none()
         && args.count.is_none()
         && args.duration.is_none()
@@ -50,7 +58,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         tick: Duration::from_secs(1),
     };
     let info = port.info().clone();
-    let live = LiveStatus::new(info.link_speed.map(|s| s.mbps()), args.quiet);
+    let live = LiveStatus::new(args.link_speed.or(info.link_speed.map(|s| s.mbps())), args.quiet);
     let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
     let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
         .with_context(|| format!("transmit on {}", info.name))?;
@@ -77,7 +85,12 @@ pub fn run(args: &TxArgs) -> Result<()> {
 }
 
 /// Compiles the streams against what the port and the lab impose and suggest.
-pub fn compile(streams: &[StreamSpec], port: &dyn Port, lab: Option<&LabSide>) -> Result<Plan> {
+pub fn compile(
+    streams: &[StreamSpec],
+    port: &dyn Port,
+    lab: Option<&LabSide>,
+    link_mbps: Option<u64>,
+) -> Result<Plan> {
     let info = port.info();
     let defaults = Limits::default();
     let limits = Limits {
@@ -90,6 +103,7 @@ pub fn compile(streams: &[StreamSpec], port: &dyn Port, lab: Option<&LabSide>) -
         default_src_mac: info.mac,
         default_dst_mac: lab.map(|l| l.peer_mac),
         default_ipv4: lab.map_or(defaults.default_ipv4, |l| l.ips),
+        link_mbps: link_mbps.or(info.link_speed.map(|s| s.mbps())),
     };
     Ok(Plan::compile(streams, &limits)?)
 }

@@ -8,9 +8,9 @@ mod run;
 mod worker;
 
 pub use counters::Snapshot;
-pub use report::{Report, WorkerReport};
+pub use report::{PacingStats, Report, WorkerReport};
 pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for};
-pub use worker::{WorkerTotals, transmit};
+pub use worker::{Pace, WorkerTotals, transmit};
 
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,61 @@
 use std::collections::BTreeMap;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::WorkerTotals;
 use crate::counters::rate;
+
+/// How closely a paced worker kept its schedule, in nanoseconds: how late batches went out
+/// (actual minus scheduled submit time) and the gap between successive submits.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PacingStats {
+    pub batches: u64,
+    pub late_p50_ns: u64,
+    pub late_p99_ns: u64,
+    pub late_p999_ns: u64,
+    pub late_max_ns: u64,
+    pub gap_p50_ns: u64,
+    pub gap_p99_ns: u64,
+    pub gap_max_ns: u64,
+    #[serde(skip)]
+    pub(crate) late: Histogram<u64>,
+    #[serde(skip)]
+    pub(crate) gap: Histogram<u64>,
+}
+
+impl PacingStats {
+    pub(crate) fn of(totals: &WorkerTotals) -> Option<Self> {
+        Some(Self::from_histograms(totals.lateness.clone()?, totals.gaps.clone()?))
+    }
+
+    fn from_histograms(late: Histogram<u64>, gap: Histogram<u64>) -> Self {
+        Self {
+            batches: late.len(),
+            late_p50_ns: late.value_at_quantile(0.5),
+            late_p99_ns: late.value_at_quantile(0.99),
+            late_p999_ns: late.value_at_quantile(0.999),
+            late_max_ns: late.max(),
+            gap_p50_ns: gap.value_at_quantile(0.5),
+            gap_p99_ns: gap.value_at_quantile(0.99),
+            gap_max_ns: gap.max(),
+            late,
+            gap,
+        }
+    }
+
+    /// All workers' histograms merged.
+    fn merged(workers: &[WorkerReport]) -> Option<Self> {
+        let mut it = workers.iter().filter_map(|w| w.pacing.as_ref());
+        let first = it.next()?;
+        let (mut late, mut gap) = (first.late.clone(), first.gap.clone());
+        for p in it {
+            late.add(&p.late).ok()?;
+            gap.add(&p.gap).ok()?;
+        }
+        Some(Self::from_histograms(late, gap))
+    }
+}
 
 /// What one worker did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -20,6 +73,8 @@ pub struct WorkerReport {
     pub elapsed_s: f64,
     /// Backend counters, e.g. AF_XDP's tx_invalid_descs.
     pub stats: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<PacingStats>,
 }
 
 /// The outcome of a run: per worker and summed. Rates use the longest worker's time.
@@ -35,6 +90,11 @@ pub struct Report {
     pub pps: f64,
     /// Bits per second on the wire (frame + FCS + 20 bytes of preamble, SFD and gap).
     pub wire_bps: f64,
+    /// What the plan's schedule asked for (None: max rate).
+    pub requested_pps: Option<f64>,
+    /// Pacing of all workers together.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing: Option<PacingStats>,
 }
 
 impl Report {
@@ -54,11 +114,18 @@ impl Report {
             elapsed_s,
             pps: rate(completed, elapsed),
             wire_bps: rate((bytes + completed * 24) * 8, elapsed),
+            requested_pps: None,
+            pacing: PacingStats::merged(&workers),
             workers,
         }
     }
 
     /// Frames submitted but never completed (a backend that lost them, or a drain that timed out).
+    /// Achieved minus requested rate, in % of the request (paced runs).
+    pub fn rate_error_pct(&self) -> Option<f64> {
+        self.requested_pps.map(|r| (self.pps - r) / r * 100.0)
+    }
+
     pub fn missing(&self) -> u64 {
         self.submitted - self.completed.min(self.submitted)
     }

@@ -8,8 +8,8 @@ use linerate_stream::Plan;
 
 use crate::EngineError;
 use crate::counters::{Counters, Slots, Snapshot};
-use crate::report::{Report, WorkerReport};
-use crate::worker::{CountersHandle, fill_slots, transmit};
+use crate::report::{PacingStats, Report, WorkerReport};
+use crate::worker::{CountersHandle, Pace, fill_slots, transmit};
 
 /// Slots a queue gets at least: enough for a 2048-entry ring with as many in flight again.
 const MIN_SLOTS: u32 = 4096;
@@ -101,27 +101,36 @@ pub fn run(
     let finished = AtomicUsize::new(0);
     let barrier = Barrier::new(workers + 1);
     let info = port.info();
+    // Every worker counts its schedule from one instant, taken once all slots are filled.
+    let epoch = std::sync::OnceLock::new();
 
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(workers);
         for (i, (mut queue, wp)) in queues.into_iter().zip(&plans).enumerate() {
             let spec = config.workers[i];
-            let (counters, halt, finished, barrier) = (&counters[i], &halt, &finished, &barrier);
+            let (counters, halt, finished, barrier, epoch) =
+                (&counters[i], &halt, &finished, &barrier, &epoch);
             handles.push(scope.spawn(move || {
                 if let Some(core) = spec.core {
                     core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 }
                 fill_slots(&mut queue, wp);
                 barrier.wait();
+                let pace = plan.pacing.as_ref().map(|pacing| Pace {
+                    pacing,
+                    epoch: *epoch.get_or_init(Instant::now),
+                });
                 let result = transmit(
                     &mut queue,
                     wp,
                     config.batch,
                     halt,
                     Some(&CountersHandle(counters)),
+                    pace,
                 );
                 finished.fetch_add(1, Ordering::Release);
                 result.map(|totals| WorkerReport {
+                    pacing: PacingStats::of(&totals),
                     worker: i,
                     core: spec.core,
                     queue: spec.queue,
@@ -148,7 +157,9 @@ pub fn run(
                 Err(_) => return Err(EngineError::WorkerPanicked(i)),
             }
         }
-        Ok(Report::new(info.backend, &info.name, reports))
+        let mut report = Report::new(info.backend, &info.name, reports);
+        report.requested_pps = plan.pacing.as_ref().map(|p| p.pps());
+        Ok(report)
     })
 }
 

@@ -1,8 +1,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use linerate_port::{PortError, TxDesc, TxQueue};
-use linerate_stream::WorkerPlan;
+use linerate_stream::{Pacing, WorkerPlan};
 use linerate_wire::Rng;
 
 use crate::counters::Counters;
@@ -11,13 +12,60 @@ use crate::counters::Counters;
 /// measurable cost.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A frame may be at most this late before the schedule itself moves: a stall (preemption, a
+/// full ring) then costs time instead of turning into a burst that catches up.
+const MAX_LAG_PS: u64 = 1_000_000_000;
+
+/// Waits longer than this are slept (minus a margin for the sleep's own lateness); shorter ones
+/// are spun, since a sleep cannot hit a sub-100 µs deadline.
+const SLEEP_ABOVE_PS: u64 = 200_000_000;
+const SLEEP_MARGIN_PS: u64 = 100_000_000;
+
+/// A worker's pacing: the plan's schedule and the instant all workers count from.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace<'a> {
+    pub pacing: &'a Pacing,
+    pub epoch: Instant,
+}
+
 /// What one worker's loop achieved.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct WorkerTotals {
     pub submitted: u64,
     pub completed: u64,
     pub bytes: u64,
     pub elapsed: Duration,
+    /// Paced runs: how late each batch went out against its schedule (ns).
+    pub lateness: Option<Histogram<u64>>,
+    /// Paced runs: time between successive submits (ns).
+    pub gaps: Option<Histogram<u64>>,
+}
+
+fn histogram() -> Histogram<u64> {
+    // One hour in ns at 3 significant digits: a few hundred KiB, allocated before the loop.
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+#[inline]
+fn ps_since(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64 * 1000
+}
+
+/// Sleeps or spins until `due` (ps after `epoch`), but wakes for `stop` within 10 ms.
+fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
+    loop {
+        let now = ps_since(epoch);
+        if now >= due || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = due - now;
+        if left > SLEEP_ABOVE_PS {
+            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000_000);
+            std::thread::sleep(Duration::from_nanos(nap / 1000));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// Lays the worker's frames into the queue's slots: slot `s` holds frame `s % P` for good, since
@@ -39,6 +87,7 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     batch: u32,
     stop: &AtomicBool,
     counters: Option<&CountersHandle<'_>>,
+    pace: Option<Pace<'_>>,
 ) -> Result<WorkerTotals, PortError> {
     let slots = queue.slots();
     let period = plan.frames.len() as u32;
@@ -55,15 +104,48 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     let mut in_flight = 0u32;
     let (mut slot, mut index) = (0u32, 0u32);
     let mut seq = plan.first_seq;
+    let (mut lateness, mut gaps) = match pace {
+        Some(_) => (Some(histogram()), Some(histogram())),
+        None => (None, None),
+    };
+    let mut shift = 0u64;
+    let mut last_submit = 0u64;
     let start = Instant::now();
 
     while submitted < count && !stop.load(Ordering::Relaxed) {
         let done = queue.reap()?;
         in_flight -= done;
         completed += done as u64;
-        let want = (batch as u64)
+        let mut want = (batch as u64)
             .min((slots - in_flight) as u64)
             .min(count - submitted) as u32;
+        if let (Some(p), true) = (pace, want > 0) {
+            let due = p.pacing.due_ps(seq) + shift;
+            let now = ps_since(p.epoch);
+            if now < due {
+                wait_until(p.epoch, due, stop);
+                continue;
+            }
+            let late = now - due;
+            if late > MAX_LAG_PS {
+                shift += late - MAX_LAG_PS;
+            }
+            // Send what is due by now: one frame at low rates, up to a batch at high ones.
+            let mut due_now = 1;
+            while due_now < want
+                && p.pacing.due_ps(seq + due_now as u64 * plan.stride) + shift <= now
+            {
+                due_now += 1;
+            }
+            want = due_now;
+            if let (Some(l), Some(g)) = (lateness.as_mut(), gaps.as_mut()) {
+                l.saturating_record(late / 1000);
+                if last_submit > 0 {
+                    g.saturating_record((now - last_submit) / 1000);
+                }
+            }
+            last_submit = now;
+        }
         let n = if want == 0 { 0 } else { queue.reserve(want) };
         if n == 0 {
             std::hint::spin_loop();
@@ -105,6 +187,8 @@ pub fn transmit<Q: TxQueue + ?Sized>(
         completed,
         bytes,
         elapsed: start.elapsed(),
+        lateness,
+        gaps,
     })
 }
 

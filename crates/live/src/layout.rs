@@ -300,7 +300,7 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
                 rng ^= rng >> 12;
                 rng ^= rng << 25;
                 rng ^= rng >> 27;
-                rng.wrapping_mul(0x2545_F491_4F6C_DD1D) % c
+                mul_hi(rng.wrapping_mul(0x2545_F491_4F6C_DD1D), c)
             } else {
                 seq % c
             };
@@ -338,6 +338,15 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
         index = (index + 1) % w.period.max(1) as usize;
     }
     out
+}
+
+/// The high half of `a * b` computed in 32-bit pieces, as the program does (BPF has no 128-bit
+/// multiply).
+fn mul_hi(a: u64, b: u64) -> u64 {
+    let (a_lo, a_hi, b_lo, b_hi) = (a & 0xffff_ffff, a >> 32, b & 0xffff_ffff, b >> 32);
+    let (lo_lo, hi_lo, lo_hi, hi_hi) = (a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi);
+    let cross = (lo_lo >> 32) + (hi_lo & 0xffff_ffff) + lo_hi;
+    hi_hi + (hi_lo >> 32) + (cross >> 32)
 }
 
 /// The frames worker `worker` of `workers` must send, built the AF_XDP way: the plan's frame with
@@ -391,9 +400,10 @@ mod tests {
         let cases: &[(&[&str], &str)] = &[
             (&[], "fixed"),
             (&["src-port:inc:1000-1099"], "fixed"),
-            (&["src-port:random:5000-5999", "dst-port:dec:9000-8000"], "fixed"),
+            (&["src-port:random:5000-5999", "dst-port:dec:8000-9000"], "fixed"),
             (&["src-ip:inc:10.0.0.1-10.0.19.255", "ttl:inc:1-200"], "fixed"),
             (&["src-port:inc:1-7", "dst-port:random:1-65535"], "inc:64-128:4"),
+            (&["ip-id:inc:0-65535,mask=0x0ff0"], "fixed"),
             (&["dst-port:inc:1-4095"], "imix"),
             (&["src-mac:inc:00:00:00:00:00:01-00:00:00:01:00:00"], "random:64-200"),
         ];
@@ -415,6 +425,13 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn mul_hi_is_the_high_half() {
+        for (a, b) in [(u64::MAX, u64::MAX), (u64::MAX, 1000), (12345, 1 << 40), (0, 7)] {
+            assert_eq!(mul_hi(a, b), ((u128::from(a) * u128::from(b)) >> 64) as u64);
         }
     }
 

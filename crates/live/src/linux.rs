@@ -278,6 +278,8 @@ pub fn run(
                     ]
                     .into_iter()
                     .collect(),
+                    // Pacing is not applied yet: each worker sends as fast as the kernel allows.
+                    pacing: None,
                 })
             }));
         }

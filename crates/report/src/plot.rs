@@ -36,10 +36,13 @@ impl PlotFormat {
     }
 }
 
+/// (size, median, min, max), sorted by size.
+type Point = (usize, f64, f64, f64);
+
 struct Series {
     name: String,
-    /// (size, median, min, max) in Kpps, sorted by size.
-    points: Vec<(usize, f64, f64, f64)>,
+    /// In Kpps, or in Mbps for the wire panel.
+    points: Vec<Point>,
 }
 
 /// Draws one sweep to `path` (`.svg` or `.png`): Kpps above, wire Mbps below, the min..max of
@@ -171,10 +174,6 @@ fn draw<DB: DrawingBackend>(
         .iter()
         .map(|&m| line_kpps(min_size, m))
         .fold(0.0, f64::max);
-    let kpps_series: Vec<(String, Vec<(usize, f64, f64, f64)>)> = series
-        .iter()
-        .map(|s| (s.name.clone(), s.points.clone()))
-        .collect();
     let curve_sizes: Vec<usize> = (min_size..=max_size).step_by(4).chain([max_size]).collect();
     let kpps_lines: Vec<(String, Vec<(f64, f64)>)> = links
         .iter()
@@ -189,14 +188,15 @@ fn draw<DB: DrawingBackend>(
     panel(
         &panels[0],
         "Max rate (Kpps)",
+        SeriesLabelPosition::UpperRight,
         x_max,
         measured_max.max(line_max),
-        &kpps_series,
+        series,
         &kpps_lines,
     )?;
 
     // Mbps panel: on the wire the line rate is flat, so the gap to it reads directly.
-    let mbps_series: Vec<(String, Vec<(usize, f64, f64, f64)>)> = series
+    let mbps_series: Vec<Series> = series
         .iter()
         .map(|s| {
             let to_mbps = |size: usize, kpps: f64| crate::rate::wire_mbps(size, kpps);
@@ -212,12 +212,15 @@ fn draw<DB: DrawingBackend>(
                     )
                 })
                 .collect();
-            (s.name.clone(), points)
+            Series {
+                name: s.name.clone(),
+                points,
+            }
         })
         .collect();
     let mbps_measured = mbps_series
         .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.3))
+        .flat_map(|s| s.points.iter().map(|p| p.3))
         .fold(0.0, f64::max);
     let mbps_lines: Vec<(String, Vec<(f64, f64)>)> = links
         .iter()
@@ -232,6 +235,8 @@ fn draw<DB: DrawingBackend>(
     panel(
         &panels[1],
         "Max rate (Mbps on the wire)",
+        // Rates climb towards the flat line rate at large sizes, so the upper right is taken.
+        SeriesLabelPosition::LowerRight,
         x_max,
         mbps_measured.max(mbps_line_max),
         &mbps_series,
@@ -243,9 +248,10 @@ fn draw<DB: DrawingBackend>(
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     y_desc: &str,
+    legend_at: SeriesLabelPosition,
     x_max: f64,
     y_max: f64,
-    series: &[(String, Vec<(usize, f64, f64, f64)>)],
+    series: &[Series],
     lines: &[(String, Vec<(f64, f64)>)],
 ) -> DrawResult<DB> {
     let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
@@ -256,6 +262,8 @@ fn panel<DB: DrawingBackend>(
         .build_cartesian_2d(0.0..x_max, 0.0..y_top)?;
     chart
         .configure_mesh()
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .x_desc("frame size (B, FCS included)")
         .y_desc(y_desc)
         .label_style((FONT, 15))
@@ -269,7 +277,7 @@ fn panel<DB: DrawingBackend>(
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
     }
-    for (i, (name, points)) in series.iter().enumerate() {
+    for (i, Series { name, points }) in series.iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         let style = ShapeStyle::from(&color).stroke_width(2);
         chart
@@ -291,7 +299,7 @@ fn panel<DB: DrawingBackend>(
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend_at)
         .label_font((FONT, 15))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)

@@ -62,9 +62,9 @@ impl FromStr for LinkSpeed {
 
 impl fmt::Display for LinkSpeed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.mbps % 1000 == 0 {
+        if self.mbps.is_multiple_of(1000) {
             write!(f, "{}G", self.mbps / 1000)
-        } else if self.mbps > 1000 && self.mbps % 100 == 0 {
+        } else if self.mbps > 1000 && self.mbps.is_multiple_of(100) {
             write!(f, "{}G", self.mbps as f64 / 1000.0)
         } else {
             write!(f, "{}M", self.mbps)

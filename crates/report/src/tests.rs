@@ -351,13 +351,3 @@ fn bad_files_are_refused_with_their_name() {
         "{err}"
     );
 }
-
-#[test]
-#[ignore]
-fn dump_plots_for_eyes() {
-    let linked = sweep(Some(1_000), MeasuredAt::Sink, &[(64, &[1000.0, 1100.0, 1050.0]), (128, &[800.0, 820.0]), (256, &[430.0]), (512, &[234.0]), (1024, &[119.0]), (1518, &[81.0])]);
-    plot_sweep(&linked, Path::new("/tmp/rp/sweep.png")).unwrap();
-    plot_sweep(&lab_sweep(), Path::new("/tmp/rp/lab.svg")).unwrap();
-    let [a, b] = a_and_b();
-    plot_compare(&[a, b], &["linux".into(), "macos".into()], Path::new("/tmp/rp/cmp.png")).unwrap();
-}

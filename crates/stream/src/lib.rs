@@ -3,13 +3,17 @@
 //! Nothing here does I/O on the network or knows about ports.
 
 mod error;
+mod pacing;
 mod plan;
+mod rate;
 mod size;
 mod spec;
 mod vary;
 
 pub use error::StreamError;
+pub use pacing::Pacing;
 pub use plan::{CACHE_LIMIT, Plan, StreamInfo, WorkerPlan};
+pub use rate::{PS_PER_S, Rate};
 pub use size::SizeMode;
-pub use spec::{Limits, Next, Proto, SpecFile, StreamSpec};
+pub use spec::{Bursts, Limits, Next, Proto, SpecFile, StreamSpec};
 pub use vary::VarySpec;

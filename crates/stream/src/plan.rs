@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use linerate_wire::{Patch, Rng};
 
 use crate::spec::Resolved;
-use crate::{Limits, Next, StreamError, StreamSpec};
+use crate::{Limits, Next, Pacing, StreamError, StreamSpec};
 
 /// Most distinct frames a plan pre-builds. Variable fields whose period would push the cycle past
 /// this are patched per frame instead. 4096 frames of 2 KiB fit any UMEM comfortably.
@@ -33,6 +33,8 @@ pub struct Plan {
     pub count: Option<u64>,
     pub seed: u64,
     pub streams: Vec<StreamInfo>,
+    /// When each frame is due; None sends as fast as the port takes them.
+    pub pacing: Option<Pacing>,
 }
 
 /// One worker's share of a plan: worker `w` of `W` sends frames `w, w+W, w+2W, …`, so the
@@ -61,9 +63,9 @@ impl Plan {
             .map(|s| s.resolve(limits))
             .collect::<Result<Vec<_>, _>>()?;
         if streams.len() == 1 {
-            compile_one(first, &resolved[0])
+            compile_one(first, &resolved[0], limits)
         } else {
-            compile_sequence(streams, &resolved)
+            compile_sequence(streams, &resolved, limits)
         }
     }
 
@@ -95,7 +97,7 @@ impl Plan {
     }
 }
 
-fn compile_one(spec: &StreamSpec, resolved: &Resolved) -> Result<Plan, StreamError> {
+fn compile_one(spec: &StreamSpec, resolved: &Resolved, limits: &Limits) -> Result<Plan, StreamError> {
     let schedule = resolved.sizes.schedule(spec.seed);
     let layout = resolved.frame.build(resolved.sizes.min())?.layout;
     let mut patches = Vec::new();
@@ -167,6 +169,7 @@ fn compile_one(spec: &StreamSpec, resolved: &Resolved) -> Result<Plan, StreamErr
         frames,
         patches: patched.iter().map(|p| p.0).collect(),
         count,
+        pacing: Pacing::for_stream(spec, resolved, &schedule, limits)?,
         seed: spec.seed,
         streams: vec![StreamInfo {
             name: spec.name.clone(),
@@ -178,7 +181,11 @@ fn compile_one(spec: &StreamSpec, resolved: &Resolved) -> Result<Plan, StreamErr
 
 /// Streams in sequence are flattened: each stream's frames, evaluated for its own frame index,
 /// one after another. Random fields are drawn here, so they repeat from one loop to the next.
-fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Plan, StreamError> {
+fn compile_sequence(
+    streams: &[StreamSpec],
+    resolved: &[Resolved],
+    limits: &Limits,
+) -> Result<Plan, StreamError> {
     let mut reached = Vec::new();
     let mut looped = false;
     for (i, s) in streams.iter().enumerate() {
@@ -217,6 +224,7 @@ fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Pla
     }
     let mut frames = Vec::with_capacity(total as usize);
     let mut infos = Vec::new();
+    let mut timing = Vec::new();
     for &(i, count) in &reached {
         let (spec, r) = (&streams[i], &resolved[i]);
         let schedule = r.sizes.schedule(spec.seed);
@@ -245,6 +253,7 @@ fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Pla
             cached: r.vary.iter().map(|v| v.field.name()).collect(),
             patched: Vec::new(),
         });
+        timing.push((spec, r, schedule, count));
     }
     let last = &streams[reached.last().map_or(0, |r| r.0)];
     let count = match (looped, last.loops) {
@@ -256,6 +265,7 @@ fn compile_sequence(streams: &[StreamSpec], resolved: &[Resolved]) -> Result<Pla
         frames,
         patches: Vec::new(),
         count,
+        pacing: Pacing::for_sequence(&timing, limits)?,
         seed: streams[0].seed,
         streams: infos,
     })

@@ -4,7 +4,7 @@ use std::path::Path;
 use linerate_wire::{FrameSpec, IpSpec, L4Spec, MacAddr, Payload, TcpFlags, VlanTag, parse_mac};
 use serde::{Deserialize, Serialize};
 
-use crate::{SizeMode, StreamError, VarySpec};
+use crate::{Rate, SizeMode, StreamError, VarySpec};
 
 /// Layer 4 of the template frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -26,8 +26,9 @@ pub enum Next {
     GotoFirst,
 }
 
-/// Bursts: `frames` per burst, `per_second` bursts each second. Pacing honours it in a later
-/// engine; the plan already carries it.
+/// Bursts: `frames` per burst, `per-second` bursts each second. Inside a burst frames follow
+/// each other at the stream's rate (back to back at `max`); the gap between bursts is what is
+/// left of each 1/per-second period.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Bursts {
@@ -72,7 +73,7 @@ pub struct StreamSpec {
     /// How many times `goto-first` loops before stopping (none: forever).
     pub loops: Option<u64>,
     pub bursts: Option<Bursts>,
-    /// `max` until rate control lands.
+    /// `max`, `1.5M` (frames/s), `500Mbps` (L2), `1Gbps-l1` (L1), `50%` (of line rate).
     pub rate: String,
     /// Seed for random payloads, random sizes and random fields.
     pub seed: u64,
@@ -228,18 +229,18 @@ impl StreamSpec {
         if self.loops == Some(0) {
             return Err(invalid("loops 0 sends nothing".into()));
         }
-        if self.rate != "max" {
-            return Err(invalid(format!(
-                "rate '{}': only 'max' is supported so far",
-                self.rate
-            )));
-        }
+        let rate = Rate::parse(&self.rate)?;
         if let Some(b) = self.bursts
             && (b.frames == 0 || b.per_second <= 0.0 || !b.per_second.is_finite())
         {
             return Err(invalid("bursts need frames ≥ 1 and per-second > 0".into()));
         }
-        Ok(Resolved { frame, sizes, vary })
+        Ok(Resolved {
+            frame,
+            sizes,
+            vary,
+            rate,
+        })
     }
 }
 
@@ -249,6 +250,7 @@ pub(crate) struct Resolved {
     pub frame: FrameSpec,
     pub sizes: SizeMode,
     pub vary: Vec<VarySpec>,
+    pub rate: Rate,
 }
 
 /// What the port imposes on a stream.
@@ -263,6 +265,8 @@ pub struct Limits {
     pub default_dst_mac: Option<MacAddr>,
     /// IPv4 source and destination when the spec leaves them empty.
     pub default_ipv4: (Ipv4Addr, Ipv4Addr),
+    /// The link's speed in Mbit/s, when known: rates in % need it, and no rate may exceed it.
+    pub link_mbps: Option<u64>,
 }
 
 impl Default for Limits {
@@ -273,6 +277,7 @@ impl Default for Limits {
             default_src_mac: None,
             default_dst_mac: None,
             default_ipv4: (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2)),
+            link_mbps: None,
         }
     }
 }

@@ -1,0 +1,385 @@
+//! The live backend against real labs (root): exact counts at the sink, frame contents caught at
+//! the receiver and checked by an independent decoder, and clear refusals.
+
+#![cfg(target_os = "linux")]
+
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use linerate_engine::{RunConfig, WorkerSpec};
+use linerate_lab::{Lab, LabConfig, LabGuard, SinkCounters, unique_name};
+use linerate_live::{LiveError, LivePort, layout};
+use linerate_stream::{Limits, Plan, StreamSpec};
+use linerate_xdp::{AttachMode, PinnedSink};
+
+fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{test} needs root, and CI=true: run the tests as root");
+    }
+    eprintln!("skipping {test}: needs root (set CI=true to make this a failure)");
+    false
+}
+
+fn lab(queues: u32) -> LabGuard {
+    LabGuard::up(&LabConfig {
+        name: unique_name("lv"),
+        queues,
+    })
+    .expect("lab up")
+}
+
+/// A stream from the lab's sender to its receiver.
+fn plan(lab: &Lab, vary: &[&str], size_mode: &str) -> Plan {
+    let spec = StreamSpec {
+        src_mac: linerate_wire::format_mac(&lab.sender_mac),
+        dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
+        src_ip: lab.sender_ip.to_string(),
+        dst_ip: lab.receiver_ip.to_string(),
+        vary: vary.iter().map(|s| s.to_string()).collect(),
+        size_mode: size_mode.into(),
+        ..StreamSpec::default()
+    };
+    Plan::compile(&[spec], &Limits::default()).expect("plan")
+}
+
+fn config(workers: usize, count: Option<u64>) -> RunConfig {
+    let cores = core_affinity::get_core_ids().map_or(1, |c| c.len());
+    RunConfig {
+        workers: (0..workers)
+            .map(|w| WorkerSpec {
+                core: Some(w % cores),
+                queue: w as u32,
+            })
+            .collect(),
+        batch: 64,
+        duration: None,
+        count,
+        stop: Arc::new(AtomicBool::new(false)),
+        tick: Duration::from_millis(100),
+    }
+}
+
+/// Sink counters once they stop moving (or reach `expected`).
+fn settle(lab: &Lab, expected: u64) -> SinkCounters {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last = lab.sink_counters().expect("counters");
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = lab.sink_counters().expect("counters");
+        if (now.packets >= expected && now == last) || Instant::now() > deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+fn exact(workers: usize) {
+    let lab = lab(workers as u32);
+    let plan = plan(&lab, &[], "fixed");
+    let port = LivePort::open(&lab.sender).expect("open live port");
+    let report = linerate_live::run(&port, &plan, &config(workers, Some(1_000_000)), &())
+        .expect("live run");
+    assert_eq!(report.backend, "live");
+    assert_eq!(report.workers.len(), workers);
+    assert!(report.workers.iter().all(|w| w.mode == "live (redirect)"));
+    assert_eq!(report.submitted, 1_000_000);
+    assert_eq!(report.bytes, 60_000_000);
+    let got = settle(&lab, 1_000_000);
+    assert_eq!(
+        got,
+        SinkCounters {
+            packets: 1_000_000,
+            bytes: 60_000_000
+        },
+        "sink vs report {report:?}"
+    );
+    eprintln!(
+        "{workers} worker(s): {:.2} Mpps over {:.3} s",
+        report.pps / 1e6,
+        report.elapsed_s
+    );
+}
+
+#[test]
+fn exactly_a_million_frames_with_one_worker() {
+    if !root_or_skip("exactly_a_million_frames_with_one_worker") {
+        return;
+    }
+    exact(1);
+}
+
+#[test]
+fn exactly_a_million_frames_with_two_workers() {
+    if !root_or_skip("exactly_a_million_frames_with_two_workers") {
+        return;
+    }
+    exact(2);
+}
+
+/// An endless plan stopped by its duration: what the report counts is what arrived, varying
+/// sizes and a patched field included.
+#[test]
+fn a_duration_ends_an_endless_run_and_counts_stay_exact() {
+    if !root_or_skip("a_duration_ends_an_endless_run_and_counts_stay_exact") {
+        return;
+    }
+    let lab = lab(2);
+    let plan = plan(&lab, &["src-port:random:1-65535"], "inc:64-1518:31");
+    assert_eq!(plan.count, None);
+    let port = LivePort::open(&lab.sender).expect("open");
+    let mut c = config(2, None);
+    c.duration = Some(Duration::from_millis(300));
+    let started = Instant::now();
+    let report = linerate_live::run(&port, &plan, &c, &()).expect("run");
+    assert!(started.elapsed() < Duration::from_secs(3), "the run did not stop");
+    assert!(report.submitted > 1000, "{report:?}");
+    let got = settle(&lab, report.submitted);
+    assert_eq!(
+        got,
+        SinkCounters {
+            packets: report.submitted,
+            bytes: report.bytes
+        }
+    );
+    assert!(report.workers.iter().all(|w| w.stats["redirect_errors"] == 0));
+}
+
+/// Runs `f` inside network namespace `netns` on a thread of its own.
+fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> T {
+    let file = File::open(format!("/run/netns/{netns}")).expect("netns file");
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            f()
+        })
+        .join()
+        .expect("netns thread")
+    })
+}
+
+/// Swaps the lab's sink for a pass-through program and catches what reaches the receiver with an
+/// AF_PACKET socket in the namespace, while `send` runs.
+fn capture(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<Vec<u8>> {
+    PinnedSink::unpin(&lab.pin_dir()).expect("remove the sink");
+    let (netns, receiver) = (lab.netns.clone(), lab.receiver.clone());
+    let file = File::open(format!("/run/netns/{netns}")).expect("netns file");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let catcher = s.spawn(move || {
+            nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+            let ifindex = linerate_xdp::ifindex(&receiver).expect("receiver");
+            let _pass = linerate_xdp::attach_pass(ifindex, AttachMode::Drv).expect("pass");
+            let socket = packet_socket(ifindex);
+            ready_tx.send(()).expect("ready");
+            let mut frames = Vec::new();
+            let mut buf = vec![0u8; 4096];
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while frames.len() < want && Instant::now() < deadline {
+                // SAFETY: sockaddr_ll is plain integers; zeroes are valid.
+                let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+                let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+                // SAFETY: buf and from are valid for the lengths given; the fd is open.
+                let n = unsafe {
+                    libc::recvfrom(
+                        socket.as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                        0,
+                        (&mut from as *mut libc::sockaddr_ll).cast(),
+                        &mut len,
+                    )
+                };
+                if n < 0 {
+                    continue;
+                }
+                if from.sll_pkttype != libc::PACKET_OUTGOING as u8 {
+                    frames.push(buf[..n as usize].to_vec());
+                }
+            }
+            frames
+        });
+        ready_rx.recv().expect("catcher ready");
+        send();
+        catcher.join().expect("catcher")
+    })
+}
+
+fn packet_socket(ifindex: u32) -> OwnedFd {
+    let proto = (libc::ETH_P_ALL as u16).to_be();
+    // SAFETY: plain socket(2); checked below.
+    let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: socket returned a fresh fd nobody else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_ll is plain integers; zeroes are valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = proto;
+    addr.sll_ifindex = ifindex as i32;
+    // SAFETY: addr is a valid sockaddr_ll of the length given.
+    let ret = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as u32,
+        )
+    };
+    assert_eq!(ret, 0, "bind: {}", std::io::Error::last_os_error());
+    let big: libc::c_int = 16 << 20;
+    let timeout = libc::timeval {
+        tv_sec: 0,
+        tv_usec: 200_000,
+    };
+    // SAFETY: the option values are valid for their lengths.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&big as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as u32,
+        );
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&timeout as *const libc::timeval).cast(),
+            size_of::<libc::timeval>() as u32,
+        );
+    }
+    fd
+}
+
+/// Checks one caught frame with etherparse: IPv4 header checksum and UDP checksum recomputed
+/// from scratch. Returns the UDP ports.
+fn decode(frame: &[u8]) -> (u16, u16) {
+    use etherparse::{NetSlice, SlicedPacket, TransportSlice};
+    let packet = SlicedPacket::from_ethernet(frame).expect("an Ethernet frame");
+    let Some(NetSlice::Ipv4(ip)) = &packet.net else {
+        panic!("not IPv4: {frame:02x?}");
+    };
+    let header = ip.header().to_header();
+    assert_eq!(
+        header.header_checksum,
+        header.calc_header_checksum(),
+        "IPv4 header checksum"
+    );
+    let Some(TransportSlice::Udp(udp)) = &packet.transport else {
+        panic!("not UDP: {frame:02x?}");
+    };
+    let udp_header = udp.to_header();
+    let sum = udp_header
+        .calc_checksum_ipv4(&header, udp.payload())
+        .expect("checksum");
+    assert_eq!(udp_header.checksum, sum, "UDP checksum");
+    (udp_header.source_port, udp_header.destination_port)
+}
+
+/// Frames that went through the program in live mode, caught at the receiver (pass-through
+/// program + AF_PACKET in the lab's namespace): byte for byte the frames the AF_XDP path would
+/// send, every value of the cached field present, checksums right by an independent decoder.
+#[test]
+fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
+    if !root_or_skip("frames_caught_at_the_receiver_carry_every_value_and_valid_checksums") {
+        return;
+    }
+    for workers in [1usize, 2] {
+        let lab = lab(workers as u32);
+        // src-port is folded into 100 pre-built frames (the window path), dst-port is drawn per
+        // frame by the program (the field path), sizes step through 9 lengths (adjust_tail).
+        let plan = plan(
+            &lab,
+            &["src-port:inc:1000-1099", "dst-port:random:2000-2999"],
+            "inc:64-96:4",
+        );
+        assert_eq!(plan.patches.len(), 1, "dst-port is patched per frame");
+        const N: u64 = 3000;
+        let frames = capture(&lab, N as usize, || {
+            let p = LivePort::open(&lab.sender).expect("open");
+            let report =
+                linerate_live::run(&p, &plan, &config(workers, Some(N)), &()).expect("run");
+            assert_eq!(report.submitted, N);
+        });
+        assert_eq!(frames.len(), N as usize, "{workers} worker(s)");
+        let want = layout::expected(&plan, 0, 1, N);
+        let mut src_ports = std::collections::BTreeMap::new();
+        for f in &frames {
+            let (src, dst) = decode(f);
+            assert!((2000..=2999).contains(&dst));
+            *src_ports.entry(src).or_insert(0u32) += 1;
+        }
+        assert_eq!(src_ports.len(), 100);
+        assert!(src_ports.keys().copied().eq(1000..=1099));
+        assert!(src_ports.values().all(|&n| n == (N / 100) as u32));
+        if workers == 1 {
+            // One CPU, one ring: the order is the plan's.
+            for (i, (got, want)) in frames.iter().zip(&want).enumerate() {
+                assert_eq!(got, want, "frame {i}");
+            }
+        } else {
+            let mut got = frames.clone();
+            let mut want = (0..workers)
+                .flat_map(|w| {
+                    let share = plan.for_worker(w, workers, Some(N)).count.unwrap();
+                    layout::expected(&plan, w, workers, share)
+                })
+                .collect::<Vec<_>>();
+            got.sort();
+            want.sort();
+            assert_eq!(got, want);
+        }
+    }
+}
+
+/// Runs `f` in a fresh network namespace that is removed afterwards.
+fn in_fresh_netns<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    struct Netns(String);
+    impl Drop for Netns {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &self.0])
+                .status();
+        }
+    }
+    let ns = Netns(format!("{}-ref", unique_name("lv")));
+    let ok = std::process::Command::new("ip")
+        .args(["netns", "add", &ns.0])
+        .status()
+        .expect("ip netns add");
+    assert!(ok.success());
+    in_netns(&ns.0, f)
+}
+
+#[test]
+fn interfaces_without_xdp_transmit_are_refused_clearly() {
+    if !root_or_skip("interfaces_without_xdp_transmit_are_refused_clearly") {
+        return;
+    }
+    // lo of a fresh namespace: no ndo_xdp_xmit at all.
+    let err = in_fresh_netns(|| LivePort::open("lo")).unwrap_err();
+    assert!(matches!(err, LiveError::NoXdpTransmit { .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("lo does not support XDP transmit (ndo_xdp_xmit)"),
+        "{message}"
+    );
+    assert!(message.contains("use --backend afxdp"), "{message}");
+    assert!(err.is_usage());
+
+    // A veth whose peer has no XDP program: the lab without its sink.
+    let lab = lab(1);
+    LivePort::open(&lab.sender).expect("with the sink it is accepted");
+    PinnedSink::unpin(&lab.pin_dir()).expect("unpin");
+    let err = LivePort::open(&lab.sender).unwrap_err();
+    assert!(matches!(err, LiveError::NoXdpTransmit { .. }), "{err:?}");
+    assert!(err.to_string().contains("veth"), "{err}");
+
+    let err = LivePort::open("nosuch0").unwrap_err();
+    assert!(matches!(err, LiveError::UnknownInterface { .. }), "{err:?}");
+}

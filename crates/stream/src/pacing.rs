@@ -1,0 +1,203 @@
+use crate::rate::PS_PER_S;
+use crate::spec::{Bursts, Resolved};
+use crate::{Limits, StreamError, StreamSpec};
+
+/// When each frame is due, as a repeating schedule: frame `n` of the run is due
+/// `(n / cycle_frames) · cycle_ps + offsets_ps[n % cycle_frames]` picoseconds after the start.
+/// Rates, size-dependent bit rates, bursts and stream sequences all reduce to this one table,
+/// so the engine's pacer never needs to know which of them it is honouring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pacing {
+    pub cycle_frames: u64,
+    pub cycle_ps: u64,
+    pub offsets_ps: Vec<u64>,
+}
+
+impl Pacing {
+    #[inline]
+    pub fn due_ps(&self, n: u64) -> u64 {
+        (n / self.cycle_frames) * self.cycle_ps + self.offsets_ps[(n % self.cycle_frames) as usize]
+    }
+
+    /// The average rate the schedule asks for, in frames per second.
+    pub fn pps(&self) -> f64 {
+        self.cycle_frames as f64 * PS_PER_S / self.cycle_ps as f64
+    }
+
+    /// Builds the schedule of one stream that is not part of a sequence.
+    pub(crate) fn for_stream(
+        spec: &StreamSpec,
+        r: &Resolved,
+        sizes: &[usize],
+        limits: &Limits,
+    ) -> Result<Option<Self>, StreamError> {
+        let (offsets, duration) = match spec.bursts {
+            Some(b) => {
+                let frames = b.frames;
+                stream_offsets(spec, r, sizes, frames, Some(b), limits)?
+            }
+            None => stream_offsets(spec, r, sizes, sizes.len() as u64, None, limits)?,
+        };
+        Ok(Self::from_offsets(offsets, duration))
+    }
+
+    /// Builds the schedule of streams run one after another, each for its count.
+    pub(crate) fn for_sequence(
+        parts: &[(&StreamSpec, &Resolved, Vec<usize>, u64)],
+        limits: &Limits,
+    ) -> Result<Option<Self>, StreamError> {
+        let mut offsets = Vec::new();
+        let mut base = 0.0;
+        for (spec, r, sizes, count) in parts {
+            let (own, duration) = stream_offsets(spec, r, sizes, *count, spec.bursts, limits)?;
+            offsets.extend(own.into_iter().map(|o| o + base));
+            base += duration;
+        }
+        Ok(Self::from_offsets(offsets, base))
+    }
+
+    fn from_offsets(offsets: Vec<f64>, duration: f64) -> Option<Self> {
+        if duration < 1.0 {
+            return None;
+        }
+        Some(Self {
+            cycle_frames: offsets.len() as u64,
+            cycle_ps: duration.round() as u64,
+            offsets_ps: offsets.into_iter().map(|o| o.round() as u64).collect(),
+        })
+    }
+}
+
+/// Due times of a stream's first `count` frames from its own start, and how long the stream
+/// lasts (when its next frame would be due).
+fn stream_offsets(
+    spec: &StreamSpec,
+    r: &Resolved,
+    sizes: &[usize],
+    count: u64,
+    bursts: Option<Bursts>,
+    limits: &Limits,
+) -> Result<(Vec<f64>, f64), StreamError> {
+    let invalid = |why: String| StreamError::Invalid {
+        stream: spec.name.clone(),
+        why,
+    };
+    let interval = |size: usize| r.rate.interval_ps(size, limits.link_mbps).map_err(|w| invalid(w.to_owned()));
+    let size_of = |k: u64| sizes[(k % sizes.len() as u64) as usize];
+    // No rate may ask for more than the link carries: check the L1 cost of the size cycle.
+    if let Some(mbps) = limits.link_mbps {
+        let cycle: f64 = sizes.iter().map(|&s| interval(s)).sum::<Result<f64, _>>()?;
+        let bits: f64 = sizes.iter().map(|&s| (s + 20) as f64 * 8.0).sum();
+        if cycle > 0.0 && bits * PS_PER_S / cycle > mbps as f64 * 1e6 * 1.000_001 {
+            return Err(invalid(format!(
+                "rate {} asks for {:.1} Mbit/s on the wire, above the link's {mbps} Mbit/s",
+                spec.rate,
+                bits * PS_PER_S / cycle / 1e6
+            )));
+        }
+    }
+    let mut offsets = Vec::with_capacity(count as usize);
+    match bursts {
+        None => {
+            let mut t = 0.0;
+            for k in 0..count {
+                offsets.push(t);
+                t += interval(size_of(k))?;
+            }
+            Ok((offsets, t))
+        }
+        Some(b) => {
+            let period = PS_PER_S / b.per_second;
+            let mut inside = 0.0;
+            let mut burst_len = 0.0;
+            for k in 0..count {
+                if k % b.frames == 0 {
+                    inside = 0.0;
+                }
+                offsets.push((k / b.frames) as f64 * period + inside);
+                inside += interval(size_of(k))?;
+                burst_len = f64::max(burst_len, inside);
+            }
+            if burst_len > period {
+                return Err(invalid(format!(
+                    "a burst of {} frames at rate {} lasts {:.1} µs, longer than the {:.1} µs between bursts",
+                    b.frames,
+                    spec.rate,
+                    burst_len / 1e6,
+                    period / 1e6
+                )));
+            }
+            Ok((offsets, count.div_ceil(b.frames) as f64 * period))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Plan;
+
+    fn plan(spec: StreamSpec) -> Plan {
+        Plan::compile(&[spec], &Limits::default()).unwrap()
+    }
+
+    #[test]
+    fn max_rate_has_no_schedule() {
+        assert!(plan(StreamSpec::seed()).pacing.is_none());
+    }
+
+    #[test]
+    fn frames_per_second() {
+        let p = plan(StreamSpec { rate: "100k".into(), ..StreamSpec::seed() }).pacing.unwrap();
+        assert_eq!((p.cycle_frames, p.cycle_ps), (1, 10_000_000));
+        assert_eq!(p.due_ps(3), 30_000_000);
+        assert!((p.pps() - 1e5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn bit_rates_follow_each_frame_size() {
+        let spec = StreamSpec {
+            rate: "1Gbps-l1".into(),
+            size_mode: "imix:64x1,1518x1".into(),
+            ..StreamSpec::seed()
+        };
+        let p = plan(spec).pacing.unwrap();
+        assert_eq!(p.cycle_frames, 2);
+        // 64 + 20 bytes then 1518 + 20 bytes at 1 bit per ns.
+        let first = p.offsets_ps[1];
+        assert!(first == 672_000 || first == 12_304_000, "{first}");
+        assert_eq!(p.cycle_ps, 672_000 + 12_304_000);
+    }
+
+    #[test]
+    fn bursts_start_on_their_period() {
+        let spec = StreamSpec {
+            bursts: Some(Bursts { frames: 10, per_second: 20.0 }),
+            ..StreamSpec::seed()
+        };
+        let p = plan(spec).pacing.unwrap();
+        assert_eq!((p.cycle_frames, p.cycle_ps), (10, 50_000_000_000));
+        assert!(p.offsets_ps.iter().all(|&o| o == 0));
+        assert_eq!(p.due_ps(10), 50_000_000_000);
+        let spec = StreamSpec {
+            rate: "1k".into(),
+            bursts: Some(Bursts { frames: 100, per_second: 20.0 }),
+            ..StreamSpec::seed()
+        };
+        let err = Plan::compile(&[spec], &Limits::default()).unwrap_err().to_string();
+        assert!(err.contains("longer than"), "{err}");
+    }
+
+    #[test]
+    fn a_rate_over_the_link_is_refused_and_percent_needs_a_link() {
+        let limits = Limits { link_mbps: Some(1000), ..Limits::default() };
+        let fast = StreamSpec { rate: "2M".into(), ..StreamSpec::seed() };
+        let err = Plan::compile(&[fast], &limits).unwrap_err().to_string();
+        assert!(err.contains("above the link"), "{err}");
+        let line = StreamSpec { rate: "100%".into(), ..StreamSpec::seed() };
+        let p = Plan::compile(&[line.clone()], &limits).unwrap().pacing.unwrap();
+        assert!((p.pps() - 1_488_095.238).abs() < 1.0, "{}", p.pps());
+        let err = Plan::compile(&[line], &Limits::default()).unwrap_err().to_string();
+        assert!(err.contains("link speed"), "{err}");
+    }
+}

@@ -1,0 +1,118 @@
+use crate::StreamError;
+
+/// How fast a stream goes, in the unit the user thinks in. Bit rates count frame bytes with
+/// their FCS (L2) or also the 20 bytes of preamble, SFD and gap each frame costs on the wire (L1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    Max,
+    /// Frames per second.
+    Pps(f64),
+    /// Bits per second of frame bytes (FCS included).
+    L2(f64),
+    /// Bits per second on the wire (frame + 20 bytes).
+    L1(f64),
+    /// Percent of the link's line rate (an L1 rate).
+    Percent(f64),
+}
+
+/// One picosecond-based clock for every schedule: u64 picoseconds last 213 days.
+pub const PS_PER_S: f64 = 1e12;
+
+impl Rate {
+    /// Reads `max`, `1.5M`/`200k`/`1000`/`1.5Mpps` (frames/s), `500Mbps` (L2), `1Gbps-l1` (L1),
+    /// `50%` (of line rate).
+    pub fn parse(input: &str) -> Result<Self, StreamError> {
+        let fail = |why: &str| StreamError::Rate {
+            input: input.to_owned(),
+            why: why.to_owned(),
+        };
+        let text = input.trim();
+        if text.eq_ignore_ascii_case("max") {
+            return Ok(Self::Max);
+        }
+        let number_end = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(number_end);
+        let value: f64 = number.parse().map_err(|_| fail("not a number"))?;
+        if !value.is_finite() || value <= 0.0 {
+            return Err(fail("a rate must be more than zero"));
+        }
+        let lower = unit.to_ascii_lowercase();
+        let (prefix, kind) = if let Some(p) = lower.strip_suffix("bps-l1") {
+            (p, 'l')
+        } else if let Some(p) = lower.strip_suffix("bps") {
+            (p, 'b')
+        } else if let Some(p) = lower.strip_suffix("pps") {
+            (p, 'p')
+        } else if lower == "%" {
+            if value > 100.0 {
+                return Err(fail("more than 100 % of line rate"));
+            }
+            return Ok(Self::Percent(value));
+        } else {
+            (lower.as_str(), 'p')
+        };
+        let scale = match prefix {
+            "" => 1.0,
+            "k" => 1e3,
+            "m" => 1e6,
+            "g" => 1e9,
+            _ => return Err(fail("unknown unit")),
+        };
+        let v = value * scale;
+        Ok(match kind {
+            'l' => Self::L1(v),
+            'b' => Self::L2(v),
+            _ => Self::Pps(v),
+        })
+    }
+
+    /// Time one frame of `size` bytes (FCS included) takes at this rate, in picoseconds; 0 for max.
+    pub fn interval_ps(&self, size: usize, link_mbps: Option<u64>) -> Result<f64, String> {
+        Ok(match *self {
+            Self::Max => 0.0,
+            Self::Pps(r) => PS_PER_S / r,
+            Self::L2(b) => size as f64 * 8.0 * PS_PER_S / b,
+            Self::L1(b) => (size + 20) as f64 * 8.0 * PS_PER_S / b,
+            Self::Percent(p) => {
+                let mbps = link_mbps.ok_or("a rate in % needs the link speed, and this port does not know it: give a rate in pps or bps")?;
+                (size + 20) as f64 * 8.0 * PS_PER_S / (mbps as f64 * 1e6 * p / 100.0)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit() {
+        assert_eq!(Rate::parse("max").unwrap(), Rate::Max);
+        assert_eq!(Rate::parse("1.5M").unwrap(), Rate::Pps(1.5e6));
+        assert_eq!(Rate::parse("200k").unwrap(), Rate::Pps(2e5));
+        assert_eq!(Rate::parse("1000").unwrap(), Rate::Pps(1000.0));
+        assert_eq!(Rate::parse("2Mpps").unwrap(), Rate::Pps(2e6));
+        assert_eq!(Rate::parse("500Mbps").unwrap(), Rate::L2(5e8));
+        assert_eq!(Rate::parse("1Gbps-l1").unwrap(), Rate::L1(1e9));
+        assert_eq!(Rate::parse("50%").unwrap(), Rate::Percent(50.0));
+    }
+
+    #[test]
+    fn intervals() {
+        // 64 B at 1 Gbit/s on the wire: 84 bytes = 672 ns.
+        assert_eq!(Rate::L1(1e9).interval_ps(64, None).unwrap(), 672_000.0);
+        assert_eq!(Rate::Percent(100.0).interval_ps(64, Some(10_000)).unwrap(), 67_200.0);
+        assert_eq!(Rate::L2(512e6).interval_ps(64, None).unwrap(), 1_000_000.0);
+        assert_eq!(Rate::Pps(1e6).interval_ps(1518, None).unwrap(), 1_000_000.0);
+        assert!(Rate::Percent(50.0).interval_ps(64, None).is_err());
+    }
+
+    #[test]
+    fn bad_rates() {
+        for bad in ["0", "-5k", "fast", "10Xbps", "150%", "nan"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -22,6 +22,84 @@ pub enum Command {
     },
     /// Count what arrives on an interface with the XDP sink, once per second (Linux).
     Sink(SinkArgs),
+    /// Max rate at each frame size: the classic max-rate table, JSON, CSV and a plot.
+    Sweep(SweepArgs),
+    /// Side-by-side table of two or more sweep files, with the ratio per size.
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Interface to sweep on.
+    #[arg(
+        short,
+        long,
+        value_name = "IFACE",
+        required_unless_present = "lab",
+        conflicts_with = "lab"
+    )]
+    pub interface: Option<String>,
+    /// Create a veth lab for the sweep and remove it afterwards.
+    #[arg(long)]
+    pub lab: bool,
+    /// Name of the lab --lab creates.
+    #[arg(long, default_value = "lrsweep")]
+    pub lab_name: String,
+    /// Frame sizes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518"
+    )]
+    pub sizes: Vec<usize>,
+    /// Length of each measured run.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    pub duration: std::time::Duration,
+    /// Measured runs per size.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// Unmeasured run before each size.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub warmup: std::time::Duration,
+    /// One worker per core, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub cores: Vec<usize>,
+    /// The queue each worker drives (default 0,1,…).
+    #[arg(long, value_delimiter = ',')]
+    pub queues: Option<Vec<u32>>,
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Link speed for % of line rate when the port does not report it (veth has none).
+    #[arg(long, value_parser = parse_link_speed)]
+    pub link_speed: Option<u64>,
+    /// Count at a sink on this interface (with --sink-netns when it lives in a namespace).
+    #[arg(long, conflicts_with = "lab")]
+    pub sink_iface: Option<String>,
+    #[arg(long, requires = "sink_iface")]
+    pub sink_netns: Option<String>,
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
+    pub batch: u32,
+    /// Write the result file (JSON); `-` prints it on stdout instead of the table.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Write the table as CSV (and FILE.repetitions.csv with the raw counts).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Plot Kpps and Mbps against frame size (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more `linerate sweep --json` files.
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Plot them together (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -248,13 +326,18 @@ pub struct StreamArgs {
 /// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
 pub fn parse_link_speed(text: &str) -> Result<u64, String> {
     let t = text.trim().to_ascii_uppercase();
-    let t = t.trim_end_matches("BPS").trim_end_matches("BE").trim_end_matches("BIT");
+    let t = t
+        .trim_end_matches("BPS")
+        .trim_end_matches("BE")
+        .trim_end_matches("BIT");
     let (number, scale) = if let Some(n) = t.strip_suffix('G') {
         (n, 1000.0)
     } else if let Some(n) = t.strip_suffix('M') {
         (n, 1.0)
     } else {
-        return Err(format!("'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"));
+        return Err(format!(
+            "'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"
+        ));
     };
     let v: f64 = number
         .parse()

@@ -7,6 +7,7 @@ mod cli;
 mod lab;
 mod output;
 mod platform;
+mod sweep;
 mod tx;
 mod usage;
 
@@ -26,6 +27,8 @@ fn main() -> ExitCode {
         Command::Tx(args) => tx::run(&args),
         Command::Lab { action } => lab::run(&action),
         Command::Sink(args) => lab::sink(&args),
+        Command::Sweep(args) => sweep::run(&args),
+        Command::Compare(args) => sweep::compare(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

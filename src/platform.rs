@@ -94,3 +94,59 @@ pub fn lab_side(iface: &str) -> Result<Option<LabSide>> {
 pub fn lab_side(_iface: &str) -> Result<Option<LabSide>> {
     Ok(None)
 }
+
+/// A lab made for one command, removed when dropped.
+pub struct TempLab {
+    pub sender: String,
+    #[cfg(target_os = "linux")]
+    _guard: linerate_lab::LabGuard,
+}
+
+impl std::fmt::Debug for TempLab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TempLab")
+            .field("sender", &self.sender)
+            .finish()
+    }
+}
+
+#[cfg(target_os = "linux")]
+pub fn temp_lab(name: &str, queues: u32) -> Result<TempLab> {
+    let config = linerate_lab::LabConfig {
+        name: name.to_owned(),
+        queues,
+    };
+    let guard = linerate_lab::LabGuard::up(&config).map_err(crate::lab::lab_error)?;
+    Ok(TempLab {
+        sender: guard.sender.clone(),
+        _guard: guard,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn temp_lab(_name: &str, _queues: u32) -> Result<TempLab> {
+    Err(usage(
+        "--lab needs Linux (network namespaces, veth, XDP): give -i IFACE",
+    ))
+}
+
+/// Attaches the XDP sink to `iface` (in `netns`) for as long as the returned side lives.
+#[cfg(target_os = "linux")]
+pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<LabSide> {
+    let sink = linerate_xdp::Sink::attach(iface, netns, linerate_xdp::AttachMode::Drv)
+        .map_err(crate::lab::xdp_error)?;
+    Ok(LabSide {
+        name: iface.to_owned(),
+        peer_mac: [0xff; 6],
+        ips: linerate_stream::Limits::default().default_ipv4,
+        counters: Box::new(move || {
+            let c = sink.counters().map_err(crate::lab::xdp_error)?;
+            Ok((c.packets, c.bytes))
+        }),
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn attach_sink(_iface: &str, _netns: Option<&str>) -> Result<LabSide> {
+    Err(usage("--sink-iface needs Linux (XDP)"))
+}

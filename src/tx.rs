@@ -58,7 +58,10 @@ pub fn run(args: &TxArgs) -> Result<()> {
         tick: Duration::from_secs(1),
     };
     let info = port.info().clone();
-    let live = LiveStatus::new(args.link_speed.or(info.link_speed.map(|s| s.mbps())), args.quiet);
+    let live = LiveStatus::new(
+        args.link_speed.or(info.link_speed.map(|s| s.mbps())),
+        args.quiet,
+    );
     let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
     let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
         .with_context(|| format!("transmit on {}", info.name))?;
@@ -224,6 +227,20 @@ pub fn workers(cores: &[usize], queues: Option<&[u32]>) -> Result<Vec<WorkerSpec
         .collect())
 }
 
+/// Opens the interface with the asked (or the platform's) backend.
+pub fn open_interface(
+    backend: Option<Backend>,
+    iface: &str,
+    afxdp: &crate::cli::AfXdpArgs,
+) -> Result<Box<dyn Port>> {
+    match backend.unwrap_or_else(default_backend) {
+        b @ (Backend::Afxdp | Backend::Bpf) => platform::open(b, iface, afxdp),
+        other => Err(usage(format!(
+            "the {other:?} backend has no interface: use --backend afxdp or bpf"
+        ))),
+    }
+}
+
 fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
     let backend = match (args.backend, &args.interface, &args.pcap, args.null) {
         (Some(b), _, _, _) => b,
@@ -270,7 +287,7 @@ fn default_backend() -> Backend {
 }
 
 /// Ctrl-C and SIGTERM raise the flag; the engine stops the workers, drains and reports.
-fn stop_flag() -> Result<Arc<AtomicBool>> {
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))

@@ -16,6 +16,7 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<UsageError>()
             || cause.is::<StreamError>()
+            || cause.is::<linerate_report::ReportError>()
             || cause
                 .downcast_ref::<PortError>()
                 .is_some_and(PortError::is_usage)

@@ -29,7 +29,9 @@ fn bench_plan(c: &mut Criterion, name: &str, spec: StreamSpec) {
     let mut group = c.benchmark_group("hot_path");
     group.throughput(Throughput::Elements(FRAMES));
     group.bench_function(name, |b| {
-        b.iter(|| black_box(transmit(&mut queue, &wp, 64, &stop, None, None).expect("null never fails")))
+        b.iter(|| {
+            black_box(transmit(&mut queue, &wp, 64, &stop, None, None).expect("null never fails"))
+        })
     });
     group.finish();
 }

@@ -26,7 +26,10 @@ pub struct PacingStats {
 
 impl PacingStats {
     pub(crate) fn of(totals: &WorkerTotals) -> Option<Self> {
-        Some(Self::from_histograms(totals.lateness.clone()?, totals.gaps.clone()?))
+        Some(Self::from_histograms(
+            totals.lateness.clone()?,
+            totals.gaps.clone()?,
+        ))
     }
 
     fn from_histograms(late: Histogram<u64>, gap: Histogram<u64>) -> Self {

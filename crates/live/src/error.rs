@@ -6,7 +6,9 @@ pub enum LiveError {
     #[error("no interface named {iface:?}: check `ip link`")]
     UnknownInterface { iface: String },
 
-    #[error("{what}: permission denied: run as root (needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)")]
+    #[error(
+        "{what}: permission denied: run as root (needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)"
+    )]
     NotRoot { what: String },
 
     #[error(
@@ -14,9 +16,7 @@ pub enum LiveError {
     )]
     NoLiveFrames { kernel: String },
 
-    #[error(
-        "{iface} does not support XDP transmit (ndo_xdp_xmit){hint}: use --backend afxdp"
-    )]
+    #[error("{iface} does not support XDP transmit (ndo_xdp_xmit){hint}: use --backend afxdp")]
     NoXdpTransmit { iface: String, hint: &'static str },
 
     #[error("loading the live transmit program failed: {message}")]

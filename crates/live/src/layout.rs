@@ -400,12 +400,24 @@ mod tests {
         let cases: &[(&[&str], &str)] = &[
             (&[], "fixed"),
             (&["src-port:inc:1000-1099"], "fixed"),
-            (&["src-port:random:5000-5999", "dst-port:dec:8000-9000"], "fixed"),
-            (&["src-ip:inc:10.0.0.1-10.0.19.255", "ttl:inc:1-200"], "fixed"),
-            (&["src-port:inc:1-7", "dst-port:random:1-65535"], "inc:64-128:4"),
+            (
+                &["src-port:random:5000-5999", "dst-port:dec:8000-9000"],
+                "fixed",
+            ),
+            (
+                &["src-ip:inc:10.0.0.1-10.0.19.255", "ttl:inc:1-200"],
+                "fixed",
+            ),
+            (
+                &["src-port:inc:1-7", "dst-port:random:1-65535"],
+                "inc:64-128:4",
+            ),
             (&["ip-id:inc:0-65535,mask=0x0ff0"], "fixed"),
             (&["dst-port:inc:1-4095"], "imix"),
-            (&["src-mac:inc:00:00:00:00:00:01-00:00:00:01:00:00"], "random:64-200"),
+            (
+                &["src-mac:inc:00:00:00:00:00:01-00:00:00:01:00:00"],
+                "random:64-200",
+            ),
         ];
         for (vary, size) in cases {
             let plan = plan(vary, size);
@@ -430,7 +442,12 @@ mod tests {
 
     #[test]
     fn mul_hi_is_the_high_half() {
-        for (a, b) in [(u64::MAX, u64::MAX), (u64::MAX, 1000), (12345, 1 << 40), (0, 7)] {
+        for (a, b) in [
+            (u64::MAX, u64::MAX),
+            (u64::MAX, 1000),
+            (12345, 1 << 40),
+            (0, 7),
+        ] {
             assert_eq!(mul_hi(a, b), ((u128::from(a) * u128::from(b)) >> 64) as u64);
         }
     }

@@ -218,14 +218,17 @@ pub fn run(
     let slots = map.slots();
     let mut base = 0u32;
     for (slot, w) in slots.iter().zip(&layout.workers) {
-        slot.limit.store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+        slot.limit
+            .store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
         slot.ifindex.store(port.ifindex, Ordering::Relaxed);
-        slot.nfields.store(layout.fields.len() as u32, Ordering::Relaxed);
+        slot.nfields
+            .store(layout.fields.len() as u32, Ordering::Relaxed);
         slot.frame_base.store(base, Ordering::Relaxed);
         slot.period.store(w.period.max(1), Ordering::Relaxed);
         slot.win_off.store(w.win_off, Ordering::Relaxed);
         slot.win_len.store(w.win_len, Ordering::Relaxed);
-        slot.tmpl_len.store(w.template.len() as u32, Ordering::Relaxed);
+        slot.tmpl_len
+            .store(w.template.len() as u32, Ordering::Relaxed);
         slot.stride.store(w.stride as u32, Ordering::Relaxed);
         slot.stop.store(0, Ordering::Relaxed);
         slot.seq.store(w.first_seq, Ordering::Relaxed);
@@ -273,7 +276,10 @@ pub fn run(
                     bytes: slot.bytes.load(Ordering::Acquire),
                     elapsed_s: elapsed.as_secs_f64(),
                     stats: [
-                        ("redirect_errors".to_owned(), slot.errors.load(Ordering::Acquire)),
+                        (
+                            "redirect_errors".to_owned(),
+                            slot.errors.load(Ordering::Acquire),
+                        ),
                         ("runs".to_owned(), runs),
                     ]
                     .into_iter()

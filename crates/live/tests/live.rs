@@ -83,8 +83,8 @@ fn exact(workers: usize) {
     let lab = lab(workers as u32);
     let plan = plan(&lab, &[], "fixed");
     let port = LivePort::open(&lab.sender).expect("open live port");
-    let report = linerate_live::run(&port, &plan, &config(workers, Some(1_000_000)), &())
-        .expect("live run");
+    let report =
+        linerate_live::run(&port, &plan, &config(workers, Some(1_000_000)), &()).expect("live run");
     assert_eq!(report.backend, "live");
     assert_eq!(report.workers.len(), workers);
     assert!(report.workers.iter().all(|w| w.mode == "live (redirect)"));
@@ -137,7 +137,10 @@ fn a_duration_ends_an_endless_run_and_counts_stay_exact() {
     c.duration = Some(Duration::from_millis(300));
     let started = Instant::now();
     let report = linerate_live::run(&port, &plan, &c, &()).expect("run");
-    assert!(started.elapsed() < Duration::from_secs(3), "the run did not stop");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the run did not stop"
+    );
     assert!(report.submitted > 1000, "{report:?}");
     let got = settle(&lab, report.submitted);
     assert_eq!(
@@ -147,7 +150,12 @@ fn a_duration_ends_an_endless_run_and_counts_stay_exact() {
             bytes: report.bytes
         }
     );
-    assert!(report.workers.iter().all(|w| w.stats["redirect_errors"] == 0));
+    assert!(
+        report
+            .workers
+            .iter()
+            .all(|w| w.stats["redirect_errors"] == 0)
+    );
 }
 
 /// Runs `f` inside network namespace `netns` on a thread of its own.
@@ -198,7 +206,7 @@ fn capture(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<Vec<u8>> {
                 if n < 0 {
                     continue;
                 }
-                if from.sll_pkttype != libc::PACKET_OUTGOING as u8 {
+                if from.sll_pkttype != libc::PACKET_OUTGOING {
                     frames.push(buf[..n as usize].to_vec());
                 }
             }

@@ -25,7 +25,9 @@ pub enum StreamError {
         mtu: u32,
         hint: &'static str,
     },
-    #[error("bad rate '{input}': {why} (forms: max, 1.5M or 200k frames/s, 500Mbps, 1Gbps-l1, 50%)")]
+    #[error(
+        "bad rate '{input}': {why} (forms: max, 1.5M or 200k frames/s, 500Mbps, 1Gbps-l1, 50%)"
+    )]
     Rate { input: String, why: String },
     #[error("stream '{stream}': {why}")]
     Invalid { stream: String, why: String },

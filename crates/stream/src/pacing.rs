@@ -82,7 +82,11 @@ fn stream_offsets(
         stream: spec.name.clone(),
         why,
     };
-    let interval = |size: usize| r.rate.interval_ps(size, limits.link_mbps).map_err(|w| invalid(w.to_owned()));
+    let interval = |size: usize| {
+        r.rate
+            .interval_ps(size, limits.link_mbps)
+            .map_err(|w| invalid(w.to_owned()))
+    };
     let size_of = |k: u64| sizes[(k % sizes.len() as u64) as usize];
     // No rate may ask for more than the link carries: check the L1 cost of the size cycle.
     if let Some(mbps) = limits.link_mbps {
@@ -148,7 +152,12 @@ mod tests {
 
     #[test]
     fn frames_per_second() {
-        let p = plan(StreamSpec { rate: "100k".into(), ..StreamSpec::seed() }).pacing.unwrap();
+        let p = plan(StreamSpec {
+            rate: "100k".into(),
+            ..StreamSpec::seed()
+        })
+        .pacing
+        .unwrap();
         assert_eq!((p.cycle_frames, p.cycle_ps), (1, 10_000_000));
         assert_eq!(p.due_ps(3), 30_000_000);
         assert!((p.pps() - 1e5).abs() < 1e-6);
@@ -172,7 +181,10 @@ mod tests {
     #[test]
     fn bursts_start_on_their_period() {
         let spec = StreamSpec {
-            bursts: Some(Bursts { frames: 10, per_second: 20.0 }),
+            bursts: Some(Bursts {
+                frames: 10,
+                per_second: 20.0,
+            }),
             ..StreamSpec::seed()
         };
         let p = plan(spec).pacing.unwrap();
@@ -181,23 +193,42 @@ mod tests {
         assert_eq!(p.due_ps(10), 50_000_000_000);
         let spec = StreamSpec {
             rate: "1k".into(),
-            bursts: Some(Bursts { frames: 100, per_second: 20.0 }),
+            bursts: Some(Bursts {
+                frames: 100,
+                per_second: 20.0,
+            }),
             ..StreamSpec::seed()
         };
-        let err = Plan::compile(&[spec], &Limits::default()).unwrap_err().to_string();
+        let err = Plan::compile(&[spec], &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("longer than"), "{err}");
     }
 
     #[test]
     fn a_rate_over_the_link_is_refused_and_percent_needs_a_link() {
-        let limits = Limits { link_mbps: Some(1000), ..Limits::default() };
-        let fast = StreamSpec { rate: "2M".into(), ..StreamSpec::seed() };
+        let limits = Limits {
+            link_mbps: Some(1000),
+            ..Limits::default()
+        };
+        let fast = StreamSpec {
+            rate: "2M".into(),
+            ..StreamSpec::seed()
+        };
         let err = Plan::compile(&[fast], &limits).unwrap_err().to_string();
         assert!(err.contains("above the link"), "{err}");
-        let line = StreamSpec { rate: "100%".into(), ..StreamSpec::seed() };
-        let p = Plan::compile(&[line.clone()], &limits).unwrap().pacing.unwrap();
+        let line = StreamSpec {
+            rate: "100%".into(),
+            ..StreamSpec::seed()
+        };
+        let p = Plan::compile(&[line.clone()], &limits)
+            .unwrap()
+            .pacing
+            .unwrap();
         assert!((p.pps() - 1_488_095.238).abs() < 1.0, "{}", p.pps());
-        let err = Plan::compile(&[line], &Limits::default()).unwrap_err().to_string();
+        let err = Plan::compile(&[line], &Limits::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("link speed"), "{err}");
     }
 }

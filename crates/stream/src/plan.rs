@@ -97,7 +97,11 @@ impl Plan {
     }
 }
 
-fn compile_one(spec: &StreamSpec, resolved: &Resolved, limits: &Limits) -> Result<Plan, StreamError> {
+fn compile_one(
+    spec: &StreamSpec,
+    resolved: &Resolved,
+    limits: &Limits,
+) -> Result<Plan, StreamError> {
     let schedule = resolved.sizes.schedule(spec.seed);
     let layout = resolved.frame.build(resolved.sizes.min())?.layout;
     let mut patches = Vec::new();

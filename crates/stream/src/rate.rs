@@ -103,7 +103,10 @@ mod tests {
     fn intervals() {
         // 64 B at 1 Gbit/s on the wire: 84 bytes = 672 ns.
         assert_eq!(Rate::L1(1e9).interval_ps(64, None).unwrap(), 672_000.0);
-        assert_eq!(Rate::Percent(100.0).interval_ps(64, Some(10_000)).unwrap(), 67_200.0);
+        assert_eq!(
+            Rate::Percent(100.0).interval_ps(64, Some(10_000)).unwrap(),
+            67_200.0
+        );
         assert_eq!(Rate::L2(512e6).interval_ps(64, None).unwrap(), 1_000_000.0);
         assert_eq!(Rate::Pps(1e6).interval_ps(1518, None).unwrap(), 1_000_000.0);
         assert!(Rate::Percent(50.0).interval_ps(64, None).is_err());

@@ -12,9 +12,13 @@ use crate::counters::Counters;
 /// measurable cost.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// A frame may be at most this late before the schedule itself moves: a stall (preemption, a
-/// full ring) then costs time instead of turning into a burst that catches up.
-const MAX_LAG_PS: u64 = 1_000_000_000;
+/// Frames that fell behind (a preempted thread, a full ring) catch up at most this many times
+/// faster than asked, so a stall does not become a line-rate burst yet the average holds.
+const CATCH_UP: u64 = 2;
+
+/// A worker this far behind stops catching up and moves its schedule: the lost time is lost,
+/// which the report's achieved rate shows.
+const MAX_LAG_PS: u64 = 50_000_000_000;
 
 /// Waits longer than this are slept (minus a margin for the sleep's own lateness); shorter ones
 /// are spun, since a sleep cannot hit a sub-100 µs deadline.
@@ -110,6 +114,17 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     };
     let mut shift = 0u64;
     let mut last_submit = 0u64;
+    // The catch-up limit is a token bucket: tokens come at CATCH_UP times the worker's mean rate
+    // and it holds a batch or a burst, whichever is larger, so on schedule it never binds.
+    let (min_gap, depth) = match pace {
+        Some(p) => {
+            let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * plan.stride;
+            let burst = p.pacing.burst.div_ceil(plan.stride) + 1;
+            ((mean / CATCH_UP).max(1), u64::from(batch).max(burst))
+        }
+        None => (1, 0),
+    };
+    let mut bucket = 0u64;
     let start = Instant::now();
 
     while submitted < count && !stop.load(Ordering::Relaxed) {
@@ -137,7 +152,14 @@ pub fn transmit<Q: TxQueue + ?Sized>(
             {
                 due_now += 1;
             }
-            want = due_now;
+            bucket = bucket.max(now.saturating_sub(depth * min_gap));
+            let tokens = (now - bucket) / min_gap;
+            if tokens == 0 {
+                wait_until(p.epoch, bucket + min_gap, stop);
+                continue;
+            }
+            want = due_now.min(tokens.min(u64::from(u32::MAX)) as u32);
+            bucket += u64::from(want) * min_gap;
             if let (Some(l), Some(g)) = (lateness.as_mut(), gaps.as_mut()) {
                 l.saturating_record(late / 1000);
                 if last_submit > 0 {

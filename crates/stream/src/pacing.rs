@@ -11,6 +11,8 @@ pub struct Pacing {
     pub cycle_frames: u64,
     pub cycle_ps: u64,
     pub offsets_ps: Vec<u64>,
+    /// Most frames due at the same instant (a burst's size; 1 without bursts).
+    pub burst: u64,
 }
 
 impl Pacing {
@@ -60,10 +62,18 @@ impl Pacing {
         if duration < 1.0 {
             return None;
         }
+        let offsets_ps: Vec<u64> = offsets.into_iter().map(|o| o.round() as u64).collect();
+        let mut burst = 1;
+        let mut run = 1;
+        for w in offsets_ps.windows(2) {
+            run = if w[0] == w[1] { run + 1 } else { 1 };
+            burst = burst.max(run);
+        }
         Some(Self {
-            cycle_frames: offsets.len() as u64,
+            cycle_frames: offsets_ps.len() as u64,
             cycle_ps: duration.round() as u64,
-            offsets_ps: offsets.into_iter().map(|o| o.round() as u64).collect(),
+            offsets_ps,
+            burst,
         })
     }
 }

@@ -167,6 +167,8 @@ pub enum Backend {
     Afxdp,
     /// macOS/BSD /dev/bpf (the default with -i there).
     Bpf,
+    /// Linux in-kernel XDP transmit (BPF_PROG_RUN live frames, 5.18+): no skb, no copy.
+    Live,
     /// Write frames to a pcap file (--pcap).
     Pcap,
     /// Count and discard: measures the generator alone.

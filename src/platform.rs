@@ -3,7 +3,9 @@
 use std::net::Ipv4Addr;
 
 use anyhow::Result;
-use linerate_port::Port;
+use linerate_engine::{Observer, Report, RunConfig};
+use linerate_port::{Port, PortInfo};
+use linerate_stream::Plan;
 
 use crate::cli::{AfXdpArgs, Backend};
 use crate::usage;
@@ -23,8 +25,53 @@ impl std::fmt::Debug for LabSide {
     }
 }
 
+/// Whatever sends: a port driven by the engine's workers, or the in-kernel live backend that
+/// runs its own.
+pub enum Sender {
+    Port(Box<dyn Port>),
+    #[cfg(target_os = "linux")]
+    Live(linerate_live::LivePort),
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Sender").field(&self.info().name).finish()
+    }
+}
+
+impl Sender {
+    pub fn info(&self) -> &PortInfo {
+        match self {
+            Self::Port(p) => p.info(),
+            #[cfg(target_os = "linux")]
+            Self::Live(l) => l.info(),
+        }
+    }
+
+    pub fn run(&self, plan: &Plan, config: &RunConfig, observer: &dyn Observer) -> Result<Report> {
+        match self {
+            Self::Port(p) => Ok(linerate_engine::run(p.as_ref(), plan, config, observer)?),
+            #[cfg(target_os = "linux")]
+            Self::Live(l) => {
+                if plan.pacing.is_some() {
+                    return Err(usage(
+                        "the live backend sends at max rate only for now: drop --rate/--burst or use --backend afxdp",
+                    ));
+                }
+                linerate_live::run(l, plan, config, observer).map_err(|e| {
+                    if e.is_usage() {
+                        usage(e.to_string())
+                    } else {
+                        e.into()
+                    }
+                })
+            }
+        }
+    }
+}
+
 #[cfg(target_os = "linux")]
-pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Sender> {
     use crate::cli::{AttachArg, XdpModeArg};
     use linerate_afxdp::{AttachMode, XdpMode, XskOptions, XskPort};
     match backend {
@@ -44,8 +91,17 @@ pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Box<dyn Po
                 ..XskOptions::default()
             };
             let port = XskPort::open(iface, options).map_err(linerate_port::PortError::from)?;
-            Ok(Box::new(port))
+            Ok(Sender::Port(Box::new(port)))
         }
+        Backend::Live => linerate_live::LivePort::open(iface)
+            .map(Sender::Live)
+            .map_err(|e| {
+                if e.is_usage() {
+                    usage(e.to_string())
+                } else {
+                    e.into()
+                }
+            }),
         _ => Err(usage(format!(
             "the {backend:?} backend does not run on Linux: use --backend afxdp"
         ))),
@@ -53,11 +109,11 @@ pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Box<dyn Po
 }
 
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
-pub fn open(backend: Backend, iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+pub fn open(backend: Backend, iface: &str, _xdp: &AfXdpArgs) -> Result<Sender> {
     match backend {
         Backend::Bpf => {
             let port = linerate_bpfdev::open(iface).map_err(linerate_port::PortError::from)?;
-            Ok(Box::new(port))
+            Ok(Sender::Port(Box::new(port)))
         }
         _ => Err(usage(format!(
             "the {backend:?} backend needs Linux: use --backend bpf"
@@ -66,7 +122,7 @@ pub fn open(backend: Backend, iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn P
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "freebsd")))]
-pub fn open(backend: Backend, _iface: &str, _xdp: &AfXdpArgs) -> Result<Box<dyn Port>> {
+pub fn open(backend: Backend, _iface: &str, _xdp: &AfXdpArgs) -> Result<Sender> {
     Err(usage(format!(
         "the {backend:?} backend does not run on this system"
     )))

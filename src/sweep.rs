@@ -59,7 +59,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 size,
                 ..StreamSpec::seed()
             };
-            tx::compile(&[spec], port.as_ref(), receiver.as_ref(), link)
+            tx::compile(&[spec], port.info(), receiver.as_ref(), link)
                 .with_context(|| format!("size {size}"))
         })
         .collect::<Result<Vec<Plan>>>()?;
@@ -90,7 +90,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 tick: Duration::from_millis(500),
             };
             let before = receiver.as_ref().map(|r| (r.counters)()).transpose()?;
-            let report = linerate_engine::run(port.as_ref(), plan, &config, &BarObserver(&bar))
+            let report = port
+                .run(plan, &config, &BarObserver(&bar))
                 .with_context(|| format!("transmit {size}-byte frames on {iface}"))?;
             let rx = match (&receiver, before) {
                 (Some(r), Some(b)) => Some(tx::settle(r, b, report.completed)?),

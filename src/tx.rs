@@ -4,12 +4,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use linerate_engine::{RunConfig, WorkerSpec};
-use linerate_port::{NullPort, PcapPort, Port};
+use linerate_port::{NullPort, PcapPort, PortInfo};
 use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
 
 use crate::cli::{Backend, StreamArgs, TxArgs};
 use crate::output::{self, LiveStatus};
-use crate::platform::{self, LabSide};
+use crate::platform::{self, LabSide, Sender};
 use crate::usage;
 
 /// What arrived at a lab's sink during a run.
@@ -39,7 +39,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         Some(iface) => platform::lab_side(iface)?,
         None => None,
     };
-    let plan = compile(&streams, port.as_ref(), lab.as_ref(), args.link_speed)?;
+    let plan = compile(&streams, port.info(), lab.as_ref(), args.link_speed)?;
     if plan.count.is_none()
         && args.count.is_none()
         && args.duration.is_none()
@@ -63,7 +63,8 @@ pub fn run(args: &TxArgs) -> Result<()> {
         args.quiet,
     );
     let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
-    let report = linerate_engine::run(port.as_ref(), &plan, &config, &live)
+    let report = port
+        .run(&plan, &config, &live)
         .with_context(|| format!("transmit on {}", info.name))?;
     let sink = match (&lab, before) {
         (Some(l), Some(b)) => Some(settle(l, b, report.completed)?),
@@ -90,11 +91,10 @@ pub fn run(args: &TxArgs) -> Result<()> {
 /// Compiles the streams against what the port and the lab impose and suggest.
 pub fn compile(
     streams: &[StreamSpec],
-    port: &dyn Port,
+    info: &PortInfo,
     lab: Option<&LabSide>,
     link_mbps: Option<u64>,
 ) -> Result<Plan> {
-    let info = port.info();
     let defaults = Limits::default();
     let limits = Limits {
         mtu: info.mtu,
@@ -232,16 +232,16 @@ pub fn open_interface(
     backend: Option<Backend>,
     iface: &str,
     afxdp: &crate::cli::AfXdpArgs,
-) -> Result<Box<dyn Port>> {
+) -> Result<Sender> {
     match backend.unwrap_or_else(default_backend) {
-        b @ (Backend::Afxdp | Backend::Bpf) => platform::open(b, iface, afxdp),
+        b @ (Backend::Afxdp | Backend::Bpf | Backend::Live) => platform::open(b, iface, afxdp),
         other => Err(usage(format!(
             "the {other:?} backend has no interface: use --backend afxdp or bpf"
         ))),
     }
 }
 
-fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
+fn open_port(args: &TxArgs, queues: u32) -> Result<Sender> {
     let backend = match (args.backend, &args.interface, &args.pcap, args.null) {
         (Some(b), _, _, _) => b,
         (None, _, Some(_), _) => Backend::Pcap,
@@ -257,7 +257,7 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
         Backend::Null => {
             let mut port = NullPort::new(queues);
             port.set_mtu(args.mtu);
-            Ok(Box::new(port))
+            Ok(Sender::Port(Box::new(port)))
         }
         Backend::Pcap => {
             let path = args
@@ -266,9 +266,9 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Box<dyn Port>> {
                 .ok_or_else(|| usage("--backend pcap needs --pcap FILE"))?;
             let mut port = PcapPort::create(path, queues)?;
             port.set_mtu(args.mtu);
-            Ok(Box::new(port))
+            Ok(Sender::Port(Box::new(port)))
         }
-        Backend::Afxdp | Backend::Bpf => {
+        Backend::Afxdp | Backend::Bpf | Backend::Live => {
             let iface = args
                 .interface
                 .as_deref()

@@ -38,6 +38,7 @@ pub struct LivePort {
     iface: String,
     ifindex: u32,
     kernel: String,
+    info: linerate_port::PortInfo,
 }
 
 impl LivePort {
@@ -90,6 +91,7 @@ impl LivePort {
             iface: iface.into(),
             ifindex,
             kernel,
+            info: port_info(iface),
         })
     }
 
@@ -101,9 +103,46 @@ impl LivePort {
         self.ifindex
     }
 
+    /// Name, MAC and MTU as sysfs tells them; the frames go out on the CPU that runs the
+    /// program, so there are no queues to pick (`queues` is the CPU count).
+    pub fn info(&self) -> &linerate_port::PortInfo {
+        &self.info
+    }
+
     /// The kernel release the probe ran on.
     pub fn kernel(&self) -> &str {
         &self.kernel
+    }
+}
+
+fn port_info(iface: &str) -> linerate_port::PortInfo {
+    let read = |what: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"))
+            .map(|s| s.trim().to_owned())
+            .ok()
+    };
+    let mac = read("address").and_then(|text| {
+        let bytes: Vec<u8> = text
+            .split(':')
+            .filter_map(|b| u8::from_str_radix(b, 16).ok())
+            .collect();
+        <[u8; 6]>::try_from(bytes).ok()
+    });
+    let virtual_device = std::fs::read_link(format!("/sys/class/net/{iface}"))
+        .map(|p| p.to_string_lossy().contains("/virtual/"))
+        .unwrap_or(true);
+    linerate_port::PortInfo {
+        name: iface.to_owned(),
+        mac,
+        mtu: read("mtu").and_then(|m| m.parse().ok()).unwrap_or(1500),
+        // Virtual devices (veth) report a nominal speed that bounds nothing.
+        link_speed: read("speed")
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|&s| s > 0 && !virtual_device)
+            .map(|s| linerate_port::LinkSpeed(s as u64)),
+        queues: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        driver: None,
+        backend: crate::BACKEND,
     }
 }
 

@@ -5,8 +5,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use common::{
     VethPair, after, frame_len, json, linerate, linerate_ok, linerate_usage_error, root_or_skip,
@@ -71,59 +70,25 @@ fn frames_caught_at_the_receiver_decode_as_asked() {
         return;
     }
     let pair = VethPair::new(&unique_name("axc"));
-    let dir = tempfile::tempdir().unwrap();
-    let pcap = dir.path().join("rx.pcap");
-    let mut tcpdump = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &pair.name,
-            "tcpdump",
-            "-i",
-            &pair.b(),
-            "-U",
-            "-n",
-            "-c",
-            "1000",
-            "-w",
-            pcap.to_str().unwrap(),
-            "udp",
-        ])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tcpdump");
-    // tcpdump says "listening on" once its socket is open: only then may frames go.
-    let mut stderr = tcpdump.stderr.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("listening on") {
-        let n = std::io::Read::read(&mut stderr, &mut buf).unwrap();
-        assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
     let mac = pair.b_mac();
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "-i",
-        &pair.a(),
-        "-n",
-        "1000",
-        "--dst-mac",
-        &mac,
-        "--size",
-        "128",
-        "--vary",
-        "src-port:inc:1000-1999",
-        "--dst-ip",
-        "198.18.0.77",
-    ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while tcpdump.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "tcpdump did not see 1000 frames");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let frames = common::tcpdump(&pcap);
+    let frames = common::capture(&pair, 1000, "udp", || {
+        linerate_ok(&[
+            "tx",
+            "-q",
+            "-i",
+            &pair.a(),
+            "-n",
+            "1000",
+            "--dst-mac",
+            &mac,
+            "--size",
+            "128",
+            "--vary",
+            "src-port:inc:1000-1999",
+            "--dst-ip",
+            "198.18.0.77",
+        ]);
+    });
     assert_eq!(frames.len(), 1000);
     let mut ports = BTreeSet::new();
     for f in &frames {

@@ -199,3 +199,52 @@ impl Drop for VethPair {
             .output();
     }
 }
+
+/// Captures `count` frames on the namespace end of `pair` while `send` runs: tcpdump is started
+/// first and waited for ("listening on"), and it ends by itself after `count` frames.
+pub fn capture(pair: &VethPair, count: usize, filter: &str, send: impl FnOnce()) -> Vec<String> {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("rx.pcap");
+    let mut tcpdump = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pair.name,
+            "tcpdump",
+            "-i",
+            &pair.b(),
+            "-U",
+            "-n",
+            "-c",
+        ])
+        .arg(count.to_string())
+        .args(["-w", pcap.to_str().unwrap(), filter])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump");
+    let mut stderr = tcpdump.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("listening on") {
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    send();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tcpdump.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = tcpdump.kill();
+            panic!("tcpdump did not see {count} frames");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tcpdump_file(&pcap)
+}
+
+fn tcpdump_file(pcap: &Path) -> Vec<String> {
+    tcpdump(pcap)
+}

@@ -1,8 +1,9 @@
 //! Lab benchmark of the live backend (root): for each size and worker count, sends a fixed count
 //! three times to a fresh lab's sink and prints the median rate counted at the sink.
 //!
-//! `cargo run --release -p linerate-live --example live_bench -- [COUNT] [SIZES] [VARY]`
-//! e.g. `-- 5000000 64,512,1518 src-port:random:1-65535`.
+//! `cargo run --release -p linerate-live --example live_bench -- [COUNT] [SIZES] [VARY] [WORKERS]`
+//! e.g. `-- 5000000 64,512,1518 src-port:random:1-65535 1,2` (VARY `-`: no field varies).
+//! `LIVE_BENCH_QUEUES=N` gives the lab N queues whatever the worker count.
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -19,13 +20,23 @@ fn main() {
     let sizes: Vec<usize> = args.get(2).map_or(vec![64, 512, 1518], |s| {
         s.split(',').map(|x| x.parse().expect("SIZES")).collect()
     });
-    let vary: Vec<String> = args.get(3).map(|s| vec![s.clone()]).unwrap_or_default();
+    let vary: Vec<String> = args
+        .get(3)
+        .filter(|s| *s != "-")
+        .map(|s| vec![s.clone()])
+        .unwrap_or_default();
+    let worker_counts: Vec<usize> = args.get(4).map_or(vec![1, 2], |s| {
+        s.split(',').map(|x| x.parse().expect("WORKERS")).collect()
+    });
+    let queues: Option<u32> = std::env::var("LIVE_BENCH_QUEUES")
+        .ok()
+        .map(|q| q.parse().expect("LIVE_BENCH_QUEUES"));
     let cores = core_affinity::get_core_ids().map_or(1, |c| c.len());
     println!("size  workers  vary  Mpps(median of 3)  runs");
-    for workers in [1usize, 2] {
+    for workers in worker_counts {
         let lab = LabGuard::up(&LabConfig {
             name: unique_name("lvb"),
-            queues: workers as u32,
+            queues: queues.unwrap_or(workers as u32),
         })
         .expect("lab up");
         let port = linerate_live::LivePort::open(&lab.sender).expect("open");

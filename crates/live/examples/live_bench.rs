@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p linerate-live --example live_bench -- [COUNT] [SIZES] [VARY] [WORKERS]`
 //! e.g. `-- 5000000 64,512,1518 src-port:random:1-65535 1,2` (VARY `-`: no field varies).
-//! `LIVE_BENCH_QUEUES=N` gives the lab N queues whatever the worker count.
+//! `LIVE_BENCH_QUEUES=N` gives the lab N queues whatever the worker count; `LIVE_BENCH_CORE=C`
+//! puts worker 0 on core C (worker w on C + w).
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -31,6 +32,9 @@ fn main() {
     let queues: Option<u32> = std::env::var("LIVE_BENCH_QUEUES")
         .ok()
         .map(|q| q.parse().expect("LIVE_BENCH_QUEUES"));
+    let first_core: usize = std::env::var("LIVE_BENCH_CORE")
+        .ok()
+        .map_or(0, |c| c.parse().expect("LIVE_BENCH_CORE"));
     let cores = core_affinity::get_core_ids().map_or(1, |c| c.len());
     println!("size  workers  vary  Mpps(median of 3)  runs");
     for workers in worker_counts {
@@ -56,7 +60,7 @@ fn main() {
                 let config = RunConfig {
                     workers: (0..workers)
                         .map(|w| WorkerSpec {
-                            core: Some(w % cores),
+                            core: Some((first_core + w) % cores),
                             queue: w as u32,
                         })
                         .collect(),

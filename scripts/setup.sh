@@ -13,7 +13,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 
 if [[ $(uname -s) == Linux ]]; then
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
-              linux-libc-dev libc6-dev procps bpftool)
+              linux-libc-dev libc6-dev procps util-linux bpftool)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -327,27 +327,9 @@ pub struct StreamArgs {
 
 /// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
 pub fn parse_link_speed(text: &str) -> Result<u64, String> {
-    let t = text.trim().to_ascii_uppercase();
-    let t = t
-        .trim_end_matches("BPS")
-        .trim_end_matches("BE")
-        .trim_end_matches("BIT");
-    let (number, scale) = if let Some(n) = t.strip_suffix('G') {
-        (n, 1000.0)
-    } else if let Some(n) = t.strip_suffix('M') {
-        (n, 1.0)
-    } else {
-        return Err(format!(
-            "'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"
-        ));
-    };
-    let v: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a link speed (e.g. 1G, 10G, 25G, 100M)"))?;
-    if !(v > 0.0) {
-        return Err(format!("'{text}': a link speed must be more than zero"));
-    }
-    Ok((v * scale).round() as u64)
+    text.parse::<linerate_report::LinkSpeed>()
+        .map(|l| l.mbps)
+        .map_err(|e| e.to_string())
 }
 
 /// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.

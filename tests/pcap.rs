@@ -306,3 +306,22 @@ fn bad_input_is_one_line_and_exit_code_2() {
     ]);
     assert!(line.contains("queue 3 is given twice"), "{line}");
 }
+
+#[test]
+fn the_shipped_examples_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = linerate_ok(&[
+                "tx", "--null", "-q", "--json", "-n", "64", "--link-speed", "10G", "--stream",
+                path.to_str().unwrap(),
+            ]);
+            let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(report["completed"], 64, "{}", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 4, "examples/ holds {seen} stream files");
+}

@@ -231,7 +231,7 @@ mod tests {
             rate: "100%".into(),
             ..StreamSpec::seed()
         };
-        let p = Plan::compile(&[line.clone()], &limits)
+        let p = Plan::compile(std::slice::from_ref(&line), &limits)
             .unwrap()
             .pacing
             .unwrap();

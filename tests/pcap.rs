@@ -315,7 +315,15 @@ fn the_shipped_examples_run() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
             let out = linerate_ok(&[
-                "tx", "--null", "-q", "--json", "-n", "64", "--link-speed", "10G", "--stream",
+                "tx",
+                "--null",
+                "-q",
+                "--json",
+                "-n",
+                "64",
+                "--link-speed",
+                "10G",
+                "--stream",
                 path.to_str().unwrap(),
             ]);
             let report: serde_json::Value = serde_json::from_str(&out).unwrap();

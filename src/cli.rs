@@ -26,6 +26,14 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Side-by-side table of two or more sweep files, with the ratio per size.
     Compare(CompareArgs),
+    /// The interfaces here and which backends can send on each.
+    Ports(PortsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PortsArgs {
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ mod cli;
 mod lab;
 mod output;
 mod platform;
+mod ports;
 mod sweep;
 mod tx;
 mod usage;
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
         Command::Sink(args) => lab::sink(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Compare(args) => sweep::compare(&args),
+        Command::Ports(args) => ports::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

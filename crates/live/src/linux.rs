@@ -361,7 +361,11 @@ fn transmit(
             return Ok(runs);
         }
         let errors = slot.errors.load(Ordering::Acquire);
-        let repeat = (limit - sent).min(CHUNK) as i32;
+        let chunk: u64 = std::env::var("LIVE_CHUNK")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(CHUNK);
+        let repeat = (limit - sent).min(chunk) as i32;
         match test_run(prog, data, ctx, repeat, batch) {
             Ok(()) => {}
             // A signal (Ctrl-C) cut the call short: the counters say how far it got.

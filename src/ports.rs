@@ -1,0 +1,143 @@
+//! `linerate ports`: the interfaces here and which backends can send on each.
+
+use anyhow::Result;
+use linerate_port::PortInfo;
+use serde::Serialize;
+
+use crate::cli::PortsArgs;
+use crate::output::print_json;
+
+#[derive(Debug, Serialize)]
+struct PortLine {
+    name: String,
+    mac: Option<String>,
+    mtu: u32,
+    driver: Option<String>,
+    link_mbps: Option<u64>,
+    queues: u32,
+    /// Backend name → "ok" or why it cannot send here.
+    backends: Vec<(String, String)>,
+}
+
+impl PortLine {
+    fn new(info: &PortInfo) -> Self {
+        Self {
+            name: info.name.clone(),
+            mac: info.mac.map(|m| linerate_wire::format_mac(&m)),
+            mtu: info.mtu,
+            driver: info.driver.clone(),
+            link_mbps: info.link_speed.map(|s| s.mbps()),
+            queues: info.queues,
+            backends: Vec::new(),
+        }
+    }
+}
+
+pub fn run(args: &PortsArgs) -> Result<()> {
+    let lines = probe(&interfaces()?);
+    if args.json {
+        return print_json(&lines);
+    }
+    println!(
+        "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  backends",
+        "port", "mac", "mtu", "driver", "link", "queues"
+    );
+    for l in &lines {
+        let backends: Vec<String> = l
+            .backends
+            .iter()
+            .map(|(b, why)| {
+                if why == "ok" {
+                    b.clone()
+                } else {
+                    format!("{b}: {why}")
+                }
+            })
+            .collect();
+        println!(
+            "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  {}",
+            l.name,
+            l.mac.as_deref().unwrap_or("-"),
+            l.mtu,
+            l.driver.as_deref().unwrap_or("-"),
+            l.link_mbps
+                .map_or("n/a".to_string(), |m| format!("{}G", m as f64 / 1000.0)),
+            l.queues,
+            backends.join("; ")
+        );
+    }
+    Ok(())
+}
+
+fn interfaces() -> Result<Vec<String>> {
+    let mut names: Vec<String> = nix::ifaddrs::getifaddrs()?
+        .map(|a| a.interface_name)
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+#[cfg(target_os = "linux")]
+fn probe(names: &[String]) -> Vec<PortLine> {
+    use linerate_port::Port;
+    names
+        .iter()
+        .filter_map(|name| {
+            let xsk = linerate_afxdp::XskPort::open(name, Default::default());
+            let mut line = match &xsk {
+                Ok(p) => PortLine::new(p.info()),
+                Err(_) => PortLine {
+                    name: name.clone(),
+                    mac: None,
+                    mtu: 0,
+                    driver: None,
+                    link_mbps: None,
+                    queues: 0,
+                    backends: Vec::new(),
+                },
+            };
+            line.backends.push((
+                "afxdp".into(),
+                xsk.as_ref().map_or_else(|e| e.to_string(), |_| "ok".into()),
+            ));
+            line.backends.push((
+                "live".into(),
+                linerate_live::LivePort::open(name).map_or_else(|e| e.to_string(), |_| "ok".into()),
+            ));
+            Some(line)
+        })
+        .collect()
+}
+
+#[cfg(any(target_os = "macos", target_os = "freebsd"))]
+fn probe(names: &[String]) -> Vec<PortLine> {
+    use linerate_port::Port;
+    names
+        .iter()
+        .filter_map(|name| match linerate_bpfdev::open(name) {
+            Ok(p) => {
+                let mut line = PortLine::new(p.info());
+                line.backends.push((
+                    "bpf".into(),
+                    format!("ok ({})", linerate_bpfdev::QUEUES_NOTE),
+                ));
+                Some(line)
+            }
+            Err(e) => Some(PortLine {
+                name: name.clone(),
+                mac: None,
+                mtu: 0,
+                driver: None,
+                link_mbps: None,
+                queues: 0,
+                backends: vec![("bpf".into(), e.to_string())],
+            }),
+        })
+        .collect()
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos", target_os = "freebsd")))]
+fn probe(_names: &[String]) -> Vec<PortLine> {
+    Vec::new()
+}

@@ -83,7 +83,7 @@ fn probe(names: &[String]) -> Vec<PortLine> {
     use linerate_port::Port;
     names
         .iter()
-        .filter_map(|name| {
+        .map(|name| {
             let xsk = linerate_afxdp::XskPort::open(name, Default::default());
             let mut line = match &xsk {
                 Ok(p) => PortLine::new(p.info()),
@@ -105,7 +105,7 @@ fn probe(names: &[String]) -> Vec<PortLine> {
                 "live".into(),
                 linerate_live::LivePort::open(name).map_or_else(|e| e.to_string(), |_| "ok".into()),
             ));
-            Some(line)
+            line
         })
         .collect()
 }
@@ -115,16 +115,16 @@ fn probe(names: &[String]) -> Vec<PortLine> {
     use linerate_port::Port;
     names
         .iter()
-        .filter_map(|name| match linerate_bpfdev::open(name) {
+        .map(|name| match linerate_bpfdev::open(name) {
             Ok(p) => {
                 let mut line = PortLine::new(p.info());
                 line.backends.push((
                     "bpf".into(),
                     format!("ok ({})", linerate_bpfdev::QUEUES_NOTE),
                 ));
-                Some(line)
+                line
             }
-            Err(e) => Some(PortLine {
+            Err(e) => PortLine {
                 name: name.clone(),
                 mac: None,
                 mtu: 0,
@@ -132,7 +132,7 @@ fn probe(names: &[String]) -> Vec<PortLine> {
                 link_mbps: None,
                 queues: 0,
                 backends: vec![("bpf".into(), e.to_string())],
-            }),
+            },
         })
         .collect()
 }

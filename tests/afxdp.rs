@@ -170,3 +170,105 @@ fn bad_input_leaves_nothing_attached() {
     let out = linerate(&["tx", "-q", "-i", &lab.sender, "-n", "10"]);
     assert!(out.status.success());
 }
+
+/// Waits until the lab's sink has counted something: the sender is then surely transmitting.
+fn wait_for_traffic(lab: &LabGuard) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while lab.sink_counters().unwrap().packets == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no traffic reached the sink"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_stops_drains_reports_and_detaches() {
+    if !root_or_skip("ctrl_c_stops_drains_reports_and_detaches") {
+        return;
+    }
+    let lab = lab(2);
+    let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "tx",
+            "-q",
+            "--json",
+            "-i",
+            &lab.sender,
+            "-d",
+            "60s",
+            "--attach",
+            "skb",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_traffic(&lab);
+    assert!(
+        xdp_attached(&lab.sender, None),
+        "the pass-through program is on while sending"
+    );
+    // SAFETY: kill(2) on our own child's pid; the child has not been reaped yet.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    assert!(report["completed"].as_u64().unwrap() > 0);
+    assert_eq!(
+        report["completed"], report["submitted"],
+        "completions drained"
+    );
+    assert_eq!(report["sink"]["lost"], 0);
+    assert!(report["elapsed_s"].as_f64().unwrap() < 30.0);
+    assert!(
+        !xdp_attached(&lab.sender, None),
+        "program left after Ctrl-C"
+    );
+}
+
+#[test]
+fn sigkill_leaves_no_program_and_the_lab_still_goes_down() {
+    if !root_or_skip("sigkill_leaves_no_program_and_the_lab_still_goes_down") {
+        return;
+    }
+    let lab = lab(1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "tx",
+            "-q",
+            "-i",
+            &lab.sender,
+            "-d",
+            "60s",
+            "--attach",
+            "skb",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_traffic(&lab);
+    assert!(xdp_attached(&lab.sender, None));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The bpf_link dies with the process's last file descriptor.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while xdp_attached(&lab.sender, None) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "XDP program left after SIGKILL"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let name = lab.name.clone();
+    drop(lab);
+    let out = linerate(&["lab", "down", "--name", &name]);
+    assert!(out.status.success());
+    assert!(!std::path::Path::new(&format!("/sys/class/net/{name}0")).exists());
+}

@@ -111,6 +111,17 @@ pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResul
             err
         );
     }
+    for s in &report.per_stream {
+        println!(
+            "stream    {}: {} frames, {} bytes; asked {:.3} kpps, sent {:.3} kpps ({:+.2} %)",
+            s.name,
+            s.frames,
+            s.bytes,
+            s.requested_pps / 1e3,
+            s.pps / 1e3,
+            s.rate_error_pct()
+        );
+    }
     if let Some(p) = &report.pacing {
         println!(
             "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches",

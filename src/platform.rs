@@ -53,9 +53,9 @@ impl Sender {
             Self::Port(p) => Ok(linerate_engine::run(p.as_ref(), plan, config, observer)?),
             #[cfg(target_os = "linux")]
             Self::Live(l) => {
-                if plan.pacing.is_some() {
+                if !plan.lanes.is_empty() {
                     return Err(usage(
-                        "the live backend sends at max rate only for now: drop --rate/--burst or use --backend afxdp",
+                        "the live backend sends one stream at a time: interleaved streams need --backend afxdp",
                     ));
                 }
                 linerate_live::run(l, plan, config, observer).map_err(|e| {

@@ -8,9 +8,9 @@ mod run;
 mod worker;
 
 pub use counters::Snapshot;
-pub use report::{PacingStats, Report, WorkerReport};
+pub use report::{PacingStats, Report, StreamCount, WorkerReport};
 pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for};
-pub use worker::{Pace, WorkerTotals, transmit};
+pub use worker::{Lane, LaneTotals, Pace, WorkerTotals, transmit, transmit_lanes};
 
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +29,8 @@ pub enum EngineError {
     WorkerPanicked(usize),
     #[error("no worker to run: give at least one core")]
     NoWorkers,
+    #[error("interleaved stream '{stream}' has no schedule: every interleaved stream needs a rate")]
+    UnpacedLane { stream: String },
 }
 
 impl EngineError {
@@ -36,7 +38,10 @@ impl EngineError {
     pub fn is_usage(&self) -> bool {
         match self {
             Self::Port(e) => e.is_usage(),
-            Self::Pin { .. } | Self::NoWorkers | Self::SlotTooSmall { .. } => true,
+            Self::Pin { .. }
+            | Self::NoWorkers
+            | Self::SlotTooSmall { .. }
+            | Self::UnpacedLane { .. } => true,
             Self::WorkerPanicked(_) => false,
         }
     }

@@ -32,7 +32,9 @@ impl PacingStats {
         ))
     }
 
-    fn from_histograms(late: Histogram<u64>, gap: Histogram<u64>) -> Self {
+    /// Summarises a worker's histograms (ns): lateness per batch (or per call, for backends that
+    /// pace by call) and gaps between them.
+    pub fn from_histograms(late: Histogram<u64>, gap: Histogram<u64>) -> Self {
         Self {
             batches: late.len(),
             late_p50_ns: late.value_at_quantile(0.5),
@@ -98,6 +100,30 @@ pub struct Report {
     /// Pacing of all workers together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pacing: Option<PacingStats>,
+    /// Interleaved streams: what each stream asked for and sent, all workers together. (Not
+    /// `streams`: the CLI's JSON already has that key for what each stream compiled to.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_stream: Vec<StreamCount>,
+}
+
+/// One interleaved stream's share of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamCount {
+    pub name: String,
+    /// Frames submitted, all workers together.
+    pub frames: u64,
+    /// Bytes of those frames, FCS excluded.
+    pub bytes: u64,
+    pub requested_pps: f64,
+    /// Frames over the run's time (the longest worker's).
+    pub pps: f64,
+}
+
+impl StreamCount {
+    /// Achieved minus requested rate, in % of the request.
+    pub fn rate_error_pct(&self) -> f64 {
+        (self.pps - self.requested_pps) / self.requested_pps * 100.0
+    }
 }
 
 impl Report {
@@ -120,6 +146,7 @@ impl Report {
             requested_pps: None,
             pacing: PacingStats::merged(&workers),
             workers,
+            per_stream: Vec::new(),
         }
     }
 

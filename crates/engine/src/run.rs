@@ -4,15 +4,20 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 use linerate_port::{Port, QueueConfig, TxQueue};
-use linerate_stream::Plan;
+use linerate_stream::{Pacing, Plan, WorkerPlan};
 
 use crate::EngineError;
 use crate::counters::{Counters, Slots, Snapshot};
-use crate::report::{PacingStats, Report, WorkerReport};
-use crate::worker::{CountersHandle, Pace, fill_slots, transmit};
+use crate::report::{PacingStats, Report, StreamCount, WorkerReport};
+use crate::worker::{
+    CountersHandle, Lane, LaneTotals, Pace, fill_lanes, fill_slots, transmit, transmit_lanes,
+};
 
 /// Slots a queue gets at least: enough for a 2048-entry ring with as many in flight again.
 const MIN_SLOTS: u32 = 4096;
+
+/// Slots each lane of an interleaved plan gets at least.
+const MIN_LANE_SLOTS: u32 = 512;
 
 /// Where one worker runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +59,7 @@ pub fn slots_for(period: usize) -> u32 {
 
 /// Opens one queue per worker (all before any frame is sent, so a busy or missing queue fails
 /// the run cleanly), fills their slots, starts the workers together and waits for them.
+/// A plan with lanes (interleaved streams) runs `transmit_lanes` on every worker, else `transmit`.
 pub fn run(
     port: &dyn Port,
     plan: &Plan,
@@ -72,14 +78,22 @@ pub fn run(
             return Err(EngineError::Pin { core, available });
         }
     }
+    let lanes = lane_pacing(plan)?;
     let slot_size = (plan.max_len() as u32).next_power_of_two().max(2048);
     let mut queues = Vec::with_capacity(workers);
-    let mut plans = Vec::with_capacity(workers);
+    let mut jobs = Vec::with_capacity(workers);
     for (i, w) in config.workers.iter().enumerate() {
-        let wp = plan.for_worker(i, workers, config.count);
+        let job = if lanes.is_empty() {
+            Job::One(plan.for_worker(i, workers, config.count))
+        } else {
+            Job::Lanes(split_slots(
+                plan.lanes_for_worker(i, workers, config.count),
+                &lanes,
+            ))
+        };
         let queue = port.open_queue(&QueueConfig {
             queue_id: w.queue,
-            slots: slots_for(wp.frames.len()),
+            slots: job.slots(),
             slot_size,
             batch: config.batch,
         })?;
@@ -91,7 +105,7 @@ pub fn run(
             });
         }
         queues.push(queue);
-        plans.push(wp);
+        jobs.push(job);
     }
 
     let counters: Slots = (0..workers)
@@ -106,7 +120,7 @@ pub fn run(
 
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(workers);
-        for (i, (mut queue, wp)) in queues.into_iter().zip(&plans).enumerate() {
+        for (i, (mut queue, job)) in queues.into_iter().zip(&jobs).enumerate() {
             let spec = config.workers[i];
             let (counters, halt, finished, barrier, epoch) =
                 (&counters[i], &halt, &finished, &barrier, &epoch);
@@ -114,53 +128,131 @@ pub fn run(
                 if let Some(core) = spec.core {
                     core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 }
-                fill_slots(&mut queue, wp);
-                barrier.wait();
-                let pace = plan.pacing.as_ref().map(|pacing| Pace {
-                    pacing,
-                    epoch: *epoch.get_or_init(Instant::now),
-                });
-                let result = transmit(
-                    &mut queue,
-                    wp,
-                    config.batch,
-                    halt,
-                    Some(&CountersHandle(counters)),
-                    pace,
-                );
+                let handle = CountersHandle(counters);
+                let result = match job {
+                    Job::One(wp) => {
+                        fill_slots(&mut queue, wp);
+                        barrier.wait();
+                        let pace = plan.pacing.as_ref().map(|pacing| Pace {
+                            pacing,
+                            epoch: *epoch.get_or_init(Instant::now),
+                        });
+                        transmit(&mut queue, wp, config.batch, halt, Some(&handle), pace)
+                    }
+                    Job::Lanes(lanes) => {
+                        fill_lanes(&mut queue, lanes);
+                        barrier.wait();
+                        let epoch = *epoch.get_or_init(Instant::now);
+                        transmit_lanes(&mut queue, lanes, config.batch, halt, Some(&handle), epoch)
+                    }
+                };
                 finished.fetch_add(1, Ordering::Release);
-                result.map(|totals| WorkerReport {
-                    pacing: PacingStats::of(&totals),
-                    worker: i,
-                    core: spec.core,
-                    queue: spec.queue,
-                    mode: queue.mode(),
-                    submitted: totals.submitted,
-                    completed: totals.completed,
-                    bytes: totals.bytes,
-                    elapsed_s: totals.elapsed.as_secs_f64(),
-                    stats: queue
-                        .stats()
-                        .extra
-                        .into_iter()
-                        .map(|(k, v)| (k.to_owned(), v))
-                        .collect(),
+                result.map(|totals| {
+                    let report = WorkerReport {
+                        pacing: PacingStats::of(&totals),
+                        worker: i,
+                        core: spec.core,
+                        queue: spec.queue,
+                        mode: queue.mode(),
+                        submitted: totals.submitted,
+                        completed: totals.completed,
+                        bytes: totals.bytes,
+                        elapsed_s: totals.elapsed.as_secs_f64(),
+                        stats: queue
+                            .stats()
+                            .extra
+                            .into_iter()
+                            .map(|(k, v)| (k.to_owned(), v))
+                            .collect(),
+                    };
+                    (report, totals.lanes)
                 })
             }));
         }
         barrier.wait();
         supervise(config, &counters, &halt, &finished, workers, observer);
         let mut reports = Vec::with_capacity(workers);
+        let mut sent = vec![LaneTotals::default(); plan.lanes.len()];
         for (i, h) in handles.into_iter().enumerate() {
             match h.join() {
-                Ok(r) => reports.push(r?),
+                Ok(r) => {
+                    let (report, lanes) = r?;
+                    for (sum, lane) in sent.iter_mut().zip(lanes) {
+                        sum.submitted += lane.submitted;
+                        sum.bytes += lane.bytes;
+                    }
+                    reports.push(report);
+                }
                 Err(_) => return Err(EngineError::WorkerPanicked(i)),
             }
         }
         let mut report = Report::new(info.backend, &info.name, reports);
-        report.requested_pps = plan.pacing.as_ref().map(|p| p.pps());
+        report.requested_pps = plan.requested_pps();
+        let elapsed = report.elapsed_s.max(1e-9);
+        report.per_stream = plan
+            .lanes
+            .iter()
+            .zip(&sent)
+            .map(|(lane, sent)| StreamCount {
+                name: lane.streams.first().map_or_else(String::new, |s| s.name.clone()),
+                frames: sent.submitted,
+                bytes: sent.bytes,
+                requested_pps: lane.requested_pps().unwrap_or(0.0),
+                pps: sent.submitted as f64 / elapsed,
+            })
+            .collect();
         Ok(report)
     })
+}
+
+/// What one worker runs: its share of a plan, or of every lane of an interleaved plan.
+enum Job<'a> {
+    One(WorkerPlan<'a>),
+    Lanes(Vec<Lane<'a>>),
+}
+
+impl Job<'_> {
+    fn slots(&self) -> u32 {
+        match self {
+            Self::One(wp) => slots_for(wp.frames.len()),
+            Self::Lanes(lanes) => lanes.iter().map(|l| l.slots).sum(),
+        }
+    }
+}
+
+/// The schedule of every lane of an interleaved plan (empty for any other plan).
+fn lane_pacing(plan: &Plan) -> Result<Vec<&Pacing>, EngineError> {
+    plan.lanes
+        .iter()
+        .map(|lane| {
+            lane.pacing.as_ref().ok_or_else(|| EngineError::UnpacedLane {
+                stream: lane.streams.first().map_or_else(String::new, |s| s.name.clone()),
+            })
+        })
+        .collect()
+}
+
+/// Gives each lane its own run of slots: a multiple of its period, so its slots keep their
+/// frames, and at least `MIN_SLOTS` split between the lanes.
+fn split_slots<'a>(plans: Vec<WorkerPlan<'a>>, pacing: &[&'a Pacing]) -> Vec<Lane<'a>> {
+    let share = (MIN_SLOTS / plans.len().max(1) as u32).max(MIN_LANE_SLOTS);
+    let mut first_slot = 0;
+    plans
+        .into_iter()
+        .zip(pacing)
+        .map(|(plan, &pacing)| {
+            let period = plan.frames.len().max(1) as u32;
+            let slots = share.div_ceil(period) * period;
+            let lane = Lane {
+                plan,
+                pacing,
+                first_slot,
+                slots,
+            };
+            first_slot += slots;
+            lane
+        })
+        .collect()
 }
 
 /// The run thread's job while workers send: stop them at the deadline or on request, and tell
@@ -275,5 +367,58 @@ mod tests {
             run(&NullPort::new(1), &plan, &c, &()),
             Err(EngineError::Pin { core: 4096, .. })
         ));
+    }
+
+    fn interleaved(a: Option<u64>, b: Option<u64>) -> Plan {
+        use linerate_stream::Mode;
+        let lane = |name: &str, port: u16, rate: &str, count| StreamSpec {
+            name: name.into(),
+            src_port: port,
+            rate: rate.into(),
+            count,
+            mode: Mode::Interleaved,
+            ..StreamSpec::seed()
+        };
+        Plan::compile(
+            &[lane("fast", 1, "20k", a), lane("slow", 2, "5k", b)],
+            &Limits::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn interleaved_lanes_send_their_exact_counts_across_workers() {
+        let plan = interleaved(Some(401), Some(99));
+        for workers in 1..=3 {
+            let report = run(&NullPort::new(4), &plan, &config(workers, None), &()).unwrap();
+            assert_eq!((report.submitted, report.completed), (500, 500));
+            let counts: Vec<_> = report
+                .per_stream
+                .iter()
+                .map(|s| (s.name.as_str(), s.frames, s.bytes))
+                .collect();
+            assert_eq!(counts, [("fast", 401, 401 * 60), ("slow", 99, 99 * 60)]);
+            assert_eq!(report.requested_pps, Some(25_000.0));
+            assert_eq!(report.per_stream[1].requested_pps, 5_000.0);
+            assert!(report.pacing.is_some());
+        }
+    }
+
+    #[test]
+    fn a_count_caps_interleaved_lanes_by_due_time() {
+        let plan = interleaved(None, None);
+        for workers in 1..=2 {
+            let report = run(&NullPort::new(2), &plan, &config(workers, Some(64)), &()).unwrap();
+            assert_eq!(report.completed, 64);
+            let frames: Vec<u64> = report.per_stream.iter().map(|s| s.frames).collect();
+            // The frames due by 2.5 ms: 51 at one per 50 µs and 13 at one per 200 µs.
+            assert_eq!(frames, [51, 13]);
+        }
+        let mut c = config(1, None);
+        c.duration = Some(Duration::from_millis(200));
+        let report = run(&NullPort::new(1), &plan, &c, &()).unwrap();
+        let (fast, slow) = (report.per_stream[0].frames, report.per_stream[1].frames);
+        assert!(fast > 3000 && slow > 750, "{fast} {slow}");
+        assert!((fast as f64 / slow as f64 - 4.0).abs() < 0.1, "{fast} {slow}");
     }
 }

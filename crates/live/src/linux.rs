@@ -2,16 +2,17 @@
 //! pinned thread per worker calling BPF_PROG_RUN in live-frame mode until its count is sent.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
-use linerate_engine::{Observer, Report, RunConfig, Snapshot, WorkerReport};
-use linerate_stream::Plan;
+use linerate_engine::{Observer, PacingStats, Report, RunConfig, Snapshot, WorkerReport};
+use linerate_stream::{Pacing, Plan};
 
 use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
 use crate::{BACKEND, LiveError, MODE};
@@ -27,10 +28,23 @@ static LIVE_OBJ: &Aligned<[u8]> =
 const NETDEV_XDP_ACT_NDO_XMIT: u64 = 1 << 2;
 /// The kernel's cap on `batch_size` in live-frame mode (`TEST_XDP_MAX_BATCH`).
 const MAX_BATCH: u32 = 256;
-/// Frames asked of one BPF_PROG_RUN call at most: about 40 ms at 6.5 Mpps, long enough to
-/// amortise the page pool set up per call. Stops do not wait for it: they raise the worker's
+/// Frames asked of one BPF_PROG_RUN call at most: some 30 ms at 9 Mpps, long enough to amortise
+/// the page pool set up per call (~15 µs). Stops do not wait for it: they raise the worker's
 /// `stop` and the program drops the rest of the call's frames.
 const CHUNK: u64 = 1 << 18;
+
+// Pacing, as the engine paces AF_XDP (crates/engine/src/worker.rs), at the granularity of a call.
+/// Frames that fell behind catch up at most this many times faster than asked.
+const CATCH_UP: u64 = 2;
+/// A worker this far behind moves its schedule instead of catching up: the lost time is lost.
+const MAX_LAG_PS: u64 = 50_000_000_000;
+/// Waits longer than this are slept (minus a margin), shorter ones spun.
+const SLEEP_ABOVE_PS: u64 = 200_000_000;
+const SLEEP_MARGIN_PS: u64 = 100_000_000;
+/// A paced call takes the frames due within this of its first frame too: a call costs about
+/// 15 µs, so at high rates one call per frame could never keep up. Frames of one call leave back
+/// to back, so a frame goes out at most this early.
+const MIN_SLICE_PS: u64 = 20_000_000;
 
 /// An interface that can take live XDP frames.
 #[derive(Debug, Clone)]
@@ -227,6 +241,103 @@ impl Drop for WorkerMap {
     }
 }
 
+/// Keeps the live program registered in the kernel's XDP dispatcher for the whole run.
+///
+/// BPF_PROG_RUN with a repeat above 1 adds the program to the dispatcher and removes it after
+/// the call; each change rebuilds the dispatcher and waits for an RCU grace period, about 24 ms
+/// for a call here — a third of the run at max rate, and no pacing finer than that. While the
+/// program is attached somewhere those changes only count references. So it is attached, in
+/// generic mode through a bpf_link, to the loopback of a network namespace of its own, where no
+/// packet ever arrives; the link and the namespace go away on drop, or when the process dies.
+struct Anchor {
+    _link: OwnedFd,
+    _netns: OwnedFd,
+}
+
+impl Anchor {
+    /// None when it cannot be set up (the run is slower, not wrong).
+    fn attach(prog: i32) -> Option<Anchor> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).ok()?;
+                let netns = OwnedFd::from(std::fs::File::open("/proc/thread-self/ns/net").ok()?);
+                let lo = nix::net::if_::if_nametoindex("lo").ok()?;
+                let opts = libbpf_sys::bpf_link_create_opts {
+                    sz: size_of::<libbpf_sys::bpf_link_create_opts>() as _,
+                    flags: libbpf_sys::XDP_FLAGS_SKB_MODE,
+                    ..Default::default()
+                };
+                // SAFETY: prog is a live program fd, lo an ifindex of this thread's namespace,
+                // opts is initialised with its `sz` set and outlives the call.
+                let fd = unsafe {
+                    libbpf_sys::bpf_link_create(prog, lo as i32, libbpf_sys::BPF_XDP, &opts)
+                };
+                if fd < 0 {
+                    return None;
+                }
+                // SAFETY: bpf_link_create returned a fresh fd that nothing else owns.
+                let link = unsafe { OwnedFd::from_raw_fd(fd) };
+                Some(Anchor {
+                    _link: link,
+                    _netns: netns,
+                })
+            })
+            .join()
+            .ok()
+            .flatten()
+        })
+    }
+}
+
+/// A worker's pacing: the plan's schedule, the instant all workers count from, and where this
+/// worker's frames sit in it (global frame `first_seq + k · stride` is its k-th).
+#[derive(Clone, Copy)]
+struct Pace<'a> {
+    pacing: &'a Pacing,
+    epoch: Instant,
+    first_seq: u64,
+    stride: u64,
+}
+
+/// How closely a paced worker kept its schedule, one record per call (ns).
+struct PaceLog {
+    late: Histogram<u64>,
+    gap: Histogram<u64>,
+}
+
+impl PaceLog {
+    fn new() -> PaceLog {
+        // One hour in ns at 3 significant digits, as the engine's.
+        let h = || Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
+        PaceLog {
+            late: h(),
+            gap: h(),
+        }
+    }
+}
+
+#[inline]
+fn ps_since(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64 * 1000
+}
+
+/// Sleeps or spins until `due` (ps after `epoch`), but wakes for `halt` within 10 ms.
+fn wait_until(epoch: Instant, due: u64, halt: &AtomicBool) {
+    loop {
+        let now = ps_since(epoch);
+        if now >= due || halt.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = due - now;
+        if left > SLEEP_ABOVE_PS {
+            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000);
+            std::thread::sleep(Duration::from_nanos(nap / 1000));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Runs `plan` on `port`: one thread per worker, pinned to its core, each calling BPF_PROG_RUN
 /// in live-frame mode with its own template until its share of the count is handed to the
 /// driver, or until the duration or the stop flag ends the run. Counts are the program's: frames
@@ -279,7 +390,9 @@ pub fn run(
         base += w.frames.len() as u32;
     }
     let prog = program(&object, "live_tx")?;
+    let _anchor = Anchor::attach(prog);
     let batch = config.batch.clamp(1, MAX_BATCH);
+    let epoch = OnceLock::new();
     let halt = AtomicBool::new(false);
     let finished = AtomicUsize::new(0);
     let barrier = Barrier::new(workers + 1);
@@ -288,7 +401,8 @@ pub fn run(
         let mut handles = Vec::with_capacity(workers);
         for (i, wl) in layout.workers.iter().enumerate() {
             let spec = config.workers[i];
-            let (slot, halt, finished, barrier) = (&slots[i], &halt, &finished, &barrier);
+            let (slot, halt, finished, barrier, epoch) =
+                (&slots[i], &halt, &finished, &barrier, &epoch);
             handles.push(scope.spawn(move || {
                 if let Some(core) = spec.core {
                     core_affinity::set_for_current(core_affinity::CoreId { id: core });
@@ -299,8 +413,27 @@ pub fn run(
                 let ctx = xdp_ctx(META_LEN, data.len(), port.ifindex);
                 let limit = wl.limit.unwrap_or(u64::MAX);
                 barrier.wait();
+                let pace = plan.pacing.as_ref().map(|pacing| Pace {
+                    pacing,
+                    epoch: *epoch.get_or_init(Instant::now),
+                    first_seq: wl.first_seq,
+                    stride: wl.stride,
+                });
+                let mut log = pace.map(|_| PaceLog::new());
                 let start = Instant::now();
-                let result = transmit(port, prog, &data, &ctx, batch, limit, slot, halt);
+                let sender = Sender {
+                    port,
+                    prog,
+                    data: &data,
+                    ctx: &ctx,
+                    batch,
+                    slot,
+                    halt,
+                };
+                let result = match pace {
+                    Some(p) => sender.paced(limit, p, log.as_mut().expect("paced")),
+                    None => sender.unpaced(limit),
+                };
                 let elapsed = start.elapsed();
                 finished.fetch_add(1, Ordering::Release);
                 let runs = result?;
@@ -323,8 +456,7 @@ pub fn run(
                     ]
                     .into_iter()
                     .collect(),
-                    // Pacing is not applied yet: each worker sends as fast as the kernel allows.
-                    pacing: None,
+                    pacing: log.map(|l| PacingStats::from_histograms(l.late, l.gap)),
                 })
             }));
         }
@@ -337,57 +469,120 @@ pub fn run(
                 Err(_) => return Err(LiveError::WorkerPanicked(i)),
             }
         }
-        Ok(Report::new(BACKEND, &port.iface, reports))
+        let mut report = Report::new(BACKEND, &port.iface, reports);
+        report.requested_pps = plan.pacing.as_ref().map(|p| p.pps());
+        Ok(report)
     })
 }
 
-/// One worker's loop: BPF_PROG_RUN calls sized for what is left, until the program has handed
-/// over `limit` frames or the run is halted. Returns the number of calls.
-#[allow(clippy::too_many_arguments)]
-fn transmit(
-    port: &LivePort,
+/// What one worker needs to call the program.
+struct Sender<'a> {
+    port: &'a LivePort,
     prog: i32,
-    data: &[u8],
-    ctx: &libbpf_sys::xdp_md,
+    data: &'a [u8],
+    ctx: &'a libbpf_sys::xdp_md,
     batch: u32,
-    limit: u64,
-    slot: &WorkerSlot,
-    halt: &AtomicBool,
-) -> Result<u64, LiveError> {
-    let mut runs = 0u64;
-    loop {
-        let sent = slot.sent.load(Ordering::Acquire);
-        if sent >= limit || halt.load(Ordering::Relaxed) {
-            return Ok(runs);
+    slot: &'a WorkerSlot,
+    halt: &'a AtomicBool,
+}
+
+impl Sender<'_> {
+    /// Max rate: calls sized for what is left, until the program has handed over `limit` frames
+    /// or the run is halted. Returns the number of calls.
+    fn unpaced(&self, limit: u64) -> Result<u64, LiveError> {
+        let mut runs = 0u64;
+        loop {
+            let sent = self.slot.sent.load(Ordering::Acquire);
+            if sent >= limit || self.halt.load(Ordering::Relaxed) {
+                return Ok(runs);
+            }
+            self.call((limit - sent).min(CHUNK))?;
+            runs += 1;
         }
-        let errors = slot.errors.load(Ordering::Acquire);
-        let chunk: u64 = std::env::var("LIVE_CHUNK")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(CHUNK);
-        let repeat = (limit - sent).min(chunk) as i32;
-        match test_run(prog, data, ctx, repeat, batch) {
+    }
+
+    /// Paced: each call sends the frames due now (or within `MIN_SLICE_PS` of the first of
+    /// them), no more than the catch-up limit allows, then waits for the next frame's time.
+    /// Lateness is the first frame's, one record per call. Returns the number of calls.
+    fn paced(&self, limit: u64, p: Pace<'_>, log: &mut PaceLog) -> Result<u64, LiveError> {
+        let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * p.stride;
+        let min_gap = (mean / CATCH_UP).max(1);
+        // The bucket holds a batch, a burst or a slice, whichever is larger: on schedule it
+        // never binds.
+        let depth = u64::from(self.batch)
+            .max(p.pacing.burst.div_ceil(p.stride) + 1)
+            .max(MIN_SLICE_PS / mean.max(1) + 1);
+        let full = depth * min_gap;
+        let due = |k: u64| p.pacing.due_ps(p.first_seq + k * p.stride);
+        let (mut shift, mut bucket, mut last_call, mut runs) = (0u64, 0u64, 0u64, 0u64);
+        loop {
+            let sent = self.slot.sent.load(Ordering::Acquire);
+            if sent >= limit || self.halt.load(Ordering::Relaxed) {
+                return Ok(runs);
+            }
+            let first = due(sent) + shift;
+            let now = ps_since(p.epoch);
+            if now < first {
+                wait_until(p.epoch, first, self.halt);
+                continue;
+            }
+            let late = now - first;
+            if late > MAX_LAG_PS {
+                shift += late - MAX_LAG_PS;
+            }
+            let horizon = now.max(first + MIN_SLICE_PS);
+            let cap = (limit - sent).min(CHUNK);
+            let mut want = 1;
+            while want < cap && due(sent + want) + shift <= horizon {
+                want += 1;
+            }
+            // `bucket` runs `full` ahead of the clock, so the bucket starts full: a first burst
+            // goes out whole.
+            bucket = bucket.max(now);
+            let tokens = (now + full - bucket) / min_gap;
+            if tokens == 0 {
+                wait_until(p.epoch, bucket + min_gap - full, self.halt);
+                continue;
+            }
+            want = want.min(tokens);
+            bucket += want * min_gap;
+            log.late.saturating_record(late / 1000);
+            if runs > 0 {
+                log.gap.saturating_record((now - last_call) / 1000);
+            }
+            last_call = now;
+            self.call(want)?;
+            runs += 1;
+        }
+    }
+
+    /// One call of `repeat` frames. A call that hands nothing over while redirects fail means
+    /// the interface refuses the frames.
+    fn call(&self, repeat: u64) -> Result<(), LiveError> {
+        let sent = self.slot.sent.load(Ordering::Acquire);
+        let errors = self.slot.errors.load(Ordering::Acquire);
+        match test_run(self.prog, self.data, self.ctx, repeat as i32, self.batch) {
             Ok(()) => {}
             // A signal (Ctrl-C) cut the call short: the counters say how far it got.
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
             Err(source) => {
                 return Err(LiveError::Run {
-                    iface: port.iface.clone(),
+                    iface: self.port.iface.clone(),
                     source,
                 });
             }
         }
-        runs += 1;
-        let errors_now = slot.errors.load(Ordering::Acquire);
-        if slot.sent.load(Ordering::Acquire) == sent
+        let errors_now = self.slot.errors.load(Ordering::Acquire);
+        if self.slot.sent.load(Ordering::Acquire) == sent
             && errors_now > errors
-            && !halt.load(Ordering::Relaxed)
+            && !self.halt.load(Ordering::Relaxed)
         {
             return Err(LiveError::Refused {
-                iface: port.iface.clone(),
+                iface: self.port.iface.clone(),
                 errors: errors_now,
             });
         }
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use linerate_engine::{RunConfig, WorkerSpec};
 use linerate_lab::{Lab, LabConfig, LabGuard, SinkCounters, unique_name};
 use linerate_live::{LiveError, LivePort, layout};
-use linerate_stream::{Limits, Plan, StreamSpec};
+use linerate_stream::{Bursts, Limits, Plan, StreamSpec};
 use linerate_xdp::{AttachMode, PinnedSink};
 
 fn root_or_skip(test: &str) -> bool {
@@ -35,15 +35,21 @@ fn lab(queues: u32) -> LabGuard {
 }
 
 /// A stream from the lab's sender to its receiver.
-fn plan(lab: &Lab, vary: &[&str], size_mode: &str) -> Plan {
-    let spec = StreamSpec {
+fn spec(lab: &Lab) -> StreamSpec {
+    StreamSpec {
         src_mac: linerate_wire::format_mac(&lab.sender_mac),
         dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
         src_ip: lab.sender_ip.to_string(),
         dst_ip: lab.receiver_ip.to_string(),
+        ..StreamSpec::default()
+    }
+}
+
+fn plan(lab: &Lab, vary: &[&str], size_mode: &str) -> Plan {
+    let spec = StreamSpec {
         vary: vary.iter().map(|s| s.to_string()).collect(),
         size_mode: size_mode.into(),
-        ..StreamSpec::default()
+        ..spec(lab)
     };
     Plan::compile(&[spec], &Limits::default()).expect("plan")
 }
@@ -174,6 +180,14 @@ fn in_netns<T: Send>(netns: &str, f: impl FnOnce() -> T + Send) -> T {
 /// Swaps the lab's sink for a pass-through program and catches what reaches the receiver with an
 /// AF_PACKET socket in the namespace, while `send` runs.
 fn capture(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<Vec<u8>> {
+    capture_timed(lab, want, send)
+        .into_iter()
+        .map(|(_, f)| f)
+        .collect()
+}
+
+/// As `capture`, with each frame's kernel receive time (SO_TIMESTAMPNS, ns of CLOCK_REALTIME).
+fn capture_timed(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<(u64, Vec<u8>)> {
     PinnedSink::unpin(&lab.pin_dir()).expect("remove the sink");
     let (netns, receiver) = (lab.netns.clone(), lab.receiver.clone());
     let file = File::open(format!("/run/netns/{netns}")).expect("netns file");
@@ -187,28 +201,29 @@ fn capture(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<Vec<u8>> {
             ready_tx.send(()).expect("ready");
             let mut frames = Vec::new();
             let mut buf = vec![0u8; 4096];
+            let mut control = [0u64; 16];
             let deadline = Instant::now() + Duration::from_secs(5);
             while frames.len() < want && Instant::now() < deadline {
                 // SAFETY: sockaddr_ll is plain integers; zeroes are valid.
                 let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-                let mut len = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-                // SAFETY: buf and from are valid for the lengths given; the fd is open.
-                let n = unsafe {
-                    libc::recvfrom(
-                        socket.as_raw_fd(),
-                        buf.as_mut_ptr().cast(),
-                        buf.len(),
-                        0,
-                        (&mut from as *mut libc::sockaddr_ll).cast(),
-                        &mut len,
-                    )
+                let mut iov = libc::iovec {
+                    iov_base: buf.as_mut_ptr().cast(),
+                    iov_len: buf.len(),
                 };
-                if n < 0 {
+                // SAFETY: msghdr is plain integers and pointers; zeroes are valid.
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                msg.msg_name = (&mut from as *mut libc::sockaddr_ll).cast();
+                msg.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
+                msg.msg_iov = &mut iov;
+                msg.msg_iovlen = 1;
+                msg.msg_control = control.as_mut_ptr().cast();
+                msg.msg_controllen = size_of_val(&control);
+                // SAFETY: msg points to buffers valid for the lengths given; the fd is open.
+                let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) };
+                if n < 0 || from.sll_pkttype == libc::PACKET_OUTGOING {
                     continue;
                 }
-                if from.sll_pkttype != libc::PACKET_OUTGOING {
-                    frames.push(buf[..n as usize].to_vec());
-                }
+                frames.push((timestamp(&msg), buf[..n as usize].to_vec()));
             }
             frames
         });
@@ -216,6 +231,23 @@ fn capture(lab: &Lab, want: usize, send: impl FnOnce() + Send) -> Vec<Vec<u8>> {
         send();
         catcher.join().expect("catcher")
     })
+}
+
+/// The SCM_TIMESTAMPNS of a received message, in ns (0 if the kernel gave none).
+fn timestamp(msg: &libc::msghdr) -> u64 {
+    // SAFETY: msg was filled by recvmsg; the CMSG macros walk its control buffer within
+    // msg_controllen, and a SCM_TIMESTAMPNS payload is a timespec.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                return ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    0
 }
 
 fn packet_socket(ifindex: u32) -> OwnedFd {
@@ -240,6 +272,7 @@ fn packet_socket(ifindex: u32) -> OwnedFd {
     };
     assert_eq!(ret, 0, "bind: {}", std::io::Error::last_os_error());
     let big: libc::c_int = 16 << 20;
+    let on: libc::c_int = 1;
     let timeout = libc::timeval {
         tv_sec: 0,
         tv_usec: 200_000,
@@ -251,6 +284,13 @@ fn packet_socket(ifindex: u32) -> OwnedFd {
             libc::SOL_SOCKET,
             libc::SO_RCVBUFFORCE,
             (&big as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as u32,
+        );
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
             size_of::<libc::c_int>() as u32,
         );
         libc::setsockopt(
@@ -342,6 +382,94 @@ fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
             want.sort();
             assert_eq!(got, want);
         }
+    }
+}
+
+/// A paced endless run stopped after 2 s: the sink counts what the rate asks, and the report
+/// says how late the calls went out.
+#[test]
+fn a_rate_of_100_kpps_for_two_seconds_delivers_200_000_frames() {
+    if !root_or_skip("a_rate_of_100_kpps_for_two_seconds_delivers_200_000_frames") {
+        return;
+    }
+    let lab = lab(1);
+    let spec = StreamSpec {
+        rate: "100k".into(),
+        ..spec(&lab)
+    };
+    let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
+    let port = LivePort::open(&lab.sender).expect("open");
+    let mut c = config(1, None);
+    c.duration = Some(Duration::from_secs(2));
+    let report = linerate_live::run(&port, &plan, &c, &()).expect("run");
+    assert_eq!(report.requested_pps, Some(100_000.0));
+    let got = settle(&lab, report.submitted);
+    assert_eq!(got.packets, report.submitted, "sink vs report");
+    assert!(
+        (198_000..=202_000).contains(&got.packets),
+        "{} frames at the sink, {report:?}",
+        got.packets
+    );
+    let pacing = report.pacing.as_ref().expect("pacing stats");
+    assert!(pacing.batches > 1000, "{pacing:?}");
+    eprintln!(
+        "100 kpps: {} frames, {} calls, late p50 {} ns p99 {} ns max {} ns, gap p50 {} ns",
+        got.packets,
+        pacing.batches,
+        pacing.late_p50_ns,
+        pacing.late_p99_ns,
+        pacing.late_max_ns,
+        pacing.gap_p50_ns
+    );
+}
+
+/// Bursts of 10 frames, 20 a second: the receiver's timestamps fall in groups of exactly 10,
+/// tight inside, 50 ms apart.
+#[test]
+fn bursts_arrive_at_the_receiver_in_bursts_of_the_asked_size() {
+    if !root_or_skip("bursts_arrive_at_the_receiver_in_bursts_of_the_asked_size") {
+        return;
+    }
+    let lab = lab(1);
+    let spec = StreamSpec {
+        bursts: Some(Bursts {
+            frames: 10,
+            per_second: 20.0,
+        }),
+        ..spec(&lab)
+    };
+    let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
+    assert_eq!(plan.pacing.as_ref().map(|p| p.burst), Some(10));
+    const N: u64 = 200;
+    let frames = capture_timed(&lab, N as usize, || {
+        let p = LivePort::open(&lab.sender).expect("open");
+        let report = linerate_live::run(&p, &plan, &config(1, Some(N)), &()).expect("run");
+        assert_eq!(report.submitted, N);
+        assert_eq!(report.pacing.as_ref().map(|p| p.batches), Some(20));
+    });
+    assert_eq!(frames.len(), N as usize);
+    let times: Vec<u64> = frames.iter().map(|(t, _)| *t).collect();
+    assert!(times.iter().all(|&t| t > 0), "no receive timestamps");
+    // Split where the gap exceeds 10 ms.
+    let mut bursts = vec![vec![times[0]]];
+    for w in times.windows(2) {
+        if w[1].saturating_sub(w[0]) > 10_000_000 {
+            bursts.push(Vec::new());
+        }
+        bursts.last_mut().expect("a burst").push(w[1]);
+    }
+    let sizes: Vec<usize> = bursts.iter().map(Vec::len).collect();
+    assert_eq!(sizes, vec![10; 20], "burst sizes at the receiver");
+    for b in &bursts {
+        let spread = b[b.len() - 1] - b[0];
+        assert!(spread < 2_000_000, "a burst spread over {spread} ns");
+    }
+    for w in bursts.windows(2) {
+        let apart = w[1][0] - w[0][0];
+        assert!(
+            (40_000_000..60_000_000).contains(&apart),
+            "bursts {apart} ns apart, not 50 ms"
+        );
     }
 }
 

@@ -15,5 +15,5 @@ pub use pacing::Pacing;
 pub use plan::{CACHE_LIMIT, Plan, StreamInfo, WorkerPlan};
 pub use rate::{PS_PER_S, Rate};
 pub use size::SizeMode;
-pub use spec::{Bursts, Limits, Next, Proto, SpecFile, StreamSpec};
+pub use spec::{Bursts, Limits, Mode, Next, Proto, SpecFile, StreamSpec};
 pub use vary::VarySpec;

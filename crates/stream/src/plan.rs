@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use linerate_wire::{Patch, Rng};
 
 use crate::spec::Resolved;
-use crate::{Limits, Next, Pacing, StreamError, StreamSpec};
+use crate::{Limits, Mode, Next, Pacing, Rate, StreamError, StreamSpec};
 
 /// Most distinct frames a plan pre-builds. Variable fields whose period would push the cycle past
 /// this are patched per frame instead. 4096 frames of 2 KiB fit any UMEM comfortably.
@@ -35,6 +35,11 @@ pub struct Plan {
     pub streams: Vec<StreamInfo>,
     /// When each frame is due; None sends as fast as the port takes them.
     pub pacing: Option<Pacing>,
+    /// Interleaved streams: one single-stream plan per stream, all sent at once, each on its own
+    /// schedule. Empty for a single stream or a sequence. When not empty, `frames` holds every
+    /// lane's frames one lane after another (for sizing slots and the report), `patches` and
+    /// `pacing` are empty, and `count` is the lanes' sum (None if any lane is endless).
+    pub lanes: Vec<Plan>,
 }
 
 /// One worker's share of a plan: worker `w` of `W` sends frames `w, w+W, w+2W, …`, so the
@@ -62,7 +67,19 @@ impl Plan {
             .iter()
             .map(|s| s.resolve(limits))
             .collect::<Result<Vec<_>, _>>()?;
-        if streams.len() == 1 {
+        let interleaved = streams
+            .iter()
+            .filter(|s| s.mode == Mode::Interleaved)
+            .count();
+        if interleaved > 0 {
+            if interleaved < streams.len() {
+                return Err(StreamError::Invalid {
+                    stream: first.name.clone(),
+                    why: "some streams are interleaved and some in sequence: pick one mode".into(),
+                });
+            }
+            compile_interleaved(streams, &resolved, limits)
+        } else if streams.len() == 1 {
             compile_one(first, &resolved[0], limits)
         } else {
             compile_sequence(streams, &resolved, limits)
@@ -74,7 +91,88 @@ impl Plan {
         self.frames.iter().map(Vec::len).max().unwrap_or(0)
     }
 
+    /// The average rate the plan asks for in frames per second, all lanes together (None: max).
+    pub fn requested_pps(&self) -> Option<f64> {
+        if self.lanes.is_empty() {
+            self.pacing.as_ref().map(Pacing::pps)
+        } else {
+            Some(self.lanes.iter().filter_map(Plan::requested_pps).sum())
+        }
+    }
+
+    /// How many frames each lane sends in the whole run when `limit` caps the total: the first
+    /// `limit` frames of the lanes' schedules merged by due time (ties go to the earlier lane),
+    /// which is the order the engine sends them in. Empty for a plan without lanes.
+    pub fn lane_counts(&self, limit: Option<u64>) -> Vec<Option<u64>> {
+        let own: Vec<Option<u64>> = self.lanes.iter().map(|l| l.count).collect();
+        let Some(limit) = limit else {
+            return own;
+        };
+        if own.iter().all(Option::is_some) && own.iter().flatten().sum::<u64>() <= limit {
+            return own;
+        }
+        // Frames of lane `i` due at or before `t` (capped by its count); `t = None` is "before 0".
+        let sent_by = |i: usize, t: Option<u64>| -> u64 {
+            let lane = &self.lanes[i];
+            let cap = own[i].unwrap_or(u64::MAX).min(limit);
+            let (Some(t), Some(p)) = (t, lane.pacing.as_ref()) else {
+                return if t.is_some() { cap } else { 0 };
+            };
+            // The first frame index due after `t`, by bisection (due times never decrease).
+            let (mut lo, mut hi) = (0u64, cap);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if due_saturating(p, mid) <= t {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        let total = |t: Option<u64>| -> u64 {
+            (0..self.lanes.len())
+                .map(|i| sent_by(i, t))
+                .fold(0u64, u64::saturating_add)
+        };
+        // The earliest instant by which `limit` frames are due.
+        let (mut lo, mut hi) = (0u64, u64::MAX);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if total(Some(mid)) >= limit {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let before = lo.checked_sub(1);
+        let mut left = limit - total(before);
+        (0..self.lanes.len())
+            .map(|i| {
+                let base = sent_by(i, before);
+                let extra = (sent_by(i, Some(lo)) - base).min(left);
+                left -= extra;
+                Some(base + extra)
+            })
+            .collect()
+    }
+
+    /// One worker's share of every lane (see `for_worker` and `lane_counts`).
+    pub fn lanes_for_worker(
+        &self,
+        worker: usize,
+        workers: usize,
+        limit: Option<u64>,
+    ) -> Vec<WorkerPlan<'_>> {
+        self.lanes
+            .iter()
+            .zip(self.lane_counts(limit))
+            .map(|(lane, count)| lane.for_worker(worker, workers, count))
+            .collect()
+    }
+
     /// Splits the plan between `workers`; `limit` caps the run's total count (e.g. `--count`).
+    /// A plan with lanes is split with `lanes_for_worker` instead.
     pub fn for_worker(&self, worker: usize, workers: usize, limit: Option<u64>) -> WorkerPlan<'_> {
         let (w, n) = (worker as u64, workers.max(1) as u64);
         let p = self.frames.len() as u64;
@@ -174,6 +272,7 @@ fn compile_one(
         patches: patched.iter().map(|p| p.0).collect(),
         count,
         pacing: Pacing::for_stream(spec, resolved, &schedule, limits)?,
+        lanes: Vec::new(),
         seed: spec.seed,
         streams: vec![StreamInfo {
             name: spec.name.clone(),
@@ -270,9 +369,80 @@ fn compile_sequence(
         patches: Vec::new(),
         count,
         pacing: Pacing::for_sequence(&timing, limits)?,
+        lanes: Vec::new(),
         seed: streams[0].seed,
         streams: infos,
     })
+}
+
+/// Interleaved streams: each compiled on its own into a lane with its own frames, patches, count
+/// and schedule. Every lane needs a real rate (a `max` lane would crowd out the others), and
+/// `next`/`loops` belong to sequences.
+fn compile_interleaved(
+    streams: &[StreamSpec],
+    resolved: &[Resolved],
+    limits: &Limits,
+) -> Result<Plan, StreamError> {
+    let mut lanes = Vec::with_capacity(streams.len());
+    let mut wire_bps = 0.0;
+    for (i, (spec, r)) in streams.iter().zip(resolved).enumerate() {
+        let invalid = |why: &str| StreamError::Invalid {
+            stream: spec.name.clone(),
+            why: why.into(),
+        };
+        if spec.next != Next::Stop || spec.loops.is_some() {
+            return Err(invalid(
+                "next and loops order streams in a sequence, but interleaved streams all run at once: remove them (or drop mode = \"interleaved\")",
+            ));
+        }
+        if matches!(r.rate, Rate::Max) {
+            return Err(invalid(
+                "interleaved streams each need a rate (e.g. 20k, 100Mbps, 10%), not max: a max stream would crowd out the others",
+            ));
+        }
+        let mut lane = compile_one(spec, r, limits)?;
+        let pacing = lane
+            .pacing
+            .as_ref()
+            .ok_or_else(|| invalid("the rate is too high to schedule"))?;
+        let bits: usize = lane.frames.iter().map(|f| (f.len() + 24) * 8).sum();
+        wire_bps += pacing.pps() * bits as f64 / lane.frames.len() as f64;
+        // Unnamed streams all default to "stream0": number them so the report tells them apart.
+        if spec.name == StreamSpec::default().name {
+            lane.streams[0].name = format!("stream{i}");
+        }
+        lanes.push(lane);
+    }
+    if let Some(mbps) = limits.link_mbps
+        && wire_bps > mbps as f64 * 1e6 * 1.000_001
+    {
+        return Err(StreamError::Invalid {
+            stream: streams[0].name.clone(),
+            why: format!(
+                "the interleaved streams together ask for {:.1} Mbit/s on the wire, above the link's {mbps} Mbit/s",
+                wire_bps / 1e6
+            ),
+        });
+    }
+    if lanes.len() == 1 {
+        return Ok(lanes.remove(0));
+    }
+    let count = lanes.iter().map(|l| l.count).sum::<Option<u64>>();
+    Ok(Plan {
+        frames: lanes.iter().flat_map(|l| l.frames.iter().cloned()).collect(),
+        patches: Vec::new(),
+        count,
+        seed: streams[0].seed,
+        streams: lanes.iter().flat_map(|l| l.streams.iter().cloned()).collect(),
+        pacing: None,
+        lanes,
+    })
+}
+
+fn due_saturating(p: &Pacing, n: u64) -> u64 {
+    (n / p.cycle_frames)
+        .saturating_mul(p.cycle_ps)
+        .saturating_add(p.offsets_ps[(n % p.cycle_frames) as usize])
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -398,5 +568,151 @@ mod tests {
         assert!(values.iter().all(|v| (5000..=5009).contains(v)));
         let distinct: std::collections::BTreeSet<_> = values.into_iter().collect();
         assert_eq!(distinct.len(), 10);
+    }
+}
+
+#[cfg(test)]
+mod interleaved_tests {
+    use super::*;
+
+    fn lane(name: &str, src_port: u16, rate: &str, count: Option<u64>) -> StreamSpec {
+        StreamSpec {
+            name: name.into(),
+            src_port,
+            rate: rate.into(),
+            count,
+            mode: Mode::Interleaved,
+            ..StreamSpec::seed()
+        }
+    }
+
+    fn refusal(streams: &[StreamSpec], limits: &Limits) -> String {
+        Plan::compile(streams, limits).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_stream_becomes_a_lane() {
+        let plan = Plan::compile(
+            &[
+                lane("a", 1, "20k", Some(400)),
+                lane("b", 2, "5k", Some(100)),
+            ],
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(plan.lanes.len(), 2);
+        assert_eq!(plan.count, Some(500));
+        assert!(plan.pacing.is_none() && plan.patches.is_empty());
+        assert_eq!(plan.frames.len(), 20);
+        assert_eq!(plan.lanes[0].frames.len(), 10);
+        assert_eq!(plan.streams.len(), 2);
+        let pps = plan.requested_pps().unwrap();
+        assert!((pps - 25_000.0).abs() < 1e-6, "{pps}");
+        let endless = Plan::compile(
+            &[lane("a", 1, "20k", None), lane("b", 2, "5k", Some(100))],
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(endless.count, None);
+    }
+
+    #[test]
+    fn a_single_interleaved_stream_is_a_plain_plan() {
+        let plan = Plan::compile(&[lane("a", 1, "1k", None)], &Limits::default()).unwrap();
+        assert!(plan.lanes.is_empty() && plan.pacing.is_some());
+    }
+
+    #[test]
+    fn unnamed_lanes_are_numbered() {
+        let mut a = lane("", 1, "1k", None);
+        let mut b = lane("", 2, "1k", None);
+        a.name = StreamSpec::default().name;
+        b.name = StreamSpec::default().name;
+        let plan = Plan::compile(&[a, b], &Limits::default()).unwrap();
+        let names: Vec<_> = plan.streams.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["stream0", "stream1"]);
+    }
+
+    #[test]
+    fn sequence_keys_max_and_mixed_modes_are_refused() {
+        let limits = Limits::default();
+        let mut next = lane("b", 2, "5k", Some(10));
+        next.next = Next::GotoFirst;
+        let err = refusal(&[lane("a", 1, "1k", None), next], &limits);
+        assert!(err.contains("'b'") && err.contains("next and loops"), "{err}");
+        let mut loops = lane("b", 2, "5k", Some(10));
+        loops.loops = Some(3);
+        let err = refusal(&[lane("a", 1, "1k", None), loops], &limits);
+        assert!(err.contains("next and loops"), "{err}");
+        let err = refusal(&[lane("a", 1, "max", None), lane("b", 2, "1k", None)], &limits);
+        assert!(err.contains("'a'") && err.contains("not max"), "{err}");
+        let mut seq = lane("b", 2, "5k", Some(10));
+        seq.mode = Mode::Sequence;
+        let err = refusal(&[lane("a", 1, "1k", Some(10)), seq], &limits);
+        assert!(err.contains("pick one mode"), "{err}");
+    }
+
+    #[test]
+    fn lanes_together_must_fit_the_link() {
+        let limits = Limits {
+            link_mbps: Some(1000),
+            ..Limits::default()
+        };
+        // 1 Mpps of 64-byte frames is 672 Mbit/s on the wire: each fits, both do not.
+        let both = [lane("a", 1, "1M", None), lane("b", 2, "1M", None)];
+        let err = refusal(&both, &limits);
+        assert!(err.contains("together") && err.contains("above the link"), "{err}");
+        let fits = [lane("a", 1, "700k", None), lane("b", 2, "50%", None)];
+        assert!(Plan::compile(&fits, &limits).is_ok());
+    }
+
+    /// The first `limit` frames of the merged schedules, counted per lane by brute force.
+    fn merged(plan: &Plan, limit: u64) -> Vec<u64> {
+        let mut next = vec![0u64; plan.lanes.len()];
+        for _ in 0..limit {
+            let pick = (0..plan.lanes.len())
+                .filter(|&i| plan.lanes[i].count.is_none_or(|c| next[i] < c))
+                .min_by_key(|&i| (plan.lanes[i].pacing.as_ref().unwrap().due_ps(next[i]), i));
+            match pick {
+                Some(i) => next[i] += 1,
+                None => break,
+            }
+        }
+        next
+    }
+
+    #[test]
+    fn a_total_limit_takes_the_first_frames_by_due_time() {
+        let mut b = lane("b", 2, "5k", Some(7));
+        b.bursts = Some(crate::Bursts {
+            frames: 3,
+            per_second: 1000.0,
+        });
+        let plan = Plan::compile(
+            &[lane("a", 1, "20k", None), b, lane("c", 3, "3k", Some(1000))],
+            &Limits::default(),
+        )
+        .unwrap();
+        for limit in [0, 1, 2, 3, 5, 64, 100, 1001, 50_000] {
+            let counts: Vec<u64> = plan
+                .lane_counts(Some(limit))
+                .into_iter()
+                .map(Option::unwrap)
+                .collect();
+            assert_eq!(counts, merged(&plan, limit), "limit {limit}");
+            assert_eq!(counts.iter().sum::<u64>(), limit);
+        }
+        assert_eq!(plan.lane_counts(None), vec![None, Some(7), Some(1000)]);
+        let finite = Plan::compile(
+            &[lane("a", 1, "20k", Some(4)), lane("b", 2, "5k", Some(1))],
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(finite.lane_counts(Some(64)), vec![Some(4), Some(1)]);
+        let shares = finite.lanes_for_worker(1, 2, Some(3));
+        assert_eq!(
+            shares.iter().map(|w| w.count).collect::<Vec<_>>(),
+            [Some(1), Some(0)]
+        );
     }
 }

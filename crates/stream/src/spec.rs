@@ -26,6 +26,16 @@ pub enum Next {
     GotoFirst,
 }
 
+/// How the streams of a file share the port: one after another (`sequence`, each for its count
+/// and then its `next`), or all at once (`interleaved`, each at its own rate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Sequence,
+    Interleaved,
+}
+
 /// Bursts: `frames` per burst, `per-second` bursts each second. Inside a burst frames follow
 /// each other at the stream's rate (back to back at `max`); the gap between bursts is what is
 /// left of each 1/per-second period.
@@ -77,6 +87,9 @@ pub struct StreamSpec {
     pub rate: String,
     /// Seed for random payloads, random sizes and random fields.
     pub seed: u64,
+    /// Copied from the file's top-level `mode`; not a key of a `[[stream]]` table.
+    #[serde(skip)]
+    pub mode: Mode,
 }
 
 impl Default for StreamSpec {
@@ -107,6 +120,7 @@ impl Default for StreamSpec {
             bursts: None,
             rate: "max".into(),
             seed: 1,
+            mode: Mode::Sequence,
         }
     }
 }
@@ -309,17 +323,20 @@ fn parse_ip6(text: &str, default: Ipv6Addr, what: &str) -> Result<Ipv6Addr, Stre
     })
 }
 
-/// A TOML stream file: one or more `[[stream]]` tables, run in order.
+/// A TOML stream file: one or more `[[stream]]` tables, run in order or (with a top-level
+/// `mode = "interleaved"`, written before the first table) all at once.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpecFile {
+    #[serde(default)]
+    pub mode: Mode,
     #[serde(rename = "stream")]
     pub streams: Vec<StreamSpec>,
 }
 
 impl SpecFile {
     pub fn parse(text: &str, path: &str) -> Result<Self, StreamError> {
-        let file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
+        let mut file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
             path: path.into(),
             why: e.message().to_owned()
                 + &e.span()
@@ -331,6 +348,9 @@ impl SpecFile {
                 path: path.into(),
                 why: "no [[stream]] table".into(),
             });
+        }
+        for s in &mut file.streams {
+            s.mode = file.mode;
         }
         Ok(file)
     }
@@ -415,5 +435,35 @@ mod tests {
             ..StreamSpec::default()
         };
         assert!(s.resolve(&Limits::default()).is_err());
+    }
+}
+
+#[cfg(test)]
+mod mode_tests {
+    use super::*;
+
+    #[test]
+    fn the_file_mode_reaches_every_stream() {
+        let file = SpecFile::parse(
+            "mode = \"interleaved\"\n[[stream]]\nname = \"a\"\nrate = \"1k\"\n[[stream]]\nname = \"b\"\nrate = \"2k\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(file.mode, Mode::Interleaved);
+        assert!(file.streams.iter().all(|s| s.mode == Mode::Interleaved));
+        let plain = SpecFile::parse("[[stream]]\n", "t.toml").unwrap();
+        assert_eq!(plain.streams[0].mode, Mode::Sequence);
+    }
+
+    #[test]
+    fn mode_is_a_key_of_the_file_not_of_a_stream() {
+        let err = SpecFile::parse("[[stream]]\nmode = \"interleaved\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mode") && err.contains("line 2"), "{err}");
+        let err = SpecFile::parse("mode = \"parallel\"\n[[stream]]\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("parallel"), "{err}");
     }
 }

@@ -54,7 +54,12 @@ measure() {
     t1=$(now); c1=$(sink_packets)
     sleep "$duration"
     t2=$(now); c2=$(sink_packets)
+    # trafgen's parent waits for its forked workers: stop them first, then everything left.
+    pkill -INT -P "$pid" 2>/dev/null || true
     kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    pkill -KILL -P "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     awk -v a="$c1" -v b="$c2" -v s="$t1" -v e="$t2" 'BEGIN { printf "%.3f\n", (b - a) / (e - s) / 1e6 }'
 }

@@ -194,7 +194,10 @@ pub fn run(
             .iter()
             .zip(&sent)
             .map(|(lane, sent)| StreamCount {
-                name: lane.streams.first().map_or_else(String::new, |s| s.name.clone()),
+                name: lane
+                    .streams
+                    .first()
+                    .map_or_else(String::new, |s| s.name.clone()),
                 frames: sent.submitted,
                 bytes: sent.bytes,
                 requested_pps: lane.requested_pps().unwrap_or(0.0),
@@ -225,9 +228,14 @@ fn lane_pacing(plan: &Plan) -> Result<Vec<&Pacing>, EngineError> {
     plan.lanes
         .iter()
         .map(|lane| {
-            lane.pacing.as_ref().ok_or_else(|| EngineError::UnpacedLane {
-                stream: lane.streams.first().map_or_else(String::new, |s| s.name.clone()),
-            })
+            lane.pacing
+                .as_ref()
+                .ok_or_else(|| EngineError::UnpacedLane {
+                    stream: lane
+                        .streams
+                        .first()
+                        .map_or_else(String::new, |s| s.name.clone()),
+                })
         })
         .collect()
 }
@@ -417,8 +425,9 @@ mod tests {
         let mut c = config(1, None);
         c.duration = Some(Duration::from_millis(200));
         let report = run(&NullPort::new(1), &plan, &c, &()).unwrap();
+        // However much of the 200 ms a busy machine leaves the worker, what it sent is a prefix
+        // of the merged schedule: four frames of one lane to one of the other.
         let (fast, slow) = (report.per_stream[0].frames, report.per_stream[1].frames);
-        assert!(fast > 3000 && slow > 750, "{fast} {slow}");
-        assert!((fast as f64 / slow as f64 - 4.0).abs() < 0.1, "{fast} {slow}");
+        assert!(slow > 0 && fast.abs_diff(4 * slow) <= 4, "{fast} {slow}");
     }
 }

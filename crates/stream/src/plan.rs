@@ -429,11 +429,17 @@ fn compile_interleaved(
     }
     let count = lanes.iter().map(|l| l.count).sum::<Option<u64>>();
     Ok(Plan {
-        frames: lanes.iter().flat_map(|l| l.frames.iter().cloned()).collect(),
+        frames: lanes
+            .iter()
+            .flat_map(|l| l.frames.iter().cloned())
+            .collect(),
         patches: Vec::new(),
         count,
         seed: streams[0].seed,
-        streams: lanes.iter().flat_map(|l| l.streams.iter().cloned()).collect(),
+        streams: lanes
+            .iter()
+            .flat_map(|l| l.streams.iter().cloned())
+            .collect(),
         pacing: None,
         lanes,
     })
@@ -639,12 +645,18 @@ mod interleaved_tests {
         let mut next = lane("b", 2, "5k", Some(10));
         next.next = Next::GotoFirst;
         let err = refusal(&[lane("a", 1, "1k", None), next], &limits);
-        assert!(err.contains("'b'") && err.contains("next and loops"), "{err}");
+        assert!(
+            err.contains("'b'") && err.contains("next and loops"),
+            "{err}"
+        );
         let mut loops = lane("b", 2, "5k", Some(10));
         loops.loops = Some(3);
         let err = refusal(&[lane("a", 1, "1k", None), loops], &limits);
         assert!(err.contains("next and loops"), "{err}");
-        let err = refusal(&[lane("a", 1, "max", None), lane("b", 2, "1k", None)], &limits);
+        let err = refusal(
+            &[lane("a", 1, "max", None), lane("b", 2, "1k", None)],
+            &limits,
+        );
         assert!(err.contains("'a'") && err.contains("not max"), "{err}");
         let mut seq = lane("b", 2, "5k", Some(10));
         seq.mode = Mode::Sequence;
@@ -661,7 +673,10 @@ mod interleaved_tests {
         // 1 Mpps of 64-byte frames is 672 Mbit/s on the wire: each fits, both do not.
         let both = [lane("a", 1, "1M", None), lane("b", 2, "1M", None)];
         let err = refusal(&both, &limits);
-        assert!(err.contains("together") && err.contains("above the link"), "{err}");
+        assert!(
+            err.contains("together") && err.contains("above the link"),
+            "{err}"
+        );
         let fits = [lane("a", 1, "700k", None), lane("b", 2, "50%", None)];
         assert!(Plan::compile(&fits, &limits).is_ok());
     }

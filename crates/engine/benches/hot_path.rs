@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use linerate_engine::{slots_for, transmit};
-use linerate_port::{NullQueue, QueueConfig, TxQueue};
+use linerate_port::{NullPort, NullQueue, Port, QueueConfig, TxQueue};
 use linerate_stream::{Limits, Plan, StreamSpec};
 
 const FRAMES: u64 = 1 << 20;
@@ -17,7 +17,8 @@ fn bench_plan(c: &mut Criterion, name: &str, spec: StreamSpec) {
     let wp = plan.for_worker(0, 1, Some(FRAMES));
     let mut queue = NullQueue::new(&QueueConfig {
         queue_id: 0,
-        slots: slots_for(wp.frames.len()),
+        // As the engine sizes a null port's queue.
+        slots: slots_for(wp.frames.len(), NullPort::new(1).min_slots()),
         slot_size: 2048,
         batch: 64,
     });

@@ -13,7 +13,7 @@ use crate::worker::{
     CountersHandle, Lane, LaneTotals, Pace, fill_lanes, fill_slots, transmit, transmit_lanes,
 };
 
-/// Slots a queue gets at least: enough for a 2048-entry ring with as many in flight again.
+/// Slots an interleaved plan's lanes share at least: a 2048-entry ring with as many in flight.
 const MIN_SLOTS: u32 = 4096;
 
 /// Slots each lane of an interleaved plan gets at least.
@@ -51,10 +51,11 @@ impl Observer for () {
 }
 
 /// Slot count for a worker whose cycle has `period` frames: the smallest multiple of the
-/// period that is at least `MIN_SLOTS`, so every slot keeps its frame lap after lap.
-pub fn slots_for(period: usize) -> u32 {
+/// period that is at least `minimum` (the port's `min_slots`), so every slot keeps its frame lap
+/// after lap.
+pub fn slots_for(period: usize, minimum: u32) -> u32 {
     let period = period.max(1) as u32;
-    MIN_SLOTS.div_ceil(period) * period
+    minimum.max(1).div_ceil(period) * period
 }
 
 /// Opens one queue per worker (all before any frame is sent, so a busy or missing queue fails
@@ -93,7 +94,7 @@ pub fn run(
         };
         let queue = port.open_queue(&QueueConfig {
             queue_id: w.queue,
-            slots: job.slots(),
+            slots: job.slots(port.min_slots()),
             slot_size,
             batch: config.batch,
         })?;
@@ -215,9 +216,9 @@ enum Job<'a> {
 }
 
 impl Job<'_> {
-    fn slots(&self) -> u32 {
+    fn slots(&self, minimum: u32) -> u32 {
         match self {
-            Self::One(wp) => slots_for(wp.frames.len()),
+            Self::One(wp) => slots_for(wp.frames.len(), minimum),
             Self::Lanes(lanes) => lanes.iter().map(|l| l.slots).sum(),
         }
     }
@@ -329,10 +330,11 @@ mod tests {
 
     #[test]
     fn slot_counts_are_multiples_of_the_period() {
-        assert_eq!(slots_for(1), 4096);
-        assert_eq!(slots_for(10), 4100);
-        assert_eq!(slots_for(4096), 4096);
-        assert_eq!(slots_for(3000), 6000);
+        assert_eq!(slots_for(1, 4096), 4096);
+        assert_eq!(slots_for(10, 4096), 4100);
+        assert_eq!(slots_for(4096, 4096), 4096);
+        assert_eq!(slots_for(3000, 4096), 6000);
+        assert_eq!(slots_for(10, 256), 260);
     }
 
     #[test]

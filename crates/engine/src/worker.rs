@@ -84,7 +84,7 @@ fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
         }
         let left = due - now;
         if left > SLEEP_ABOVE_PS {
-            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000_000);
+            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000);
             std::thread::sleep(Duration::from_nanos(nap / 1000));
         } else {
             std::hint::spin_loop();

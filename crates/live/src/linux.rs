@@ -97,7 +97,11 @@ impl LivePort {
             if features & NETDEV_XDP_ACT_NDO_XMIT == 0 {
                 return Err(LiveError::NoXdpTransmit {
                     iface: iface.into(),
-                    hint: " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)",
+                    hint: if is_veth(iface) {
+                        " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)"
+                    } else {
+                        ""
+                    },
                 });
             }
         }
@@ -127,6 +131,14 @@ impl LivePort {
     pub fn kernel(&self) -> &str {
         &self.kernel
     }
+}
+
+/// A veth (or another virtual device with a peer): no device in sysfs, and its `iflink` names
+/// another interface. Only used to pick the hint of a refusal.
+fn is_veth(iface: &str) -> bool {
+    let read = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"));
+    let no_device = !std::path::Path::new(&format!("/sys/class/net/{iface}/device")).exists();
+    matches!((read("ifindex"), read("iflink")), (Ok(a), Ok(b)) if a.trim() != b.trim()) && no_device
 }
 
 fn port_info(iface: &str) -> linerate_port::PortInfo {

@@ -106,6 +106,12 @@ impl<Q: TxQueue + ?Sized> TxQueue for Box<Q> {
 /// An opened interface (or file) that hands out transmit queues.
 pub trait Port: Send + Sync {
     fn info(&self) -> &PortInfo;
+    /// Slots a queue of this backend wants at least: enough frames in flight to keep its ring
+    /// full. Backends that complete on submit need only a few batches, and fewer slots keep the
+    /// frames the loop patches in cache.
+    fn min_slots(&self) -> u32 {
+        4096
+    }
     /// Opens one transmit queue. Each queue id may be opened once.
     fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError>;
 }

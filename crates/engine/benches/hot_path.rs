@@ -19,7 +19,7 @@ fn bench_plan(c: &mut Criterion, name: &str, spec: StreamSpec) {
         queue_id: 0,
         // As the engine sizes a null port's queue.
         slots: slots_for(wp.frames.len(), NullPort::new(1).min_slots()),
-        slot_size: 2048,
+        slot_size: 64,
         batch: 64,
     });
     for slot in 0..queue.slots() {

@@ -80,7 +80,9 @@ pub fn run(
         }
     }
     let lanes = lane_pacing(plan)?;
-    let slot_size = (plan.max_len() as u32).next_power_of_two().max(2048);
+    // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks) round
+    // up themselves, and packed slots keep the frames the loop patches in cache.
+    let slot_size = (plan.max_len() as u32).next_multiple_of(64);
     let mut queues = Vec::with_capacity(workers);
     let mut jobs = Vec::with_capacity(workers);
     for (i, w) in config.workers.iter().enumerate() {

@@ -75,8 +75,14 @@ fn ps_since(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64 * 1000
 }
 
-/// Sleeps or spins until `due` (ps after `epoch`), but wakes for `stop` within 10 ms.
+/// Longest a wait lasts before the loop runs again: its reap kicks the kernel for frames still in
+/// the TX ring (a kick answered EAGAIN leaves them there), so a long gap never strands a batch.
+const WAIT_SLICE_PS: u64 = 1_000_000_000;
+
+/// Sleeps or spins until `due` (ps after `epoch`), or for one wait slice at most; returns early
+/// on `stop`. Callers loop and check again.
 fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
+    let due = due.min(ps_since(epoch) + WAIT_SLICE_PS);
     loop {
         let now = ps_since(epoch);
         if now >= due || stop.load(Ordering::Relaxed) {
@@ -84,7 +90,7 @@ fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
         }
         let left = due - now;
         if left > SLEEP_ABOVE_PS {
-            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000);
+            let nap = left - SLEEP_MARGIN_PS;
             std::thread::sleep(Duration::from_nanos(nap / 1000));
         } else {
             std::hint::spin_loop();

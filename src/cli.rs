@@ -233,7 +233,7 @@ pub struct TxArgs {
     #[arg(long, value_parser = parse_link_speed)]
     pub link_speed: Option<u64>,
     /// Frames to send in all (across workers); default: the stream's own count, else until stopped.
-    #[arg(short = 'n', long)]
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Stop after this long, e.g. 10s, 500ms, 2m.
     #[arg(short = 'd', long, value_parser = parse_duration)]
@@ -248,7 +248,7 @@ pub struct TxArgs {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
     pub batch: u32,
     /// MTU of the pcap and null ports (frames may be MTU + 18 bytes).
-    #[arg(long, default_value_t = 1500)]
+    #[arg(long, default_value_t = 1500, conflicts_with = "interface")]
     pub mtu: u32,
     /// Print the report as JSON on stdout.
     #[arg(long)]
@@ -292,7 +292,7 @@ pub enum AttachArg {
 #[derive(Debug, Args)]
 pub struct StreamArgs {
     /// A TOML stream file; the template flags below then do not apply.
-    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["size", "size_mode", "vary", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "vlan", "ipv6", "proto", "payload"])]
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["size", "size_mode", "vary", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "vlan", "ipv6", "proto", "payload", "tcp_flags"])]
     pub stream: Option<PathBuf>,
     /// Frame size in bytes, FCS included (64 puts 60 bytes on the wire buffer).
     #[arg(short, long)]
@@ -364,6 +364,10 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     };
     if !seconds.is_finite() || seconds <= 0.0 {
         return Err(format!("'{text}' must be more than zero"));
+    }
+    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
+    if seconds > YEAR {
+        return Err(format!("'{text}' is longer than a year"));
     }
     Ok(std::time::Duration::from_secs_f64(seconds))
 }

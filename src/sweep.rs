@@ -32,6 +32,15 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     if args.sizes.is_empty() {
         return Err(usage("--sizes needs at least one size"));
     }
+    for (i, size) in args.sizes.iter().enumerate() {
+        if args.sizes[..i].contains(size) {
+            return Err(usage(format!("--sizes names {size} twice")));
+        }
+    }
+    // A plot that cannot be drawn is refused before the sweep, not after it.
+    if let Some(p) = &args.plot {
+        linerate_report::PlotFormat::from_path(p)?;
+    }
     let workers = tx::workers(&args.cores, args.queues.as_deref())?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
     let lab = if args.lab {
@@ -119,7 +128,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     if points.is_empty() {
-        return Err(usage("stopped before any measurement"));
+        anyhow::bail!("stopped before any measurement");
     }
     let info = port.info();
     let mut context = Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &mode, &iface);

@@ -34,21 +34,28 @@ pub fn run(args: &TxArgs) -> Result<()> {
         }
     }
     let workers = workers(&args.cores, args.queues.as_deref())?;
+    if args.pcap.is_some() {
+        // Check everything before File::create truncates what may be an earlier capture.
+        let mut probe = NullPort::new(workers.len() as u32);
+        probe.set_mtu(args.mtu);
+        let plan = compile(
+            &streams,
+            linerate_port::Port::info(&probe),
+            None,
+            args.link_speed,
+        )?;
+        if plan.count.is_none() && args.count.is_none() && args.duration.is_none() {
+            return Err(usage(
+                "a pcap file needs an end: give --count or --duration",
+            ));
+        }
+    }
     let port = open_port(args, workers.len() as u32)?;
     let lab = match &args.interface {
         Some(iface) => platform::lab_side(iface)?,
         None => None,
     };
     let plan = compile(&streams, port.info(), lab.as_ref(), args.link_speed)?;
-    if plan.count.is_none()
-        && args.count.is_none()
-        && args.duration.is_none()
-        && port.info().backend == "pcap"
-    {
-        return Err(usage(
-            "a pcap file needs an end: give --count or --duration",
-        ));
-    }
     let config = RunConfig {
         workers,
         batch: args.batch,

@@ -16,7 +16,9 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<UsageError>()
             || cause.is::<StreamError>()
-            || cause.is::<linerate_report::ReportError>()
+            || cause
+                .downcast_ref::<linerate_report::ReportError>()
+                .is_some_and(report_usage)
             || cause
                 .downcast_ref::<PortError>()
                 .is_some_and(PortError::is_usage)
@@ -24,4 +26,11 @@ pub fn is_usage(err: &anyhow::Error) -> bool {
                 .downcast_ref::<EngineError>()
                 .is_some_and(EngineError::is_usage)
     })
+}
+
+/// A result file that is empty, corrupt or of the wrong shape, or an option that cannot be met,
+/// is the user's to fix; failing to write or draw is not.
+fn report_usage(err: &linerate_report::ReportError) -> bool {
+    use linerate_report::ReportError as E;
+    !matches!(err, E::Io { .. } | E::Plot { .. })
 }

@@ -333,3 +333,39 @@ fn the_shipped_examples_run() {
     }
     assert!(seen >= 4, "examples/ holds {seen} stream files");
 }
+
+#[test]
+fn a_refused_command_leaves_an_earlier_capture_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("keep.pcap");
+    let p = pcap.to_str().unwrap();
+    linerate_ok(&["tx", "-q", "--pcap", p, "-n", "5"]);
+    let before = std::fs::read(&pcap).unwrap();
+    linerate_usage_error(&["tx", "--pcap", p, "--size", "63", "-n", "1"]);
+    linerate_usage_error(&["tx", "--pcap", p]);
+    assert_eq!(std::fs::read(&pcap).unwrap(), before);
+}
+
+#[test]
+fn input_that_would_overflow_or_exhaust_memory_is_refused() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["-n", "0"], "0"),
+        (&["-d", "99999999999999999999s"], "longer than a year"),
+        (&["--size-mode", "imix:64x1000000000"], "4096"),
+        (
+            &["--burst", "10000000000", "--bursts-per-sec", "1"],
+            "burst",
+        ),
+        (&["--vary", "byte@20/8:inc:0-18446744073709551615"], "2^64"),
+        (&["--rate", "1e13"], "too high"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["tx", "--null", "-n", "1"];
+        if extra[0] == "-n" || extra[0] == "-d" {
+            args.truncate(2);
+        }
+        args.extend_from_slice(extra);
+        let line = linerate_usage_error(&args);
+        assert!(line.contains(needle), "{extra:?}: {line}");
+    }
+}

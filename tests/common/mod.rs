@@ -29,6 +29,11 @@ pub fn linerate_usage_error(args: &[&str]) -> String {
     assert_eq!(out.status.code(), Some(2), "linerate {args:?}: {stderr}");
     let line = stderr.trim();
     assert!(!line.is_empty(), "linerate {args:?}: no message");
+    assert_eq!(
+        line.lines().count(),
+        1,
+        "linerate {args:?}: more than one line: {line}"
+    );
     line.to_owned()
 }
 

@@ -107,6 +107,13 @@ pub fn run(
                 queue: w.queue,
             });
         }
+        // Filled here, before any thread exists: a fill that panicked inside a worker would leave
+        // the others waiting at the start barrier for good.
+        let mut queue = queue;
+        match &job {
+            Job::One(wp) => fill_slots(&mut queue, wp),
+            Job::Lanes(lanes) => fill_lanes(&mut queue, lanes),
+        }
         queues.push(queue);
         jobs.push(job);
     }
@@ -128,14 +135,16 @@ pub fn run(
             let (counters, halt, finished, barrier, epoch) =
                 (&counters[i], &halt, &finished, &barrier, &epoch);
             handles.push(scope.spawn(move || {
+                // Counts this worker as finished however it ends, a panic included, so the
+                // supervisor stops waiting and the join reports the panic.
+                let _done = Finished(finished);
                 if let Some(core) = spec.core {
                     core_affinity::set_for_current(core_affinity::CoreId { id: core });
                 }
+                barrier.wait();
                 let handle = CountersHandle(counters);
                 let result = match job {
                     Job::One(wp) => {
-                        fill_slots(&mut queue, wp);
-                        barrier.wait();
                         let pace = plan.pacing.as_ref().map(|pacing| Pace {
                             pacing,
                             epoch: *epoch.get_or_init(Instant::now),
@@ -143,13 +152,10 @@ pub fn run(
                         transmit(&mut queue, wp, config.batch, halt, Some(&handle), pace)
                     }
                     Job::Lanes(lanes) => {
-                        fill_lanes(&mut queue, lanes);
-                        barrier.wait();
                         let epoch = *epoch.get_or_init(Instant::now);
                         transmit_lanes(&mut queue, lanes, config.batch, halt, Some(&handle), epoch)
                     }
                 };
-                finished.fetch_add(1, Ordering::Release);
                 result.map(|totals| {
                     let report = WorkerReport {
                         pacing: PacingStats::of(&totals),
@@ -209,6 +215,15 @@ pub fn run(
             .collect();
         Ok(report)
     })
+}
+
+/// Marks a worker finished when dropped: at the end of its thread, or while it unwinds.
+struct Finished<'a>(&'a AtomicUsize);
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
 }
 
 /// What one worker runs: its share of a plan, or of every lane of an interleaved plan.

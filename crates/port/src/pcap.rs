@@ -119,11 +119,12 @@ pub struct PcapQueue {
 }
 
 impl PcapQueue {
+    /// A failure while writing (disk full, I/O error) is the system's, not a usage error.
     fn write_error(&self, e: impl std::fmt::Display) -> PortError {
-        PortError::PcapFile {
-            path: self.path.clone(),
-            source: std::io::Error::other(e.to_string()),
-        }
+        PortError::io(
+            format!("write pcap file {}", self.path.display()),
+            std::io::Error::other(e.to_string()),
+        )
     }
 }
 

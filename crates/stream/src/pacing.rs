@@ -40,6 +40,15 @@ impl Pacing {
             }
             None => stream_offsets(spec, r, sizes, sizes.len() as u64, None, limits)?,
         };
+        if duration < 1.0 && (r.rate != crate::Rate::Max || spec.bursts.is_some()) {
+            return Err(StreamError::Invalid {
+                stream: spec.name.clone(),
+                why: format!(
+                    "rate {} is too high to schedule (under 1 ps a frame)",
+                    spec.rate
+                ),
+            });
+        }
         Ok(Self::from_offsets(offsets, duration))
     }
 

@@ -263,7 +263,12 @@ fn compile_one(
         frames.push(frame);
     }
     let count = match (spec.next, spec.count, spec.loops) {
-        (Next::GotoFirst, Some(c), Some(loops)) => Some(c * loops),
+        (Next::GotoFirst, Some(c), Some(loops)) => {
+            Some(c.checked_mul(loops).ok_or_else(|| StreamError::Invalid {
+                stream: spec.name.clone(),
+                why: format!("{c} frames × {loops} loops is more than 2^64 - 1 frames"),
+            })?)
+        }
         (Next::GotoFirst, _, _) => None,
         (_, c, _) => c,
     };
@@ -316,7 +321,13 @@ fn compile_sequence(
             ),
         });
     }
-    let total: u64 = reached.iter().map(|r| r.1).sum();
+    let total = reached
+        .iter()
+        .try_fold(0u64, |sum, r| sum.checked_add(r.1))
+        .ok_or_else(|| StreamError::Invalid {
+            stream: streams[0].name.clone(),
+            why: "the counts add up to more than 2^64 - 1 frames".into(),
+        })?;
     if total > SEQUENCE_LIMIT {
         return Err(StreamError::Invalid {
             stream: streams[0].name.clone(),
@@ -360,7 +371,16 @@ fn compile_sequence(
     }
     let last = &streams[reached.last().map_or(0, |r| r.0)];
     let count = match (looped, last.loops) {
-        (true, Some(loops)) => Some(total * loops),
+        (true, Some(loops)) => {
+            Some(
+                total
+                    .checked_mul(loops)
+                    .ok_or_else(|| StreamError::Invalid {
+                        stream: last.name.clone(),
+                        why: format!("{total} frames × {loops} loops is more than 2^64 - 1 frames"),
+                    })?,
+            )
+        }
         (true, None) => None,
         (false, _) => Some(total),
     };

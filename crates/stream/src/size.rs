@@ -71,6 +71,11 @@ impl SizeMode {
                     }
                     mix.push((s, w));
                 }
+                // Every entry of the mix becomes a pre-built frame of the cycle.
+                let total = mix.iter().try_fold(0usize, |t, m| t.checked_add(m.1));
+                if total.is_none_or(|t| t as u64 > crate::CACHE_LIMIT) {
+                    return Err(fail("the weights add up to more than 4096"));
+                }
                 Ok(Self::Imix(mix))
             }
             _ => Err(fail("unknown mode")),

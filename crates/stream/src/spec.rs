@@ -249,6 +249,15 @@ impl StreamSpec {
         {
             return Err(invalid("bursts need frames ≥ 1 and per-second > 0".into()));
         }
+        if let Some(b) = self.bursts
+            && b.frames > crate::CACHE_LIMIT
+        {
+            return Err(invalid(format!(
+                "a burst of {} frames is over the {} a schedule holds",
+                b.frames,
+                crate::CACHE_LIMIT
+            )));
+        }
         Ok(Resolved {
             frame,
             sizes,

@@ -71,7 +71,9 @@ impl VarySpec {
         if step == 0 {
             return Err(fail("STEP must be at least 1".into()));
         }
-        let count = (end - start) / step + 1;
+        let count = ((end - start) / step)
+            .checked_add(1)
+            .ok_or_else(|| fail("the range holds more than 2^64 - 1 values".into()))?;
         let modifier = Modifier {
             mode,
             start: if mode == VaryMode::Dec {

@@ -1,10 +1,11 @@
 //! Builds the XDP programs in `bpf/` with clang through libbpf-cargo, when the target is Linux.
 //!
-//! The objects land in `OUT_DIR` as `<name>.bpf.o` and are embedded by `src/linux.rs`.
+//! The objects land in `OUT_DIR` as `<name>.bpf.o` and are embedded by `src/linux.rs`; the live
+//! transmitter's object is handed to `linerate-live` from there, so one crate builds BPF.
 
 use std::env;
 
-const PROGRAMS: &[&str] = &["sink", "pass"];
+const PROGRAMS: &[&str] = &["sink", "pass", "live_tx"];
 
 fn main() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {

@@ -17,13 +17,6 @@ use linerate_stream::{Pacing, Plan};
 use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
 use crate::{BACKEND, LiveError, MODE};
 
-/// Aligns the embedded object file: libelf reads 64-bit ELF headers in place.
-#[repr(C, align(8))]
-struct Aligned<B: ?Sized>(B);
-
-static LIVE_OBJ: &Aligned<[u8]> =
-    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/live_tx.bpf.o")));
-
 /// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
 const NETDEV_XDP_ACT_NDO_XMIT: u64 = 1 << 2;
 /// The kernel's cap on `batch_size` in live-frame mode (`TEST_XDP_MAX_BATCH`).
@@ -696,7 +689,7 @@ fn load(frames: u32) -> Result<Object, LiveError> {
     drop(log);
     let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
     let result = ObjectBuilder::default()
-        .open_memory(&LIVE_OBJ.0)
+        .open_memory(linerate_xdp::live_tx_object())
         .and_then(|mut open| {
             for mut map in open.maps_mut() {
                 if map.name() == "live_frames" {

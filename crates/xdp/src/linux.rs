@@ -22,6 +22,14 @@ static SINK_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/sink.bpf.o")));
 static PASS_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/pass.bpf.o")));
+static LIVE_TX_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/live_tx.bpf.o")));
+
+/// The compiled `bpf/live_tx.bpf.c`, 8-byte aligned, for `linerate-live` to load: every BPF
+/// object of the project is built here, by one build script.
+pub fn live_tx_object() -> &'static [u8] {
+    &LIVE_TX_OBJ.0
+}
 
 /// The counter map's name in `bpf/sink.bpf.c`.
 const SINK_MAP: &str = "sink_counters";

@@ -9,8 +9,8 @@ use linerate_wire::Rng;
 
 use crate::counters::Counters;
 
-/// Publishing costs two relaxed stores; doing it every batch keeps the live line fresh at no
-/// measurable cost.
+/// How long the last completions may take once a worker stops; a backend that loses frames is
+/// reported, not waited for forever.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Frames that fell behind (a preempted thread, a full ring) catch up at most this many times

@@ -9,7 +9,7 @@ mod worker;
 
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
-pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for};
+pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for, unavailable_core};
 pub use worker::{Lane, LaneTotals, Pace, WorkerTotals, transmit, transmit_lanes};
 
 /// Why a run could not start or finish.
@@ -17,7 +17,9 @@ pub use worker::{Lane, LaneTotals, Pace, WorkerTotals, transmit, transmit_lanes}
 pub enum EngineError {
     #[error(transparent)]
     Port(#[from] linerate_port::PortError),
-    #[error("cannot pin a worker to core {core}: this machine has cores 0..{available}")]
+    #[error(
+        "cannot pin a worker to core {core}: this process may run on {available} core(s), not that one (see `nproc` and `taskset -p $$`)"
+    )]
     Pin { core: usize, available: usize },
     #[error("frames of {len} bytes do not fit the {slot_size}-byte slots of queue {queue}")]
     SlotTooSmall {

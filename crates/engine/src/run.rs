@@ -58,6 +58,21 @@ pub fn slots_for(period: usize, minimum: u32) -> u32 {
     minimum.max(1).div_ceil(period) * period
 }
 
+/// The first worker core this process may not run on, with how many it may: the affinity mask
+/// (taskset, cgroups) decides, not the machine's core count.
+pub fn unavailable_core(workers: &[WorkerSpec]) -> Option<(usize, usize)> {
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    workers
+        .iter()
+        .filter_map(|w| w.core)
+        .find(|core| !allowed.contains(core))
+        .map(|core| (core, allowed.len()))
+}
+
 /// Opens one queue per worker (all before any frame is sent, so a busy or missing queue fails
 /// the run cleanly), fills their slots, starts the workers together and waits for them.
 /// A plan with lanes (interleaved streams) runs `transmit_lanes` on every worker, else `transmit`.
@@ -71,13 +86,8 @@ pub fn run(
     if workers == 0 {
         return Err(EngineError::NoWorkers);
     }
-    let available = core_affinity::get_core_ids().map_or(0, |c| c.len());
-    for w in &config.workers {
-        if let Some(core) = w.core
-            && core >= available
-        {
-            return Err(EngineError::Pin { core, available });
-        }
+    if let Some((core, available)) = unavailable_core(&config.workers) {
+        return Err(EngineError::Pin { core, available });
     }
     let lanes = lane_pacing(plan)?;
     // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks) round

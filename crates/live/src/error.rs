@@ -25,7 +25,9 @@ pub enum LiveError {
     #[error("the live backend cannot send this plan: {why}")]
     Unsupported { why: String },
 
-    #[error("cannot pin a worker to core {core}: this machine has cores 0..{available}")]
+    #[error(
+        "cannot pin a worker to core {core}: this process may run on {available} core(s), not that one (see `nproc` and `taskset -p $$`)"
+    )]
     Pin { core: usize, available: usize },
 
     #[error("no worker to run: give at least one core")]

@@ -357,13 +357,8 @@ pub fn run(
     if workers == 0 {
         return Err(LiveError::NoWorkers);
     }
-    let available = core_affinity::get_core_ids().map_or(0, |c| c.len());
-    for w in &config.workers {
-        if let Some(core) = w.core
-            && core >= available
-        {
-            return Err(LiveError::Pin { core, available });
-        }
+    if let Some((core, available)) = linerate_engine::unavailable_core(&config.workers) {
+        return Err(LiveError::Pin { core, available });
     }
     let layout = Layout::compile(plan, workers, config.count)?;
     let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();

@@ -10,8 +10,9 @@ use linerate_stream::Plan;
 use crate::cli::{AfXdpArgs, Backend};
 use crate::usage;
 
-/// The receiving side of a lab, when the interface is a lab's sender end.
-pub struct LabSide {
+/// Where the frames are counted: a lab's pinned sink (when the interface is a lab's sender end)
+/// or a sink attached for this command (`--sink-iface`). `name` is the lab's or the interface's.
+pub struct Receiver {
     pub name: String,
     pub peer_mac: [u8; 6],
     pub ips: (Ipv4Addr, Ipv4Addr),
@@ -19,9 +20,11 @@ pub struct LabSide {
     pub counters: Box<dyn Fn() -> Result<(u64, u64)>>,
 }
 
-impl std::fmt::Debug for LabSide {
+impl std::fmt::Debug for Receiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LabSide").field("name", &self.name).finish()
+        f.debug_struct("Receiver")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -129,13 +132,13 @@ pub fn open(backend: Backend, _iface: &str, _xdp: &AfXdpArgs) -> Result<Sender> 
 }
 
 #[cfg(target_os = "linux")]
-pub fn lab_side(iface: &str) -> Result<Option<LabSide>> {
+pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
     let Some(lab) = crate::lab::lab_of(iface)? else {
         return Ok(None);
     };
     let dir = lab.pin_dir();
     let sink = linerate_xdp::PinnedSink::open(&dir).map_err(crate::lab::xdp_error)?;
-    Ok(Some(LabSide {
+    Ok(Some(Receiver {
         name: lab.name.clone(),
         peer_mac: lab.receiver_mac,
         ips: (lab.sender_ip, lab.receiver_ip),
@@ -147,7 +150,7 @@ pub fn lab_side(iface: &str) -> Result<Option<LabSide>> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn lab_side(_iface: &str) -> Result<Option<LabSide>> {
+pub fn receiver_of(_iface: &str) -> Result<Option<Receiver>> {
     Ok(None)
 }
 
@@ -188,10 +191,10 @@ pub fn temp_lab(_name: &str, _queues: u32) -> Result<TempLab> {
 
 /// Attaches the XDP sink to `iface` (in `netns`) for as long as the returned side lives.
 #[cfg(target_os = "linux")]
-pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<LabSide> {
+pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<Receiver> {
     let sink = linerate_xdp::Sink::attach(iface, netns, linerate_xdp::AttachMode::Drv)
         .map_err(crate::lab::xdp_error)?;
-    Ok(LabSide {
+    Ok(Receiver {
         name: iface.to_owned(),
         peer_mac: [0xff; 6],
         ips: linerate_stream::Limits::default().default_ipv4,
@@ -203,6 +206,6 @@ pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<LabSide> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn attach_sink(_iface: &str, _netns: Option<&str>) -> Result<LabSide> {
+pub fn attach_sink(_iface: &str, _netns: Option<&str>) -> Result<Receiver> {
     Err(usage("--sink-iface needs Linux (XDP)"))
 }

@@ -15,7 +15,7 @@ use linerate_report::{
 use linerate_stream::{Plan, StreamSpec};
 
 use crate::cli::{CompareArgs, SweepArgs};
-use crate::platform::{self, LabSide};
+use crate::platform::{self, Receiver};
 use crate::tx;
 use crate::usage;
 
@@ -54,9 +54,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         (None, None) => return Err(usage("give -i IFACE or --lab")),
     };
     let port = tx::open_interface(args.backend, &iface, &args.afxdp)?;
-    let receiver: Option<LabSide> = match &args.sink_iface {
+    let receiver: Option<Receiver> = match &args.sink_iface {
         Some(sink) => Some(platform::attach_sink(sink, args.sink_netns.as_deref())?),
-        None => platform::lab_side(&iface)?,
+        None => platform::receiver_of(&iface)?,
     };
     let link = args.link_speed.or(port.info().link_speed.map(|s| s.mbps()));
     // Every size is checked before the first frame goes out.

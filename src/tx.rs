@@ -9,7 +9,7 @@ use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
 
 use crate::cli::{Backend, StreamArgs, TxArgs};
 use crate::output::{self, LiveStatus};
-use crate::platform::{self, LabSide, Sender};
+use crate::platform::{self, Receiver, Sender};
 use crate::usage;
 
 /// What arrived at a lab's sink during a run.
@@ -52,7 +52,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
     }
     let port = open_port(args, workers.len() as u32)?;
     let lab = match &args.interface {
-        Some(iface) => platform::lab_side(iface)?,
+        Some(iface) => platform::receiver_of(iface)?,
         None => None,
     };
     let plan = compile(&streams, port.info(), lab.as_ref(), args.link_speed)?;
@@ -99,7 +99,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
 pub fn compile(
     streams: &[StreamSpec],
     info: &PortInfo,
-    lab: Option<&LabSide>,
+    lab: Option<&Receiver>,
     link_mbps: Option<u64>,
 ) -> Result<Plan> {
     let defaults = Limits::default();
@@ -120,7 +120,7 @@ pub fn compile(
 
 /// Waits until the sink has seen everything the sender completed (frames still crossing the
 /// veth pair when the last completion came back), or until its count stops moving.
-pub fn settle(lab: &LabSide, before: (u64, u64), completed: u64) -> Result<SinkResult> {
+pub fn settle(lab: &Receiver, before: (u64, u64), completed: u64) -> Result<SinkResult> {
     let deadline = Instant::now() + Duration::from_secs(3);
     let mut last = (lab.counters)()?;
     let mut still_since = Instant::now();

@@ -77,20 +77,9 @@ pub fn frame_len(line: &str) -> usize {
         .unwrap_or_else(|| panic!("no frame length in {line}"))
 }
 
-/// Root tests run as root; elsewhere they skip with a reason, except in CI, where a skip would
-/// hide that they never ran.
-pub fn root_or_skip(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{test} needs root and CI runs as root: refusing to skip"
-        );
-        eprintln!("skipping {test}: needs root (run ./scripts/test.sh)");
-    }
-    root
-}
+#[cfg(target_os = "linux")]
+#[allow(unused_imports)]
+pub use linerate_lab::root_or_skip;
 
 /// Parses linerate's --json output.
 pub fn json(stdout: &str) -> serde_json::Value {

@@ -14,17 +14,8 @@ use linerate_port::{Port, PortError, QueueConfig, TxDesc, TxQueue};
 const FRAME_LEN: u32 = 60;
 const ETHERTYPE_LOCAL_EXPERIMENTAL: u16 = 0x88B5;
 
-/// True when the test may run; false (with a reason on stderr) when it must be skipped.
 fn root_or_skip() -> bool {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
-        return true;
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("AF_XDP tests need root, and CI=true forbids skipping them");
-    }
-    eprintln!("skipped: AF_XDP tests need root (veth pairs, network namespaces, AF_XDP sockets)");
-    false
+    linerate_lab::root_or_skip("AF_XDP tests (veth pairs, network namespaces, AF_XDP sockets)")
 }
 
 fn run(args: &[&str]) -> String {

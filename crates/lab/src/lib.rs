@@ -10,7 +10,7 @@ mod linux;
 
 pub use linerate_xdp::SinkCounters;
 #[cfg(target_os = "linux")]
-pub use linux::LabGuard;
+pub use linux::{LabGuard, root_or_skip};
 
 /// The longest lab name: `<name>-sink` and `<name>1` must stay within IFNAMSIZ - 1 = 15 chars,
 /// and short names keep `ip` output readable.

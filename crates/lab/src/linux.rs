@@ -412,6 +412,20 @@ impl Drop for LabGuard {
     }
 }
 
+/// For root tests: true when running as root. Elsewhere the test is skipped with a printed
+/// reason, except under `CI=true`, where a skip would hide that it never ran: then it fails.
+pub fn root_or_skip(test: &str) -> bool {
+    if nix::unistd::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test} needs root, and CI=true forbids skipping it: run the tests as root"
+    );
+    eprintln!("skipping {test}: needs root (set CI=true to make this a failure)");
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

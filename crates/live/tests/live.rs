@@ -10,21 +10,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use linerate_engine::{RunConfig, WorkerSpec};
-use linerate_lab::{Lab, LabConfig, LabGuard, SinkCounters, unique_name};
+use linerate_lab::{Lab, LabConfig, LabGuard, SinkCounters, root_or_skip, unique_name};
 use linerate_live::{LiveError, LivePort, layout};
 use linerate_stream::{Bursts, Limits, Plan, StreamSpec};
 use linerate_xdp::{AttachMode, PinnedSink};
-
-fn root_or_skip(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test} needs root, and CI=true: run the tests as root");
-    }
-    eprintln!("skipping {test}: needs root (set CI=true to make this a failure)");
-    false
-}
 
 fn lab(queues: u32) -> LabGuard {
     LabGuard::up(&LabConfig {

@@ -6,17 +6,7 @@ use std::time::{Duration, Instant};
 
 use linerate_lab::{Lab, SinkCounters};
 
-/// True when the tests can run. Not root: fail under CI=true, skip with a reason elsewhere.
-pub fn root_or_skip(test: &str) -> bool {
-    if nix::unistd::geteuid().is_root() {
-        return true;
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test} needs root, and CI=true: run the tests as root");
-    }
-    eprintln!("skipping {test}: needs root (set CI=true to make this a failure)");
-    false
-}
+pub use linerate_lab::root_or_skip;
 
 /// An AF_PACKET socket bound to one interface of the caller's namespace, for raw Ethernet frames.
 pub struct RawSender {

@@ -34,6 +34,15 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`linerate … --json | head`) is not an error of ours.
+        Err(err)
+            if err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("linerate: {}", one_line(&err));
             if usage::is_usage(&err) {

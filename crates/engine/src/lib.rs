@@ -9,7 +9,7 @@ mod worker;
 
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
-pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for, unavailable_core};
+pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for, supervise, unavailable_core};
 pub use worker::{Lane, LaneTotals, Pace, WorkerTotals, transmit, transmit_lanes};
 
 /// Why a run could not start or finish.

@@ -189,7 +189,18 @@ pub fn run(
             }));
         }
         barrier.wait();
-        supervise(config, &counters, &halt, &finished, workers, observer);
+        supervise(
+            config,
+            || finished.load(Ordering::Acquire) < workers,
+            || halt.store(true, Ordering::Relaxed),
+            || {
+                counters
+                    .iter()
+                    .map(|c| c.read())
+                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+            },
+            observer,
+        );
         let mut reports = Vec::with_capacity(workers);
         let mut sent = vec![LaneTotals::default(); plan.lanes.len()];
         for (i, h) in handles.into_iter().enumerate() {
@@ -291,14 +302,15 @@ fn split_slots<'a>(plans: Vec<WorkerPlan<'a>>, pacing: &[&'a Pacing]) -> Vec<Lan
         .collect()
 }
 
-/// The run thread's job while workers send: stop them at the deadline or on request, and tell
-/// the observer how it goes once per tick.
-fn supervise(
+/// The run thread's job while workers send: call `halt` once the deadline passes or the stop
+/// flag is raised, and tell the observer how it goes once per tick, until `running` says the
+/// workers are done. `totals` sums what the workers have published: (frames, bytes). Every
+/// backend's runner shares it, so the live line and the deadline behave the same everywhere.
+pub fn supervise(
     config: &RunConfig,
-    counters: &Slots,
-    halt: &AtomicBool,
-    finished: &AtomicUsize,
-    workers: usize,
+    running: impl Fn() -> bool,
+    halt: impl Fn(),
+    totals: impl Fn() -> (u64, u64),
     observer: &dyn Observer,
 ) {
     let start = Instant::now();
@@ -307,16 +319,13 @@ fn supervise(
     let mut next_tick = start + config.tick;
     // Short naps keep the deadline and Ctrl-C sharp without stealing a worker's core.
     let nap = Duration::from_millis(2);
-    while finished.load(Ordering::Acquire) < workers {
+    while running() {
         let now = Instant::now();
         if config.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
-            halt.store(true, Ordering::Relaxed);
+            halt();
         }
         if now >= next_tick {
-            let (frames, bytes) = counters
-                .iter()
-                .map(|c| c.read())
-                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+            let (frames, bytes) = totals();
             let snap = Snapshot {
                 elapsed: now - start,
                 frames,

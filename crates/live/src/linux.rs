@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
-use linerate_engine::{Observer, PacingStats, Report, RunConfig, Snapshot, WorkerReport};
+use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
 use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
@@ -461,7 +461,27 @@ pub fn run(
             }));
         }
         barrier.wait();
-        supervise(config, &slots[..workers], &halt, &finished, observer);
+        let slots = &slots[..workers];
+        // A stop also tells the program itself, so it drops what is left of each current call.
+        linerate_engine::supervise(
+            config,
+            || finished.load(Ordering::Acquire) < slots.len(),
+            || {
+                halt.store(true, Ordering::Relaxed);
+                for s in slots {
+                    s.stop.store(1, Ordering::Relaxed);
+                }
+            },
+            || {
+                slots.iter().fold((0, 0), |a, s| {
+                    (
+                        a.0 + s.sent.load(Ordering::Relaxed),
+                        a.1 + s.bytes.load(Ordering::Relaxed),
+                    )
+                })
+            },
+            observer,
+        );
         let mut reports = Vec::with_capacity(workers);
         for (i, h) in handles.into_iter().enumerate() {
             match h.join() {
@@ -583,51 +603,6 @@ impl Sender<'_> {
             });
         }
         Ok(())
-    }
-}
-
-/// The run thread's job while workers send: stop them at the deadline or on request (the
-/// program drops what is left of their current call), and tell the observer once per tick.
-fn supervise(
-    config: &RunConfig,
-    slots: &[WorkerSlot],
-    halt: &AtomicBool,
-    finished: &AtomicUsize,
-    observer: &dyn Observer,
-) {
-    let start = Instant::now();
-    let deadline = config.duration.map(|d| start + d);
-    let mut last = Snapshot::default();
-    let mut next_tick = start + config.tick;
-    let nap = Duration::from_millis(2);
-    while finished.load(Ordering::Acquire) < slots.len() {
-        let now = Instant::now();
-        if config.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
-            halt.store(true, Ordering::Relaxed);
-            for s in slots {
-                s.stop.store(1, Ordering::Relaxed);
-            }
-        }
-        if now >= next_tick {
-            let (frames, bytes) = slots.iter().fold((0, 0), |a, s| {
-                (
-                    a.0 + s.sent.load(Ordering::Relaxed),
-                    a.1 + s.bytes.load(Ordering::Relaxed),
-                )
-            });
-            let snap = Snapshot {
-                elapsed: now - start,
-                frames,
-                bytes,
-                interval: (now - start) - last.elapsed,
-                interval_frames: frames - last.frames,
-                interval_bytes: bytes - last.bytes,
-            };
-            observer.tick(&snap);
-            last = snap;
-            next_tick += config.tick;
-        }
-        std::thread::sleep(nap);
     }
 }
 

@@ -183,12 +183,9 @@ fn wait_for_traffic(lab: &LabGuard) {
     }
 }
 
-#[test]
-fn ctrl_c_stops_drains_reports_and_detaches() {
-    if !root_or_skip("ctrl_c_stops_drains_reports_and_detaches") {
-        return;
-    }
-    let lab = lab(2);
+/// Starts `linerate tx --json` for a minute on the lab with a pass-through program attached
+/// (skb mode, so veth takes it), and returns once frames reach the sink and the program is on.
+fn sending_with_a_pass_program(lab: &LabGuard) -> std::process::Child {
     let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
             "tx",
@@ -205,11 +202,21 @@ fn ctrl_c_stops_drains_reports_and_detaches() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_traffic(&lab);
+    wait_for_traffic(lab);
     assert!(
         xdp_attached(&lab.sender, None),
         "the pass-through program is on while sending"
     );
+    child
+}
+
+#[test]
+fn ctrl_c_stops_drains_reports_and_detaches() {
+    if !root_or_skip("ctrl_c_stops_drains_reports_and_detaches") {
+        return;
+    }
+    let lab = lab(2);
+    let child = sending_with_a_pass_program(&lab);
     // SAFETY: kill(2) on our own child's pid; the child has not been reaped yet.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let out = child.wait_with_output().unwrap();
@@ -238,23 +245,7 @@ fn sigkill_leaves_no_program_and_the_lab_still_goes_down() {
         return;
     }
     let lab = lab(1);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args([
-            "tx",
-            "-q",
-            "-i",
-            &lab.sender,
-            "-d",
-            "60s",
-            "--attach",
-            "skb",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_traffic(&lab);
-    assert!(xdp_attached(&lab.sender, None));
+    let mut child = sending_with_a_pass_program(&lab);
     child.kill().unwrap();
     child.wait().unwrap();
     // The bpf_link dies with the process's last file descriptor.

@@ -7,8 +7,8 @@
  *
  * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
  * window of the worker's k-th frame over the page, trim the frame to its length, write each
- * variable field for sequence number n with RFC 1624 checksum updates, then bpf_redirect() to
- * the target interface. The worker entry counts frames and bytes handed to the redirect and
+ * variable field (its next index, or a random one) with RFC 1624 checksum updates, then
+ * bpf_redirect() to the target interface. The worker entry counts frames and bytes handed to the redirect and
  * redirect errors; user space reads it through mmap.
  *
  * Layouts are shared with crates/live/src/layout.rs (struct LiveField, LiveWorker): keep both in
@@ -20,6 +20,10 @@
 #define MAX_FIELDS 8
 #define MAX_WORKERS 64
 #define MAX_WINDOW 2048
+/* Windows up to this long, in whole 8-byte words (user space widens them so), are copied with
+ * 8-byte stores in the program: a helper call costs more than the copy for the few bytes most
+ * streams change (the seed's IP id and checksum: 8). */
+#define INLINE_WINDOW 64
 /* Offsets beyond this are refused by user space; the bound keeps the verifier's ranges small. */
 #define MAX_OFFSET 4032
 #define NO_CSUM 0xffff
@@ -30,19 +34,22 @@
 
 /* One variable field, resolved to an aligned 8-byte span of the frame. */
 struct live_field {
+	/* mask and words are in the frame's byte order (big-endian), as the span is read */
 	__u64 mask;	/* span bits the field owns (after the modifier's mask) */
 	__u64 start;
 	__u64 step;
 	__u64 count;	/* ≥ 1 */
+	__u64 words;	/* 0xffff over each 16-bit word of the span that holds field bits */
+	__u64 kstep;	/* inc/dec: the index advances by the worker count mod count */
 	__u16 span;	/* even offset of the 8-byte span */
 	__u8 shift;	/* the value, shifted left by this, lands on `mask` */
 	__u8 mode;
-	__u8 words;	/* bit j: 16-bit word j of the span holds field bytes */
 	__u8 udp;	/* the L4 checksum is UDP's: a computed 0 is sent as 0xffff */
+	__u8 pad0;
 	__u16 ip_csum;	/* offset, or NO_CSUM */
 	__u16 l4_csum;	/* offset, or NO_CSUM */
-	__u16 pad0;
-	__u32 pad1;
+	__u16 pad1;
+	__u32 pad2;
 };
 
 struct live_fields {
@@ -59,19 +66,22 @@ struct live_worker {
 	__u32 win_off;	/* window: bytes that differ between the worker's frames */
 	__u32 win_len;	/* 0: every frame is the template */
 	__u32 tmpl_len;	/* length of the template (the longest frame) */
-	__u32 stride;	/* sequence numbers advance by the worker count */
+	__u32 stride;	/* the worker count: this worker sends every stride-th frame */
 	__u32 stop;	/* raised by user space: drop from now on */
 	__u32 pad0;
 	__u64 pad1[2];
 	/* state */
-	__u64 seq;	/* sequence number of the next frame */
 	__u64 rng;	/* xorshift64* state, as linerate_wire::Rng */
 	__u32 index;	/* next frame of the cycle */
 	__u32 pad2;
 	__u64 sent;	/* frames handed to the redirect */
 	__u64 bytes;	/* their bytes, FCS excluded */
 	__u64 errors;	/* redirects refused, or a frame that could not be built */
-	__u64 pad3[2];
+	__u64 pad3[3];
+	/* Each inc/dec field's index in its cycle: (sequence number) mod count, kept here and
+	 * advanced by a compare and subtract, because a 64-bit division per frame would cost more
+	 * than the rest of the field. */
+	__u64 k[MAX_FIELDS];
 };
 
 struct live_frame {
@@ -114,8 +124,7 @@ static __always_inline __u64 rng_next(struct live_worker *w)
 	return x * 0x2545F4914F6CDD1DULL;
 }
 
-/* The high 64 bits of a * b: Lemire's multiply-shift maps a random u64 onto 0..b without a
- * division, as linerate_wire::Modifier does. */
+/* The high 64 bits of a * b, from 32-bit pieces (BPF has no 128-bit multiply). */
 static __always_inline __u64 mul_hi(__u64 a, __u64 b)
 {
 	__u64 a_lo = a & 0xffffffff, a_hi = a >> 32, b_lo = b & 0xffffffff, b_hi = b >> 32;
@@ -125,29 +134,49 @@ static __always_inline __u64 mul_hi(__u64 a, __u64 b)
 	return hi_hi + (hi_lo >> 32) + (cross >> 32);
 }
 
-/* RFC 1624 eqn. 3: HC' = ~(~HC + sum(~m + m')), `delta` being the sum. */
+/* A random index in 0..count, as linerate_wire::pick: Lemire's multiply-shift on the high 32
+ * bits (one multiply) while count fits 32 bits, on all 64 otherwise. */
+static __always_inline __u64 pick(__u64 r, __u64 count)
+{
+	if (count <= (1ULL << 32))
+		return ((r >> 32) * count) >> 32;
+	return mul_hi(r, count);
+}
+
+/* RFC 1624 eqn. 3: HC' = ~(~HC + sum(~m + m')), `delta` being the sum folded to 16 bits.
+ * The one's complement sum does not care about byte order (RFC 1071 §2(B)): the checksum and
+ * the words are used as they lie in the frame, with no swaps. */
 static __always_inline void csum_update(void *data, void *data_end, __u32 at, __u32 delta,
 					int udp)
 {
-	__u8 *p;
+	__u16 *p;
 	__u32 s;
 	__u16 c;
 
 	if (at > MAX_OFFSET)
 		return;
 	p = data + at;
-	if ((void *)(p + 2) > data_end)
+	if ((void *)(p + 1) > data_end)
 		return;
-	s = (__u16)~(((__u16)p[0] << 8) | p[1]);
-	s += delta;
-	s = (s & 0xffff) + (s >> 16);
-	s = (s & 0xffff) + (s >> 16);
+	s = (__u16)~*p + delta;
 	s = (s & 0xffff) + (s >> 16);
 	c = ~s;
 	if (udp && c == 0)
 		c = 0xffff;
-	p[0] = c >> 8;
-	p[1] = c & 0xff;
+	*p = c;
+}
+
+/* sum(~m + m') over the span's words that hold the field, folded to 16 bits: the two values'
+ * halves add up without overflow in 64 bits, and three folds bring that below 2^16. */
+static __always_inline __u32 csum_delta(__u64 old, __u64 new, __u64 words)
+{
+	__u64 a = ~old & words, b = new & words;
+	__u64 s = (a >> 32) + (a & 0xffffffff) + (b >> 32) + (b & 0xffffffff);
+
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return s;
 }
 
 SEC("xdp")
@@ -159,7 +188,6 @@ int live_tx(struct xdp_md *ctx)
 	struct live_fields *fields;
 	struct live_worker *w;
 	__u32 key, zero = 0, len, n, i;
-	__u64 seq;
 	int act;
 
 	/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live), never sent
@@ -181,8 +209,26 @@ int live_tx(struct xdp_md *ctx)
 
 		if (!f || wl > MAX_WINDOW)
 			goto fail;
-		if (bpf_xdp_store_bytes(ctx, w->win_off, f->bytes, wl))
+		if (wl <= INLINE_WINDOW && !(wl & 7)) {
+			__u32 off = w->win_off;
+			__u8 *dst;
+
+			data = (void *)(long)ctx->data;
+			data_end = (void *)(long)ctx->data_end;
+			if (off > MAX_OFFSET)
+				goto fail;
+			dst = data + off;
+#pragma unroll
+			for (i = 0; i < INLINE_WINDOW / 8; i++) {
+				if (i * 8 >= wl)
+					break;
+				if ((void *)(dst + i * 8 + 8) > data_end)
+					goto fail;
+				*(__u64 *)(dst + i * 8) = *(__u64 *)(f->bytes + i * 8);
+			}
+		} else if (bpf_xdp_store_bytes(ctx, w->win_off, f->bytes, wl)) {
 			goto fail;
+		}
 		len = f->len;
 	}
 	if (len != w->tmpl_len) {
@@ -197,43 +243,40 @@ int live_tx(struct xdp_md *ctx)
 			goto fail;
 		data = (void *)(long)ctx->data;
 		data_end = (void *)(long)ctx->data_end;
-		seq = w->seq;
 		for (i = 0; i < MAX_FIELDS; i++) {
 			struct live_field *f = &fields->f[i];
 			__u64 k, v, old, new, m;
-			__u32 delta = 0, j;
+			__u32 delta;
 			__u8 *p;
 
 			if (i >= n)
 				break;
-			if (f->mode == MODE_RANDOM)
-				k = mul_hi(rng_next(w), f->count);
-			else
-				k = seq % f->count;
+			if (f->mode == MODE_RANDOM) {
+				k = pick(rng_next(w), f->count);
+			} else {
+				k = w->k[i];
+				w->k[i] = k + f->kstep >= f->count ? k + f->kstep - f->count
+								   : k + f->kstep;
+			}
 			v = f->mode == MODE_DEC ? f->start - k * f->step : f->start + k * f->step;
 			if (f->span > MAX_OFFSET)
 				goto fail;
 			p = data + f->span;
 			if ((void *)(p + 8) > data_end)
 				goto fail;
-			old = bpf_be64_to_cpu(*(__u64 *)p);
+			/* In the frame's byte order: only the value is swapped. */
+			old = *(__u64 *)p;
 			m = f->mask;
-			new = (old & ~m) | ((v << (f->shift & 63)) & m);
-			*(__u64 *)p = bpf_cpu_to_be64(new);
+			new = (old & ~m) | (bpf_cpu_to_be64(v << (f->shift & 63)) & m);
+			*(__u64 *)p = new;
 			if (f->ip_csum == NO_CSUM && f->l4_csum == NO_CSUM)
 				continue;
-			for (j = 0; j < 4; j++) {
-				__u32 sh = 48 - 16 * j;
-				__u32 term = ((~(old >> sh)) & 0xffff) + ((new >> sh) & 0xffff);
-
-				delta += term & -(__u32)((f->words >> j) & 1);
-			}
+			delta = csum_delta(old, new, f->words);
 			csum_update(data, data_end, f->ip_csum, delta, 0);
 			csum_update(data, data_end, f->l4_csum, delta, f->udp);
 		}
 	}
 
-	w->seq += w->stride;
 	w->index = w->index + 1 >= w->period ? 0 : w->index + 1;
 	act = bpf_redirect(w->ifindex, 0);
 	if (act == XDP_REDIRECT) {

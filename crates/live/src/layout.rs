@@ -33,34 +33,43 @@ pub struct LiveField {
     pub start: u64,
     pub step: u64,
     pub count: u64,
+    /// 0xffff over each 16-bit word of the span that holds field bits.
+    pub words: u64,
+    /// Inc/dec: how far the field's index moves per frame of one worker (workers mod count).
+    pub kstep: u64,
     pub span: u16,
     pub shift: u8,
     pub mode: u8,
-    pub words: u8,
     pub udp: u8,
+    pub pad0: u8,
     pub ip_csum: u16,
     pub l4_csum: u16,
-    pub pad0: u16,
-    pub pad1: u32,
+    pub pad1: u16,
+    pub pad2: u32,
 }
 
-const _: () = assert!(size_of::<LiveField>() == 48);
+/// Bytes of one `struct live_field`.
+pub const FIELD_LEN: usize = 64;
+const _: () = assert!(size_of::<LiveField>() == FIELD_LEN);
 
 impl LiveField {
     /// The field's bytes as the program sees them.
-    pub fn to_bytes(self) -> [u8; 48] {
-        let mut b = [0u8; 48];
-        b[0..8].copy_from_slice(&self.mask.to_ne_bytes());
+    pub fn to_bytes(self) -> [u8; FIELD_LEN] {
+        let mut b = [0u8; FIELD_LEN];
+        // The program reads the span in the frame's byte order, so the masks over it are stored
+        // big-endian; the numbers are native.
+        b[0..8].copy_from_slice(&self.mask.to_be_bytes());
         b[8..16].copy_from_slice(&self.start.to_ne_bytes());
         b[16..24].copy_from_slice(&self.step.to_ne_bytes());
         b[24..32].copy_from_slice(&self.count.to_ne_bytes());
-        b[32..34].copy_from_slice(&self.span.to_ne_bytes());
-        b[34] = self.shift;
-        b[35] = self.mode;
-        b[36] = self.words;
-        b[37] = self.udp;
-        b[38..40].copy_from_slice(&self.ip_csum.to_ne_bytes());
-        b[40..42].copy_from_slice(&self.l4_csum.to_ne_bytes());
+        b[32..40].copy_from_slice(&self.words.to_be_bytes());
+        b[40..48].copy_from_slice(&self.kstep.to_ne_bytes());
+        b[48..50].copy_from_slice(&self.span.to_ne_bytes());
+        b[50] = self.shift;
+        b[51] = self.mode;
+        b[52] = self.udp;
+        b[54..56].copy_from_slice(&self.ip_csum.to_ne_bytes());
+        b[56..58].copy_from_slice(&self.l4_csum.to_ne_bytes());
         b
     }
 }
@@ -71,7 +80,8 @@ const MODE_RANDOM: u8 = 2;
 
 /// Turns a patch into a span instruction: the 8 bytes from the even offset at or below the
 /// field, the field's bits inside them, and which 16-bit words a checksum update must cover.
-pub fn field(patch: &Patch, min_len: usize) -> Result<LiveField, LiveError> {
+/// `workers` share the frames, so each one's index of an inc/dec field moves `workers` a frame.
+pub fn field(patch: &Patch, min_len: usize, workers: usize) -> Result<LiveField, LiveError> {
     let loc = &patch.loc;
     let unsupported = |why: String| LiveError::Unsupported { why };
     let o = usize::from(loc.offset);
@@ -100,15 +110,18 @@ pub fn field(patch: &Patch, min_len: usize) -> Result<LiveField, LiveError> {
     let shift = field_shift + bits_shift;
     let span_bits = loc.bits.checked_shl(field_shift).unwrap_or(0);
     let value_bits = patch.modifier.mask.checked_shl(shift).unwrap_or(0);
-    let mut words = 0u8;
+    let mut words = 0u64;
     for j in rel / 2..=(rel + w - 1) / 2 {
-        words |= 1 << j;
+        words |= 0xffff << (48 - 16 * j);
     }
+    let count = patch.modifier.count.max(1);
     Ok(LiveField {
         mask: span_bits & value_bits,
         start: patch.modifier.start,
         step: patch.modifier.step,
-        count: patch.modifier.count.max(1),
+        count,
+        words,
+        kstep: workers as u64 % count,
         span: a as u16,
         shift: shift as u8,
         mode: match patch.modifier.mode {
@@ -116,12 +129,12 @@ pub fn field(patch: &Patch, min_len: usize) -> Result<LiveField, LiveError> {
             VaryMode::Dec => MODE_DEC,
             VaryMode::Random => MODE_RANDOM,
         },
-        words,
         udp: u8::from(loc.l4_udp),
+        pad0: 0,
         ip_csum: loc.ip_csum.unwrap_or(NO_CSUM),
         l4_csum: loc.l4_csum.unwrap_or(NO_CSUM),
-        pad0: 0,
         pad1: 0,
+        pad2: 0,
     })
 }
 
@@ -142,6 +155,8 @@ pub struct WorkerLayout {
     pub stride: u64,
     /// Initial xorshift64* state, as `linerate_wire::Rng::new(seed)` holds it.
     pub rng: u64,
+    /// Each field's index at the worker's first frame (`first_seq` mod count; unused for random).
+    pub indices: Vec<u64>,
 }
 
 /// The whole plan compiled for the program.
@@ -172,7 +187,7 @@ impl Layout {
         let fields = plan
             .patches
             .iter()
-            .map(|p| field(p, min_len))
+            .map(|p| field(p, min_len, workers))
             .collect::<Result<Vec<_>, _>>()?;
         let workers = (0..workers)
             .map(|w| worker(plan, &fields, w, workers, limit))
@@ -228,6 +243,15 @@ fn worker(
             }
         }
     }
+    // Whole 8-byte words, still inside the template: the program copies short windows with
+    // 8-byte stores. The extra bytes are the frames' own, so rewriting them changes nothing.
+    if let Some((lo, hi)) = win.as_mut() {
+        let len = (*hi - *lo).next_multiple_of(8);
+        if len <= template.len() {
+            *hi = (*lo + len).min(template.len());
+            *lo = *hi - len;
+        }
+    }
     let (win_off, win_len, frames) = match win {
         None => (0, 0, Vec::new()),
         Some((lo, hi)) => {
@@ -263,6 +287,7 @@ fn worker(
         first_seq: wp.first_seq,
         stride: wp.stride,
         rng: rng_state(wp.seed),
+        indices: fields.iter().map(|f| wp.first_seq % f.count).collect(),
     })
 }
 
@@ -280,7 +305,7 @@ pub fn rng_state(seed: u64) -> u64 {
 pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec<u8>> {
     let w = &layout.workers[worker];
     let mut pool: Vec<Vec<u8>> = vec![w.template.clone(); pages.max(1)];
-    let (mut seq, mut rng, mut index) = (w.first_seq, w.rng, 0usize);
+    let (mut rng, mut index, mut indices) = (w.rng, 0usize, w.indices.clone());
     let mut out = Vec::new();
     for k in 0..n {
         if w.limit.is_some_and(|l| k >= l) {
@@ -294,15 +319,20 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
             page[off..off + bytes.len()].copy_from_slice(bytes);
             len = *flen as usize;
         }
-        for f in &layout.fields {
-            let c = f.count.max(1);
+        for (f, i) in layout.fields.iter().zip(&mut indices) {
             let k = if f.mode == MODE_RANDOM {
                 rng ^= rng >> 12;
                 rng ^= rng << 25;
                 rng ^= rng >> 27;
-                mul_hi(rng.wrapping_mul(0x2545_F491_4F6C_DD1D), c)
+                pick(rng.wrapping_mul(0x2545_F491_4F6C_DD1D), f.count)
             } else {
-                seq % c
+                let k = *i;
+                *i = if k + f.kstep >= f.count {
+                    k + f.kstep - f.count
+                } else {
+                    k + f.kstep
+                };
+                k
             };
             let v = if f.mode == MODE_DEC {
                 f.start.wrapping_sub(k.wrapping_mul(f.step))
@@ -313,12 +343,11 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
             let old = u64::from_be_bytes(page[s..s + 8].try_into().expect("8 bytes"));
             let new = (old & !f.mask) | (v.wrapping_shl(u32::from(f.shift)) & f.mask);
             page[s..s + 8].copy_from_slice(&new.to_be_bytes());
-            let mut delta = 0u32;
-            for j in 0..4 {
-                if f.words >> j & 1 == 1 {
-                    let sh = 48 - 16 * j;
-                    delta += u32::from(!(old >> sh) as u16) + u32::from((new >> sh) as u16);
-                }
+            let (a, b) = (!old & f.words, new & f.words);
+            let sum = (a >> 32) + (a & 0xffff_ffff) + (b >> 32) + (b & 0xffff_ffff);
+            let mut delta = sum;
+            for _ in 0..3 {
+                delta = (delta & 0xffff) + (delta >> 16);
             }
             for (at, udp) in [(f.ip_csum, false), (f.l4_csum, f.udp == 1)] {
                 if at == NO_CSUM {
@@ -326,7 +355,8 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
                 }
                 let at = usize::from(at);
                 let hc = u16::from_be_bytes([page[at], page[at + 1]]);
-                let mut c = !linerate_wire::checksum::fold(u32::from(!hc) + delta);
+                let s = u32::from(!hc) + delta as u32;
+                let mut c = !(((s & 0xffff) + (s >> 16)) as u16);
                 if udp && c == 0 {
                     c = 0xffff;
                 }
@@ -334,16 +364,18 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
             }
         }
         out.push(page[..len].to_vec());
-        seq = seq.wrapping_add(w.stride);
         index = (index + 1) % w.period.max(1) as usize;
     }
     out
 }
 
-/// The high half of `a * b` computed in 32-bit pieces, as the program does (BPF has no 128-bit
-/// multiply).
-fn mul_hi(a: u64, b: u64) -> u64 {
-    let (a_lo, a_hi, b_lo, b_hi) = (a & 0xffff_ffff, a >> 32, b & 0xffff_ffff, b >> 32);
+/// [`linerate_wire::pick`] as the program computes it: the 128-bit product's high half from
+/// 32-bit pieces (BPF has no 128-bit multiply).
+fn pick(r: u64, count: u64) -> u64 {
+    if count <= 1 << 32 {
+        return ((r >> 32) * count) >> 32;
+    }
+    let (a_lo, a_hi, b_lo, b_hi) = (r & 0xffff_ffff, r >> 32, count & 0xffff_ffff, count >> 32);
     let (lo_lo, hi_lo, lo_hi, hi_hi) = (a_lo * b_lo, a_hi * b_lo, a_lo * b_hi, a_hi * b_hi);
     let cross = (lo_lo >> 32) + (hi_lo & 0xffff_ffff) + lo_hi;
     hi_hi + (hi_lo >> 32) + (cross >> 32)
@@ -414,6 +446,13 @@ mod tests {
             ),
             (&["ip-id:inc:0-65535,mask=0x0ff0"], "fixed"),
             (&["dst-port:inc:1-4095"], "imix"),
+            // Patched inc fields whose count is below the worker count, and a random field past
+            // 32 bits (the program's 64-bit pick).
+            (&["src-port:inc:1-65535", "dst-port:inc:7-8"], "fixed"),
+            (
+                &["dst-mac:random:02:00:00:00:00:01-02:00:ff:ff:ff:ff"],
+                "fixed",
+            ),
             (
                 &["src-mac:inc:00:00:00:00:00:01-00:00:00:01:00:00"],
                 "random:64-200",
@@ -441,14 +480,19 @@ mod tests {
     }
 
     #[test]
-    fn mul_hi_is_the_high_half() {
-        for (a, b) in [
-            (u64::MAX, u64::MAX),
-            (u64::MAX, 1000),
-            (12345, 1 << 40),
-            (0, 7),
-        ] {
-            assert_eq!(mul_hi(a, b), ((u128::from(a) * u128::from(b)) >> 64) as u64);
+    fn the_programs_pick_is_the_wire_crates() {
+        let mut rng = linerate_wire::Rng::new(5);
+        for count in [1, 1000, 1 << 32, (1 << 32) + 1, 1 << 40, 1 << 48, u64::MAX] {
+            for r in [0, u64::MAX, 1 << 63, 12345]
+                .into_iter()
+                .chain((0..1000).map(|_| rng.next_u64()))
+            {
+                assert_eq!(
+                    pick(r, count),
+                    linerate_wire::pick(r, count),
+                    "{r} of {count}"
+                );
+            }
         }
     }
 

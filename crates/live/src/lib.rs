@@ -11,7 +11,7 @@ mod linux;
 
 pub use error::LiveError;
 #[cfg(target_os = "linux")]
-pub use linux::{LivePort, run};
+pub use linux::{LivePort, ProgramClock, run};
 
 /// The backend's name in reports.
 pub const BACKEND: &str = "live";

@@ -14,7 +14,7 @@ use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
-use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
+use crate::layout::{FIELD_LEN, Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
 use crate::{BACKEND, LiveError, MODE};
 
 /// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
@@ -181,17 +181,17 @@ struct WorkerSlot {
     stop: AtomicU32,
     _pad0: AtomicU32,
     _pad1: [AtomicU64; 2],
-    seq: AtomicU64,
     rng: AtomicU64,
     index: AtomicU32,
     _pad2: AtomicU32,
     sent: AtomicU64,
     bytes: AtomicU64,
     errors: AtomicU64,
-    _pad3: [AtomicU64; 2],
+    _pad3: [AtomicU64; 3],
+    indices: [AtomicU64; MAX_FIELDS],
 }
 
-const _: () = assert!(size_of::<WorkerSlot>() == 128);
+const _: () = assert!(size_of::<WorkerSlot>() == 192);
 
 /// The `live_workers` map mapped into this process; unmapped on drop.
 struct WorkerMap {
@@ -361,35 +361,10 @@ pub fn run(
         return Err(LiveError::Pin { core, available });
     }
     let layout = Layout::compile(plan, workers, config.count)?;
-    let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
-    let object = load(entries.max(1) as u32)?;
-    fill_maps(&object, &layout)?;
-    let map = WorkerMap::map(&object)?;
-    let slots = map.slots();
-    let mut base = 0u32;
-    for (slot, w) in slots.iter().zip(&layout.workers) {
-        slot.limit
-            .store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
-        slot.ifindex.store(port.ifindex, Ordering::Relaxed);
-        slot.nfields
-            .store(layout.fields.len() as u32, Ordering::Relaxed);
-        slot.frame_base.store(base, Ordering::Relaxed);
-        slot.period.store(w.period.max(1), Ordering::Relaxed);
-        slot.win_off.store(w.win_off, Ordering::Relaxed);
-        slot.win_len.store(w.win_len, Ordering::Relaxed);
-        slot.tmpl_len
-            .store(w.template.len() as u32, Ordering::Relaxed);
-        slot.stride.store(w.stride as u32, Ordering::Relaxed);
-        slot.stop.store(0, Ordering::Relaxed);
-        slot.seq.store(w.first_seq, Ordering::Relaxed);
-        slot.rng.store(w.rng, Ordering::Relaxed);
-        slot.index.store(0, Ordering::Relaxed);
-        slot.sent.store(0, Ordering::Relaxed);
-        slot.bytes.store(0, Ordering::Relaxed);
-        slot.errors.store(0, Ordering::Release);
-        base += w.frames.len() as u32;
-    }
-    let prog = program(&object, "live_tx")?;
+    let loaded = Loaded::new(&layout, port.ifindex)?;
+    let slots = loaded.map.slots();
+    let object = &loaded.object;
+    let prog = program(object, "live_tx")?;
     let _anchor = Anchor::attach(prog);
     let batch = config.batch.clamp(1, MAX_BATCH);
     let epoch = OnceLock::new();
@@ -493,6 +468,110 @@ pub fn run(
         report.requested_pps = plan.pacing.as_ref().map(|p| p.pps());
         Ok(report)
     })
+}
+
+/// The program loaded with a layout's maps and its worker slots set for a run toward `ifindex`.
+struct Loaded {
+    // Field order is drop order: the mapping goes before the object that owns the map.
+    map: WorkerMap,
+    object: Object,
+}
+
+impl Loaded {
+    fn new(layout: &Layout, ifindex: u32) -> Result<Loaded, LiveError> {
+        let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
+        let object = load(entries.max(1) as u32)?;
+        fill_maps(&object, layout)?;
+        let map = WorkerMap::map(&object)?;
+        let mut base = 0u32;
+        for (slot, w) in map.slots().iter().zip(&layout.workers) {
+            slot.limit
+                .store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
+            slot.ifindex.store(ifindex, Ordering::Relaxed);
+            slot.nfields
+                .store(layout.fields.len() as u32, Ordering::Relaxed);
+            slot.frame_base.store(base, Ordering::Relaxed);
+            slot.period.store(w.period.max(1), Ordering::Relaxed);
+            slot.win_off.store(w.win_off, Ordering::Relaxed);
+            slot.win_len.store(w.win_len, Ordering::Relaxed);
+            slot.tmpl_len
+                .store(w.template.len() as u32, Ordering::Relaxed);
+            slot.stride.store(w.stride as u32, Ordering::Relaxed);
+            slot.stop.store(0, Ordering::Relaxed);
+            slot.rng.store(w.rng, Ordering::Relaxed);
+            for (at, k) in slot.indices.iter().zip(&w.indices) {
+                at.store(*k, Ordering::Relaxed);
+            }
+            slot.index.store(0, Ordering::Relaxed);
+            slot.sent.store(0, Ordering::Relaxed);
+            slot.bytes.store(0, Ordering::Relaxed);
+            slot.errors.store(0, Ordering::Release);
+            base += w.frames.len() as u32;
+        }
+        Ok(Loaded { map, object })
+    }
+}
+
+/// Times the transmit program alone, for benchmarks: loaded with the first worker's share of a
+/// plan, run without live frames — nothing is built or sent, the kernel only times the program
+/// and drops its verdict. Everything the program does per frame is in the time (window copy,
+/// fields, checksums, the redirect helper); the page pool, the redirect and the driver are not.
+/// Needs root.
+#[allow(missing_debug_implementations)] // holds a loaded object; nothing worth printing
+pub struct ProgramClock {
+    data: Vec<u8>,
+    ctx: libbpf_sys::xdp_md,
+    prog: i32,
+    _anchor: Option<Anchor>,
+    _loaded: Loaded,
+}
+
+impl ProgramClock {
+    pub fn new(plan: &Plan) -> Result<ProgramClock, LiveError> {
+        let layout = Layout::compile(plan, 1, None)?;
+        // Any ifindex will do: bpf_redirect only records it, and no frame leaves.
+        let loaded = Loaded::new(&layout, 1)?;
+        let prog = program(&loaded.object, "live_tx")?;
+        let w = &layout.workers[0];
+        let mut data = vec![0u8; META_LEN + w.template.len()];
+        data[META_LEN..].copy_from_slice(&w.template);
+        Ok(ProgramClock {
+            ctx: xdp_ctx(META_LEN, data.len(), 0),
+            data,
+            prog,
+            _anchor: Anchor::attach(prog),
+            _loaded: loaded,
+        })
+    }
+
+    /// Runs the program `repeat` times; the kernel's mean time per run, in ns.
+    pub fn time(&self, repeat: u32) -> Result<f64, LiveError> {
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            data_in: self.data.as_ptr().cast(),
+            data_size_in: self.data.len() as u32,
+            ctx_in: (&self.ctx as *const libbpf_sys::xdp_md).cast(),
+            ctx_size_in: size_of::<libbpf_sys::xdp_md>() as u32,
+            repeat: repeat.clamp(1, i32::MAX as u32) as i32,
+            ..Default::default()
+        };
+        // SAFETY: prog is a live program fd; opts has its `sz` set and points to `data` and
+        // `ctx`, which outlive the call and which the kernel only reads (no data_out or ctx_out).
+        let ret = unsafe { libbpf_sys::bpf_prog_test_run_opts(self.prog, &mut opts) };
+        let fail = |why: String| LiveError::Load {
+            message: format!("timing the program: {why}"),
+        };
+        if ret < 0 {
+            return Err(fail(io::Error::from_raw_os_error(-ret).to_string()));
+        }
+        if opts.retval != libbpf_sys::XDP_REDIRECT {
+            return Err(fail(format!(
+                "verdict {} instead of a redirect",
+                opts.retval
+            )));
+        }
+        Ok(f64::from(opts.duration))
+    }
 }
 
 /// What one worker needs to call the program.
@@ -619,9 +698,9 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     let update = |e: libbpf_rs::Error| LiveError::Load {
         message: format!("filling the program's maps: {e:#}"),
     };
-    let mut fields = vec![0u8; MAX_FIELDS * 48];
+    let mut fields = vec![0u8; MAX_FIELDS * FIELD_LEN];
     for (i, f) in layout.fields.iter().enumerate() {
-        fields[i * 48..(i + 1) * 48].copy_from_slice(&f.to_bytes());
+        fields[i * FIELD_LEN..(i + 1) * FIELD_LEN].copy_from_slice(&f.to_bytes());
     }
     find("live_fields")?
         .update(&0u32.to_ne_bytes(), &fields, MapFlags::ANY)

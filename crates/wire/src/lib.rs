@@ -14,7 +14,7 @@ pub use error::WireError;
 pub use etherparse;
 pub use field::{Field, FieldLoc, parse_value};
 pub use mac::{MacAddr, format_mac, parse_mac};
-pub use modifier::{Modifier, Patch, Rng, VaryMode};
+pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
 pub use spec::{
     Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, MAX_FRAME_SIZE, Payload, TcpFlags, VlanTag,
 };

@@ -27,6 +27,19 @@ impl Rng {
     }
 }
 
+/// Maps 64 random bits `r` onto `0..count` with Lemire's multiply-shift, no division (a 64-bit
+/// divide costs more than the rest of a patch): on the high 32 bits while `count` fits in 32 bits,
+/// so that BPF (no 128-bit multiply) needs one multiply for every field up to an IPv4 address,
+/// and on all 64 bits beyond. The live backend's program computes the same (bpf/live_tx.bpf.c).
+#[inline]
+pub fn pick(r: u64, count: u64) -> u64 {
+    if count <= 1 << 32 {
+        ((r >> 32) * count) >> 32
+    } else {
+        ((u128::from(r) * u128::from(count)) >> 64) as u64
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VaryMode {
     Inc,
@@ -54,12 +67,9 @@ impl Modifier {
         match self.mode {
             VaryMode::Inc => self.start.wrapping_add((n % count).wrapping_mul(self.step)),
             VaryMode::Dec => self.start.wrapping_sub((n % count).wrapping_mul(self.step)),
-            // Lemire's multiply-shift maps 64 random bits onto 0..count without a division
-            // (a 64-bit divide costs more than the rest of a patch).
-            VaryMode::Random => {
-                let pick = ((u128::from(rng.next_u64()) * u128::from(count)) >> 64) as u64;
-                self.start.wrapping_add(pick.wrapping_mul(self.step))
-            }
+            VaryMode::Random => self
+                .start
+                .wrapping_add(pick(rng.next_u64(), count).wrapping_mul(self.step)),
         }
     }
 
@@ -126,6 +136,31 @@ mod tests {
             0,
             "count 0 acts as 1"
         );
+    }
+
+    #[test]
+    fn pick_stays_below_count_on_both_paths() {
+        let mut rng = Rng::new(3);
+        for count in [
+            1,
+            2,
+            1000,
+            65535,
+            (1 << 32) - 2,
+            1 << 32,
+            (1 << 32) + 1,
+            1 << 48,
+        ] {
+            for _ in 0..10_000 {
+                assert!(pick(rng.next_u64(), count) < count, "count {count}");
+            }
+            assert_eq!(pick(u64::MAX, count), count - 1, "the top of 0..{count}");
+            assert_eq!(pick(0, count), 0);
+        }
+        // 32-bit counts use the high word only; beyond, the 128-bit product.
+        assert_eq!(pick(0xdead_beef_0000_0000, 1 << 32), 0xdead_beef);
+        assert_eq!(pick(0x0000_0000_ffff_ffff, 1 << 32), 0);
+        assert_eq!(pick(1 << 63, 1 << 48), 1 << 47);
     }
 
     #[test]

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The live backend at 64 B on a veth lab: one and two workers, the default stream (the seed: 10
+# pre-built frames) and the same with one random 16-bit field. The four variants run back to back
+# in each round, so the VM's drift (its rate swings ±25 % from one second to the next) hits them
+# alike, and the two ratios (field cost, two workers over one) are medians of per-round ratios.
+# Mpps at the sink (sink packets over the sender's time), median (min–max) of --repeat rounds, as
+# a Markdown table.
+#
+#   bench-live.sh [--count 5000000] [--repeat 15]
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+    exec sudo -E "$0" "$@"
+fi
+cd "$(dirname "$0")/.."
+
+count=5000000
+repeat=15
+while (($#)); do
+    case $1 in
+        --count) count=$2; shift 2 ;;
+        --repeat) repeat=$2; shift 2 ;;
+        *) echo "bench-live: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+./scripts/setup.sh
+cargo build --release --quiet
+lr=target/release/linerate
+lab=lrlive
+out=$(mktemp -d)
+trap '"$lr" lab down --name "$lab" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
+"$lr" lab down --name "$lab" >/dev/null 2>&1 || true
+"$lr" lab up --name "$lab" --queues 2 >/dev/null
+
+vary=(--vary src-port:random:1-65535)
+run() { # cores, variant name, extra args…
+    local cores=$1 name=$2
+    shift 2
+    "$lr" tx -q --json -i "${lab}0" --backend live -n "$count" --cores "$cores" "$@" |
+        jq -r '.sink.packets / .elapsed_s / 1e6' >>"$out/$cores-$name"
+}
+
+for _ in $(seq "$repeat"); do
+    for cores in 0 0,1; do
+        run "$cores" fixed
+        run "$cores" random "${vary[@]}"
+    done
+done
+
+# "median (min–max)" of a file of figures, and the median alone.
+stat() { sort -g "$1" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)", m, v[1], v[NR] }'; }
+med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# Median over rounds of a / b - 1 in % (third argument 1), or of a / b (0).
+ratio() { paste "$1" "$2" | awk -v pct="$3" '{ print pct ? ($1 / $2 - 1) * 100 : $1 / $2 }' | med; }
+
+echo "lab $lab, $(uname -r), $(nproc) CPUs, $count frames of 64 B per run; median (min–max) of $repeat rounds, Mpps at the sink" >&2
+echo "| workers | default stream (10 pre-built frames) | one random 16-bit field | field cost (median of per-round ratios) |"
+echo "| ---: | ---: | ---: | ---: |"
+for cores in 0 0,1; do
+    workers=$(tr ',' '\n' <<<"$cores" | wc -l)
+    printf '| %d | %s | %s | %+.1f %% |\n' "$workers" "$(stat "$out/$cores-fixed")" "$(stat "$out/$cores-random")" "$(ratio "$out/$cores-random" "$out/$cores-fixed" 1)"
+done
+printf 'two workers / one, default stream: %.2f× (median of per-round ratios)\n' "$(ratio "$out/0,1-fixed" "$out/0-fixed" 0)"

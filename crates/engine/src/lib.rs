@@ -3,6 +3,7 @@
 //! the final report. Knows nothing of any backend beyond the `TxQueue` trait.
 
 mod counters;
+pub mod pace;
 mod report;
 mod run;
 mod worker;

@@ -8,23 +8,11 @@ use linerate_stream::{Pacing, WorkerPlan};
 use linerate_wire::Rng;
 
 use crate::counters::Counters;
+use crate::pace::{CatchUp, MAX_LAG_PS, horizon, ps_since, wait_until};
 
 /// How long the last completions may take once a worker stops; a backend that loses frames is
 /// reported, not waited for forever.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Frames that fell behind (a preempted thread, a full ring) catch up at most this many times
-/// faster than asked, so a stall does not become a line-rate burst yet the average holds.
-const CATCH_UP: u64 = 2;
-
-/// A worker this far behind stops catching up and moves its schedule: the lost time is lost,
-/// which the report's achieved rate shows.
-const MAX_LAG_PS: u64 = 50_000_000_000;
-
-/// Waits longer than this are slept (minus a margin for the sleep's own lateness); shorter ones
-/// are spun, since a sleep cannot hit a sub-100 µs deadline.
-const SLEEP_ABOVE_PS: u64 = 200_000_000;
-const SLEEP_MARGIN_PS: u64 = 100_000_000;
 
 /// A worker's pacing: the plan's schedule and the instant all workers count from.
 #[derive(Debug, Clone, Copy)]
@@ -70,34 +58,6 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
-#[inline]
-fn ps_since(epoch: Instant) -> u64 {
-    epoch.elapsed().as_nanos() as u64 * 1000
-}
-
-/// Longest a wait lasts before the loop runs again: its reap kicks the kernel for frames still in
-/// the TX ring (a kick answered EAGAIN leaves them there), so a long gap never strands a batch.
-const WAIT_SLICE_PS: u64 = 1_000_000_000;
-
-/// Sleeps or spins until `due` (ps after `epoch`), or for one wait slice at most; returns early
-/// on `stop`. Callers loop and check again.
-fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
-    let due = due.min(ps_since(epoch) + WAIT_SLICE_PS);
-    loop {
-        let now = ps_since(epoch);
-        if now >= due || stop.load(Ordering::Relaxed) {
-            return;
-        }
-        let left = due - now;
-        if left > SLEEP_ABOVE_PS {
-            let nap = left - SLEEP_MARGIN_PS;
-            std::thread::sleep(Duration::from_nanos(nap / 1000));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 /// Lays the worker's frames into the queue's slots: slot `s` holds frame `s % P` for good, since
 /// the slot count is a multiple of the worker's period P.
 pub(crate) fn fill_slots<Q: TxQueue + ?Sized>(queue: &mut Q, plan: &WorkerPlan<'_>) {
@@ -140,17 +100,10 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     };
     let mut shift = 0u64;
     let mut last_submit = 0u64;
-    // The catch-up limit is a token bucket: tokens come at CATCH_UP times the worker's mean rate
-    // and it holds a batch or a burst, whichever is larger, so on schedule it never binds.
-    let (min_gap, depth) = match pace {
-        Some(p) => {
-            let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * plan.stride;
-            let burst = p.pacing.burst.div_ceil(plan.stride) + 1;
-            ((mean / CATCH_UP).max(1), u64::from(batch).max(burst))
-        }
-        None => (1, 0),
-    };
-    let mut bucket = 0u64;
+    let mut catch_up = pace.map(|p| {
+        let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * plan.stride;
+        CatchUp::new(mean, u64::from(batch), p.pacing.burst.div_ceil(plan.stride))
+    });
     let start = Instant::now();
 
     while submitted < count && !stop.load(Ordering::Relaxed) {
@@ -160,7 +113,9 @@ pub fn transmit<Q: TxQueue + ?Sized>(
         let mut want = (batch as u64)
             .min((slots - in_flight) as u64)
             .min(count - submitted) as u32;
-        if let (Some(p), true) = (pace, want > 0) {
+        // This send's lateness and time, recorded once it submits.
+        let mut paced = None;
+        if let (Some(p), Some(c), true) = (pace, catch_up.as_mut(), want > 0) {
             let due = p.pacing.due_ps(seq) + shift;
             let now = ps_since(p.epoch);
             if now < due {
@@ -171,27 +126,30 @@ pub fn transmit<Q: TxQueue + ?Sized>(
             if late > MAX_LAG_PS {
                 shift += late - MAX_LAG_PS;
             }
-            // Send what is due by now: one frame at low rates, up to a batch at high ones.
+            let until = horizon(p.pacing, due, now);
             let mut due_now = 1;
             while due_now < want
-                && p.pacing.due_ps(seq + due_now as u64 * plan.stride) + shift <= now
+                && p.pacing.due_ps(seq + due_now as u64 * plan.stride) + shift <= until
             {
                 due_now += 1;
             }
-            // `bucket` is the instant the bucket would be empty, shifted by its depth so that it
-            // starts (and refills to) full without going below zero.
-            bucket = bucket.max(now);
-            let tokens = (now + depth * min_gap - bucket) / min_gap;
-            if tokens == 0 {
-                wait_until(
-                    p.epoch,
-                    (bucket + min_gap).saturating_sub(depth * min_gap),
-                    stop,
-                );
-                continue;
-            }
+            let tokens = match c.tokens(now) {
+                Ok(t) => t,
+                Err(refill) => {
+                    wait_until(p.epoch, refill, stop);
+                    continue;
+                }
+            };
             want = due_now.min(tokens.min(u64::from(u32::MAX)) as u32);
-            bucket += u64::from(want) * min_gap;
+            paced = Some((late, now));
+        }
+        let n = if want == 0 { 0 } else { queue.reserve(want) };
+        if n == 0 {
+            std::hint::spin_loop();
+            continue;
+        }
+        if let (Some(c), Some((late, now))) = (catch_up.as_mut(), paced) {
+            c.spend(u64::from(n));
             if let (Some(l), Some(g)) = (lateness.as_mut(), gaps.as_mut()) {
                 l.saturating_record(late / 1000);
                 if last_submit > 0 {
@@ -199,11 +157,6 @@ pub fn transmit<Q: TxQueue + ?Sized>(
                 }
             }
             last_submit = now;
-        }
-        let n = if want == 0 { 0 } else { queue.reserve(want) };
-        if n == 0 {
-            std::hint::spin_loop();
-            continue;
         }
         for desc in &mut descs[..n as usize] {
             if !plan.patches.is_empty() {
@@ -272,9 +225,7 @@ struct LaneState<'a> {
     slot: u32,
     index: u32,
     shift: u64,
-    bucket: u64,
-    min_gap: u64,
-    depth: u64,
+    catch_up: CatchUp,
     last_submit: u64,
 }
 
@@ -302,7 +253,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         .map(|lane| {
             let p = &lane.plan;
             let mean = lane.pacing.cycle_ps / lane.pacing.cycle_frames.max(1) * p.stride;
-            let burst = lane.pacing.burst.div_ceil(p.stride) + 1;
+            let burst = lane.pacing.burst.div_ceil(p.stride);
             debug_assert_eq!(lane.slots % p.frames.len() as u32, 0);
             LaneState {
                 lane,
@@ -316,9 +267,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
                 slot: 0,
                 index: 0,
                 shift: 0,
-                bucket: 0,
-                min_gap: (mean / CATCH_UP).max(1),
-                depth: u64::from(batch).max(burst),
+                catch_up: CatchUp::new(mean, u64::from(batch), burst),
                 last_submit: 0,
             }
         })
@@ -380,30 +329,29 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         if late > MAX_LAG_PS {
             l.shift += late - MAX_LAG_PS;
         }
-        let until = now.min(then);
+        let until = horizon(pacing, due, now).min(then);
         let mut due_now = 1;
         while due_now < want
             && pacing.due_ps(l.seq + u64::from(due_now) * plan.stride) + l.shift <= until
         {
             due_now += 1;
         }
-        // As in `transmit`: the bucket starts full, its empty instant shifted by its depth.
-        l.bucket = l.bucket.max(now);
-        let tokens = (now + l.depth * l.min_gap - l.bucket) / l.min_gap;
-        if tokens == 0 {
-            if !waiting {
-                let refill = (l.bucket + l.min_gap).saturating_sub(l.depth * l.min_gap);
-                wait_until(epoch, refill, stop);
+        let tokens = match l.catch_up.tokens(now) {
+            Ok(t) => t,
+            Err(refill) => {
+                if !waiting {
+                    wait_until(epoch, refill, stop);
+                }
+                continue;
             }
-            continue;
-        }
+        };
         let want = due_now.min(tokens.min(u64::from(u32::MAX)) as u32);
         let n = queue.reserve(want);
         if n == 0 {
             std::hint::spin_loop();
             continue;
         }
-        l.bucket += u64::from(n) * l.min_gap;
+        l.catch_up.spend(u64::from(n));
         lateness.saturating_record(late / 1000);
         if l.last_submit > 0 {
             gaps.saturating_record((now - l.last_submit) / 1000);

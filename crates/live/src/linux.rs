@@ -6,11 +6,12 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
+use linerate_engine::pace::{CatchUp, MAX_LAG_PS, horizon, ps_since, wait_until};
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
@@ -25,19 +26,6 @@ const MAX_BATCH: u32 = 256;
 /// the page pool set up per call (~15 µs). Stops do not wait for it: they raise the worker's
 /// `stop` and the program drops the rest of the call's frames.
 const CHUNK: u64 = 1 << 18;
-
-// Pacing, as the engine paces AF_XDP (crates/engine/src/worker.rs), at the granularity of a call.
-/// Frames that fell behind catch up at most this many times faster than asked.
-const CATCH_UP: u64 = 2;
-/// A worker this far behind moves its schedule instead of catching up: the lost time is lost.
-const MAX_LAG_PS: u64 = 50_000_000_000;
-/// Waits longer than this are slept (minus a margin), shorter ones spun.
-const SLEEP_ABOVE_PS: u64 = 200_000_000;
-const SLEEP_MARGIN_PS: u64 = 100_000_000;
-/// A paced call takes the frames due within this of its first frame too: a call costs about
-/// 15 µs, so at high rates one call per frame could never keep up. Frames of one call leave back
-/// to back, so a frame goes out at most this early.
-const MIN_SLICE_PS: u64 = 20_000_000;
 
 /// An interface that can take live XDP frames.
 #[derive(Debug, Clone)]
@@ -321,28 +309,6 @@ impl PaceLog {
     }
 }
 
-#[inline]
-fn ps_since(epoch: Instant) -> u64 {
-    epoch.elapsed().as_nanos() as u64 * 1000
-}
-
-/// Sleeps or spins until `due` (ps after `epoch`), but wakes for `halt` within 10 ms.
-fn wait_until(epoch: Instant, due: u64, halt: &AtomicBool) {
-    loop {
-        let now = ps_since(epoch);
-        if now >= due || halt.load(Ordering::Relaxed) {
-            return;
-        }
-        let left = due - now;
-        if left > SLEEP_ABOVE_PS {
-            let nap = (left - SLEEP_MARGIN_PS).min(10_000_000_000);
-            std::thread::sleep(Duration::from_nanos(nap / 1000));
-        } else {
-            std::hint::spin_loop();
-        }
-    }
-}
-
 /// Runs `plan` on `port`: one thread per worker, pinned to its core, each calling BPF_PROG_RUN
 /// in live-frame mode with its own template until its share of the count is handed to the
 /// driver, or until the duration or the stop flag ends the run. Counts are the program's: frames
@@ -600,20 +566,18 @@ impl Sender<'_> {
         }
     }
 
-    /// Paced: each call sends the frames due now (or within `MIN_SLICE_PS` of the first of
-    /// them), no more than the catch-up limit allows, then waits for the next frame's time.
-    /// Lateness is the first frame's, one record per call. Returns the number of calls.
+    /// Paced, by the engine's rules (`linerate_engine::pace`): each call sends the frames due
+    /// now and those due within a slice of the first of them, no more than the catch-up limit
+    /// allows, then waits for the next frame's time. A call costs ~15 µs, so at high rates the
+    /// slice is what lets one call carry many frames; frames of a call leave back to back, at
+    /// most a slice early. Lateness is the first frame's, one record per call. Returns the
+    /// number of calls.
     fn paced(&self, limit: u64, p: Pace<'_>, log: &mut PaceLog) -> Result<u64, LiveError> {
         let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * p.stride;
-        let min_gap = (mean / CATCH_UP).max(1);
-        // The bucket holds a batch, a burst or a slice, whichever is larger: on schedule it
-        // never binds.
-        let depth = u64::from(self.batch)
-            .max(p.pacing.burst.div_ceil(p.stride) + 1)
-            .max(MIN_SLICE_PS / mean.max(1) + 1);
-        let full = depth * min_gap;
+        let burst = p.pacing.burst.div_ceil(p.stride);
+        let mut catch_up = CatchUp::new(mean, u64::from(self.batch), burst);
         let due = |k: u64| p.pacing.due_ps(p.first_seq + k * p.stride);
-        let (mut shift, mut bucket, mut last_call, mut runs) = (0u64, 0u64, 0u64, 0u64);
+        let (mut shift, mut last_call, mut runs) = (0u64, 0u64, 0u64);
         loop {
             let sent = self.slot.sent.load(Ordering::Acquire);
             if sent >= limit || self.halt.load(Ordering::Relaxed) {
@@ -629,22 +593,21 @@ impl Sender<'_> {
             if late > MAX_LAG_PS {
                 shift += late - MAX_LAG_PS;
             }
-            let horizon = now.max(first + MIN_SLICE_PS);
+            let until = horizon(p.pacing, first, now);
             let cap = (limit - sent).min(CHUNK);
             let mut want = 1;
-            while want < cap && due(sent + want) + shift <= horizon {
+            while want < cap && due(sent + want) + shift <= until {
                 want += 1;
             }
-            // `bucket` runs `full` ahead of the clock, so the bucket starts full: a first burst
-            // goes out whole.
-            bucket = bucket.max(now);
-            let tokens = (now + full - bucket) / min_gap;
-            if tokens == 0 {
-                wait_until(p.epoch, bucket + min_gap - full, self.halt);
-                continue;
-            }
+            let tokens = match catch_up.tokens(now) {
+                Ok(t) => t,
+                Err(refill) => {
+                    wait_until(p.epoch, refill, self.halt);
+                    continue;
+                }
+            };
             want = want.min(tokens);
-            bucket += want * min_gap;
+            catch_up.spend(want);
             log.late.saturating_record(late / 1000);
             if runs > 0 {
                 log.gap.saturating_record((now - last_call) / 1000);

@@ -1,0 +1,144 @@
+//! The pacing rules every backend's workers share: how far ahead a send reaches, how fast late
+//! frames catch up, when lateness is written off, and how a worker waits. Times are picoseconds
+//! after the run's epoch, as the plan's schedule (`Pacing::due_ps`) counts them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use linerate_stream::Pacing;
+
+/// Frames that fell behind (a preempted thread, a full ring) catch up at most this many times
+/// faster than asked, so a stall does not become a line-rate burst yet the average holds.
+pub const CATCH_UP: u64 = 2;
+
+/// A worker this far behind stops catching up and moves its schedule: the lost time is lost,
+/// which the report's achieved rate and lateness show.
+pub const MAX_LAG_PS: u64 = 50_000_000_000;
+
+/// A send takes, with its first frame, the frames due within this of it (never more than a
+/// batch): at low rates that is one frame, at high rates a kick or a BPF_PROG_RUN call is shared
+/// by the frames of 20 µs instead of being paid per frame or two, which is what lets a paced
+/// worker come close to its unpaced rate. A frame leaves at most this early.
+pub const SLICE_PS: u64 = 20_000_000;
+
+/// Waits longer than this are slept (minus a margin for the sleep's own lateness); shorter ones
+/// are spun, since a sleep cannot hit a sub-100 µs deadline.
+const SLEEP_ABOVE_PS: u64 = 200_000_000;
+const SLEEP_MARGIN_PS: u64 = 100_000_000;
+
+/// Longest a wait lasts before the worker's loop runs again (its reap re-kicks the kernel for
+/// frames a refused kick left in the ring; a stop is seen).
+const WAIT_SLICE_PS: u64 = 1_000_000_000;
+
+#[inline]
+pub fn ps_since(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64 * 1000
+}
+
+/// Sleeps or spins until `due`, or for one wait slice at most; returns early on `stop`.
+/// Callers loop and check again.
+pub fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
+    let due = due.min(ps_since(epoch) + WAIT_SLICE_PS);
+    loop {
+        let now = ps_since(epoch);
+        if now >= due || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = due - now;
+        if left > SLEEP_ABOVE_PS {
+            std::thread::sleep(Duration::from_nanos((left - SLEEP_MARGIN_PS) / 1000));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// The latest due time a send at `now` takes when its first frame is due at `first`: what is
+/// due by now and what falls due within a slice of the first frame — except in bursty
+/// schedules, whose bursts must leave apart however close they are.
+#[inline]
+pub fn horizon(pacing: &Pacing, first: u64, now: u64) -> u64 {
+    if pacing.burst > 1 {
+        now
+    } else {
+        now.max(first + SLICE_PS)
+    }
+}
+
+/// The catch-up limit: a token bucket filled at `CATCH_UP` times a worker's mean rate. It holds
+/// a batch, a burst or a slice, whichever is larger, so on schedule it never binds.
+#[derive(Debug, Clone)]
+pub struct CatchUp {
+    min_gap: u64,
+    depth: u64,
+    /// The instant the bucket would be empty, shifted by its depth so that it starts (and
+    /// refills to) full without going below zero.
+    empty: u64,
+}
+
+impl CatchUp {
+    /// For a worker whose frames are `mean_gap` apart on average, sending up to `batch` at once,
+    /// with bursts of `burst` of its frames.
+    pub fn new(mean_gap: u64, batch: u64, burst: u64) -> CatchUp {
+        let mean_gap = mean_gap.max(1);
+        CatchUp {
+            min_gap: (mean_gap / CATCH_UP).max(1),
+            depth: batch.max(burst + 1).max(SLICE_PS / mean_gap + 1),
+            empty: 0,
+        }
+    }
+
+    /// How many frames may leave at `now` (at least one), or, when none may, the instant one
+    /// will. Nothing is spent until `spend`.
+    #[inline]
+    pub fn tokens(&mut self, now: u64) -> Result<u64, u64> {
+        self.empty = self.empty.max(now);
+        let full = self.depth * self.min_gap;
+        match (now + full - self.empty) / self.min_gap {
+            0 => Err((self.empty + self.min_gap).saturating_sub(full)),
+            n => Ok(n),
+        }
+    }
+
+    #[inline]
+    pub fn spend(&mut self, frames: u64) {
+        self.empty += frames * self.min_gap;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pacing(burst: u64) -> Pacing {
+        Pacing {
+            cycle_frames: 1,
+            cycle_ps: 10_000_000,
+            offsets_ps: vec![0],
+            burst,
+        }
+    }
+
+    #[test]
+    fn the_bucket_starts_full_and_refills_at_twice_the_rate() {
+        // 10 µs frames, batch 4: a slice (3 frames) is less than a batch, so it holds 4.
+        let mut c = CatchUp::new(10_000_000, 4, 1);
+        assert_eq!(c.tokens(0), Ok(4));
+        c.spend(4);
+        // Empty: the next token comes a half gap later.
+        assert_eq!(c.tokens(0), Err(5_000_000));
+        assert_eq!(c.tokens(5_000_000), Ok(1));
+        // A long idle spell refills it to its depth, no further.
+        assert_eq!(c.tokens(1_000_000_000), Ok(4));
+    }
+
+    #[test]
+    fn a_slice_reaches_ahead_except_in_bursts() {
+        assert_eq!(horizon(&pacing(1), 100, 50), 100 + SLICE_PS);
+        assert_eq!(
+            horizon(&pacing(1), 100, 100 + 2 * SLICE_PS),
+            100 + 2 * SLICE_PS
+        );
+        assert_eq!(horizon(&pacing(8), 100, 150), 150);
+    }
+}

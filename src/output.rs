@@ -74,45 +74,53 @@ pub fn print_json(value: &impl Serialize) -> Result<()> {
     Ok(())
 }
 
-pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResult>) {
+/// The human report. Written, not printed: a closed stdout (`| head`) is an error the caller
+/// ends quietly on, not a panic.
+pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResult>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
     let avg = if report.completed > 0 {
         report.bytes as f64 / report.completed as f64 + 4.0
     } else {
         0.0
     };
     let modes: Vec<&str> = report.workers.iter().map(|w| w.mode.as_str()).collect();
-    println!(
+    writeln!(
+        out,
         "port      {} ({}, {}), {} worker(s), {} pre-built frame(s)",
         report.port,
         report.backend,
         modes.first().copied().unwrap_or("-"),
         report.workers.len(),
         plan.frames.len()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "sent      {} frames, {} bytes (FCS excluded); completed {}, missing {}",
         report.submitted,
         report.bytes,
         report.completed,
         report.missing()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "rate      {:.3} Mpps, {:.3} Gbit/s on the wire, {:.1} B average frame, {:.3} s",
         report.pps / 1e6,
         report.wire_bps / 1e9,
         avg,
         report.elapsed_s
-    );
+    )?;
     if let (Some(req), Some(err)) = (report.requested_pps, report.rate_error_pct()) {
-        println!(
+        writeln!(
+            out,
             "pacing    asked {:.3} kpps, sent {:.3} kpps ({:+.2} %)",
             req / 1e3,
             report.pps / 1e3,
             err
-        );
+        )?;
     }
     for s in &report.per_stream {
-        println!(
+        writeln!(
+            out,
             "stream    {}: {} frames, {} bytes; asked {:.3} kpps, sent {:.3} kpps ({:+.2} %)",
             s.name,
             s.frames,
@@ -120,35 +128,39 @@ pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResul
             s.requested_pps / 1e3,
             s.pps / 1e3,
             s.rate_error_pct()
-        );
+        )?;
     }
     if let Some(p) = &report.pacing {
-        println!(
+        writeln!(
+            out,
             "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches",
             p.late_p50_ns, p.late_p99_ns, p.late_p999_ns, p.late_max_ns, p.batches
-        );
+        )?;
     }
     if let Some(s) = sink {
-        println!(
+        writeln!(
+            out,
             "received  {} frames, {} bytes at the sink of lab {}; lost {}",
             s.packets, s.bytes, s.lab, s.lost
-        );
+        )?;
     }
     if report.workers.len() > 1 {
         for w in &report.workers {
-            println!(
+            writeln!(
+                out,
                 "worker {}  core {:>2}  queue {:>2}  {} frames  {:.3} Mpps",
                 w.worker,
                 w.core.map_or("-".to_string(), |c| c.to_string()),
                 w.queue,
                 w.completed,
                 w.completed as f64 / w.elapsed_s.max(1e-9) / 1e6
-            );
+            )?;
         }
     }
     for w in &report.workers {
         for (k, v) in &w.stats {
-            println!("worker {} {k}: {v}", w.worker);
+            writeln!(out, "worker {} {k}: {v}", w.worker)?;
         }
     }
+    Ok(())
 }

@@ -84,7 +84,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
             sink,
         })?;
     } else {
-        output::print_tx(&report, &plan, sink.as_ref());
+        output::print_tx(&report, &plan, sink.as_ref())?;
     }
     if report.missing() > 0 {
         anyhow::bail!(

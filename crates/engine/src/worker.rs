@@ -8,7 +8,7 @@ use linerate_stream::{Pacing, WorkerPlan};
 use linerate_wire::Rng;
 
 use crate::counters::Counters;
-use crate::pace::{CatchUp, MAX_LAG_PS, horizon, ps_since, wait_until};
+use crate::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait_until};
 
 /// How long the last completions may take once a worker stops; a backend that loses frames is
 /// reported, not waited for forever.
@@ -127,12 +127,7 @@ pub fn transmit<Q: TxQueue + ?Sized>(
                 shift += late - MAX_LAG_PS;
             }
             let until = horizon(p.pacing, due, now);
-            let mut due_now = 1;
-            while due_now < want
-                && p.pacing.due_ps(seq + due_now as u64 * plan.stride) + shift <= until
-            {
-                due_now += 1;
-            }
+            let due_now = due_by(p.pacing, seq, plan.stride, shift, until, u64::from(want));
             let tokens = match c.tokens(now) {
                 Ok(t) => t,
                 Err(refill) => {
@@ -140,7 +135,7 @@ pub fn transmit<Q: TxQueue + ?Sized>(
                     continue;
                 }
             };
-            want = due_now.min(tokens.min(u64::from(u32::MAX)) as u32);
+            want = due_now.min(tokens) as u32;
             paced = Some((late, now));
         }
         let n = if want == 0 { 0 } else { queue.reserve(want) };
@@ -330,12 +325,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
             l.shift += late - MAX_LAG_PS;
         }
         let until = horizon(pacing, due, now).min(then);
-        let mut due_now = 1;
-        while due_now < want
-            && pacing.due_ps(l.seq + u64::from(due_now) * plan.stride) + l.shift <= until
-        {
-            due_now += 1;
-        }
+        let due_now = due_by(pacing, l.seq, plan.stride, l.shift, until, u64::from(want));
         let tokens = match l.catch_up.tokens(now) {
             Ok(t) => t,
             Err(refill) => {
@@ -345,7 +335,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
                 continue;
             }
         };
-        let want = due_now.min(tokens.min(u64::from(u32::MAX)) as u32);
+        let want = due_now.min(tokens) as u32;
         let n = queue.reserve(want);
         if n == 0 {
             std::hint::spin_loop();

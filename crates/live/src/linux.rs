@@ -11,7 +11,7 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
-use linerate_engine::pace::{CatchUp, MAX_LAG_PS, horizon, ps_since, wait_until};
+use linerate_engine::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait_until};
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
@@ -595,10 +595,8 @@ impl Sender<'_> {
             }
             let until = horizon(p.pacing, first, now);
             let cap = (limit - sent).min(CHUNK);
-            let mut want = 1;
-            while want < cap && due(sent + want) + shift <= until {
-                want += 1;
-            }
+            let seq = p.first_seq + sent * p.stride;
+            let mut want = due_by(p.pacing, seq, p.stride, shift, until, cap);
             let tokens = match catch_up.tokens(now) {
                 Ok(t) => t,
                 Err(refill) => {

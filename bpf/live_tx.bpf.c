@@ -66,7 +66,7 @@ struct live_worker {
 	__u32 win_off;	/* window: bytes that differ between the worker's frames */
 	__u32 win_len;	/* 0: every frame is the template */
 	__u32 tmpl_len;	/* length of the template (the longest frame) */
-	__u32 stride;	/* the worker count: this worker sends every stride-th frame */
+	__u32 stride;	/* the worker count (user space's; the indices step by it) */
 	__u32 stop;	/* raised by user space: drop from now on */
 	__u32 pad0;
 	__u64 pad1[2];
@@ -82,6 +82,9 @@ struct live_worker {
 	 * advanced by a compare and subtract, because a 64-bit division per frame would cost more
 	 * than the rest of the field. */
 	__u64 k[MAX_FIELDS];
+	/* To 256 bytes: Intel's adjacent-line prefetcher pairs 64-byte lines into 128-byte blocks,
+	 * so a worker's written lines must not share a block with the next worker's. */
+	__u64 pad4[8];
 };
 
 struct live_frame {
@@ -254,9 +257,10 @@ int live_tx(struct xdp_md *ctx)
 			if (f->mode == MODE_RANDOM) {
 				k = pick(rng_next(w), f->count);
 			} else {
+				/* k + kstep mod count, without overflow (kstep < count) */
 				k = w->k[i];
-				w->k[i] = k + f->kstep >= f->count ? k + f->kstep - f->count
-								   : k + f->kstep;
+				w->k[i] = k >= f->count - f->kstep ? k - (f->count - f->kstep)
+								  : k + f->kstep;
 			}
 			v = f->mode == MODE_DEC ? f->start - k * f->step : f->start + k * f->step;
 			if (f->span > MAX_OFFSET)

@@ -231,8 +231,9 @@ impl LaneState<'_> {
 }
 
 /// The loop for interleaved streams: each lane keeps its own schedule, count and slots; each
-/// turn sends what is due of the lane whose next frame is due earliest (up to a batch, and
-/// nothing due after another lane's next frame), with the same catch-up bound as `transmit`. Completions come back in submit order, so a ring of
+/// turn sends what is due (within a slice, `pace::horizon`) of the lane whose next frame is due
+/// earliest, up to a batch and nothing due after another lane's next frame, with the same
+/// catch-up bound as `transmit`. Completions come back in submit order, so a ring of
 /// (lane, frames) per submit tells which lane's slots a reap frees: a lane never has more frames
 /// in flight than it owns slots, and a slot is patched only after its last frame was reaped.
 pub fn transmit_lanes<Q: TxQueue + ?Sized>(

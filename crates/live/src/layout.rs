@@ -327,8 +327,8 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
                 pick(rng.wrapping_mul(0x2545_F491_4F6C_DD1D), f.count)
             } else {
                 let k = *i;
-                *i = if k + f.kstep >= f.count {
-                    k + f.kstep - f.count
+                *i = if k >= f.count - f.kstep {
+                    k - (f.count - f.kstep)
                 } else {
                     k + f.kstep
                 };

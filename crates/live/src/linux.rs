@@ -154,7 +154,8 @@ fn port_info(iface: &str) -> linerate_port::PortInfo {
 }
 
 /// `struct live_worker` of `bpf/live_tx.bpf.c`, as the mmap of the `live_workers` map shows it:
-/// a config line user space writes before the run and a state line the program writes.
+/// a config line user space writes before the run, a state line and a line of field indices the
+/// program writes, and a pad line (256 bytes: no 128-byte block shared between workers).
 #[repr(C)]
 struct WorkerSlot {
     limit: AtomicU64,
@@ -177,9 +178,10 @@ struct WorkerSlot {
     errors: AtomicU64,
     _pad3: [AtomicU64; 3],
     indices: [AtomicU64; MAX_FIELDS],
+    _pad4: [AtomicU64; 8],
 }
 
-const _: () = assert!(size_of::<WorkerSlot>() == 192);
+const _: () = assert!(size_of::<WorkerSlot>() == 256);
 
 /// The `live_workers` map mapped into this process; unmapped on drop.
 struct WorkerMap {

@@ -53,6 +53,8 @@ struct live_field {
 };
 
 struct live_fields {
+	__u32 n;
+	__u32 pad;
 	struct live_field f[MAX_FIELDS];
 };
 
@@ -60,7 +62,7 @@ struct live_fields {
 struct live_worker {
 	__u64 limit;	/* frames to hand over in all; more runs are dropped */
 	__u32 ifindex;
-	__u32 nfields;
+	__u32 pad_a;
 	__u32 frame_base; /* first entry of this worker's frames in live_frames */
 	__u32 period;	/* frames in the worker's cycle */
 	__u32 win_off;	/* window: bytes that differ between the worker's frames */
@@ -101,12 +103,10 @@ struct {
 	__type(value, struct live_worker);
 } live_workers SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct live_fields);
-} live_fields SEC(".maps");
+/* The fields, set by user space before the program loads (read-only data): the verifier reads
+ * them as constants, so the program it keeps for a plan has no loop over absent fields and no
+ * branch on a field's mode or checksums — only the work that plan's fields need. */
+const volatile struct live_fields fields = {};
 
 /* max_entries is set by user space before loading (one entry per frame of every worker's cycle). */
 struct {
@@ -188,9 +188,8 @@ int live_tx(struct xdp_md *ctx)
 	void *meta = (void *)(long)ctx->data_meta;
 	void *data = (void *)(long)ctx->data;
 	void *data_end;
-	struct live_fields *fields;
 	struct live_worker *w;
-	__u32 key, zero = 0, len, n, i;
+	__u32 key, len, i;
 	int act;
 
 	/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live), never sent
@@ -239,20 +238,17 @@ int live_tx(struct xdp_md *ctx)
 			goto fail;
 	}
 
-	n = w->nfields;
-	if (n) {
-		fields = bpf_map_lookup_elem(&live_fields, &zero);
-		if (!fields)
-			goto fail;
+	if (fields.n) {
 		data = (void *)(long)ctx->data;
 		data_end = (void *)(long)ctx->data_end;
+#pragma unroll
 		for (i = 0; i < MAX_FIELDS; i++) {
-			struct live_field *f = &fields->f[i];
+			const volatile struct live_field *f = &fields.f[i];
 			__u64 k, v, old, new, m;
 			__u32 delta;
 			__u8 *p;
 
-			if (i >= n)
+			if (i >= fields.n)
 				break;
 			if (f->mode == MODE_RANDOM) {
 				k = pick(rng_next(w), f->count);

@@ -167,6 +167,16 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The program's read-only `fields` (`struct live_fields`): the count, then every slot.
+    pub fn fields_bytes(&self) -> Vec<u8> {
+        let mut b = vec![0u8; 8 + MAX_FIELDS * FIELD_LEN];
+        b[..4].copy_from_slice(&(self.fields.len() as u32).to_ne_bytes());
+        for (i, f) in self.fields.iter().enumerate() {
+            b[8 + i * FIELD_LEN..8 + (i + 1) * FIELD_LEN].copy_from_slice(&f.to_bytes());
+        }
+        b
+    }
+
     /// Splits `plan` between `workers` (global frame n goes to worker n mod W, as
     /// [`Plan::for_worker`] does) with `limit` capping the total.
     pub fn compile(plan: &Plan, workers: usize, limit: Option<u64>) -> Result<Layout, LiveError> {

@@ -15,7 +15,7 @@ use linerate_engine::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
-use crate::layout::{FIELD_LEN, Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
+use crate::layout::{Layout, MAX_FIELDS, MAX_WINDOW, MAX_WORKERS, META_LEN};
 use crate::{BACKEND, LiveError, MODE};
 
 /// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
@@ -49,7 +49,7 @@ impl LivePort {
         if version.is_some_and(|v| v < (5, 18)) {
             return Err(LiveError::NoLiveFrames { kernel });
         }
-        let object = load(1)?;
+        let object = load(1, None)?;
         let probe = program(&object, "live_probe")?;
         let data = [0u8; 64];
         let ctx = xdp_ctx(0, data.len(), ifindex);
@@ -160,7 +160,7 @@ fn port_info(iface: &str) -> linerate_port::PortInfo {
 struct WorkerSlot {
     limit: AtomicU64,
     ifindex: AtomicU32,
-    nfields: AtomicU32,
+    _pad_a: AtomicU32,
     frame_base: AtomicU32,
     period: AtomicU32,
     win_off: AtomicU32,
@@ -448,7 +448,7 @@ struct Loaded {
 impl Loaded {
     fn new(layout: &Layout, ifindex: u32) -> Result<Loaded, LiveError> {
         let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
-        let object = load(entries.max(1) as u32)?;
+        let object = load(entries.max(1) as u32, Some(&layout.fields_bytes()))?;
         fill_maps(&object, layout)?;
         let map = WorkerMap::map(&object)?;
         let mut base = 0u32;
@@ -456,8 +456,6 @@ impl Loaded {
             slot.limit
                 .store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
             slot.ifindex.store(ifindex, Ordering::Relaxed);
-            slot.nfields
-                .store(layout.fields.len() as u32, Ordering::Relaxed);
             slot.frame_base.store(base, Ordering::Relaxed);
             slot.period.store(w.period.max(1), Ordering::Relaxed);
             slot.win_off.store(w.win_off, Ordering::Relaxed);
@@ -648,7 +646,7 @@ impl Sender<'_> {
     }
 }
 
-/// Writes the fields and the frames' windows into their maps.
+/// Writes the frames' windows into their map.
 fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     let find = |name: &str| {
         object
@@ -661,13 +659,6 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     let update = |e: libbpf_rs::Error| LiveError::Load {
         message: format!("filling the program's maps: {e:#}"),
     };
-    let mut fields = vec![0u8; MAX_FIELDS * FIELD_LEN];
-    for (i, f) in layout.fields.iter().enumerate() {
-        fields[i * FIELD_LEN..(i + 1) * FIELD_LEN].copy_from_slice(&f.to_bytes());
-    }
-    find("live_fields")?
-        .update(&0u32.to_ne_bytes(), &fields, MapFlags::ANY)
-        .map_err(update)?;
     let frames = find("live_frames")?;
     let mut key = 0u32;
     let mut value = vec![0u8; 8 + MAX_WINDOW];
@@ -694,8 +685,9 @@ fn capture_libbpf(_level: PrintLevel, msg: String) {
     }
 }
 
-/// Opens and loads the embedded object with room for `frames` window entries.
-fn load(frames: u32) -> Result<Object, LiveError> {
+/// Opens and loads the embedded object with room for `frames` window entries and with `fields`
+/// (the program's read-only data, `Layout::fields_bytes`; none: no field varies).
+fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
     let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
     log.clear();
     drop(log);
@@ -706,6 +698,10 @@ fn load(frames: u32) -> Result<Object, LiveError> {
             for mut map in open.maps_mut() {
                 if map.name() == "live_frames" {
                     map.set_max_entries(frames)?;
+                } else if let Some(fields) = fields
+                    && map.name().to_string_lossy().ends_with(".rodata")
+                {
+                    map.set_initial_value(fields)?;
                 }
             }
             open.load()

@@ -3,10 +3,13 @@
 # pre-built frames) and the same with one random 16-bit field. The four variants run back to back
 # in each round, so the VM's drift (its rate swings ±25 % from one second to the next) hits them
 # alike, and the two ratios (field cost, two workers over one) are medians of per-round ratios.
+# Each run lasts --duration, as a sweep's do: with a count instead, two workers split it evenly
+# and the run lasts as long as the slower one, so a vCPU that is slower for a while (this VM's
+# are, by up to 20 %) would idle the other and be charged to whatever variant ran then.
 # Mpps at the sink (sink packets over the sender's time), median (min–max) of --repeat rounds, as
 # a Markdown table.
 #
-#   bench-live.sh [--count 5000000] [--repeat 15]
+#   bench-live.sh [--duration 1] [--repeat 15]
 set -euo pipefail
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -14,11 +17,11 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 cd "$(dirname "$0")/.."
 
-count=5000000
+duration=1
 repeat=15
 while (($#)); do
     case $1 in
-        --count) count=$2; shift 2 ;;
+        --duration) duration=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         *) echo "bench-live: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -37,7 +40,7 @@ vary=(--vary src-port:random:1-65535)
 run() { # cores, variant name, extra args…
     local cores=$1 name=$2
     shift 2
-    "$lr" tx -q --json -i "${lab}0" --backend live -n "$count" --cores "$cores" "$@" |
+    "$lr" tx -q --json -i "${lab}0" --backend live -d "${duration}s" --cores "$cores" "$@" |
         jq -r '.sink.packets / .elapsed_s / 1e6' >>"$out/$cores-$name"
 }
 
@@ -54,7 +57,7 @@ med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (
 # Median over rounds of a / b - 1 in % (third argument 1), or of a / b (0).
 ratio() { paste "$1" "$2" | awk -v pct="$3" '{ print pct ? ($1 / $2 - 1) * 100 : $1 / $2 }' | med; }
 
-echo "lab $lab, $(uname -r), $(nproc) CPUs, $count frames of 64 B per run; median (min–max) of $repeat rounds, Mpps at the sink" >&2
+echo "lab $lab, $(uname -r), $(nproc) CPUs, ${duration} s runs of 64 B frames; median (min–max) of $repeat rounds, Mpps at the sink" >&2
 echo "| workers | default stream (10 pre-built frames) | one random 16-bit field | field cost (median of per-round ratios) |"
 echo "| ---: | ---: | ---: | ---: |"
 for cores in 0 0,1; do

@@ -5,11 +5,8 @@
 #
 #   bench-lab.sh [--sizes 64,512,1518] [--duration 5] [--repeat 3] [--warmup 1]
 set -euo pipefail
-
-if [[ $(id -u) -ne 0 ]]; then
-    exec sudo -E "$0" "$@"
-fi
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh" "$@"
 
 sizes=64,128,256,512,1024,1280,1518
 duration=5
@@ -21,25 +18,16 @@ while (($#)); do
         --duration) duration=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --warmup) warmup=$2; shift 2 ;;
-        *) echo "bench-lab: unknown argument $1" >&2; exit 2 ;;
+        *) bench_unknown "$1" ;;
     esac
 done
 
-./scripts/setup.sh
-cargo build --release --quiet
-lr=target/release/linerate
-lab=lrbench
 work=$(mktemp -d)
-cleanup() {
+bench_cleanup() {
     jobs -p | xargs -r kill 2>/dev/null || true
-    "$lr" lab down --name "$lab" >/dev/null 2>&1 || true
     rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-"$lr" lab down --name "$lab" >/dev/null 2>&1 || true
-"$lr" lab up --name "$lab" --queues 2 >/dev/null
+bench_lab_up lrbench
 peer_mac=$("$lr" lab status --name "$lab" --json | sed -n 's/.*"receiver_mac": "\(.*\)".*/\1/p')
 
 sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
@@ -63,8 +51,6 @@ measure() {
     wait "$pid" 2>/dev/null || true
     awk -v a="$c1" -v b="$c2" -v s="$t1" -v e="$t2" 'BEGIN { printf "%.3f\n", (b - a) / (e - s) / 1e6 }'
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 tools=("linerate afxdp 1w" "linerate afxdp 2w" "linerate live 1w" "linerate live 2w" "trafgen 1w" "trafgen 2w")
 run_tool() {

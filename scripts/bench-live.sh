@@ -11,11 +11,8 @@
 #
 #   bench-live.sh [--duration 1] [--repeat 15]
 set -euo pipefail
-
-if [[ $(id -u) -ne 0 ]]; then
-    exec sudo -E "$0" "$@"
-fi
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh" "$@"
 
 duration=1
 repeat=15
@@ -23,18 +20,13 @@ while (($#)); do
     case $1 in
         --duration) duration=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
-        *) echo "bench-live: unknown argument $1" >&2; exit 2 ;;
+        *) bench_unknown "$1" ;;
     esac
 done
 
-./scripts/setup.sh
-cargo build --release --quiet
-lr=target/release/linerate
-lab=lrlive
 out=$(mktemp -d)
-trap '"$lr" lab down --name "$lab" >/dev/null 2>&1 || true; rm -rf "$out"' EXIT
-"$lr" lab down --name "$lab" >/dev/null 2>&1 || true
-"$lr" lab up --name "$lab" --queues 2 >/dev/null
+bench_cleanup() { rm -rf "$out"; }
+bench_lab_up lrlive
 
 vary=(--vary src-port:random:1-65535)
 run() { # cores, variant name, extra args…
@@ -51,11 +43,10 @@ for _ in $(seq "$repeat"); do
     done
 done
 
-# "median (min–max)" of a file of figures, and the median alone.
+# "median (min–max)" of a file of figures.
 stat() { sort -g "$1" | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2f (%.2f–%.2f)", m, v[1], v[NR] }'; }
-med() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # Median over rounds of a / b - 1 in % (third argument 1), or of a / b (0).
-ratio() { paste "$1" "$2" | awk -v pct="$3" '{ print pct ? ($1 / $2 - 1) * 100 : $1 / $2 }' | med; }
+ratio() { paste "$1" "$2" | awk -v pct="$3" '{ print pct ? ($1 / $2 - 1) * 100 : $1 / $2 }' | median; }
 
 echo "lab $lab, $(uname -r), $(nproc) CPUs, ${duration} s runs of 64 B frames; median (min–max) of $repeat rounds, Mpps at the sink" >&2
 echo "| workers | default stream (10 pre-built frames) | one random 16-bit field | field cost (median of per-round ratios) |"

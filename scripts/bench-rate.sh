@@ -5,11 +5,8 @@
 #
 #   bench-rate.sh [--duration 5] [--repeat 3] [--backend afxdp]
 set -euo pipefail
-
-if [[ $(id -u) -ne 0 ]]; then
-    exec sudo -E "$0" "$@"
-fi
-cd "$(dirname "$0")/.."
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh" "$@"
 
 duration=5
 repeat=3
@@ -19,25 +16,17 @@ while (($#)); do
         --duration) duration=$2; shift 2 ;;
         --repeat) repeat=$2; shift 2 ;;
         --backend) backend=$2; shift 2 ;;
-        *) echo "bench-rate: unknown argument $1" >&2; exit 2 ;;
+        *) bench_unknown "$1" ;;
     esac
 done
 
-./scripts/setup.sh
-cargo build --release --quiet
-lr=target/release/linerate
-lab=lrrate
-trap '"$lr" lab down --name "$lab" >/dev/null 2>&1 || true' EXIT
-"$lr" lab down --name "$lab" >/dev/null 2>&1 || true
-"$lr" lab up --name "$lab" --queues 2 >/dev/null
+bench_lab_up lrrate
 
 # One run: prints "achieved_pps late_p99_ns" from the JSON report (achieved at the sink).
 run() {
     "$lr" tx -q --json -i "${lab}0" --backend "$backend" --cores "$1" -d "${duration}s" ${2:+--rate "$2"} |
         python3 -c 'import json,sys; r=json.load(sys.stdin); p=r.get("pacing") or {}; print(r["sink"]["packets"]/r["elapsed_s"], p.get("late_p99_ns", 0))'
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 echo "lab $lab, backend $backend, $(uname -r), $(nproc) CPUs; median of $repeat × ${duration}s, counted at the sink" >&2
 echo "| workers | asked (pps) | achieved (pps) | error | lateness p99 |"

@@ -8,8 +8,8 @@
  * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
  * window of the worker's k-th frame over the page, trim the frame to its length, write each
  * variable field (its next index, or a random one) with RFC 1624 checksum updates, then
- * bpf_redirect() to the target interface. The worker entry counts frames and bytes handed to the redirect and
- * redirect errors; user space reads it through mmap.
+ * bpf_redirect() to the target interface. The worker entry counts frames and bytes handed to
+ * the redirect and redirect errors; user space reads it through mmap.
  *
  * Layouts are shared with crates/live/src/layout.rs (struct LiveField, LiveWorker): keep both in
  * step. */

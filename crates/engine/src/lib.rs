@@ -1,6 +1,7 @@
 //! Runs a plan on a port: one worker thread per core, each pinned and driving its own queue with
 //! the reserve → fill/patch → submit → reap loop, per-worker counters read by a status tick, and
-//! the final report. Knows nothing of any backend beyond the `TxQueue` trait.
+//! the final report. Knows nothing of any backend beyond the `TxQueue` trait. Its pacing rules
+//! (`pace`) are public: the live backend, which has its own loop, paces by them too.
 
 mod counters;
 pub mod pace;

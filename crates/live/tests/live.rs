@@ -318,9 +318,41 @@ fn decode(frame: &[u8]) -> (u16, u16) {
     (udp_header.source_port, udp_header.destination_port)
 }
 
-/// Frames that went through the program in live mode, caught at the receiver (pass-through
-/// program + AF_PACKET in the lab's namespace): byte for byte the frames the AF_XDP path would
-/// send, every value of the cached field present, checksums right by an independent decoder.
+/// Sends `n` frames of `plan` with `workers` workers and catches them at the receiver
+/// (pass-through program + AF_PACKET in the lab's namespace); checks that they are, byte for
+/// byte, the frames the AF_XDP path would send — in the plan's order with one worker (one CPU,
+/// one ring), as a multiset with two — and that every one decodes with valid checksums.
+fn send_and_match(lab: &Lab, plan: &Plan, workers: usize, n: u64) -> Vec<Vec<u8>> {
+    let frames = capture(lab, n as usize, || {
+        let p = LivePort::open(&lab.sender).expect("open");
+        let report = linerate_live::run(&p, plan, &config(workers, Some(n)), &()).expect("run");
+        assert_eq!(report.submitted, n);
+    });
+    assert_eq!(frames.len(), n as usize, "{workers} worker(s)");
+    for f in &frames {
+        decode(f);
+    }
+    let mut want: Vec<Vec<u8>> = (0..workers)
+        .flat_map(|w| {
+            let share = plan.for_worker(w, workers, Some(n)).count.unwrap();
+            layout::expected(plan, w, workers, share)
+        })
+        .collect();
+    let mut got = frames.clone();
+    if workers == 1 {
+        for (i, (got, want)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(got, want, "frame {i}, in the plan's order");
+        }
+    }
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "{workers} worker(s)");
+    frames
+}
+
+/// Frames that went through the program in live mode, caught at the receiver: the AF_XDP frames
+/// byte for byte, every value of the cached field present, checksums right by an independent
+/// decoder.
 #[test]
 fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
     if !root_or_skip("frames_caught_at_the_receiver_carry_every_value_and_valid_checksums") {
@@ -337,14 +369,7 @@ fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
         );
         assert_eq!(plan.patches.len(), 1, "dst-port is patched per frame");
         const N: u64 = 3000;
-        let frames = capture(&lab, N as usize, || {
-            let p = LivePort::open(&lab.sender).expect("open");
-            let report =
-                linerate_live::run(&p, &plan, &config(workers, Some(N)), &()).expect("run");
-            assert_eq!(report.submitted, N);
-        });
-        assert_eq!(frames.len(), N as usize, "{workers} worker(s)");
-        let want = layout::expected(&plan, 0, 1, N);
+        let frames = send_and_match(&lab, &plan, workers, N);
         let mut src_ports = std::collections::BTreeMap::new();
         for f in &frames {
             let (src, dst) = decode(f);
@@ -354,30 +379,12 @@ fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
         assert_eq!(src_ports.len(), 100);
         assert!(src_ports.keys().copied().eq(1000..=1099));
         assert!(src_ports.values().all(|&n| n == (N / 100) as u32));
-        if workers == 1 {
-            // One CPU, one ring: the order is the plan's.
-            for (i, (got, want)) in frames.iter().zip(&want).enumerate() {
-                assert_eq!(got, want, "frame {i}");
-            }
-        } else {
-            let mut got = frames.clone();
-            let mut want = (0..workers)
-                .flat_map(|w| {
-                    let share = plan.for_worker(w, workers, Some(N)).count.unwrap();
-                    layout::expected(&plan, w, workers, share)
-                })
-                .collect::<Vec<_>>();
-            got.sort();
-            want.sort();
-            assert_eq!(got, want);
-        }
     }
 }
 
 /// The program's other field paths on the real kernel: an incrementing source address too long
 /// to pre-build (each worker's own index, IPv4 and UDP checksums updated), a 48-bit random
-/// destination MAC (the 64-bit pick) and a random TTL under a mask. Byte for byte the AF_XDP
-/// frames, checksums right by an independent decoder.
+/// destination MAC (the 64-bit pick) and a random TTL under a mask.
 #[test]
 fn patched_inc_fields_and_wide_random_fields_match_the_plan() {
     if !root_or_skip("patched_inc_fields_and_wide_random_fields_match_the_plan") {
@@ -396,32 +403,12 @@ fn patched_inc_fields_and_wide_random_fields_match_the_plan() {
         );
         assert_eq!(plan.patches.len(), 3, "every field is patched per frame");
         const N: u64 = 3000;
-        let frames = capture(&lab, N as usize, || {
-            let p = LivePort::open(&lab.sender).expect("open");
-            let report =
-                linerate_live::run(&p, &plan, &config(workers, Some(N)), &()).expect("run");
-            assert_eq!(report.submitted, N);
-        });
-        assert_eq!(frames.len(), N as usize, "{workers} worker(s)");
-        let mut sources = std::collections::BTreeSet::new();
-        for f in &frames {
-            decode(f);
-            sources.insert(u32::from_be_bytes(f[26..30].try_into().unwrap()));
-        }
-        assert_eq!(sources.len(), N as usize, "every frame has its own source");
-        let mut want: Vec<Vec<u8>> = (0..workers)
-            .flat_map(|w| {
-                let share = plan.for_worker(w, workers, Some(N)).count.unwrap();
-                layout::expected(&plan, w, workers, share)
-            })
+        let frames = send_and_match(&lab, &plan, workers, N);
+        let sources: std::collections::BTreeSet<u32> = frames
+            .iter()
+            .map(|f| u32::from_be_bytes(f[26..30].try_into().unwrap()))
             .collect();
-        let mut got = frames;
-        if workers == 1 {
-            assert_eq!(got, want, "in the plan's order");
-        }
-        got.sort();
-        want.sort();
-        assert_eq!(got, want);
+        assert_eq!(sources.len(), N as usize, "every frame has its own source");
     }
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{after, frame_len, linerate_ok, linerate_usage_error, tcpdump};
+use common::{after, frame_len, linerate_ok, linerate_usage_error, pcap_frames, tcpdump};
 
 #[test]
 fn a_thousand_source_ports_with_correct_checksums() {
@@ -36,13 +36,7 @@ fn a_thousand_source_ports_with_correct_checksums() {
 
 #[test]
 fn tcp_over_ipv6_in_a_vlan_with_every_destination() {
-    let dir = tempfile::tempdir().unwrap();
-    let pcap = dir.path().join("v6.pcap");
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "--pcap",
-        pcap.to_str().unwrap(),
+    let frames = pcap_frames(&[
         "-n",
         "64",
         "--proto",
@@ -57,7 +51,6 @@ fn tcp_over_ipv6_in_a_vlan_with_every_destination() {
         "--vary",
         "dst-ip:inc:2001:2::1-2001:2::20",
     ]);
-    let frames = tcpdump(&pcap);
     assert_eq!(frames.len(), 64);
     let mut dsts = BTreeSet::new();
     for f in &frames {
@@ -73,19 +66,7 @@ fn tcp_over_ipv6_in_a_vlan_with_every_destination() {
 
 #[test]
 fn icmp_echo_over_both_ip_versions() {
-    let dir = tempfile::tempdir().unwrap();
-    let v4 = dir.path().join("icmp4.pcap");
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "--pcap",
-        v4.to_str().unwrap(),
-        "-n",
-        "10",
-        "--proto",
-        "icmp",
-    ]);
-    let frames = tcpdump(&v4);
+    let frames = pcap_frames(&["-n", "10", "--proto", "icmp"]);
     assert_eq!(frames.len(), 10);
     let ids: BTreeSet<_> = frames
         .iter()
@@ -97,21 +78,7 @@ fn icmp_echo_over_both_ip_versions() {
             .iter()
             .all(|f| f.contains("ICMP echo request") && !f.contains("bad cksum"))
     );
-    let v6 = dir.path().join("icmp6.pcap");
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "--pcap",
-        v6.to_str().unwrap(),
-        "-n",
-        "3",
-        "--proto",
-        "icmp",
-        "--ipv6",
-        "--size",
-        "70",
-    ]);
-    let frames = tcpdump(&v6);
+    let frames = pcap_frames(&["-n", "3", "--proto", "icmp", "--ipv6", "--size", "70"]);
     assert_eq!(frames.len(), 3);
     assert!(
         frames
@@ -123,13 +90,7 @@ fn icmp_echo_over_both_ip_versions() {
 
 #[test]
 fn random_addresses_stay_in_range_and_keep_checksums() {
-    let dir = tempfile::tempdir().unwrap();
-    let pcap = dir.path().join("rand.pcap");
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "--pcap",
-        pcap.to_str().unwrap(),
+    let frames = pcap_frames(&[
         "-n",
         "2000",
         "--vary",
@@ -137,7 +98,6 @@ fn random_addresses_stay_in_range_and_keep_checksums() {
         "--vary",
         "ttl:dec:1-3",
     ]);
-    let frames = tcpdump(&pcap);
     assert_eq!(frames.len(), 2000);
     let mut sources = BTreeSet::new();
     let mut ttls = BTreeSet::new();
@@ -167,18 +127,7 @@ fn random_addresses_stay_in_range_and_keep_checksums() {
 #[test]
 fn size_modes_put_the_asked_sizes_on_the_wire() {
     let dir = tempfile::tempdir().unwrap();
-    let imix = dir.path().join("imix.pcap");
-    linerate_ok(&[
-        "tx",
-        "-q",
-        "--pcap",
-        imix.to_str().unwrap(),
-        "-n",
-        "120",
-        "--size-mode",
-        "imix",
-    ]);
-    let frames = tcpdump(&imix);
+    let frames = pcap_frames(&["-n", "120", "--size-mode", "imix"]);
     let count = |len| frames.iter().filter(|f| frame_len(f) == len).count();
     assert_eq!((count(60), count(590), count(1514)), (70, 40, 10));
     assert!(frames.iter().all(|f| f.contains("[udp sum ok]")));

@@ -64,6 +64,16 @@ pub fn tcpdump(pcap: &Path) -> Vec<String> {
     frames
 }
 
+/// Runs `linerate tx -q --pcap FILE ARGS…` into a temporary file and decodes that with tcpdump.
+pub fn pcap_frames(args: &[&str]) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let pcap = dir.path().join("out.pcap");
+    let mut all = vec!["tx", "-q", "--pcap", pcap.to_str().expect("a UTF-8 path")];
+    all.extend_from_slice(args);
+    linerate_ok(&all);
+    tcpdump(&pcap)
+}
+
 /// The word after `key` in a decoded line, e.g. `after(line, "length")`.
 pub fn after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let at = line.find(key)? + key.len();

@@ -86,11 +86,15 @@ pub fn due_by(pacing: &Pacing, seq: u64, stride: u64, shift: u64, until: u64, ma
 }
 
 /// The catch-up limit: a token bucket filled at `CATCH_UP` times a worker's mean rate. It holds
-/// a batch, a burst or a slice, whichever is larger, so on schedule it never binds.
+/// a batch, a burst or a slice, whichever is larger, so on schedule it never binds. Catching up,
+/// a send waits until the bucket holds a slice's worth of frames (or all that are due, if fewer)
+/// rather than trickling out one or two frames a kick as tokens come.
 #[derive(Debug, Clone)]
 pub struct CatchUp {
     min_gap: u64,
     depth: u64,
+    /// Frames of a slice at the mean rate: the least a send takes while catching up.
+    slice: u64,
     /// The instant the bucket would be empty, shifted by its depth so that it starts (and
     /// refills to) full without going below zero.
     empty: u64,
@@ -101,22 +105,28 @@ impl CatchUp {
     /// with bursts of `burst` of its frames.
     pub fn new(mean_gap: u64, batch: u64, burst: u64) -> CatchUp {
         let mean_gap = mean_gap.max(1);
+        let slice = SLICE_PS / mean_gap + 1;
         CatchUp {
             min_gap: (mean_gap / CATCH_UP).max(1),
-            depth: batch.max(burst + 1).max(SLICE_PS / mean_gap + 1),
+            depth: batch.max(burst + 1).max(slice),
+            slice,
             empty: 0,
         }
     }
 
-    /// How many frames may leave at `now` (at least one), or, when none may, the instant one
-    /// will. Nothing is spent until `spend`.
+    /// How many of the `due` frames may leave at `now`: all, or as many as the bucket holds if
+    /// that is at least a slice's worth; otherwise the instant it will hold that many. Nothing
+    /// is spent until `spend`.
     #[inline]
-    pub fn tokens(&mut self, now: u64) -> Result<u64, u64> {
+    pub fn grant(&mut self, now: u64, due: u64) -> Result<u64, u64> {
         self.empty = self.empty.max(now);
         let full = self.depth * self.min_gap;
-        match (now + full - self.empty) / self.min_gap {
-            0 => Err((self.empty + self.min_gap).saturating_sub(full)),
-            n => Ok(n),
+        let tokens = (now + full - self.empty) / self.min_gap;
+        let least = due.clamp(1, self.slice);
+        if tokens >= least {
+            Ok(due.min(tokens))
+        } else {
+            Err((self.empty + least * self.min_gap).saturating_sub(full))
         }
     }
 
@@ -141,15 +151,17 @@ mod tests {
 
     #[test]
     fn the_bucket_starts_full_and_refills_at_twice_the_rate() {
-        // 10 µs frames, batch 4: a slice (3 frames) is less than a batch, so it holds 4.
+        // 10 µs frames, batch 4: a slice is 3 frames, the bucket holds a batch.
         let mut c = CatchUp::new(10_000_000, 4, 1);
-        assert_eq!(c.tokens(0), Ok(4));
+        assert_eq!(c.grant(0, 10), Ok(4));
         c.spend(4);
-        // Empty: the next token comes a half gap later.
-        assert_eq!(c.tokens(0), Err(5_000_000));
-        assert_eq!(c.tokens(5_000_000), Ok(1));
+        // Empty: one frame due may leave a half gap later, three (a slice) after three.
+        assert_eq!(c.grant(0, 1), Err(5_000_000));
+        assert_eq!(c.grant(5_000_000, 1), Ok(1));
+        assert_eq!(c.grant(5_000_000, 10), Err(15_000_000));
+        assert_eq!(c.grant(15_000_000, 10), Ok(3));
         // A long idle spell refills it to its depth, no further.
-        assert_eq!(c.tokens(1_000_000_000), Ok(4));
+        assert_eq!(c.grant(1_000_000_000, 10), Ok(4));
     }
 
     #[test]

@@ -128,14 +128,13 @@ pub fn transmit<Q: TxQueue + ?Sized>(
             }
             let until = horizon(p.pacing, due, now);
             let due_now = due_by(p.pacing, seq, plan.stride, shift, until, u64::from(want));
-            let tokens = match c.tokens(now) {
-                Ok(t) => t,
+            want = match c.grant(now, due_now) {
+                Ok(n) => n as u32,
                 Err(refill) => {
                     wait_until(p.epoch, refill, stop);
                     continue;
                 }
             };
-            want = due_now.min(tokens) as u32;
             paced = Some((late, now));
         }
         let n = if want == 0 { 0 } else { queue.reserve(want) };
@@ -327,8 +326,8 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         }
         let until = horizon(pacing, due, now).min(then);
         let due_now = due_by(pacing, l.seq, plan.stride, l.shift, until, u64::from(want));
-        let tokens = match l.catch_up.tokens(now) {
-            Ok(t) => t,
+        let want = match l.catch_up.grant(now, due_now) {
+            Ok(n) => n as u32,
             Err(refill) => {
                 if !waiting {
                     wait_until(epoch, refill, stop);
@@ -336,7 +335,6 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
                 continue;
             }
         };
-        let want = due_now.min(tokens) as u32;
         let n = queue.reserve(want);
         if n == 0 {
             std::hint::spin_loop();
@@ -524,6 +522,46 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    /// Sends of a paced run and the frames they carried, on a queue that completes at once.
+    fn paced_sends(rate: &str, count: u64) -> (u64, u64) {
+        let spec = StreamSpec {
+            rate: rate.into(),
+            count: Some(count),
+            ..StreamSpec::default()
+        };
+        let plan = Plan::compile(&[spec], &Limits::default()).unwrap();
+        let wp = plan.for_worker(0, 1, None);
+        let mut q = linerate_port::NullQueue::new(&linerate_port::QueueConfig {
+            queue_id: 0,
+            slots: 4096,
+            slot_size: 2048,
+            batch: 64,
+        });
+        fill_slots(&mut q, &wp);
+        let pace = Pace {
+            pacing: plan.pacing.as_ref().unwrap(),
+            epoch: Instant::now(),
+        };
+        let stop = AtomicBool::new(false);
+        let totals = transmit(&mut q, &wp, 64, &stop, None, Some(pace)).unwrap();
+        (totals.lateness.unwrap().len(), totals.submitted)
+    }
+
+    #[test]
+    fn a_send_takes_one_frame_at_low_rates_and_a_slice_at_high_ones() {
+        // 1 kpps: frames 1 ms apart, each its own send (a stall may make a few share one).
+        let (sends, frames) = paced_sends("1k", 200);
+        assert_eq!(frames, 200);
+        assert!(sends >= 180, "{sends} sends for 200 frames 1 ms apart");
+        // 500 kpps: frames 2 µs apart, a 20 µs slice holds 10; one frame a send would be 5000.
+        let (sends, frames) = paced_sends("500k", 5_000);
+        assert_eq!(frames, 5_000);
+        assert!(
+            sends <= 5_000 / 5,
+            "{sends} sends for 5000 frames 2 µs apart"
+        );
     }
 
     #[test]

@@ -596,15 +596,14 @@ impl Sender<'_> {
             let until = horizon(p.pacing, first, now);
             let cap = (limit - sent).min(CHUNK);
             let seq = p.first_seq + sent * p.stride;
-            let mut want = due_by(p.pacing, seq, p.stride, shift, until, cap);
-            let tokens = match catch_up.tokens(now) {
-                Ok(t) => t,
+            let due_now = due_by(p.pacing, seq, p.stride, shift, until, cap);
+            let want = match catch_up.grant(now, due_now) {
+                Ok(n) => n,
                 Err(refill) => {
                     wait_until(p.epoch, refill, self.halt);
                     continue;
                 }
             };
-            want = want.min(tokens);
             catch_up.spend(want);
             log.late.saturating_record(late / 1000);
             if runs > 0 {

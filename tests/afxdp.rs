@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use std::process::Command;
 
 use common::{
-    VethPair, after, frame_len, json, linerate, linerate_ok, linerate_usage_error, root_or_skip,
-    xdp_attached,
+    VethPair, after, catch_tx, frame_len, json, linerate, linerate_ok, linerate_usage_error,
+    root_or_skip, xdp_attached,
 };
 use linerate_lab::{LabConfig, LabGuard, unique_name};
 
@@ -71,12 +71,10 @@ fn frames_caught_at_the_receiver_decode_as_asked() {
     }
     let pair = VethPair::new(&unique_name("axc"));
     let mac = pair.b_mac();
-    let frames = common::capture(&pair, 1000, "udp", || {
-        linerate_ok(&[
-            "tx",
-            "-q",
-            "-i",
-            &pair.a(),
+    let frames = catch_tx(
+        &pair,
+        1000,
+        &[
             "-n",
             "1000",
             "--dst-mac",
@@ -87,8 +85,8 @@ fn frames_caught_at_the_receiver_decode_as_asked() {
             "src-port:inc:1000-1999",
             "--dst-ip",
             "198.18.0.77",
-        ]);
-    });
+        ],
+    );
     assert_eq!(frames.len(), 1000);
     let mut ports = BTreeSet::new();
     for f in &frames {

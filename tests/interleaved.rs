@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use common::{
-    VethPair, after, capture, json, linerate_ok, linerate_usage_error, root_or_skip,
+    VethPair, catch_tx, json, linerate_ok, linerate_usage_error, root_or_skip, src_port,
     within_three_attempts,
 };
 use linerate_lab::{LabConfig, LabGuard, unique_name};
@@ -92,20 +92,8 @@ fn two_streams_interleave_four_to_one_on_the_wire() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("two.toml");
     two_streams(&file, Some(&pair.b_mac()), Some((2000, 500)));
-    let frames = capture(&pair, 2500, "udp", || {
-        linerate_ok(&[
-            "tx",
-            "-q",
-            "-i",
-            &pair.a(),
-            "--stream",
-            file.to_str().unwrap(),
-        ]);
-    });
-    let ports: Vec<&str> = frames
-        .iter()
-        .map(|f| after(f, "198.18.0.1.").unwrap().trim_end_matches(':'))
-        .collect();
+    let frames = catch_tx(&pair, 2500, &["--stream", file.to_str().unwrap()]);
+    let ports: Vec<&str> = frames.iter().map(|f| src_port(f)).collect();
     assert_eq!(ports.len(), 2500);
     assert_eq!(ports.iter().filter(|p| **p == "1").count(), 2000);
     assert_eq!(ports.iter().filter(|p| **p == "2").count(), 500);

@@ -7,7 +7,7 @@ mod common;
 use std::sync::Mutex;
 
 use common::{
-    VethPair, after, capture, json, linerate_ok, linerate_usage_error, root_or_skip,
+    VethPair, catch_tx, json, linerate_ok, linerate_usage_error, root_or_skip, src_port,
     within_three_attempts,
 };
 use linerate_lab::{LabConfig, LabGuard, unique_name};
@@ -95,20 +95,8 @@ rate = "50k"
         ),
     )
     .unwrap();
-    let frames = capture(&pair, 6000, "udp", || {
-        linerate_ok(&[
-            "tx",
-            "-q",
-            "-i",
-            &pair.a(),
-            "--stream",
-            file.to_str().unwrap(),
-        ]);
-    });
-    let ports: Vec<&str> = frames
-        .iter()
-        .map(|f| after(f, "198.18.0.1.").unwrap().trim_end_matches(':'))
-        .collect();
+    let frames = catch_tx(&pair, 6000, &["--stream", file.to_str().unwrap()]);
+    let ports: Vec<&str> = frames.iter().map(|f| src_port(f)).collect();
     assert_eq!(ports.len(), 6000);
     assert!(ports[..1000].iter().all(|p| *p == "1001"));
     assert!(ports[1000..3000].iter().all(|p| *p == "1002"));
@@ -123,12 +111,10 @@ fn bursts_arrive_in_bursts_of_the_asked_size() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let pair = VethPair::new(&unique_name("rbu"));
     let mac = pair.b_mac();
-    let frames = capture(&pair, 80, "udp", || {
-        linerate_ok(&[
-            "tx",
-            "-q",
-            "-i",
-            &pair.a(),
+    let frames = catch_tx(
+        &pair,
+        80,
+        &[
             "--dst-mac",
             &mac,
             "-n",
@@ -137,8 +123,8 @@ fn bursts_arrive_in_bursts_of_the_asked_size() {
             "16",
             "--bursts-per-sec",
             "20",
-        ]);
-    });
+        ],
+    );
     // -tt: the first word is the capture time in seconds.
     let times: Vec<f64> = frames
         .iter()

@@ -256,6 +256,25 @@ fn tcpdump_file(pcap: &Path) -> Vec<String> {
 /// Paced runs share a 2-vCPU VM whose vCPUs are now and then taken away for longer than the
 /// pacer's 50 ms catch-up window; such a run has lost time, not found a pacing bug. A rate check
 /// gets three attempts, and all of them are shown when none lands within its bounds.
+/// Runs `linerate tx -q -i A ARGS…` on `pair` and returns the `count` UDP frames caught on B,
+/// decoded, in arrival order.
+#[cfg(target_os = "linux")]
+pub fn catch_tx(pair: &VethPair, count: usize, args: &[&str]) -> Vec<String> {
+    let a = pair.a();
+    capture(pair, count, "udp", || {
+        let mut all = vec!["tx", "-q", "-i", a.as_str()];
+        all.extend_from_slice(args);
+        linerate_ok(&all);
+    })
+}
+
+/// The UDP source port of a decoded frame sent from the default source address 198.18.0.1.
+pub fn src_port(line: &str) -> &str {
+    after(line, "198.18.0.1.")
+        .unwrap_or_else(|| panic!("no source port in {line}"))
+        .trim_end_matches(':')
+}
+
 pub fn within_three_attempts(mut attempt: impl FnMut() -> Result<(), String>) {
     let mut failures = Vec::new();
     for _ in 0..3 {

@@ -11,14 +11,10 @@ use common::{
     VethPair, after, catch_tx, frame_len, json, linerate, linerate_ok, linerate_usage_error,
     root_or_skip, xdp_attached,
 };
-use linerate_lab::{LabConfig, LabGuard, unique_name};
+use linerate_lab::{LabGuard, unique_name};
 
 fn lab(queues: u32) -> LabGuard {
-    LabGuard::up(&LabConfig {
-        name: unique_name("ax"),
-        queues,
-    })
-    .expect("lab up")
+    common::lab("ax", queues)
 }
 
 fn exact_delivery(cores: &str) {

@@ -11,7 +11,7 @@ use common::{
     VethPair, catch_tx, json, linerate_ok, linerate_usage_error, root_or_skip, src_port,
     within_three_attempts,
 };
-use linerate_lab::{LabConfig, LabGuard, unique_name};
+use linerate_lab::unique_name;
 
 /// Rate tests share the machine's two cores: they run one at a time.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -39,11 +39,7 @@ fn two_streams_at_their_own_rates_at_the_sink() {
         return;
     }
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = LabGuard::up(&LabConfig {
-        name: unique_name("il"),
-        queues: 2,
-    })
-    .unwrap();
+    let lab = common::lab("il", 2);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("two.toml");
     two_streams(&file, None, None);

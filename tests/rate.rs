@@ -10,7 +10,7 @@ use common::{
     VethPair, catch_tx, json, linerate_ok, linerate_usage_error, root_or_skip, src_port,
     within_three_attempts,
 };
-use linerate_lab::{LabConfig, LabGuard, unique_name};
+use linerate_lab::unique_name;
 
 /// Rate tests share the machine's two cores: they run one at a time.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -21,11 +21,7 @@ fn a_hundred_kpps_for_two_seconds_at_the_sink() {
         return;
     }
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    let lab = LabGuard::up(&LabConfig {
-        name: unique_name("rt"),
-        queues: 2,
-    })
-    .unwrap();
+    let lab = common::lab("rt", 2);
     within_three_attempts(|| {
         let out = linerate_ok(&[
             "tx",

@@ -6,7 +6,7 @@ mod common;
 use std::process::Command;
 
 use common::{VethPair, linerate_ok, linerate_usage_error, root_or_skip};
-use linerate_lab::{LabConfig, LabGuard, unique_name};
+use linerate_lab::unique_name;
 
 fn sweep(iface: &str, json: &std::path::Path, cores: &str) -> serde_json::Value {
     linerate_ok(&[
@@ -51,11 +51,7 @@ fn a_lab_sweep_counts_at_the_sink_and_compares() {
     if !root_or_skip("a_lab_sweep_counts_at_the_sink_and_compares") {
         return;
     }
-    let lab = LabGuard::up(&LabConfig {
-        name: unique_name("sw"),
-        queues: 2,
-    })
-    .unwrap();
+    let lab = common::lab("sw", 2);
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("one.json"), dir.path().join("two.json"));
     let before = lab.sink_counters().unwrap();
@@ -130,11 +126,7 @@ fn bad_sweeps_and_comparisons_are_refused() {
     if !root_or_skip("bad_sweeps_and_comparisons_are_refused (root part)") {
         return;
     }
-    let lab = LabGuard::up(&LabConfig {
-        name: unique_name("swb"),
-        queues: 1,
-    })
-    .unwrap();
+    let lab = common::lab("swb", 1);
     let line = linerate_usage_error(&["sweep", "-i", &lab.sender, "--sizes", "64,1519"]);
     assert!(line.contains("1519"), "{line}");
     let pair = VethPair::new(&unique_name("swd"));

@@ -91,6 +91,17 @@ pub fn frame_len(line: &str) -> usize {
 #[allow(unused_imports)]
 pub use linerate_lab::root_or_skip;
 
+/// A fresh lab named after `prefix` (unique per call) with `queues` queue pairs, taken down when
+/// dropped.
+#[cfg(target_os = "linux")]
+pub fn lab(prefix: &str, queues: u32) -> linerate_lab::LabGuard {
+    linerate_lab::LabGuard::up(&linerate_lab::LabConfig {
+        name: linerate_lab::unique_name(prefix),
+        queues,
+    })
+    .expect("lab up")
+}
+
 /// Parses linerate's --json output.
 pub fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))

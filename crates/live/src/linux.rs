@@ -694,6 +694,7 @@ fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
     let result = ObjectBuilder::default()
         .open_memory(linerate_xdp::live_tx_object())
         .and_then(|mut open| {
+            let mut fields_set = fields.is_none();
             for mut map in open.maps_mut() {
                 if map.name() == "live_frames" {
                     map.set_max_entries(frames)?;
@@ -701,7 +702,14 @@ fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
                     && map.name().to_string_lossy().ends_with(".rodata")
                 {
                     map.set_initial_value(fields)?;
+                    fields_set = true;
                 }
+            }
+            // Without them the program would send every frame with its fields unchanged.
+            if !fields_set {
+                return Err(libbpf_rs::Error::from(io::Error::other(
+                    "the object has no read-only data for the fields",
+                )));
             }
             open.load()
         });

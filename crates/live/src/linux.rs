@@ -5,12 +5,12 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Barrier, OnceLock};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
-use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, PrintLevel};
+use libbpf_rs::{MapCore, MapFlags, Object};
 use linerate_engine::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait_until};
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
@@ -675,66 +675,37 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     Ok(())
 }
 
-/// Serialises loads, so the libbpf log captured for one load is that load's.
-static LOAD_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-fn capture_libbpf(_level: PrintLevel, msg: String) {
-    if let Ok(mut log) = LOAD_LOG.try_lock() {
-        log.push(msg);
-    }
-}
-
 /// Opens and loads the embedded object with room for `frames` window entries and with `fields`
 /// (the program's read-only data, `Layout::fields_bytes`; none: no field varies).
 fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
-    let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
-    log.clear();
-    drop(log);
-    let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
-    let result = ObjectBuilder::default()
-        .open_memory(linerate_xdp::live_tx_object())
-        .and_then(|mut open| {
-            let mut fields_set = fields.is_none();
-            for mut map in open.maps_mut() {
-                if map.name() == "live_frames" {
-                    map.set_max_entries(frames)?;
-                } else if let Some(fields) = fields
-                    && map.name().to_string_lossy().ends_with(".rodata")
-                {
-                    map.set_initial_value(fields)?;
-                    fields_set = true;
-                }
+    linerate_xdp::load_object("live_tx", linerate_xdp::live_tx_object(), |open| {
+        let mut fields_set = fields.is_none();
+        for mut map in open.maps_mut() {
+            if map.name() == "live_frames" {
+                map.set_max_entries(frames)?;
+            } else if let Some(fields) = fields
+                && map.name().to_string_lossy().ends_with(".rodata")
+            {
+                map.set_initial_value(fields)?;
+                fields_set = true;
             }
-            // Without them the program would send every frame with its fields unchanged.
-            if !fields_set {
-                return Err(libbpf_rs::Error::from(io::Error::other(
-                    "the object has no read-only data for the fields",
-                )));
-            }
-            open.load()
-        });
-    libbpf_rs::set_print(previous);
-    result.map_err(|e| {
-        if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-            return LiveError::NotRoot {
-                what: "loading the live transmit program".into(),
-            };
         }
-        let log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
-        let tail: Vec<&str> = log
-            .iter()
-            .rev()
-            .take(20)
-            .rev()
-            .map(|l| l.trim_end())
-            .collect();
-        LiveError::Load {
-            message: if tail.is_empty() {
-                format!("{e:#}")
-            } else {
-                format!("{e:#}; libbpf says:\n{}", tail.join("\n"))
-            },
+        // Without them the program would send every frame with its fields unchanged.
+        if !fields_set {
+            return Err(libbpf_rs::Error::from(io::Error::other(
+                "the object has no read-only data for the fields",
+            )));
         }
+        Ok(())
+    })
+    .map_err(|e| match e {
+        linerate_xdp::XdpError::NotRoot { .. } => LiveError::NotRoot {
+            what: "loading the live transmit program".into(),
+        },
+        linerate_xdp::XdpError::Load { message, .. } => LiveError::Load { message },
+        other => LiveError::Load {
+            message: other.to_string(),
+        },
     })
 }
 

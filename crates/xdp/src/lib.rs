@@ -10,7 +10,7 @@ mod linux;
 
 pub use error::XdpError;
 #[cfg(target_os = "linux")]
-pub use linux::{PassLink, PinnedSink, Sink, attach_pass, ifindex, live_tx_object};
+pub use linux::{PassLink, PinnedSink, Sink, attach_pass, ifindex, live_tx_object, load_object};
 
 /// What the sink has counted, summed over CPUs. `bytes` counts each frame as the XDP program sees
 /// it (`data_end - data`): the Ethernet frame without its FCS.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use libbpf_rs::libbpf_sys;
-use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, PrintLevel};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
 
 use crate::{AttachMode, SinkCounters, XdpError};
 
@@ -268,7 +268,8 @@ pub fn ifindex(iface: &str) -> Result<u32, XdpError> {
     nix::net::if_::if_nametoindex(iface).map_err(|_| unknown())
 }
 
-/// Serialises loads, so the libbpf log captured for one load is that load's.
+/// Serialises loads, so the libbpf log captured for one load is that load's (libbpf's print
+/// callback is global: every crate's loads go through `load_object`).
 static LOAD_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn capture_libbpf(_level: PrintLevel, msg: String) {
@@ -277,15 +278,27 @@ fn capture_libbpf(_level: PrintLevel, msg: String) {
     }
 }
 
-/// Opens and loads an embedded object, turning a failure into libbpf's own words.
 fn load(program: &'static str, bytes: &[u8]) -> Result<Object, XdpError> {
+    load_object(program, bytes, |_| Ok(()))
+}
+
+/// Opens an embedded object, lets `configure` adjust it before loading (map sizes, read-only
+/// data), and loads it, turning a failure into libbpf's own words.
+pub fn load_object(
+    program: &'static str,
+    bytes: &[u8],
+    configure: impl FnOnce(&mut OpenObject) -> libbpf_rs::Result<()>,
+) -> Result<Object, XdpError> {
     let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
     log.clear();
     drop(log);
     let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
     let result = ObjectBuilder::default()
         .open_memory(bytes)
-        .and_then(|open| open.load());
+        .and_then(|mut open| {
+            configure(&mut open)?;
+            open.load()
+        });
     libbpf_rs::set_print(previous);
     result.map_err(|e| {
         if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
 use linerate_stream::Pacing;
 
 /// Frames that fell behind (a preempted thread, a full ring) catch up at most this many times
@@ -29,6 +30,12 @@ const SLEEP_MARGIN_PS: u64 = 100_000_000;
 /// Longest a wait lasts before the worker's loop runs again (its reap re-kicks the kernel for
 /// frames a refused kick left in the ring; a stop is seen).
 const WAIT_SLICE_PS: u64 = 1_000_000_000;
+
+/// An empty lateness or gap histogram (ns): one hour at 3 significant digits, a few hundred KiB,
+/// allocated before a worker's loop.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
 
 #[inline]
 pub fn ps_since(epoch: Instant) -> u64 {

@@ -8,7 +8,7 @@ use linerate_stream::{Pacing, WorkerPlan};
 use linerate_wire::Rng;
 
 use crate::counters::Counters;
-use crate::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait_until};
+use crate::pace::{CatchUp, MAX_LAG_PS, due_by, histogram, horizon, ps_since, wait_until};
 
 /// How long the last completions may take once a worker stops; a backend that loses frames is
 /// reported, not waited for forever.
@@ -51,11 +51,6 @@ pub struct Lane<'a> {
     pub pacing: &'a Pacing,
     pub first_slot: u32,
     pub slots: u32,
-}
-
-fn histogram() -> Histogram<u64> {
-    // One hour in ns at 3 significant digits: a few hundred KiB, allocated before the loop.
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 
 /// Lays the worker's frames into the queue's slots: slot `s` holds frame `s % P` for good, since

@@ -11,7 +11,9 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object};
-use linerate_engine::pace::{CatchUp, MAX_LAG_PS, due_by, horizon, ps_since, wait_until};
+use linerate_engine::pace::{
+    CatchUp, MAX_LAG_PS, due_by, histogram, horizon, ps_since, wait_until,
+};
 use linerate_engine::{Observer, PacingStats, Report, RunConfig, WorkerReport};
 use linerate_stream::{Pacing, Plan};
 
@@ -302,11 +304,9 @@ struct PaceLog {
 
 impl PaceLog {
     fn new() -> PaceLog {
-        // One hour in ns at 3 significant digits, as the engine's.
-        let h = || Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
         PaceLog {
-            late: h(),
-            gap: h(),
+            late: histogram(),
+            gap: histogram(),
         }
     }
 }

@@ -68,7 +68,7 @@ struct live_worker {
 	__u32 win_off;	/* window: bytes that differ between the worker's frames */
 	__u32 win_len;	/* 0: every frame is the template */
 	__u32 tmpl_len;	/* length of the template (the longest frame) */
-	__u32 stride;	/* the worker count (user space's; the indices step by it) */
+	__u32 pad_b;
 	__u32 stop;	/* raised by user space: drop from now on */
 	__u32 pad0;
 	__u64 pad1[2];

@@ -168,7 +168,7 @@ struct WorkerSlot {
     win_off: AtomicU32,
     win_len: AtomicU32,
     tmpl_len: AtomicU32,
-    stride: AtomicU32,
+    _pad_b: AtomicU32,
     stop: AtomicU32,
     _pad0: AtomicU32,
     _pad1: [AtomicU64; 2],
@@ -462,7 +462,6 @@ impl Loaded {
             slot.win_len.store(w.win_len, Ordering::Relaxed);
             slot.tmpl_len
                 .store(w.template.len() as u32, Ordering::Relaxed);
-            slot.stride.store(w.stride as u32, Ordering::Relaxed);
             slot.stop.store(0, Ordering::Relaxed);
             slot.rng.store(w.rng, Ordering::Relaxed);
             for (at, k) in slot.indices.iter().zip(&w.indices) {

@@ -108,6 +108,12 @@ pub struct CatchUp {
 }
 
 impl CatchUp {
+    /// For the worker that sends every `stride`-th frame of `pacing`, up to `batch` at once.
+    pub fn for_worker(pacing: &Pacing, stride: u64, batch: u64) -> CatchUp {
+        let mean_gap = pacing.cycle_ps / pacing.cycle_frames.max(1) * stride;
+        CatchUp::new(mean_gap, batch, pacing.burst.div_ceil(stride))
+    }
+
     /// For a worker whose frames are `mean_gap` apart on average, sending up to `batch` at once,
     /// with bursts of `burst` of its frames.
     pub fn new(mean_gap: u64, batch: u64, burst: u64) -> CatchUp {

@@ -95,10 +95,7 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     };
     let mut shift = 0u64;
     let mut last_submit = 0u64;
-    let mut catch_up = pace.map(|p| {
-        let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * plan.stride;
-        CatchUp::new(mean, u64::from(batch), p.pacing.burst.div_ceil(plan.stride))
-    });
+    let mut catch_up = pace.map(|p| CatchUp::for_worker(p.pacing, plan.stride, u64::from(batch)));
     let start = Instant::now();
 
     while submitted < count && !stop.load(Ordering::Relaxed) {
@@ -242,8 +239,6 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         .iter()
         .map(|lane| {
             let p = &lane.plan;
-            let mean = lane.pacing.cycle_ps / lane.pacing.cycle_frames.max(1) * p.stride;
-            let burst = lane.pacing.burst.div_ceil(p.stride);
             debug_assert_eq!(lane.slots % p.frames.len() as u32, 0);
             LaneState {
                 lane,
@@ -257,7 +252,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
                 slot: 0,
                 index: 0,
                 shift: 0,
-                catch_up: CatchUp::new(mean, u64::from(batch), burst),
+                catch_up: CatchUp::for_worker(lane.pacing, p.stride, u64::from(batch)),
                 last_submit: 0,
             }
         })

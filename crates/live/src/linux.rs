@@ -572,17 +572,15 @@ impl Sender<'_> {
     /// most a slice early. Lateness is the first frame's, one record per call. Returns the
     /// number of calls.
     fn paced(&self, limit: u64, p: Pace<'_>, log: &mut PaceLog) -> Result<u64, LiveError> {
-        let mean = p.pacing.cycle_ps / p.pacing.cycle_frames.max(1) * p.stride;
-        let burst = p.pacing.burst.div_ceil(p.stride);
-        let mut catch_up = CatchUp::new(mean, u64::from(self.batch), burst);
-        let due = |k: u64| p.pacing.due_ps(p.first_seq + k * p.stride);
+        let mut catch_up = CatchUp::for_worker(p.pacing, p.stride, u64::from(self.batch));
         let (mut shift, mut last_call, mut runs) = (0u64, 0u64, 0u64);
         loop {
             let sent = self.slot.sent.load(Ordering::Acquire);
             if sent >= limit || self.halt.load(Ordering::Relaxed) {
                 return Ok(runs);
             }
-            let first = due(sent) + shift;
+            let seq = p.first_seq + sent * p.stride;
+            let first = p.pacing.due_ps(seq) + shift;
             let now = ps_since(p.epoch);
             if now < first {
                 wait_until(p.epoch, first, self.halt);
@@ -594,7 +592,6 @@ impl Sender<'_> {
             }
             let until = horizon(p.pacing, first, now);
             let cap = (limit - sent).min(CHUNK);
-            let seq = p.first_seq + sent * p.stride;
             let due_now = due_by(p.pacing, seq, p.stride, shift, until, cap);
             let want = match catch_up.grant(now, due_now) {
                 Ok(n) => n,

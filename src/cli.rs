@@ -336,7 +336,7 @@ pub struct StreamArgs {
 /// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
 pub fn parse_link_speed(text: &str) -> Result<u64, String> {
     text.parse::<linerate_report::LinkSpeed>()
-        .map(|l| l.mbps)
+        .map(|l| l.mbps())
         .map_err(|e| e.to_string())
 }
 

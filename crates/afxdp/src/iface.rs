@@ -55,7 +55,7 @@ impl Interface {
         let link_speed = read("speed")
             .and_then(|s| s.parse::<i64>().ok())
             .filter(|&mbps| mbps > 0 && driver.as_deref() != Some("veth"))
-            .map(|mbps| LinkSpeed(mbps as u64));
+            .map(|mbps| LinkSpeed::from_mbps(mbps as u64));
         let queues = count_queues(&dir);
         Ok(Self {
             ifindex,

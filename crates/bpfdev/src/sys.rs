@@ -319,7 +319,7 @@ fn link_of(ifa: &libc::ifaddrs) -> Link {
     Link {
         mac,
         mtu,
-        speed: (baud > 0 && !saturated).then_some(LinkSpeed(baud / 1_000_000)),
+        speed: (baud > 0 && !saturated).then_some(LinkSpeed::from_mbps(baud / 1_000_000)),
         up: ifa.ifa_flags & libc::IFF_UP as libc::c_uint != 0,
     }
 }

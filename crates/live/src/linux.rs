@@ -148,7 +148,7 @@ fn port_info(iface: &str) -> linerate_port::PortInfo {
         link_speed: read("speed")
             .and_then(|s| s.parse::<i64>().ok())
             .filter(|&s| s > 0 && !virtual_device)
-            .map(|s| linerate_port::LinkSpeed(s as u64)),
+            .map(|s| linerate_port::LinkSpeed::from_mbps(s as u64)),
         queues: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         driver: None,
         backend: crate::BACKEND,

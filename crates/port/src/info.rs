@@ -1,12 +1,4 @@
-/// Link speed as the OS reports it, in Mbit/s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinkSpeed(pub u64);
-
-impl LinkSpeed {
-    pub fn mbps(self) -> u64 {
-        self.0
-    }
-}
+pub use linerate_wire::LinkSpeed;
 
 /// What a port knows about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,8 +27,6 @@ pub enum ReportError {
     Shape { path: PathBuf, detail: String },
     #[error("{origin}: {detail}")]
     Invalid { origin: String, detail: String },
-    #[error("link speed `{input}` not understood: use 1G, 2.5G, 10G, 25G, 40G, 100G or <n>M")]
-    LinkSpeed { input: String },
     #[error("{}: the plot format comes from the extension, which must be .svg or .png", path.display())]
     PlotFormat { path: PathBuf },
     #[error("{}: drawing the plot failed: {message}", path.display())]

@@ -1,3 +1,5 @@
+use linerate_wire::units::wire_bytes;
+
 use crate::StreamError;
 
 /// How fast a stream goes, in the unit the user thinks in. Bit rates count frame bytes with
@@ -74,10 +76,10 @@ impl Rate {
             Self::Max => 0.0,
             Self::Pps(r) => PS_PER_S / r,
             Self::L2(b) => size as f64 * 8.0 * PS_PER_S / b,
-            Self::L1(b) => (size + 20) as f64 * 8.0 * PS_PER_S / b,
+            Self::L1(b) => wire_bytes(size) as f64 * 8.0 * PS_PER_S / b,
             Self::Percent(p) => {
                 let mbps = link_mbps.ok_or("a rate in % needs the link speed, and this port does not know it: give a rate in pps or bps")?;
-                (size + 20) as f64 * 8.0 * PS_PER_S / (mbps as f64 * 1e6 * p / 100.0)
+                wire_bytes(size) as f64 * 8.0 * PS_PER_S / (mbps as f64 * 1e6 * p / 100.0)
             }
         })
     }

@@ -1,7 +1,9 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
-use linerate_wire::{FrameSpec, IpSpec, L4Spec, MacAddr, Payload, TcpFlags, VlanTag, parse_mac};
+use linerate_wire::{
+    FrameSpec, IpSpec, L4Spec, MacAddr, Payload, TcpFlags, VlanTag, parse_mac, units,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::{Rate, SizeMode, StreamError, VarySpec};
@@ -220,8 +222,7 @@ impl StreamSpec {
                 min,
             });
         }
-        let vlan_tag = if self.vlan.is_some() { 4 } else { 0 };
-        let max = limits.mtu as usize + 18 + vlan_tag;
+        let max = units::max_frame_size(limits.mtu, usize::from(self.vlan.is_some()));
         if sizes.max() > max {
             return Err(StreamError::SizeOverMtu {
                 size: sizes.max(),

@@ -36,9 +36,6 @@ pub mod ethernet {
         pub const ETHERTYPE: Range<usize> = 12..14;
     }
     pub const HEADER_LEN: usize = field::ETHERTYPE.end;
-    pub const FCS_LEN: usize = 4;
-    /// Smallest frame on the wire, FCS included.
-    pub const MIN_FRAME: usize = 64;
     pub const ETHERTYPE_IPV4: u16 = 0x0800;
     pub const ETHERTYPE_IPV6: u16 = 0x86DD;
     pub const ETHERTYPE_VLAN: u16 = 0x8100;

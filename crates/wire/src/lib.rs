@@ -9,15 +9,15 @@ pub mod header;
 mod mac;
 mod modifier;
 mod spec;
+pub mod units;
 
 pub use error::WireError;
 pub use etherparse;
 pub use field::{Field, FieldLoc, parse_value};
 pub use mac::{MacAddr, format_mac, parse_mac};
 pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
-pub use spec::{
-    Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, MAX_FRAME_SIZE, Payload, TcpFlags, VlanTag,
-};
+pub use spec::{Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
+pub use units::{LinkSpeed, MAX_FRAME_SIZE};
 
 #[cfg(test)]
 mod testutil;

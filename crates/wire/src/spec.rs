@@ -3,11 +3,8 @@
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::header::{at, ethernet, icmp, ipv4, ipv6, set_be, tcp, udp, vlan};
+use crate::units::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE, buffer_len};
 use crate::{MacAddr, Rng, WireError, checksum};
-
-/// Largest frame (FCS included) whose IPv4 total length still fits 16 bits behind an untagged
-/// Ethernet header: 65535 + 14 + 4.
-pub const MAX_FRAME_SIZE: usize = 65535 + 18;
 
 /// An 802.1Q tag; DEI is always 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,14 +331,14 @@ impl FrameSpec {
             l4_offset,
             l4,
             payload_offset: l4_offset + l4.header_len(),
-            len: frame_size.saturating_sub(ethernet::FCS_LEN),
+            len: buffer_len(frame_size),
         }
     }
 
     /// Smallest frame size (FCS included) that holds the headers, never below Ethernet's 64.
     pub fn min_frame_size(&self) -> usize {
         let headers = self.layout(0).payload_offset;
-        (headers + ethernet::FCS_LEN).max(ethernet::MIN_FRAME)
+        (headers + FCS_LEN).max(MIN_FRAME_SIZE)
     }
 
     fn validate(&self, frame_size: usize) -> Result<(), WireError> {

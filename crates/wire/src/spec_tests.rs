@@ -1,5 +1,5 @@
 use super::*;
-use crate::header::{ethernet, udp};
+use crate::header::udp;
 use crate::testutil::*;
 
 /// Builds `s` at `size`, checks it against etherparse and against a literal dump.
@@ -77,7 +77,7 @@ fn every_size_and_protocol_verifies_and_parses() {
         for s in all_specs(payload) {
             for size in s.min_frame_size()..=1518 {
                 let f = s.build(size).unwrap();
-                assert_eq!(f.bytes.len(), size - ethernet::FCS_LEN);
+                assert_eq!(f.bytes.len(), size - crate::units::FCS_LEN);
                 assert_eq!(f.layout, s.layout(size));
                 assert!(
                     checksum::verify_frame(&f.bytes, &f.layout),

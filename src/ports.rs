@@ -80,13 +80,13 @@ fn interfaces() -> Result<Vec<String>> {
 
 #[cfg(target_os = "linux")]
 fn probe(names: &[String]) -> Vec<PortLine> {
-    use linerate_port::Port;
     names
         .iter()
         .map(|name| {
             let xsk = linerate_afxdp::XskPort::open(name, Default::default());
-            let mut line = match &xsk {
-                Ok(p) => PortLine::new(p.info()),
+            // The facts come from the shared description, so they show even where AF_XDP refuses.
+            let mut line = match linerate_xdp::interface(name) {
+                Ok(i) => PortLine::new(&i.port_info("afxdp", i.bindable_queues())),
                 Err(_) => PortLine {
                     name: name.clone(),
                     mac: None,

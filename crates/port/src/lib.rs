@@ -1,8 +1,11 @@
 //! The `Port`/`TxQueue` traits that every linerate backend implements, the facts a port reports
 //! about itself (`PortInfo`), and the two portable backends: a pcap file and a null sink.
-//! Platform backends (AF_XDP, /dev/bpf) live in their own crates and plug in here.
+//! Platform backends (AF_XDP, /dev/bpf) live in their own crates and plug in here; on Linux,
+//! `iface` describes an interface from sysfs for all of them.
 
 mod error;
+#[cfg(target_os = "linux")]
+pub mod iface;
 mod info;
 mod null;
 mod pcap;

@@ -10,7 +10,20 @@ mod linux;
 
 pub use error::XdpError;
 #[cfg(target_os = "linux")]
-pub use linux::{PassLink, PinnedSink, Sink, attach_pass, ifindex, live_tx_object, load_object};
+pub use linux::{
+    PassLink, PinnedSink, Sink, attach_pass, ifindex, interface, live_tx_object, load_object,
+    xdp_features,
+};
+
+/// `NETDEV_XDP_ACT_*` (include/uapi/linux/netdev.h): what a driver's XDP can do, as
+/// [`xdp_features`] reports it.
+pub mod xdp_act {
+    pub const BASIC: u64 = 1 << 0;
+    pub const REDIRECT: u64 = 1 << 1;
+    /// The driver takes redirected frames (`ndo_xdp_xmit`): what the live backend needs.
+    pub const NDO_XMIT: u64 = 1 << 2;
+    pub const XSK_ZEROCOPY: u64 = 1 << 3;
+}
 
 /// What the sink has counted, summed over CPUs. `bytes` counts each frame as the XDP program sees
 /// it (`data_end - data`): the Ethernet frame without its FCS.

@@ -278,6 +278,28 @@ fn capture_libbpf(_level: PrintLevel, msg: String) {
     }
 }
 
+/// The XDP features the driver of `ifindex` reports (`NETDEV_XDP_ACT_*`, see
+/// [`crate::xdp_act`]); 0 on kernels before 6.3, which do not report them.
+pub fn xdp_features(ifindex: u32) -> io::Result<u64> {
+    // SAFETY: bpf_xdp_query_opts is a plain C struct of integers; all zeroes is valid.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
+    // SAFETY: opts is initialised with its `sz` set and outlives the call.
+    let ret = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(opts.feature_flags)
+}
+
+/// The shared description of interface `name` (sysfs, see `linerate_port::iface`) with the XDP
+/// features its driver reports, where the kernel answers.
+pub fn interface(name: &str) -> Result<linerate_port::iface::Interface, linerate_port::PortError> {
+    let mut iface = linerate_port::iface::Interface::read(name)?;
+    iface.xdp_features = xdp_features(iface.ifindex).ok();
+    Ok(iface)
+}
+
 fn load(program: &'static str, bytes: &[u8]) -> Result<Object, XdpError> {
     load_object(program, bytes, |_| Ok(()))
 }

@@ -1,5 +1,6 @@
 use std::fs;
-use std::path::Path;
+
+use linerate_port::iface::Interface;
 
 pub(super) fn uname() -> Option<super::Uname> {
     super::libc_uname()
@@ -35,25 +36,9 @@ pub(super) fn cpu_model() -> Option<String> {
 }
 
 pub(super) fn interface_driver(interface: &str) -> Option<String> {
-    let link = fs::read_link(
-        Path::new("/sys/class/net")
-            .join(interface)
-            .join("device/driver"),
-    )
-    .ok()?;
-    link.file_name().map(|n| n.to_string_lossy().into_owned())
+    Interface::read(interface).ok()?.driver
 }
 
 pub(super) fn interface_link_speed_mbps(interface: &str) -> Option<u64> {
-    let dir = Path::new("/sys/class/net").join(interface);
-    // veth and other virtual devices have no `device` and report an invented 10000.
-    if !dir.join("device").exists() {
-        return None;
-    }
-    let speed: i64 = fs::read_to_string(dir.join("speed"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    u64::try_from(speed).ok().filter(|&s| s > 0)
+    Interface::read(interface).ok()?.speed.map(|s| s.mbps())
 }

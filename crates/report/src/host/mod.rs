@@ -48,7 +48,8 @@ impl HostInfo {
     }
 }
 
-/// The driver bound to `interface`, where the OS tells it without a socket (Linux sysfs).
+/// The driver bound to `interface`, where the OS tells it (Linux: sysfs, or ethtool for a
+/// virtual device such as veth).
 pub fn interface_driver(interface: &str) -> Option<String> {
     platform::interface_driver(interface)
 }

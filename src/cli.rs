@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
+use clap::builder::NonEmptyStringValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use linerate_stream::Proto;
+use linerate_stream::StreamSpec;
 
 /// Kernel-bypass, line-rate packet transmitter.
 #[derive(Debug, Parser)]
@@ -183,21 +184,12 @@ pub enum Backend {
     Null,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProtoArg {
     Udp,
     Tcp,
     Icmp,
-}
-
-impl From<ProtoArg> for Proto {
-    fn from(p: ProtoArg) -> Self {
-        match p {
-            ProtoArg::Udp => Proto::Udp,
-            ProtoArg::Tcp => Proto::Tcp,
-            ProtoArg::Icmp => Proto::Icmp,
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -292,45 +284,106 @@ pub enum AttachArg {
 #[derive(Debug, Args)]
 pub struct StreamArgs {
     /// A TOML stream file; the template flags below then do not apply.
-    #[arg(long, value_name = "FILE.toml", conflicts_with_all = ["size", "size_mode", "vary", "src_mac", "dst_mac", "src_ip", "dst_ip", "src_port", "dst_port", "vlan", "ipv6", "proto", "payload", "tcp_flags"])]
+    #[arg(long, value_name = "FILE.toml")]
     pub stream: Option<PathBuf>,
+    #[command(flatten)]
+    pub template: TemplateFlags,
+}
+
+/// The template flags. Each one is the stream-spec key of the same name (`--src-ip` is
+/// `src-ip`), and [`TemplateFlags::spec`] lays the given ones over the seed stream through the
+/// spec's own serde names, so a flag cannot drift from the key it sets.
+#[derive(Debug, Default, Args, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct TemplateFlags {
     /// Frame size in bytes, FCS included (64 puts 60 bytes on the wire buffer).
     #[arg(short, long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
     /// fixed | inc:MIN-MAX[:STEP] | random:MIN-MAX | imix | imix:SIZExWEIGHT,…
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size_mode: Option<String>,
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub src_mac: Option<String>,
     /// Default: the lab's peer MAC on a lab interface, else broadcast.
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_mac: Option<String>,
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub src_ip: Option<String>,
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_ip: Option<String>,
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub src_port: Option<u16>,
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<u16>,
     /// 802.1Q VLAN id.
     #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub vlan: Option<u16>,
     /// IPv6 instead of IPv4.
     #[arg(long)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ipv6: bool,
     #[arg(long, value_enum)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proto: Option<ProtoArg>,
-    /// TCP flags, e.g. SA or syn,ack.
-    #[arg(long)]
+    /// TCP flags, e.g. SA or syn,ack (with --proto tcp).
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_flags: Option<String>,
     /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
     /// FIELD:inc|dec|random:START-END[:STEP][,mask=M] (repeatable). Fields: src-mac, dst-mac,
     /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH].
-    #[arg(long)]
+    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vary: Vec<String>,
+}
+
+impl TemplateFlags {
+    /// The flags given, by name.
+    pub fn given(&self) -> Vec<String> {
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::Object(map)) => map.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The one stream the flags describe: the seed stream (or, when a field varies or the stream
+    /// is IPv6, the plain default) with every given flag set on its key.
+    pub fn spec(&self) -> anyhow::Result<StreamSpec> {
+        if self.tcp_flags.is_some() && self.proto != Some(ProtoArg::Tcp) {
+            return Err(crate::usage(
+                "--tcp-flags sets the flags of a TCP header: add --proto tcp",
+            ));
+        }
+        // The seed's ten distinct frames come from the IPv4 identification; IPv6 has none, so
+        // an IPv6 stream without --vary repeats one frame.
+        let base = if self.vary.is_empty() && !self.ipv6 {
+            StreamSpec::seed()
+        } else {
+            StreamSpec::default()
+        };
+        let mut table = serde_json::to_value(base)?;
+        let serde_json::Value::Object(flags) = serde_json::to_value(self)? else {
+            unreachable!("a struct serializes to a map");
+        };
+        table
+            .as_object_mut()
+            .expect("a struct serializes to a map")
+            .extend(flags);
+        // Cannot fail for a key the spec has; a flag without one is caught by the unit test.
+        Ok(serde_json::from_value(table)?)
+    }
 }
 
 /// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
@@ -370,4 +423,96 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("'{text}' is longer than a year"));
     }
     Ok(std::time::Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn template(args: &[&str]) -> TemplateFlags {
+        let mut all = vec!["linerate", "tx", "--null"];
+        all.extend_from_slice(args);
+        match Cli::try_parse_from(all).expect("valid flags").command {
+            Command::Tx(tx) => tx.stream.template,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    /// Every template flag is a key of the stream spec: a renamed spec key or a new flag without
+    /// a key fails here, not silently at run time.
+    #[test]
+    fn every_template_flag_is_a_spec_key() {
+        let keys = serde_json::to_value(StreamSpec::default()).unwrap();
+        let keys = keys.as_object().unwrap();
+        let command = TemplateFlags::augment_args(clap::Command::new("t"));
+        let flags: Vec<_> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .collect();
+        assert!(flags.len() >= 14, "{flags:?}");
+        for flag in flags {
+            assert!(keys.contains_key(flag), "--{flag} is no stream-spec key");
+        }
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_land_on_their_keys() {
+        let spec = template(&[
+            "--size",
+            "128",
+            "--size-mode",
+            "imix",
+            "--src-mac",
+            "02:00:00:00:00:07",
+            "--dst-mac",
+            "02:00:00:00:00:08",
+            "--src-ip",
+            "10.0.0.1",
+            "--dst-ip",
+            "10.0.0.2",
+            "--src-port",
+            "7",
+            "--dst-port",
+            "8",
+            "--vlan",
+            "5",
+            "--proto",
+            "tcp",
+            "--tcp-flags",
+            "SA",
+            "--payload",
+            "fixed:0xab",
+        ])
+        .spec()
+        .unwrap();
+        let expected = StreamSpec {
+            size: 128,
+            size_mode: "imix".into(),
+            src_mac: "02:00:00:00:00:07".into(),
+            dst_mac: "02:00:00:00:00:08".into(),
+            src_ip: "10.0.0.1".into(),
+            dst_ip: "10.0.0.2".into(),
+            src_port: 7,
+            dst_port: 8,
+            vlan: Some(5),
+            proto: linerate_stream::Proto::Tcp,
+            tcp_flags: "SA".into(),
+            payload: "fixed:0xab".into(),
+            ..StreamSpec::seed()
+        };
+        assert_eq!(spec, expected);
+        assert_eq!(template(&[]).spec().unwrap(), StreamSpec::seed());
+        let v6 = template(&["--ipv6", "--vary", "src-port:inc:1-2"])
+            .spec()
+            .unwrap();
+        assert!(v6.ipv6);
+        assert_eq!(v6.vary, vec!["src-port:inc:1-2".to_string()]);
+        assert_eq!(
+            template(&["--size", "99", "--ipv6"]).given(),
+            vec!["ipv6".to_string(), "size".to_string()]
+        );
+    }
 }

@@ -7,12 +7,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use linerate_lab::{Lab, LabConfig, LabError};
 use linerate_wire::format_mac;
-use linerate_xdp::{AttachMode, Sink, SinkCounters, XdpError};
+use linerate_xdp::{AttachMode, Sink, SinkCounters};
 use serde::Serialize;
 
 use crate::cli::{LabAction, SinkArgs, XdpAttach};
-use crate::output::print_json;
-use crate::usage;
+use crate::output::{print, print_json, println};
 
 pub fn run(action: &LabAction) -> Result<()> {
     match action {
@@ -24,26 +23,21 @@ pub fn run(action: &LabAction) -> Result<()> {
                 name: args.name.name.clone(),
                 queues,
             };
-            let lab = Lab::up(&config).map_err(lab_error)?;
-            print_lab(&lab, None);
-            Ok(())
+            let lab = Lab::up(&config)?;
+            print_lab(&lab, None)
         }
         LabAction::Down(args) => {
-            Lab::down(&args.name).map_err(lab_error)?;
-            println!("lab {} removed", args.name);
-            Ok(())
+            Lab::down(&args.name)?;
+            println(&format!("lab {} removed", args.name))
         }
         LabAction::Status(args) => {
             let name = &args.name.name;
-            let lab = Lab::find(name)
-                .map_err(lab_error)?
-                .ok_or_else(|| lab_error(LabError::NotFound { name: name.clone() }))?;
-            let counters = lab.sink_counters().map_err(lab_error)?;
+            let lab = Lab::find(name)?.ok_or_else(|| LabError::NotFound { name: name.clone() })?;
+            let counters = lab.sink_counters()?;
             if args.json {
                 print_json(&LabJson::new(&lab, counters))
             } else {
-                print_lab(&lab, Some(counters));
-                Ok(())
+                print_lab(&lab, Some(counters))
             }
         }
     }
@@ -61,22 +55,7 @@ pub fn lab_of(iface: &str) -> Result<Option<Lab>> {
         Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
         Ok(_) => Ok(None),
         Err(LabError::Incomplete { .. }) => Ok(None),
-        Err(e) => Err(lab_error(e)),
-    }
-}
-
-/// Lab errors that come from what the user asked (names, privileges, leftovers) exit with 2.
-pub fn lab_error(err: LabError) -> anyhow::Error {
-    match err {
-        LabError::InvalidName { .. }
-        | LabError::InvalidQueues { .. }
-        | LabError::Exists { .. }
-        | LabError::Incomplete { .. }
-        | LabError::NotFound { .. }
-        | LabError::NotRoot { .. }
-        | LabError::MissingTool { .. }
-        | LabError::Xdp(XdpError::NotRoot { .. }) => usage(err.to_string()),
-        other => other.into(),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -113,24 +92,28 @@ impl LabJson {
     }
 }
 
-fn print_lab(lab: &Lab, counters: Option<SinkCounters>) {
-    println!("lab       {} ({} queue(s) per end)", lab.name, lab.queues);
-    println!(
-        "sender    {}  {}  {}  (root namespace: transmit here)",
+fn print_lab(lab: &Lab, counters: Option<SinkCounters>) -> Result<()> {
+    let mut text = format!(
+        "lab       {} ({} queue(s) per end)\n\
+         sender    {}  {}  {}  (root namespace: transmit here)\n\
+         receiver  {}  {}  {}  (namespace {}, XDP sink attached)\n",
+        lab.name,
+        lab.queues,
         lab.sender,
         format_mac(&lab.sender_mac),
-        lab.sender_ip
-    );
-    println!(
-        "receiver  {}  {}  {}  (namespace {}, XDP sink attached)",
+        lab.sender_ip,
         lab.receiver,
         format_mac(&lab.receiver_mac),
         lab.receiver_ip,
         lab.netns
     );
     if let Some(c) = counters {
-        println!("sink      {} packets, {} bytes", c.packets, c.bytes);
+        text.push_str(&format!(
+            "sink      {} packets, {} bytes\n",
+            c.packets, c.bytes
+        ));
     }
+    print(&text)
 }
 
 #[derive(Debug, Serialize)]
@@ -149,20 +132,20 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
         XdpAttach::Drv => AttachMode::Drv,
         XdpAttach::Skb => AttachMode::Skb,
     };
-    let sink = Sink::attach(&args.interface, args.netns.as_deref(), mode).map_err(xdp_error)?;
+    let sink = Sink::attach(&args.interface, args.netns.as_deref(), mode)?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("install the Ctrl-C handler")?;
     let start = Instant::now();
-    let mut last = (start, sink.counters().map_err(xdp_error)?);
+    let mut last = (start, sink.counters()?);
     let first: SinkCounters = last.1;
     eprintln!("sink on {} ({mode}); Ctrl-C to stop", args.interface);
     while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
         let now = Instant::now();
         if now - last.0 >= Duration::from_secs(1) {
-            let c = sink.counters().map_err(xdp_error)?;
+            let c = sink.counters()?;
             let d = c.since(last.1);
             let secs = (now - last.0).as_secs_f64();
             eprintln!(
@@ -175,7 +158,7 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
             last = (now, c);
         }
     }
-    let total = sink.counters().map_err(xdp_error)?.since(first);
+    let total = sink.counters()?.since(first);
     let elapsed = start.elapsed().as_secs_f64();
     drop(sink);
     if args.json {
@@ -188,24 +171,12 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
             pps: total.packets as f64 / elapsed,
         })
     } else {
-        println!(
+        println(&format!(
             "received  {} packets, {} bytes in {:.3} s ({:.3} Mpps)",
             total.packets,
             total.bytes,
             elapsed,
             total.packets as f64 / elapsed / 1e6
-        );
-        Ok(())
-    }
-}
-
-pub fn xdp_error(err: XdpError) -> anyhow::Error {
-    match err {
-        XdpError::UnknownInterface { .. }
-        | XdpError::NoSuchNetns { .. }
-        | XdpError::NotRoot { .. }
-        | XdpError::AlreadyAttached { .. }
-        | XdpError::ModeUnsupported { .. } => usage(err.to_string()),
-        other => other.into(),
+        ))
     }
 }

@@ -66,11 +66,29 @@ fn clap_error(err: clap::Error) -> ExitCode {
         let _ = err.print();
         return ExitCode::SUCCESS;
     }
-    let text = err.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    eprintln!("linerate: {first} (see --help)");
+    eprintln!(
+        "linerate: {} (see --help)",
+        clap_line(&err.render().to_string())
+    );
     ExitCode::from(2)
+}
+
+/// clap's message up to its usage block, on one line: the first line alone often ends in
+/// "cannot be used with:" or "were not provided:" and leaves out the argument it is about.
+fn clap_line(text: &str) -> String {
+    let mut line = String::new();
+    for part in text.lines().take_while(|l| !l.trim().is_empty()) {
+        let part = part.trim();
+        let part = part.strip_prefix("error: ").unwrap_or(part);
+        if !line.is_empty() && !line.ends_with(':') {
+            line.push(';');
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(part);
+    }
+    line
 }
 
 /// The error and its causes on one line, outermost first, without repeating a cause that the

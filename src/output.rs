@@ -1,6 +1,6 @@
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use linerate_engine::{Observer, Report, Snapshot};
 use linerate_stream::Plan;
 use serde::Serialize;
@@ -67,17 +67,40 @@ pub struct TxJson<'a> {
     pub sink: Option<crate::tx::SinkResult>,
 }
 
-pub fn print_json(value: &impl Serialize) -> Result<()> {
+/// Everything a command prints on stdout goes through here: written and flushed at once, so a
+/// reader that went away (`| head`, `| true`) is an `io::Error` that main ends quietly on, and a
+/// full disk (`> /dev/full`) is an error line, never a panic inside `println!`.
+pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut out, value)?;
-    writeln!(out)?;
-    Ok(())
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing to stdout")
+}
+
+/// `print` with a line end.
+pub fn println(text: &str) -> Result<()> {
+    print(&format!("{text}\n"))
+}
+
+/// Serialized to text first: serde_json's own writer error hides the `io::Error` (and with it
+/// the broken pipe) from the chain.
+pub fn print_json(value: &impl Serialize) -> Result<()> {
+    println(&serde_json::to_string_pretty(value)?)
 }
 
 /// The human report. Written, not printed: a closed stdout (`| head`) is an error the caller
 /// ends quietly on, not a panic.
 pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResult>) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    print(&tx_text(report, plan, sink)?)
+}
+
+fn tx_text(
+    report: &Report,
+    plan: &Plan,
+    sink: Option<&crate::tx::SinkResult>,
+) -> std::result::Result<String, std::fmt::Error> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let avg = if report.completed > 0 {
         report.bytes as f64 / report.completed as f64 + 4.0
     } else {
@@ -138,10 +161,17 @@ pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResul
         )?;
     }
     if let Some(s) = sink {
+        let lost = match (s.lost, s.extra) {
+            (Some(lost), _) => format!("lost {lost}"),
+            (None, extra) => format!(
+                "{} more than sent (another sender shares this sink): loss unknown",
+                extra.unwrap_or(0)
+            ),
+        };
         writeln!(
             out,
-            "received  {} frames, {} bytes at the sink of lab {}; lost {}",
-            s.packets, s.bytes, s.lab, s.lost
+            "received  {} frames, {} bytes at the sink of lab {}; {lost}",
+            s.packets, s.bytes, s.lab
         )?;
     }
     if report.workers.len() > 1 {
@@ -162,5 +192,5 @@ pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResul
             writeln!(out, "worker {} {k}: {v}", w.worker)?;
         }
     }
-    Ok(())
+    Ok(out)
 }

@@ -61,13 +61,7 @@ impl Sender {
                         "the live backend sends one stream at a time: interleaved streams need --backend afxdp",
                     ));
                 }
-                linerate_live::run(l, plan, config, observer).map_err(|e| {
-                    if e.is_usage() {
-                        usage(e.to_string())
-                    } else {
-                        e.into()
-                    }
-                })
+                Ok(linerate_live::run(l, plan, config, observer)?)
             }
         }
     }
@@ -96,15 +90,7 @@ pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Sender> {
             let port = XskPort::open(iface, options).map_err(linerate_port::PortError::from)?;
             Ok(Sender::Port(Box::new(port)))
         }
-        Backend::Live => linerate_live::LivePort::open(iface)
-            .map(Sender::Live)
-            .map_err(|e| {
-                if e.is_usage() {
-                    usage(e.to_string())
-                } else {
-                    e.into()
-                }
-            }),
+        Backend::Live => Ok(linerate_live::LivePort::open(iface).map(Sender::Live)?),
         _ => Err(usage(format!(
             "the {backend:?} backend does not run on Linux: use --backend afxdp"
         ))),
@@ -137,13 +123,13 @@ pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
         return Ok(None);
     };
     let dir = lab.pin_dir();
-    let sink = linerate_xdp::PinnedSink::open(&dir).map_err(crate::lab::xdp_error)?;
+    let sink = linerate_xdp::PinnedSink::open(&dir)?;
     Ok(Some(Receiver {
         name: lab.name.clone(),
         peer_mac: lab.receiver_mac,
         ips: (lab.sender_ip, lab.receiver_ip),
         counters: Box::new(move || {
-            let c = sink.counters().map_err(crate::lab::xdp_error)?;
+            let c = sink.counters()?;
             Ok((c.packets, c.bytes))
         }),
     }))
@@ -175,7 +161,7 @@ pub fn temp_lab(name: &str, queues: u32) -> Result<TempLab> {
         name: name.to_owned(),
         queues,
     };
-    let guard = linerate_lab::LabGuard::up(&config).map_err(crate::lab::lab_error)?;
+    let guard = linerate_lab::LabGuard::up(&config)?;
     Ok(TempLab {
         sender: guard.sender.clone(),
         _guard: guard,
@@ -192,14 +178,13 @@ pub fn temp_lab(_name: &str, _queues: u32) -> Result<TempLab> {
 /// Attaches the XDP sink to `iface` (in `netns`) for as long as the returned side lives.
 #[cfg(target_os = "linux")]
 pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<Receiver> {
-    let sink = linerate_xdp::Sink::attach(iface, netns, linerate_xdp::AttachMode::Drv)
-        .map_err(crate::lab::xdp_error)?;
+    let sink = linerate_xdp::Sink::attach(iface, netns, linerate_xdp::AttachMode::Drv)?;
     Ok(Receiver {
         name: iface.to_owned(),
         peer_mac: [0xff; 6],
         ips: linerate_stream::Limits::default().default_ipv4,
         counters: Box::new(move || {
-            let c = sink.counters().map_err(crate::lab::xdp_error)?;
+            let c = sink.counters()?;
             Ok((c.packets, c.bytes))
         }),
     })

@@ -5,7 +5,7 @@ use linerate_port::PortInfo;
 use serde::Serialize;
 
 use crate::cli::PortsArgs;
-use crate::output::print_json;
+use crate::output::{print, print_json};
 
 #[derive(Debug, Serialize)]
 struct PortLine {
@@ -38,8 +38,8 @@ pub fn run(args: &PortsArgs) -> Result<()> {
     if args.json {
         return print_json(&lines);
     }
-    println!(
-        "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  backends",
+    let mut text = format!(
+        "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  backends\n",
         "port", "mac", "mtu", "driver", "link", "queues"
     );
     for l in &lines {
@@ -54,8 +54,8 @@ pub fn run(args: &PortsArgs) -> Result<()> {
                 }
             })
             .collect();
-        println!(
-            "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  {}",
+        text.push_str(&format!(
+            "{:<16} {:<17} {:>5} {:<10} {:>7} {:>6}  {}\n",
             l.name,
             l.mac.as_deref().unwrap_or("-"),
             l.mtu,
@@ -64,9 +64,9 @@ pub fn run(args: &PortsArgs) -> Result<()> {
                 .map_or("n/a".to_string(), |m| format!("{}G", m as f64 / 1000.0)),
             l.queues,
             backends.join("; ")
-        );
+        ));
     }
-    Ok(())
+    print(&text)
 }
 
 fn interfaces() -> Result<Vec<String>> {

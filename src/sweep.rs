@@ -15,6 +15,7 @@ use linerate_report::{
 use linerate_stream::{Plan, StreamSpec};
 
 use crate::cli::{CompareArgs, SweepArgs};
+use crate::output;
 use crate::platform::{self, Receiver};
 use crate::tx;
 use crate::usage;
@@ -41,7 +42,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     if let Some(p) = &args.plot {
         linerate_report::PlotFormat::from_path(p)?;
     }
-    let workers = tx::workers(&args.cores, args.queues.as_deref())?;
+    let workers = tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
     let lab = if args.lab {
         Some(platform::temp_lab(&args.lab_name, queues.max(2))?)
@@ -184,7 +185,7 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let names = names_from_paths(&args.files);
     let comparison = compare_results(&results, &names)?;
-    println!("{}", comparison.render_with(&results));
+    output::println(&comparison.render_with(&results))?;
     if let Some(p) = &args.plot {
         plot_compare(&results, &names, p)?;
         eprintln!("wrote {}", p.display());

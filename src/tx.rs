@@ -18,9 +18,30 @@ pub struct SinkResult {
     pub lab: String,
     pub packets: u64,
     pub bytes: u64,
-    /// Completed at the sender but not counted at the sink.
-    pub lost: i64,
+    /// Completed at the sender but not counted at the sink; None when the sink counted more than
+    /// this run sent (another sender shares it), so the loss cannot be known.
+    pub lost: Option<u64>,
+    /// Frames the sink counted beyond what this run sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<u64>,
 }
+
+impl SinkResult {
+    /// The line that says why there is no loss figure, when there is none.
+    pub fn shared_warning(&self) -> Option<String> {
+        self.extra.map(|extra| {
+            format!(
+                "the sink of lab {} counted {extra} frame(s) more than this run sent: another \
+                 sender shares it, so the loss is unknown",
+                self.lab
+            )
+        })
+    }
+}
+
+/// The slowest rate the pacer is asked to keep: below it the gap between two frames is longer
+/// than any run anyone waits for (1000 s), and at 1e-300 it is not a number of nanoseconds.
+const MIN_PPS: f64 = 1e-3;
 
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
@@ -33,29 +54,38 @@ pub fn run(args: &TxArgs) -> Result<()> {
             s.bursts = Some(linerate_stream::Bursts { frames, per_second });
         }
     }
-    let workers = workers(&args.cores, args.queues.as_deref())?;
-    if args.pcap.is_some() {
-        // Check everything before File::create truncates what may be an earlier capture.
-        let mut probe = NullPort::new(workers.len() as u32);
-        probe.set_mtu(args.mtu);
-        let plan = compile(
-            &streams,
-            linerate_port::Port::info(&probe),
-            None,
-            args.link_speed,
-        )?;
-        if plan.count.is_none() && args.count.is_none() && args.duration.is_none() {
-            return Err(usage(
-                "a pcap file needs an end: give --count or --duration",
-            ));
+    let workers = workers(&args.cores, args.queues.as_deref(), args.backend)?;
+    let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
+    // A pcap file is compiled for before it is created, so a refused stream never truncates an
+    // earlier capture; its port imposes what a null port of the same MTU does.
+    let early = match &args.pcap {
+        Some(_) => {
+            let mut probe = NullPort::new(queues);
+            probe.set_mtu(args.mtu);
+            let plan = compile(
+                &streams,
+                linerate_port::Port::info(&probe),
+                None,
+                args.link_speed,
+            )?;
+            if plan.count.is_none() && args.count.is_none() && args.duration.is_none() {
+                return Err(usage(
+                    "a pcap file needs an end: give --count or --duration",
+                ));
+            }
+            Some(plan)
         }
-    }
-    let port = open_port(args, workers.len() as u32)?;
+        None => None,
+    };
+    let port = open_port(args, queues)?;
     let lab = match &args.interface {
         Some(iface) => platform::receiver_of(iface)?,
         None => None,
     };
-    let plan = compile(&streams, port.info(), lab.as_ref(), args.link_speed)?;
+    let plan = match early {
+        Some(plan) => plan,
+        None => compile(&streams, port.info(), lab.as_ref(), args.link_speed)?,
+    };
     let config = RunConfig {
         workers,
         batch: args.batch,
@@ -77,6 +107,9 @@ pub fn run(args: &TxArgs) -> Result<()> {
         (Some(l), Some(b)) => Some(settle(l, b, report.completed)?),
         _ => None,
     };
+    if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
+        eprintln!("linerate: warning: {warning}");
+    }
     if args.json {
         output::print_json(&output::TxJson {
             report: &report,
@@ -115,7 +148,26 @@ pub fn compile(
         default_ipv4: lab.map_or(defaults.default_ipv4, |l| l.ips),
         link_mbps: link_mbps.or(info.link_speed.map(|s| s.mbps())),
     };
-    Ok(Plan::compile(streams, &limits)?)
+    let plan = Plan::compile(streams, &limits)?;
+    let paced = if plan.lanes.is_empty() {
+        std::slice::from_ref(&plan)
+    } else {
+        &plan.lanes[..]
+    };
+    for (lane, spec) in paced.iter().zip(streams) {
+        if let Some(pps) = lane.requested_pps()
+            && (pps.is_nan() || pps < MIN_PPS)
+        {
+            return Err(usage(format!(
+                "stream {}: rate {} is {pps:.3e} frames/s, below the slowest linerate paces, \
+                 {MIN_PPS} frames/s (one frame each {} s)",
+                spec.name,
+                spec.rate,
+                1.0 / MIN_PPS
+            )));
+        }
+    }
+    Ok(plan)
 }
 
 /// Waits until the sink has seen everything the sender completed (frames still crossing the
@@ -139,72 +191,55 @@ pub fn settle(lab: &Receiver, before: (u64, u64), completed: u64) -> Result<Sink
         }
         last = now;
     }
-    let packets = last.0 - before.0;
+    // Wrapping: a counter that went backwards (the sink was re-attached) reads as a huge extra.
+    let packets = last.0.wrapping_sub(before.0);
     Ok(SinkResult {
         lab: lab.name.clone(),
         packets,
-        bytes: last.1 - before.1,
-        lost: completed as i64 - packets as i64,
+        bytes: last.1.wrapping_sub(before.1),
+        lost: completed.checked_sub(packets),
+        extra: packets.checked_sub(completed).filter(|&n| n > 0),
     })
 }
 
-/// The streams to send: a TOML file, or one stream from the flags (the seed stream when no
-/// field varies).
+/// The streams to send: a TOML file, or the one stream of the template flags.
 pub fn streams(args: &StreamArgs) -> Result<Vec<StreamSpec>> {
-    if let Some(path) = &args.stream {
-        return Ok(SpecFile::load(path)?.streams);
+    match &args.stream {
+        Some(path) => {
+            let given = args.template.given();
+            if !given.is_empty() {
+                return Err(usage(format!(
+                    "--stream cannot be used with --{}: the file sets every key of its streams",
+                    given.join(", --")
+                )));
+            }
+            Ok(SpecFile::load(path)?.streams)
+        }
+        None => Ok(vec![args.template.spec()?]),
     }
-    // The seed's ten distinct frames come from the IPv4 identification; IPv6 has none, so an
-    // IPv6 stream without --vary repeats one frame.
-    let seeded = args.vary.is_empty() && !args.ipv6;
-    let mut s = if seeded {
-        StreamSpec::seed()
-    } else {
-        StreamSpec::default()
-    };
-    s.vary.extend(args.vary.iter().cloned());
-    if let Some(v) = args.size {
-        s.size = v;
-    }
-    if let Some(v) = &args.size_mode {
-        s.size_mode = v.clone();
-    }
-    if let Some(v) = &args.src_mac {
-        s.src_mac = v.clone();
-    }
-    if let Some(v) = &args.dst_mac {
-        s.dst_mac = v.clone();
-    }
-    if let Some(v) = &args.src_ip {
-        s.src_ip = v.clone();
-    }
-    if let Some(v) = &args.dst_ip {
-        s.dst_ip = v.clone();
-    }
-    if let Some(v) = args.src_port {
-        s.src_port = v;
-    }
-    if let Some(v) = args.dst_port {
-        s.dst_port = v;
-    }
-    if let Some(v) = &args.tcp_flags {
-        s.tcp_flags = v.clone();
-    }
-    if let Some(v) = &args.payload {
-        s.payload = v.clone();
-    }
-    if let Some(v) = args.proto {
-        s.proto = v.into();
-    }
-    s.vlan = args.vlan;
-    s.ipv6 = args.ipv6;
-    Ok(vec![s])
 }
 
 /// Pairs cores with queues: worker i runs on cores[i] and drives queues[i] (or queue i).
-pub fn workers(cores: &[usize], queues: Option<&[u32]>) -> Result<Vec<WorkerSpec>> {
+pub fn workers(
+    cores: &[usize],
+    queues: Option<&[u32]>,
+    backend: Option<Backend>,
+) -> Result<Vec<WorkerSpec>> {
+    if backend == Some(Backend::Live) && queues.is_some() {
+        return Err(usage(
+            "--queues does not apply to the live backend: its frames leave on the CPU of the \
+             worker (choose it with --cores)",
+        ));
+    }
     if cores.is_empty() {
         return Err(usage("--cores needs at least one core"));
+    }
+    for (i, c) in cores.iter().enumerate() {
+        if cores[..i].contains(c) {
+            return Err(usage(format!(
+                "--cores names core {c} twice: each worker needs a core of its own"
+            )));
+        }
     }
     let queues: Vec<u32> = match queues {
         Some(q) if q.len() != cores.len() => {

@@ -1,8 +1,13 @@
+//! Usage error or system error: the one place the exit code is decided. Each library error type
+//! says itself whether the user can fix it (`is_usage`); this only asks them.
+
 use linerate_engine::EngineError;
 use linerate_port::PortError;
+use linerate_report::ReportError;
 use linerate_stream::StreamError;
 
-/// A mistake in what the user asked for, as opposed to the system failing: exit code 2.
+/// A mistake in what the user asked for that no library type raised (a flag combination the
+/// CLI refuses): exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
@@ -11,26 +16,34 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
-/// Walks the error chain for anything the user can fix by changing the command line.
+/// True when anything in the error chain is something the user can fix by changing the command.
 pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {
         cause.is::<UsageError>()
+            // Every stream error is about what the stream spec asks for.
             || cause.is::<StreamError>()
-            || cause
-                .downcast_ref::<linerate_report::ReportError>()
-                .is_some_and(report_usage)
-            || cause
-                .downcast_ref::<PortError>()
-                .is_some_and(PortError::is_usage)
-            || cause
-                .downcast_ref::<EngineError>()
-                .is_some_and(EngineError::is_usage)
+            || asks::<ReportError>(cause, ReportError::is_usage)
+            || asks::<PortError>(cause, PortError::is_usage)
+            || asks::<EngineError>(cause, EngineError::is_usage)
+            || platform_is_usage(cause)
     })
 }
 
-/// A result file that is empty, corrupt or of the wrong shape, or an option that cannot be met,
-/// is the user's to fix; failing to write or draw is not.
-fn report_usage(err: &linerate_report::ReportError) -> bool {
-    use linerate_report::ReportError as E;
-    !matches!(err, E::Io { .. } | E::Plot { .. })
+fn asks<E: std::error::Error + 'static>(
+    cause: &(dyn std::error::Error + 'static),
+    is_usage: fn(&E) -> bool,
+) -> bool {
+    cause.downcast_ref::<E>().is_some_and(is_usage)
+}
+
+#[cfg(target_os = "linux")]
+fn platform_is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
+    asks::<linerate_lab::LabError>(cause, linerate_lab::LabError::is_usage)
+        || asks::<linerate_xdp::XdpError>(cause, linerate_xdp::XdpError::is_usage)
+        || asks::<linerate_live::LiveError>(cause, linerate_live::LiveError::is_usage)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn platform_is_usage(_cause: &(dyn std::error::Error + 'static)) -> bool {
+    false
 }

@@ -81,6 +81,18 @@ pub enum LabError {
     Xdp(#[from] linerate_xdp::XdpError),
 }
 
+impl LabError {
+    /// True when the user can fix it by changing what they asked for (names, privileges,
+    /// leftovers): exit code 2.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Command { .. } | Self::Io { .. } => false,
+            Self::Xdp(e) => e.is_usage(),
+            _ => true,
+        }
+    }
+}
+
 impl LabConfig {
     /// Checks the name and the queue count.
     pub fn validate(&self) -> Result<(), LabError> {

@@ -57,6 +57,7 @@ impl LiveError {
         matches!(
             self,
             Self::UnknownInterface { .. }
+                | Self::NotRoot { .. }
                 | Self::NoXdpTransmit { .. }
                 | Self::NoLiveFrames { .. }
                 | Self::Unsupported { .. }

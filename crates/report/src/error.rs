@@ -38,3 +38,12 @@ pub enum ReportError {
     #[error("the sweeps share no frame size, so there is nothing to compare: {detail}")]
     NoCommonSizes { detail: String },
 }
+
+impl ReportError {
+    /// True when the user can fix it by changing what they asked for (exit code 2): a result
+    /// file that is empty, corrupt or of the wrong shape, an option that cannot be met. Failing
+    /// to write or draw is the system's.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, Self::Io { .. } | Self::Plot { .. })
+    }
+}

@@ -75,6 +75,20 @@ pub enum XdpError {
     },
 }
 
+impl XdpError {
+    /// True when the user can fix it by changing what they asked for (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownInterface { .. }
+                | Self::NoSuchNetns { .. }
+                | Self::NotRoot { .. }
+                | Self::AlreadyAttached { .. }
+                | Self::ModeUnsupported { .. }
+        )
+    }
+}
+
 fn in_netns(netns: &Option<String>) -> String {
     match netns {
         Some(ns) => format!(" in network namespace {ns}"),

@@ -11,8 +11,8 @@
  * bpf_redirect() to the target interface. The worker entry counts frames and bytes handed to
  * the redirect and redirect errors; user space reads it through mmap.
  *
- * Layouts are shared with crates/live/src/layout.rs (struct LiveField, LiveWorker): keep both in
- * step. */
+ * Layouts are mirrored in Rust by crates/live (LiveField, WorkerSlot): keep both in step;
+ * linerate_xdp::load_object_checked refuses an object whose map sizes differ from the Rust types. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>

@@ -43,6 +43,24 @@ pub enum XdpError {
         mode: AttachMode,
     },
 
+    #[error(
+        "the XDP program {program}'s map {map} has {object}-byte {what}s but the Rust type that \
+         reads them is {rust} bytes: the C struct in bpf/ and its Rust mirror differ, change both"
+    )]
+    Abi {
+        program: &'static str,
+        map: String,
+        what: &'static str,
+        object: usize,
+        rust: usize,
+    },
+
+    #[error("the XDP program {program} has no map {map}, which linerate reads: rebuild it")]
+    AbiMissingMap {
+        program: &'static str,
+        map: &'static str,
+    },
+
     #[error("attaching the XDP program to {iface}{} in {mode} mode failed: {source}", in_netns(.netns))]
     Attach {
         iface: String,

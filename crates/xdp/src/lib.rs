@@ -12,7 +12,7 @@ pub use error::XdpError;
 #[cfg(target_os = "linux")]
 pub use linux::{
     PassLink, PinnedSink, Sink, attach_pass, ifindex, interface, live_tx_object, load_object,
-    xdp_features,
+    load_object_checked, xdp_features,
 };
 
 /// `NETDEV_XDP_ACT_*` (include/uapi/linux/netdev.h): what a driver's XDP can do, as
@@ -26,8 +26,10 @@ pub mod xdp_act {
 }
 
 /// What the sink has counted, summed over CPUs. `bytes` counts each frame as the XDP program sees
-/// it (`data_end - data`): the Ethernet frame without its FCS.
+/// it (`data_end - data`): the Ethernet frame without its FCS. Laid out as `struct sink_counters`
+/// of `bpf/sink.bpf.c`, which the loader checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SinkCounters {
     pub packets: u64,
     pub bytes: u64,
@@ -41,6 +43,83 @@ impl SinkCounters {
             bytes: self.bytes.saturating_sub(earlier.bytes),
         }
     }
+}
+
+/// What the Rust side expects of one map of a BPF object: the sizes of the types it reads and
+/// writes the map's keys and values as. Checked when the object loads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapAbi {
+    /// The map's name; a name starting with `.` (`.rodata`, `.bss`) matches the object's section
+    /// map, which libbpf names `<object prefix>.rodata`.
+    pub name: &'static str,
+    pub key_size: usize,
+    pub value_size: usize,
+}
+
+impl MapAbi {
+    /// A map keyed by `K` holding `V`s.
+    pub const fn of<K, V>(name: &'static str) -> Self {
+        Self {
+            name,
+            key_size: size_of::<K>(),
+            value_size: size_of::<V>(),
+        }
+    }
+
+    /// The object's read-only data (its `const volatile` globals) as one `V`.
+    pub const fn rodata<V>() -> Self {
+        Self::sized(".rodata", size_of::<u32>(), size_of::<V>())
+    }
+
+    /// A map whose value is a byte image of `value_size` bytes (keyed by a `u32`, as arrays are).
+    pub const fn sized(name: &'static str, key_size: usize, value_size: usize) -> Self {
+        Self {
+            name,
+            key_size,
+            value_size,
+        }
+    }
+
+    fn matches(&self, map: &str) -> bool {
+        if self.name.starts_with('.') {
+            map.ends_with(self.name)
+        } else {
+            map == self.name
+        }
+    }
+}
+
+/// Checks an object's maps (name, key size, value size, as libbpf reads them from the object)
+/// against what the Rust side expects of them.
+pub fn check_abi(
+    program: &'static str,
+    maps: &[(String, u32, u32)],
+    expected: &[MapAbi],
+) -> Result<(), XdpError> {
+    for want in expected {
+        let (name, key, value) =
+            maps.iter()
+                .find(|(name, ..)| want.matches(name))
+                .ok_or(XdpError::AbiMissingMap {
+                    program,
+                    map: want.name,
+                })?;
+        for (what, object, rust) in [
+            ("key", *key as usize, want.key_size),
+            ("value", *value as usize, want.value_size),
+        ] {
+            if object != rust {
+                return Err(XdpError::Abi {
+                    program,
+                    map: name.clone(),
+                    what,
+                    object,
+                    rust,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where the kernel runs an XDP program: in the driver (`Drv`, native XDP) or on the generic
@@ -57,5 +136,55 @@ impl std::fmt::Display for AttachMode {
             AttachMode::Drv => "drv",
             AttachMode::Skb => "skb",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_abi_check_names_the_map_and_both_sizes() {
+        let maps = [
+            ("sink_counters".to_string(), 4, 16),
+            ("live_tx.rodata".to_string(), 4, 200),
+        ];
+        let sink = MapAbi::of::<u32, SinkCounters>("sink_counters");
+        assert_eq!((sink.key_size, sink.value_size), (4, 16));
+        check_abi("sink", &maps, &[sink, MapAbi::rodata::<[u8; 200]>()]).unwrap();
+
+        let err = check_abi(
+            "sink",
+            &maps,
+            &[MapAbi::of::<u32, [u64; 3]>("sink_counters")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("sink_counters") && err.contains("16") && err.contains("24"),
+            "{err}"
+        );
+        let err = check_abi(
+            "sink",
+            &maps,
+            &[MapAbi::of::<u64, SinkCounters>("sink_counters")],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("key") && err.contains('8') && err.contains('4'),
+            "{err}"
+        );
+        let err = check_abi("live_tx", &maps, &[MapAbi::rodata::<[u8; 100]>()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("live_tx.rodata") && err.contains("100"),
+            "{err}"
+        );
+        let err = check_abi("sink", &maps, &[MapAbi::of::<u32, u32>("counters")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no map counters"), "{err}");
     }
 }

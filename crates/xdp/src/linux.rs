@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
 
-use crate::{AttachMode, SinkCounters, XdpError};
+use crate::{AttachMode, MapAbi, SinkCounters, XdpError, check_abi};
 
 /// Aligns an embedded object file: libelf reads 64-bit ELF headers in place.
 #[repr(C, align(8))]
@@ -33,6 +33,8 @@ pub fn live_tx_object() -> &'static [u8] {
 
 /// The counter map's name in `bpf/sink.bpf.c`.
 const SINK_MAP: &str = "sink_counters";
+/// `bpf/sink.bpf.c`'s map as the Rust side reads it.
+const SINK_ABI: [MapAbi; 1] = [MapAbi::of::<u32, SinkCounters>(SINK_MAP)];
 /// File names under a pin directory.
 const PIN_LINK: &str = "link";
 const PIN_MAP: &str = "counters";
@@ -65,7 +67,7 @@ impl Sink {
     /// pinned) to `iface`, looked up inside network namespace `netns` (None = the caller's), in
     /// `mode`.
     pub fn attach(iface: &str, netns: Option<&str>, mode: AttachMode) -> Result<Sink, XdpError> {
-        let object = load("sink", &SINK_OBJ.0)?;
+        let object = load("sink", &SINK_OBJ.0, &SINK_ABI)?;
         let link = in_netns(netns, || {
             let index = ifindex(iface).map_err(|e| match e {
                 XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
@@ -246,7 +248,7 @@ fn detach(link: &OwnedFd) {
 /// Attaches the pass-through program to the interface `ifindex` of the caller's network namespace
 /// through a bpf_link: for drivers that need a program on the queue for zero-copy AF_XDP TX.
 pub fn attach_pass(ifindex: u32, mode: AttachMode) -> Result<PassLink, XdpError> {
-    let object = load("pass", &PASS_OBJ.0)?;
+    let object = load("pass", &PASS_OBJ.0, &[])?;
     let link = link_xdp(&object, ifindex, mode, &format!("ifindex {ifindex}"), None)?;
     Ok(PassLink {
         link,
@@ -268,8 +270,10 @@ pub fn ifindex(iface: &str) -> Result<u32, XdpError> {
     nix::net::if_::if_nametoindex(iface).map_err(|_| unknown())
 }
 
-/// Serialises loads, so the libbpf log captured for one load is that load's (libbpf's print
-/// callback is global: every crate's loads go through `load_object`).
+/// Serialises loads: libbpf's print callback is global, so the log captured for one load is that
+/// load's only while no other load (in any crate: all go through `load_object`) runs meanwhile.
+static LOADING: Mutex<()> = Mutex::new(());
+/// The libbpf lines of the load in progress. Apart from `LOADING` because the callback locks it.
 static LOAD_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn capture_libbpf(_level: PrintLevel, msg: String) {
@@ -300,8 +304,8 @@ pub fn interface(name: &str) -> Result<linerate_port::iface::Interface, linerate
     Ok(iface)
 }
 
-fn load(program: &'static str, bytes: &[u8]) -> Result<Object, XdpError> {
-    load_object(program, bytes, |_| Ok(()))
+fn load(program: &'static str, bytes: &[u8], abi: &[MapAbi]) -> Result<Object, XdpError> {
+    load_object_checked(program, bytes, abi, |_| Ok(()))
 }
 
 /// Opens an embedded object, lets `configure` adjust it before loading (map sizes, read-only
@@ -311,17 +315,44 @@ pub fn load_object(
     bytes: &[u8],
     configure: impl FnOnce(&mut OpenObject) -> libbpf_rs::Result<()>,
 ) -> Result<Object, XdpError> {
-    let mut log = LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner());
-    log.clear();
-    drop(log);
+    load_object_checked(program, bytes, &[], configure)
+}
+
+/// [`load_object`], refusing the object first when one of its maps is missing or its key or
+/// value size differs from the Rust type `abi` names for it (aya's `check_kv_size`): a C struct
+/// and its Rust mirror that drift apart fail here, with both sizes, not in the hot loop.
+pub fn load_object_checked(
+    program: &'static str,
+    bytes: &[u8],
+    abi: &[MapAbi],
+    configure: impl FnOnce(&mut OpenObject) -> libbpf_rs::Result<()>,
+) -> Result<Object, XdpError> {
+    // Held until the log is read: another load would swap the print callback or the lines.
+    let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+    LOAD_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
     let previous = libbpf_rs::set_print(Some((PrintLevel::Info, capture_libbpf)));
+    let mut abi_error = None;
     let result = ObjectBuilder::default()
         .open_memory(bytes)
         .and_then(|mut open| {
+            let maps: Vec<(String, u32, u32)> = open
+                .maps()
+                .map(|m| {
+                    let name = m.name().to_string_lossy().into_owned();
+                    (name, m.key_size(), m.value_size())
+                })
+                .collect();
+            if let Err(e) = check_abi(program, &maps, abi) {
+                abi_error = Some(e);
+                return Err(libbpf_rs::Error::from(io::Error::other("ABI mismatch")));
+            }
             configure(&mut open)?;
             open.load()
         });
     libbpf_rs::set_print(previous);
+    if let Some(e) = abi_error {
+        return Err(e);
+    }
     result.map_err(|e| {
         if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
             return XdpError::NotRoot {

@@ -49,12 +49,7 @@ impl<D: BpfDevice + Send> TxQueue for BpfQueue<D> {
     }
     fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
         for desc in descs {
-            if desc.len > self.memory.slot_size() {
-                return Err(PortError::FrameTooLarge {
-                    len: desc.len,
-                    slot_size: self.memory.slot_size(),
-                });
-            }
+            self.memory.try_frame(*desc)?;
         }
         self.writer.send(&self.memory, descs)?;
         self.completed += descs.len() as u32;

@@ -457,4 +457,19 @@ fn queue_writes_on_submit_and_completes_at_once() {
 
     let err = queue.submit(&[TxDesc { slot: 0, len: 129 }]).unwrap_err();
     assert!(matches!(err, PortError::FrameTooLarge { .. }));
+    // A slot beyond the queue's is an error, as on AF_XDP, and nothing of the batch is written.
+    let bad = [TxDesc { slot: 1, len: 60 }, TxDesc { slot: 4, len: 60 }];
+    let err = queue.submit(&bad).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PortError::BadDescriptor {
+                slot: 4,
+                slots: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(messages(&reader).len(), 0);
 }

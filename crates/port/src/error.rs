@@ -20,6 +20,8 @@ pub enum PortError {
     InterfaceDown { iface: String },
     #[error("frame of {len} bytes does not fit a {slot_size}-byte slot")]
     FrameTooLarge { len: u32, slot_size: u32 },
+    #[error("descriptor for slot {slot} with {len} bytes, but the queue has {slots} slots")]
+    BadDescriptor { slot: u32, len: u32, slots: u32 },
     #[error("cannot write pcap file {path}: {source}")]
     PcapFile {
         path: PathBuf,

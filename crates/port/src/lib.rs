@@ -146,7 +146,27 @@ impl SlotMemory {
         let start = slot as usize * self.slot_size as usize;
         &mut self.bytes[start..start + self.slot_size as usize]
     }
-    /// The first `desc.len` bytes of the slot a descriptor names.
+    /// The first `desc.len` bytes of the slot a descriptor names, or why the descriptor names
+    /// no frame of this memory: every queue answers a bad descriptor with an error, not a panic.
+    #[inline]
+    pub fn try_frame(&self, desc: TxDesc) -> Result<&[u8], PortError> {
+        if desc.len > self.slot_size {
+            return Err(PortError::FrameTooLarge {
+                len: desc.len,
+                slot_size: self.slot_size,
+            });
+        }
+        if desc.slot >= self.slots {
+            return Err(PortError::BadDescriptor {
+                slot: desc.slot,
+                len: desc.len,
+                slots: self.slots,
+            });
+        }
+        Ok(self.frame(desc))
+    }
+    /// The first `desc.len` bytes of the slot a descriptor names; panics on a slot out of range
+    /// (`try_frame` checks).
     #[inline]
     pub fn frame(&self, desc: TxDesc) -> &[u8] {
         let start = desc.slot as usize * self.slot_size as usize;

@@ -11,6 +11,11 @@ use crate::{Port, PortError, PortInfo, QueueConfig, SlotMemory, TxDesc, TxQueue}
 
 type Writer = PcapWriter<SharedFile>;
 
+/// The largest record the file declares it holds: Wireshark's and tcpdump's maximum, above the
+/// largest frame a plan builds (`MAX_FRAME_SIZE`, 65553 with the FCS), which 65535 was not.
+const SNAPLEN: u32 = 262_144;
+const _: () = assert!(linerate_wire::MAX_FRAME_SIZE <= SNAPLEN as usize);
+
 /// The file under the pcap writer, reachable from outside it so `drain` can flush and report a
 /// failed flush instead of losing it in a `Drop`.
 #[derive(Debug, Clone)]
@@ -54,15 +59,15 @@ impl PcapPort {
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
             ts_resolution: TsResolution::NanoSecond,
-            snaplen: 65535,
+            snaplen: SNAPLEN,
             ..PcapHeader::default()
         };
         let file = SharedFile(Arc::new(Mutex::new(BufWriter::with_capacity(
             1 << 20,
             file,
         ))));
-        let writer = PcapWriter::with_header(file.clone(), header)
-            .map_err(|e| fail(std::io::Error::other(e)))?;
+        let writer =
+            PcapWriter::with_header(file.clone(), header).map_err(|e| fail(io_cause(e)))?;
         Ok(Self {
             info: PortInfo {
                 name: path.display().to_string(),
@@ -98,6 +103,12 @@ impl Port for PcapPort {
     }
 
     fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
+        if config.slot_size > SNAPLEN {
+            return Err(PortError::FrameTooLarge {
+                len: config.slot_size,
+                slot_size: SNAPLEN,
+            });
+        }
         Ok(Box::new(PcapQueue {
             memory: SlotMemory::new(config.slots, config.slot_size),
             writer: Arc::clone(&self.writer),
@@ -118,13 +129,19 @@ pub struct PcapQueue {
     completed: u32,
 }
 
+/// The I/O error under a pcap writer's error: its own text ("Error reading bytes") hides the
+/// cause (no space left, a broken pipe).
+fn io_cause(e: pcap_file::PcapError) -> std::io::Error {
+    match e {
+        pcap_file::PcapError::IoError(e) => e,
+        e => std::io::Error::other(e.to_string()),
+    }
+}
+
 impl PcapQueue {
     /// A failure while writing (disk full, I/O error) is the system's, not a usage error.
-    fn write_error(&self, e: impl std::fmt::Display) -> PortError {
-        PortError::io(
-            format!("write pcap file {}", self.path.display()),
-            std::io::Error::other(e.to_string()),
-        )
+    fn write_error(&self, source: std::io::Error) -> PortError {
+        PortError::io(format!("write pcap file {}", self.path.display()), source)
     }
 }
 
@@ -148,13 +165,13 @@ impl TxQueue for PcapQueue {
         let mut writer = self
             .writer
             .lock()
-            .map_err(|_| self.write_error("another writer panicked"))?;
+            .map_err(|_| self.write_error(std::io::Error::other("another writer panicked")))?;
         for desc in descs {
-            let data = self.memory.frame(*desc);
+            let data = self.memory.try_frame(*desc)?;
             let packet = PcapPacket::new(now, data.len() as u32, data);
             writer
                 .write_packet(&packet)
-                .map_err(|e| self.write_error(e))?;
+                .map_err(|e| self.write_error(io_cause(e)))?;
         }
         drop(writer);
         self.completed += descs.len() as u32;
@@ -169,7 +186,7 @@ impl TxQueue for PcapQueue {
         let writer = self
             .writer
             .lock()
-            .map_err(|_| self.write_error("another writer panicked"))?;
+            .map_err(|_| self.write_error(std::io::Error::other("another writer panicked")))?;
         self.file.clone().flush().map_err(|e| self.write_error(e))?;
         drop(writer);
         self.reap()
@@ -218,6 +235,73 @@ mod tests {
             seen.push((packet.data[0], packet.data.len()));
         }
         assert_eq!(seen, vec![(3, 60), (1, 61), (4, 100)]);
+    }
+
+    fn queue(port: &PcapPort, slots: u32, slot_size: u32) -> Box<dyn TxQueue> {
+        let config = QueueConfig {
+            queue_id: 0,
+            slots,
+            slot_size,
+            batch: slots,
+        };
+        port.open_queue(&config).unwrap()
+    }
+
+    #[test]
+    fn the_largest_frame_a_plan_builds_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.pcap");
+        let port = PcapPort::create(&path, 1).unwrap();
+        let len = linerate_wire::units::buffer_len(linerate_wire::MAX_FRAME_SIZE) as u32;
+        let mut queue = queue(&port, 1, len.next_multiple_of(64));
+        queue.slot_mut(0).fill(7);
+        queue.submit(&[TxDesc { slot: 0, len }]).unwrap();
+        queue.drain(Duration::from_secs(1)).unwrap();
+        drop((queue, port));
+        let mut reader = PcapReader::new(File::open(&path).unwrap()).unwrap();
+        let packet = reader.next_packet().unwrap().unwrap();
+        assert_eq!(packet.data.len(), len as usize);
+    }
+
+    #[test]
+    fn a_full_disk_says_so() {
+        let port = PcapPort::create(Path::new("/dev/full"), 1).unwrap();
+        let mut queue = queue(&port, 1, 65536);
+        // More than the writer's buffer, so a submit reaches the device.
+        let err = (0..32)
+            .map(|_| {
+                queue.submit(&[TxDesc {
+                    slot: 0,
+                    len: 65536,
+                }])
+            })
+            .find_map(Result::err)
+            .or_else(|| queue.drain(Duration::from_secs(1)).err())
+            .expect("/dev/full refuses writes");
+        assert!(!err.is_usage());
+        let text = err.to_string();
+        assert!(text.contains("No space left on device"), "{text}");
+    }
+
+    #[test]
+    fn a_descriptor_beyond_the_slots_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let port = PcapPort::create(&dir.path().join("x.pcap"), 1).unwrap();
+        let mut queue = queue(&port, 2, 128);
+        let err = queue.submit(&[TxDesc { slot: 2, len: 60 }]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PortError::BadDescriptor {
+                    slot: 2,
+                    slots: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let err = queue.submit(&[TxDesc { slot: 0, len: 129 }]).unwrap_err();
+        assert!(matches!(err, PortError::FrameTooLarge { .. }), "{err}");
     }
 
     #[test]

@@ -236,6 +236,7 @@ impl StreamSpec {
             .iter()
             .map(|v| VarySpec::parse(v, self.ipv6))
             .collect::<Result<Vec<_>, _>>()?;
+        crate::vary::check_overlaps(&vary, &frame.layout(sizes.min())).map_err(invalid)?;
         if self.count == Some(0) {
             return Err(invalid(
                 "count 0 sends nothing; leave it out to send until stopped".into(),
@@ -445,6 +446,38 @@ mod tests {
             ..StreamSpec::default()
         };
         assert!(s.resolve(&Limits::default()).is_err());
+    }
+
+    #[test]
+    fn two_vary_on_the_same_bits_are_refused() {
+        let resolve = |vary: &[&str]| {
+            StreamSpec {
+                vary: vary.iter().map(|v| v.to_string()).collect(),
+                ..StreamSpec::default()
+            }
+            .resolve(&Limits::default())
+        };
+        // Untagged IPv4/UDP: the source port is bytes 34 and 35.
+        for clash in [
+            &["src-port:inc:1-9", "src-port:inc:100-200"][..],
+            &["src-port:inc:1-9", "byte@35/1:inc:0-3"],
+            &["dst-ip:inc:10.0.0.1-10.0.0.9", "byte@32/2:random:0-9"],
+            &["byte@34/1:inc:0-3,mask=0x18", "byte@34/1:inc:0-3,mask=0x0c"],
+        ] {
+            let err = resolve(clash).unwrap_err().to_string();
+            assert!(err.contains("both change byte 3"), "{clash:?}: {err}");
+        }
+        for apart in [
+            &["src-port:inc:1-9", "dst-port:inc:1-9"][..],
+            &[
+                "src-ip:inc:10.0.0.1-10.0.0.9",
+                "dst-ip:inc:10.0.0.1-10.0.0.9",
+                "ip-id:inc:0-9",
+            ],
+            &["byte@34/1:inc:0-3,mask=0xf0", "byte@34/1:inc:0-3,mask=0x0f"],
+        ] {
+            assert!(resolve(apart).is_ok(), "{apart:?}");
+        }
     }
 }
 

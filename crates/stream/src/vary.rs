@@ -1,4 +1,4 @@
-use linerate_wire::{Field, Modifier, VaryMode, parse_value};
+use linerate_wire::{Field, Layout, Modifier, VaryMode, parse_value};
 
 use crate::StreamError;
 
@@ -87,6 +87,47 @@ impl VarySpec {
         };
         Ok(Self { field, modifier })
     }
+}
+
+/// Refuses two variable fields that change the same bits of a frame of `layout`: the patch
+/// applied second would silently undo the first. Fields that are not in the frame are left to
+/// the plan, which says why.
+pub(crate) fn check_overlaps(vary: &[VarySpec], layout: &Layout) -> Result<(), String> {
+    // Per absolute byte, which bits each field changes (the field's bits under its mask).
+    let bytes = |v: &VarySpec| -> Option<Vec<(usize, u8)>> {
+        let loc = v.field.locate(layout).ok()?;
+        let bits = loc.bits & v.modifier.mask;
+        let width = usize::from(loc.width);
+        Some(
+            (0..width)
+                .map(|i| {
+                    let byte = (bits >> (8 * (width - 1 - i))) as u8;
+                    (usize::from(loc.offset) + i, byte)
+                })
+                .filter(|&(_, byte)| byte != 0)
+                .collect(),
+        )
+    };
+    let located: Vec<_> = vary.iter().map(|v| (v, bytes(v))).collect();
+    for (i, (a, a_bytes)) in located.iter().enumerate() {
+        for (b, b_bytes) in &located[i + 1..] {
+            let (Some(a_bytes), Some(b_bytes)) = (a_bytes, b_bytes) else {
+                continue;
+            };
+            let shared = a_bytes
+                .iter()
+                .find(|(at, bits)| b_bytes.iter().any(|(bt, bb)| bt == at && bb & bits != 0));
+            if let Some((at, _)) = shared {
+                return Err(format!(
+                    "--vary {} and --vary {} both change byte {at}: each bit of a frame can follow one \
+                     variable field only (vary each field once, or split it with mask=)",
+                    a.field.name(),
+                    b.field.name()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn parse_int(s: &str) -> Option<u64> {

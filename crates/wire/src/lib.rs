@@ -8,6 +8,7 @@ mod field;
 pub mod header;
 mod mac;
 mod modifier;
+pub mod signature;
 mod spec;
 pub mod units;
 

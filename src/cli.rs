@@ -51,9 +51,9 @@ pub struct SweepArgs {
     /// Create a veth lab for the sweep and remove it afterwards.
     #[arg(long)]
     pub lab: bool,
-    /// Name of the lab --lab creates.
-    #[arg(long, default_value = "lrsweep")]
-    pub lab_name: String,
+    /// Name of the lab --lab creates (default: a fresh one, so two sweeps never share a lab).
+    #[arg(long, requires = "lab")]
+    pub lab_name: Option<String>,
     /// Frame sizes, FCS included.
     #[arg(
         long,

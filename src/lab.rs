@@ -24,7 +24,7 @@ pub fn run(action: &LabAction) -> Result<()> {
                 queues,
             };
             let lab = Lab::up(&config)?;
-            print_lab(&lab, None)
+            print_lab(&lab, None, false)
         }
         LabAction::Down(args) => {
             Lab::down(&args.name)?;
@@ -33,11 +33,19 @@ pub fn run(action: &LabAction) -> Result<()> {
         LabAction::Status(args) => {
             let name = &args.name.name;
             let lab = Lab::find(name)?.ok_or_else(|| LabError::NotFound { name: name.clone() })?;
-            let counters = lab.sink_counters()?;
+            // Without root the pinned counters cannot be opened; the lab is no less whole.
+            let counters = match lab.sink_counters() {
+                Ok(c) => Some(c),
+                Err(e) if !nix::unistd::geteuid().is_root() => {
+                    eprintln!("linerate: the sink's counters need root: {e}");
+                    None
+                }
+                Err(e) => return Err(e.into()),
+            };
             if args.json {
                 print_json(&LabJson::new(&lab, counters))
             } else {
-                print_lab(&lab, Some(counters))
+                print_lab(&lab, counters, true)
             }
         }
     }
@@ -54,7 +62,7 @@ pub fn lab_of(iface: &str) -> Result<Option<Lab>> {
     match Lab::find(name) {
         Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
         Ok(_) => Ok(None),
-        Err(LabError::Incomplete { .. }) => Ok(None),
+        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
@@ -70,12 +78,13 @@ struct LabJson {
     sender_ip: String,
     receiver_ip: String,
     queues: u32,
-    sink_packets: u64,
-    sink_bytes: u64,
+    /// None when they could not be read (not root).
+    sink_packets: Option<u64>,
+    sink_bytes: Option<u64>,
 }
 
 impl LabJson {
-    fn new(lab: &Lab, c: SinkCounters) -> Self {
+    fn new(lab: &Lab, c: Option<SinkCounters>) -> Self {
         Self {
             name: lab.name.clone(),
             sender: lab.sender.clone(),
@@ -86,13 +95,13 @@ impl LabJson {
             sender_ip: lab.sender_ip.to_string(),
             receiver_ip: lab.receiver_ip.to_string(),
             queues: lab.queues,
-            sink_packets: c.packets,
-            sink_bytes: c.bytes,
+            sink_packets: c.map(|c| c.packets),
+            sink_bytes: c.map(|c| c.bytes),
         }
     }
 }
 
-fn print_lab(lab: &Lab, counters: Option<SinkCounters>) -> Result<()> {
+fn print_lab(lab: &Lab, counters: Option<SinkCounters>, status: bool) -> Result<()> {
     let mut text = format!(
         "lab       {} ({} queue(s) per end)\n\
          sender    {}  {}  {}  (root namespace: transmit here)\n\
@@ -107,11 +116,13 @@ fn print_lab(lab: &Lab, counters: Option<SinkCounters>) -> Result<()> {
         lab.receiver_ip,
         lab.netns
     );
-    if let Some(c) = counters {
-        text.push_str(&format!(
+    match counters {
+        Some(c) => text.push_str(&format!(
             "sink      {} packets, {} bytes\n",
             c.packets, c.bytes
-        ));
+        )),
+        None if status => text.push_str("sink      its counters need root to read\n"),
+        None => {}
     }
     print(&text)
 }

@@ -156,9 +156,9 @@ impl std::fmt::Debug for TempLab {
 }
 
 #[cfg(target_os = "linux")]
-pub fn temp_lab(name: &str, queues: u32) -> Result<TempLab> {
+pub fn temp_lab(name: Option<&str>, queues: u32) -> Result<TempLab> {
     let config = linerate_lab::LabConfig {
-        name: name.to_owned(),
+        name: name.map_or_else(|| linerate_lab::unique_name("sw"), str::to_owned),
         queues,
     };
     let guard = linerate_lab::LabGuard::up(&config)?;
@@ -169,7 +169,7 @@ pub fn temp_lab(name: &str, queues: u32) -> Result<TempLab> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn temp_lab(_name: &str, _queues: u32) -> Result<TempLab> {
+pub fn temp_lab(_name: Option<&str>, _queues: u32) -> Result<TempLab> {
     Err(usage(
         "--lab needs Linux (network namespaces, veth, XDP): give -i IFACE",
     ))

@@ -45,7 +45,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let workers = tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
     let lab = if args.lab {
-        Some(platform::temp_lab(&args.lab_name, queues.max(2))?)
+        Some(platform::temp_lab(args.lab_name.as_deref(), queues.max(2))?)
     } else {
         None
     };

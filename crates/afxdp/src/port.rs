@@ -339,10 +339,12 @@ impl Binder<'_> {
             Some(libc::EPERM | libc::EACCES) => AfXdpError::NotPermitted {
                 what: format!("AF_XDP on {} ({})", self.name(), e.step),
             },
-            Some(libc::ENOMEM) if e.step == "XDP_UMEM_REG" => AfXdpError::io(
+            // ENOBUFS is what the kernel answers when the UMEM exceeds RLIMIT_MEMLOCK and the
+            // process lacks CAP_IPC_LOCK (xdp_umem_account_pages); ENOMEM on older kernels.
+            Some(libc::ENOMEM | libc::ENOBUFS) if e.step == "XDP_UMEM_REG" => AfXdpError::io(
                 format!(
-                    "registering the UMEM for {} queue {} (locked memory: run as root or with \
-                     CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK)",
+                    "registering the UMEM for {} queue {} (locked memory: needs CAP_IPC_LOCK, \
+                     which root has unless it was dropped, or a higher RLIMIT_MEMLOCK, `ulimit -l`)",
                     self.name(),
                     self.queue_id
                 ),

@@ -10,7 +10,7 @@ mod linux;
 
 pub use linerate_xdp::SinkCounters;
 #[cfg(target_os = "linux")]
-pub use linux::{LabGuard, root_or_skip};
+pub use linux::{LabGuard, LabLock, root_or_skip};
 
 /// The longest lab name: `<name>-sink` and `<name>1` must stay within IFNAMSIZ - 1 = 15 chars,
 /// and short names keep `ip` output readable.
@@ -61,6 +61,16 @@ pub enum LabError {
 
     #[error("no lab named {name}: create it with `linerate lab up --name {name}`")]
     NotFound { name: String },
+
+    #[error(
+        "{parts} exist(s) but linerate did not make them (no lab marker): left alone; pick another --name than {name}"
+    )]
+    NotOurs { name: String, parts: String },
+
+    #[error(
+        "lab {name} is being built, used or removed by another linerate process: wait for it or pick another --name"
+    )]
+    Busy { name: String },
 
     #[error("{what}: permission denied: run as root")]
     NotRoot { what: String },

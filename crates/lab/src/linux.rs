@@ -29,6 +29,81 @@ fn iface_exists(iface: &str) -> bool {
     Path::new("/sys/class/net").join(iface).exists()
 }
 
+/// Where linerate keeps what says a lab is its own and the per-name locks. /run is emptied at
+/// boot, as the namespaces and links it describes are.
+const STATE_DIR: &str = "/run/linerate";
+
+/// The lab's marker: written after `up` has seen that nothing of the name exists and before it
+/// creates anything, removed by `down` last. It holds the facts a process that cannot enter the
+/// namespace (not root) needs to describe the lab.
+fn marker_path(name: &str) -> PathBuf {
+    Path::new(STATE_DIR).join("labs").join(name)
+}
+
+/// The interface alias (`ip link set … alias`) both veth ends carry.
+fn alias(name: &str) -> String {
+    format!("linerate lab {name}")
+}
+
+fn has_our_alias(name: &str, iface: &str) -> bool {
+    std::fs::read_to_string(Path::new("/sys/class/net").join(iface).join("ifalias"))
+        .is_ok_and(|a| a.trim_end() == alias(name))
+}
+
+/// True when the parts named after `name` were made by linerate: the marker is there, or the
+/// sender carries the alias (a marker lost with a cleaned /run).
+fn is_ours(lab: &Lab) -> bool {
+    marker_path(&lab.name).exists() || has_our_alias(&lab.name, &lab.sender)
+}
+
+/// Whether a path exists; None when this process may not look (bpffs is root's).
+fn exists(path: &Path) -> Option<bool> {
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => Some(true),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
+        Err(_) => Some(false),
+    }
+}
+
+fn state_io(what: String) -> impl FnOnce(io::Error) -> LabError {
+    move |source| match source.kind() {
+        io::ErrorKind::PermissionDenied => LabError::NotRoot { what },
+        _ => LabError::Io { what, source },
+    }
+}
+
+/// An exclusive lock on a lab name (flock on /run/linerate/lab-<name>.lock), so two commands
+/// never build, use or remove the same lab at once. Released when dropped or when the process
+/// dies. The file is left in place: removing it would let two processes lock two different
+/// files of one name.
+#[derive(Debug)]
+pub struct LabLock {
+    _file: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl LabLock {
+    /// Takes the lock or says that another process holds it; never waits.
+    pub fn take(name: &str) -> Result<Self, LabError> {
+        validate_name(name)?;
+        std::fs::create_dir_all(STATE_DIR).map_err(state_io(format!("creating {STATE_DIR}")))?;
+        let path = Path::new(STATE_DIR).join(format!("lab-{name}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(state_io(format!("opening {}", path.display())))?;
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(file) => Ok(Self { _file: file }),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(LabError::Busy { name: name.into() }),
+            Err((_, errno)) => Err(LabError::Io {
+                what: format!("locking {}", path.display()),
+                source: errno.into(),
+            }),
+        }
+    }
+}
+
 impl Lab {
     /// The plain facts of a lab named `name` as `Lab::up` builds it; the MACs are filled in from
     /// the interfaces.
@@ -54,6 +129,11 @@ impl Lab {
     /// /sys/fs/bpf/linerate/<name>. If anything fails midway, removes what it created before
     /// returning the error. Error if a lab of that name exists.
     pub fn up(config: &LabConfig) -> Result<Lab, LabError> {
+        Self::up_locked(config).map(|(lab, _lock)| lab)
+    }
+
+    /// `up`, returning the lab's lock still held.
+    fn up_locked(config: &LabConfig) -> Result<(Lab, LabLock), LabError> {
         config.validate()?;
         let name = config.name.as_str();
         if !nix::unistd::geteuid().is_root() {
@@ -62,34 +142,80 @@ impl Lab {
             });
         }
         let layout = Lab::layout(name, config.queues);
-        if iface_exists(&layout.sender)
-            || netns_path(&layout.netns).exists()
-            || pin_dir(name).exists()
-        {
+        if is_ours(&layout) {
             return Err(LabError::Exists { name: name.into() });
+        }
+        let lock = LabLock::take(name)?;
+        let ours = is_ours(&layout);
+        let taken: Vec<String> = [
+            (
+                iface_exists(&layout.sender),
+                format!("interface {}", layout.sender),
+            ),
+            (
+                netns_path(&layout.netns).exists(),
+                format!("network namespace {}", layout.netns),
+            ),
+            (
+                pin_dir(name).exists(),
+                format!("{}", pin_dir(name).display()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(exists, what)| exists.then_some(what))
+        .collect();
+        if ours {
+            return Err(LabError::Exists { name: name.into() });
+        }
+        if !taken.is_empty() {
+            return Err(LabError::NotOurs {
+                name: name.into(),
+                parts: taken.join(", "),
+            });
         }
         // Nothing of this name existed, so on failure everything of this name is ours to remove.
         build(&layout).inspect_err(|_| {
-            if let Err(cleanup) = Lab::down(name) {
+            if let Err(cleanup) = Lab::remove(name) {
                 eprintln!("linerate-lab: cleaning up the half-built lab {name} failed: {cleanup}");
             }
         })?;
-        Lab::find(name)?.ok_or_else(|| LabError::Incomplete {
+        let lab = Lab::find(name)?.ok_or_else(|| LabError::Incomplete {
             name: name.into(),
             missing: "everything, right after it was built".into(),
-        })
+        })?;
+        Ok((lab, lock))
     }
 
     /// Finds an existing lab (reads its interfaces, MACs, queue count); None when absent.
     /// A lab of which only some parts exist is an error that says how to remove it.
+    /// Interfaces and namespaces of the name that linerate did not make are refused, never taken
+    /// for a lab. Without root, what cannot be looked at (the pins, the namespace's inside) is
+    /// taken from the marker rather than called missing.
     pub fn find(name: &str) -> Result<Option<Lab>, LabError> {
         validate_name(name)?;
         let mut lab = Lab::layout(name, 0);
         let has_sender = iface_exists(&lab.sender);
         let has_netns = netns_path(&lab.netns).exists();
-        let has_pins = pin_dir(name).exists();
-        if !has_sender && !has_netns && !has_pins {
+        let has_pins = exists(&pin_dir(name));
+        if !has_sender && !has_netns && has_pins != Some(true) && !marker_path(name).exists() {
             return Ok(None);
+        }
+        if !is_ours(&lab) {
+            let parts: Vec<String> = [
+                (has_sender, format!("interface {}", lab.sender)),
+                (has_netns, format!("network namespace {}", lab.netns)),
+                (
+                    has_pins == Some(true),
+                    format!("{}", pin_dir(name).display()),
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(exists, what)| exists.then_some(what))
+            .collect();
+            return Err(LabError::NotOurs {
+                name: name.into(),
+                parts: parts.join(", "),
+            });
         }
         let incomplete = |missing: String| LabError::Incomplete {
             name: name.into(),
@@ -101,15 +227,21 @@ impl Lab {
         if !has_netns {
             return Err(incomplete(format!("network namespace {}", lab.netns)));
         }
-        if !has_pins {
+        if has_pins == Some(false) {
             return Err(incomplete(format!(
                 "the sink pins under {}",
                 pin_dir(name).display()
             )));
         }
         lab.sender_mac = link_mac(None, &lab.sender)?;
-        lab.receiver_mac = link_mac(Some(&lab.netns), &lab.receiver)
-            .map_err(|_| incomplete(format!("interface {} in {}", lab.receiver, lab.netns)))?;
+        lab.receiver_mac = if nix::unistd::geteuid().is_root() {
+            link_mac(Some(&lab.netns), &lab.receiver)
+                .map_err(|_| incomplete(format!("interface {} in {}", lab.receiver, lab.netns)))?
+        } else {
+            // Entering the namespace needs CAP_SYS_ADMIN: the marker remembers the MAC.
+            marker_mac(name)
+                .ok_or_else(|| incomplete(format!("the marker {}", marker_path(name).display())))?
+        };
         lab.queues = tx_queues(&lab.sender)?;
         Ok(Some(lab))
     }
@@ -119,42 +251,85 @@ impl Lab {
         Ok(PinnedSink::open(&pin_dir(&self.name))?.counters()?)
     }
 
+    /// Where the marker of lab `name` lives: the file that says linerate made it.
+    pub fn marker_path(name: &str) -> PathBuf {
+        marker_path(name)
+    }
+
     /// The directory the sink is pinned under.
     pub fn pin_dir(&self) -> PathBuf {
         pin_dir(&self.name)
     }
 
     /// Removes the pins, the veth pair and the netns. Safe to run twice and on a half-built lab.
+    /// Refuses (and leaves alone) interfaces and namespaces of the name that linerate did not
+    /// make, and a lab another linerate process is building or using.
     pub fn down(name: &str) -> Result<(), LabError> {
         validate_name(name)?;
         let lab = Lab::layout(name, 0);
-        let mut first_error = None;
-        let mut note = |r: Result<(), LabError>| {
-            if let Err(e) = r
-                && first_error.is_none()
-            {
-                first_error = Some(e);
+        let present = iface_exists(&lab.sender)
+            || netns_path(&lab.netns).exists()
+            || exists(&pin_dir(name)) == Some(true);
+        if !is_ours(&lab) {
+            if !present {
+                return Ok(());
             }
-        };
+            return match Lab::find(name) {
+                Err(e @ LabError::NotOurs { .. }) => Err(e),
+                _ => Err(LabError::NotOurs {
+                    name: name.into(),
+                    parts: format!("{} or {}", lab.sender, lab.netns),
+                }),
+            };
+        }
+        if !nix::unistd::geteuid().is_root() {
+            return Err(LabError::NotRoot {
+                what: format!("removing lab {name}"),
+            });
+        }
+        let _lock = LabLock::take(name)?;
+        Lab::remove(name)
+    }
+
+    /// Removes every part of lab `name`, which the caller knows is ours and holds the lock of.
+    fn remove(name: &str) -> Result<(), LabError> {
+        let lab = Lab::layout(name, 0);
+        // The marker vouches for the namespace; the alias for the pair and, through its peer,
+        // for the namespace too.
+        let marked = marker_path(name).exists();
+        let ours = marked || has_our_alias(name, &lab.sender);
         // Unpinning drops the last reference to the link: the sink detaches.
-        note(PinnedSink::unpin(&pin_dir(name)).map_err(LabError::from));
-        if iface_exists(&lab.sender) {
+        let mut results = vec![PinnedSink::unpin(&pin_dir(name)).map_err(LabError::from)];
+        if iface_exists(&lab.sender) && ours {
             // Deleting one end of a veth pair deletes both.
-            note(ip(&["link", "del", "dev", &lab.sender]));
+            results.push(ip(&["link", "del", "dev", &lab.sender]));
         }
-        if netns_path(&lab.netns).exists() {
-            note(ip(&["netns", "del", &lab.netns]));
+        if netns_path(&lab.netns).exists() && ours {
+            results.push(ip(&["netns", "del", &lab.netns]));
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(()),
+        // The marker goes last, once nothing it vouches for is left.
+        if results.iter().all(Result::is_ok) {
+            results.push(match std::fs::remove_file(marker_path(name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(LabError::Io {
+                    what: format!("removing {}", marker_path(name).display()),
+                    source: e,
+                }),
+                _ => Ok(()),
+            });
         }
+        results.into_iter().collect()
     }
 }
 
 fn build(lab: &Lab) -> Result<(), LabError> {
     let q = lab.queues.to_string();
     let ns = lab.netns.as_str();
+    let marker = marker_path(&lab.name);
+    if let Some(dir) = marker.parent() {
+        std::fs::create_dir_all(dir).map_err(state_io(format!("creating {}", dir.display())))?;
+    }
+    std::fs::write(&marker, format!("lab {}\n", lab.name))
+        .map_err(state_io(format!("writing {}", marker.display())))?;
     ip(&["netns", "add", ns])?;
     ip(&[
         "link",
@@ -175,6 +350,18 @@ fn build(lab: &Lab) -> Result<(), LabError> {
         &q,
         "numrxqueues",
         &q,
+    ])?;
+    let mark = alias(&lab.name);
+    ip(&["link", "set", "dev", &lab.sender, "alias", &mark])?;
+    ip(&[
+        "-n",
+        ns,
+        "link",
+        "set",
+        "dev",
+        &lab.receiver,
+        "alias",
+        &mark,
     ])?;
     // IPv6 off before the links come up, so no router solicitation, DAD or MLD frame ever
     // reaches the sink: it counts only what we send.
@@ -202,6 +389,11 @@ fn build(lab: &Lab) -> Result<(), LabError> {
     // Static neighbours: no ARP frames either.
     let sender_mac = fmt_mac(&link_mac(None, &lab.sender)?);
     let receiver_mac = fmt_mac(&link_mac(Some(ns), &lab.receiver)?);
+    std::fs::write(
+        &marker,
+        format!("lab {}\nreceiver-mac {receiver_mac}\n", lab.name),
+    )
+    .map_err(state_io(format!("writing {}", marker.display())))?;
     ip(&[
         "neigh",
         "replace",
@@ -371,6 +563,14 @@ fn write_sysctl_in(netns: &str, path: &str, value: &str) -> Result<(), LabError>
     })
 }
 
+/// The receiver's MAC as the marker remembers it.
+fn marker_mac(name: &str) -> Option<[u8; 6]> {
+    let text = std::fs::read_to_string(marker_path(name)).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("receiver-mac "))
+        .and_then(parse_mac)
+}
+
 fn parse_mac(text: &str) -> Option<[u8; 6]> {
     let mut mac = [0u8; 6];
     let mut parts = text.split(':');
@@ -387,27 +587,31 @@ fn fmt_mac(mac: &[u8; 6]) -> String {
         .join(":")
 }
 
-/// Test/CLI guard: creates a lab and runs [`Lab::down`] on drop, even when a test panics.
+/// Test/CLI guard: creates a lab, holds its lock for as long as it lives (no other command
+/// removes or rebuilds it meanwhile) and removes it on drop, even when a test panics.
 #[derive(Debug)]
-pub struct LabGuard(pub Lab);
+pub struct LabGuard {
+    lab: Lab,
+    _lock: LabLock,
+}
 
 impl LabGuard {
     pub fn up(config: &LabConfig) -> Result<Self, LabError> {
-        Lab::up(config).map(LabGuard)
+        Lab::up_locked(config).map(|(lab, lock)| LabGuard { lab, _lock: lock })
     }
 }
 
 impl Deref for LabGuard {
     type Target = Lab;
     fn deref(&self) -> &Lab {
-        &self.0
+        &self.lab
     }
 }
 
 impl Drop for LabGuard {
     fn drop(&mut self) {
-        if let Err(e) = Lab::down(&self.0.name) {
-            eprintln!("linerate-lab: removing lab {} failed: {e}", self.0.name);
+        if let Err(e) = Lab::remove(&self.lab.name) {
+            eprintln!("linerate-lab: removing lab {} failed: {e}", self.lab.name);
         }
     }
 }

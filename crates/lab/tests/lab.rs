@@ -23,6 +23,7 @@ fn nothing_left(name: &str) {
         !Path::new(&format!("/sys/fs/bpf/linerate/{name}")).exists(),
         "pins of {name} left"
     );
+    assert!(!Lab::marker_path(name).exists(), "marker of {name} left");
     let netns = std::process::Command::new("ip")
         .args(["netns", "list"])
         .output()
@@ -84,11 +85,12 @@ fn lab_counts_exactly_and_goes_away() {
     drop(pinned);
     drop(sender);
 
-    Lab::down(&name).expect("down");
+    // the guard holds the name's lock: no other command removes the lab under it
+    assert!(matches!(Lab::down(&name), Err(LabError::Busy { .. })));
+    drop(guard);
     nothing_left(&name);
     assert_eq!(Lab::find(&name).unwrap(), None);
     Lab::down(&name).expect("down again");
-    drop(guard); // and a third time, from the guard
     nothing_left(&name);
 }
 
@@ -98,6 +100,11 @@ fn down_removes_a_half_built_lab() {
         return;
     }
     let name = unique_name("h");
+    // What `up` leaves when it is killed right after creating the namespace: the marker first,
+    // then the namespace.
+    let marker = Lab::marker_path(&name);
+    std::fs::create_dir_all(marker.parent().unwrap()).unwrap();
+    std::fs::write(&marker, format!("lab {name}\n")).unwrap();
     let status = std::process::Command::new("ip")
         .args(["netns", "add", &format!("{name}-sink")])
         .status()
@@ -113,6 +120,7 @@ fn down_removes_a_half_built_lab() {
     ));
     Lab::down(&name).expect("down");
     nothing_left(&name);
+    assert!(!marker.exists());
 }
 
 #[test]

@@ -63,10 +63,12 @@ impl Plan {
             stream: "-".into(),
             why: "no stream to send".into(),
         })?;
+        crate::spec::check_stream_count(streams)?;
         let resolved = streams
             .iter()
             .map(|s| s.resolve(limits))
             .collect::<Result<Vec<_>, _>>()?;
+        crate::spec::check_plan_size(streams, &resolved)?;
         let interleaved = streams
             .iter()
             .filter(|s| s.mode == Mode::Interleaved)

@@ -52,6 +52,16 @@ impl SizeMode {
                     return Err(fail("STEP must be at least 1"));
                 }
                 let (min, max) = range(range_part)?;
+                // Every size of the cycle becomes a pre-built frame: refuse by arithmetic what
+                // would be built and then refused (inc:64-65553 was 2 GB of frames).
+                let sizes = (max - min) / step + 1;
+                if sizes as u64 > crate::CACHE_LIMIT {
+                    let least = (max - min).div_ceil(crate::CACHE_LIMIT as usize - 1);
+                    return Err(fail(&format!(
+                        "{sizes} sizes, but a cycle holds at most {} pre-built frames: use a STEP of at least {least} (inc:{min}-{max}:{least})",
+                        crate::CACHE_LIMIT
+                    )));
+                }
                 Ok(Self::Inc { min, max, step })
             }
             "random" => {
@@ -74,7 +84,10 @@ impl SizeMode {
                 // Every entry of the mix becomes a pre-built frame of the cycle.
                 let total = mix.iter().try_fold(0usize, |t, m| t.checked_add(m.1));
                 if total.is_none_or(|t| t as u64 > crate::CACHE_LIMIT) {
-                    return Err(fail("the weights add up to more than 4096"));
+                    return Err(fail(&format!(
+                        "the weights add up to more than {}",
+                        crate::CACHE_LIMIT
+                    )));
                 }
                 Ok(Self::Imix(mix))
             }
@@ -154,6 +167,17 @@ mod tests {
         assert!(SizeMode::parse("inc:80-64", 64).is_err());
         assert!(SizeMode::parse("zigzag", 64).is_err());
         assert!(SizeMode::parse("imix:64x0", 64).is_err());
+        // 65490 sizes would be 65490 pre-built frames: refused before any is built, with a STEP
+        // that fits.
+        let err = SizeMode::parse("inc:64-65553", 64).unwrap_err().to_string();
+        assert!(
+            err.contains("65490 sizes") && err.contains("STEP of at least 16"),
+            "{err}"
+        );
+        let fits = SizeMode::parse("inc:64-65553:16", 64).unwrap();
+        assert!(fits.schedule(0).len() as u64 <= crate::CACHE_LIMIT);
+        let over = SizeMode::parse("inc:64-65553:15", 64);
+        assert!(over.is_err());
     }
 
     #[test]

@@ -269,6 +269,83 @@ impl StreamSpec {
     }
 }
 
+/// Refuses, by arithmetic and before any frame is built, a plan over [`MAX_STREAMS`] streams or
+/// [`MAX_PLAN_BYTES`] of pre-built frames. The count per stream follows the plan's rules: a
+/// stream of a sequence is built `count` times; otherwise one cycle of its sizes, widened by each
+/// counting field whose period still fits `CACHE_LIMIT` (goto-first: `count` frames).
+pub(crate) fn check_plan_size(
+    streams: &[StreamSpec],
+    resolved: &[Resolved],
+) -> Result<(), StreamError> {
+    check_stream_count(streams)?;
+    let sequence = streams.len() > 1 && streams.iter().all(|s| s.mode == Mode::Sequence);
+    let mut total: u64 = 0;
+    for (spec, r) in streams.iter().zip(resolved) {
+        let schedule = r.sizes.schedule(spec.seed);
+        let frames = match (sequence, spec.next, spec.count) {
+            // Counts over the plan's own limits are refused there, with their own words.
+            (true, _, Some(count)) => count.min(4 * crate::CACHE_LIMIT),
+            (false, Next::GotoFirst, Some(count)) => count.min(crate::CACHE_LIMIT),
+            _ => r.vary.iter().fold(schedule.len() as u64, |period, v| {
+                match v.modifier.period().and_then(|q| lcm(period, q)) {
+                    Some(l) if l <= crate::CACHE_LIMIT => l,
+                    _ => period,
+                }
+            }),
+        };
+        let cycle: u64 = schedule
+            .iter()
+            .map(|&size| units::buffer_len(size) as u64)
+            .sum();
+        let len = schedule.len() as u64;
+        let partial: u64 = schedule[..(frames % len) as usize]
+            .iter()
+            .map(|&size| units::buffer_len(size) as u64)
+            .sum();
+        let bytes = (frames / len)
+            .checked_mul(cycle)
+            .and_then(|b| b.checked_add(partial));
+        total = match bytes.and_then(|b| total.checked_add(b)) {
+            Some(t) if t <= MAX_PLAN_BYTES => t,
+            _ => {
+                return Err(StreamError::Invalid {
+                    stream: spec.name.clone(),
+                    why: format!(
+                        "the plan's pre-built frames would take over {} MiB (at most {} MiB): use fewer or smaller frames, or shorter counts",
+                        MAX_PLAN_BYTES >> 20,
+                        MAX_PLAN_BYTES >> 20
+                    ),
+                });
+            }
+        };
+    }
+    Ok(())
+}
+
+/// Refuses more than [`MAX_STREAMS`] streams, before any is resolved.
+pub(crate) fn check_stream_count(streams: &[StreamSpec]) -> Result<(), StreamError> {
+    if streams.len() > MAX_STREAMS {
+        return Err(StreamError::Invalid {
+            stream: streams[0].name.clone(),
+            why: format!(
+                "{} streams, over the {MAX_STREAMS} a plan holds",
+                streams.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+fn lcm(a: u64, b: u64) -> Option<u64> {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    (a / gcd(a, b).max(1)).checked_mul(b)
+}
+
 /// A stream whose text has been parsed and checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
@@ -345,8 +422,34 @@ pub struct SpecFile {
     pub streams: Vec<StreamSpec>,
 }
 
+/// Largest stream file read. `toml` holds a parsed file in some fifty times its size before a
+/// stream is checked, so a hostile 35 MB file cost 2 GB: 4 MiB is thousands of streams.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+/// Most streams one plan holds (`[[stream]]` tables of a file).
+pub const MAX_STREAMS: usize = 4096;
+/// Most bytes of pre-built frames one plan holds, counted from the sizes and periods before any
+/// frame is built.
+pub const MAX_PLAN_BYTES: u64 = 64 << 20;
+
 impl SpecFile {
     pub fn parse(text: &str, path: &str) -> Result<Self, StreamError> {
+        let too_big = |why: String| StreamError::Toml {
+            path: path.into(),
+            why,
+        };
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_big(format!(
+                "larger than {MAX_FILE_BYTES} bytes ({} MiB), the most a stream file may hold",
+                MAX_FILE_BYTES >> 20
+            )));
+        }
+        // Counted in the text before `toml` builds a table for each.
+        let tables = text.matches("[[stream]]").count();
+        if tables > MAX_STREAMS {
+            return Err(too_big(format!(
+                "{tables} [[stream]] tables, over the {MAX_STREAMS} a plan holds"
+            )));
+        }
         let mut file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
             path: path.into(),
             why: e.message().to_owned()
@@ -360,6 +463,12 @@ impl SpecFile {
                 why: "no [[stream]] table".into(),
             });
         }
+        if file.streams.len() > MAX_STREAMS {
+            return Err(too_big(format!(
+                "{} streams, over the {MAX_STREAMS} a plan holds",
+                file.streams.len()
+            )));
+        }
         for s in &mut file.streams {
             s.mode = file.mode;
         }
@@ -367,10 +476,17 @@ impl SpecFile {
     }
 
     pub fn load(path: &Path) -> Result<Self, StreamError> {
-        let text = std::fs::read_to_string(path).map_err(|e| StreamError::File {
+        use std::io::Read;
+        let fail = |why: String| StreamError::File {
             path: path.display().to_string(),
-            why: e.to_string(),
-        })?;
+            why,
+        };
+        let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
+        // One byte past the limit is enough to refuse, whatever the file (a pipe has no length).
+        let mut text = String::new();
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|e| fail(e.to_string()))?;
         Self::parse(&text, &path.display().to_string())
     }
 }
@@ -478,6 +594,81 @@ mod tests {
         ] {
             assert!(resolve(apart).is_ok(), "{apart:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+    use crate::Plan;
+
+    fn jumbo(size: usize, vary: &[&str], count: Option<u64>) -> StreamSpec {
+        StreamSpec {
+            size,
+            vary: vary.iter().map(|v| v.to_string()).collect(),
+            count,
+            ..StreamSpec::default()
+        }
+    }
+
+    fn check(streams: &[StreamSpec]) -> Result<(), StreamError> {
+        let limits = Limits {
+            mtu: 65535,
+            ..Limits::default()
+        };
+        let resolved = streams
+            .iter()
+            .map(|s| s.resolve(&limits))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_plan_size(streams, &resolved)
+    }
+
+    #[test]
+    fn pre_built_bytes_are_counted_before_building() {
+        // 4096 distinct frames (the port counts 1..4096) of 65553 bytes: 256 MiB.
+        let err = check(&[jumbo(65553, &["src-port:inc:1-4096"], None)]).unwrap_err();
+        assert!(err.to_string().contains("64 MiB"), "{err}");
+        // The same cycle of 9018-byte frames is 35 MiB; a field that moves at random is patched,
+        // not pre-built.
+        check(&[jumbo(9018, &["src-port:inc:1-4096"], None)]).unwrap();
+        check(&[jumbo(65553, &["src-port:random:1-4096"], None)]).unwrap();
+        // A sequence pre-builds every counted frame: 4 × 4096 × 9014 bytes is 141 MiB.
+        let sequence: Vec<_> = (0..4).map(|_| jumbo(9018, &[], Some(4096))).collect();
+        assert!(check(&sequence).is_err());
+        let standard: Vec<_> = (0..4).map(|_| jumbo(1518, &[], Some(4096))).collect();
+        check(&standard).unwrap();
+    }
+
+    #[test]
+    fn too_many_streams_are_refused_before_they_are_resolved() {
+        let many = vec![
+            StreamSpec {
+                mode: Mode::Interleaved,
+                rate: "1k".into(),
+                ..StreamSpec::default()
+            };
+            MAX_STREAMS + 1
+        ];
+        let err = Plan::compile(&many, &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("4097 streams"), "{err}");
+    }
+
+    #[test]
+    fn a_huge_stream_file_is_refused_before_toml_reads_it() {
+        let tables = "[[stream]]\n".repeat(MAX_STREAMS + 1);
+        let err = SpecFile::parse(&tables, "t.toml").unwrap_err().to_string();
+        assert!(err.contains("4097 [[stream]] tables"), "{err}");
+        let inline = format!("stream = [{}]\n", "{},".repeat(MAX_STREAMS + 1));
+        let err = SpecFile::parse(&inline, "t.toml").unwrap_err().to_string();
+        assert!(err.contains("4097 streams"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.toml");
+        let padding = "#".repeat(MAX_FILE_BYTES as usize);
+        std::fs::write(&path, format!("[[stream]]\n{padding}\n")).unwrap();
+        let err = SpecFile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("larger than 4194304 bytes"), "{err}");
     }
 }
 

@@ -395,34 +395,7 @@ pub fn parse_link_speed(text: &str) -> Result<u64, String> {
 
 /// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" => value / 1e6,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("'{text}' must be more than zero"));
-    }
-    const YEAR: f64 = 365.0 * 24.0 * 3600.0;
-    if seconds > YEAR {
-        return Err(format!("'{text}' is longer than a year"));
-    }
-    Ok(std::time::Duration::from_secs_f64(seconds))
+    linerate_stream::parse_duration(text)
 }
 
 #[cfg(test)]

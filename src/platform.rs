@@ -92,7 +92,7 @@ pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Sender> {
         }
         Backend::Live => Ok(linerate_live::LivePort::open(iface).map(Sender::Live)?),
         _ => Err(usage(format!(
-            "the {backend:?} backend does not run on Linux: use --backend afxdp"
+            "the {backend:?} backend does not run on Linux: use --backend afxdp or live"
         ))),
     }
 }

@@ -278,7 +278,7 @@ pub fn open_interface(
     match backend.unwrap_or_else(default_backend) {
         b @ (Backend::Afxdp | Backend::Bpf | Backend::Live) => platform::open(b, iface, afxdp),
         other => Err(usage(format!(
-            "the {other:?} backend has no interface: use --backend afxdp or bpf"
+            "the {other:?} backend has no interface: use --backend afxdp or live (Linux), or bpf (macOS, FreeBSD)"
         ))),
     }
 }

@@ -13,7 +13,7 @@ mod vary;
 pub use error::StreamError;
 pub use pacing::Pacing;
 pub use plan::{CACHE_LIMIT, Plan, StreamInfo, WorkerPlan};
-pub use rate::{PS_PER_S, Rate};
+pub use rate::{PS_PER_S, Rate, parse_duration};
 pub use size::SizeMode;
 pub use spec::{Bursts, Limits, Mode, Next, Proto, SpecFile, StreamSpec};
 pub use vary::VarySpec;

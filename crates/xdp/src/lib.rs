@@ -11,8 +11,8 @@ mod linux;
 pub use error::XdpError;
 #[cfg(target_os = "linux")]
 pub use linux::{
-    PassLink, PinnedSink, Sink, attach_pass, ifindex, interface, live_tx_object, load_object,
-    load_object_checked, xdp_features,
+    PassLink, PinnedSink, Sink, XdpLink, attach_object, attach_pass, ifindex, interface,
+    live_tx_object, load_object, load_object_checked, rx_object, xdp_features,
 };
 
 /// `NETDEV_XDP_ACT_*` (include/uapi/linux/netdev.h): what a driver's XDP can do, as

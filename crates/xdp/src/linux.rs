@@ -25,6 +25,13 @@ static PASS_OBJ: &Aligned<[u8]> =
 static LIVE_TX_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/live_tx.bpf.o")));
 
+static RX_OBJ: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/rx.bpf.o")));
+
+/// The compiled `bpf/rx.bpf.c`, 8-byte aligned, for `linerate-rx` to load.
+pub fn rx_object() -> &'static [u8] {
+    &RX_OBJ.0
+}
+
 /// The compiled `bpf/live_tx.bpf.c`, 8-byte aligned, for `linerate-live` to load: every BPF
 /// object of the project is built here, by one build script.
 pub fn live_tx_object() -> &'static [u8] {
@@ -213,6 +220,55 @@ impl PinnedSink {
     }
 }
 
+/// Any loaded object's XDP program attached to an interface through a bpf_link; detaches on drop.
+/// The caller keeps the object (its maps) alive beside it.
+pub struct XdpLink {
+    link: OwnedFd,
+    iface: String,
+    netns: Option<String>,
+}
+
+impl fmt::Debug for XdpLink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XdpLink")
+            .field("iface", &self.iface)
+            .field("netns", &self.netns)
+            .field("link_fd", &self.link.as_raw_fd())
+            .finish()
+    }
+}
+
+impl Drop for XdpLink {
+    fn drop(&mut self) {
+        detach(&self.link);
+    }
+}
+
+/// Attaches the first program of `object` to `iface` inside network namespace `netns` (None =
+/// the caller's) in `mode`, through a bpf_link, as the sink attaches.
+pub fn attach_object(
+    object: &Object,
+    iface: &str,
+    netns: Option<&str>,
+    mode: AttachMode,
+) -> Result<XdpLink, XdpError> {
+    let link = in_netns(netns, || {
+        let index = ifindex(iface).map_err(|e| match e {
+            XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
+                iface,
+                netns: netns.map(str::to_owned),
+            },
+            e => e,
+        })?;
+        link_xdp(object, index, mode, iface, netns)
+    })?;
+    Ok(XdpLink {
+        link,
+        iface: iface.to_owned(),
+        netns: netns.map(str::to_owned),
+    })
+}
+
 /// The pass-through program attached to an interface; detaches on drop.
 pub struct PassLink {
     link: OwnedFd,
@@ -354,7 +410,8 @@ pub fn load_object_checked(
         return Err(e);
     }
     result.map_err(|e| {
-        if e.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+        // The verifier refuses a program with EACCES too: only without root is it privilege.
+        if e.kind() == libbpf_rs::ErrorKind::PermissionDenied && !nix::unistd::geteuid().is_root() {
             return XdpError::NotRoot {
                 what: format!("loading the XDP program {program}"),
             };

@@ -1,0 +1,275 @@
+//! The XDP receiver: `bpf/rx.bpf.c` loaded with its table sizes and clock, attached to an
+//! interface (in a network namespace if asked), its per-CPU maps read and merged.
+
+use libbpf_rs::{MapCore, MapFlags, Object};
+use linerate_xdp::{AttachMode, MapAbi, XdpLink};
+
+use crate::flow::{FlowStats, RxFlow, RxGlobal, RxTotals};
+use crate::{RxError, hist};
+
+const FLOWS: &str = "rx_flows";
+const HISTS: &str = "rx_hists";
+const GLOBAL: &str = "rx_global";
+
+/// The program's read-only data (`pass`, `clock_tai`), as `bpf/rx.bpf.c` declares it.
+#[repr(C)]
+struct RxRodata {
+    pass: u32,
+    clock_tai: u32,
+}
+
+const ABI: [MapAbi; 4] = [
+    MapAbi::of::<u32, RxFlow>(FLOWS),
+    MapAbi::sized(HISTS, size_of::<u32>(), hist::BUCKETS * size_of::<u64>()),
+    MapAbi::of::<u32, RxGlobal>(GLOBAL),
+    MapAbi::rodata::<RxRodata>(),
+];
+
+/// Flow ids are 16 bits: a table never needs more entries.
+pub const MAX_FLOWS: u32 = 1 << 16;
+/// Histograms cost 15 KiB per flow and CPU: at most this many flows get one.
+pub const MAX_HIST_FLOWS: u32 = 4096;
+
+/// Which clock both ends stamp with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// CLOCK_MONOTONIC: one host (the lab).
+    #[default]
+    Monotonic,
+    /// CLOCK_TAI: two hosts whose clocks PTP keeps together (phc2sys).
+    Tai,
+}
+
+/// How to set up the receiver.
+#[derive(Debug, Clone)]
+pub struct RxConfig {
+    /// Flow ids below this are tracked; frames of higher ones are counted as untracked.
+    pub flows: u32,
+    /// Flow ids below this also get a latency histogram (percentiles).
+    pub hist_flows: u32,
+    pub clock: Clock,
+    /// Pass the frames on to the stack (for a capture) instead of dropping them.
+    pub pass: bool,
+}
+
+impl Default for RxConfig {
+    fn default() -> Self {
+        RxConfig {
+            flows: 4096,
+            hist_flows: 256,
+            clock: Clock::Monotonic,
+            pass: false,
+        }
+    }
+}
+
+/// The receive program, loaded; attached when made by [`Receiver::attach`].
+#[derive(Debug)]
+pub struct Receiver {
+    // Declared before the object: dropped (detached) first.
+    link: Option<XdpLink>,
+    object: Object,
+    config: RxConfig,
+}
+
+impl Receiver {
+    /// Loads the program without attaching it (for `BPF_PROG_RUN` tests and benchmarks).
+    pub fn load(config: RxConfig) -> Result<Receiver, RxError> {
+        if config.flows == 0 || config.flows > MAX_FLOWS {
+            return Err(RxError::FlowTable {
+                asked: config.flows,
+                max: MAX_FLOWS,
+            });
+        }
+        if config.hist_flows > MAX_HIST_FLOWS.min(config.flows) {
+            return Err(RxError::HistFlows {
+                asked: config.hist_flows,
+                max: MAX_HIST_FLOWS.min(config.flows),
+                bytes: hist::BUCKETS * size_of::<u64>(),
+            });
+        }
+        let rodata = RxRodata {
+            pass: config.pass.into(),
+            clock_tai: (config.clock == Clock::Tai).into(),
+        };
+        let flows = config.flows;
+        // An empty array map cannot be made: one entry that no flow id reaches stands for none.
+        let hist_flows = config.hist_flows.max(1);
+        let object =
+            linerate_xdp::load_object_checked("rx", linerate_xdp::rx_object(), &ABI, |open| {
+                for mut map in open.maps_mut() {
+                    let name = map.name().to_string_lossy().into_owned();
+                    if name == FLOWS {
+                        map.set_max_entries(flows)?;
+                    } else if name == HISTS {
+                        map.set_max_entries(hist_flows)?;
+                    } else if name.ends_with(".rodata") {
+                        let data = map.initial_value_mut().ok_or_else(|| {
+                            libbpf_rs::Error::from(std::io::Error::other("no read-only data"))
+                        })?;
+                        data[0..4].copy_from_slice(&rodata.pass.to_ne_bytes());
+                        data[4..8].copy_from_slice(&rodata.clock_tai.to_ne_bytes());
+                    }
+                }
+                Ok(())
+            })?;
+        Ok(Receiver {
+            link: None,
+            object,
+            config,
+        })
+    }
+
+    /// Loads the program and attaches it to `iface` in network namespace `netns` (None = ours).
+    pub fn attach(
+        iface: &str,
+        netns: Option<&str>,
+        mode: AttachMode,
+        config: RxConfig,
+    ) -> Result<Receiver, RxError> {
+        let mut rx = Receiver::load(config)?;
+        rx.link = Some(linerate_xdp::attach_object(&rx.object, iface, netns, mode)?);
+        Ok(rx)
+    }
+
+    /// The program, for `BPF_PROG_RUN` (tests, the cost benchmark).
+    pub fn program(&mut self) -> libbpf_rs::ProgramMut<'_> {
+        self.object
+            .progs_mut()
+            .next()
+            .expect("the rx object holds its program (checked at load)")
+    }
+
+    /// Everything counted so far: the flows that received anything and the global counters.
+    pub fn read(&self) -> Result<RxTotals, RxError> {
+        let flows = self.map(FLOWS)?;
+        let hists = self.map(HISTS)?;
+        let global = self.map(GLOBAL)?;
+        let mut totals = RxTotals::default();
+        for cpu in percpu::<RxGlobal>(&global, 0, GLOBAL)? {
+            totals.global.add(&cpu);
+        }
+        for id in 0..self.config.flows {
+            let cpus = percpu::<RxFlow>(&flows, id, FLOWS)?;
+            if cpus.iter().all(|c| c.frames == 0) {
+                continue;
+            }
+            let h = if id < self.config.hist_flows {
+                let raw = lookup(&hists, id, HISTS)?;
+                Some(
+                    raw.iter()
+                        .map(|b| {
+                            b.chunks_exact(8)
+                                .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+                                .collect()
+                        })
+                        .collect::<Vec<Vec<u64>>>(),
+                )
+            } else {
+                None
+            };
+            totals
+                .flows
+                .push(FlowStats::merge(id as u16, &cpus, h.as_deref()));
+        }
+        Ok(totals)
+    }
+
+    fn map(&self, name: &'static str) -> Result<libbpf_rs::Map<'_>, RxError> {
+        self.object
+            .maps()
+            .find(|m| m.name() == name)
+            .ok_or(RxError::Read {
+                map: name,
+                message: "missing from the object".into(),
+            })
+    }
+}
+
+fn lookup(map: &impl MapCore, key: u32, name: &'static str) -> Result<Vec<Vec<u8>>, RxError> {
+    map.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| RxError::Read {
+            map: name,
+            message: e.to_string(),
+        })?
+        .ok_or(RxError::Read {
+            map: name,
+            message: format!("no entry {key}"),
+        })
+}
+
+/// One entry of a per-CPU array, one `T` per possible CPU. `T` is a plain `repr(C)` struct of
+/// integers whose size the loader checked against the map's value size.
+fn percpu<T: Copy + Default + Plain>(
+    map: &impl MapCore,
+    key: u32,
+    name: &'static str,
+) -> Result<Vec<T>, RxError> {
+    lookup(map, key, name)?
+        .iter()
+        .map(|bytes| {
+            T::from_bytes(bytes).ok_or_else(|| RxError::Read {
+                map: name,
+                message: format!(
+                    "{} bytes where {} were expected",
+                    bytes.len(),
+                    size_of::<T>()
+                ),
+            })
+        })
+        .collect()
+}
+
+/// A `repr(C)` struct of integers only, read field by field from native-endian bytes.
+trait Plain: Sized {
+    fn from_bytes(b: &[u8]) -> Option<Self>;
+}
+
+fn words(b: &[u8]) -> impl Iterator<Item = u64> + '_ {
+    b.chunks_exact(8)
+        .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+}
+
+impl Plain for RxGlobal {
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() < size_of::<Self>() {
+            return None;
+        }
+        let w: Vec<u64> = words(b).collect();
+        Some(RxGlobal {
+            other_frames: w[0],
+            other_bytes: w[1],
+            untracked_frames: w[2],
+            untracked_bytes: w[3],
+            future: w[4],
+        })
+    }
+}
+
+impl Plain for RxFlow {
+    fn from_bytes(b: &[u8]) -> Option<Self> {
+        if b.len() < size_of::<Self>() {
+            return None;
+        }
+        let w: Vec<u64> = words(b).collect();
+        Some(RxFlow {
+            frames: w[0],
+            bytes: w[1],
+            first_ns: w[2],
+            last_ns: w[3],
+            lat_min: w[4],
+            lat_max: w[5],
+            lat_sum: w[6],
+            lat_count: w[7],
+            late: w[8],
+            dups: w[9],
+            old: w[10],
+            gaps: w[11],
+            window: w[12],
+            jitter16: w[13],
+            prev_transit: w[14] as i64,
+            next_seq: u32::from_ne_bytes(b[120..124].try_into().expect("4 bytes")),
+            started: u32::from_ne_bytes(b[124..128].try_into().expect("4 bytes")),
+        })
+    }
+}

@@ -34,22 +34,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        // A reader that went away (`linerate … --json | head`) is not an error of ours.
-        Err(err)
-            if err.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            }) =>
-        {
-            ExitCode::SUCCESS
-        }
         Err(err) => {
-            eprintln!("linerate: {}", one_line(&err));
-            if usage::is_usage(&err) {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
+            let (code, say) = usage::exit_code(&err);
+            if say {
+                eprintln!("linerate: {}", one_line(&err));
             }
+            ExitCode::from(code)
         }
     }
 }

@@ -9,8 +9,9 @@ use anyhow::{Context as _, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use linerate_engine::{Observer, RunConfig, Snapshot};
 use linerate_report::{
-    Context, MeasuredAt, Repetition, SizePoint, SweepResult, compare as compare_results,
-    names_from_paths, plot_compare, plot_sweep, render_table, write_csv,
+    Context, MeasuredAt, OutputFile, Repetition, SizePoint, SweepResult,
+    compare as compare_results, csv_repetitions, csv_summary, names_from_paths, plot_compare,
+    plot_sweep, render_table, repetitions_csv_path,
 };
 use linerate_stream::{Plan, StreamSpec};
 
@@ -18,7 +19,7 @@ use crate::cli::{CompareArgs, SweepArgs};
 use crate::output;
 use crate::platform::{self, Receiver};
 use crate::tx;
-use crate::usage;
+use crate::usage::{Interrupted, usage};
 
 /// Shows the current rate on the progress bar while a run goes.
 struct BarObserver<'a>(&'a ProgressBar);
@@ -38,10 +39,8 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             return Err(usage(format!("--sizes names {size} twice")));
         }
     }
-    // A plot that cannot be drawn is refused before the sweep, not after it.
-    if let Some(p) = &args.plot {
-        linerate_report::PlotFormat::from_path(p)?;
-    }
+    // Every output is checked and reserved before the first frame: a bad path costs nothing.
+    let outputs = Outputs::reserve(args)?;
     let workers = tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
     let lab = if args.lab {
@@ -83,10 +82,12 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     );
     let mut points = Vec::new();
     let mut mode = String::new();
+    let mut interrupted = false;
     for (plan, &size) in plans.iter().zip(&args.sizes) {
         let mut repetitions = Vec::new();
         for rep in 0..=args.repeat {
             if stop.load(Ordering::Relaxed) {
+                interrupted = true;
                 break;
             }
             let warmup = rep == 0;
@@ -107,6 +108,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 (Some(r), Some(b)) => Some(tx::settle(r, b, report.completed)?),
                 _ => None,
             };
+            // A run the stop cut short measured less than its duration: it is not a repetition.
+            if stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
+            if let Some(warning) = rx.as_ref().and_then(tx::SinkResult::shared_warning) {
+                bar.suspend(|| eprintln!("linerate: warning: {size} B, run {rep}: {warning}"));
+            }
             mode = report
                 .workers
                 .first()
@@ -129,7 +138,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
     bar.finish_and_clear();
     if points.is_empty() {
-        anyhow::bail!("stopped before any measurement");
+        return Err(Interrupted("stopped before any measurement: nothing written".into()).into());
     }
     let info = port.info();
     let mut context = Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &mode, &iface);
@@ -148,36 +157,124 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             MeasuredAt::TxCompletions
         },
         points,
+        interrupted,
     };
     drop(receiver);
     drop(port);
     drop(lab);
-    write_outputs(args, &result)
-}
-
-fn write_outputs(args: &SweepArgs, result: &SweepResult) -> Result<()> {
-    match args.json.as_deref() {
-        Some(p) if p == Path::new("-") => println!("{}", result.to_json()),
-        Some(p) => {
-            result.save(p)?;
-            println!("{}", render_table(result));
-            eprintln!("wrote {}", p.display());
-        }
-        None => println!("{}", render_table(result)),
-    }
-    if let Some(p) = &args.csv {
-        for written in write_csv(result, p)? {
-            eprintln!("wrote {}", written.display());
-        }
-    }
-    if let Some(p) = &args.plot {
-        plot_sweep(result, p)?;
-        eprintln!("wrote {}", p.display());
+    outputs.write(&result)?;
+    if interrupted {
+        return Err(Interrupted(format!(
+            "stopped after {} of {} size(s): what was measured is written, marked interrupted",
+            result.points.len(),
+            args.sizes.len()
+        ))
+        .into());
     }
     Ok(())
 }
 
+/// The files a sweep writes, reserved before it measures (see [`OutputFile`]).
+struct Outputs {
+    /// None: the JSON goes to stdout (`--json -`) or nowhere.
+    json: Option<OutputFile>,
+    json_stdout: bool,
+    csv: Option<(OutputFile, OutputFile)>,
+    plot: Option<OutputFile>,
+}
+
+impl Outputs {
+    fn reserve(args: &SweepArgs) -> Result<Self> {
+        let json_stdout = args.json.as_deref() == Some(Path::new("-"));
+        let json = match &args.json {
+            Some(p) if !json_stdout => Some(OutputFile::reserve(p)?),
+            _ => None,
+        };
+        let csv = match &args.csv {
+            Some(p) => Some((
+                OutputFile::reserve(p)?,
+                OutputFile::reserve(&repetitions_csv_path(p))?,
+            )),
+            None => None,
+        };
+        let plot = match &args.plot {
+            Some(p) => Some(reserve_plot(p)?),
+            None => None,
+        };
+        Ok(Self {
+            json,
+            json_stdout,
+            csv,
+            plot,
+        })
+    }
+
+    /// Writes every file, then the table (or the JSON) on stdout, and names each file on stderr.
+    fn write(self, result: &SweepResult) -> Result<()> {
+        let mut wrote = Vec::new();
+        if let Some(out) = self.json {
+            wrote.push(out.path().to_owned());
+            out.write(result.to_json().as_bytes())?;
+        }
+        if let Some((summary, raw)) = self.csv {
+            wrote.push(summary.path().to_owned());
+            summary.write(csv_summary(result).as_bytes())?;
+            wrote.push(raw.path().to_owned());
+            raw.write(csv_repetitions(result).as_bytes())?;
+        }
+        if let Some(out) = self.plot {
+            wrote.push(out.path().to_owned());
+            draw(&out, |p| plot_sweep(result, p))?;
+            out.commit()?;
+        }
+        for path in &wrote {
+            eprintln!("wrote {}", path.display());
+        }
+        if self.json_stdout {
+            output::print(&result.to_json())
+        } else {
+            output::println(&render_table(result))
+        }
+    }
+}
+
+/// A plot file: its format comes from the extension, and plotters writes it by path, so it must
+/// be a regular file (drawn beside it, then renamed into place).
+fn reserve_plot(path: &Path) -> Result<OutputFile> {
+    linerate_report::PlotFormat::from_path(path)?;
+    let out = OutputFile::reserve(path)?;
+    if out.draw_path().is_none() {
+        return Err(usage(format!(
+            "--plot {}: a plot is written as a regular file, not to a device or pipe",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+fn draw(
+    out: &OutputFile,
+    plot: impl FnOnce(&Path) -> Result<(), linerate_report::ReportError>,
+) -> Result<()> {
+    let path = out
+        .draw_path()
+        .expect("reserve_plot takes regular files only");
+    plot(path).map_err(|e| match e {
+        // The error names the temporary file; the user knows the one they named.
+        linerate_report::ReportError::Plot { message, .. } => linerate_report::ReportError::Plot {
+            path: out.path().to_owned(),
+            message,
+        },
+        other => other,
+    })?;
+    Ok(())
+}
+
 pub fn compare(args: &CompareArgs) -> Result<()> {
+    let plot = match &args.plot {
+        Some(p) => Some(reserve_plot(p)?),
+        None => None,
+    };
     let results = args
         .files
         .iter()
@@ -186,9 +283,11 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let names = names_from_paths(&args.files);
     let comparison = compare_results(&results, &names)?;
     output::println(&comparison.render_with(&results))?;
-    if let Some(p) = &args.plot {
-        plot_compare(&results, &names, p)?;
-        eprintln!("wrote {}", p.display());
+    if let Some(out) = plot {
+        draw(&out, |p| plot_compare(&results, &names, p))?;
+        let path = out.path().to_owned();
+        out.commit()?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(())
 }

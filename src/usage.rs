@@ -16,6 +16,30 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     UsageError(message.into()).into()
 }
 
+/// The command was stopped (Ctrl-C, SIGTERM) before it finished what it was asked: exit 130,
+/// as a shell reports a command ended by SIGINT.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted: {0}")]
+pub struct Interrupted(pub String);
+
+/// The exit code for an error, and whether to say anything: a reader that went away
+/// (`linerate … | head`) is not an error of ours and ends quietly with 0.
+pub fn exit_code(err: &anyhow::Error) -> (u8, bool) {
+    let broken_pipe = err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        (0, false)
+    } else if err.chain().any(|c| c.is::<Interrupted>()) {
+        (130, true)
+    } else if is_usage(err) {
+        (2, true)
+    } else {
+        (1, true)
+    }
+}
+
 /// True when anything in the error chain is something the user can fix by changing the command.
 pub fn is_usage(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

@@ -40,6 +40,7 @@ fn sweep_file(dir: &std::path::Path, name: &str) -> String {
     let result = SweepResult {
         context: Context::collect("0", "null", "discard", "null"),
         measured_at: MeasuredAt::TxCompletions,
+        interrupted: false,
         points: vec![SizePoint {
             size: 64,
             repetitions: vec![Repetition {

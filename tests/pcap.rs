@@ -318,3 +318,15 @@ fn input_that_would_overflow_or_exhaust_memory_is_refused() {
         assert!(line.contains(needle), "{extra:?}: {line}");
     }
 }
+
+#[test]
+fn a_pcap_file_is_never_written_through_a_symbolic_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = dir.path().join("out.pcap");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let line = linerate_usage_error(&["tx", "-q", "--pcap", link.to_str().unwrap(), "-n", "3"]);
+    assert!(line.contains("symbolic link"), "{line}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+}

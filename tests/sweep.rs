@@ -159,3 +159,162 @@ fn bad_sweeps_and_comparisons_are_refused() {
     let line = linerate_usage_error(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(line.contains("share no frame size"), "{line}");
 }
+
+/// A file that must come through untouched, and a symbolic link to it planted at `at`.
+fn plant_link(dir: &std::path::Path, at: &str) -> std::path::PathBuf {
+    let victim = dir.join(format!("victim-{at}"));
+    std::fs::write(&victim, "keep").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join(at)).unwrap();
+    victim
+}
+
+#[test]
+fn outputs_are_checked_before_the_first_trial_and_never_followed() {
+    if !root_or_skip("outputs_are_checked_before_the_first_trial_and_never_followed") {
+        return;
+    }
+    let lab = common::lab("swo", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let victims = [
+        plant_link(dir.path(), "link.json"),
+        plant_link(dir.path(), "t.repetitions.csv"),
+        plant_link(dir.path(), "link.svg"),
+    ];
+    let bad: [&[&str]; 5] = [
+        &["--json", "/nonexistent-dir/a.json"],
+        &["--csv", "/nonexistent-dir/a.csv"],
+        &["--plot", "/nonexistent-dir/a.svg"],
+        &["--json", &d("link.json")],
+        &["--csv", &d("t.csv")],
+    ];
+    let before = lab.sink_counters().unwrap();
+    for extra in bad {
+        let mut args = vec!["sweep", "-i", &lab.sender, "--sizes", "64", "-d", "2s"];
+        args.extend_from_slice(extra);
+        let line = linerate_usage_error(&args);
+        assert!(
+            line.contains(extra[1]) || line.contains("t.repetitions.csv"),
+            "{line}"
+        );
+    }
+    let line = linerate_usage_error(&[
+        "sweep",
+        "-i",
+        &lab.sender,
+        "--sizes",
+        "64",
+        "--plot",
+        &d("link.svg"),
+    ]);
+    assert!(line.contains("symbolic link"), "{line}");
+    assert_eq!(
+        lab.sink_counters().unwrap().since(before).packets,
+        0,
+        "a trial ran before the outputs were checked"
+    );
+    for v in &victims {
+        assert_eq!(
+            std::fs::read_to_string(v).unwrap(),
+            "keep",
+            "{v:?} written through"
+        );
+    }
+    // The files it writes are named, and an earlier result is replaced, not appended to.
+    std::fs::write(d("ok.json"), "earlier").unwrap();
+    let out = common::linerate(&[
+        "sweep",
+        "-i",
+        &lab.sender,
+        "--sizes",
+        "64",
+        "-d",
+        "100ms",
+        "--repeat",
+        "1",
+        "--warmup",
+        "10ms",
+        "--json",
+        &d("ok.json"),
+        "--csv",
+        &d("ok.csv"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for f in ["ok.json", "ok.csv", "ok.repetitions.csv"] {
+        assert!(stderr.contains(&format!("wrote {}", d(f))), "{f}: {stderr}");
+    }
+    common::json(&std::fs::read_to_string(d("ok.json")).unwrap());
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    left.sort();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
+    if !root_or_skip("an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions") {
+        return;
+    }
+    use std::time::{Duration, Instant};
+    let lab = common::lab("swi", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cut.json");
+    let before = lab.sink_counters().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "sweep",
+            "-i",
+            &lab.sender,
+            "--sizes",
+            "64,128",
+            "-d",
+            "300ms",
+            "--repeat",
+            "50",
+            "--warmup",
+            "100ms",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Frames arriving at the sink mean the warm-up has begun; a second later at least two
+    // 300 ms repetitions have ended and the 50th has not.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while lab.sink_counters().unwrap().since(before).packets == 0 {
+        assert!(Instant::now() < deadline, "the sweep never sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("INTERRUPTED"));
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(result["interrupted"], true);
+    let points = result["points"].as_array().unwrap();
+    assert_eq!(points.len(), 1, "128 B never ran: {result}");
+    let reps = points[0]["repetitions"].as_array().unwrap();
+    assert!(
+        !reps.is_empty() && reps.len() < 50,
+        "{} repetitions",
+        reps.len()
+    );
+    for r in reps {
+        let elapsed = r["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed >= 0.29, "a cut-short repetition was kept: {r}");
+    }
+}

@@ -1,5 +1,6 @@
 use std::fs::File;
 use std::io::BufWriter;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -55,7 +56,23 @@ impl PcapPort {
             path: path.to_owned(),
             source,
         };
-        let file = File::create(path).map_err(fail)?;
+        // Never through a symbolic link: one planted in /tmp by another user would redirect the
+        // write (O_NOFOLLOW refuses it with ELOOP before anything is truncated).
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+            .map_err(|e| {
+                fail(if e.raw_os_error() == Some(libc::ELOOP) {
+                    std::io::Error::other(
+                        "it is a symbolic link, and linerate does not write through one: name the file itself",
+                    )
+                } else {
+                    e
+                })
+            })?;
         let header = PcapHeader {
             datalink: DataLink::ETHERNET,
             ts_resolution: TsResolution::NanoSecond,

@@ -9,6 +9,14 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{}: cannot write here: {why}", path.display())]
+    Output { path: PathBuf, why: String },
+    #[error("{}: cannot be written: {source}", path.display())]
+    Unwritable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{}: the file is empty; it must be a `linerate sweep --json` file", path.display())]
     Empty { path: PathBuf },
     #[error(

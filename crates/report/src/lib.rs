@@ -5,6 +5,7 @@
 mod compare;
 mod error;
 mod host;
+mod output;
 mod plot;
 mod rate;
 mod result;
@@ -13,6 +14,7 @@ mod table;
 pub use compare::{CompareRow, Comparison, EQUAL_WITHIN, LINE_RATE_PCT, compare, names_from_paths};
 pub use error::ReportError;
 pub use host::{HostInfo, interface_driver, interface_link_speed_mbps, rfc3339_utc};
+pub use output::OutputFile;
 pub use plot::{PlotFormat, plot_compare, plot_sweep};
 pub use rate::{LinkSpeed, WIRE_OVERHEAD, line_rate_pps, wire_mbps};
 pub use result::{Context, FORMAT, MeasuredAt, Repetition, SizePoint, Summary, SweepResult};

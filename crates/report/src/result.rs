@@ -17,6 +17,10 @@ pub struct SweepResult {
     pub context: Context,
     pub measured_at: MeasuredAt,
     pub points: Vec<SizePoint>,
+    /// Stopped (Ctrl-C, SIGTERM) before every size was measured as asked: the points hold only
+    /// the repetitions that ran their full duration.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Where the frames were counted. At the sink, rates come from rx counts; otherwise from tx
@@ -288,6 +292,8 @@ impl Serialize for SweepResult {
             format: &'static str,
             context: &'a Context,
             measured_at: MeasuredAt,
+            #[serde(skip_serializing_if = "std::ops::Not::not")]
+            interrupted: bool,
             points: Vec<Point<'a>>,
         }
         let link = self.context.link_speed_mbps;
@@ -295,6 +301,7 @@ impl Serialize for SweepResult {
             format: FORMAT,
             context: &self.context,
             measured_at: self.measured_at,
+            interrupted: self.interrupted,
             points: self
                 .points
                 .iter()

@@ -44,6 +44,11 @@ pub fn render_table(result: &SweepResult) -> String {
     let mut out = markdown_table(&header, &rows, &right);
     out.push_str(&context_line(result));
     out.push('\n');
+    if result.interrupted {
+        out.push_str(
+            "INTERRUPTED: stopped before the end; only repetitions that ran their full duration are shown\n",
+        );
+    }
     out
 }
 

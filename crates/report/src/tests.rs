@@ -30,6 +30,7 @@ fn sweep(link: Option<u64>, measured_at: MeasuredAt, points: &[(usize, &[f64])])
     SweepResult {
         context: context(link),
         measured_at,
+        interrupted: false,
         points: points
             .iter()
             .map(|&(size, rates)| SizePoint {
@@ -350,4 +351,15 @@ fn bad_files_are_refused_with_their_name() {
         err.contains("norx.json") && err.contains("64 B, repetition 2"),
         "{err}"
     );
+}
+
+#[test]
+fn an_interrupted_sweep_says_so_in_the_file_and_the_table() {
+    let mut r = lab_sweep();
+    assert!(!render_table(&r).contains("INTERRUPTED"));
+    assert!(!r.to_json().contains("interrupted"), "absent when false");
+    r.interrupted = true;
+    assert!(render_table(&r).contains("INTERRUPTED"));
+    let back = SweepResult::from_json(&r.to_json(), Path::new("x.json")).unwrap();
+    assert!(back.interrupted);
 }

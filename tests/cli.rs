@@ -3,37 +3,8 @@
 
 mod common;
 
-use std::os::fd::OwnedFd;
-use std::process::{Command, Stdio};
-
-use common::linerate_usage_error;
+use common::{linerate_usage_error, with_closed_stdout, with_full_stdout};
 use linerate_report::{Context, MeasuredAt, Repetition, SizePoint, SweepResult};
-
-/// Runs linerate with stdout on a pipe whose reader is already closed, so every write fails
-/// with EPIPE, whenever it happens.
-fn with_closed_stdout(args: &[&str]) -> std::process::Output {
-    let (reader, writer): (OwnedFd, OwnedFd) = nix::unistd::pipe().expect("a pipe");
-    drop(reader);
-    Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(args)
-        .stdout(Stdio::from(writer))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run linerate")
-}
-
-fn with_full_stdout(args: &[&str]) -> std::process::Output {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .expect("/dev/full");
-    Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(args)
-        .stdout(Stdio::from(full))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run linerate")
-}
 
 /// A small valid sweep result file.
 fn sweep_file(dir: &std::path::Path, name: &str) -> String {

@@ -219,3 +219,22 @@ fn a_user_without_root_gets_the_truth_and_exit_2() {
     assert!(stderr(&out).contains("CAP_IPC_LOCK"), "{}", stderr(&out));
     assert!(stderr(&out).contains("RLIMIT_MEMLOCK"), "{}", stderr(&out));
 }
+
+#[test]
+fn lab_status_on_a_closed_or_full_stdout() {
+    if !root_or_skip("lab_status_on_a_closed_or_full_stdout") {
+        return;
+    }
+    let lab = common::lab("so", 1);
+    for json in [false, true] {
+        let mut args = vec!["lab", "status", "--name", lab.name.as_str()];
+        if json {
+            args.push("--json");
+        }
+        let out = common::with_closed_stdout(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let out = common::with_full_stdout(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("No space left"), "{}", stderr(&out));
+    }
+}

@@ -296,3 +296,30 @@ pub fn within_three_attempts(mut attempt: impl FnMut() -> Result<(), String>) {
     }
     panic!("no attempt within bounds:\n{}", failures.join("\n"));
 }
+
+/// Runs linerate with stdout on a pipe whose reader is already closed, so every write fails
+/// with EPIPE, whenever it happens.
+pub fn with_closed_stdout(args: &[&str]) -> std::process::Output {
+    let (reader, writer): (std::os::fd::OwnedFd, std::os::fd::OwnedFd) =
+        nix::unistd::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(args)
+        .stdout(std::process::Stdio::from(writer))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run linerate")
+}
+
+pub fn with_full_stdout(args: &[&str]) -> std::process::Output {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(args)
+        .stdout(std::process::Stdio::from(full))
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run linerate")
+}

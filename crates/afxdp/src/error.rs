@@ -18,7 +18,9 @@ pub enum AfXdpError {
     },
     #[error("queue {queue} of {iface} is already open (another AF_XDP socket holds it)")]
     QueueInUse { iface: String, queue: u32 },
-    #[error("{what} needs root (or CAP_NET_ADMIN and CAP_NET_RAW): run with sudo")]
+    #[error(
+        "{what} needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_IPC_LOCK, the last for the UMEM unless RLIMIT_MEMLOCK covers it): run with sudo"
+    )]
     NotPermitted { what: String },
     #[error("this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --backend pcap or null")]
     NoAfXdp,

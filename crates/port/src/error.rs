@@ -14,7 +14,9 @@ pub enum PortError {
     },
     #[error("queue {queue} of {iface} is already open")]
     QueueInUse { iface: String, queue: u32 },
-    #[error("{what} needs root (or CAP_NET_ADMIN and CAP_NET_RAW): run with sudo")]
+    #[error(
+        "{what} needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_IPC_LOCK, the last for the UMEM unless RLIMIT_MEMLOCK covers it): run with sudo"
+    )]
     NotPermitted { what: String },
     #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
     InterfaceDown { iface: String },

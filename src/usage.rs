@@ -1,5 +1,5 @@
 //! Usage error or system error: the one place the exit code is decided. Each library error type
-//! says itself whether the user can fix it (`is_usage`); this only asks them.
+//! says itself whether the user can fix it (`is_usage`); this only asks them, outermost first.
 
 use linerate_engine::EngineError;
 use linerate_port::PortError;
@@ -40,34 +40,75 @@ pub fn exit_code(err: &anyhow::Error) -> (u8, bool) {
     }
 }
 
-/// True when anything in the error chain is something the user can fix by changing the command.
+/// True when the error is the user's to fix. The outermost error in the chain whose type has an
+/// opinion decides: a mid-run failure whose cause would be a usage error at the start (an
+/// interface that went down) stays the system's, as its outer type says.
 pub fn is_usage(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause.is::<UsageError>()
-            // Every stream error is about what the stream spec asks for.
-            || cause.is::<StreamError>()
-            || asks::<ReportError>(cause, ReportError::is_usage)
-            || asks::<PortError>(cause, PortError::is_usage)
-            || asks::<EngineError>(cause, EngineError::is_usage)
-            || platform_is_usage(cause)
-    })
+    err.chain().find_map(opinion).unwrap_or(false)
+}
+
+/// What the cause's own type says, if it is one of ours.
+fn opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
+    if cause.is::<UsageError>() || cause.is::<StreamError>() {
+        // Every stream error is about what the stream spec asks for.
+        return Some(true);
+    }
+    asks::<ReportError>(cause, ReportError::is_usage)
+        .or_else(|| asks::<PortError>(cause, PortError::is_usage))
+        .or_else(|| asks::<EngineError>(cause, EngineError::is_usage))
+        .or_else(|| platform_opinion(cause))
 }
 
 fn asks<E: std::error::Error + 'static>(
     cause: &(dyn std::error::Error + 'static),
     is_usage: fn(&E) -> bool,
-) -> bool {
-    cause.downcast_ref::<E>().is_some_and(is_usage)
+) -> Option<bool> {
+    cause.downcast_ref::<E>().map(is_usage)
 }
 
 #[cfg(target_os = "linux")]
-fn platform_is_usage(cause: &(dyn std::error::Error + 'static)) -> bool {
+fn platform_opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
     asks::<linerate_lab::LabError>(cause, linerate_lab::LabError::is_usage)
-        || asks::<linerate_xdp::XdpError>(cause, linerate_xdp::XdpError::is_usage)
-        || asks::<linerate_live::LiveError>(cause, linerate_live::LiveError::is_usage)
+        .or_else(|| asks::<linerate_xdp::XdpError>(cause, linerate_xdp::XdpError::is_usage))
+        .or_else(|| asks::<linerate_live::LiveError>(cause, linerate_live::LiveError::is_usage))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn platform_is_usage(_cause: &(dyn std::error::Error + 'static)) -> bool {
-    false
+fn platform_opinion(_cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+
+    use anyhow::Context as _;
+
+    use super::*;
+
+    fn code(err: anyhow::Error) -> (u8, bool) {
+        exit_code(&err)
+    }
+
+    #[test]
+    fn each_error_type_decides_its_exit_code() {
+        let down = || PortError::InterfaceDown { iface: "x0".into() };
+        assert_eq!(code(anyhow::Error::from(down()).context("open")), (2, true));
+        assert_eq!(code(usage("no")), (2, true));
+        let io = || io::Error::other("disk");
+        let failed = ReportError::Io {
+            path: "a".into(),
+            source: io(),
+        };
+        assert_eq!(code(failed.into()), (1, true));
+        assert_eq!(code(anyhow::Error::from(io())), (1, true));
+        let engine = EngineError::Port(PortError::io("run", io()));
+        assert_eq!(code(engine.into()), (1, true));
+        let pipe = io::Error::from(io::ErrorKind::BrokenPipe);
+        assert_eq!(
+            code(anyhow::Error::from(pipe).context("stdout")),
+            (0, false)
+        );
+        assert_eq!(code(Interrupted("stop".into()).into()), (130, true));
+    }
 }

@@ -82,8 +82,6 @@ fn platform_opinion(_cause: &(dyn std::error::Error + 'static)) -> Option<bool> 
 mod tests {
     use std::io;
 
-    use anyhow::Context as _;
-
     use super::*;
 
     fn code(err: anyhow::Error) -> (u8, bool) {

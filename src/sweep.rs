@@ -82,12 +82,13 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     );
     let mut points = Vec::new();
     let mut mode = String::new();
-    let mut interrupted = false;
-    for (plan, &size) in plans.iter().zip(&args.sizes) {
+    // How the measuring ended: None when every size ran in full.
+    let mut cut: Option<anyhow::Error> = None;
+    'sizes: for (plan, &size) in plans.iter().zip(&args.sizes) {
         let mut repetitions = Vec::new();
         for rep in 0..=args.repeat {
             if stop.load(Ordering::Relaxed) {
-                interrupted = true;
+                cut = Some(stopped());
                 break;
             }
             let warmup = rep == 0;
@@ -100,17 +101,32 @@ pub fn run(args: &SweepArgs) -> Result<()> {
                 stop: stop.clone(),
                 tick: Duration::from_millis(500),
             };
-            let before = receiver.as_ref().map(|r| (r.counters)()).transpose()?;
-            let report = port
-                .run(plan, &config, &BarObserver(&bar))
-                .with_context(|| format!("transmit {size}-byte frames on {iface}"))?;
-            let rx = match (&receiver, before) {
-                (Some(r), Some(b)) => Some(tx::settle(r, b, report.completed)?),
-                _ => None,
+            let measured = (|| {
+                let before = receiver.as_ref().map(|r| (r.counters)()).transpose()?;
+                let report = port
+                    .run(plan, &config, &BarObserver(&bar))
+                    .with_context(|| format!("transmit {size}-byte frames on {iface}"))?;
+                let rx = match (&receiver, before) {
+                    (Some(r), Some(b)) => Some(tx::settle(r, b, report.completed)?),
+                    _ => None,
+                };
+                anyhow::Ok((report, rx))
+            })();
+            let (report, rx) = match measured {
+                Ok(m) => m,
+                // What was measured before the failure is still written (marked), then the
+                // failure is the command's error.
+                Err(e) => {
+                    if !repetitions.is_empty() {
+                        points.push(SizePoint { size, repetitions });
+                    }
+                    cut = Some(e);
+                    break 'sizes;
+                }
             };
             // A run the stop cut short measured less than its duration: it is not a repetition.
             if stop.load(Ordering::Relaxed) {
-                interrupted = true;
+                cut = Some(stopped());
                 break;
             }
             if let Some(warning) = rx.as_ref().and_then(tx::SinkResult::shared_warning) {
@@ -135,10 +151,16 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         if !repetitions.is_empty() {
             points.push(SizePoint { size, repetitions });
         }
+        if cut.is_some() {
+            break;
+        }
     }
     bar.finish_and_clear();
     if points.is_empty() {
-        return Err(Interrupted("stopped before any measurement: nothing written".into()).into());
+        return Err(match cut {
+            Some(e) if !e.is::<Interrupted>() => e,
+            _ => Interrupted("stopped before any measurement: nothing written".into()).into(),
+        });
     }
     let info = port.info();
     let mut context = Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &mode, &iface);
@@ -157,21 +179,24 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             MeasuredAt::TxCompletions
         },
         points,
-        interrupted,
+        interrupted: cut.is_some(),
     };
     drop(receiver);
     drop(port);
     drop(lab);
     outputs.write(&result)?;
-    if interrupted {
-        return Err(Interrupted(format!(
-            "stopped after {} of {} size(s): what was measured is written, marked interrupted",
+    match cut {
+        None => Ok(()),
+        Some(e) => Err(e.context(format!(
+            "sweep cut short after {} of {} size(s); what was measured is written, marked interrupted",
             result.points.len(),
             args.sizes.len()
-        ))
-        .into());
+        ))),
     }
-    Ok(())
+}
+
+fn stopped() -> anyhow::Error {
+    Interrupted("stopped by a signal".into()).into()
 }
 
 /// The files a sweep writes, reserved before it measures (see [`OutputFile`]).

@@ -119,6 +119,9 @@ pub fn run(args: &TxArgs) -> Result<()> {
     } else {
         output::print_tx(&report, &plan, sink.as_ref())?;
     }
+    if let Some(path) = &args.pcap {
+        eprintln!("wrote {}", path.display());
+    }
     if report.missing() > 0 {
         anyhow::bail!(
             "{} frame(s) were submitted but never completed by the backend",

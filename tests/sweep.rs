@@ -318,3 +318,60 @@ fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
         assert!(elapsed >= 0.29, "a cut-short repetition was kept: {r}");
     }
 }
+
+#[test]
+fn a_sweep_whose_port_fails_mid_run_still_writes_what_it_measured() {
+    if !root_or_skip("a_sweep_whose_port_fails_mid_run_still_writes_what_it_measured") {
+        return;
+    }
+    use std::time::{Duration, Instant};
+    let lab = common::lab("swf", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("cut.json");
+    let before = lab.sink_counters().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "sweep",
+            "-i",
+            &lab.sender,
+            "--sizes",
+            "64,128",
+            "-d",
+            "300ms",
+            "--repeat",
+            "50",
+            "--warmup",
+            "100ms",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As in the interrupted test: once frames arrive, a second holds two whole repetitions.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while lab.sink_counters().unwrap().since(before).packets == 0 {
+        assert!(Instant::now() < deadline, "the sweep never sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let down = Command::new("ip")
+        .args(["link", "set", &lab.sender, "down"])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !matches!(out.status.code(), Some(0 | 130)),
+        "{:?}: {stderr}",
+        out.status
+    );
+    assert!(stderr.contains("cut short"), "{stderr}");
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(result["interrupted"], true);
+    let reps = result["points"][0]["repetitions"].as_array().unwrap();
+    assert!(!reps.is_empty(), "{result}");
+}

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use linerate_port::{Port, PortError, PortInfo, QueueConfig, TxQueue};
+use linerate_xdp::xdp_act;
 
 use crate::AfXdpError;
 use crate::iface::Interface;
@@ -66,6 +67,15 @@ impl Default for XskOptions {
 /// How long a bind answering EBUSY (queue held, or just released) is retried.
 const BIND_RETRY: Duration = Duration::from_secs(1);
 
+/// Slots a copy-mode queue asks for. The kernel copies each frame into an skb within the kick
+/// that sends it, so a few kicks' worth in flight keep the ring fed; every slot more is UMEM the
+/// copy reads from a colder line. Where the knee lies on the lab: docs/performance.md.
+const COPY_SLOTS: u32 = 256;
+
+/// Slots a zero-copy queue asks for: the NIC reads frames by DMA and completes them later, from
+/// its interrupt, so a full TX ring (2048) plus as many awaiting reaping are in flight.
+const ZERO_COPY_SLOTS: u32 = 4096;
+
 /// Drivers that refuse zero-copy TX until an XDP program runs on the interface.
 const NEEDS_PROGRAM_FOR_ZEROCOPY: &[&str] = &["i40e", "ixgbe", "virtio_net"];
 
@@ -88,6 +98,8 @@ impl fmt::Debug for PassProgram {
 pub struct XskPort {
     iface: Interface,
     options: XskOptions,
+    /// The slots a queue asks for: chosen at open for the bind mode the queues will get.
+    min_slots: u32,
     pass: Mutex<Option<Arc<PassProgram>>>,
 }
 
@@ -100,9 +112,13 @@ impl XskPort {
                 iface: iface.info.name,
             });
         }
+        // The slot count is fixed before a queue is bound (it sizes the UMEM the bind registers),
+        // so `Auto` goes by what the driver says it can do: a wrong guess only costs speed.
+        let min_slots = min_slots(options.mode, || linerate_xdp::xdp_features(iface.ifindex));
         Ok(XskPort {
             iface,
             options,
+            min_slots,
             pass: Mutex::new(None),
         })
     }
@@ -220,8 +236,32 @@ impl Port for XskPort {
         &self.iface.info
     }
 
+    /// Few slots in copy mode, a zero-copy ring's worth otherwise (see `COPY_SLOTS`).
+    fn min_slots(&self) -> u32 {
+        self.min_slots
+    }
+
     fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
         Ok(Box::new(self.open_xsk_queue(config)?))
+    }
+}
+
+/// The slots a queue of `mode` asks for. `features` (the driver's `NETDEV_XDP_ACT_*`) decides
+/// for `Auto`. A kernel that cannot tell (an error, or 0: before 6.3 nothing is reported) gets
+/// the zero-copy count, as every queue did before the modes were told apart.
+fn min_slots(mode: XdpMode, features: impl FnOnce() -> io::Result<u64>) -> u32 {
+    let zero_copy = match mode {
+        XdpMode::Copy => false,
+        XdpMode::ZeroCopy => true,
+        XdpMode::Auto => match features() {
+            Ok(0) | Err(_) => true,
+            Ok(f) => f & xdp_act::XSK_ZEROCOPY != 0,
+        },
+    };
+    if zero_copy {
+        ZERO_COPY_SLOTS
+    } else {
+        COPY_SLOTS
     }
 }
 
@@ -398,6 +438,23 @@ fn probe_kick(socket: &XskSocket) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slots_follow_the_bind_mode() {
+        let never = || -> io::Result<u64> { panic!("only Auto asks the driver") };
+        assert_eq!(min_slots(XdpMode::Copy, never), COPY_SLOTS);
+        assert_eq!(min_slots(XdpMode::ZeroCopy, never), ZERO_COPY_SLOTS);
+        // veth: basic XDP, redirect, ndo_xmit, no zero-copy.
+        assert_eq!(min_slots(XdpMode::Auto, || Ok(0b111)), COPY_SLOTS);
+        assert_eq!(
+            min_slots(XdpMode::Auto, || Ok(0b111 | xdp_act::XSK_ZEROCOPY)),
+            ZERO_COPY_SLOTS
+        );
+        // A kernel that reports nothing keeps the old count.
+        assert_eq!(min_slots(XdpMode::Auto, || Ok(0)), ZERO_COPY_SLOTS);
+        let refused = || Err(io::Error::from_raw_os_error(libc::EPERM));
+        assert_eq!(min_slots(XdpMode::Auto, refused), ZERO_COPY_SLOTS);
+    }
 
     #[test]
     fn chunks_are_powers_of_two_from_2048_to_a_page() {

@@ -280,6 +280,41 @@ fn auto_mode_falls_back_to_copy_on_veth() {
 }
 
 #[test]
+fn slots_are_sized_for_the_mode_the_queue_will_bind() {
+    if !root_or_skip() {
+        return;
+    }
+    let lab = Lab::new();
+    let slots = |mode| {
+        let options = XskOptions {
+            mode,
+            ..XskOptions::default()
+        };
+        XskPort::open(&lab.sender, options).unwrap().min_slots()
+    };
+    let copy = slots(XdpMode::Copy);
+    // veth tells the kernel it has no zero-copy, so Auto sizes for the copy it will bind.
+    assert_eq!(slots(XdpMode::Auto), copy);
+    assert!(
+        copy < slots(XdpMode::ZeroCopy),
+        "copy mode asks fewer slots"
+    );
+    // And a queue opened with that many sends.
+    let port = XskPort::open(&lab.sender, XskOptions::default()).unwrap();
+    let mut queue = port
+        .open_queue(&QueueConfig {
+            slots: copy,
+            ..config(0)
+        })
+        .unwrap();
+    assert_eq!(queue.slots(), copy);
+    assert_eq!(queue.mode(), "copy");
+    let before = lab.received();
+    send(queue.as_mut(), lab.receiver_mac(), 1000);
+    assert_eq!(lab.wait_received(before, 1000), (1000, 60_000));
+}
+
+#[test]
 fn a_queue_released_can_be_opened_again_at_once() {
     if !root_or_skip() {
         return;

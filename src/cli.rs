@@ -23,6 +23,8 @@ pub enum Command {
     },
     /// Count what arrives on an interface with the XDP sink, once per second (Linux).
     Sink(SinkArgs),
+    /// Receive on an interface: per flow loss, order and latency from the signature (Linux).
+    Rx(RxArgs),
     /// Max rate at each frame size: the classic max-rate table, JSON, CSV and a plot.
     Sweep(SweepArgs),
     /// Side-by-side table of two or more sweep files, with the ratio per size.
@@ -143,6 +145,50 @@ pub struct LabStatusArgs {
     pub name: LabNameArgs,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RxArgs {
+    /// Interface to receive on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// Native (drv) or generic (skb) XDP.
+    #[arg(long, value_enum, default_value = "drv")]
+    pub mode: XdpAttach,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub receiver: ReceiverArgs,
+    /// Print the flows as JSON on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the receive program is set up; shared by `rx` and `tx --rx`.
+#[derive(Debug, Clone, Args)]
+pub struct ReceiverArgs {
+    /// Flow ids tracked (a table entry each, 128 bytes per CPU); higher ids count as untracked.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub rx_flows: u32,
+    /// Flow ids (from 0) that also get a latency histogram for percentiles (15 KiB per CPU each).
+    #[arg(long, default_value_t = 256, value_name = "N")]
+    pub rx_hist_flows: u32,
+    /// Clock both ends stamp with: monotonic (one host) or tai (two hosts synced by PTP).
+    #[arg(long, value_enum, default_value = "monotonic")]
+    pub clock: ClockArg,
+    /// Pass the frames on to the stack (for a capture) instead of dropping them.
+    #[arg(long)]
+    pub rx_pass: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    Monotonic,
+    Tai,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

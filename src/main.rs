@@ -8,6 +8,9 @@ mod lab;
 mod output;
 mod platform;
 mod ports;
+#[cfg_attr(target_os = "linux", path = "rx.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
+mod rx;
 mod sweep;
 mod tx;
 mod usage;
@@ -28,6 +31,7 @@ fn main() -> ExitCode {
         Command::Tx(args) => tx::run(&args),
         Command::Lab { action } => lab::run(&action),
         Command::Sink(args) => lab::sink(&args),
+        Command::Rx(args) => rx::run(&args),
         Command::Sweep(args) => sweep::run(&args),
         Command::Compare(args) => sweep::compare(&args),
         Command::Ports(args) => ports::run(&args),

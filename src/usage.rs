@@ -56,6 +56,7 @@ fn opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
     asks::<ReportError>(cause, ReportError::is_usage)
         .or_else(|| asks::<PortError>(cause, PortError::is_usage))
         .or_else(|| asks::<EngineError>(cause, EngineError::is_usage))
+        .or_else(|| asks::<linerate_rx::RxError>(cause, linerate_rx::RxError::is_usage))
         .or_else(|| platform_opinion(cause))
 }
 

@@ -16,3 +16,15 @@ pub enum RxError {
     )]
     HistFlows { asked: u32, max: u32, bytes: usize },
 }
+
+impl RxError {
+    /// Whether the user can fix it by changing the command.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            RxError::Xdp(e) => e.is_usage(),
+            RxError::Read { .. } => false,
+            RxError::FlowTable { .. } | RxError::HistFlows { .. } => true,
+        }
+    }
+}

@@ -8,8 +8,9 @@ pub mod flow;
 pub mod hist;
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod table;
 
 pub use error::RxError;
 pub use flow::{FlowReport, FlowState, FlowStats, Latency, RxFlow, RxGlobal, RxTotals};
 #[cfg(target_os = "linux")]
-pub use linux::{Clock, Receiver, RxConfig};
+pub use linux::{Clock, MAX_FLOWS, MAX_HIST_FLOWS, Receiver, RxConfig};

@@ -329,7 +329,7 @@ pub enum AttachArg {
 
 #[derive(Debug, Args)]
 pub struct StreamArgs {
-    /// A TOML stream file; the template flags below then do not apply.
+    /// A TOML stream file; the template flags below are then refused (the file sets every key).
     #[arg(long, value_name = "FILE.toml")]
     pub stream: Option<PathBuf>,
     #[command(flatten)]

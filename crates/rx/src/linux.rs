@@ -2,7 +2,9 @@
 //! interface (in a network namespace if asked), its per-CPU maps read and merged.
 
 use libbpf_rs::{MapCore, MapFlags, Object};
-use linerate_xdp::{AttachMode, MapAbi, XdpLink};
+use std::os::fd::AsFd;
+
+use linerate_xdp::{AttachMode, LinkSwap, MapAbi, XdpLink};
 
 use crate::flow::{FlowStats, RxFlow, RxGlobal, RxTotals};
 use crate::{RxError, hist};
@@ -66,8 +68,9 @@ impl Default for RxConfig {
 /// The receive program, loaded; attached when made by [`Receiver::attach`].
 #[derive(Debug)]
 pub struct Receiver {
-    // Declared before the object: dropped (detached) first.
+    // Declared before the object: dropped (detached, or the lab's sink put back) first.
     link: Option<XdpLink>,
+    swap: Option<LinkSwap>,
     object: Object,
     config: RxConfig,
 }
@@ -115,6 +118,7 @@ impl Receiver {
             })?;
         Ok(Receiver {
             link: None,
+            swap: None,
             object,
             config,
         })
@@ -129,6 +133,15 @@ impl Receiver {
     ) -> Result<Receiver, RxError> {
         let mut rx = Receiver::load(config)?;
         rx.link = Some(linerate_xdp::attach_object(&rx.object, iface, netns, mode)?);
+        Ok(rx)
+    }
+
+    /// Loads the program and puts it in place of the program on the link pinned under `dir` (a
+    /// lab's sink) until dropped: the lab's receive end counts per flow for a run.
+    pub fn swap_into(dir: &std::path::Path, config: RxConfig) -> Result<Receiver, RxError> {
+        let mut rx = Receiver::load(config)?;
+        let swap = LinkSwap::new(dir, rx.program().as_fd())?;
+        rx.swap = Some(swap);
         Ok(rx)
     }
 

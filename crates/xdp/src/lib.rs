@@ -11,7 +11,7 @@ mod linux;
 pub use error::XdpError;
 #[cfg(target_os = "linux")]
 pub use linux::{
-    PassLink, PinnedSink, Sink, XdpLink, attach_object, attach_pass, ifindex, interface,
+    LinkSwap, PassLink, PinnedSink, Sink, XdpLink, attach_object, attach_pass, ifindex, interface,
     live_tx_object, load_object, load_object_checked, rx_object, xdp_features,
 };
 

@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -218,6 +218,94 @@ impl PinnedSink {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// A pinned link (a lab's sink) running another program for as long as this lives: the link's
+/// own program comes back on drop. How a receive program takes the lab's receive end for a run
+/// without detaching the sink (an interface holds one XDP link). A process killed with SIGKILL
+/// leaves the other program on the link until `lab down` (or the next swap) replaces it.
+pub struct LinkSwap {
+    link: OwnedFd,
+    original: OwnedFd,
+    path: PathBuf,
+}
+
+impl fmt::Debug for LinkSwap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LinkSwap")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl LinkSwap {
+    /// Puts `program` on the link pinned under `dir` (as [`Sink::pin`] pins it).
+    pub fn new(dir: &Path, program: BorrowedFd<'_>) -> Result<LinkSwap, XdpError> {
+        let path = dir.join(PIN_LINK);
+        let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| XdpError::NotPinned {
+            dir: dir.to_owned(),
+        })?;
+        // SAFETY: cpath is a NUL-terminated string that outlives the call.
+        let ret = unsafe { libbpf_sys::bpf_obj_get(cpath.as_ptr()) };
+        if ret < 0 {
+            return Err(match -ret {
+                libc::ENOENT | libc::ENOTDIR => XdpError::NotPinned {
+                    dir: dir.to_owned(),
+                },
+                libc::EPERM | libc::EACCES => XdpError::NotRoot {
+                    what: format!("opening {}", path.display()),
+                },
+                errno => pin_error(&path, io::Error::from_raw_os_error(errno)),
+            });
+        }
+        // SAFETY: bpf_obj_get returned a fresh fd that nothing else owns.
+        let link = unsafe { OwnedFd::from_raw_fd(ret) };
+        // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
+        let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
+        let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
+        // SAFETY: info and len are ours and sized as the call expects.
+        let ret =
+            unsafe { libbpf_sys::bpf_link_get_info_by_fd(link.as_raw_fd(), &mut info, &mut len) };
+        if ret < 0 {
+            return Err(pin_error(&path, io::Error::from_raw_os_error(-ret)));
+        }
+        // SAFETY: a plain syscall on an id; it returns a fresh fd or a negative errno.
+        let ret = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(info.prog_id) };
+        if ret < 0 {
+            return Err(pin_error(&path, io::Error::from_raw_os_error(-ret)));
+        }
+        // SAFETY: bpf_prog_get_fd_by_id returned a fresh fd that nothing else owns.
+        let original = unsafe { OwnedFd::from_raw_fd(ret) };
+        update_link(&link, program.as_raw_fd()).map_err(|e| pin_error(&path, e))?;
+        Ok(LinkSwap {
+            link,
+            original,
+            path,
+        })
+    }
+}
+
+impl Drop for LinkSwap {
+    fn drop(&mut self) {
+        if let Err(e) = update_link(&self.link, self.original.as_raw_fd()) {
+            eprintln!(
+                "linerate: could not put the original program back on {}: {e}",
+                self.path.display()
+            );
+        }
+    }
+}
+
+fn update_link(link: &OwnedFd, program: i32) -> io::Result<()> {
+    // SAFETY: a zeroed bpf_link_update_opts is "no options"; sz is set as libbpf requires.
+    let mut opts: libbpf_sys::bpf_link_update_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_link_update_opts>() as _;
+    // SAFETY: link and program are live fds for the duration of the call; opts is initialised.
+    let ret = unsafe { libbpf_sys::bpf_link_update(link.as_raw_fd(), program, &opts) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(())
 }
 
 /// Any loaded object's XDP program attached to an interface through a bpf_link; detaches on drop.

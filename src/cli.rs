@@ -119,8 +119,55 @@ pub enum LabAction {
     Up(LabUpArgs),
     /// Remove the lab; safe to run twice.
     Down(LabNameArgs),
-    /// Show the lab and what its sink has counted.
+    /// Show the lab, its DUT and impairments, and what its sink has counted.
     Status(LabStatusArgs),
+    /// Impair the DUT's egress toward the sink (loss, duplicates, delay, jitter, reorder, rate,
+    /// queue limit), replacing what was set before.
+    Impair(LabImpairArgs),
+    /// The delay line's process, started by `lab impair` (not for direct use).
+    #[command(hide = true)]
+    DelayLine(LabNameArgs),
+}
+
+/// How the lab's device under test forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DutArg {
+    /// Kernel IPv4 routing in netns <name>-dut.
+    Router,
+    /// A Linux bridge in netns <name>-dut.
+    Bridge,
+    /// An XDP redirect program (the fast DUT; takes no impairments).
+    Xdp,
+}
+
+#[derive(Debug, Args)]
+pub struct LabImpairArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// Share of frames dropped, e.g. 1% (0 to 100).
+    #[arg(long, value_name = "P%")]
+    pub loss: Option<String>,
+    /// Share of frames sent twice, e.g. 0.5% (0 to 100).
+    #[arg(long, value_name = "P%")]
+    pub duplicate: Option<String>,
+    /// Time every frame is held, e.g. 1ms (up to 10s).
+    #[arg(long, value_name = "T")]
+    pub delay: Option<String>,
+    /// Each frame's delay is drawn from delay ± jitter, e.g. 100us (at most the delay).
+    #[arg(long, value_name = "T")]
+    pub jitter: Option<String>,
+    /// Share of frames sent at once, past the delayed ones (needs --delay).
+    #[arg(long, value_name = "P%")]
+    pub reorder: Option<String>,
+    /// Rate limit in bit/s of frame bytes (tbf), e.g. 100M or 1Gbit.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<String>,
+    /// Queue limit in frames (tbf's queue, or a pfifo alone).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<String>,
+    /// Remove every impairment.
+    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit"])]
+    pub clear: bool,
 }
 
 #[derive(Debug, Args)]
@@ -137,6 +184,10 @@ pub struct LabUpArgs {
     /// Transmit and receive queues on each end (default: one per CPU).
     #[arg(long)]
     pub queues: Option<u32>,
+    /// Put a device under test (netns <name>-dut) between sender and sink; default: none, the
+    /// direct pair.
+    #[arg(long)]
+    pub dut: Option<DutArg>,
 }
 
 #[derive(Debug, Args)]

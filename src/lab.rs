@@ -1,16 +1,17 @@
-//! `linerate lab` and `linerate sink`: the veth lab and the XDP counter on the receiving side.
+//! `linerate lab` and `linerate sink`: the veth lab (with its device under test and
+//! impairments) and the XDP counter on the receiving side.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_lab::{Lab, LabConfig, LabError};
+use linerate_lab::{DutKind, ImpairCounters, Impairments, Lab, LabConfig, LabError};
 use linerate_wire::format_mac;
 use linerate_xdp::{AttachMode, Sink, SinkCounters};
 use serde::Serialize;
 
-use crate::cli::{LabAction, SinkArgs, XdpAttach};
+use crate::cli::{DutArg, LabAction, LabImpairArgs, SinkArgs, XdpAttach};
 use crate::output::{print, print_json, println};
 
 pub fn run(action: &LabAction) -> Result<()> {
@@ -23,8 +24,13 @@ pub fn run(action: &LabAction) -> Result<()> {
                 name: args.name.name.clone(),
                 queues,
             };
-            let lab = Lab::up(&config)?;
-            print_lab(&lab, None, false)
+            let dut = args.dut.map(|d| match d {
+                DutArg::Router => DutKind::Router,
+                DutArg::Bridge => DutKind::Bridge,
+                DutArg::Xdp => DutKind::Xdp,
+            });
+            let lab = Lab::up_with_dut(&config, dut)?;
+            print_lab(&lab, None, None, false)
         }
         LabAction::Down(args) => {
             Lab::down(&args.name)?;
@@ -42,13 +48,76 @@ pub fn run(action: &LabAction) -> Result<()> {
                 }
                 Err(e) => return Err(e.into()),
             };
+            let impaired = match &lab.dut {
+                Some(_) => lab.impair_counters().ok(),
+                None => None,
+            };
             if args.json {
-                print_json(&LabJson::new(&lab, counters))
+                print_json(&LabJson::new(&lab, counters, impaired))
             } else {
-                print_lab(&lab, counters, true)
+                print_lab(&lab, counters, impaired, true)
             }
         }
+        LabAction::Impair(args) => {
+            let impairments = impairments(args)?;
+            let exe = std::env::current_exe().context("finding the linerate binary")?;
+            let lab = Lab::impair(&args.name.name, &impairments, &exe)?;
+            let line = lab
+                .dut
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), |d| d.impairments.describe());
+            println(&format!("lab {} impairments: {line}", lab.name))
+        }
+        LabAction::DelayLine(args) => {
+            linerate_lab::run_delay_line(&args.name)?;
+            Ok(())
+        }
     }
+}
+
+/// The impairments `lab impair` asks for, each value checked against its bounds.
+fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
+    let mut i = Impairments::default();
+    if args.clear {
+        return Ok(i);
+    }
+    let given = [
+        &args.loss,
+        &args.duplicate,
+        &args.delay,
+        &args.jitter,
+        &args.reorder,
+        &args.rate,
+        &args.limit,
+    ];
+    if given.iter().all(|a| a.is_none()) {
+        return Err(crate::usage(
+            "lab impair: give at least one of --loss, --duplicate, --delay, --jitter, --reorder, --rate, --limit, or --clear",
+        ));
+    }
+    if let Some(t) = &args.loss {
+        i.loss = Impairments::parse_percent("--loss", t)?;
+    }
+    if let Some(t) = &args.duplicate {
+        i.duplicate = Impairments::parse_percent("--duplicate", t)?;
+    }
+    if let Some(t) = &args.delay {
+        i.delay = Impairments::parse_time("--delay", t)?;
+    }
+    if let Some(t) = &args.jitter {
+        i.jitter = Impairments::parse_time("--jitter", t)?;
+    }
+    if let Some(t) = &args.reorder {
+        i.reorder = Impairments::parse_percent("--reorder", t)?;
+    }
+    if let Some(t) = &args.rate {
+        i.rate_bps = Some(Impairments::parse_rate("--rate", t)?);
+    }
+    if let Some(t) = &args.limit {
+        i.limit = Some(Impairments::parse_limit("--limit", t)?);
+    }
+    i.validate()?;
+    Ok(i)
 }
 
 /// The lab whose sender end is `iface`, if it is one.
@@ -81,10 +150,34 @@ struct LabJson {
     /// None when they could not be read (not root).
     sink_packets: Option<u64>,
     sink_bytes: Option<u64>,
+    /// None for the direct pair.
+    dut: Option<DutJson>,
+}
+
+#[derive(Debug, Serialize)]
+struct DutJson {
+    kind: &'static str,
+    netns: String,
+    ingress: String,
+    egress: String,
+    ingress_mac: String,
+    impairments: String,
+    loss_percent: f64,
+    duplicate_percent: f64,
+    delay_ns: u64,
+    jitter_ns: u64,
+    reorder_percent: f64,
+    rate_bps: Option<u64>,
+    limit: Option<u32>,
+    delay_line_running: bool,
+    /// What the impairment program counted; None when unreadable (not root).
+    impair_seen: Option<u64>,
+    impair_dropped: Option<u64>,
+    impair_duplicated: Option<u64>,
 }
 
 impl LabJson {
-    fn new(lab: &Lab, c: Option<SinkCounters>) -> Self {
+    fn new(lab: &Lab, c: Option<SinkCounters>, impaired: Option<ImpairCounters>) -> Self {
         Self {
             name: lab.name.clone(),
             sender: lab.sender.clone(),
@@ -97,11 +190,38 @@ impl LabJson {
             queues: lab.queues,
             sink_packets: c.map(|c| c.packets),
             sink_bytes: c.map(|c| c.bytes),
+            dut: lab.dut.as_ref().map(|d| {
+                let i = &d.impairments;
+                DutJson {
+                    kind: d.kind.as_str(),
+                    netns: d.netns.clone(),
+                    ingress: d.ingress.clone(),
+                    egress: d.egress.clone(),
+                    ingress_mac: format_mac(&d.ingress_mac),
+                    impairments: i.describe(),
+                    loss_percent: i.loss,
+                    duplicate_percent: i.duplicate,
+                    delay_ns: i.delay.as_nanos() as u64,
+                    jitter_ns: i.jitter.as_nanos() as u64,
+                    reorder_percent: i.reorder,
+                    rate_bps: i.rate_bps,
+                    limit: i.limit,
+                    delay_line_running: d.delay_line_running,
+                    impair_seen: impaired.map(|c| c.seen),
+                    impair_dropped: impaired.map(|c| c.dropped),
+                    impair_duplicated: impaired.map(|c| c.duplicated),
+                }
+            }),
         }
     }
 }
 
-fn print_lab(lab: &Lab, counters: Option<SinkCounters>, status: bool) -> Result<()> {
+fn print_lab(
+    lab: &Lab,
+    counters: Option<SinkCounters>,
+    impaired: Option<ImpairCounters>,
+    status: bool,
+) -> Result<()> {
     let mut text = format!(
         "lab       {} ({} queue(s) per end)\n\
          sender    {}  {}  {}  (root namespace: transmit here)\n\
@@ -116,6 +236,27 @@ fn print_lab(lab: &Lab, counters: Option<SinkCounters>, status: bool) -> Result<
         lab.receiver_ip,
         lab.netns
     );
+    if let Some(d) = &lab.dut {
+        text.push_str(&format!(
+            "dut       {}  {} -> {}  (namespace {}; send to {})\n",
+            d.kind,
+            d.ingress,
+            d.egress,
+            d.netns,
+            format_mac(&lab.dst_mac())
+        ));
+        let mut line = d.impairments.describe();
+        if d.impairments.needs_delay_line() && !d.delay_line_running {
+            line.push_str(" (the delay line is NOT running: frames are lost; run `linerate lab impair` again)");
+        }
+        text.push_str(&format!("impair    {line}\n"));
+        if let Some(c) = impaired.filter(|c| c.seen > 0) {
+            text.push_str(&format!(
+                "          {} frames seen, {} dropped, {} duplicated\n",
+                c.seen, c.dropped, c.duplicated
+            ));
+        }
+    }
     match counters {
         Some(c) => text.push_str(&format!(
             "sink      {} packets, {} bytes\n",

@@ -126,7 +126,7 @@ pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
     let sink = linerate_xdp::PinnedSink::open(&dir)?;
     Ok(Some(Receiver {
         name: lab.name.clone(),
-        peer_mac: lab.receiver_mac,
+        peer_mac: lab.dst_mac(),
         ips: (lab.sender_ip, lab.receiver_ip),
         counters: Box::new(move || {
             let c = sink.counters()?;

@@ -5,7 +5,7 @@
 
 use std::env;
 
-const PROGRAMS: &[&str] = &["sink", "pass", "live_tx", "rx"];
+const PROGRAMS: &[&str] = &["sink", "pass", "live_tx", "rx", "dut_fwd", "impair"];
 
 fn main() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {

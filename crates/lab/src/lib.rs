@@ -1,16 +1,19 @@
 //! The veth lab: a network namespace `<name>-sink`, a veth pair `<name>0` (root namespace, the
 //! sender) ↔ `<name>1` (inside the namespace) and the XDP sink on `<name>1`, pinned so any process
-//! can read what arrived. Traffic never leaves the pair. Linux only in substance: elsewhere only
-//! the configuration, the name rules and the plain types exist.
+//! can read what arrived; optionally a device under test (netns `<name>-dut`) between the two,
+//! with impairments. Traffic never leaves the lab. Linux only in substance: elsewhere only the
+//! configuration, the name rules and the plain types exist.
 
 use std::net::Ipv4Addr;
 
+mod impair;
 #[cfg(target_os = "linux")]
 mod linux;
 
+pub use impair::{ImpairCounters, Impairments};
 pub use linerate_xdp::SinkCounters;
 #[cfg(target_os = "linux")]
-pub use linux::{LabGuard, LabLock, root_or_skip};
+pub use linux::{LabGuard, LabLock, root_or_skip, run_delay_line};
 
 /// The longest lab name: `<name>-sink` and `<name>1` must stay within IFNAMSIZ - 1 = 15 chars,
 /// and short names keep `ip` output readable.
@@ -25,8 +28,64 @@ pub struct LabConfig {
     pub queues: u32,
 }
 
+/// How the device under test forwards, in netns `<name>-dut`, from `<name>d0` (facing the sender)
+/// to `<name>d1` (facing the sink).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DutKind {
+    /// Kernel IPv4 routing (ip_forward, /32 routes, static neighbours): frames are sent to
+    /// `<name>d0`'s MAC and leave with the TTL one lower and the sink's MAC.
+    Router,
+    /// A Linux bridge with both DUT ends as ports: frames pass unchanged.
+    Bridge,
+    /// `bpf/dut_fwd.bpf.c` on `<name>d0`: XDP redirect through a devmap, the fast DUT. It skips
+    /// the egress path (tc, qdiscs), so it takes no impairments.
+    Xdp,
+}
+
+impl DutKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DutKind::Router => "router",
+            DutKind::Bridge => "bridge",
+            DutKind::Xdp => "xdp",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DutKind> {
+        match text {
+            "router" => Some(DutKind::Router),
+            "bridge" => Some(DutKind::Bridge),
+            "xdp" => Some(DutKind::Xdp),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for DutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The device under test of a lab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dut {
+    pub kind: DutKind,
+    /// `<name>-dut`.
+    pub netns: String,
+    /// `<name>d0`, peer of the sender.
+    pub ingress: String,
+    /// `<name>d1`, peer of the receiver: where impairments sit (its egress).
+    pub egress: String,
+    pub ingress_mac: [u8; 6],
+    /// What `linerate lab impair` set last (none when never or cleared).
+    pub impairments: Impairments,
+    /// Whether the delay line's process runs (false when no delay line is wanted).
+    pub delay_line_running: bool,
+}
+
 /// A lab that exists on this machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Lab {
     pub name: String,
     /// `<name>0`, in the root namespace: where traffic is sent.
@@ -40,6 +99,19 @@ pub struct Lab {
     pub sender_ip: Ipv4Addr,
     pub receiver_ip: Ipv4Addr,
     pub queues: u32,
+    /// The device under test between sender and receiver; None for the direct pair.
+    pub dut: Option<Dut>,
+}
+
+impl Lab {
+    /// The destination MAC frames sent on [`Lab::sender`] must carry to reach the sink: the
+    /// router DUT's ingress, else the receiver.
+    pub fn dst_mac(&self) -> [u8; 6] {
+        match &self.dut {
+            Some(dut) if dut.kind == DutKind::Router => dut.ingress_mac,
+            _ => self.receiver_mac,
+        }
+    }
 }
 
 /// Errors while building, finding, reading or removing a lab.
@@ -72,6 +144,26 @@ pub enum LabError {
     )]
     Busy { name: String },
 
+    #[error("bad {flag} {value:?}: {reason}")]
+    InvalidImpairment {
+        flag: &'static str,
+        value: String,
+        reason: String,
+    },
+
+    #[error(
+        "lab {name} has no device under test to impair: make one with `linerate lab up --name {name} --dut router`"
+    )]
+    NoDut { name: String },
+
+    #[error(
+        "lab {name}'s xdp DUT redirects frames past the egress path (tc, qdiscs), where impairments sit: use --dut router or bridge"
+    )]
+    XdpDutImpair { name: String },
+
+    #[error("the delay line of lab {name}: {reason}")]
+    DelayLine { name: String, reason: String },
+
     #[error("{what}: permission denied: run as root")]
     NotRoot { what: String },
 
@@ -96,7 +188,7 @@ impl LabError {
     /// leftovers): exit code 2.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::Command { .. } | Self::Io { .. } => false,
+            Self::Command { .. } | Self::Io { .. } | Self::DelayLine { .. } => false,
             Self::Xdp(e) => e.is_usage(),
             _ => true,
         }

@@ -27,6 +27,22 @@ static LIVE_TX_OBJ: &Aligned<[u8]> =
 
 static RX_OBJ: &Aligned<[u8]> = &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/rx.bpf.o")));
 
+static DUT_FWD_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/dut_fwd.bpf.o")));
+static IMPAIR_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/impair.bpf.o")));
+
+/// The compiled `bpf/dut_fwd.bpf.c` (the lab's XDP DUT), 8-byte aligned, for `linerate-lab`.
+pub fn dut_fwd_object() -> &'static [u8] {
+    &DUT_FWD_OBJ.0
+}
+
+/// The compiled `bpf/impair.bpf.c` (the lab's tc impairments), 8-byte aligned, for
+/// `linerate-lab`.
+pub fn impair_object() -> &'static [u8] {
+    &IMPAIR_OBJ.0
+}
+
 /// The compiled `bpf/rx.bpf.c`, 8-byte aligned, for `linerate-rx` to load.
 pub fn rx_object() -> &'static [u8] {
     &RX_OBJ.0
@@ -314,6 +330,7 @@ pub struct XdpLink {
     link: OwnedFd,
     iface: String,
     netns: Option<String>,
+    pinned: bool,
 }
 
 impl fmt::Debug for XdpLink {
@@ -328,8 +345,48 @@ impl fmt::Debug for XdpLink {
 
 impl Drop for XdpLink {
     fn drop(&mut self) {
-        detach(&self.link);
+        if !self.pinned {
+            detach(&self.link);
+        }
     }
+}
+
+impl XdpLink {
+    /// Pins the link at `path` (bpffs, mounted first if it is not): the program then stays
+    /// attached after this process exits, until [`unpin_link`].
+    pub fn pin(&mut self, path: &Path) -> Result<(), XdpError> {
+        ensure_bpffs()?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| pin_error(dir, source))?;
+        }
+        obj_pin(self.link.as_raw_fd(), path)?;
+        self.pinned = true;
+        Ok(())
+    }
+}
+
+/// Detaches the link pinned at `path` and removes the pin; nothing to do when it is not there.
+pub fn unpin_link(path: &Path) -> Result<(), XdpError> {
+    detach_pinned_link(path)?;
+    unpin(path)
+}
+
+/// Removes any pin at `path` (a map's, a link's); nothing to do when it is not there.
+pub fn unpin(path: &Path) -> Result<(), XdpError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(pin_error(path, e)),
+    }
+}
+
+/// Pins a map (any BPF object fd) at `path`, creating its directory.
+pub fn pin_fd(fd: std::os::fd::BorrowedFd<'_>, path: &Path) -> Result<(), XdpError> {
+    ensure_bpffs()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| pin_error(dir, source))?;
+    }
+    obj_pin(fd.as_raw_fd(), path)
 }
 
 /// Attaches the first program of `object` to `iface` inside network namespace `netns` (None =
@@ -354,6 +411,7 @@ pub fn attach_object(
         link,
         iface: iface.to_owned(),
         netns: netns.map(str::to_owned),
+        pinned: false,
     })
 }
 
@@ -576,7 +634,7 @@ fn link_xdp(
 /// Runs `f` in network namespace `netns` (None: right here). setns(2) changes the calling
 /// thread's namespace only, so a short-lived thread enters it and the caller's stays as it was.
 /// Not `ip netns exec`: it remounts /sys, which hides bpffs.
-fn in_netns<T: Send>(
+pub fn in_netns<T: Send>(
     netns: Option<&str>,
     f: impl FnOnce() -> Result<T, XdpError> + Send,
 ) -> Result<T, XdpError> {

@@ -1,0 +1,634 @@
+//! The device under test: netns `<name>-dut` between the sender and the sink, forwarding as a
+//! router, a bridge or an XDP redirect, and the impairments on its egress toward the sink.
+//!
+//! ```text
+//! root ns            <name>-dut                                   <name>-sink
+//! <name>0 ──veth── <name>d0 ─(route | bridge | XDP)─ <name>d1 ──veth── <name>1 (XDP sink)
+//!                                                    egress: clsact bpf/impair.bpf.c, tbf
+//!                              delay line: <name>q0 ─veth─ <name>q1 ─ AF_PACKET ─┘
+//! ```
+
+use std::io;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use libbpf_rs::{MapCore, MapFlags, TC_EGRESS, TC_INGRESS, TcHookBuilder};
+use linerate_xdp::{AttachMode, MapAbi, Sink};
+
+use super::{
+    STATE_DIR, alias, delay, fmt_mac, ip, link_mac, marker_path, netns_path, parse_mac, pin_dir,
+    state_io, tool, write_sysctl, write_sysctl_in,
+};
+use crate::{Dut, DutKind, ImpairCounters, Impairments, Lab, LabError};
+
+pub(crate) fn netns(name: &str) -> String {
+    format!("{name}-dut")
+}
+
+/// The veth pair the delay line reads from: the impairment program redirects frames into
+/// `<name>q0`; the delay line reads them on `<name>q1`.
+pub(crate) fn divert_ends(name: &str) -> (String, String) {
+    (format!("{name}q0"), format!("{name}q1"))
+}
+
+fn bridge(name: &str) -> String {
+    format!("{name}br")
+}
+
+pub(crate) fn layout(name: &str, kind: DutKind) -> Dut {
+    Dut {
+        kind,
+        netns: netns(name),
+        ingress: format!("{name}d0"),
+        egress: format!("{name}d1"),
+        ingress_mac: [0; 6],
+        impairments: Impairments::default(),
+        delay_line_running: false,
+    }
+}
+
+/// Pins under the lab's pin directory.
+const DUT_LINK_PIN: &str = "dut-link";
+const IMPAIR_MAP_PIN: &str = "impair-counters";
+
+/// The record of the impairments in force, for `lab status` and the delay line.
+pub(crate) fn impair_path(name: &str) -> PathBuf {
+    PathBuf::from(STATE_DIR)
+        .join("labs")
+        .join(format!("{name}.impair"))
+}
+
+/// `struct impair_config` of `bpf/impair.bpf.c`, its read-only data.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct ImpairRodata {
+    loss: u32,
+    duplicate: u32,
+    divert_ifindex: u32,
+    pad: u32,
+}
+
+const IMPAIR_ABI: [MapAbi; 2] = [
+    MapAbi::of::<u32, ImpairCounters>("impair_counters"),
+    MapAbi::rodata::<ImpairRodata>(),
+];
+
+pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError> {
+    let q = lab.queues.to_string();
+    let (sink_ns, dut_ns) = (lab.netns.as_str(), dut.netns.as_str());
+    let queues = ["numtxqueues", &q, "numrxqueues", &q];
+    ip(&["netns", "add", dut_ns])?;
+    let mut args = vec!["link", "add", &lab.sender];
+    args.extend(queues);
+    args.extend([
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &dut.ingress,
+        "netns",
+        dut_ns,
+    ]);
+    args.extend(queues);
+    ip(&args)?;
+    let mut args = vec!["-n", dut_ns, "link", "add", &dut.egress];
+    args.extend(queues);
+    args.extend([
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &lab.receiver,
+        "netns",
+        sink_ns,
+    ]);
+    args.extend(queues);
+    ip(&args)?;
+    let mark = alias(&lab.name);
+    for (ns, dev) in [
+        (None, &lab.sender),
+        (Some(sink_ns), &lab.receiver),
+        (Some(dut_ns), &dut.ingress),
+        (Some(dut_ns), &dut.egress),
+    ] {
+        ip_in(ns, &["link", "set", "dev", dev, "alias", &mark])?;
+        // IPv6 off before the links come up: no router solicitation, DAD or MLD frame ever
+        // reaches the sink.
+        let path = format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6");
+        match ns {
+            None => write_sysctl(&path, "1")?,
+            Some(ns) => write_sysctl_in(ns, &path, "1")?,
+        }
+    }
+    ip(&[
+        "addr",
+        "add",
+        &format!("{}/30", lab.sender_ip),
+        "dev",
+        &lab.sender,
+    ])?;
+    ip_in(
+        Some(sink_ns),
+        &[
+            "addr",
+            "add",
+            &format!("{}/30", lab.receiver_ip),
+            "dev",
+            &lab.receiver,
+        ],
+    )?;
+    let sender_mac = link_mac(None, &lab.sender)?;
+    let receiver_mac = link_mac(Some(sink_ns), &lab.receiver)?;
+    let ingress_mac = link_mac(Some(dut_ns), &dut.ingress)?;
+    let egress_mac = link_mac(Some(dut_ns), &dut.egress)?;
+    let marker = marker_path(&lab.name);
+    std::fs::write(
+        &marker,
+        format!(
+            "lab {}\n{dut_line}receiver-mac {}\ndut-mac {}\n",
+            lab.name,
+            fmt_mac(&receiver_mac),
+            fmt_mac(&ingress_mac)
+        ),
+    )
+    .map_err(state_io(format!("writing {}", marker.display())))?;
+    // What the sender and the sink take each other's MAC to be: a router stands between them at
+    // layer 2; a bridge or the XDP DUT do not.
+    let (toward_sink, toward_sender) = match dut.kind {
+        DutKind::Router => (ingress_mac, egress_mac),
+        DutKind::Bridge | DutKind::Xdp => (receiver_mac, sender_mac),
+    };
+    if dut.kind == DutKind::Bridge {
+        let br = bridge(&lab.name);
+        // Snooping off: with it the bridge joins the all-snoopers group (224.0.0.106) and
+        // sends IGMP reports toward the sink, which would count them.
+        ip_in(
+            Some(dut_ns),
+            &["link", "add", &br, "type", "bridge", "mcast_snooping", "0"],
+        )?;
+        write_sysctl_in(
+            dut_ns,
+            &format!("/proc/sys/net/ipv6/conf/{br}/disable_ipv6"),
+            "1",
+        )?;
+        for port in [&dut.ingress, &dut.egress] {
+            ip_in(Some(dut_ns), &["link", "set", "dev", port, "master", &br])?;
+        }
+    }
+    // The sink goes on before the links come up, so it sees every frame from the first.
+    let mut sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
+    sink.pin(&pin_dir(&lab.name))?;
+    drop(sink); // the pins keep it attached
+    if dut.kind == DutKind::Xdp {
+        attach_xdp_dut(lab, dut)?;
+    }
+    ip_in(Some(sink_ns), &["link", "set", "dev", &lab.receiver, "up"])?;
+    for dev in [&dut.egress, &dut.ingress] {
+        ip_in(Some(dut_ns), &["link", "set", "dev", dev, "up"])?;
+    }
+    if dut.kind == DutKind::Bridge {
+        ip_in(
+            Some(dut_ns),
+            &["link", "set", "dev", &bridge(&lab.name), "up"],
+        )?;
+    }
+    if dut.kind == DutKind::Router {
+        write_sysctl_in(dut_ns, "/proc/sys/net/ipv4/ip_forward", "1")?;
+        // Routes need their device up. /32s: the DUT's ends carry no address of their own.
+        for (ip_addr, dev, mac) in [
+            (lab.receiver_ip, &dut.egress, receiver_mac),
+            (lab.sender_ip, &dut.ingress, sender_mac),
+        ] {
+            let addr = ip_addr.to_string();
+            ip_in(
+                Some(dut_ns),
+                &["route", "add", &format!("{addr}/32"), "dev", dev],
+            )?;
+            ip_in(
+                Some(dut_ns),
+                &[
+                    "neigh",
+                    "replace",
+                    &addr,
+                    "lladdr",
+                    &fmt_mac(&mac),
+                    "dev",
+                    dev,
+                    "nud",
+                    "permanent",
+                ],
+            )?;
+        }
+    }
+    // Static neighbours: no ARP frames either.
+    ip(&[
+        "neigh",
+        "replace",
+        &lab.receiver_ip.to_string(),
+        "lladdr",
+        &fmt_mac(&toward_sink),
+        "dev",
+        &lab.sender,
+        "nud",
+        "permanent",
+    ])?;
+    ip_in(
+        Some(sink_ns),
+        &[
+            "neigh",
+            "replace",
+            &lab.sender_ip.to_string(),
+            "lladdr",
+            &fmt_mac(&toward_sender),
+            "dev",
+            &lab.receiver,
+            "nud",
+            "permanent",
+        ],
+    )?;
+    ip(&["link", "set", "dev", &lab.sender, "up"])?;
+    Ok(())
+}
+
+/// Loads `bpf/dut_fwd.bpf.c`, points its devmap at the DUT's egress and attaches it to the
+/// DUT's ingress (native XDP), pinned so it outlives this process.
+fn attach_xdp_dut(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
+    let object = linerate_xdp::load_object_checked(
+        "dut_fwd",
+        linerate_xdp::dut_fwd_object(),
+        &[
+            MapAbi::of::<u32, u32>("dut_ports"),
+            MapAbi::of::<u32, crate::SinkCounters>("dut_counters"),
+        ],
+        |_| Ok(()),
+    )?;
+    let ports = object
+        .maps()
+        .find(|m| m.name() == "dut_ports")
+        .ok_or_else(|| LabError::Command {
+            command: "loading bpf/dut_fwd.bpf.c".into(),
+            stderr: "the object has no map dut_ports".into(),
+        })
+        .and_then(|m| {
+            libbpf_rs::MapHandle::try_from(&m).map_err(|e| LabError::Command {
+                command: "opening the XDP DUT's devmap".into(),
+                stderr: format!("{e:#}"),
+            })
+        })?;
+    let egress = dut.egress.clone();
+    // The kernel resolves a devmap's ifindex in the namespace of the thread that writes it: the
+    // write must happen inside the DUT's namespace, or the index names a root-namespace device.
+    in_dut(&dut.netns, move || {
+        let index = linerate_xdp::ifindex(&egress)?;
+        ports
+            .update(&0u32.to_ne_bytes(), &index.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| LabError::Command {
+                command: format!("filling the XDP DUT's devmap with {egress}"),
+                stderr: format!("{e:#}"),
+            })
+    })?;
+    let mut link =
+        linerate_xdp::attach_object(&object, &dut.ingress, Some(&dut.netns), AttachMode::Drv)?;
+    link.pin(&pin_dir(&lab.name).join(DUT_LINK_PIN))?;
+    Ok(())
+}
+
+/// The DUT of lab `lab` as its marker, namespace and state files describe it; None for the
+/// direct pair.
+pub(crate) fn find(lab: &Lab) -> Result<Option<Dut>, LabError> {
+    let name = &lab.name;
+    let marker = std::fs::read_to_string(marker_path(name)).unwrap_or_default();
+    let kind = marker
+        .lines()
+        .find_map(|l| l.strip_prefix("dut "))
+        .and_then(DutKind::parse);
+    let has_netns = netns_path(&netns(name)).exists();
+    let incomplete = |missing: String| LabError::Incomplete {
+        name: name.clone(),
+        missing,
+    };
+    let Some(kind) = kind else {
+        if has_netns {
+            return Err(incomplete(format!(
+                "the DUT's line in the marker {}",
+                marker_path(name).display()
+            )));
+        }
+        return Ok(None);
+    };
+    let mut dut = layout(name, kind);
+    if !has_netns {
+        return Err(incomplete(format!("network namespace {}", dut.netns)));
+    }
+    dut.ingress_mac = if nix::unistd::geteuid().is_root() {
+        link_mac(Some(&dut.netns), &dut.ingress)
+            .map_err(|_| incomplete(format!("interface {} in {}", dut.ingress, dut.netns)))?
+    } else {
+        marker
+            .lines()
+            .find_map(|l| l.strip_prefix("dut-mac "))
+            .and_then(parse_mac)
+            .ok_or_else(|| incomplete(format!("the marker {}", marker_path(name).display())))?
+    };
+    dut.impairments = std::fs::read_to_string(impair_path(name))
+        .map(|t| Impairments::from_text(&t))
+        .unwrap_or_default();
+    dut.delay_line_running = delay::running(name).is_some();
+    Ok(Some(dut))
+}
+
+/// Stops the delay line and removes the DUT's pins and state; the namespace goes with the lab.
+pub(crate) fn remove(name: &str) -> Vec<Result<(), LabError>> {
+    let dir = pin_dir(name);
+    vec![
+        delay::stop(name),
+        linerate_xdp::unpin_link(&dir.join(DUT_LINK_PIN)).map_err(LabError::from),
+        linerate_xdp::unpin(&dir.join(IMPAIR_MAP_PIN)).map_err(LabError::from),
+        remove_file(&impair_path(name)),
+    ]
+}
+
+fn remove_file(path: &std::path::Path) -> Result<(), LabError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(LabError::Io {
+            what: format!("removing {}", path.display()),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn ip_in(netns: Option<&str>, args: &[&str]) -> Result<(), LabError> {
+    match netns {
+        None => ip(args),
+        Some(ns) => {
+            let mut full = vec!["-n", ns];
+            full.extend(args);
+            ip(&full)
+        }
+    }
+}
+
+/// Runs `f` inside network namespace `netns` on a short-lived thread.
+fn in_dut<T: Send>(
+    netns: &str,
+    f: impl FnOnce() -> Result<T, LabError> + Send,
+) -> Result<T, LabError> {
+    let mut result = None;
+    linerate_xdp::in_netns(Some(netns), || {
+        result = Some(f());
+        Ok(())
+    })?;
+    result.expect("the closure ran")
+}
+
+/// Sets the impairments of lab `lab`'s DUT egress, replacing any before: the BPF program for
+/// loss, duplication and the delay line's diversion, tbf (or pfifo) for rate and queue limit,
+/// the delay line's process for delay, jitter and reorder. `Impairments::default()` clears.
+/// `delay_line` is the program to start the delay line with (`<it> lab delay-line --name N`).
+pub(crate) fn impair(
+    lab: &Lab,
+    imp: &Impairments,
+    delay_line: &std::path::Path,
+) -> Result<(), LabError> {
+    imp.validate()?;
+    let name = lab.name.as_str();
+    let dut = lab
+        .dut
+        .as_ref()
+        .ok_or_else(|| LabError::NoDut { name: name.into() })?;
+    if dut.kind == DutKind::Xdp && !imp.is_none() {
+        return Err(LabError::XdpDutImpair { name: name.into() });
+    }
+    clear(lab, dut)?;
+    if imp.is_none() {
+        return Ok(());
+    }
+    let state = impair_path(name);
+    std::fs::write(&state, imp.to_text())
+        .map_err(state_io(format!("writing {}", state.display())))?;
+    let result = apply(lab, dut, imp, delay_line);
+    if result.is_err() {
+        let _ = clear(lab, dut);
+    }
+    result
+}
+
+fn apply(
+    lab: &Lab,
+    dut: &Dut,
+    imp: &Impairments,
+    delay_line: &std::path::Path,
+) -> Result<(), LabError> {
+    let name = lab.name.as_str();
+    let ns = dut.netns.as_str();
+    let mut divert_ifindex = 0;
+    if imp.needs_delay_line() {
+        let (q0, q1) = divert_ends(name);
+        // Looked up in the namespace itself: /sys/class/net shows the namespace sysfs was
+        // mounted in, not the calling thread's.
+        if in_dut(ns, || Ok(linerate_xdp::ifindex(&q0).is_err()))? {
+            ip_in(
+                Some(ns),
+                &["link", "add", &q0, "type", "veth", "peer", "name", &q1],
+            )?;
+            for dev in [&q0, &q1] {
+                write_sysctl_in(
+                    ns,
+                    &format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"),
+                    "1",
+                )?;
+                ip_in(Some(ns), &["link", "set", "dev", dev, "up"])?;
+            }
+        }
+        divert_ifindex = in_dut(ns, || Ok(linerate_xdp::ifindex(&q0)?))?;
+        delay::start(name, delay_line)?;
+    }
+    if imp.loss > 0.0 || imp.duplicate > 0.0 || divert_ifindex != 0 {
+        attach_impair(lab, dut, imp, divert_ifindex)?;
+    }
+    if imp.rate_bps.is_some() || imp.limit.is_some() {
+        shape(dut, imp)?;
+    }
+    Ok(())
+}
+
+/// Loads `bpf/impair.bpf.c` with the thresholds and attaches it to tc clsact egress of the DUT's
+/// egress through libbpf's tc hook; pins its counters.
+fn attach_impair(
+    lab: &Lab,
+    dut: &Dut,
+    imp: &Impairments,
+    divert_ifindex: u32,
+) -> Result<(), LabError> {
+    let rodata = ImpairRodata {
+        loss: Impairments::threshold(imp.loss),
+        duplicate: Impairments::threshold(imp.duplicate),
+        divert_ifindex,
+        pad: 0,
+    };
+    let object = linerate_xdp::load_object_checked(
+        "impair",
+        linerate_xdp::impair_object(),
+        &IMPAIR_ABI,
+        |open| {
+            let mut map = open
+                .maps_mut()
+                .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
+                .ok_or_else(|| {
+                    libbpf_rs::Error::from(io::Error::other("the object has no .rodata"))
+                })?;
+            let data = map.initial_value_mut().ok_or_else(|| {
+                libbpf_rs::Error::from(io::Error::other(".rodata has no initial value"))
+            })?;
+            // SAFETY: ImpairRodata is #[repr(C)] plain integers; viewing it as bytes is sound.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(
+                    (&raw const rodata).cast::<u8>(),
+                    size_of::<ImpairRodata>(),
+                )
+            };
+            data[..bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        },
+    )?;
+    let program = object.progs().next().ok_or_else(|| LabError::Command {
+        command: "loading bpf/impair.bpf.c".into(),
+        stderr: "the object holds no program".into(),
+    })?;
+    let prog_fd = program.as_fd();
+    let egress = dut.egress.clone();
+    in_dut(&dut.netns, move || {
+        let index = linerate_xdp::ifindex(&egress)?;
+        let mut hook = TcHookBuilder::new(prog_fd)
+            .ifindex(index as i32)
+            .replace(true)
+            .handle(1)
+            .priority(1)
+            .hook(TC_EGRESS);
+        let tc_error = |what: &str, e: libbpf_rs::Error| LabError::Command {
+            command: format!("{what} on {egress}"),
+            stderr: format!("{e:#}"),
+        };
+        hook.create()
+            .map_err(|e| tc_error("creating the clsact qdisc", e))?;
+        hook.attach()
+            .map_err(|e| tc_error("attaching bpf/impair.bpf.c to tc egress", e))?;
+        Ok(())
+    })?;
+    let map = object
+        .maps()
+        .find(|m| m.name() == "impair_counters")
+        .ok_or_else(|| LabError::Command {
+            command: "loading bpf/impair.bpf.c".into(),
+            stderr: "the object has no map impair_counters".into(),
+        })?;
+    linerate_xdp::pin_fd(map.as_fd(), &pin_dir(&lab.name).join(IMPAIR_MAP_PIN))?;
+    Ok(())
+}
+
+/// Rate and queue limit on the DUT's egress root: tbf (with a pfifo child for `--limit`), or a
+/// pfifo alone. Through `tc`: libbpf's tc hook makes clsact and BPF filters only, tbf needs the
+/// rate tables tc computes, and no netlink crate is in the workspace yet (see linux.rs).
+fn shape(dut: &Dut, imp: &Impairments) -> Result<(), LabError> {
+    let ns = dut.netns.as_str();
+    let dev = dut.egress.as_str();
+    let Some(rate) = imp.rate_bps else {
+        let limit = imp.limit.unwrap_or(1000).to_string();
+        return tool(
+            "tc",
+            &[
+                "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "pfifo", "limit",
+                &limit,
+            ],
+        );
+    };
+    // A burst of 1 ms at the rate, at least two full frames: tbf refuses frames over the burst.
+    let burst = (rate / 8 / 1000).max(2 * 1518).to_string();
+    let rate = format!("{rate}bit");
+    let mut args = vec![
+        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf", "rate", &rate,
+        "burst", &burst,
+    ];
+    // Without --limit, tbf holds what leaves within 50 ms.
+    args.extend(["latency", "50ms"]);
+    tool("tc", &args)?;
+    if let Some(limit) = imp.limit {
+        let limit = limit.to_string();
+        tool(
+            "tc",
+            &[
+                "-n", ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
+                "pfifo", "limit", &limit,
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Removes every impairment: the delay line, the clsact qdisc (and the program with it), the
+/// root qdisc, the counters pin and the record.
+fn clear(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
+    let name = lab.name.as_str();
+    delay::stop(name)?;
+    let egress = dut.egress.clone();
+    in_dut(&dut.netns, move || {
+        let index = linerate_xdp::ifindex(&egress)?;
+        // destroy() reads only the ifindex and the attach point, never the program fd.
+        let stdin = io::stdin();
+        let mut hook = TcHookBuilder::new(stdin.as_fd())
+            .ifindex(index as i32)
+            .hook(TC_INGRESS | TC_EGRESS);
+        // Both attach points: libbpf then deletes the clsact qdisc, not only its filters.
+        // Destroying clsact when there is none answers ENOENT or EINVAL: nothing to do, and
+        // libbpf's printed "Cannot find specified qdisc" would only alarm.
+        let previous = libbpf_rs::set_print(None);
+        let _ = hook.destroy();
+        libbpf_rs::set_print(previous);
+        Ok(())
+    })?;
+    // Deleting the default root qdisc answers an error ("Cannot delete qdisc with handle of
+    // zero"): nothing was there.
+    let _ = tool(
+        "tc",
+        &["-n", &dut.netns, "qdisc", "del", "dev", &dut.egress, "root"],
+    );
+    linerate_xdp::unpin(&pin_dir(name).join(IMPAIR_MAP_PIN))?;
+    remove_file(&impair_path(name))?;
+    // Give the kernel a moment to free the old program's qdisc before a new one is made.
+    std::thread::sleep(Duration::from_millis(10));
+    Ok(())
+}
+
+/// What the impairment program has counted so far (zeroes when none is attached).
+pub(crate) fn counters(name: &str) -> Result<ImpairCounters, LabError> {
+    let path = pin_dir(name).join(IMPAIR_MAP_PIN);
+    if !path.exists() {
+        return Ok(ImpairCounters::default());
+    }
+    let map = libbpf_rs::MapHandle::from_pinned_path(&path).map_err(|e| LabError::Command {
+        command: format!("opening {}", path.display()),
+        stderr: format!("{e:#}"),
+    })?;
+    let per_cpu = map
+        .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| LabError::Command {
+            command: format!("reading {}", path.display()),
+            stderr: format!("{e:#}"),
+        })?
+        .unwrap_or_default();
+    let mut total = ImpairCounters::default();
+    for value in per_cpu {
+        let word = |i: usize| {
+            value
+                .get(i * 8..i * 8 + 8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        };
+        total.seen += word(0);
+        total.dropped += word(1);
+        total.duplicated += word(2);
+        total.diverted += word(3);
+    }
+    Ok(total)
+}

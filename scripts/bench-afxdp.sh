@@ -4,15 +4,17 @@
 # lab's XDP sink over the same window; the order rotates from round to round. Prints every round
 # and, per tool, the median rate and the median of its per-round ratios to the reference (xdpsock
 # when given, else the first binary): this VM's speed drifts between rounds by more than the
-# differences measured, and a ratio within one round cancels most of that drift.
+# differences measured, and a ratio within one round cancels most of that drift. Each figure is
+# given twice: packets per second of wall time, and per second of CPU time the sender got.
 #
 #   bench-afxdp.sh [--size 64] [--duration 3] [--warmup 1] [--rounds 7] [--nice -20] [--xdpsock PATH] [--preload LIB] [BINARY ...]
 #
 # BINARY defaults to target/release/linerate. xdpsock is bpf-examples' AF_XDP-example, run as
 # `xdpsock -t -c -i IFACE -q 0 -s SIZE -Q` (copy mode, its defaults otherwise); --preload sets
 # LD_PRELOAD for it (a shim that lets its setrlimit(RLIMIT_MEMLOCK) succeed without
-# CAP_SYS_RESOURCE). Every tool runs at the same --nice (default -20), so that compile jobs
-# sharing the machine take less of core 0 from whichever tool is measured.
+# CAP_SYS_RESOURCE). Every tool runs at the same --nice (default -20), in a session (autogroup)
+# of its own, so that compile jobs sharing the machine take less of core 0 from whichever tool is
+# measured.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 . "$(dirname "$0")/lib/bench.sh" "$@"
@@ -54,21 +56,44 @@ bench_lab_up lrafxdp
 
 sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
 now() { date +%s.%N; }
+# CPU time (s) of process $1, its ended threads included, and of core 0's ksoftirqd: the sender's
+# own work with the sink's softirq wherever it ran (in the sender's syscalls, charged to it as
+# system time, or deferred to ksoftirqd). Clock ticks: 1 % resolution over 1 s.
+ksoftirqd=$(pgrep -x ksoftirqd/0 || true)
+tick=$(getconf CLK_TCK)
+cpu_s() {
+    cat /proc/"$1"/stat ${ksoftirqd:+/proc/$ksoftirqd/stat} 2>/dev/null |
+        sed 's/.*) //' | awk -v hz="$tick" '{ s += $12 + $13 } END { printf "%.2f\n", s / hz }'
+}
+# One reading: "time packets cpu_ns", the time taken halfway through the sink's read, which is
+# slow when the machine is busy.
+reading() {
+    local a b c
+    a=$(now); c=$(sink_packets); b=$(now)
+    echo "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f", (a + b) / 2 }') ${c:-0} $(cpu_s "$1")"
+}
 
-# Runs "$@" in the background, counts at the sink over a window after the warm-up, stops it.
+# Runs "$@" in the background, reads the sink and its CPU time over a window after the warm-up,
+# stops it. Prints "Mpps Mpps-per-busy-core": packets over wall time, and over the CPU time the
+# sender (and ksoftirqd/0) got, which other jobs sharing core 0 take much less from.
 measure() {
-    "$@" >/dev/null 2>&1 &
+    setsid "$@" >/dev/null 2>&1 &
     local pid=$!
+    # With autogroups on, a process's nice only ranks it inside its session: the session of its
+    # own that setsid gave it gets the niceness, against the other sessions' jobs.
+    [[ ! -w /proc/$pid/autogroup ]] || echo "$niceness" >"/proc/$pid/autogroup" 2>/dev/null || true
     sleep "$warmup"
-    local t1 c1 t2 c2
-    t1=$(now); c1=$(sink_packets)
+    local r1 r2
+    r1=$(reading "$pid")
     sleep "$duration"
-    t2=$(now); c2=$(sink_packets)
+    r2=$(reading "$pid")
     kill -INT "$pid" 2>/dev/null || true
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    awk -v a="$c1" -v b="$c2" -v s="$t1" -v e="$t2" 'BEGIN { printf "%.3f\n", (b - a) / (e - s) / 1e6 }'
+    awk -v r1="$r1" -v r2="$r2" 'BEGIN {
+        split(r1, a, " "); split(r2, b, " "); p = b[2] - a[2]; cpu = b[3] - a[3]
+        printf "%.3f %.3f\n", p / (b[1] - a[1]) / 1e6, (cpu > 0) ? p / cpu / 1e6 : 0 }'
 }
 
 tools=("${binaries[@]}")
@@ -76,7 +101,8 @@ tools=("${binaries[@]}")
 reference=$((${#tools[@]} - 1))
 [[ -n $xdpsock ]] || reference=0
 run_tool() {
-    local long=$((warmup + duration + 5))
+    # Stopped by the window's end; the duration only has to outlast slow reads of the sink.
+    local long=$((warmup + duration + 60))
     if [[ $1 == xdpsock ]]; then
         measure nice -n "$niceness" env ${preload:+LD_PRELOAD="$preload"} taskset -c 0 "$xdpsock" -t -c -i "${lab}0" -q 0 -s "$size" -Q
     else
@@ -84,12 +110,13 @@ run_tool() {
     fi
 }
 
-echo "lab $lab on $(uname -r), $(nproc) CPUs ($(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)); $size B, one worker on core 0, nice $niceness; Mpps at the sink, ${duration}s after ${warmup}s warm-up; load at start:$(uptime | sed 's/.*load average://')" >&2
+echo "lab $lab on $(uname -r), $(nproc) CPUs ($(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)); $size B, one worker on core 0, nice $niceness; ${duration}s after ${warmup}s warm-up; each cell: Mpps at the sink / Mpps per busy core; load at start:$(uptime | sed 's/.*load average://')" >&2
 header="| round |"
 rule="| ---: |"
 for t in "${tools[@]}"; do header+=" ${t##*/} |"; rule+=" ---: |"; done
 echo "$header"
 echo "$rule"
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f\n", (b > 0) ? a / b : 0 }'; }
 for ((r = 1; r <= rounds; r++)); do
     declare -A got=()
     for ((k = 0; k < ${#tools[@]}; k++)); do
@@ -97,20 +124,22 @@ for ((r = 1; r <= rounds; r++)); do
         got[$i]=$(run_tool "${tools[i]}")
     done
     row="| $r |"
+    read -r ref_rate ref_core <<<"${got[$reference]}"
     for ((i = 0; i < ${#tools[@]}; i++)); do
-        row+=" ${got[$i]} |"
-        echo "${got[$i]}" >>"$work/rate.$i"
-        awk -v a="${got[$i]}" -v b="${got[$reference]}" 'BEGIN { printf "%.4f\n", (b > 0) ? a / b : 0 }' >>"$work/ratio.$i"
+        read -r rate core <<<"${got[$i]}"
+        row+=" $rate / $core |"
+        echo "$rate" >>"$work/rate.$i"
+        echo "$core" >>"$work/core.$i"
+        ratio "$rate" "$ref_rate" >>"$work/rate-ratio.$i"
+        ratio "$core" "$ref_core" >>"$work/core-ratio.$i"
     done
     echo "$row"
     unset got
 done
-row="| median |"
-ratios="| ratio to ${tools[reference]##*/} (median of rounds) |"
-for ((i = 0; i < ${#tools[@]}; i++)); do
-    row+=" $(median <"$work/rate.$i") |"
-    ratios+=" $(median <"$work/ratio.$i") |"
+for what in "median Mpps:rate" "median of per-round ratios to ${tools[reference]##*/}:rate-ratio" \
+    "median Mpps per busy core:core" "median of per-round ratios per busy core:core-ratio"; do
+    row="| ${what%:*} |"
+    for ((i = 0; i < ${#tools[@]}; i++)); do row+=" $(median <"$work/${what##*:}.$i") |"; done
+    echo "$row"
 done
-echo "$row"
-echo "$ratios"
 echo "load at end:$(uptime | sed 's/.*load average://')" >&2

@@ -12,9 +12,8 @@
 # BINARY defaults to target/release/linerate. xdpsock is bpf-examples' AF_XDP-example, run as
 # `xdpsock -t -c -i IFACE -q 0 -s SIZE -Q` (copy mode, its defaults otherwise); --preload sets
 # LD_PRELOAD for it (a shim that lets its setrlimit(RLIMIT_MEMLOCK) succeed without
-# CAP_SYS_RESOURCE). Every tool runs at the same --nice (default -20), in a session (autogroup)
-# of its own, so that compile jobs sharing the machine take less of core 0 from whichever tool is
-# measured.
+# CAP_SYS_RESOURCE). Every tool runs at the same --nice (default -20), which ranks it above
+# other jobs of the script's session (not above other sessions' jobs: autogroups).
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 . "$(dirname "$0")/lib/bench.sh" "$@"
@@ -77,11 +76,10 @@ reading() {
 # stops it. Prints "Mpps Mpps-per-busy-core": packets over wall time, and over the CPU time the
 # sender (and ksoftirqd/0) got, which other jobs sharing core 0 take much less from.
 measure() {
-    setsid "$@" >/dev/null 2>&1 &
+    # Not in a session of its own (setsid): with autogroups on, a fresh session's group got half
+    # of core 0 beside the compile jobs, where the script's own got all of it.
+    "$@" >/dev/null 2>&1 &
     local pid=$!
-    # With autogroups on, a process's nice only ranks it inside its session: the session of its
-    # own that setsid gave it gets the niceness, against the other sessions' jobs.
-    [[ ! -w /proc/$pid/autogroup ]] || echo "$niceness" >"/proc/$pid/autogroup" 2>/dev/null || true
     sleep "$warmup"
     local r1 r2
     r1=$(reading "$pid")

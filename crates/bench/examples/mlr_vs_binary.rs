@@ -62,6 +62,38 @@ fn main() -> Result<(), linerate_bench::Error> {
         binary_time,
         mlr.trial_time_s / binary_time
     );
+
+    // The same comparison over shapers at other rates, so the figure is not one lucky point.
+    let mut ratios = Vec::new();
+    for i in 0..19 {
+        let rate = max * (0.05 + 0.05 * f64::from(i)) * 1.013; // off the halving points
+        let sh = Shaper {
+            rate_fps: rate,
+            bucket_bytes: 15_000.0,
+        };
+        let goals = vec![
+            SearchGoal::new(0.0, final_d)?,
+            SearchGoal::new(pdr, final_d)?,
+        ];
+        let m = Mlr::new(goals, min, max)?
+            .search(size, &mut sh.clone())?
+            .trial_time_s;
+        let mut b = 0.0;
+        for loss in [0.0, pdr] {
+            b += BinarySearch::new(loss, final_d, width, min, max)?
+                .search(size, &mut sh.clone())?
+                .trial_time_s;
+        }
+        ratios.push(m / b);
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "over {} shapers from 5 % to 96 % of the max load: ratio min {:.3}, median {:.3}, max {:.3}",
+        ratios.len(),
+        ratios[0],
+        ratios[ratios.len() / 2],
+        ratios[ratios.len() - 1]
+    );
     Ok(())
 }
 

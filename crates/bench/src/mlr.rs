@@ -10,7 +10,9 @@
 //! short trials still count).
 //!
 //! Within a phase a goal asks for one load at a time: the max load until an upper bound exists;
-//! then an undecided load inside the bracket if there is one (more trials decide it); then the
+//! then an undecided load inside the bracket if there is one (more trials decide it), or the
+//! midpoint above it when it passed every trial so far and the bracket is still too wide (a
+//! pass there closes the width in one trial, where re-measuring it first would take two); then the
 //! midpoint of the relevant bounds, or below the upper bound when no lower bound exists yet (the
 //! lower of the forwarding rate seen there and `(1 − w_k)` times it). A goal is done in a phase when its
 //! bounds are within `w_k`, when the max load is a lower bound, or when the min load is an upper
@@ -178,6 +180,12 @@ impl Mlr {
             .map(|(load, _)| *load)
             .next_back();
         if let Some(x) = undecided {
+            // A load that passed every trial so far (typically the lower bound of the previous,
+            // shorter phase) is a likely lower bound: try halfway above it first, since a pass
+            // there closes the width in one trial.
+            if (u - x) / u > width * (1.0 + 1e-9) && db.all_low_loss(x, c) {
+                return Step::Measure((x + u) / 2.0);
+            }
             return Step::Measure(x);
         }
         match lower {
@@ -291,6 +299,12 @@ impl Db {
             .get(&load.to_bits())
             .map(|v| v.iter().map(|(s, _)| *s).collect())
             .unwrap_or_default()
+    }
+
+    fn all_low_loss(&self, load: f64, c: &Criteria) -> bool {
+        self.loads
+            .get(&load.to_bits())
+            .is_some_and(|v| v.iter().all(|(s, _)| s.loss_ratio <= c.loss_ratio))
     }
 
     fn min_forwarding(&self, load: f64) -> f64 {

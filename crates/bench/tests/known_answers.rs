@@ -410,3 +410,48 @@ fn results_serialize_with_every_trial() {
     let total: f64 = r.trials.iter().map(|t| t.duration_s).sum();
     assert_eq!(v["trial_time_s"], total);
 }
+
+/// Several goals in one search share their trials: NDR and PDR together cost less trial time
+/// than the two searched one after the other.
+#[test]
+fn goals_searched_together_share_trials() {
+    let sh = shaper();
+    let (min, max) = (LINE_1G_64 / 1000.0, LINE_1G_64);
+    let time = |goals| {
+        Mlr::new(goals, min, max)
+            .unwrap()
+            .search(size(), &mut sh.clone())
+            .unwrap()
+            .trial_time_s
+    };
+    let together = time(ndr_pdr());
+    let apart: f64 = ndr_pdr().into_iter().map(|g| time(vec![g])).sum();
+    println!("NDR+PDR together {together:.1} s, apart {apart:.1} s");
+    assert!(together < apart, "together {together} s, apart {apart} s");
+}
+
+/// Without room for shorter trials (initial = final) every trial is full length and the answer
+/// is the same.
+#[test]
+fn initial_equal_to_final_runs_full_length_trials_only() {
+    let sh = shaper();
+    let d = Duration::from_secs(10);
+    let g = SearchGoal::new(0.0, d)
+        .unwrap()
+        .with_initial_duration(d)
+        .unwrap();
+    let r = Mlr::new(vec![g], 1488.0, LINE_1G_64)
+        .unwrap()
+        .search(size(), &mut sh.clone())
+        .unwrap();
+    assert!(r.trials.iter().all(|t| t.duration_s == 10.0));
+    let (lo, up) = (
+        r.goals[0].relevant_lower_fps.unwrap(),
+        r.goals[0].relevant_upper_fps.unwrap(),
+    );
+    let want = sh.ndr(SIZE, 10.0);
+    assert!(
+        lo <= want && up > want && (up - lo) / up <= WIDTH * (1.0 + 1e-9),
+        "{lo} {up} {want}"
+    );
+}

@@ -422,9 +422,9 @@ pub struct SpecFile {
     pub streams: Vec<StreamSpec>,
 }
 
-/// Largest stream file read. `toml` holds a parsed file in some fifty times its size before a
-/// stream is checked, so a hostile 35 MB file cost 2 GB: 4 MiB is thousands of streams.
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
+/// Largest stream file read. `toml` holds a parsed file in up to some seventy times its size
+/// before a stream is checked (a hostile 35 MB file cost 2 GB): 2 MiB is thousands of streams.
+pub const MAX_FILE_BYTES: u64 = 2 << 20;
 /// Most streams one plan holds (`[[stream]]` tables of a file).
 pub const MAX_STREAMS: usize = 4096;
 /// Most bytes of pre-built frames one plan holds, counted from the sizes and periods before any
@@ -448,6 +448,22 @@ impl SpecFile {
         if tables > MAX_STREAMS {
             return Err(too_big(format!(
                 "{tables} [[stream]] tables, over the {MAX_STREAMS} a plan holds"
+            )));
+        }
+        // Inline tables (`stream = [{}, {}, …]`) are counted by a first pass that keeps none of
+        // them: a stream with its defaults costs far more than its text.
+        #[derive(Deserialize)]
+        struct Count {
+            stream: Option<Vec<serde::de::IgnoredAny>>,
+        }
+        if let Ok(Count {
+            stream: Some(streams),
+        }) = toml::from_str::<Count>(text)
+            && streams.len() > MAX_STREAMS
+        {
+            return Err(too_big(format!(
+                "{} streams, over the {MAX_STREAMS} a plan holds",
+                streams.len()
             )));
         }
         let mut file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
@@ -668,7 +684,10 @@ mod limit_tests {
         let padding = "#".repeat(MAX_FILE_BYTES as usize);
         std::fs::write(&path, format!("[[stream]]\n{padding}\n")).unwrap();
         let err = SpecFile::load(&path).unwrap_err().to_string();
-        assert!(err.contains("larger than 4194304 bytes"), "{err}");
+        assert!(
+            err.contains(&format!("larger than {MAX_FILE_BYTES} bytes")),
+            "{err}"
+        );
     }
 }
 

@@ -275,16 +275,10 @@ fn send_signed(lab: &Lab, flow: u16, count: u32, pps: u64) {
     }
 }
 
-/// The receive program in place of the lab's sink (the sink's pins removed first).
+/// The receive program in place of the lab's sink on its pinned link, until dropped.
 fn receiver(lab: &Lab) -> linerate_rx::Receiver {
-    linerate_xdp::PinnedSink::unpin(&lab.pin_dir()).expect("unpin the sink");
-    linerate_rx::Receiver::attach(
-        &lab.receiver,
-        Some(&lab.netns),
-        linerate_xdp::AttachMode::Drv,
-        linerate_rx::RxConfig::default(),
-    )
-    .expect("attach the receive program")
+    linerate_rx::Receiver::swap_into(&lab.pin_dir(), linerate_rx::RxConfig::default())
+        .expect("the receive program in place of the sink")
 }
 
 /// Waits until flow `flow` has `frames` frames (3 s at most) and returns its stats.
@@ -465,4 +459,55 @@ fn impairment_values_out_of_range_are_refused_in_one_line() {
         assert!(line.contains(word), "{args:?}: {line}");
     }
     linerate_usage_error(&["lab", "impair", "--clear", "--loss", "1%"]);
+}
+
+/// The delay line's own figures, for docs/lab.md (a measurement, not a check: run it alone,
+/// `cargo test --release --test lab_dut -- --ignored --nocapture delay_line_figures`): at each
+/// offered rate, the frames lost and the latency above the 1 ms delay (the router's own p50
+/// subtracted), through the router DUT.
+#[test]
+#[ignore]
+fn delay_line_figures() {
+    if !root_or_skip("delay_line_figures") {
+        return;
+    }
+    let mut lab = dut_lab("fig", DutKind::Router);
+    let rx = receiver(&lab);
+    let delay = Duration::from_millis(1);
+    let rates = [10_000u64, 50_000, 100_000, 200_000, 400_000];
+    let mut flow = 0u16;
+    for with_delay in [false, true] {
+        let imp = Impairments {
+            delay: if with_delay { delay } else { Duration::ZERO },
+            ..Default::default()
+        };
+        lab.impair(&imp, bin()).expect("impair");
+        for pps in rates {
+            let n = (pps * 2) as u32;
+            let start = Instant::now();
+            send_signed(&lab, flow, n, pps);
+            let offered = f64::from(n) / start.elapsed().as_secs_f64();
+            std::thread::sleep(Duration::from_millis(300));
+            let f = rx
+                .read()
+                .expect("read")
+                .flow(flow)
+                .cloned()
+                .expect("the flow arrived");
+            let lat = f.latency.unwrap();
+            let over = |v: u64| v as f64 / 1e3 - if with_delay { 1000.0 } else { 0.0 };
+            println!(
+                "delay {:>5}  offered {:>7.0} pps  received {:>7} of {n}  late {:>5}  latency above the delay: min {:>7.1} us  p50 {:>7.1} us  p99 {:>7.1} us  max {:>8.1} us",
+                if with_delay { "1ms" } else { "none" },
+                offered,
+                f.frames,
+                f.late,
+                over(lat.min),
+                over(lat.p50.unwrap()),
+                over(lat.p99.unwrap()),
+                over(lat.max),
+            );
+            flow += 1;
+        }
+    }
 }

@@ -271,6 +271,9 @@ pub struct SinkArgs {
 pub enum Backend {
     /// Linux AF_XDP (the default with -i on Linux).
     Afxdp,
+    /// Linux AF_PACKET TX ring with qdisc bypass: every interface (VLAN, bond, dummy, wireless),
+    /// CAP_NET_RAW alone.
+    Afpacket,
     /// macOS/BSD /dev/bpf (the default with -i there).
     Bpf,
     /// Linux in-kernel XDP transmit (BPF_PROG_RUN live frames, 5.18+): no skb, no copy.

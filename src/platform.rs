@@ -91,8 +91,20 @@ pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Sender> {
             Ok(Sender::Port(Box::new(port)))
         }
         Backend::Live => Ok(linerate_live::LivePort::open(iface).map(Sender::Live)?),
+        Backend::Afpacket => {
+            use linerate_afpacket::{AfPacketOptions, AfPacketPort};
+            // Its own sentence (CAP_NET_RAW alone) reaches the user, not the AF_XDP one.
+            let port = AfPacketPort::open(iface, AfPacketOptions::default()).map_err(|e| {
+                if e.is_usage() {
+                    usage(e.to_string())
+                } else {
+                    anyhow::Error::from(e)
+                }
+            })?;
+            Ok(Sender::Port(Box::new(port)))
+        }
         _ => Err(usage(format!(
-            "the {backend:?} backend does not run on Linux: use --backend afxdp or live"
+            "the {backend:?} backend does not run on Linux: use --backend afxdp, afpacket or live"
         ))),
     }
 }

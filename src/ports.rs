@@ -105,6 +105,11 @@ fn probe(names: &[String]) -> Vec<PortLine> {
                 "live".into(),
                 linerate_live::LivePort::open(name).map_or_else(|e| e.to_string(), |_| "ok".into()),
             ));
+            line.backends.push((
+                "afpacket".into(),
+                linerate_afpacket::AfPacketPort::open(name, Default::default())
+                    .map_or_else(|e| e.to_string(), |_| "ok".into()),
+            ));
             line
         })
         .collect()

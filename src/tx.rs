@@ -279,9 +279,11 @@ pub fn open_interface(
     afxdp: &crate::cli::AfXdpArgs,
 ) -> Result<Sender> {
     match backend.unwrap_or_else(default_backend) {
-        b @ (Backend::Afxdp | Backend::Bpf | Backend::Live) => platform::open(b, iface, afxdp),
+        b @ (Backend::Afxdp | Backend::Afpacket | Backend::Bpf | Backend::Live) => {
+            platform::open(b, iface, afxdp)
+        }
         other => Err(usage(format!(
-            "the {other:?} backend has no interface: use --backend afxdp or live (Linux), or bpf (macOS, FreeBSD)"
+            "the {other:?} backend has no interface: use --backend afxdp, afpacket or live (Linux), or bpf (macOS, FreeBSD)"
         ))),
     }
 }
@@ -313,7 +315,7 @@ fn open_port(args: &TxArgs, queues: u32) -> Result<Sender> {
             port.set_mtu(args.mtu);
             Ok(Sender::Port(Box::new(port)))
         }
-        Backend::Afxdp | Backend::Bpf | Backend::Live => {
+        Backend::Afxdp | Backend::Afpacket | Backend::Bpf | Backend::Live => {
             let iface = args
                 .interface
                 .as_deref()

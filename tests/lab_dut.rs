@@ -108,6 +108,7 @@ fn loss_and_duplicates_fall_within_binomial_bounds() {
     // Binomial(200000, 0.01): mean 2000, sigma 44.5, 5 sigma = 222.5.
     let (lo, hi) = five_sigma(n, 0.01);
     let lost = (n - received) as f64;
+    eprintln!("loss 1% of {n}: {lost} lost, bounds {lo:.0}..{hi:.0}");
     assert!(
         lo <= lost && lost <= hi,
         "lost {lost}, bounds {lo:.0}..{hi:.0}"
@@ -129,6 +130,7 @@ fn loss_and_duplicates_fall_within_binomial_bounds() {
     assert_eq!(c.dropped, 0);
     assert_eq!(received, n + c.duplicated);
     let extra = (received - n) as f64;
+    eprintln!("duplicate 1% of {n}: {extra} duplicates, bounds {lo:.0}..{hi:.0}");
     assert!(
         lo <= extra && extra <= hi,
         "duplicates {extra}, bounds {lo:.0}..{hi:.0}"
@@ -185,6 +187,7 @@ fn tbf_rate_is_the_received_rate() {
     // tbf counts the frame without FCS, as the sink does. Tolerance 5 %: the sampling window
     // is 2 s and tbf's burst (1 ms at the rate) is a fraction of a percent of it.
     let ratio = measured / rate_bps as f64;
+    eprintln!("tbf {rate_bps} bit/s: received {measured:.0} bit/s (ratio {ratio:.4})");
     assert!(
         (0.95..=1.05).contains(&ratio),
         "received {measured:.0} bit/s for {rate_bps} (ratio {ratio:.3})"
@@ -341,10 +344,12 @@ fn the_delay_line_delays_and_reorders() {
         min >= delay.as_nanos() as u64,
         "min {min} ns under the delay"
     );
-    // The delay line's own cost (a wake-up, a read, a send) stays under 250 us at the median.
+    // The delay line's own cost (a wake-up on arrival, one at release, a read, a send) at the
+    // median: 45 us measured in a release build, up to 210 us in a debug build on a 2-core
+    // machine at load 11 (docs/lab.md); 500 us leaves room for a busy CI runner.
     assert!(
-        p50 <= delay.as_nanos() as u64 + 250_000,
-        "p50 {p50} ns: more than 250 us above the delay"
+        p50 <= delay.as_nanos() as u64 + 500_000,
+        "p50 {p50} ns: more than 500 us above the delay"
     );
     assert!(base_p50 < 250_000, "the router alone: p50 {base_p50} ns");
 
@@ -363,6 +368,44 @@ fn the_delay_line_delays_and_reorders() {
     assert_eq!(reordered.frames, u64::from(n), "reorder loses nothing");
     assert_eq!(reordered.duplicates, 0);
     assert!(reordered.late > 0, "nothing arrived out of order");
+
+    // Jitter: each delay drawn from 1 ms ± 300 us; frames 100 us apart overtake each other.
+    let jitter = Duration::from_micros(300);
+    lab.impair(
+        &Impairments {
+            delay,
+            jitter,
+            ..Default::default()
+        },
+        bin(),
+    )
+    .expect("impair --delay 1ms --jitter 300us");
+    send_signed(&lab, 3, n, pps);
+    let jittered = flow_after(&rx, 3, u64::from(n));
+    assert_eq!(jittered.frames, u64::from(n), "jitter loses nothing");
+    let lat = jittered.latency.unwrap();
+    let (lo, hi) = (
+        (delay - jitter).as_nanos() as u64,
+        (delay + jitter).as_nanos() as u64,
+    );
+    eprintln!(
+        "1 ms ± 300 us: min {} ns, p50 {:?} ns, max {} ns, late {}",
+        lat.min, lat.p50, lat.max, jittered.late
+    );
+    assert!(lat.min >= lo, "min {} ns under delay - jitter", lat.min);
+    // Uniform draws reach within 10 us of the low end in 5000 frames (a miss has probability
+    // (1 - 10/600)^5000, about 1e-37); the line adds its own cost on top.
+    assert!(
+        lat.min < lo + 60_000,
+        "min {} ns: the low draws are missing",
+        lat.min
+    );
+    assert!(
+        lat.p50.unwrap() > lo + 200_000 && lat.p50.unwrap() < hi + 500_000,
+        "p50 {:?} ns outside the middle of the range",
+        lat.p50
+    );
+    assert!(jittered.late > 0, "jitter over the frame spacing reorders");
     drop(rx);
 }
 

@@ -40,6 +40,12 @@ pub const BIOCSBLEN: u32 = iowr(b'B', 102, INT);
 pub const BIOCSETF: u32 = iow(b'B', 103, size_of::<BpfProgram>());
 /// `_IOR('B', 106, u_int)`: the link type of the attached interface.
 pub const BIOCGDLT: u32 = ior(b'B', 106, INT);
+/// `_IOW('B', 109, struct timeval)`: a blocked read returns after this long (64-bit timeval).
+pub const BIOCSRTIMEOUT: u32 = iow(b'B', 109, 16);
+/// `_IOR('B', 111, struct bpf_stat)`: frames the filter saw and frames the buffer dropped.
+pub const BIOCGSTATS: u32 = ior(b'B', 111, 2 * INT);
+/// `_IOW('B', 112, u_int)`: 1 = return each frame at once; 0 = when the buffer fills or times out.
+pub const BIOCIMMEDIATE: u32 = iow(b'B', 112, INT);
 /// `_IOW('B', 108, struct ifreq)`: attach to an interface.
 pub const BIOCSETIF: u32 = iow(b'B', 108, IFREQ_SIZE);
 /// `_IOW('B', 117, u_int)`: 1 = frames carry their own source MAC (no rewrite).
@@ -140,6 +146,8 @@ mod against_libc {
     const _: () = assert!(BIOCGDLT as c_ulong == libc::BIOCGDLT);
     const _: () = assert!(BIOCSETIF as c_ulong == libc::BIOCSETIF);
     const _: () = assert!(BIOCSHDRCMPLT as c_ulong == libc::BIOCSHDRCMPLT);
+    const _: () = assert!(BIOCSRTIMEOUT as c_ulong == libc::BIOCSRTIMEOUT);
+    const _: () = assert!(size_of::<libc::timeval>() == 16);
     const _: () = assert!(size_of::<libc::ifreq>() == IFREQ_SIZE);
     const _: () = assert!(size_of::<BpfProgram>() == 16);
 
@@ -177,6 +185,9 @@ mod tests {
         assert_eq!(BIOCSETIF, 0x8020_426c);
         assert_eq!(BIOCSHDRCMPLT, 0x8004_4275);
         assert_eq!(BIOCSSEESENT, 0x8004_4277);
+        assert_eq!(BIOCSRTIMEOUT, 0x8010_426d);
+        assert_eq!(BIOCGSTATS, 0x4008_426f);
+        assert_eq!(BIOCIMMEDIATE, 0x8004_4270);
         assert_eq!(BIOCSWRITEMAX, 0x8004_428c);
         assert_eq!(BIOCGBATCHWRITE, 0x4004_428e);
         assert_eq!(BIOCSBATCHWRITE, 0x8004_428f);

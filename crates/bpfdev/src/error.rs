@@ -52,6 +52,14 @@ pub enum BpfError {
         wrote: usize,
         expected: usize,
     },
+    #[error("read from the bpf device of {iface} failed: {source}")]
+    Read {
+        iface: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Record(#[from] crate::capture::RecordError),
     #[error("write to the bpf device of {iface} failed: {source}")]
     Write {
         iface: String,

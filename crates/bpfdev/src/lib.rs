@@ -2,8 +2,11 @@
 //! `write()`, or many per `write()` with macOS 14.4+'s private `BIOCSBATCHWRITE`.
 //! The write loop, record framing and retry policy are portable (and tested on Linux against a
 //! socketpair); only opening and configuring the device is macOS/FreeBSD code (`open`).
+//! The receive half (`capture`: the read filter, the `bpf_hdr` record parser and the counter
+//! feeding `linerate_rx`'s analysis) is portable too; `BpfReader` opens it on macOS.
 
 pub mod abi;
+pub mod capture;
 mod error;
 mod queue;
 pub mod transmit;
@@ -15,6 +18,8 @@ pub use error::BpfError;
 pub use queue::BpfQueue;
 pub use transmit::{BpfDevice, RetryPolicy, WriteMode, WriteStats, Writer, push_record};
 
+#[cfg(target_os = "macos")]
+pub use sys::BpfReader;
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 pub use sys::{BpfFd, BpfOptions, BpfPort, open, open_with};
 

@@ -92,6 +92,12 @@ impl BpfFd {
     }
 
     fn configure(&mut self) -> Result<(), BpfError> {
+        self.attach()?;
+        self.configure_writes()
+    }
+
+    /// Buffer, interface and link type: what reading and writing descriptors share.
+    fn attach(&mut self) -> Result<(), BpfError> {
         // BIOCSBLEN only counts before BIOCSETIF; the kernel answers what it granted.
         let mut blen = self.buffer_len;
         ioctl(&self.file, abi::BIOCSBLEN, &mut blen).map_err(self.fail("BIOCSBLEN"))?;
@@ -121,7 +127,10 @@ impl BpfFd {
                 dlt,
             });
         }
+        Ok(())
+    }
 
+    fn configure_writes(&mut self) -> Result<(), BpfError> {
         // Without it the kernel overwrites the source MAC of every frame.
         let mut one = 1u32;
         ioctl(&self.file, abi::BIOCSHDRCMPLT, &mut one).map_err(self.fail("BIOCSHDRCMPLT"))?;
@@ -159,6 +168,88 @@ impl BpfFd {
     #[cfg(not(target_os = "macos"))]
     fn allow_frames_up_to(&mut self, _len: u32) -> io::Result<()> {
         Err(io::Error::from_raw_os_error(libc::ENOTTY))
+    }
+}
+
+/// A `/dev/bpf` descriptor that reads (macOS): attached to the far end of a lab, keeping only
+/// signed frames ([`crate::capture::SIGNED_ONLY`]), immediate mode off so that one `read()`
+/// returns a buffer full of records, or what arrived within the read timeout.
+#[cfg(target_os = "macos")]
+#[derive(Debug)]
+pub struct BpfReader {
+    dev: BpfFd,
+    buf: Vec<u8>,
+}
+
+#[cfg(target_os = "macos")]
+impl BpfReader {
+    /// Opens the first free device on `iface` with a kernel buffer of `buffer_len` bytes (the
+    /// kernel may grant less; reads use what it granted) and a read timeout.
+    pub fn open(
+        iface: &str,
+        buffer_len: u32,
+        timeout: std::time::Duration,
+    ) -> Result<Self, BpfError> {
+        let (file, path) = open_free_device()?;
+        let mut dev = BpfFd {
+            file,
+            path,
+            iface: iface.to_owned(),
+            buffer_len,
+        };
+        dev.attach()?;
+        let mut off = 0u32;
+        ioctl(&dev.file, abi::BIOCIMMEDIATE, &mut off).map_err(dev.fail("BIOCIMMEDIATE"))?;
+        let mut tv = libc::timeval {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_usec: timeout.subsec_micros() as libc::suseconds_t,
+        };
+        ioctl(&dev.file, abi::BIOCSRTIMEOUT, &mut tv).map_err(dev.fail("BIOCSRTIMEOUT"))?;
+        let insns = crate::capture::SIGNED_ONLY;
+        let mut program = BpfProgram {
+            bf_len: insns.len() as u32,
+            bf_insns: insns.as_ptr(),
+        };
+        // The kernel copies the instructions during the call; `insns` outlives it.
+        ioctl(&dev.file, abi::BIOCSETF, &mut program).map_err(dev.fail("BIOCSETF"))?;
+        let buf = vec![0; dev.buffer_len as usize];
+        Ok(Self { dev, buf })
+    }
+
+    /// The device node and the kernel buffer length granted.
+    pub fn path(&self) -> &str {
+        &self.dev.path
+    }
+
+    pub fn buffer_len(&self) -> u32 {
+        self.dev.buffer_len
+    }
+
+    /// One `read()`: the records that arrived (parse them with [`crate::capture::records`]),
+    /// empty when the timeout passed with nothing. xnu insists on reads of exactly the buffer
+    /// length.
+    pub fn read(&mut self) -> Result<&[u8], BpfError> {
+        loop {
+            match std::io::Read::read(&mut &self.dev.file, &mut self.buf) {
+                Ok(n) => return Ok(&self.buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(&[]),
+                Err(source) => {
+                    return Err(BpfError::Read {
+                        iface: self.dev.iface.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// `BIOCGSTATS`: frames the kernel passed to the filter, and frames dropped because the
+    /// buffer was full (the receiver fell behind: those were never counted).
+    pub fn kernel_stats(&self) -> Result<(u32, u32), BpfError> {
+        let mut stat = [0u32; 2];
+        ioctl(&self.dev.file, abi::BIOCGSTATS, &mut stat).map_err(self.dev.fail("BIOCGSTATS"))?;
+        Ok((stat[0], stat[1]))
     }
 }
 

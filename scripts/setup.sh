@@ -41,4 +41,10 @@ if command -v rustup >/dev/null; then
             rustup target add "$target" >/dev/null 2>&1 || log "could not add target $target"
     done
 fi
+# cargo-fuzz (a few minutes to build, once) only where nightly is: scripts/test.sh fuzzes then.
+if command -v rustup >/dev/null && rustup toolchain list 2>/dev/null | grep -q '^nightly' &&
+    ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    log "installing cargo-fuzz"
+    cargo install cargo-fuzz --locked >/dev/null 2>&1 || log "could not install cargo-fuzz"
+fi
 log "ready"

@@ -33,3 +33,19 @@ step "cargo test"
 # One test at a time: the root tests measure rates and exact counts on a 2-core machine, where a
 # neighbour test's traffic would be noise in the measurement.
 cargo test --workspace --locked -- --test-threads=1 "$@"
+
+# Each fuzz target briefly (fuzz/README.md: run one for 5 minutes or more before landing a
+# parser change). Only where a nightly toolchain and cargo-fuzz are installed (setup.sh adds
+# cargo-fuzz when nightly is there); a stable-only machine skips it.
+if cargo +nightly --version >/dev/null 2>&1 && cargo +nightly fuzz --version >/dev/null 2>&1; then
+    for target in $(cd fuzz && cargo +nightly fuzz list); do
+        step "cargo +nightly fuzz run $target (20 s)"
+        seeds=()
+        [[ $target == stream_file ]] && seeds=(../examples)
+        mkdir -p "fuzz/corpus/$target"
+        (cd fuzz && cargo +nightly fuzz run "$target" "corpus/$target" "${seeds[@]}" -- \
+            -max_total_time=20 -rss_limit_mb=2048)
+    done
+else
+    printf '\nskipped: fuzzing needs a nightly toolchain and cargo-fuzz\n' >&2
+fi

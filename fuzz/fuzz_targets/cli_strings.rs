@@ -1,0 +1,44 @@
+//! The strings the CLI hands to the stream crate: `--vary`, `--rate`, `--size-mode` and
+//! durations. The first byte picks the parser; what parses is then used as a run would.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use linerate_stream::{Rate, SizeMode, VarySpec, parse_duration};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    match which % 4 {
+        0 => {
+            let _ = VarySpec::parse(text, which & 0x80 != 0);
+        }
+        1 => {
+            if let Ok(rate) = Rate::parse(text) {
+                for size in [64, 1518, 65553] {
+                    let _ = rate.interval_ps(size, Some(10_000));
+                    let _ = rate.interval_ps(size, None);
+                }
+            }
+        }
+        2 => {
+            if let Ok(mode) = SizeMode::parse(text, 64) {
+                let schedule = mode.schedule(u64::from(which));
+                assert!(!schedule.is_empty());
+                assert!(
+                    schedule
+                        .iter()
+                        .all(|&s| (mode.min()..=mode.max()).contains(&s))
+                );
+            }
+        }
+        _ => {
+            if let Ok(d) = parse_duration(text) {
+                assert!(!d.is_zero());
+            }
+        }
+    }
+});

@@ -115,7 +115,12 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     if seconds > YEAR {
         return Err(format!("'{text}' is longer than a year"));
     }
-    Ok(std::time::Duration::from_secs_f64(seconds))
+    // A positive value below a nanosecond would become a zero duration.
+    let duration = std::time::Duration::from_secs_f64(seconds);
+    if duration.is_zero() {
+        return Err(format!("'{text}' is shorter than a nanosecond"));
+    }
+    Ok(duration)
 }
 
 #[cfg(test)]
@@ -129,7 +134,19 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration(" 2m "), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        for bad in ["", "0s", "-1s", "1d", "s", "400d", "1e400", "..", "366d"] {
+        // "0.0000000001" was found by the cli_strings fuzz target: a zero duration, accepted.
+        for bad in [
+            "",
+            "0s",
+            "-1s",
+            "1d",
+            "s",
+            "400d",
+            "1e400",
+            "..",
+            "0.0000000001",
+            "1e-10",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -51,7 +51,7 @@ pub fn streams(plan: &Plan) -> Vec<StreamJson> {
         .iter()
         .map(|s| StreamJson {
             name: s.name.clone(),
-            frames_cached: plan.frames.len(),
+            frames_cached: plan.frame_count(),
             cached_fields: s.cached.clone(),
             patched_fields: s.patched.clone(),
         })
@@ -114,7 +114,7 @@ fn tx_text(
         report.backend,
         modes.first().copied().unwrap_or("-"),
         report.workers.len(),
-        plan.frames.len()
+        plan.frame_count()
     )?;
     writeln!(
         out,

@@ -51,19 +51,26 @@ impl Sender {
         }
     }
 
+    /// Runs the plan. A run that a worker ended early fails with the engine's `Interrupted`
+    /// itself, which holds the report so far.
     pub fn run(&self, plan: &Plan, config: &RunConfig, observer: &dyn Observer) -> Result<Report> {
         match self {
-            Self::Port(p) => Ok(linerate_engine::run(p.as_ref(), plan, config, observer)?),
-            #[cfg(target_os = "linux")]
-            Self::Live(l) => {
-                if !plan.lanes.is_empty() {
-                    return Err(usage(
-                        "the live backend sends one stream at a time: interleaved streams need --backend afxdp",
-                    ));
-                }
-                Ok(linerate_live::run(l, plan, config, observer)?)
+            Self::Port(p) => {
+                linerate_engine::run(p.as_ref(), plan, config, observer).map_err(engine_error)
             }
+            #[cfg(target_os = "linux")]
+            Self::Live(l) => linerate_live::run(l, plan, config, observer).map_err(|e| match e {
+                linerate_live::LiveError::Engine(e) => engine_error(e),
+                e => e.into(),
+            }),
         }
+    }
+}
+
+fn engine_error(e: linerate_engine::EngineError) -> anyhow::Error {
+    match e {
+        linerate_engine::EngineError::Interrupted(i) => i.into(),
+        e => e.into(),
     }
 }
 

@@ -68,7 +68,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
                 None,
                 args.link_speed,
             )?;
-            if plan.count.is_none() && args.count.is_none() && args.duration.is_none() {
+            if plan.count().is_none() && args.count.is_none() && args.duration.is_none() {
                 return Err(usage(
                     "a pcap file needs an end: give --count or --duration",
                 ));
@@ -100,9 +100,16 @@ pub fn run(args: &TxArgs) -> Result<()> {
         args.quiet,
     );
     let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
-    let report = port
-        .run(&plan, &config, &live)
-        .with_context(|| format!("transmit on {}", info.name))?;
+    let report = match port.run(&plan, &config, &live) {
+        Ok(report) => report,
+        Err(e) => {
+            // A worker ended the run early: the report so far still goes out, then the cause.
+            if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
+                print_report(args, &i.report, &plan, None)?;
+            }
+            return Err(e.context(format!("transmit on {}", info.name)));
+        }
+    };
     let sink = match (&lab, before) {
         (Some(l), Some(b)) => Some(settle(l, b, report.completed)?),
         _ => None,
@@ -110,15 +117,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
     }
-    if args.json {
-        output::print_json(&output::TxJson {
-            report: &report,
-            streams: output::streams(&plan),
-            sink,
-        })?;
-    } else {
-        output::print_tx(&report, &plan, sink.as_ref())?;
-    }
+    print_report(args, &report, &plan, sink)?;
     if let Some(path) = &args.pcap {
         eprintln!("wrote {}", path.display());
     }
@@ -129,6 +128,23 @@ pub fn run(args: &TxArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+fn print_report(
+    args: &TxArgs,
+    report: &linerate_engine::Report,
+    plan: &Plan,
+    sink: Option<SinkResult>,
+) -> Result<()> {
+    if args.json {
+        output::print_json(&output::TxJson {
+            report,
+            streams: output::streams(plan),
+            sink,
+        })
+    } else {
+        output::print_tx(report, plan, sink.as_ref())
+    }
 }
 
 /// Compiles the streams against what the port and the lab impose and suggest.
@@ -152,13 +168,14 @@ pub fn compile(
         link_mbps: link_mbps.or(info.link_speed.map(|s| s.mbps())),
     };
     let plan = Plan::compile(streams, &limits)?;
-    let paced = if plan.lanes.is_empty() {
-        std::slice::from_ref(&plan)
-    } else {
-        &plan.lanes[..]
+    let rates: Vec<Option<f64>> = match &plan.shape {
+        linerate_stream::Shape::Cycle { pacing, .. } => vec![pacing.as_ref().map(|p| p.pps())],
+        linerate_stream::Shape::Lanes(lanes) => {
+            lanes.iter().map(|l| Some(l.pacing.pps())).collect()
+        }
     };
-    for (lane, spec) in paced.iter().zip(streams) {
-        if let Some(pps) = lane.requested_pps()
+    for (rate, spec) in rates.into_iter().zip(streams) {
+        if let Some(pps) = rate
             && (pps.is_nan() || pps < MIN_PPS)
         {
             return Err(usage(format!(

@@ -101,6 +101,21 @@ impl XskQueue {
 
     #[cold]
     fn kick_error(&self, errno: i32) -> PortError {
+        // A deleted interface is first closed (ENETDOWN), then unregistered, which unbinds the
+        // socket (ENXIO): a moment tells a deletion from a plain `ip link set down`.
+        let gone = || {
+            (0..20).any(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                !std::path::Path::new("/sys/class/net")
+                    .join(&self.iface)
+                    .exists()
+            })
+        };
+        if errno == libc::ENXIO || (errno == libc::ENETDOWN && gone()) {
+            return PortError::InterfaceGone {
+                iface: self.iface.clone(),
+            };
+        }
         if errno == libc::ENETDOWN {
             return PortError::InterfaceDown {
                 iface: self.iface.clone(),

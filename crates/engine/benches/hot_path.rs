@@ -8,13 +8,16 @@ use std::sync::atomic::AtomicBool;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use linerate_engine::{slots_for, transmit};
 use linerate_port::{NullPort, NullQueue, Port, QueueConfig, TxQueue};
-use linerate_stream::{Limits, Plan, StreamSpec};
+use linerate_stream::{Limits, Plan, Shape, StreamSpec};
 
 const FRAMES: u64 = 1 << 20;
 
 fn bench_plan(c: &mut Criterion, name: &str, spec: StreamSpec) {
     let plan = Plan::compile(&[spec], &Limits::default()).expect("plan compiles");
-    let wp = plan.for_worker(0, 1, Some(FRAMES));
+    let Shape::Cycle { cycle, .. } = &plan.shape else {
+        panic!("one stream is one cycle")
+    };
+    let wp = cycle.for_worker(0, 1, Some(FRAMES));
     let mut queue = NullQueue::new(&QueueConfig {
         queue_id: 0,
         // As the engine sizes a null port's queue.

@@ -1,32 +1,32 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-
 /// One worker's running totals. Written by that worker only, read by the status tick; padded so
 /// the two never share a cache line with another worker's slot.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    frames: AtomicU64,
+    submitted: AtomicU64,
+    completed: AtomicU64,
     bytes: AtomicU64,
 }
 
 impl Counters {
     #[inline]
-    pub fn publish(&self, frames: u64, bytes: u64) {
-        self.frames.store(frames, Ordering::Relaxed);
+    pub fn publish(&self, submitted: u64, completed: u64, bytes: u64) {
+        self.submitted.store(submitted, Ordering::Relaxed);
+        self.completed.store(completed, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
     }
 
-    pub fn read(&self) -> (u64, u64) {
+    /// (submitted, completed, bytes).
+    pub fn read(&self) -> (u64, u64, u64) {
         (
-            self.frames.load(Ordering::Relaxed),
+            self.submitted.load(Ordering::Relaxed),
+            self.completed.load(Ordering::Relaxed),
             self.bytes.load(Ordering::Relaxed),
         )
     }
 }
-
-pub(crate) type Slots = Vec<CachePadded<Counters>>;
 
 /// What the workers have submitted so far, summed, and over the last tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -1,18 +1,23 @@
-//! Runs a plan on a port: one worker thread per core, each pinned and driving its own queue with
-//! the reserve → fill/patch → submit → reap loop, per-worker counters read by a status tick, and
-//! the final report. Knows nothing of any backend beyond the `TxQueue` trait. Its pacing rules
-//! (`pace`) are public: the live backend, which has its own loop, paces by them too.
+//! Runs a plan on a port: the one worker runner (`run_workers`: pinned threads, one epoch, a
+//! status tick, panic-safe supervision, the report), the one pacer (`pace::Pacer`) and the hot
+//! loops that drive a `TxQueue` with reserve → fill/patch → submit → reap. Knows nothing of any
+//! backend beyond that trait; the live backend runs its own loop on the same runner and pacer.
 
 mod counters;
 pub mod pace;
 mod report;
 mod run;
+mod runner;
 mod worker;
 
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
-pub use run::{Observer, RunConfig, WorkerSpec, run, slots_for, supervise, unavailable_core};
-pub use worker::{Lane, LaneTotals, Pace, WorkerTotals, transmit, transmit_lanes};
+pub use run::{RunConfig, WorkerSpec, run, slots_for};
+pub use runner::{
+    Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, run_workers,
+    unavailable_core,
+};
+pub use worker::{LaneShare, LaneTotals, WorkerTotals, transmit, transmit_lanes};
 
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -29,12 +34,11 @@ pub enum EngineError {
         slot_size: u32,
         queue: u32,
     },
-    #[error("worker {0} panicked")]
-    WorkerPanicked(usize),
     #[error("no worker to run: give at least one core")]
     NoWorkers,
-    #[error("interleaved stream '{stream}' has no schedule: every interleaved stream needs a rate")]
-    UnpacedLane { stream: String },
+    /// A worker failed or panicked mid-run; holds the report so far.
+    #[error(transparent)]
+    Interrupted(#[from] Interrupted),
 }
 
 impl EngineError {
@@ -42,11 +46,8 @@ impl EngineError {
     pub fn is_usage(&self) -> bool {
         match self {
             Self::Port(e) => e.is_usage(),
-            Self::Pin { .. }
-            | Self::NoWorkers
-            | Self::SlotTooSmall { .. }
-            | Self::UnpacedLane { .. } => true,
-            Self::WorkerPanicked(_) => false,
+            Self::Pin { .. } | Self::NoWorkers | Self::SlotTooSmall { .. } => true,
+            Self::Interrupted(_) => false,
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The pacing rules every backend's workers share: how far ahead a send reaches, how fast late
-//! frames catch up, when lateness is written off, and how a worker waits. Times are picoseconds
-//! after the run's epoch, as the plan's schedule (`Pacing::due_ps`) counts them.
+//! The pacer every backend's workers share (`Pacer`: asked "now, up to n" it answers "send k"
+//! or "wait until t") and its rules: how far ahead a send reaches, how fast late frames catch
+//! up, when lateness is written off, and how a worker waits. Times are picoseconds after the
+//! run's epoch, as the plan's schedule (`Pacing::due_ps`) counts them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -79,6 +80,10 @@ pub fn horizon(pacing: &Pacing, first: u64, now: u64) -> u64 {
 #[inline]
 pub fn due_by(pacing: &Pacing, seq: u64, stride: u64, shift: u64, until: u64, max: u64) -> u64 {
     let due = |k: u64| pacing.due_ps(seq + k * stride) + shift;
+    // The common case at low rates and with many lanes: only the first frame is due.
+    if max <= 1 || due(1) > until {
+        return 1;
+    }
     // The largest count c in 1..=max whose last frame, c - 1, is due by `until`.
     let (mut lo, mut hi) = (1, max.max(1));
     while lo < hi {
@@ -149,6 +154,168 @@ impl CatchUp {
     }
 }
 
+/// Where a loop reads the time and waits: the wall clock from the run's epoch, or (in tests) a
+/// virtual one that a wait moves forward, so a schedule can be checked without a real clock's
+/// stalls.
+pub trait Clock {
+    /// Now, in ps after the epoch.
+    fn now(&self) -> u64;
+    /// Until `until`, a wait slice at most, or `stop`.
+    fn wait(&self, until: u64, stop: &AtomicBool);
+}
+
+/// The wall clock, counted from a run's epoch.
+#[derive(Debug, Clone, Copy)]
+pub struct Wall(pub Instant);
+
+impl Clock for Wall {
+    #[inline]
+    fn now(&self) -> u64 {
+        ps_since(self.0)
+    }
+    fn wait(&self, until: u64, stop: &AtomicBool) {
+        wait_until(self.0, until, stop);
+    }
+}
+
+/// A pacer's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grant {
+    /// Send this many frames now (at least one, at most what was asked).
+    Send(u64),
+    /// Nothing may leave before this instant (ps after the epoch).
+    Wait(u64),
+}
+
+/// How closely paced sends kept their schedule (ns), one record per send: how late its first
+/// frame left, and the time since the previous send of the same schedule.
+#[derive(Debug, Clone)]
+pub struct PaceLog {
+    pub late: Histogram<u64>,
+    pub gap: Histogram<u64>,
+}
+
+impl PaceLog {
+    pub fn new() -> PaceLog {
+        PaceLog {
+            late: histogram(),
+            gap: histogram(),
+        }
+    }
+}
+
+impl Default for PaceLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One worker's (or one lane's) schedule as it goes: which of the schedule's frames comes next
+/// (`first_seq`, then every `stride`-th), how far lateness moved it, and the catch-up bucket.
+/// The loop asks it before each send and tells it what left; it never touches a port.
+#[derive(Debug, Clone)]
+pub struct Pacer<'a> {
+    pacing: &'a Pacing,
+    epoch: Instant,
+    seq: u64,
+    stride: u64,
+    shift: u64,
+    catch_up: CatchUp,
+    /// Lateness and instant of the last `Send`, logged when `sent` confirms it.
+    granted: (u64, u64),
+    last_send: Option<u64>,
+}
+
+impl<'a> Pacer<'a> {
+    /// For the worker that sends frames `first_seq`, `first_seq + stride`, … of `pacing`, up to
+    /// `batch` at once, counting from `epoch`.
+    pub fn new(
+        pacing: &'a Pacing,
+        epoch: Instant,
+        first_seq: u64,
+        stride: u64,
+        batch: u64,
+    ) -> Self {
+        Pacer {
+            pacing,
+            epoch,
+            seq: first_seq,
+            stride,
+            shift: 0,
+            catch_up: CatchUp::for_worker(pacing, stride, batch),
+            granted: (0, 0),
+            last_send: None,
+        }
+    }
+
+    /// Now, in ps after the epoch.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        ps_since(self.epoch)
+    }
+
+    /// When the next frame is due (ps after the epoch).
+    #[inline]
+    pub fn next_due(&self) -> u64 {
+        self.pacing.due_ps(self.seq) + self.shift
+    }
+
+    /// Asked at `now` for up to `n` frames (n ≥ 1): the frames due now and within a slice of the
+    /// first (`horizon`), no more than the catch-up bucket allows; or when to ask again.
+    #[inline]
+    pub fn grant(&mut self, now: u64, n: u64) -> Grant {
+        self.grant_within(now, now, n, u64::MAX)
+    }
+
+    /// As `grant`, for a send whose first frame may be due as late as `reach` (≥ `now`: the
+    /// lanes of one batch reach a slice ahead, as one stream's send does), taking nothing due
+    /// after `before` (the next frame of another lane, so lanes stay merged frame by frame).
+    #[inline]
+    pub fn grant_within(&mut self, now: u64, reach: u64, n: u64, before: u64) -> Grant {
+        let due = self.next_due();
+        if reach < due {
+            return Grant::Wait(due);
+        }
+        let late = now.saturating_sub(due);
+        if late > MAX_LAG_PS {
+            self.shift += late - MAX_LAG_PS;
+        }
+        let until = horizon(self.pacing, due, now).min(before);
+        let due_now = due_by(self.pacing, self.seq, self.stride, self.shift, until, n);
+        match self.catch_up.grant(now, due_now) {
+            Ok(k) => {
+                self.granted = (late, now);
+                Grant::Send(k)
+            }
+            Err(refill) => Grant::Wait(refill),
+        }
+    }
+
+    /// Moves the rest of the schedule `by` ps later: lateness written off for a whole worker at
+    /// once, so that schedules sent together move together and stay merged.
+    pub fn delay(&mut self, by: u64) {
+        self.shift += by;
+    }
+
+    /// `k` frames of the last `Send` left (a port may take fewer than granted).
+    #[inline]
+    pub fn sent(&mut self, k: u64, log: &mut PaceLog) {
+        self.catch_up.spend(k);
+        self.seq += k * self.stride;
+        let (late, at) = self.granted;
+        log.late.saturating_record(late / 1000);
+        if let Some(last) = self.last_send {
+            log.gap.saturating_record((at - last) / 1000);
+        }
+        self.last_send = Some(at);
+    }
+
+    /// Sleeps or spins until `until` (a `Wait`'s answer), a wait slice at most, or `stop`.
+    pub fn wait(&self, until: u64, stop: &AtomicBool) {
+        wait_until(self.epoch, until, stop);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +378,40 @@ mod tests {
             100 + 2 * SLICE_PS
         );
         assert_eq!(horizon(&pacing(8), 100, 150), 150);
+    }
+
+    /// Drives a pacer on a virtual clock that jumps to each answer's wait: (sends, frames).
+    fn paced_sends(gap_ps: u64, frames: u64) -> (u64, u64) {
+        let p = Pacing {
+            cycle_frames: 1,
+            cycle_ps: gap_ps,
+            offsets_ps: vec![0],
+            burst: 1,
+        };
+        let mut pacer = Pacer::new(&p, Instant::now(), 0, 1, 64);
+        let mut log = PaceLog::new();
+        let (mut now, mut sent) = (0, 0);
+        while sent < frames {
+            match pacer.grant(now, 64.min(frames - sent)) {
+                Grant::Send(k) => {
+                    pacer.sent(k, &mut log);
+                    sent += k;
+                }
+                Grant::Wait(until) => {
+                    assert!(until > now, "a wait must move time on");
+                    now = until;
+                }
+            }
+        }
+        assert_eq!(log.late.max(), 0, "on time on a clock that never stalls");
+        (log.late.len(), sent)
+    }
+
+    #[test]
+    fn a_send_takes_one_frame_at_low_rates_and_a_slice_at_high_ones() {
+        // 1 kpps: frames 1 ms apart, each its own send.
+        assert_eq!(paced_sends(1_000_000_000, 200), (200, 200));
+        // 500 kpps: frames 2 µs apart; a send takes the 11 due within 20 µs of its first.
+        assert_eq!(paced_sends(2_000_000, 5_005), (455, 5_005));
     }
 }

@@ -26,10 +26,8 @@ pub struct PacingStats {
 
 impl PacingStats {
     pub(crate) fn of(totals: &WorkerTotals) -> Option<Self> {
-        Some(Self::from_histograms(
-            totals.lateness.clone()?,
-            totals.gaps.clone()?,
-        ))
+        let log = totals.pacing.clone()?;
+        Some(Self::from_histograms(log.late, log.gap))
     }
 
     /// Summarises a worker's histograms (ns): lateness per batch (or per call, for backends that

@@ -1,16 +1,16 @@
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-use linerate_port::{Port, QueueConfig, TxQueue};
-use linerate_stream::{Pacing, Plan, WorkerPlan};
+use linerate_port::{Port, PortError, QueueConfig, TxQueue};
+use linerate_stream::{Plan, Shape, lanes_for_worker};
 
 use crate::EngineError;
-use crate::counters::{Counters, Slots, Snapshot};
+use crate::pace::{Pacer, Wall};
 use crate::report::{PacingStats, Report, StreamCount, WorkerReport};
+use crate::runner::{Observer, WorkerContext, check_workers, run_workers};
 use crate::worker::{
-    CountersHandle, Lane, LaneTotals, Pace, fill_lanes, fill_slots, transmit, transmit_lanes,
+    LaneShare, LaneTotals, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes,
 };
 
 /// Slots an interleaved plan's lanes share at least: a 2048-entry ring with as many in flight.
@@ -41,15 +41,6 @@ pub struct RunConfig {
     pub tick: Duration,
 }
 
-/// Hears about a run while it goes (the live status line).
-pub trait Observer: Sync {
-    fn tick(&self, snapshot: &Snapshot);
-}
-
-impl Observer for () {
-    fn tick(&self, _: &Snapshot) {}
-}
-
 /// Slot count for a worker whose cycle has `period` frames: the smallest multiple of the
 /// period that is at least `minimum` (the port's `min_slots`), so every slot keeps its frame lap
 /// after lap.
@@ -58,53 +49,50 @@ pub fn slots_for(period: usize, minimum: u32) -> u32 {
     minimum.max(1).div_ceil(period) * period
 }
 
-/// The first worker core this process may not run on, with how many it may: the affinity mask
-/// (taskset, cgroups) decides, not the machine's core count.
-pub fn unavailable_core(workers: &[WorkerSpec]) -> Option<(usize, usize)> {
-    let allowed: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    workers
-        .iter()
-        .filter_map(|w| w.core)
-        .find(|core| !allowed.contains(core))
-        .map(|core| (core, allowed.len()))
+/// What one worker runs: its share of the plan's cycle, or of every lane.
+enum Job<'a> {
+    Cycle(
+        linerate_stream::WorkerPlan<'a>,
+        Option<&'a linerate_stream::Pacing>,
+    ),
+    Lanes(Vec<LaneShare<'a>>),
+}
+
+impl Job<'_> {
+    fn slots(&self, minimum: u32) -> u32 {
+        match self {
+            Self::Cycle(wp, _) => slots_for(wp.frames.len(), minimum),
+            Self::Lanes(lanes) => lanes.iter().map(|l| l.slots).sum(),
+        }
+    }
 }
 
 /// Opens one queue per worker (all before any frame is sent, so a busy or missing queue fails
-/// the run cleanly), fills their slots, starts the workers together and waits for them.
-/// A plan with lanes (interleaved streams) runs `transmit_lanes` on every worker, else `transmit`.
+/// the run cleanly), fills their slots, and runs the workers with the engine's runner: a cycle
+/// with `transmit`, lanes with `transmit_lanes`.
 pub fn run(
     port: &dyn Port,
     plan: &Plan,
     config: &RunConfig,
     observer: &dyn Observer,
 ) -> Result<Report, EngineError> {
+    check_workers(&config.workers)?;
     let workers = config.workers.len();
-    if workers == 0 {
-        return Err(EngineError::NoWorkers);
-    }
-    if let Some((core, available)) = unavailable_core(&config.workers) {
-        return Err(EngineError::Pin { core, available });
-    }
-    let lanes = lane_pacing(plan)?;
     // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks) round
     // up themselves, and packed slots keep the frames the loop patches in cache.
     let slot_size = (plan.max_len() as u32).next_multiple_of(64);
-    let mut queues = Vec::with_capacity(workers);
     let mut jobs = Vec::with_capacity(workers);
     for (i, w) in config.workers.iter().enumerate() {
-        let job = if lanes.is_empty() {
-            Job::One(plan.for_worker(i, workers, config.count))
-        } else {
-            Job::Lanes(split_slots(
-                plan.lanes_for_worker(i, workers, config.count),
-                &lanes,
-            ))
+        let job = match &plan.shape {
+            Shape::Cycle { cycle, pacing } => {
+                Job::Cycle(cycle.for_worker(i, workers, config.count), pacing.as_ref())
+            }
+            Shape::Lanes(lanes) => Job::Lanes(split_slots(
+                lanes_for_worker(lanes, i, workers, config.count),
+                lanes,
+            )),
         };
-        let queue = port.open_queue(&QueueConfig {
+        let mut queue = port.open_queue(&QueueConfig {
             queue_id: w.queue,
             slots: job.slots(port.min_slots()),
             slot_size,
@@ -117,229 +105,132 @@ pub fn run(
                 queue: w.queue,
             });
         }
-        // Filled here, before any thread exists: a fill that panicked inside a worker would leave
-        // the others waiting at the start barrier for good.
-        let mut queue = queue;
+        // Filled here, before any thread exists: the runner's workers only send.
         match &job {
-            Job::One(wp) => fill_slots(&mut queue, wp),
+            Job::Cycle(wp, _) => fill_slots(&mut queue, wp),
             Job::Lanes(lanes) => fill_lanes(&mut queue, lanes),
         }
-        queues.push(queue);
-        jobs.push(job);
+        jobs.push((queue, job));
     }
 
-    let counters: Slots = (0..workers)
-        .map(|_| CachePadded::new(Counters::default()))
-        .collect();
-    let halt = AtomicBool::new(false);
-    let finished = AtomicUsize::new(0);
-    let barrier = Barrier::new(workers + 1);
     let info = port.info();
-    // Every worker counts its schedule from one instant, taken once all slots are filled.
-    let epoch = std::sync::OnceLock::new();
-
-    std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(workers);
-        for (i, (mut queue, job)) in queues.into_iter().zip(&jobs).enumerate() {
-            let spec = config.workers[i];
-            let (counters, halt, finished, barrier, epoch) =
-                (&counters[i], &halt, &finished, &barrier, &epoch);
-            handles.push(scope.spawn(move || {
-                // Counts this worker as finished however it ends, a panic included, so the
-                // supervisor stops waiting and the join reports the panic.
-                let _done = Finished(finished);
-                if let Some(core) = spec.core {
-                    core_affinity::set_for_current(core_affinity::CoreId { id: core });
-                }
-                barrier.wait();
-                let handle = CountersHandle(counters);
-                let result = match job {
-                    Job::One(wp) => {
-                        let pace = plan.pacing.as_ref().map(|pacing| Pace {
-                            pacing,
-                            epoch: *epoch.get_or_init(Instant::now),
-                        });
-                        transmit(&mut queue, wp, config.batch, halt, Some(&handle), pace)
-                    }
-                    Job::Lanes(lanes) => {
-                        let epoch = *epoch.get_or_init(Instant::now);
-                        transmit_lanes(&mut queue, lanes, config.batch, halt, Some(&handle), epoch)
-                    }
-                };
-                result.map(|totals| {
-                    let report = WorkerReport {
-                        pacing: PacingStats::of(&totals),
-                        worker: i,
-                        core: spec.core,
-                        queue: spec.queue,
-                        mode: queue.mode(),
-                        submitted: totals.submitted,
-                        completed: totals.completed,
-                        bytes: totals.bytes,
-                        elapsed_s: totals.elapsed.as_secs_f64(),
-                        stats: queue
-                            .stats()
-                            .extra
-                            .into_iter()
-                            .map(|(k, v)| (k.to_owned(), v))
-                            .collect(),
-                    };
-                    (report, totals.lanes)
-                })
-            }));
-        }
-        barrier.wait();
-        supervise(
-            config,
-            || finished.load(Ordering::Acquire) < workers,
-            || halt.store(true, Ordering::Relaxed),
-            || {
-                counters
-                    .iter()
-                    .map(|c| c.read())
-                    .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
-            },
-            observer,
-        );
-        let mut reports = Vec::with_capacity(workers);
-        let mut sent = vec![LaneTotals::default(); plan.lanes.len()];
-        for (i, h) in handles.into_iter().enumerate() {
-            match h.join() {
-                Ok(r) => {
-                    let (report, lanes) = r?;
-                    for (sum, lane) in sent.iter_mut().zip(lanes) {
-                        sum.submitted += lane.submitted;
-                        sum.bytes += lane.bytes;
-                    }
-                    reports.push(report);
-                }
-                Err(_) => return Err(EngineError::WorkerPanicked(i)),
+    let work = |(mut queue, job): (Box<dyn TxQueue>, Job<'_>), ctx: &WorkerContext<'_>| {
+        let stop = ctx.halt();
+        let totals = match &job {
+            Job::Cycle(wp, pacing) => {
+                let pacer = pacing.map(|p| {
+                    Pacer::new(
+                        p,
+                        ctx.epoch,
+                        wp.first_seq,
+                        wp.stride,
+                        u64::from(config.batch),
+                    )
+                });
+                transmit(&mut queue, wp, config.batch, stop, Some(ctx), pacer)?
             }
+            Job::Lanes(lanes) => {
+                let clock = Wall(ctx.epoch);
+                transmit_lanes(
+                    &mut queue,
+                    lanes,
+                    config.batch,
+                    stop,
+                    Some(ctx),
+                    &clock,
+                    ctx.epoch,
+                )?
+            }
+        };
+        Ok::<_, PortError>((worker_report(ctx, queue.as_ref(), &totals), totals.lanes))
+    };
+    let done = run_workers(
+        config,
+        (info.backend, &info.name),
+        jobs,
+        work,
+        || {},
+        observer,
+    )?;
+
+    let mut sent = Vec::<LaneTotals>::new();
+    let mut reports = Vec::with_capacity(workers);
+    for (report, lanes) in done {
+        sent.resize(lanes.len().max(sent.len()), LaneTotals::default());
+        for (sum, lane) in sent.iter_mut().zip(lanes) {
+            sum.submitted += lane.submitted;
+            sum.bytes += lane.bytes;
         }
-        let mut report = Report::new(info.backend, &info.name, reports);
-        report.requested_pps = plan.requested_pps();
+        reports.push(report);
+    }
+    let mut report = Report::new(info.backend, &info.name, reports);
+    report.requested_pps = plan.requested_pps();
+    if let Shape::Lanes(lanes) = &plan.shape {
         let elapsed = report.elapsed_s.max(1e-9);
-        report.per_stream = plan
-            .lanes
+        report.per_stream = lanes
             .iter()
+            .zip(&plan.streams)
             .zip(&sent)
-            .map(|(lane, sent)| StreamCount {
-                name: lane
-                    .streams
-                    .first()
-                    .map_or_else(String::new, |s| s.name.clone()),
+            .map(|((lane, info), sent)| StreamCount {
+                name: info.name.clone(),
                 frames: sent.submitted,
                 bytes: sent.bytes,
-                requested_pps: lane.requested_pps().unwrap_or(0.0),
+                requested_pps: lane.pacing.pps(),
                 pps: sent.submitted as f64 / elapsed,
             })
             .collect();
-        Ok(report)
-    })
-}
-
-/// Marks a worker finished when dropped: at the end of its thread, or while it unwinds.
-struct Finished<'a>(&'a AtomicUsize);
-
-impl Drop for Finished<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Release);
     }
+    Ok(report)
 }
 
-/// What one worker runs: its share of a plan, or of every lane of an interleaved plan.
-enum Job<'a> {
-    One(WorkerPlan<'a>),
-    Lanes(Vec<Lane<'a>>),
-}
-
-impl Job<'_> {
-    fn slots(&self, minimum: u32) -> u32 {
-        match self {
-            Self::One(wp) => slots_for(wp.frames.len(), minimum),
-            Self::Lanes(lanes) => lanes.iter().map(|l| l.slots).sum(),
-        }
+fn worker_report(
+    ctx: &WorkerContext<'_>,
+    queue: &dyn TxQueue,
+    totals: &WorkerTotals,
+) -> WorkerReport {
+    WorkerReport {
+        pacing: PacingStats::of(totals),
+        worker: ctx.worker,
+        core: ctx.spec.core,
+        queue: ctx.spec.queue,
+        mode: queue.mode(),
+        submitted: totals.submitted,
+        completed: totals.completed,
+        bytes: totals.bytes,
+        elapsed_s: totals.elapsed.as_secs_f64(),
+        stats: queue
+            .stats()
+            .extra
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
     }
-}
-
-/// The schedule of every lane of an interleaved plan (empty for any other plan).
-fn lane_pacing(plan: &Plan) -> Result<Vec<&Pacing>, EngineError> {
-    plan.lanes
-        .iter()
-        .map(|lane| {
-            lane.pacing
-                .as_ref()
-                .ok_or_else(|| EngineError::UnpacedLane {
-                    stream: lane
-                        .streams
-                        .first()
-                        .map_or_else(String::new, |s| s.name.clone()),
-                })
-        })
-        .collect()
 }
 
 /// Gives each lane its own run of slots: a multiple of its period, so its slots keep their
 /// frames, and at least `MIN_SLOTS` split between the lanes.
-fn split_slots<'a>(plans: Vec<WorkerPlan<'a>>, pacing: &[&'a Pacing]) -> Vec<Lane<'a>> {
+fn split_slots<'a>(
+    plans: Vec<linerate_stream::WorkerPlan<'a>>,
+    lanes: &'a [linerate_stream::Lane],
+) -> Vec<LaneShare<'a>> {
     let share = (MIN_SLOTS / plans.len().max(1) as u32).max(MIN_LANE_SLOTS);
     let mut first_slot = 0;
     plans
         .into_iter()
-        .zip(pacing)
-        .map(|(plan, &pacing)| {
+        .zip(lanes)
+        .map(|(plan, lane)| {
             let period = plan.frames.len().max(1) as u32;
             let slots = share.div_ceil(period) * period;
-            let lane = Lane {
+            let share = LaneShare {
                 plan,
-                pacing,
+                pacing: &lane.pacing,
                 first_slot,
                 slots,
             };
             first_slot += slots;
-            lane
+            share
         })
         .collect()
-}
-
-/// The run thread's job while workers send: call `halt` once the deadline passes or the stop
-/// flag is raised, and tell the observer how it goes once per tick, until `running` says the
-/// workers are done. `totals` sums what the workers have published: (frames, bytes). Every
-/// backend's runner shares it, so the live line and the deadline behave the same everywhere.
-pub fn supervise(
-    config: &RunConfig,
-    running: impl Fn() -> bool,
-    halt: impl Fn(),
-    totals: impl Fn() -> (u64, u64),
-    observer: &dyn Observer,
-) {
-    let start = Instant::now();
-    let deadline = config.duration.map(|d| start + d);
-    let mut last = Snapshot::default();
-    let mut next_tick = start + config.tick;
-    // Short naps keep the deadline and Ctrl-C sharp without stealing a worker's core.
-    let nap = Duration::from_millis(2);
-    while running() {
-        let now = Instant::now();
-        if config.stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| now >= d) {
-            halt();
-        }
-        if now >= next_tick {
-            let (frames, bytes) = totals();
-            let snap = Snapshot {
-                elapsed: now - start,
-                frames,
-                bytes,
-                interval: (now - start) - last.elapsed,
-                interval_frames: frames - last.frames,
-                interval_bytes: bytes - last.bytes,
-            };
-            observer.tick(&snap);
-            last = snap;
-            next_tick += config.tick;
-        }
-        std::thread::sleep(nap);
-    }
 }
 
 #[cfg(test)]
@@ -347,6 +238,7 @@ mod tests {
     use super::*;
     use linerate_port::NullPort;
     use linerate_stream::{Limits, StreamSpec};
+    use std::sync::atomic::Ordering;
 
     fn config(workers: usize, count: Option<u64>) -> RunConfig {
         RunConfig {
@@ -467,5 +359,149 @@ mod tests {
         // of the merged schedule: four frames of one lane to one of the other.
         let (fast, slow) = (report.per_stream[0].frames, report.per_stream[1].frames);
         assert!(slow > 0 && fast.abs_diff(4 * slow) <= 4, "{fast} {slow}");
+    }
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    use super::*;
+    use linerate_port::{NullPort, NullQueue, PortInfo, TxDesc};
+    use linerate_stream::{Limits, StreamSpec};
+
+    use crate::WorkerFailure;
+
+    /// A null port whose queue `queue` panics (or fails, as an interface that went down) at its
+    /// `after`-th submit.
+    struct Faulty {
+        null: NullPort,
+        queue: u32,
+        after: u32,
+        panic: bool,
+    }
+
+    struct FaultyQueue {
+        inner: NullQueue,
+        left: Option<u32>,
+        panic: bool,
+    }
+
+    impl Port for Faulty {
+        fn info(&self) -> &PortInfo {
+            self.null.info()
+        }
+        fn min_slots(&self) -> u32 {
+            self.null.min_slots()
+        }
+        fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
+            Ok(Box::new(FaultyQueue {
+                inner: NullQueue::new(config),
+                left: (config.queue_id == self.queue).then_some(self.after),
+                panic: self.panic,
+            }))
+        }
+    }
+
+    impl TxQueue for FaultyQueue {
+        fn slots(&self) -> u32 {
+            self.inner.slots()
+        }
+        fn slot_size(&self) -> u32 {
+            self.inner.slot_size()
+        }
+        fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
+            self.inner.slot_mut(slot)
+        }
+        fn reserve(&mut self, want: u32) -> u32 {
+            self.inner.reserve(want)
+        }
+        fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
+            match &mut self.left {
+                Some(0) if self.panic => panic!("injected fault"),
+                Some(0) => {
+                    return Err(PortError::InterfaceDown {
+                        iface: "null".into(),
+                    });
+                }
+                Some(n) => *n -= 1,
+                None => {}
+            }
+            self.inner.submit(descs)
+        }
+        fn reap(&mut self) -> Result<u32, PortError> {
+            self.inner.reap()
+        }
+        fn drain(&mut self, timeout: Duration) -> Result<u32, PortError> {
+            self.inner.drain(timeout)
+        }
+        fn mode(&self) -> String {
+            "faulty".into()
+        }
+    }
+
+    /// Two workers on an endless plan, the second of which fails at its 1000th submit.
+    fn interrupted(panic: bool) -> (crate::Interrupted, Duration) {
+        let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
+        let config = RunConfig {
+            workers: (0..2)
+                .map(|q| WorkerSpec {
+                    core: None,
+                    queue: q,
+                })
+                .collect(),
+            batch: 64,
+            duration: None,
+            count: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            tick: Duration::from_millis(50),
+        };
+        let port = Faulty {
+            null: NullPort::new(2),
+            queue: 1,
+            after: 1000,
+            panic,
+        };
+        let start = Instant::now();
+        let err = run(&port, &plan, &config, &()).expect_err("the run must fail");
+        let took = start.elapsed();
+        assert!(!config.stop.load(Ordering::Relaxed));
+        assert!(!err.is_usage(), "a failure mid-run is a system error");
+        match err {
+            EngineError::Interrupted(i) => (i, took),
+            other => panic!("not interrupted: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_worker_that_panics_ends_the_run_with_the_counts_so_far() {
+        let (i, took) = interrupted(true);
+        assert!(took < Duration::from_secs(1), "took {took:?}");
+        assert!(
+            matches!(&i.failure, WorkerFailure::Panicked { worker: 1, message } if message == "injected fault"),
+            "{}",
+            i.failure
+        );
+        let r = &i.report;
+        assert_eq!(r.workers.len(), 2);
+        // The failed worker's share is what it published: its 1000 submits of 64.
+        assert_eq!(r.workers[1].submitted, 64_000);
+        assert!(r.workers[0].submitted > 0 && r.workers[0].completed == r.workers[0].submitted);
+        assert_eq!(r.submitted, r.workers[0].submitted + 64_000);
+        assert!(i.to_string().contains("panicked: injected fault"), "{i}");
+    }
+
+    #[test]
+    fn a_worker_that_fails_ends_the_run_with_the_cause_and_the_report() {
+        let (i, took) = interrupted(false);
+        assert!(took < Duration::from_secs(1), "took {took:?}");
+        let text = i.to_string();
+        assert!(
+            text.contains("worker 1 stopped: interface null is down"),
+            "{text}"
+        );
+        assert_eq!(i.report.workers[1].submitted, 64_000);
+        assert_eq!(i.report.workers[1].bytes, 64_000 * 60);
     }
 }

@@ -25,13 +25,9 @@ pub enum LiveError {
     #[error("the live backend cannot send this plan: {why}")]
     Unsupported { why: String },
 
-    #[error(
-        "cannot pin a worker to core {core}: this process may run on {available} core(s), not that one (see `nproc` and `taskset -p $$`)"
-    )]
-    Pin { core: usize, available: usize },
-
-    #[error("no worker to run: give at least one core")]
-    NoWorkers,
+    /// The runner refused the workers, or a worker failed mid-run (with the report so far).
+    #[error(transparent)]
+    Engine(#[from] linerate_engine::EngineError),
 
     #[error("running the live transmit program on {iface} failed: {source}")]
     Run {
@@ -44,9 +40,6 @@ pub enum LiveError {
     )]
     Refused { iface: String, errors: u64 },
 
-    #[error("worker {0} panicked")]
-    WorkerPanicked(usize),
-
     #[error("the live backend runs on Linux only: use --backend pcap or bpf here")]
     NotLinux,
 }
@@ -54,16 +47,17 @@ pub enum LiveError {
 impl LiveError {
     /// True when the user can fix it by changing what they asked for (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            Self::UnknownInterface { .. }
-                | Self::NotRoot { .. }
-                | Self::NoXdpTransmit { .. }
-                | Self::NoLiveFrames { .. }
-                | Self::Unsupported { .. }
-                | Self::Pin { .. }
-                | Self::NoWorkers
-                | Self::NotLinux
-        )
+        match self {
+            Self::Engine(e) => e.is_usage(),
+            _ => matches!(
+                self,
+                Self::UnknownInterface { .. }
+                    | Self::NotRoot { .. }
+                    | Self::NoXdpTransmit { .. }
+                    | Self::NoLiveFrames { .. }
+                    | Self::Unsupported { .. }
+                    | Self::NotLinux
+            ),
+        }
     }
 }

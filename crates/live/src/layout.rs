@@ -7,7 +7,7 @@
 //! can differ from the template in full: the window (the bytes where the worker's frames differ
 //! from the template, widened over every field and checksum it patches) and the fields.
 
-use linerate_stream::Plan;
+use linerate_stream::{Cycle, Pacing, Plan, Shape};
 use linerate_wire::{Patch, VaryMode};
 
 use crate::LiveError;
@@ -178,8 +178,17 @@ impl Layout {
     }
 
     /// Splits `plan` between `workers` (global frame n goes to worker n mod W, as
-    /// [`Plan::for_worker`] does) with `limit` capping the total.
+    /// [`Cycle::for_worker`] does) with `limit` capping the total. The program sends one cycle:
+    /// a plan of lanes (interleaved streams) is refused here.
     pub fn compile(plan: &Plan, workers: usize, limit: Option<u64>) -> Result<Layout, LiveError> {
+        Self::compile_cycle(cycle_of(plan)?.0, workers, limit)
+    }
+
+    fn compile_cycle(
+        plan: &Cycle,
+        workers: usize,
+        limit: Option<u64>,
+    ) -> Result<Layout, LiveError> {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(LiveError::Unsupported {
                 why: format!("{workers} workers; the live backend runs 1 to {MAX_WORKERS}"),
@@ -206,8 +215,22 @@ impl Layout {
     }
 }
 
+/// The one cycle the program sends, and its schedule; a plan of lanes (interleaved streams) is
+/// refused with the reason.
+pub fn cycle_of(plan: &Plan) -> Result<(&Cycle, Option<&Pacing>), LiveError> {
+    match &plan.shape {
+        Shape::Cycle { cycle, pacing } => Ok((cycle, pacing.as_ref())),
+        Shape::Lanes(lanes) => Err(LiveError::Unsupported {
+            why: format!(
+                "{} interleaved streams; it sends one stream (or a sequence) at a time: use --backend afxdp",
+                lanes.len()
+            ),
+        }),
+    }
+}
+
 fn worker(
-    plan: &Plan,
+    plan: &Cycle,
     fields: &[LiveField],
     w: usize,
     workers: usize,
@@ -391,9 +414,10 @@ fn pick(r: u64, count: u64) -> u64 {
     hi_hi + (hi_lo >> 32) + (cross >> 32)
 }
 
-/// The frames worker `worker` of `workers` must send, built the AF_XDP way: the plan's frame with
-/// every patch applied for its sequence number. The reference the program is checked against.
-pub fn expected(plan: &Plan, worker: usize, workers: usize, n: u64) -> Vec<Vec<u8>> {
+/// The frames worker `worker` of `workers` must send, built the AF_XDP way: the cycle's frame
+/// with every patch applied for its sequence number. The reference the program is checked
+/// against.
+pub fn expected(plan: &Cycle, worker: usize, workers: usize, n: u64) -> Vec<Vec<u8>> {
     let wp = plan.for_worker(worker, workers, Some(n * workers as u64));
     let mut rng = linerate_wire::Rng::new(wp.seed);
     let count = wp.count.unwrap_or(n).min(n);
@@ -473,7 +497,10 @@ mod tests {
             for workers in [1, 2, 3] {
                 let layout = Layout::compile(&plan, workers, None).expect("layout");
                 for w in 0..workers {
-                    let want = expected(&plan, w, workers, 5000);
+                    let Shape::Cycle { cycle, .. } = &plan.shape else {
+                        panic!("one stream is one cycle")
+                    };
+                    let want = expected(cycle, w, workers, 5000);
                     for pages in [1, 3, 64] {
                         let got = simulate(&layout, w, 5000, pages);
                         assert_eq!(got.len(), want.len());
@@ -514,5 +541,23 @@ mod tests {
         assert_eq!(layout.workers[1].limit, Some(5));
         assert_eq!(layout.workers[0].win_len, 0);
         assert!(Layout::compile(&plan, 0, None).is_err());
+    }
+
+    #[test]
+    fn lanes_are_refused_where_the_layout_is_built() {
+        let lane = |port| StreamSpec {
+            src_port: port,
+            rate: "1k".into(),
+            mode: linerate_stream::Mode::Interleaved,
+            ..StreamSpec::default()
+        };
+        let plan = Plan::compile(&[lane(1), lane(2)], &Limits::default()).unwrap();
+        let err = Layout::compile(&plan, 1, None).unwrap_err();
+        assert!(err.is_usage());
+        let text = err.to_string();
+        assert!(
+            text.contains("2 interleaved streams") && text.contains("afxdp"),
+            "{text}"
+        );
     }
 }

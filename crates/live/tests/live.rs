@@ -126,7 +126,7 @@ fn a_duration_ends_an_endless_run_and_counts_stay_exact() {
     }
     let lab = lab(2);
     let plan = plan(&lab, &["src-port:random:1-65535"], "inc:64-1518:31");
-    assert_eq!(plan.count, None);
+    assert_eq!(plan.count(), None);
     let port = LivePort::open(&lab.sender).expect("open");
     let mut c = config(2, None);
     c.duration = Some(Duration::from_millis(300));
@@ -334,8 +334,9 @@ fn send_and_match(lab: &Lab, plan: &Plan, workers: usize, n: u64) -> Vec<Vec<u8>
     }
     let mut want: Vec<Vec<u8>> = (0..workers)
         .flat_map(|w| {
-            let share = plan.for_worker(w, workers, Some(n)).count.unwrap();
-            layout::expected(plan, w, workers, share)
+            let (cycle, _) = layout::cycle_of(plan).unwrap();
+            let share = cycle.for_worker(w, workers, Some(n)).count.unwrap();
+            layout::expected(cycle, w, workers, share)
         })
         .collect();
     let mut got = frames.clone();
@@ -367,7 +368,11 @@ fn frames_caught_at_the_receiver_carry_every_value_and_valid_checksums() {
             &["src-port:inc:1000-1099", "dst-port:random:2000-2999"],
             "inc:64-96:4",
         );
-        assert_eq!(plan.patches.len(), 1, "dst-port is patched per frame");
+        assert_eq!(
+            layout::cycle_of(&plan).unwrap().0.patches.len(),
+            1,
+            "dst-port is patched per frame"
+        );
         const N: u64 = 3000;
         let frames = send_and_match(&lab, &plan, workers, N);
         let mut src_ports = std::collections::BTreeMap::new();
@@ -401,7 +406,11 @@ fn patched_inc_fields_and_wide_random_fields_match_the_plan() {
             ],
             "fixed",
         );
-        assert_eq!(plan.patches.len(), 3, "every field is patched per frame");
+        assert_eq!(
+            layout::cycle_of(&plan).unwrap().0.patches.len(),
+            3,
+            "every field is patched per frame"
+        );
         const N: u64 = 3000;
         let frames = send_and_match(&lab, &plan, workers, N);
         let sources: std::collections::BTreeSet<u32> = frames
@@ -475,7 +484,10 @@ fn bursts_arrive_at_the_receiver_in_bursts_of_the_asked_size() {
         ..spec(&lab)
     };
     let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
-    assert_eq!(plan.pacing.as_ref().map(|p| p.burst), Some(10));
+    assert_eq!(
+        layout::cycle_of(&plan).unwrap().1.map(|p| p.burst),
+        Some(10)
+    );
     const N: u64 = 200;
     let frames = capture_timed(&lab, N as usize, || {
         let p = LivePort::open(&lab.sender).expect("open");

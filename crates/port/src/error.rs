@@ -20,6 +20,8 @@ pub enum PortError {
     NotPermitted { what: String },
     #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
     InterfaceDown { iface: String },
+    #[error("interface {iface} disappeared (deleted while in use)")]
+    InterfaceGone { iface: String },
     #[error("frame of {len} bytes does not fit a {slot_size}-byte slot")]
     FrameTooLarge { len: u32, slot_size: u32 },
     #[error("descriptor for slot {slot} with {len} bytes, but the queue has {slots} slots")]

@@ -12,7 +12,9 @@ mod vary;
 
 pub use error::StreamError;
 pub use pacing::Pacing;
-pub use plan::{CACHE_LIMIT, Plan, StreamInfo, WorkerPlan};
+pub use plan::{
+    CACHE_LIMIT, Cycle, Lane, Plan, Shape, StreamInfo, WorkerPlan, lane_counts, lanes_for_worker,
+};
 pub use rate::{PS_PER_S, Rate, parse_duration};
 pub use size::SizeMode;
 pub use spec::{Bursts, Limits, Mode, Next, Proto, SpecFile, StreamSpec};

@@ -18,6 +18,10 @@ pub struct Pacing {
 impl Pacing {
     #[inline]
     pub fn due_ps(&self, n: u64) -> u64 {
+        // One frame a cycle is the common schedule: no division for it.
+        if self.cycle_frames == 1 {
+            return n * self.cycle_ps + self.offsets_ps[0];
+        }
         (n / self.cycle_frames) * self.cycle_ps + self.offsets_ps[(n % self.cycle_frames) as usize]
     }
 
@@ -160,22 +164,29 @@ mod tests {
     use super::*;
     use crate::Plan;
 
+    /// The schedule of a single stream (None: max rate).
+    fn pacing_of(plan: &Plan) -> Option<Pacing> {
+        match &plan.shape {
+            crate::Shape::Cycle { pacing, .. } => pacing.clone(),
+            crate::Shape::Lanes(_) => panic!("a plan of lanes"),
+        }
+    }
+
     fn plan(spec: StreamSpec) -> Plan {
         Plan::compile(&[spec], &Limits::default()).unwrap()
     }
 
     #[test]
     fn max_rate_has_no_schedule() {
-        assert!(plan(StreamSpec::seed()).pacing.is_none());
+        assert!(pacing_of(&plan(StreamSpec::seed())).is_none());
     }
 
     #[test]
     fn frames_per_second() {
-        let p = plan(StreamSpec {
+        let p = pacing_of(&plan(StreamSpec {
             rate: "100k".into(),
             ..StreamSpec::seed()
-        })
-        .pacing
+        }))
         .unwrap();
         assert_eq!((p.cycle_frames, p.cycle_ps), (1, 10_000_000));
         assert_eq!(p.due_ps(3), 30_000_000);
@@ -189,7 +200,7 @@ mod tests {
             size_mode: "imix:64x1,1518x1".into(),
             ..StreamSpec::seed()
         };
-        let p = plan(spec).pacing.unwrap();
+        let p = pacing_of(&plan(spec)).unwrap();
         assert_eq!(p.cycle_frames, 2);
         // 64 + 20 bytes then 1518 + 20 bytes at 1 bit per ns.
         let first = p.offsets_ps[1];
@@ -206,7 +217,7 @@ mod tests {
             }),
             ..StreamSpec::seed()
         };
-        let p = plan(spec).pacing.unwrap();
+        let p = pacing_of(&plan(spec)).unwrap();
         assert_eq!((p.cycle_frames, p.cycle_ps), (10, 50_000_000_000));
         assert!(p.offsets_ps.iter().all(|&o| o == 0));
         assert_eq!(p.due_ps(10), 50_000_000_000);
@@ -240,10 +251,7 @@ mod tests {
             rate: "100%".into(),
             ..StreamSpec::seed()
         };
-        let p = Plan::compile(std::slice::from_ref(&line), &limits)
-            .unwrap()
-            .pacing
-            .unwrap();
+        let p = pacing_of(&Plan::compile(std::slice::from_ref(&line), &limits).unwrap()).unwrap();
         assert!((p.pps() - 1_488_095.238).abs() < 1.0, "{}", p.pps());
         let err = Plan::compile(&[line], &Limits::default())
             .unwrap_err()

@@ -22,28 +22,52 @@ pub struct StreamInfo {
     pub patched: Vec<String>,
 }
 
-/// A stream compiled for the hot path: frame `n` of the run is `frames[n % frames.len()]` with
-/// every patch applied for `n`. Nothing is left to decide while sending.
+/// Streams compiled for the hot path, in the shape a backend sends: one cycle of frames, or
+/// lanes (interleaved streams) each with its own cycle and schedule. Nothing is left to decide
+/// while sending.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    pub shape: Shape,
+    /// What each stream became, in the order of the spec (lane `i` is stream `i`).
+    pub streams: Vec<StreamInfo>,
+}
+
+/// How a plan's frames leave: the two shapes a backend may be asked to send. A backend that
+/// cannot send one refuses it by matching here, where it compiles the plan for itself.
+#[derive(Debug, Clone)]
+pub enum Shape {
+    /// One stream, or streams in sequence flattened into one cycle: sent as fast as the port
+    /// takes them (`pacing` None) or on one schedule.
+    Cycle {
+        cycle: Cycle,
+        pacing: Option<Pacing>,
+    },
+    /// Interleaved streams, all sent at once, each on its own schedule (two or more).
+    Lanes(Vec<Lane>),
+}
+
+/// Frames in one repeating order: frame `n` is `frames[n % frames.len()]` with every patch
+/// applied for `n`.
+#[derive(Debug, Clone)]
+pub struct Cycle {
     /// Pre-built frames without FCS, in send order.
     pub frames: Vec<Vec<u8>>,
     pub patches: Vec<Patch>,
-    /// Frames the spec asks for in all (None: until stopped).
+    /// Frames to send in all (None: until stopped).
     pub count: Option<u64>,
     pub seed: u64,
-    pub streams: Vec<StreamInfo>,
-    /// When each frame is due; None sends as fast as the port takes them.
-    pub pacing: Option<Pacing>,
-    /// Interleaved streams: one single-stream plan per stream, all sent at once, each on its own
-    /// schedule. Empty for a single stream or a sequence. When not empty, `frames` holds every
-    /// lane's frames one lane after another (for sizing slots and the report), `patches` and
-    /// `pacing` are empty, and `count` is the lanes' sum (None if any lane is endless).
-    pub lanes: Vec<Plan>,
 }
 
-/// One worker's share of a plan: worker `w` of `W` sends frames `w, w+W, w+2W, …`, so the
-/// workers together send exactly the plan's sequence, every value of every field included.
+/// One interleaved stream: its cycle and its schedule, which every lane has (a lane at max rate
+/// would crowd out the others).
+#[derive(Debug, Clone)]
+pub struct Lane {
+    pub cycle: Cycle,
+    pub pacing: Pacing,
+}
+
+/// One worker's share of a cycle: worker `w` of `W` sends frames `w, w+W, w+2W, …`, so the
+/// workers together send exactly the cycle's sequence, every value of every field included.
 #[derive(Debug, Clone)]
 pub struct WorkerPlan<'a> {
     /// The worker's own cycle: its k-th frame is `frames[k % frames.len()]`.
@@ -57,7 +81,8 @@ pub struct WorkerPlan<'a> {
 }
 
 impl Plan {
-    /// Compiles streams that run one after another (a single stream is the common case).
+    /// Compiles streams that run one after another (a single stream is the common case), or
+    /// interleaved streams into lanes.
     pub fn compile(streams: &[StreamSpec], limits: &Limits) -> Result<Self, StreamError> {
         let first = streams.first().ok_or_else(|| StreamError::Invalid {
             stream: "-".into(),
@@ -82,99 +107,56 @@ impl Plan {
             }
             compile_interleaved(streams, &resolved, limits)
         } else if streams.len() == 1 {
-            compile_one(first, &resolved[0], limits)
+            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits)?;
+            Ok(Plan {
+                shape: Shape::Cycle { cycle, pacing },
+                streams: vec![info],
+            })
         } else {
             compile_sequence(streams, &resolved, limits)
         }
     }
 
+    /// Every cycle of the plan: the one, or each lane's.
+    pub fn cycles(&self) -> impl Iterator<Item = &Cycle> {
+        let (one, lanes) = match &self.shape {
+            Shape::Cycle { cycle, .. } => (Some(cycle), &[][..]),
+            Shape::Lanes(lanes) => (None, &lanes[..]),
+        };
+        one.into_iter().chain(lanes.iter().map(|l| &l.cycle))
+    }
+
+    /// Longest frame, without FCS.
+    pub fn max_len(&self) -> usize {
+        self.cycles().map(Cycle::max_len).max().unwrap_or(0)
+    }
+
+    /// Pre-built frames, all lanes together.
+    pub fn frame_count(&self) -> usize {
+        self.cycles().map(|c| c.frames.len()).sum()
+    }
+
+    /// Frames the plan sends in all (None: until stopped, as when any lane is endless).
+    pub fn count(&self) -> Option<u64> {
+        self.cycles().map(|c| c.count).sum()
+    }
+
+    /// The average rate the plan asks for in frames per second, all lanes together (None: max).
+    pub fn requested_pps(&self) -> Option<f64> {
+        match &self.shape {
+            Shape::Cycle { pacing, .. } => pacing.as_ref().map(Pacing::pps),
+            Shape::Lanes(lanes) => Some(lanes.iter().map(|l| l.pacing.pps()).sum()),
+        }
+    }
+}
+
+impl Cycle {
     /// Longest frame, without FCS.
     pub fn max_len(&self) -> usize {
         self.frames.iter().map(Vec::len).max().unwrap_or(0)
     }
 
-    /// The average rate the plan asks for in frames per second, all lanes together (None: max).
-    pub fn requested_pps(&self) -> Option<f64> {
-        if self.lanes.is_empty() {
-            self.pacing.as_ref().map(Pacing::pps)
-        } else {
-            Some(self.lanes.iter().filter_map(Plan::requested_pps).sum())
-        }
-    }
-
-    /// How many frames each lane sends in the whole run when `limit` caps the total: the first
-    /// `limit` frames of the lanes' schedules merged by due time (ties go to the earlier lane),
-    /// which is the order the engine sends them in. Empty for a plan without lanes.
-    pub fn lane_counts(&self, limit: Option<u64>) -> Vec<Option<u64>> {
-        let own: Vec<Option<u64>> = self.lanes.iter().map(|l| l.count).collect();
-        let Some(limit) = limit else {
-            return own;
-        };
-        if own.iter().all(Option::is_some) && own.iter().flatten().sum::<u64>() <= limit {
-            return own;
-        }
-        // Frames of lane `i` due at or before `t` (capped by its count); `t = None` is "before 0".
-        let sent_by = |i: usize, t: Option<u64>| -> u64 {
-            let lane = &self.lanes[i];
-            let cap = own[i].unwrap_or(u64::MAX).min(limit);
-            let (Some(t), Some(p)) = (t, lane.pacing.as_ref()) else {
-                return if t.is_some() { cap } else { 0 };
-            };
-            // The first frame index due after `t`, by bisection (due times never decrease).
-            let (mut lo, mut hi) = (0u64, cap);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if due_saturating(p, mid) <= t {
-                    lo = mid + 1;
-                } else {
-                    hi = mid;
-                }
-            }
-            lo
-        };
-        let total = |t: Option<u64>| -> u64 {
-            (0..self.lanes.len())
-                .map(|i| sent_by(i, t))
-                .fold(0u64, u64::saturating_add)
-        };
-        // The earliest instant by which `limit` frames are due.
-        let (mut lo, mut hi) = (0u64, u64::MAX);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if total(Some(mid)) >= limit {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        let before = lo.checked_sub(1);
-        let mut left = limit - total(before);
-        (0..self.lanes.len())
-            .map(|i| {
-                let base = sent_by(i, before);
-                let extra = (sent_by(i, Some(lo)) - base).min(left);
-                left -= extra;
-                Some(base + extra)
-            })
-            .collect()
-    }
-
-    /// One worker's share of every lane (see `for_worker` and `lane_counts`).
-    pub fn lanes_for_worker(
-        &self,
-        worker: usize,
-        workers: usize,
-        limit: Option<u64>,
-    ) -> Vec<WorkerPlan<'_>> {
-        self.lanes
-            .iter()
-            .zip(self.lane_counts(limit))
-            .map(|(lane, count)| lane.for_worker(worker, workers, count))
-            .collect()
-    }
-
-    /// Splits the plan between `workers`; `limit` caps the run's total count (e.g. `--count`).
-    /// A plan with lanes is split with `lanes_for_worker` instead.
+    /// Splits the cycle between `workers`; `limit` caps the total count (e.g. `--count`).
     pub fn for_worker(&self, worker: usize, workers: usize, limit: Option<u64>) -> WorkerPlan<'_> {
         let (w, n) = (worker as u64, workers.max(1) as u64);
         let p = self.frames.len() as u64;
@@ -197,11 +179,83 @@ impl Plan {
     }
 }
 
+/// How many frames each lane sends in the whole run when `limit` caps the total: the first
+/// `limit` frames of the lanes' schedules merged by due time (ties go to the earlier lane),
+/// which is the order the engine sends them in.
+pub fn lane_counts(lanes: &[Lane], limit: Option<u64>) -> Vec<Option<u64>> {
+    let own: Vec<Option<u64>> = lanes.iter().map(|l| l.cycle.count).collect();
+    let Some(limit) = limit else {
+        return own;
+    };
+    if own.iter().all(Option::is_some) && own.iter().flatten().sum::<u64>() <= limit {
+        return own;
+    }
+    // Frames of lane `i` due at or before `t` (capped by its count); `t = None` is "before 0".
+    let sent_by = |i: usize, t: Option<u64>| -> u64 {
+        let cap = own[i].unwrap_or(u64::MAX).min(limit);
+        let Some(t) = t else {
+            return 0;
+        };
+        let p = &lanes[i].pacing;
+        // The first frame index due after `t`, by bisection (due times never decrease).
+        let (mut lo, mut hi) = (0u64, cap);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if due_saturating(p, mid) <= t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    };
+    let total = |t: Option<u64>| -> u64 {
+        (0..lanes.len())
+            .map(|i| sent_by(i, t))
+            .fold(0u64, u64::saturating_add)
+    };
+    // The earliest instant by which `limit` frames are due.
+    let (mut lo, mut hi) = (0u64, u64::MAX);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if total(Some(mid)) >= limit {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    let before = lo.checked_sub(1);
+    let mut left = limit - total(before);
+    (0..lanes.len())
+        .map(|i| {
+            let base = sent_by(i, before);
+            let extra = (sent_by(i, Some(lo)) - base).min(left);
+            left -= extra;
+            Some(base + extra)
+        })
+        .collect()
+}
+
+/// One worker's share of every lane (see `Cycle::for_worker` and `lane_counts`).
+pub fn lanes_for_worker(
+    lanes: &[Lane],
+    worker: usize,
+    workers: usize,
+    limit: Option<u64>,
+) -> Vec<WorkerPlan<'_>> {
+    lanes
+        .iter()
+        .zip(lane_counts(lanes, limit))
+        .map(|(lane, count)| lane.cycle.for_worker(worker, workers, count))
+        .collect()
+}
+
+/// One stream on its own: its cycle, its schedule (None: max rate) and what it became.
 fn compile_one(
     spec: &StreamSpec,
     resolved: &Resolved,
     limits: &Limits,
-) -> Result<Plan, StreamError> {
+) -> Result<(Cycle, Option<Pacing>, StreamInfo), StreamError> {
     let schedule = resolved.sizes.schedule(spec.seed);
     let layout = resolved.frame.build(resolved.sizes.min())?.layout;
     let mut patches = Vec::new();
@@ -274,19 +328,19 @@ fn compile_one(
         (Next::GotoFirst, _, _) => None,
         (_, c, _) => c,
     };
-    Ok(Plan {
+    let cycle = Cycle {
         frames,
         patches: patched.iter().map(|p| p.0).collect(),
         count,
-        pacing: Pacing::for_stream(spec, resolved, &schedule, limits)?,
-        lanes: Vec::new(),
         seed: spec.seed,
-        streams: vec![StreamInfo {
-            name: spec.name.clone(),
-            cached: cached.into_iter().map(|p| p.1).collect(),
-            patched: patched.into_iter().map(|p| p.1).collect(),
-        }],
-    })
+    };
+    let info = StreamInfo {
+        name: spec.name.clone(),
+        cached: cached.into_iter().map(|p| p.1).collect(),
+        patched: patched.into_iter().map(|p| p.1).collect(),
+    };
+    let pacing = Pacing::for_stream(spec, resolved, &schedule, limits)?;
+    Ok((cycle, pacing, info))
 }
 
 /// Streams in sequence are flattened: each stream's frames, evaluated for its own frame index,
@@ -387,12 +441,15 @@ fn compile_sequence(
         (false, _) => Some(total),
     };
     Ok(Plan {
-        frames,
-        patches: Vec::new(),
-        count,
-        pacing: Pacing::for_sequence(&timing, limits)?,
-        lanes: Vec::new(),
-        seed: streams[0].seed,
+        shape: Shape::Cycle {
+            cycle: Cycle {
+                frames,
+                patches: Vec::new(),
+                count,
+                seed: streams[0].seed,
+            },
+            pacing: Pacing::for_sequence(&timing, limits)?,
+        },
         streams: infos,
     })
 }
@@ -406,6 +463,7 @@ fn compile_interleaved(
     limits: &Limits,
 ) -> Result<Plan, StreamError> {
     let mut lanes = Vec::with_capacity(streams.len());
+    let mut infos = Vec::with_capacity(streams.len());
     let mut wire_bps = 0.0;
     for (i, (spec, r)) in streams.iter().zip(resolved).enumerate() {
         let invalid = |why: &str| StreamError::Invalid {
@@ -422,18 +480,16 @@ fn compile_interleaved(
                 "interleaved streams each need a rate (e.g. 20k, 100Mbps, 10%), not max: a max stream would crowd out the others",
             ));
         }
-        let mut lane = compile_one(spec, r, limits)?;
-        let pacing = lane
-            .pacing
-            .as_ref()
-            .ok_or_else(|| invalid("the rate is too high to schedule"))?;
-        let bits: usize = lane.frames.iter().map(|f| (f.len() + 24) * 8).sum();
-        wire_bps += pacing.pps() * bits as f64 / lane.frames.len() as f64;
+        let (cycle, pacing, mut info) = compile_one(spec, r, limits)?;
+        let pacing = pacing.ok_or_else(|| invalid("the rate is too high to schedule"))?;
+        let bits: usize = cycle.frames.iter().map(|f| (f.len() + 24) * 8).sum();
+        wire_bps += pacing.pps() * bits as f64 / cycle.frames.len() as f64;
         // Unnamed streams all default to "stream0": number them so the report tells them apart.
         if spec.name == StreamSpec::default().name {
-            lane.streams[0].name = format!("stream{i}");
+            info.name = format!("stream{i}");
         }
-        lanes.push(lane);
+        lanes.push(Lane { cycle, pacing });
+        infos.push(info);
     }
     if let Some(mbps) = limits.link_mbps
         && wire_bps > mbps as f64 * 1e6 * 1.000_001
@@ -446,24 +502,18 @@ fn compile_interleaved(
             ),
         });
     }
-    if lanes.len() == 1 {
-        return Ok(lanes.remove(0));
-    }
-    let count = lanes.iter().map(|l| l.count).sum::<Option<u64>>();
+    let shape = if lanes.len() == 1 {
+        let Lane { cycle, pacing } = lanes.remove(0);
+        Shape::Cycle {
+            cycle,
+            pacing: Some(pacing),
+        }
+    } else {
+        Shape::Lanes(lanes)
+    };
     Ok(Plan {
-        frames: lanes
-            .iter()
-            .flat_map(|l| l.frames.iter().cloned())
-            .collect(),
-        patches: Vec::new(),
-        count,
-        seed: streams[0].seed,
-        streams: lanes
-            .iter()
-            .flat_map(|l| l.streams.iter().cloned())
-            .collect(),
-        pacing: None,
-        lanes,
+        shape,
+        streams: infos,
     })
 }
 
@@ -486,17 +536,26 @@ mod tests {
     use super::*;
     use linerate_wire::Field;
 
+    /// The cycle of a plan that is not lanes.
+    pub(crate) fn cycle(plan: &Plan) -> &Cycle {
+        match &plan.shape {
+            Shape::Cycle { cycle, .. } => cycle,
+            Shape::Lanes(_) => panic!("a plan of lanes"),
+        }
+    }
+
     fn field_values(plan: &Plan, field: Field, n: u64) -> Vec<u64> {
         let template = StreamSpec::default()
             .resolve(&Limits::default())
             .unwrap()
             .frame;
         let loc = field.locate(&template.build(64).unwrap().layout).unwrap();
-        let mut rng = Rng::new(plan.seed);
+        let mut rng = Rng::new(cycle(plan).seed);
         (0..n)
             .map(|i| {
-                let mut frame = plan.frames[(i % plan.frames.len() as u64) as usize].clone();
-                for p in &plan.patches {
+                let mut frame =
+                    cycle(plan).frames[(i % cycle(plan).frames.len() as u64) as usize].clone();
+                for p in &cycle(plan).patches {
                     p.apply(&mut frame, i, &mut rng);
                 }
                 loc.read(&frame)
@@ -514,26 +573,26 @@ mod tests {
     #[test]
     fn seed_stream_is_ten_distinct_frames() {
         let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
-        assert_eq!(plan.frames.len(), 10);
-        assert!(plan.patches.is_empty());
-        let mut distinct = plan.frames.clone();
+        assert_eq!(cycle(&plan).frames.len(), 10);
+        assert!(cycle(&plan).patches.is_empty());
+        let mut distinct = cycle(&plan).frames.clone();
         distinct.dedup();
         assert_eq!(distinct.len(), 10);
-        assert!(plan.frames.iter().all(|f| f.len() == 60));
+        assert!(cycle(&plan).frames.iter().all(|f| f.len() == 60));
     }
 
     #[test]
     fn small_periods_are_cached_and_large_ones_patched() {
         let plan = Plan::compile(&[spec(&["src-port:inc:1000-1999"])], &Limits::default()).unwrap();
-        assert_eq!(plan.frames.len(), 1000);
-        assert!(plan.patches.is_empty());
+        assert_eq!(cycle(&plan).frames.len(), 1000);
+        assert!(cycle(&plan).patches.is_empty());
         let plan = Plan::compile(
             &[spec(&["src-port:inc:1000-1999", "dst-port:inc:1-7"])],
             &Limits::default(),
         )
         .unwrap();
-        assert_eq!(plan.frames.len(), 1000);
-        assert_eq!(plan.patches.len(), 1);
+        assert_eq!(cycle(&plan).frames.len(), 1000);
+        assert_eq!(cycle(&plan).patches.len(), 1);
         assert_eq!(plan.streams[0].patched, vec!["dst-port".to_string()]);
         let values = field_values(&plan, Field::DstPort, 14);
         assert_eq!(values, vec![1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4, 5, 6, 7]);
@@ -542,13 +601,13 @@ mod tests {
     #[test]
     fn workers_share_the_sequence_without_overlap() {
         let plan = Plan::compile(&[spec(&["src-port:inc:0-9"])], &Limits::default()).unwrap();
-        let a = plan.for_worker(0, 2, Some(11));
-        let b = plan.for_worker(1, 2, Some(11));
+        let a = cycle(&plan).for_worker(0, 2, Some(11));
+        let b = cycle(&plan).for_worker(1, 2, Some(11));
         assert_eq!((a.count, b.count), (Some(6), Some(5)));
         assert_eq!((a.frames.len(), b.frames.len()), (5, 5));
-        assert_eq!(a.frames[1], plan.frames[2].as_slice());
-        assert_eq!(b.frames[0], plan.frames[1].as_slice());
-        let c = plan.for_worker(2, 3, Some(2));
+        assert_eq!(a.frames[1], cycle(&plan).frames[2].as_slice());
+        assert_eq!(b.frames[0], cycle(&plan).frames[1].as_slice());
+        let c = cycle(&plan).for_worker(2, 3, Some(2));
         assert_eq!(c.count, Some(0));
     }
 
@@ -563,8 +622,8 @@ mod tests {
         b.next = Next::GotoFirst;
         b.loops = Some(4);
         let plan = Plan::compile(&[a.clone(), b.clone()], &Limits::default()).unwrap();
-        assert_eq!(plan.frames.len(), 5);
-        assert_eq!(plan.count, Some(20));
+        assert_eq!(cycle(&plan).frames.len(), 5);
+        assert_eq!(plan.count(), Some(20));
         assert_eq!(
             field_values(&plan, Field::SrcPort, 6),
             vec![1, 2, 3, 7, 7, 1]
@@ -582,8 +641,8 @@ mod tests {
         s.count = Some(10);
         s.next = Next::GotoFirst;
         let plan = Plan::compile(&[s], &Limits::default()).unwrap();
-        assert_eq!(plan.frames.len(), 10);
-        assert_eq!(plan.count, None);
+        assert_eq!(cycle(&plan).frames.len(), 10);
+        assert_eq!(plan.count(), None);
         assert_eq!(field_values(&plan, Field::SrcPort, 12)[10..], [100, 101]);
     }
 
@@ -591,7 +650,7 @@ mod tests {
     fn random_fields_are_patched_and_stay_in_range() {
         let plan =
             Plan::compile(&[spec(&["src-port:random:5000-5009"])], &Limits::default()).unwrap();
-        assert_eq!(plan.patches.len(), 1);
+        assert_eq!(cycle(&plan).patches.len(), 1);
         let values = field_values(&plan, Field::SrcPort, 1000);
         assert!(values.iter().all(|v| (5000..=5009).contains(v)));
         let distinct: std::collections::BTreeSet<_> = values.into_iter().collect();
@@ -602,6 +661,13 @@ mod tests {
 #[cfg(test)]
 mod interleaved_tests {
     use super::*;
+
+    fn lanes(plan: &Plan) -> &[Lane] {
+        match &plan.shape {
+            Shape::Lanes(lanes) => lanes,
+            Shape::Cycle { .. } => panic!("not lanes"),
+        }
+    }
 
     fn lane(name: &str, src_port: u16, rate: &str, count: Option<u64>) -> StreamSpec {
         StreamSpec {
@@ -628,11 +694,10 @@ mod interleaved_tests {
             &Limits::default(),
         )
         .unwrap();
-        assert_eq!(plan.lanes.len(), 2);
-        assert_eq!(plan.count, Some(500));
-        assert!(plan.pacing.is_none() && plan.patches.is_empty());
-        assert_eq!(plan.frames.len(), 20);
-        assert_eq!(plan.lanes[0].frames.len(), 10);
+        assert_eq!(lanes(&plan).len(), 2);
+        assert_eq!(plan.count(), Some(500));
+        assert_eq!(plan.frame_count(), 20);
+        assert_eq!(lanes(&plan)[0].cycle.frames.len(), 10);
         assert_eq!(plan.streams.len(), 2);
         let pps = plan.requested_pps().unwrap();
         assert!((pps - 25_000.0).abs() < 1e-6, "{pps}");
@@ -641,13 +706,19 @@ mod interleaved_tests {
             &Limits::default(),
         )
         .unwrap();
-        assert_eq!(endless.count, None);
+        assert_eq!(endless.count(), None);
     }
 
     #[test]
     fn a_single_interleaved_stream_is_a_plain_plan() {
         let plan = Plan::compile(&[lane("a", 1, "1k", None)], &Limits::default()).unwrap();
-        assert!(plan.lanes.is_empty() && plan.pacing.is_some());
+        assert!(matches!(
+            plan.shape,
+            Shape::Cycle {
+                pacing: Some(_),
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -705,11 +776,12 @@ mod interleaved_tests {
 
     /// The first `limit` frames of the merged schedules, counted per lane by brute force.
     fn merged(plan: &Plan, limit: u64) -> Vec<u64> {
-        let mut next = vec![0u64; plan.lanes.len()];
+        let lanes = lanes(plan);
+        let mut next = vec![0u64; lanes.len()];
         for _ in 0..limit {
-            let pick = (0..plan.lanes.len())
-                .filter(|&i| plan.lanes[i].count.is_none_or(|c| next[i] < c))
-                .min_by_key(|&i| (plan.lanes[i].pacing.as_ref().unwrap().due_ps(next[i]), i));
+            let pick = (0..lanes.len())
+                .filter(|&i| lanes[i].cycle.count.is_none_or(|c| next[i] < c))
+                .min_by_key(|&i| (lanes[i].pacing.due_ps(next[i]), i));
             match pick {
                 Some(i) => next[i] += 1,
                 None => break,
@@ -731,22 +803,27 @@ mod interleaved_tests {
         )
         .unwrap();
         for limit in [0, 1, 2, 3, 5, 64, 100, 1001, 50_000] {
-            let counts: Vec<u64> = plan
-                .lane_counts(Some(limit))
+            let counts: Vec<u64> = lane_counts(lanes(&plan), Some(limit))
                 .into_iter()
                 .map(Option::unwrap)
                 .collect();
             assert_eq!(counts, merged(&plan, limit), "limit {limit}");
             assert_eq!(counts.iter().sum::<u64>(), limit);
         }
-        assert_eq!(plan.lane_counts(None), vec![None, Some(7), Some(1000)]);
+        assert_eq!(
+            lane_counts(lanes(&plan), None),
+            vec![None, Some(7), Some(1000)]
+        );
         let finite = Plan::compile(
             &[lane("a", 1, "20k", Some(4)), lane("b", 2, "5k", Some(1))],
             &Limits::default(),
         )
         .unwrap();
-        assert_eq!(finite.lane_counts(Some(64)), vec![Some(4), Some(1)]);
-        let shares = finite.lanes_for_worker(1, 2, Some(3));
+        assert_eq!(
+            lane_counts(lanes(&finite), Some(64)),
+            vec![Some(4), Some(1)]
+        );
+        let shares = lanes_for_worker(lanes(&finite), 1, 2, Some(3));
         assert_eq!(
             shares.iter().map(|w| w.count).collect::<Vec<_>>(),
             [Some(1), Some(0)]

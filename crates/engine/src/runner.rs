@@ -1,0 +1,289 @@
+//! The one worker runner every backend uses: pins one thread per worker, starts them together
+//! from one epoch, watches the deadline, the stop flag and the status tick, ends the run when a
+//! worker fails or panics, joins them and hands back their reports — or the report so far and
+//! why it stopped.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Barrier, OnceLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_utils::CachePadded;
+
+use crate::counters::{Counters, Snapshot};
+use crate::report::{Report, WorkerReport};
+use crate::{EngineError, RunConfig, WorkerSpec};
+
+/// Hears about a run while it goes (the live status line).
+pub trait Observer: Sync {
+    fn tick(&self, snapshot: &Snapshot);
+}
+
+impl Observer for () {
+    fn tick(&self, _: &Snapshot) {}
+}
+
+/// Why a worker ended the run early.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerFailure {
+    #[error("worker {worker} panicked: {message}")]
+    Panicked { worker: usize, message: String },
+    /// The cause is in the message, not the error chain: whatever type raised it, a failure in
+    /// the middle of a run is the system failing (exit 1), even an error that would be the
+    /// user's to fix at the start (an interface that is down).
+    #[error("worker {worker} stopped: {cause}")]
+    Failed {
+        worker: usize,
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// A run that a worker ended early: why, and what every worker had done by then (a failed
+/// worker's share is what it had published: its last batch or call may be missing).
+#[derive(Debug, thiserror::Error)]
+#[error("{failure} (the run stopped after {} frames)", report.submitted)]
+pub struct Interrupted {
+    pub failure: WorkerFailure,
+    pub report: Box<Report>,
+}
+
+/// What the runner hands each worker's thread.
+#[derive(Debug)]
+pub struct WorkerContext<'a> {
+    pub worker: usize,
+    pub spec: WorkerSpec,
+    /// The instant every worker's schedule counts from, taken once all of them are ready.
+    pub epoch: Instant,
+    halt: &'a AtomicBool,
+    counters: &'a Counters,
+}
+
+impl WorkerContext<'_> {
+    /// Raised when the worker must stop (deadline, Ctrl-C, another worker failed).
+    pub fn halt(&self) -> &AtomicBool {
+        self.halt
+    }
+
+    /// Makes the worker's totals so far visible to the status line and to the report of a run
+    /// that fails.
+    #[inline]
+    pub fn publish(&self, submitted: u64, completed: u64, bytes: u64) {
+        self.counters.publish(submitted, completed, bytes);
+    }
+}
+
+/// Refuses a run that cannot start: no worker, or a core this process may not run on.
+pub fn check_workers(workers: &[WorkerSpec]) -> Result<(), EngineError> {
+    if workers.is_empty() {
+        return Err(EngineError::NoWorkers);
+    }
+    if let Some((core, available)) = unavailable_core(workers) {
+        return Err(EngineError::Pin { core, available });
+    }
+    Ok(())
+}
+
+/// The first worker core this process may not run on, with how many it may: the affinity mask
+/// (taskset, cgroups) decides, not the machine's core count.
+pub fn unavailable_core(workers: &[WorkerSpec]) -> Option<(usize, usize)> {
+    let allowed: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    workers
+        .iter()
+        .filter_map(|w| w.core)
+        .find(|core| !allowed.contains(core))
+        .map(|core| (core, allowed.len()))
+}
+
+/// Where a run's threads meet: per worker its counters, and the flags that end the run.
+struct Shared {
+    counters: Vec<CachePadded<Counters>>,
+    /// When each worker's thread ended, in ns after the epoch.
+    ended_ns: Vec<AtomicU64>,
+    halt: AtomicBool,
+    failed: AtomicBool,
+    finished: AtomicUsize,
+}
+
+/// Marks a worker finished when dropped, at the end of its thread or while it unwinds, so the
+/// supervisor stops waiting for it and, if it failed, halts the others.
+struct Finished<'a> {
+    shared: &'a Shared,
+    worker: usize,
+    epoch: Instant,
+    ok: bool,
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        let s = self.shared;
+        s.ended_ns[self.worker].store(self.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if !self.ok || std::thread::panicking() {
+            s.failed.store(true, Ordering::Release);
+        }
+        s.finished.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Runs one thread per `jobs` entry (worker `i` gets `jobs[i]` and `config.workers[i]`): pinned,
+/// started together, each calling `work` once. `on_halt` runs with every halt, for backends
+/// whose workers wait in the kernel (live raises a stop flag the program reads). A worker that
+/// returns an error or panics halts the others; the run then ends with `Interrupted`, holding
+/// the report so far for `backend` on `port`.
+pub fn run_workers<J, T, E>(
+    config: &RunConfig,
+    (backend, port): (&str, &str),
+    jobs: Vec<J>,
+    work: impl Fn(J, &WorkerContext<'_>) -> Result<(WorkerReport, T), E> + Sync,
+    on_halt: impl Fn() + Sync,
+    observer: &dyn Observer,
+) -> Result<Vec<(WorkerReport, T)>, Interrupted>
+where
+    J: Send,
+    T: Send,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let workers = jobs.len();
+    debug_assert_eq!(workers, config.workers.len());
+    let shared = Shared {
+        counters: (0..workers).map(|_| CachePadded::default()).collect(),
+        ended_ns: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+        halt: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
+        finished: AtomicUsize::new(0),
+    };
+    let barrier = Barrier::new(workers + 1);
+    let epoch = OnceLock::new();
+    let (shared, barrier, epoch, work) = (&shared, &barrier, &epoch, &work);
+
+    let joined = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| {
+                let spec = config.workers[i];
+                scope.spawn(move || {
+                    if let Some(core) = spec.core {
+                        core_affinity::set_for_current(core_affinity::CoreId { id: core });
+                    }
+                    barrier.wait();
+                    let epoch = *epoch.get_or_init(Instant::now);
+                    let mut done = Finished {
+                        shared,
+                        worker: i,
+                        epoch,
+                        ok: false,
+                    };
+                    let ctx = WorkerContext {
+                        worker: i,
+                        spec,
+                        epoch,
+                        halt: &shared.halt,
+                        counters: &shared.counters[i],
+                    };
+                    let result = work(job, &ctx);
+                    done.ok = result.is_ok();
+                    result
+                })
+            })
+            .collect();
+        barrier.wait();
+        supervise(config, shared, &on_halt, observer);
+        handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
+    });
+
+    let mut done = Vec::with_capacity(workers);
+    let mut reports = Vec::with_capacity(workers);
+    let mut failure = None;
+    for (i, outcome) in joined.into_iter().enumerate() {
+        let failed = match outcome {
+            Ok(Ok((report, extra))) => {
+                reports.push(report.clone());
+                done.push((report, extra));
+                continue;
+            }
+            Ok(Err(cause)) => WorkerFailure::Failed {
+                worker: i,
+                cause: Box::new(cause),
+            },
+            Err(payload) => WorkerFailure::Panicked {
+                worker: i,
+                message: panic_message(payload.as_ref()),
+            },
+        };
+        let (submitted, completed, bytes) = shared.counters[i].read();
+        reports.push(WorkerReport {
+            worker: i,
+            core: config.workers[i].core,
+            queue: config.workers[i].queue,
+            mode: "failed".into(),
+            submitted,
+            completed,
+            bytes,
+            elapsed_s: shared.ended_ns[i].load(Ordering::Relaxed) as f64 / 1e9,
+            stats: Default::default(),
+            pacing: None,
+        });
+        failure.get_or_insert(failed);
+    }
+    match failure {
+        None => Ok(done),
+        Some(failure) => Err(Interrupted {
+            failure,
+            report: Box::new(Report::new(backend, port, reports)),
+        }),
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// The run thread's job while workers send: halt them once the deadline passes, the stop flag
+/// is raised or a worker failed, and tell the observer how it goes once per tick, until every
+/// worker's thread has ended.
+fn supervise(config: &RunConfig, shared: &Shared, on_halt: &dyn Fn(), observer: &dyn Observer) {
+    let workers = shared.counters.len();
+    let start = Instant::now();
+    let deadline = config.duration.map(|d| start + d);
+    let mut last = Snapshot::default();
+    let mut next_tick = start + config.tick;
+    // Short naps keep the deadline and Ctrl-C sharp without stealing a worker's core.
+    let nap = Duration::from_millis(2);
+    while shared.finished.load(Ordering::Acquire) < workers {
+        let now = Instant::now();
+        if config.stop.load(Ordering::Relaxed)
+            || deadline.is_some_and(|d| now >= d)
+            || shared.failed.load(Ordering::Acquire)
+        {
+            shared.halt.store(true, Ordering::Relaxed);
+            on_halt();
+        }
+        if now >= next_tick {
+            let (frames, bytes) = shared
+                .counters
+                .iter()
+                .map(|c| c.read())
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.2));
+            let snap = Snapshot {
+                elapsed: now - start,
+                frames,
+                bytes,
+                interval: (now - start) - last.elapsed,
+                interval_frames: frames - last.frames,
+                interval_bytes: bytes - last.bytes,
+            };
+            observer.tick(&snap);
+            last = snap;
+            next_tick += config.tick;
+        }
+        std::thread::sleep(nap);
+    }
+}

@@ -1,0 +1,188 @@
+//! The live port: what the kernel and the driver must offer (live frames, ndo_xdp_xmit), probed
+//! once at open, and what sysfs says about the interface.
+
+use std::io;
+
+use libbpf_rs::libbpf_sys;
+
+use super::program::{load, program, test_run, xdp_ctx};
+use crate::LiveError;
+
+/// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
+const NETDEV_XDP_ACT_NDO_XMIT: u64 = 1 << 2;
+
+/// An interface that can take live XDP frames.
+#[derive(Debug, Clone)]
+pub struct LivePort {
+    iface: String,
+    ifindex: u32,
+    kernel: String,
+    info: linerate_port::PortInfo,
+}
+
+impl LivePort {
+    /// Checks that the kernel runs live frames (one probe frame, dropped by the probe program)
+    /// and, on kernels that report XDP features (6.3+), that the driver of `iface` implements
+    /// ndo_xdp_xmit. Nothing is sent.
+    pub fn open(iface: &str) -> Result<LivePort, LiveError> {
+        let ifindex = ifindex(iface)?;
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| "unknown".into());
+        let version = parse_version(&kernel);
+        if version.is_some_and(|v| v < (5, 18)) {
+            return Err(LiveError::NoLiveFrames { kernel });
+        }
+        let object = load(1, None)?;
+        let probe = program(&object, "live_probe")?;
+        let data = [0u8; 64];
+        let ctx = xdp_ctx(0, data.len(), ifindex);
+        match test_run(probe, &data, &ctx, 1, 0) {
+            Ok(()) => {}
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EOPNOTSUPP)) => {
+                return Err(LiveError::NoLiveFrames { kernel });
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => {
+                return Err(LiveError::NotRoot {
+                    what: "running a BPF program".into(),
+                });
+            }
+            Err(source) => {
+                return Err(LiveError::Run {
+                    iface: iface.into(),
+                    source,
+                });
+            }
+        }
+        if version.is_none_or(|v| v >= (6, 3)) {
+            let features = xdp_features(ifindex).map_err(|source| LiveError::Run {
+                iface: iface.into(),
+                source,
+            })?;
+            if features & NETDEV_XDP_ACT_NDO_XMIT == 0 {
+                return Err(LiveError::NoXdpTransmit {
+                    iface: iface.into(),
+                    hint: if is_veth(iface) {
+                        " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)"
+                    } else {
+                        ""
+                    },
+                });
+            }
+        }
+        Ok(LivePort {
+            iface: iface.into(),
+            ifindex,
+            kernel,
+            info: port_info(iface),
+        })
+    }
+
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// Name, MAC and MTU as sysfs tells them; the frames go out on the CPU that runs the
+    /// program, so there are no queues to pick (`queues` is the CPU count).
+    pub fn info(&self) -> &linerate_port::PortInfo {
+        &self.info
+    }
+
+    /// The kernel release the probe ran on.
+    pub fn kernel(&self) -> &str {
+        &self.kernel
+    }
+}
+
+/// A veth (or another virtual device with a peer): no device in sysfs, and its `iflink` names
+/// another interface. Only used to pick the hint of a refusal.
+fn is_veth(iface: &str) -> bool {
+    let read = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"));
+    let no_device = !std::path::Path::new(&format!("/sys/class/net/{iface}/device")).exists();
+    matches!((read("ifindex"), read("iflink")), (Ok(a), Ok(b)) if a.trim() != b.trim()) && no_device
+}
+
+fn port_info(iface: &str) -> linerate_port::PortInfo {
+    let read = |what: &str| {
+        std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"))
+            .map(|s| s.trim().to_owned())
+            .ok()
+    };
+    let mac = read("address").and_then(|text| {
+        let bytes: Vec<u8> = text
+            .split(':')
+            .filter_map(|b| u8::from_str_radix(b, 16).ok())
+            .collect();
+        <[u8; 6]>::try_from(bytes).ok()
+    });
+    let virtual_device = std::fs::read_link(format!("/sys/class/net/{iface}"))
+        .map(|p| p.to_string_lossy().contains("/virtual/"))
+        .unwrap_or(true);
+    linerate_port::PortInfo {
+        name: iface.to_owned(),
+        mac,
+        mtu: read("mtu").and_then(|m| m.parse().ok()).unwrap_or(1500),
+        // Virtual devices (veth) report a nominal speed that bounds nothing.
+        link_speed: read("speed")
+            .and_then(|s| s.parse::<i64>().ok())
+            .filter(|&s| s > 0 && !virtual_device)
+            .map(|s| linerate_port::LinkSpeed::from_mbps(s as u64)),
+        queues: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        driver: None,
+        backend: crate::BACKEND,
+    }
+}
+
+/// The XDP features the driver of `ifindex` reports (`NETDEV_XDP_ACT_*`).
+fn xdp_features(ifindex: u32) -> io::Result<u64> {
+    // SAFETY: bpf_xdp_query_opts is a plain C struct of integers; all zeroes is valid.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
+    // SAFETY: opts is initialised with its `sz` set and outlives the call.
+    let ret = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(opts.feature_flags)
+}
+
+fn ifindex(iface: &str) -> Result<u32, LiveError> {
+    let unknown = || LiveError::UnknownInterface {
+        iface: iface.to_owned(),
+    };
+    if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || iface.contains(['/', '\0']) {
+        return Err(unknown());
+    }
+    nix::net::if_::if_nametoindex(iface).map_err(|_| unknown())
+}
+
+/// `major.minor` of a kernel release such as `6.18.44-fc`.
+fn parse_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts
+        .next()?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .ok()?;
+    Some((major, minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_parse() {
+        assert_eq!(parse_version("6.18.44-fc-v657"), Some((6, 18)));
+        assert_eq!(parse_version("5.4.0-150-generic"), Some((5, 4)));
+        assert_eq!(parse_version("5.18"), Some((5, 18)));
+        assert_eq!(parse_version("garbage"), None);
+    }
+}

@@ -1,0 +1,95 @@
+//! The `live_workers` map as this process sees it: mmapped, one 256-byte entry per worker that
+//! user space configures before the run and the program updates as it sends.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64};
+
+use libbpf_rs::{MapCore, Object};
+
+use crate::LiveError;
+use crate::layout::{MAX_FIELDS, MAX_WORKERS};
+
+/// `struct live_worker` of `bpf/live_tx.bpf.c`, as the mmap of the `live_workers` map shows it:
+/// a config line user space writes before the run, a state line and a line of field indices the
+/// program writes, and a pad line (256 bytes: no 128-byte block shared between workers).
+#[repr(C)]
+pub(super) struct WorkerSlot {
+    pub(super) limit: AtomicU64,
+    pub(super) ifindex: AtomicU32,
+    pub(super) _pad_a: AtomicU32,
+    pub(super) frame_base: AtomicU32,
+    pub(super) period: AtomicU32,
+    pub(super) win_off: AtomicU32,
+    pub(super) win_len: AtomicU32,
+    pub(super) tmpl_len: AtomicU32,
+    pub(super) _pad_b: AtomicU32,
+    pub(super) stop: AtomicU32,
+    pub(super) _pad0: AtomicU32,
+    pub(super) _pad1: [AtomicU64; 2],
+    pub(super) rng: AtomicU64,
+    pub(super) index: AtomicU32,
+    pub(super) _pad2: AtomicU32,
+    pub(super) sent: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) errors: AtomicU64,
+    pub(super) _pad3: [AtomicU64; 3],
+    pub(super) indices: [AtomicU64; MAX_FIELDS],
+    pub(super) _pad4: [AtomicU64; 8],
+}
+
+const _: () = assert!(size_of::<WorkerSlot>() == 256);
+
+/// The `live_workers` map mapped into this process; unmapped on drop.
+pub(super) struct WorkerMap {
+    ptr: NonNull<WorkerSlot>,
+    len: usize,
+}
+
+impl WorkerMap {
+    pub(super) fn map(object: &Object) -> Result<WorkerMap, LiveError> {
+        let map = object
+            .maps()
+            .find(|m| m.name() == "live_workers")
+            .ok_or_else(|| LiveError::Load {
+                message: "the object has no map live_workers".into(),
+            })?;
+        let len = (MAX_WORKERS * size_of::<WorkerSlot>()).next_multiple_of(4096);
+        // SAFETY: a shared mapping of a live BPF_F_MMAPABLE array map fd, `len` bytes (the map's
+        // size rounded up to pages, as the kernel allows); the result is checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(LiveError::Load {
+                message: format!("mapping live_workers: {}", io::Error::last_os_error()),
+            });
+        }
+        Ok(WorkerMap {
+            ptr: NonNull::new(ptr.cast()).expect("mmap succeeded"),
+            len,
+        })
+    }
+
+    pub(super) fn slots(&self) -> &[WorkerSlot] {
+        // SAFETY: the mapping holds MAX_WORKERS entries of 256 bytes laid out as WorkerSlot
+        // (all atomics, any bit pattern valid) and lives as long as `self`; the kernel writes
+        // it concurrently, which atomics permit.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), MAX_WORKERS) }
+    }
+}
+
+impl Drop for WorkerMap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in `map`, unmapped once here.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}

@@ -6,8 +6,8 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{json, root_or_skip};
@@ -16,12 +16,13 @@ use linerate_engine::{EngineError, RunConfig, WorkerFailure, WorkerSpec};
 use linerate_port::{Port, PortError, PortInfo, QueueConfig, TxDesc, TxQueue};
 use linerate_stream::{Limits, Plan, StreamSpec};
 
-/// An AF_XDP port whose queue 1 panics at its 1000th submit.
-struct Panicking(XskPort);
+/// An AF_XDP port whose queue 1 panics at its 1001st submit, noting when.
+struct Panicking(XskPort, Arc<OnceLock<Instant>>);
 
 struct PanickingQueue {
     inner: Box<dyn TxQueue>,
     left: Option<u32>,
+    at: Arc<OnceLock<Instant>>,
 }
 
 impl Port for Panicking {
@@ -35,6 +36,7 @@ impl Port for Panicking {
         Ok(Box::new(PanickingQueue {
             inner: self.0.open_queue(config)?,
             left: (config.queue_id == 1).then_some(1000),
+            at: self.1.clone(),
         }))
     }
 }
@@ -54,7 +56,10 @@ impl TxQueue for PanickingQueue {
     }
     fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
         match &mut self.left {
-            Some(0) => panic!("injected fault"),
+            Some(0) => {
+                self.at.get_or_init(Instant::now);
+                panic!("injected fault")
+            }
             Some(n) => *n -= 1,
             None => {}
         }
@@ -77,7 +82,8 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
         return;
     }
     let lab = common::lab("rp", 2);
-    let port = Panicking(XskPort::open(&lab.sender, XskOptions::default()).expect("open"));
+    let xsk = XskPort::open(&lab.sender, XskOptions::default()).expect("open");
+    let port = Panicking(xsk, Arc::default());
     let spec = StreamSpec {
         dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
         ..StreamSpec::default()

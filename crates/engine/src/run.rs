@@ -380,12 +380,15 @@ mod failure_tests {
         queue: u32,
         after: u32,
         panic: bool,
+        /// When the fault struck.
+        at: Arc<std::sync::OnceLock<Instant>>,
     }
 
     struct FaultyQueue {
         inner: NullQueue,
         left: Option<u32>,
         panic: bool,
+        at: Arc<std::sync::OnceLock<Instant>>,
     }
 
     impl Port for Faulty {
@@ -400,6 +403,7 @@ mod failure_tests {
                 inner: NullQueue::new(config),
                 left: (config.queue_id == self.queue).then_some(self.after),
                 panic: self.panic,
+                at: self.at.clone(),
             }))
         }
     }
@@ -418,6 +422,9 @@ mod failure_tests {
             self.inner.reserve(want)
         }
         fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
+            if self.left == Some(0) {
+                self.at.get_or_init(Instant::now);
+            }
             match &mut self.left {
                 Some(0) if self.panic => panic!("injected fault"),
                 Some(0) => {
@@ -441,7 +448,8 @@ mod failure_tests {
         }
     }
 
-    /// Two workers on an endless plan, the second of which fails at its 1000th submit.
+    /// Two workers on an endless plan, the second of which fails at its 1001st submit; how long
+    /// the run went on after that.
     fn interrupted(panic: bool) -> (crate::Interrupted, Duration) {
         let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
         let config = RunConfig {
@@ -462,10 +470,10 @@ mod failure_tests {
             queue: 1,
             after: 1000,
             panic,
+            at: Arc::default(),
         };
-        let start = Instant::now();
         let err = run(&port, &plan, &config, &()).expect_err("the run must fail");
-        let took = start.elapsed();
+        let took = port.at.get().expect("the fault struck").elapsed();
         assert!(!config.stop.load(Ordering::Relaxed));
         assert!(!err.is_usage(), "a failure mid-run is a system error");
         match err {

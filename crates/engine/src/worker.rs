@@ -116,6 +116,56 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A loop's running totals, published after each submit for the status line and for the
+/// report of a run that fails.
+struct Tally<'a> {
+    submitted: u64,
+    completed: u64,
+    bytes: u64,
+    start: Instant,
+    ctx: Option<&'a WorkerContext<'a>>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(ctx: Option<&'a WorkerContext<'a>>) -> Self {
+        Tally {
+            submitted: 0,
+            completed: 0,
+            bytes: 0,
+            start: Instant::now(),
+            ctx,
+        }
+    }
+
+    #[inline]
+    fn submitted(&mut self, frames: u32, bytes: u64) {
+        self.submitted += u64::from(frames);
+        self.bytes += bytes;
+        if let Some(c) = self.ctx {
+            c.publish(self.submitted, self.completed, self.bytes);
+        }
+    }
+
+    /// Waits for the last completions and sums up.
+    fn finish<Q: TxQueue + ?Sized>(
+        mut self,
+        queue: &mut Q,
+        pacing: Option<PaceLog>,
+        lanes: Vec<LaneTotals>,
+    ) -> Result<WorkerTotals, PortError> {
+        self.completed += u64::from(queue.drain(DRAIN_TIMEOUT)?);
+        self.submitted(0, 0);
+        Ok(WorkerTotals {
+            submitted: self.submitted,
+            completed: self.completed,
+            bytes: self.bytes,
+            elapsed: self.start.elapsed(),
+            pacing,
+            lanes,
+        })
+    }
+}
+
 /// Lays the worker's frames into the queue's slots (the slot count is a multiple of its period).
 pub(crate) fn fill_slots<Q: TxQueue + ?Sized>(queue: &mut Q, plan: &WorkerPlan<'_>) {
     Cursor::new(plan, 0, queue.slots()).lay(queue);
@@ -144,14 +194,14 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut log = pacer.as_ref().map(|_| PaceLog::new());
     let count = plan.count.unwrap_or(u64::MAX);
-    let (mut submitted, mut completed, mut bytes, mut in_flight) = (0u64, 0u64, 0u64, 0u32);
-    let start = Instant::now();
+    let mut in_flight = 0u32;
+    let mut tally = Tally::new(ctx);
 
-    while submitted < count && !stop.load(Ordering::Relaxed) {
+    while tally.submitted < count && !stop.load(Ordering::Relaxed) {
         let done = queue.reap()?;
         in_flight -= done;
-        completed += u64::from(done);
-        let room = u64::from(batch.min(slots - in_flight)).min(count - submitted);
+        tally.completed += u64::from(done);
+        let room = u64::from(batch.min(slots - in_flight)).min(count - tally.submitted);
         let want = match (room, pacer.as_mut()) {
             (0, _) => 0,
             (_, None) => room,
@@ -175,26 +225,12 @@ pub fn transmit<Q: TxQueue + ?Sized>(
         if let (Some(p), Some(log)) = (pacer.as_mut(), log.as_mut()) {
             p.sent(u64::from(n), log);
         }
-        bytes += cursor.fill(queue, &mut descs[..n as usize]);
+        let bytes = cursor.fill(queue, &mut descs[..n as usize]);
         queue.submit(&descs[..n as usize])?;
-        submitted += u64::from(n);
         in_flight += n;
-        if let Some(c) = ctx {
-            c.publish(submitted, completed, bytes);
-        }
+        tally.submitted(n, bytes);
     }
-    completed += u64::from(queue.drain(DRAIN_TIMEOUT)?);
-    if let Some(c) = ctx {
-        c.publish(submitted, completed, bytes);
-    }
-    Ok(WorkerTotals {
-        submitted,
-        completed,
-        bytes,
-        elapsed: start.elapsed(),
-        pacing: log,
-        lanes: Vec::new(),
-    })
+    tally.finish(queue, log, Vec::new())
 }
 
 /// A lane's running state in `transmit_lanes`.
@@ -248,13 +284,12 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         .collect();
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut flight: VecDeque<(usize, u32)> = VecDeque::with_capacity(queue.slots() as usize);
-    let (mut submitted, mut completed, mut bytes) = (0u64, 0u64, 0u64);
     let mut log = PaceLog::new();
-    let start = Instant::now();
+    let mut tally = Tally::new(ctx);
 
     while !stop.load(Ordering::Relaxed) {
         let done = queue.reap()?;
-        completed += u64::from(done);
+        tally.completed += u64::from(done);
         retire(&mut flight, &mut state, done);
         let Some(&Reverse((first, _))) = ready.peek() else {
             break;
@@ -275,7 +310,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         }
         let room = queue.reserve(batch);
         let reach = now.max(first + SLICE_PS);
-        let (mut n, mut refill) = (0u32, None);
+        let (mut n, mut bytes, mut refill) = (0u32, 0u64, None);
         while n < room
             && let Some(&Reverse((due, i))) = ready.peek()
             && due <= reach
@@ -322,23 +357,10 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
             continue;
         }
         queue.submit(&descs[..n as usize])?;
-        submitted += u64::from(n);
-        if let Some(c) = ctx {
-            c.publish(submitted, completed, bytes);
-        }
+        tally.submitted(n, bytes);
     }
-    completed += u64::from(queue.drain(DRAIN_TIMEOUT)?);
-    if let Some(c) = ctx {
-        c.publish(submitted, completed, bytes);
-    }
-    Ok(WorkerTotals {
-        submitted,
-        completed,
-        bytes,
-        elapsed: start.elapsed(),
-        pacing: Some(log),
-        lanes: state.iter().map(|l| l.totals).collect(),
-    })
+    let lanes = state.iter().map(|l| l.totals).collect();
+    tally.finish(queue, Some(log), lanes)
 }
 
 /// Hands `done` completions back to the lanes that submitted them, oldest submit first.

@@ -3,7 +3,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use linerate_port::{Port, PortError, QueueConfig, TxQueue};
-use linerate_stream::{Plan, Shape, lanes_for_worker};
+use linerate_stream::{Merged, Plan, Shape, lanes_for_worker, merge};
 
 use crate::EngineError;
 use crate::pace::{Pacer, Wall};
@@ -81,13 +81,23 @@ pub fn run(
     // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks) round
     // up themselves, and packed slots keep the frames the loop patches in cache.
     let slot_size = (plan.max_len() as u32).next_multiple_of(64);
+    // Lanes whose schedules merge ahead of time run as one cycle: a frame costs the same
+    // however many streams there are.
+    let merged = match &plan.shape {
+        Shape::Lanes(lanes) => merge(lanes),
+        Shape::Cycle { .. } => None,
+    };
     let mut jobs = Vec::with_capacity(workers);
     for (i, w) in config.workers.iter().enumerate() {
-        let job = match &plan.shape {
-            Shape::Cycle { cycle, pacing } => {
+        let job = match (&plan.shape, &merged) {
+            (_, Some(m)) => Job::Cycle(
+                m.cycle.for_worker(i, workers, config.count),
+                Some(&m.pacing),
+            ),
+            (Shape::Cycle { cycle, pacing }, None) => {
                 Job::Cycle(cycle.for_worker(i, workers, config.count), pacing.as_ref())
             }
-            Shape::Lanes(lanes) => Job::Lanes(split_slots(
+            (Shape::Lanes(lanes), None) => Job::Lanes(split_slots(
                 lanes_for_worker(lanes, i, workers, config.count),
                 lanes,
             )),
@@ -142,7 +152,11 @@ pub fn run(
                 )?
             }
         };
-        Ok::<_, PortError>((worker_report(ctx, queue.as_ref(), &totals), totals.lanes))
+        let lanes = match &merged {
+            Some(m) => merged_lanes(m, ctx.worker, workers, totals.submitted),
+            None => totals.lanes.clone(),
+        };
+        Ok::<_, PortError>((worker_report(ctx, queue.as_ref(), &totals), lanes))
     };
     let done = run_workers(
         config,
@@ -181,6 +195,32 @@ pub fn run(
             .collect();
     }
     Ok(report)
+}
+
+/// What each lane sent of a merged cycle when worker `worker` of `workers` sent `submitted`
+/// frames of it: frames `worker + k · workers` for k below `submitted`, whose positions in the
+/// cycle repeat every `period / gcd(period, workers)` frames.
+fn merged_lanes(m: &Merged, worker: usize, workers: usize, submitted: u64) -> Vec<LaneTotals> {
+    let lanes = m.lane_of.iter().max().map_or(0, |&l| l as usize + 1);
+    let mut totals = vec![LaneTotals::default(); lanes];
+    let period = m.lane_of.len() as u64;
+    let (w, n) = (worker as u64, workers as u64);
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a.max(1)
+    };
+    let repeat = period / gcd(period, n);
+    let (full, rest) = (submitted / repeat, submitted % repeat);
+    for k in 0..repeat.min(submitted) {
+        let at = ((w + k * n) % period) as usize;
+        let times = full + u64::from(k < rest);
+        let lane = &mut totals[m.lane_of[at] as usize];
+        lane.submitted += times;
+        lane.bytes += times * m.cycle.frames[at].len() as u64;
+    }
+    totals
 }
 
 fn worker_report(

@@ -13,7 +13,8 @@ mod vary;
 pub use error::StreamError;
 pub use pacing::Pacing;
 pub use plan::{
-    CACHE_LIMIT, Cycle, Lane, Plan, Shape, StreamInfo, WorkerPlan, lane_counts, lanes_for_worker,
+    CACHE_LIMIT, Cycle, Lane, Merged, Plan, Shape, StreamInfo, WorkerPlan, lane_counts,
+    lanes_for_worker, merge,
 };
 pub use rate::{PS_PER_S, Rate, parse_duration};
 pub use size::SizeMode;

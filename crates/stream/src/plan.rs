@@ -250,6 +250,88 @@ pub fn lanes_for_worker(
         .collect()
 }
 
+/// Most frames a merged schedule of lanes may hold (see `merge`).
+const MERGE_LIMIT: u64 = SEQUENCE_LIMIT;
+
+/// Lanes merged into one cycle on one schedule, and which lane each of its frames belongs to.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub cycle: Cycle,
+    pub pacing: Pacing,
+    /// The lane of frame `n` is `lane_of[n % lane_of.len()]` (one entry per frame of the cycle).
+    pub lane_of: Vec<u32>,
+}
+
+/// The lanes' schedules merged ahead of time into one cycle, when their rates allow it: every
+/// lane endless and without per-frame patches, and the schedules repeating together within
+/// `MERGE_LIMIT` frames. Frames are in due order, ties to the earlier lane — the order the
+/// lanes loop sends them in — so a worker sends many streams at the cost of one. None: the
+/// lanes loop (a heap of lanes) sends them.
+pub fn merge(lanes: &[Lane]) -> Option<Merged> {
+    if lanes
+        .iter()
+        .any(|l| l.cycle.count.is_some() || !l.cycle.patches.is_empty())
+    {
+        return None;
+    }
+    // The schedules' common period, and the frames each lane sends in it.
+    let period = lanes
+        .iter()
+        .try_fold(1u64, |h, l| lcm(h, l.pacing.cycle_ps))?;
+    let mut per_period = Vec::with_capacity(lanes.len());
+    let mut total = 0u64;
+    for l in lanes {
+        let n = (period / l.pacing.cycle_ps).checked_mul(l.pacing.cycle_frames)?;
+        total = total.checked_add(n).filter(|&t| t <= MERGE_LIMIT)?;
+        per_period.push(n);
+    }
+    // Periods until every lane's frames line up with its own frame cycle again.
+    let laps = lanes.iter().zip(&per_period).try_fold(1u64, |m, (l, &n)| {
+        let p = l.cycle.frames.len() as u64;
+        lcm(m, p / gcd(p, n))
+    })?;
+    if total.checked_mul(laps)? > MERGE_LIMIT {
+        return None;
+    }
+    let mut order: Vec<(u64, u32, u64)> = Vec::with_capacity(total as usize);
+    for (i, (l, &n)) in lanes.iter().zip(&per_period).enumerate() {
+        order.extend((0..n).map(|k| (l.pacing.due_ps(k), i as u32, k)));
+    }
+    order.sort_unstable();
+    let mut frames = Vec::with_capacity((total * laps) as usize);
+    let mut lane_of = Vec::with_capacity(frames.capacity());
+    for lap in 0..laps {
+        for &(_, i, k) in &order {
+            let cycle = &lanes[i as usize].cycle;
+            let n = lap * per_period[i as usize] + k;
+            frames.push(cycle.frames[(n % cycle.frames.len() as u64) as usize].clone());
+            lane_of.push(i);
+        }
+    }
+    let offsets_ps: Vec<u64> = order.iter().map(|o| o.0).collect();
+    let mut burst = 1;
+    let mut run = 1;
+    for w in offsets_ps.windows(2) {
+        run = if w[0] == w[1] { run + 1 } else { 1 };
+        burst = burst.max(run);
+    }
+    Some(Merged {
+        cycle: Cycle {
+            frames,
+            patches: Vec::new(),
+            count: None,
+            seed: lanes[0].cycle.seed,
+        },
+        pacing: Pacing {
+            cycle_frames: total,
+            cycle_ps: period,
+            offsets_ps,
+            burst,
+        },
+        lane_of,
+    })
+}
+
 /// One stream on its own: its cycle, its schedule (None: max rate) and what it became.
 fn compile_one(
     spec: &StreamSpec,
@@ -828,5 +910,42 @@ mod interleaved_tests {
             shares.iter().map(|w| w.count).collect::<Vec<_>>(),
             [Some(1), Some(0)]
         );
+    }
+
+    #[test]
+    fn lanes_merge_ahead_of_time_when_their_rates_allow() {
+        let merged = |streams: &[StreamSpec]| {
+            merge(lanes(&Plan::compile(streams, &Limits::default()).unwrap()))
+        };
+        // 20 kpps and 5 kpps: every 200 µs, four frames of one and one of the other.
+        let m = merged(&[lane("a", 1, "20k", None), lane("b", 2, "5k", None)]).unwrap();
+        assert_eq!((m.pacing.cycle_frames, m.pacing.cycle_ps), (5, 200_000_000));
+        assert_eq!(m.pacing.offsets_ps, [0, 0, 50_000_000, 100_000_000, 150_000_000]);
+        assert_eq!(m.pacing.burst, 2);
+        // The seed stream's ten frames: ten periods until both lanes' cycles line up again.
+        assert_eq!(m.cycle.frames.len(), 50);
+        assert_eq!(m.lane_of[..10], [0, 1, 0, 0, 0, 0, 1, 0, 0, 0]);
+        let src = |f: &Vec<u8>| u16::from_be_bytes([f[34], f[35]]);
+        assert!(m.cycle.frames.iter().zip(&m.lane_of).all(|(f, &l)| src(f) == l as u16 + 1));
+        // In due order, it is the merged schedule `lane_counts` counts.
+        let counts: Vec<u32> = (0..2)
+            .map(|l| m.lane_of[..37].iter().filter(|&&x| x == l).count() as u32)
+            .collect();
+        let plan = Plan::compile(
+            &[lane("a", 1, "20k", None), lane("b", 2, "5k", None)],
+            &Limits::default(),
+        )
+        .unwrap();
+        let want: Vec<u32> = lane_counts(lanes(&plan), Some(37))
+            .into_iter()
+            .map(|c| c.unwrap() as u32)
+            .collect();
+        assert_eq!(counts, want);
+        // Counts, patches, and rates without a short common period are left to the lanes loop.
+        assert!(merged(&[lane("a", 1, "20k", Some(5)), lane("b", 2, "5k", None)]).is_none());
+        let mut patched = lane("b", 2, "5k", None);
+        patched.vary = vec!["dst-port:random:1-9".into()];
+        assert!(merged(&[lane("a", 1, "20k", None), patched]).is_none());
+        assert!(merged(&[lane("a", 1, "7001", None), lane("b", 2, "11003", None)]).is_none());
     }
 }

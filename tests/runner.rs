@@ -76,6 +76,22 @@ impl TxQueue for PanickingQueue {
     }
 }
 
+/// The injected panic's message without the default hook's backtrace, which alone can take over
+/// a second to resolve on a loaded machine (RUST_BACKTRACE); other panics print as usual.
+fn quiet_injected_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() == Some(&"injected fault") {
+                eprintln!("injected fault at {:?}", info.location());
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
 #[test]
 fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
     if !root_or_skip("an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far") {
@@ -103,6 +119,7 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
         tick: Duration::from_millis(100),
     };
     let start = Instant::now();
+    quiet_injected_panics();
     let err = linerate_engine::run(&port, &plan, &config, &()).expect_err("the run must fail");
     // 64 000 frames at the lab's ~1 Mpps per core, then the panic: well under 30 s.
     assert!(
@@ -121,7 +138,10 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
     );
     let r = &i.report;
     assert_eq!(r.workers[1].submitted, 64_000, "its 1000 submits of 64");
-    assert!(r.workers[0].submitted > 0);
+    assert_eq!(
+        r.workers[0].completed, r.workers[0].submitted,
+        "halted and drained"
+    );
     assert_eq!(r.submitted, r.workers[0].submitted + 64_000);
 }
 

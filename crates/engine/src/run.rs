@@ -488,6 +488,22 @@ mod failure_tests {
         }
     }
 
+    /// The injected panic's message without the default hook's backtrace, which alone can take over
+    /// a second to resolve on a loaded machine (RUST_BACKTRACE); other panics print as usual.
+    fn quiet_injected_panics() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if info.payload().downcast_ref::<&str>() == Some(&"injected fault") {
+                    eprintln!("injected fault at {:?}", info.location());
+                } else {
+                    previous(info);
+                }
+            }));
+        });
+    }
+
     /// Two workers on an endless plan, the second of which fails at its 1001st submit; how long
     /// the run went on after that.
     fn interrupted(panic: bool) -> (crate::Interrupted, Duration) {
@@ -512,6 +528,7 @@ mod failure_tests {
             panic,
             at: Arc::default(),
         };
+        quiet_injected_panics();
         let err = run(&port, &plan, &config, &()).expect_err("the run must fail");
         let took = port.at.get().expect("the fault struck").elapsed();
         assert!(!config.stop.load(Ordering::Relaxed));
@@ -535,7 +552,9 @@ mod failure_tests {
         assert_eq!(r.workers.len(), 2);
         // The failed worker's share is what it published: its 1000 submits of 64.
         assert_eq!(r.workers[1].submitted, 64_000);
-        assert!(r.workers[0].submitted > 0 && r.workers[0].completed == r.workers[0].submitted);
+        // The healthy worker was halted and drained (on a loaded machine it may not have
+        // started sending before the fault).
+        assert_eq!(r.workers[0].completed, r.workers[0].submitted);
         assert_eq!(r.submitted, r.workers[0].submitted + 64_000);
         assert!(i.to_string().contains("panicked: injected fault"), "{i}");
     }

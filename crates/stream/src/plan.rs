@@ -920,13 +920,22 @@ mod interleaved_tests {
         // 20 kpps and 5 kpps: every 200 µs, four frames of one and one of the other.
         let m = merged(&[lane("a", 1, "20k", None), lane("b", 2, "5k", None)]).unwrap();
         assert_eq!((m.pacing.cycle_frames, m.pacing.cycle_ps), (5, 200_000_000));
-        assert_eq!(m.pacing.offsets_ps, [0, 0, 50_000_000, 100_000_000, 150_000_000]);
+        assert_eq!(
+            m.pacing.offsets_ps,
+            [0, 0, 50_000_000, 100_000_000, 150_000_000]
+        );
         assert_eq!(m.pacing.burst, 2);
         // The seed stream's ten frames: ten periods until both lanes' cycles line up again.
         assert_eq!(m.cycle.frames.len(), 50);
         assert_eq!(m.lane_of[..10], [0, 1, 0, 0, 0, 0, 1, 0, 0, 0]);
         let src = |f: &Vec<u8>| u16::from_be_bytes([f[34], f[35]]);
-        assert!(m.cycle.frames.iter().zip(&m.lane_of).all(|(f, &l)| src(f) == l as u16 + 1));
+        assert!(
+            m.cycle
+                .frames
+                .iter()
+                .zip(&m.lane_of)
+                .all(|(f, &l)| src(f) == l as u16 + 1)
+        );
         // In due order, it is the merged schedule `lane_counts` counts.
         let counts: Vec<u32> = (0..2)
             .map(|l| m.lane_of[..37].iter().filter(|&&x| x == l).count() as u32)

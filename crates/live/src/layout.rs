@@ -7,6 +7,8 @@
 //! can differ from the template in full: the window (the bytes where the worker's frames differ
 //! from the template, widened over every field and checksum it patches) and the fields.
 
+use std::borrow::Cow;
+
 use linerate_stream::{Cycle, Pacing, Plan, Shape};
 use linerate_wire::{Patch, VaryMode};
 
@@ -178,13 +180,14 @@ impl Layout {
     }
 
     /// Splits `plan` between `workers` (global frame n goes to worker n mod W, as
-    /// [`Cycle::for_worker`] does) with `limit` capping the total. The program sends one cycle:
-    /// a plan of lanes (interleaved streams) is refused here.
+    /// [`Cycle::for_worker`] does) with `limit` capping the total. The program sends one cycle
+    /// (see `cycle_of` for lanes).
     pub fn compile(plan: &Plan, workers: usize, limit: Option<u64>) -> Result<Layout, LiveError> {
-        Self::compile_cycle(cycle_of(plan)?.0, workers, limit)
+        Self::compile_cycle(&cycle_of(plan)?.0, workers, limit)
     }
 
-    fn compile_cycle(
+    /// As `compile`, for the cycle `cycle_of` gave.
+    pub fn compile_cycle(
         plan: &Cycle,
         workers: usize,
         limit: Option<u64>,
@@ -215,17 +218,24 @@ impl Layout {
     }
 }
 
-/// The one cycle the program sends, and its schedule; a plan of lanes (interleaved streams) is
-/// refused with the reason.
-pub fn cycle_of(plan: &Plan) -> Result<(&Cycle, Option<&Pacing>), LiveError> {
+/// The one cycle the program sends, and its schedule. Lanes (interleaved streams) are sent as
+/// one cycle when their schedules merge ahead of time (`linerate_stream::merge`: endless lanes
+/// without per-frame fields, rates with a short common period); other lanes are refused with
+/// the reason.
+pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>), LiveError> {
     match &plan.shape {
-        Shape::Cycle { cycle, pacing } => Ok((cycle, pacing.as_ref())),
-        Shape::Lanes(lanes) => Err(LiveError::Unsupported {
-            why: format!(
-                "{} interleaved streams; it sends one stream (or a sequence) at a time: use --backend afxdp",
-                lanes.len()
-            ),
-        }),
+        Shape::Cycle { cycle, pacing } => {
+            Ok((Cow::Borrowed(cycle), pacing.as_ref().map(Cow::Borrowed)))
+        }
+        Shape::Lanes(lanes) => match linerate_stream::merge(lanes) {
+            Some(m) => Ok((Cow::Owned(m.cycle), Some(Cow::Owned(m.pacing)))),
+            None => Err(LiveError::Unsupported {
+                why: format!(
+                    "{} interleaved streams whose schedules do not merge into one (a count, a field that varies per frame, or rates without a short common period): use --backend afxdp",
+                    lanes.len()
+                ),
+            }),
+        },
     }
 }
 
@@ -544,15 +554,24 @@ mod tests {
     }
 
     #[test]
-    fn lanes_are_refused_where_the_layout_is_built() {
-        let lane = |port| StreamSpec {
+    fn lanes_are_sent_merged_or_refused_where_the_layout_is_built() {
+        let lane = |port, count| StreamSpec {
             src_port: port,
             rate: "1k".into(),
+            count,
             mode: linerate_stream::Mode::Interleaved,
             ..StreamSpec::default()
         };
-        let plan = Plan::compile(&[lane(1), lane(2)], &Limits::default()).unwrap();
-        let err = Layout::compile(&plan, 1, None).unwrap_err();
+        let plan = Plan::compile(&[lane(1, None), lane(2, None)], &Limits::default()).unwrap();
+        let layout = Layout::compile(&plan, 1, None).unwrap();
+        // Both lanes' frames, due together every millisecond.
+        let (cycle, pacing) = cycle_of(&plan).unwrap();
+        assert_eq!(cycle.frames.len(), 2);
+        assert_eq!(pacing.unwrap().pps(), 2000.0);
+        assert_eq!(layout.workers[0].frames.len(), 2);
+        let counted =
+            Plan::compile(&[lane(1, Some(5)), lane(2, None)], &Limits::default()).unwrap();
+        let err = Layout::compile(&counted, 1, None).unwrap_err();
         assert!(err.is_usage());
         let text = err.to_string();
         assert!(

@@ -50,8 +50,9 @@ pub(crate) fn run_with(
 ) -> Result<Report, LiveError> {
     check_workers(&config.workers)?;
     let workers = config.workers.len();
-    let (_, pacing) = layout::cycle_of(plan)?;
-    let layout = Layout::compile(plan, workers, config.count)?;
+    let (cycle, pacing) = layout::cycle_of(plan)?;
+    let pacing = pacing.as_deref();
+    let layout = Layout::compile_cycle(&cycle, workers, config.count)?;
     let loaded = Loaded::new(&layout, port.ifindex())?;
     let slots = loaded.map.slots();
     let prog = program(&loaded.object, "live_tx")?;

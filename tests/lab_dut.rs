@@ -160,7 +160,9 @@ fn tbf_rate_is_the_received_rate() {
     )
     .expect("impair --rate 20M");
     // Offer twice the rate (1000-byte frames at 5000/s = 39.8 Mbit/s of 996-byte buffers) and
-    // measure the sink's byte rate in the steady middle of the run.
+    // measure the sink's byte rate in the steady middle of the run. The queue (4000 frames,
+    // 1.6 s at the rate) outlasts any pause of the sender.
+    let start = lab.sink_counters().unwrap().bytes;
     let mut tx = std::process::Command::new(bin())
         .args([
             "tx",
@@ -171,13 +173,20 @@ fn tbf_rate_is_the_received_rate() {
             "--rate",
             "5k",
             "-d",
-            "4s",
+            "6s",
             "-q",
         ])
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start linerate tx");
-    std::thread::sleep(Duration::from_millis(1000));
+    // From the first frames at the sink (the sender's start-up takes its time on a busy
+    // machine), 0.5 s for tbf's queue to fill, then a 2 s window well inside the 6 s run.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lab.sink_counters().unwrap().bytes < start + 100_000 {
+        assert!(Instant::now() < deadline, "no frames reached the sink");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     let (t0, b0) = (Instant::now(), lab.sink_counters().unwrap().bytes);
     std::thread::sleep(Duration::from_millis(2000));
     let (t1, b1) = (Instant::now(), lab.sink_counters().unwrap().bytes);

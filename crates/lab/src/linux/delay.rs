@@ -2,11 +2,12 @@
 //! and sends a share of them at once (reorder), because this kernel has no netem.
 //!
 //! The impairment program redirects every frame leaving the DUT toward the sink into veth
-//! `<name>q0`; this process reads them on `<name>q1` (AF_PACKET), keeps them in a queue ordered
-//! by release time (a binary heap; frames of equal release time keep their order) and sends each
-//! at its time out of the DUT's egress (AF_PACKET, `SO_MARK` = the mark the program lets pass),
-//! so the tbf behind it still shapes them. It sleeps in `ppoll` until the next release or the
-//! next arrival, with the timer slack at 1 ns so it wakes on time.
+//! `<name>q0`; this process reads them on `<name>q1` (AF_PACKET, each frame's arrival from the
+//! kernel's receive stamp, so its own wake-up is not added to the delay), keeps them in a queue
+//! ordered by release time (a binary heap; frames of equal release time keep their order) and
+//! sends each at its time out of the DUT's egress (AF_PACKET, `SO_MARK` = the mark the program
+//! lets pass), so the tbf behind it still shapes them. It sleeps in `ppoll` until the next
+//! release or the next arrival, with the timer slack at 1 ns so it wakes on time.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -177,6 +178,65 @@ fn set_int(fd: &OwnedFd, level: i32, option: i32, value: i32) -> io::Result<()> 
     Ok(())
 }
 
+/// Reads one frame into `buf` without waiting: its length (≤ 0 when none) and the kernel's
+/// receive stamp (CLOCK_REALTIME ns, `SO_TIMESTAMPNS`), when there is one.
+fn recv_stamped(rx: &OwnedFd, buf: &mut [u8]) -> (isize, Option<u64>) {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // Room for one cmsghdr and a timespec, 8-byte aligned.
+    let mut control = [0u64; 8];
+    // SAFETY: msghdr is plain integers and pointers; all zeroes is a valid empty value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = size_of_val(&control);
+    // SAFETY: msg points at iov (over buf) and control, all alive and writable for the call.
+    let n = unsafe { libc::recvmsg(rx.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+    if n <= 0 {
+        return (n, None);
+    }
+    let mut stamp = None;
+    // SAFETY: msg was filled by recvmsg; CMSG_FIRSTHDR/CMSG_NXTHDR walk its control buffer
+    // within msg_controllen, and CMSG_DATA of an SCM_TIMESTAMPNS header holds a timespec (read
+    // unaligned, as the kernel does not promise its alignment).
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    (n, stamp)
+}
+
+/// CLOCK_REALTIME − CLOCK_MONOTONIC, from the tightest of a few monotonic brackets around a
+/// realtime read: a bracket a preemption widened would shift every arrival by its width.
+fn clock_offset() -> u64 {
+    let mut best = (u64::MAX, 0);
+    for _ in 0..8 {
+        let before = monotonic_ns();
+        let real = realtime_ns();
+        let after = monotonic_ns();
+        let width = after - before;
+        if width < best.0 {
+            best = (width, real.wrapping_sub(before + width / 2));
+        }
+    }
+    best.1
+}
+
+fn realtime_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_REALTIME)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
 fn monotonic_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
@@ -243,6 +303,8 @@ pub fn run_delay_line(name: &str) -> Result<std::convert::Infallible, LabError> 
     if set_int(&rx, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, rcvbuf).is_err() {
         let _ = set_int(&rx, libc::SOL_SOCKET, libc::SO_RCVBUF, rcvbuf);
     }
+    // The kernel stamps each frame as it arrives; without the stamp the read time stands.
+    let _ = set_int(&rx, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
     // SAFETY: prctl(PR_SET_TIMERSLACK) takes an integer argument and changes only this thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1u64, 0u64, 0u64, 0u64) };
     // A real-time priority, so a wake-up for a release is not queued behind busy threads (a
@@ -265,6 +327,8 @@ fn forward(
     let mut pool: Vec<Vec<u8>> = Vec::new();
     let mut draw = Draw(monotonic_ns() | 1);
     let mut order = 0u64;
+    let mut real_to_mono = clock_offset();
+    let mut calibrated = monotonic_ns();
     loop {
         let now = monotonic_ns();
         // Send everything due.
@@ -289,19 +353,16 @@ fn forward(
         let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
         // SAFETY: pfd and ts live across the call; a null timeout waits for an arrival.
         unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, std::ptr::null()) };
-        // Take every frame waiting, up to a batch, stamped when it was read.
+        // Take every frame waiting, up to a batch, each held from when it reached the DUT's
+        // namespace (the kernel's receive stamp), not from when this process woke to read it.
+        if monotonic_ns().wrapping_sub(calibrated) > 1_000_000_000 {
+            real_to_mono = clock_offset();
+            calibrated = monotonic_ns();
+        }
         for _ in 0..256 {
             let mut buf = pool.pop().unwrap_or_default();
             buf.resize(FRAME_MAX, 0);
-            // SAFETY: buf is a valid, writable buffer of buf.len() bytes for the call.
-            let n = unsafe {
-                libc::recv(
-                    rx.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
+            let (n, real) = recv_stamped(rx, &mut buf);
             if n <= 0 {
                 pool.push(buf);
                 break;
@@ -311,7 +372,14 @@ fn forward(
                 continue;
             }
             buf.truncate(n as usize);
-            let at = release_at(imp, &mut draw, monotonic_ns());
+            let read_at = monotonic_ns();
+            // A stamp from the future or over 100 ms old is not this frame's arrival (a clock
+            // step, a stamp carried from elsewhere): then the time it was read stands.
+            let arrived = real
+                .map(|r| r.wrapping_sub(real_to_mono))
+                .filter(|&a| a <= read_at && read_at - a < 100_000_000)
+                .unwrap_or(read_at);
+            let at = release_at(imp, &mut draw, arrived);
             order += 1;
             heap.push(HeldFrame { at, order, buf });
         }

@@ -1,15 +1,10 @@
 //! The live port: what the kernel and the driver must offer (live frames, ndo_xdp_xmit), probed
 //! once at open, and what sysfs says about the interface.
 
-use std::io;
-
-use libbpf_rs::libbpf_sys;
+use linerate_xdp::{xdp_act, xdp_features};
 
 use super::program::{load, program, test_run, xdp_ctx};
 use crate::LiveError;
-
-/// `NETDEV_XDP_ACT_NDO_XMIT` (include/uapi/linux/netdev.h): the driver takes redirected frames.
-const NETDEV_XDP_ACT_NDO_XMIT: u64 = 1 << 2;
 
 /// An interface that can take live XDP frames.
 #[derive(Debug, Clone)]
@@ -59,7 +54,7 @@ impl LivePort {
                 iface: iface.into(),
                 source,
             })?;
-            if features & NETDEV_XDP_ACT_NDO_XMIT == 0 {
+            if features & xdp_act::NDO_XMIT == 0 {
                 return Err(LiveError::NoXdpTransmit {
                     iface: iface.into(),
                     hint: if is_veth(iface) {
@@ -135,19 +130,6 @@ fn port_info(iface: &str) -> linerate_port::PortInfo {
         driver: None,
         backend: crate::BACKEND,
     }
-}
-
-/// The XDP features the driver of `ifindex` reports (`NETDEV_XDP_ACT_*`).
-fn xdp_features(ifindex: u32) -> io::Result<u64> {
-    // SAFETY: bpf_xdp_query_opts is a plain C struct of integers; all zeroes is valid.
-    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
-    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
-    // SAFETY: opts is initialised with its `sz` set and outlives the call.
-    let ret = unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) };
-    if ret < 0 {
-        return Err(io::Error::from_raw_os_error(-ret));
-    }
-    Ok(opts.feature_flags)
 }
 
 fn ifindex(iface: &str) -> Result<u32, LiveError> {

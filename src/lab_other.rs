@@ -1,16 +1,179 @@
-//! The lab and the sink are made of Linux parts (network namespaces, veth, XDP).
-
-use anyhow::Result;
+//! `linerate lab` and `linerate sink` off Linux. On macOS the lab is a feth pair
+//! (`linerate_lab::feth`) and the sink a `/dev/bpf` reader (`linerate_bpfdev::BpfReader`);
+//! elsewhere (FreeBSD) neither exists yet.
 
 use crate::cli::{LabAction, SinkArgs};
 use crate::usage;
 
+#[cfg(not(target_os = "macos"))]
+use anyhow::Result;
+
+#[cfg(not(target_os = "macos"))]
 pub fn run(_action: &LabAction) -> Result<()> {
     Err(usage(
-        "linerate lab needs Linux (network namespaces, veth and XDP)",
+        "linerate lab needs Linux (network namespaces, veth and XDP) or macOS (feth)",
     ))
 }
 
+#[cfg(not(target_os = "macos"))]
 pub fn sink(_args: &SinkArgs) -> Result<()> {
-    Err(usage("linerate sink needs Linux (XDP)"))
+    Err(usage("linerate sink needs Linux (XDP) or macOS (/dev/bpf)"))
+}
+
+#[cfg(target_os = "macos")]
+pub use macos::{run, sink};
+
+#[cfg(target_os = "macos")]
+mod macos {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use anyhow::{Context, Result};
+    use linerate_bpfdev::capture::CaptureCounts;
+    use linerate_bpfdev::{BpfReader, monotonic_ns};
+    use linerate_lab::feth::{Feth, FethLab};
+    use serde::Serialize;
+
+    use super::{LabAction, SinkArgs, usage};
+    use crate::output::{print_json, println};
+
+    /// The kernel buffer the sink asks for: the largest xnu grants by default
+    /// (`debug.bpf_maxbufsize`, 512 KiB), so one read carries thousands of 64-byte frames.
+    const SINK_BUFFER: u32 = 512 * 1024;
+    /// How long a read waits for the buffer to fill before returning what it has.
+    const READ_TIMEOUT: Duration = Duration::from_millis(100);
+
+    pub fn run(action: &LabAction) -> Result<()> {
+        let mut feth = Feth::system();
+        match action {
+            LabAction::Up(args) => {
+                if args.dut.is_some() {
+                    return Err(usage(
+                        "--dut needs Linux: the macOS lab is a bare feth pair",
+                    ));
+                }
+                if args.queues.is_some_and(|q| q != 1) {
+                    return Err(usage("a feth pair has one queue per end: drop --queues"));
+                }
+                let lab = feth.up(&args.name.name)?;
+                print_lab(&lab)
+            }
+            LabAction::Down(args) => {
+                feth.down(&args.name)?;
+                println(&format!("lab {} removed", args.name))
+            }
+            LabAction::Status(args) => {
+                let lab = feth.status(&args.name.name)?;
+                if args.json {
+                    print_json(&LabJson {
+                        name: &lab.name,
+                        sender: &lab.sender,
+                        receiver: &lab.receiver,
+                        sender_ip: lab.sender_ip.to_string(),
+                        receiver_ip: lab.receiver_ip.to_string(),
+                    })
+                } else {
+                    print_lab(&lab)
+                }
+            }
+            LabAction::Impair(_) | LabAction::DelayLine(_) => {
+                Err(usage("impairments need the Linux lab's device under test"))
+            }
+        }
+    }
+
+    #[derive(Serialize)]
+    struct LabJson<'a> {
+        name: &'a str,
+        sender: &'a str,
+        receiver: &'a str,
+        sender_ip: String,
+        receiver_ip: String,
+    }
+
+    fn print_lab(lab: &FethLab) -> Result<()> {
+        println(&format!(
+            "lab       {} (feth pair)\n\
+             sender    {}  {}  (transmit here)\n\
+             receiver  {}  {}  (count here: linerate sink -i {})",
+            lab.name, lab.sender, lab.sender_ip, lab.receiver, lab.receiver_ip, lab.receiver
+        ))
+    }
+
+    #[derive(Serialize)]
+    struct SinkJson {
+        interface: String,
+        packets: u64,
+        bytes: u64,
+        signed: u64,
+        kernel_drops: u32,
+        elapsed_s: f64,
+        pps: f64,
+    }
+
+    /// Reads signed frames on an interface with `/dev/bpf`, printing the rate once per second.
+    pub fn sink(args: &SinkArgs) -> Result<()> {
+        if args.netns.is_some() {
+            return Err(usage(
+                "--netns needs Linux: macOS has no network namespaces",
+            ));
+        }
+        // As a PortError, a missing or down interface is the user's to fix (exit code 2).
+        let mut reader = BpfReader::open(&args.interface, SINK_BUFFER, READ_TIMEOUT)
+            .map_err(linerate_port::PortError::from)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+            .context("install the Ctrl-C handler")?;
+        let mut counts = CaptureCounts::new(usize::from(u16::MAX) + 1, 0);
+        eprintln!(
+            "sink on {} ({}, {} KiB buffer); Ctrl-C to stop",
+            args.interface,
+            reader.path(),
+            reader.buffer_len() / 1024
+        );
+        let start = Instant::now();
+        let mut last = (start, 0u64, 0u64);
+        while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
+            let buf = reader.read()?;
+            counts.absorb(buf, monotonic_ns())?;
+            let now = Instant::now();
+            if now - last.0 >= Duration::from_secs(1) {
+                let secs = (now - last.0).as_secs_f64();
+                eprintln!(
+                    "{:>6.1}s  {:>8.3} Mpps  {:>7.3} Gbit/s  ({} packets)",
+                    (now - start).as_secs_f64(),
+                    (counts.frames - last.1) as f64 / secs / 1e6,
+                    (counts.bytes - last.2) as f64 * 8.0 / secs / 1e9,
+                    counts.frames
+                );
+                last = (now, counts.frames, counts.bytes);
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let (_, drops) = reader.kernel_stats()?;
+        if drops > 0 {
+            eprintln!("linerate: the bpf buffer overflowed: {drops} frames dropped uncounted");
+        }
+        if args.json {
+            print_json(&SinkJson {
+                interface: args.interface.clone(),
+                packets: counts.frames,
+                bytes: counts.bytes,
+                signed: counts.signed_frames(),
+                kernel_drops: drops,
+                elapsed_s: elapsed,
+                pps: counts.frames as f64 / elapsed,
+            })
+        } else {
+            println(&format!(
+                "received  {} packets, {} bytes in {:.3} s ({:.3} Mpps)",
+                counts.frames,
+                counts.bytes,
+                elapsed,
+                counts.frames as f64 / elapsed / 1e6
+            ))
+        }
+    }
 }

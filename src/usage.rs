@@ -74,7 +74,12 @@ fn platform_opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
         .or_else(|| asks::<linerate_live::LiveError>(cause, linerate_live::LiveError::is_usage))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+fn platform_opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
+    asks::<linerate_lab::LabError>(cause, linerate_lab::LabError::is_usage)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn platform_opinion(_cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
     None
 }

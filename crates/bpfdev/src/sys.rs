@@ -253,6 +253,18 @@ impl BpfReader {
     }
 }
 
+/// Now on `CLOCK_MONOTONIC`, in ns: the clock the signature's transmit stamps use.
+#[cfg(target_os = "macos")]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a live, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// `struct ifreq` as BIOCSETIF reads it: the name, then a union the call ignores.
 #[repr(C)]
 struct IfReq {

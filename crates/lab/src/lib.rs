@@ -2,10 +2,11 @@
 //! sender) ↔ `<name>1` (inside the namespace) and the XDP sink on `<name>1`, pinned so any process
 //! can read what arrived; optionally a device under test (netns `<name>-dut`) between the two,
 //! with impairments. Traffic never leaves the lab. Linux only in substance: elsewhere only the
-//! configuration, the name rules and the plain types exist.
+//! configuration, the name rules and the plain types exist, and on macOS the feth pair (`feth`).
 
 use std::net::Ipv4Addr;
 
+pub mod feth;
 mod impair;
 #[cfg(target_os = "linux")]
 mod linux;

@@ -47,4 +47,14 @@ if command -v rustup >/dev/null && rustup toolchain list 2>/dev/null | grep -q '
     log "installing cargo-fuzz"
     cargo install cargo-fuzz --locked >/dev/null 2>&1 || log "could not install cargo-fuzz"
 fi
+# action-validator (crates.io) checks .github/workflows/*.yml against the schema. Installed into
+# the project's own tools dir (target/tools, ignored by git) so root's and the user's cargo share
+# it (one already on PATH, e.g. ~/.cargo/bin, is used instead). A failed install is logged, not fatal: test.sh decides (it fails under CI=true).
+tools="$(cd "$(dirname "$0")/.." && pwd)/target/tools"
+if [[ ! -x $tools/bin/action-validator ]] && ! command -v action-validator >/dev/null &&
+    command -v cargo >/dev/null; then
+    log "installing action-validator into $tools (about a minute)"
+    cargo install --quiet --locked --root "$tools" action-validator >/dev/null 2>&1 ||
+        log "could not install action-validator: the workflow check will be skipped"
+fi
 log "ready"

@@ -29,6 +29,17 @@ for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-unknown-freebsd; d
     fi
 done
 
+step "action-validator .github/workflows/*.yml"
+validator=target/tools/bin/action-validator
+[[ -x $validator ]] || validator=$(command -v action-validator || true)
+if [[ -n $validator ]]; then
+    "$validator" .github/workflows/*.yml
+else
+    printf '\n!!!!!!!! SKIPPED: action-validator is not installed (scripts/setup.sh installs it) !!!!!!!!\n\n' >&2
+    # CI promises the workflow validates: a skip there is a failure.
+    if [[ ${CI:-} == true ]]; then exit 1; fi
+fi
+
 step "cargo test"
 # One test at a time: the root tests measure rates and exact counts on a 2-core machine, where a
 # neighbour test's traffic would be noise in the measurement.

@@ -30,7 +30,7 @@ mod macos {
     use std::time::{Duration, Instant};
 
     use anyhow::{Context, Result};
-    use linerate_bpfdev::capture::CaptureCounts;
+    use linerate_bpfdev::capture::{CaptureCounts, Keep};
     use linerate_bpfdev::{BpfReader, monotonic_ns};
     use linerate_lab::feth::{Feth, FethLab};
     use serde::Serialize;
@@ -112,7 +112,7 @@ mod macos {
         pps: f64,
     }
 
-    /// Reads signed frames on an interface with `/dev/bpf`, printing the rate once per second.
+    /// Counts the frames arriving on an interface with `/dev/bpf`, printing the rate once per second.
     pub fn sink(args: &SinkArgs) -> Result<()> {
         if args.netns.is_some() {
             return Err(usage(
@@ -120,7 +120,8 @@ mod macos {
             ));
         }
         // As a PortError, a missing or down interface is the user's to fix (exit code 2).
-        let mut reader = BpfReader::open(&args.interface, SINK_BUFFER, READ_TIMEOUT)
+        // Every frame, as the Linux sink counts: today's `tx` does not sign its frames.
+        let mut reader = BpfReader::open(&args.interface, SINK_BUFFER, READ_TIMEOUT, Keep::All)
             .map_err(linerate_port::PortError::from)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);

@@ -39,6 +39,28 @@ pub const SIGNED_ONLY: [BpfInsn; 7] = [
     insn(BPF_RET_K, 0, 0, 0),
 ];
 
+/// The read filter of a receiver that counts everything (as the Linux sink does): every frame,
+/// whole, so signed ones are still analysed and the rest counted as `other`.
+pub const ALL_FRAMES: [BpfInsn; 1] = [insn(BPF_RET_K, 0, 0, SNAPLEN)];
+
+/// Which frames a receiver keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// [`SIGNED_ONLY`]: strays cost nothing.
+    Signed,
+    /// [`ALL_FRAMES`].
+    All,
+}
+
+impl Keep {
+    pub fn program(self) -> &'static [BpfInsn] {
+        match self {
+            Keep::Signed => &SIGNED_ONLY,
+            Keep::All => &ALL_FRAMES,
+        }
+    }
+}
+
 const fn insn(code: u16, jt: u8, jf: u8, k: u32) -> BpfInsn {
     BpfInsn { code, jt, jf, k }
 }
@@ -422,6 +444,8 @@ mod tests {
             assert_eq!(run(&SIGNED_ONLY, &[0x4c, 0x52, 0x73][..short.min(3)]), 0);
         }
         assert_eq!(run(&SIGNED_ONLY, &[0x4c, 0x52, 0x73, 0x67]), SNAPLEN);
+        assert_eq!(run(Keep::All.program(), &[0u8; 64]), SNAPLEN);
+        assert_eq!(Keep::Signed.program(), &SIGNED_ONLY);
     }
 
     /// The same program in a real classic-BPF kernel: Linux runs socket filters on the datagrams

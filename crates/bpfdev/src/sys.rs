@@ -171,8 +171,8 @@ impl BpfFd {
     }
 }
 
-/// A `/dev/bpf` descriptor that reads (macOS): attached to the far end of a lab, keeping only
-/// signed frames ([`crate::capture::SIGNED_ONLY`]), immediate mode off so that one `read()`
+/// A `/dev/bpf` descriptor that reads (macOS): attached to the far end of a lab, keeping the
+/// frames `keep` asks for ([`crate::capture::Keep`]), immediate mode off so that one `read()`
 /// returns a buffer full of records, or what arrived within the read timeout.
 #[cfg(target_os = "macos")]
 #[derive(Debug)]
@@ -189,6 +189,7 @@ impl BpfReader {
         iface: &str,
         buffer_len: u32,
         timeout: std::time::Duration,
+        keep: crate::capture::Keep,
     ) -> Result<Self, BpfError> {
         let (file, path) = open_free_device()?;
         let mut dev = BpfFd {
@@ -205,7 +206,7 @@ impl BpfReader {
             tv_usec: timeout.subsec_micros() as libc::suseconds_t,
         };
         ioctl(&dev.file, abi::BIOCSRTIMEOUT, &mut tv).map_err(dev.fail("BIOCSRTIMEOUT"))?;
-        let insns = crate::capture::SIGNED_ONLY;
+        let insns = keep.program();
         let mut program = BpfProgram {
             bf_len: insns.len() as u32,
             bf_insns: insns.as_ptr(),

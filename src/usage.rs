@@ -56,6 +56,8 @@ fn opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
     asks::<ReportError>(cause, ReportError::is_usage)
         .or_else(|| asks::<PortError>(cause, PortError::is_usage))
         .or_else(|| asks::<EngineError>(cause, EngineError::is_usage))
+        // A worker that failed mid-run: whatever its cause, the run was asked right.
+        .or_else(|| asks::<linerate_engine::Interrupted>(cause, |_| false))
         .or_else(|| asks::<linerate_rx::RxError>(cause, linerate_rx::RxError::is_usage))
         .or_else(|| platform_opinion(cause))
 }

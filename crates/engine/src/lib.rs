@@ -3,6 +3,7 @@
 //! loops that drive a `TxQueue` with reserve → fill/patch → submit → reap. Knows nothing of any
 //! backend beyond that trait; the live backend runs its own loop on the same runner and pacer.
 
+pub mod clock;
 mod counters;
 pub mod pace;
 mod report;

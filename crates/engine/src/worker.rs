@@ -5,8 +5,9 @@ use std::time::{Duration, Instant};
 
 use linerate_port::{PortError, TxDesc, TxQueue};
 use linerate_stream::{Pacing, WorkerPlan};
-use linerate_wire::Rng;
+use linerate_wire::{Rng, signature};
 
+use crate::clock;
 use crate::pace::{Clock, Grant, MAX_LAG_PS, PaceLog, Pacer, SLICE_PS};
 use crate::runner::WorkerContext;
 
@@ -91,6 +92,8 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn fill<Q: TxQueue + ?Sized>(&mut self, queue: &mut Q, descs: &mut [TxDesc]) -> u64 {
         let mut bytes = 0u64;
+        // One clock read a batch: the frames of a batch leave together.
+        let sent_at = self.plan.stamp.map(|s| clock::now_ns(s.tai));
         for desc in descs {
             let slot = self.first_slot + self.slot;
             if !self.plan.patches.is_empty() {
@@ -100,6 +103,10 @@ impl<'a> Cursor<'a> {
                 }
             }
             let len = self.lens[self.index as usize];
+            if let (Some(stamp), Some(now)) = (self.plan.stamp, sent_at) {
+                let frame = &mut queue.slot_mut(slot)[..len as usize];
+                signature::stamp(frame, stamp.seq(self.seq, self.plan.period), now);
+            }
             *desc = TxDesc { slot, len };
             bytes += u64::from(len);
             self.seq += self.plan.stride;

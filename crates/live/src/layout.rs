@@ -224,6 +224,9 @@ impl Layout {
 /// the reason.
 pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>), LiveError> {
     match &plan.shape {
+        _ if plan.stamped() => Err(LiveError::Unsupported {
+            why: "the signature (stamped in the program) is not in the live program yet: use --backend afxdp for a receive-side test".into(),
+        }),
         Shape::Cycle { cycle, pacing } => {
             Ok((Cow::Borrowed(cycle), pacing.as_ref().map(Cow::Borrowed)))
         }

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 
-use linerate_wire::{Patch, Rng};
+use linerate_wire::{Patch, Rng, checksum, signature, units};
 
 use crate::spec::Resolved;
 use crate::{Limits, Mode, Next, Pacing, Rate, StreamError, StreamSpec};
@@ -56,6 +56,44 @@ pub struct Cycle {
     /// Frames to send in all (None: until stopped).
     pub count: Option<u64>,
     pub seed: u64,
+    /// The frames carry the receive side's signature: the worker stamps each as it sends.
+    pub stamp: Option<Stamp>,
+}
+
+/// How a cycle's frames carry the signature (`linerate_wire::signature`): each pre-built frame
+/// already holds its flow id and the magic; the worker writes the flow's sequence number and the
+/// transmit time as it sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// Per cycle frame, its flow id. Empty: every frame is flow `flow`.
+    pub flows: Vec<u16>,
+    pub flow: u16,
+    /// Per cycle frame, (its index among its flow's frames in the cycle, its flow's frames per
+    /// cycle). Empty: the cycle is one flow, and frame n's sequence number is n.
+    pub seq_map: Vec<(u32, u32)>,
+    /// Stamp CLOCK_TAI (two hosts synced by PTP) instead of CLOCK_MONOTONIC (one host).
+    pub tai: bool,
+}
+
+impl Stamp {
+    /// The flow sequence number of frame `n` of a cycle of `period` frames.
+    #[inline]
+    pub fn seq(&self, n: u64, period: u64) -> u32 {
+        if self.seq_map.is_empty() {
+            return n as u32;
+        }
+        let (k, c) = self.seq_map[(n % period) as usize];
+        ((n / period) * u64::from(c) + u64::from(k)) as u32
+    }
+
+    /// The flow id of frame `n` of a cycle of `period` frames.
+    pub fn flow_of(&self, n: u64, period: u64) -> u16 {
+        if self.flows.is_empty() {
+            self.flow
+        } else {
+            self.flows[(n % period) as usize]
+        }
+    }
 }
 
 /// One interleaved stream: its cycle and its schedule, which every lane has (a lane at max rate
@@ -78,9 +116,30 @@ pub struct WorkerPlan<'a> {
     /// Frames this worker sends (None: until stopped).
     pub count: Option<u64>,
     pub seed: u64,
+    /// Stamp the signature; `period` is the whole cycle's length, which its sequence map needs.
+    pub stamp: Option<&'a Stamp>,
+    pub period: u64,
 }
 
 impl Plan {
+    /// Stamps with CLOCK_TAI instead of CLOCK_MONOTONIC (the receiver must read the same clock).
+    pub fn set_stamp_clock(&mut self, tai: bool) {
+        let cycles: Vec<&mut Cycle> = match &mut self.shape {
+            Shape::Cycle { cycle, .. } => vec![cycle],
+            Shape::Lanes(lanes) => lanes.iter_mut().map(|l| &mut l.cycle).collect(),
+        };
+        for c in cycles {
+            if let Some(s) = &mut c.stamp {
+                s.tai = tai;
+            }
+        }
+    }
+
+    /// Whether the frames carry the signature.
+    pub fn stamped(&self) -> bool {
+        self.cycles().any(|c| c.stamp.is_some())
+    }
+
     /// Compiles streams that run one after another (a single stream is the common case), or
     /// interleaved streams into lanes.
     pub fn compile(streams: &[StreamSpec], limits: &Limits) -> Result<Self, StreamError> {
@@ -107,7 +166,7 @@ impl Plan {
             }
             compile_interleaved(streams, &resolved, limits)
         } else if streams.len() == 1 {
-            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits)?;
+            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits, 0)?;
             Ok(Plan {
                 shape: Shape::Cycle { cycle, pacing },
                 streams: vec![info],
@@ -175,8 +234,84 @@ impl Cycle {
             stride: n,
             count: total.map(|t| if t > w { (t - w).div_ceil(n) } else { 0 }),
             seed: self.seed ^ (w + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            stamp: self.stamp.as_ref(),
+            period: p,
         }
     }
+
+    /// Frames of each flow among the `sent` frames worker `worker` of `workers` sent (its
+    /// frames `worker, worker + workers, …`), as (flow id, frames); empty without a signature.
+    pub fn flow_counts(&self, worker: usize, workers: usize, sent: u64) -> Vec<(u16, u64)> {
+        let Some(stamp) = &self.stamp else {
+            return Vec::new();
+        };
+        if stamp.flows.is_empty() {
+            return vec![(stamp.flow, sent)];
+        }
+        let (w, n) = (worker as u64, workers.max(1) as u64);
+        let p = self.frames.len() as u64;
+        // The worker's frames repeat their flows every p / gcd(p, n) frames.
+        let own = p / gcd(p, n);
+        let mut per_lap: HashMap<u16, u64> = HashMap::new();
+        let mut tail: HashMap<u16, u64> = HashMap::new();
+        for k in 0..own {
+            let flow = stamp.flow_of(w + k * n, p);
+            *per_lap.entry(flow).or_default() += sent / own;
+            if k < sent % own {
+                *tail.entry(flow).or_default() += 1;
+            }
+        }
+        for (flow, extra) in tail {
+            *per_lap.entry(flow).or_default() += extra;
+        }
+        let mut counts: Vec<(u16, u64)> = per_lap.into_iter().collect();
+        counts.sort_unstable();
+        counts
+    }
+}
+
+/// Builds one frame of `size` bytes (FCS included), with the signature's template for `flow`
+/// written before the checksums are computed, so stamping later keeps them valid.
+fn build_frame(r: &Resolved, size: usize, flow: Option<u16>) -> Result<Vec<u8>, StreamError> {
+    let mut f = r.frame.build(size)?;
+    if let Some(flow) = flow {
+        signature::write_template(&mut f.bytes, flow);
+        checksum::fill_frame(&mut f.bytes, &f.layout);
+    }
+    Ok(f.bytes)
+}
+
+/// Refuses a signature that does not fit the stream's smallest frame, or that a variable field
+/// would overwrite.
+fn check_signature(
+    spec: &StreamSpec,
+    r: &Resolved,
+    patches: &[Patch],
+    names: &[String],
+) -> Result<(), StreamError> {
+    let min = r.sizes.min();
+    let layout = r.frame.build(min)?.layout;
+    let invalid = |why: String| StreamError::Invalid {
+        stream: spec.name.clone(),
+        why,
+    };
+    if !signature::fits(&layout) {
+        return Err(invalid(format!(
+            "the signature takes the last {} bytes of the payload: frames of this stream must be at least {} B (the smallest here is {min} B)",
+            signature::LEN,
+            layout.payload_offset + signature::LEN + units::FCS_LEN
+        )));
+    }
+    let start = layout.len - signature::LEN;
+    for (patch, name) in patches.iter().zip(names) {
+        if usize::from(patch.loc.offset) + usize::from(patch.loc.width) > start {
+            return Err(invalid(format!(
+                "{name} overlaps the signature, the last {} bytes of a {min} B frame: move the field or drop signature",
+                signature::LEN
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// How many frames each lane sends in the whole run when `limit` caps the total: the first
@@ -300,12 +435,22 @@ pub fn merge(lanes: &[Lane]) -> Option<Merged> {
     order.sort_unstable();
     let mut frames = Vec::with_capacity((total * laps) as usize);
     let mut lane_of = Vec::with_capacity(frames.capacity());
+    // Signed lanes keep their own flow and sequence: lane i's frame k of lap l is its frame
+    // l * per_period + k, and the merged cycle holds laps * per_period of its frames.
+    let signed = lanes.iter().any(|l| l.cycle.stamp.is_some());
+    let mut stamp = Stamp::default();
     for lap in 0..laps {
         for &(_, i, k) in &order {
             let cycle = &lanes[i as usize].cycle;
             let n = lap * per_period[i as usize] + k;
             frames.push(cycle.frames[(n % cycle.frames.len() as u64) as usize].clone());
             lane_of.push(i);
+            if let Some(lane_stamp) = &cycle.stamp {
+                stamp.flows.push(lane_stamp.flow);
+                stamp
+                    .seq_map
+                    .push((n as u32, (laps * per_period[i as usize]) as u32));
+            }
         }
     }
     let offsets_ps: Vec<u64> = order.iter().map(|o| o.0).collect();
@@ -321,6 +466,7 @@ pub fn merge(lanes: &[Lane]) -> Option<Merged> {
             patches: Vec::new(),
             count: None,
             seed: lanes[0].cycle.seed,
+            stamp: signed.then_some(stamp),
         },
         pacing: Pacing {
             cycle_frames: total,
@@ -337,6 +483,7 @@ fn compile_one(
     spec: &StreamSpec,
     resolved: &Resolved,
     limits: &Limits,
+    flow: u16,
 ) -> Result<(Cycle, Option<Pacing>, StreamInfo), StreamError> {
     let schedule = resolved.sizes.schedule(spec.seed);
     let layout = resolved.frame.build(resolved.sizes.min())?.layout;
@@ -346,6 +493,11 @@ fn compile_one(
             loc: vary.field.locate(&layout)?,
             modifier: vary.modifier,
         });
+    }
+    let flow = spec.signature.then_some(flow);
+    if flow.is_some() {
+        let names: Vec<String> = resolved.vary.iter().map(|v| v.field.name()).collect();
+        check_signature(spec, resolved, &patches, &names)?;
     }
     // goto-first restarts every field after `count` frames: the cycle is exactly `count` long
     // and every field must be folded into it.
@@ -390,7 +542,7 @@ fn compile_one(
         let template = match templates.get(&size) {
             Some(t) => t,
             None => {
-                let frame = resolved.frame.build(size)?.bytes;
+                let frame = build_frame(resolved, size, flow)?;
                 templates.entry(size).or_insert(frame)
             }
         };
@@ -415,6 +567,10 @@ fn compile_one(
         patches: patched.iter().map(|p| p.0).collect(),
         count,
         seed: spec.seed,
+        stamp: flow.map(|flow| Stamp {
+            flow,
+            ..Stamp::default()
+        }),
     };
     let info = StreamInfo {
         name: spec.name.clone(),
@@ -477,6 +633,14 @@ fn compile_sequence(
     let mut frames = Vec::with_capacity(total as usize);
     let mut infos = Vec::new();
     let mut timing = Vec::new();
+    let signed = streams.iter().any(|s| s.signature);
+    if signed && !streams.iter().all(|s| s.signature) {
+        return Err(StreamError::Invalid {
+            stream: streams[0].name.clone(),
+            why: "some streams of the sequence carry the signature and some not: a receiver would count the unsigned ones as other traffic; set signature on all or none".into(),
+        });
+    }
+    let mut stamp = Stamp::default();
     for &(i, count) in &reached {
         let (spec, r) = (&streams[i], &resolved[i]);
         let schedule = r.sizes.schedule(spec.seed);
@@ -491,14 +655,23 @@ fn compile_sequence(
                 })
             })
             .collect::<Result<Vec<_>, StreamError>>()?;
+        let flow = signed.then_some(i as u16);
+        if signed {
+            let names: Vec<String> = r.vary.iter().map(|v| v.field.name()).collect();
+            check_signature(spec, r, &patches, &names)?;
+        }
         let mut rng = Rng::new(spec.seed);
         for k in 0..count {
             let size = schedule[(k % schedule.len() as u64) as usize];
-            let mut frame = r.frame.build(size)?.bytes;
+            let mut frame = build_frame(r, size, flow)?;
             for p in &patches {
                 p.apply(&mut frame, k, &mut rng);
             }
             frames.push(frame);
+            if signed {
+                stamp.flows.push(i as u16);
+                stamp.seq_map.push((k as u32, count as u32));
+            }
         }
         infos.push(StreamInfo {
             name: spec.name.clone(),
@@ -529,6 +702,7 @@ fn compile_sequence(
                 patches: Vec::new(),
                 count,
                 seed: streams[0].seed,
+                stamp: signed.then_some(stamp),
             },
             pacing: Pacing::for_sequence(&timing, limits)?,
         },
@@ -544,6 +718,12 @@ fn compile_interleaved(
     resolved: &[Resolved],
     limits: &Limits,
 ) -> Result<Plan, StreamError> {
+    if streams.iter().any(|s| s.signature) && !streams.iter().all(|s| s.signature) {
+        return Err(StreamError::Invalid {
+            stream: streams[0].name.clone(),
+            why: "some streams carry the signature and some not: a receiver would count the unsigned ones as other traffic; set signature on all or none".into(),
+        });
+    }
     let mut lanes = Vec::with_capacity(streams.len());
     let mut infos = Vec::with_capacity(streams.len());
     let mut wire_bps = 0.0;
@@ -562,7 +742,7 @@ fn compile_interleaved(
                 "interleaved streams each need a rate (e.g. 20k, 100Mbps, 10%), not max: a max stream would crowd out the others",
             ));
         }
-        let (cycle, pacing, mut info) = compile_one(spec, r, limits)?;
+        let (cycle, pacing, mut info) = compile_one(spec, r, limits, i as u16)?;
         let pacing = pacing.ok_or_else(|| invalid("the rate is too high to schedule"))?;
         let bits: usize = cycle.frames.iter().map(|f| (f.len() + 24) * 8).sum();
         wire_bps += pacing.pps() * bits as f64 / cycle.frames.len() as f64;
@@ -650,6 +830,102 @@ mod tests {
             vary: vary.iter().map(|s| s.to_string()).collect(),
             ..StreamSpec::default()
         }
+    }
+
+    pub(crate) fn signed(mut s: StreamSpec) -> StreamSpec {
+        s.signature = true;
+        s
+    }
+
+    #[test]
+    fn signed_frames_carry_their_flow_and_valid_checksums() {
+        let plan =
+            Plan::compile(&[signed(spec(&["src-port:inc:1-4"]))], &Limits::default()).unwrap();
+        let c = cycle(&plan);
+        assert!(plan.stamped());
+        for f in &c.frames {
+            let sig = linerate_wire::signature::parse(f).expect("signature template");
+            assert_eq!((sig.flow, sig.seq, sig.tx_ns), (0, 0, 0));
+            let p = etherparse::SlicedPacket::from_ethernet(f).unwrap();
+            let (Some(etherparse::NetSlice::Ipv4(ip)), Some(etherparse::TransportSlice::Udp(u))) =
+                (p.net, p.transport)
+            else {
+                panic!("ipv4/udp");
+            };
+            let h = u.to_header();
+            let want = h
+                .calc_checksum_ipv4(&ip.header().to_header(), u.payload())
+                .unwrap();
+            assert_eq!(want, h.checksum);
+        }
+        // Single flow: the sequence number is the frame's index, whatever the worker.
+        let stamp = c.stamp.as_ref().unwrap();
+        assert_eq!(stamp.seq(12345, 4), 12345);
+        assert_eq!(c.flow_counts(1, 2, 10), vec![(0, 10)]);
+    }
+
+    #[test]
+    fn a_signed_sequence_numbers_each_flow_on_its_own() {
+        let mut a = signed(spec(&[]));
+        a.count = Some(3);
+        a.next = Next::Next;
+        let mut b = signed(spec(&[]));
+        b.count = Some(2);
+        b.next = Next::GotoFirst;
+        let plan = Plan::compile(&[a.clone(), b.clone()], &Limits::default()).unwrap();
+        let c = cycle(&plan);
+        let stamp = c.stamp.as_ref().unwrap();
+        let p = c.frames.len() as u64;
+        // Frames n = 0..10: a0 a1 a2 b0 b1 a3 a4 a5 b2 b3.
+        let got: Vec<(u16, u32)> = (0..10)
+            .map(|n| (stamp.flow_of(n, p), stamp.seq(n, p)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 0),
+                (0, 1),
+                (0, 2),
+                (1, 0),
+                (1, 1),
+                (0, 3),
+                (0, 4),
+                (0, 5),
+                (1, 2),
+                (1, 3)
+            ]
+        );
+        // Two workers, 7 frames each: worker 0 sends n = 0, 2, …, 12; worker 1 n = 1, …, 13.
+        for w in 0..2u64 {
+            let mut want = std::collections::BTreeMap::new();
+            for j in 0..7 {
+                *want.entry(stamp.flow_of(w + 2 * j, p)).or_insert(0u64) += 1;
+            }
+            let want: Vec<(u16, u64)> = want.into_iter().collect();
+            assert_eq!(c.flow_counts(w as usize, 2, 7), want, "worker {w}");
+        }
+        b.signature = false;
+        let err = Plan::compile(&[a, b], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("all or none"), "{err}");
+    }
+
+    #[test]
+    fn a_signature_that_does_not_fit_or_is_overwritten_is_refused() {
+        let mut v6 = signed(spec(&[]));
+        v6.ipv6 = true;
+        v6.size = 70;
+        let err = Plan::compile(&[v6.clone()], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at least 84 B"), "{err}");
+        v6.size = 84;
+        assert!(Plan::compile(&[v6], &Limits::default()).is_ok());
+        let err = Plan::compile(&[signed(spec(&["byte@50:inc:0-9"]))], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("overlaps the signature"), "{err}");
     }
 
     #[test]
@@ -742,7 +1018,36 @@ mod tests {
 
 #[cfg(test)]
 mod interleaved_tests {
+    use super::tests::signed;
     use super::*;
+
+    #[test]
+    fn merged_interleaved_streams_keep_each_flows_sequence() {
+        let a = signed(lane("a", 1, "2000", None));
+        let b = signed(lane("b", 2, "1000", None));
+        let plan = Plan::compile(&[a.clone(), b], &Limits::default()).unwrap();
+        let merged = merge(lanes(&plan)).expect("two endless lanes merge");
+        let c = &merged.cycle;
+        let stamp = c
+            .stamp
+            .as_ref()
+            .expect("a merged cycle of signed lanes is signed");
+        let p = c.frames.len() as u64;
+        let mut next = [0u32; 2];
+        for n in 0..3 * p {
+            let flow = stamp.flow_of(n, p) as usize;
+            assert_eq!(stamp.seq(n, p), next[flow], "frame {n}");
+            let sig = linerate_wire::signature::parse(&c.frames[(n % p) as usize]).unwrap();
+            assert_eq!(sig.flow as usize, flow);
+            next[flow] += 1;
+        }
+        assert_eq!(next[0], 2 * next[1]);
+        let unsigned = lane("c", 3, "1000", None);
+        let err = Plan::compile(&[a, unsigned], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("all or none"), "{err}");
+    }
 
     fn lanes(plan: &Plan) -> &[Lane] {
         match &plan.shape {

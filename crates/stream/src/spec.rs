@@ -89,6 +89,9 @@ pub struct StreamSpec {
     pub rate: String,
     /// Seed for random payloads, random sizes and random fields.
     pub seed: u64,
+    /// Stamp the receive side's signature (flow id, sequence, transmit time) into the last 18
+    /// bytes of every frame (`linerate_wire::signature`).
+    pub signature: bool,
     /// Copied from the file's top-level `mode`; not a key of a `[[stream]]` table.
     #[serde(skip)]
     pub mode: Mode,
@@ -122,6 +125,7 @@ impl Default for StreamSpec {
             bursts: None,
             rate: "max".into(),
             seed: 1,
+            signature: false,
             mode: Mode::Sequence,
         }
     }

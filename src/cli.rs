@@ -15,7 +15,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Transmit a stream on a port, a pcap file or the null port.
-    Tx(TxArgs),
+    Tx(Box<TxArgs>),
     /// Create, inspect or remove the veth lab (Linux).
     Lab {
         #[command(subcommand)]
@@ -350,6 +350,24 @@ pub struct TxArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
+    /// Receive on IFACE[@NETNS] and report per flow loss, order and latency (turns the signature
+    /// on); without a value, the lab's receive end (with -i on a lab).
+    #[arg(
+        long,
+        value_name = "IFACE[@NETNS]",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with_all = ["pcap", "null"]
+    )]
+    pub rx: Option<String>,
+    /// With --rx: how long to wait for frames still on their way after the last one left.
+    #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+    pub drain: std::time::Duration,
+    /// With --rx IFACE: native (drv) or generic (skb) XDP for the receive program.
+    #[arg(long, value_enum, default_value = "drv")]
+    pub rx_mode: XdpAttach,
+    #[command(flatten)]
+    pub receiver: ReceiverArgs,
 }
 
 /// How AF_XDP binds (Linux).
@@ -431,6 +449,11 @@ pub struct TemplateFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ipv6: bool,
+    /// Stamp the receive side's signature (flow, sequence, transmit time) into the last 18
+    /// bytes of every frame; on by itself with --rx (docs/receive.md).
+    #[arg(long)]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub signature: bool,
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proto: Option<ProtoArg>,

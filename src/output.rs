@@ -65,6 +65,9 @@ pub struct TxJson<'a> {
     pub streams: Vec<StreamJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sink: Option<crate::tx::SinkResult>,
+    /// Per flow, what the receiver (`--rx`) saw against what was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx: Option<&'a crate::rx::RunFlows>,
 }
 
 /// Everything a command prints on stdout goes through here: written and flushed at once, so a

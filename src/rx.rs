@@ -111,3 +111,145 @@ pub fn run(args: &RxArgs) -> Result<()> {
         ))
     }
 }
+
+/// The receive side of a `tx` run: attached before the first frame, read after the drain.
+#[derive(Debug)]
+pub struct RunReceiver {
+    rx: Receiver,
+    /// Where it listens, for the report.
+    pub at: String,
+    /// It took the lab's receive end from the sink (which then counts nothing this run).
+    pub lab_end: bool,
+}
+
+/// Per flow what was sent and what came back, and what was not a flow.
+#[derive(Debug, Serialize)]
+pub struct RunFlows {
+    pub at: String,
+    /// The receiver had the lab's receive end (the sink's counts come from it this run).
+    #[serde(skip)]
+    pub lab_end: bool,
+    pub flows: Vec<FlowReport>,
+    pub other: linerate_rx::RxGlobal,
+}
+
+impl RunFlows {
+    /// Frames the receive end saw in all, flows or not: what the lab's sink would have counted.
+    pub fn all_frames(&self) -> (u64, u64) {
+        let g = &self.other;
+        self.flows.iter().fold(
+            (
+                g.other_frames + g.untracked_frames,
+                g.other_bytes + g.untracked_bytes,
+            ),
+            |(f, b), r| (f + r.rx_frames, b + r.rx_bytes),
+        )
+    }
+}
+
+/// The receiver `tx --rx` asked for, attached before the first frame; None without `--rx`.
+pub fn begin(args: &crate::cli::TxArgs) -> Result<Option<RunReceiver>> {
+    let Some(target) = &args.rx else {
+        return Ok(None);
+    };
+    let lab_pin = match (&args.interface, target.is_empty()) {
+        (Some(iface), true) => crate::lab::lab_of(iface)?.map(|l| l.pin_dir()),
+        _ => None,
+    };
+    start(target, lab_pin, args.rx_mode, &args.receiver).map(Some)
+}
+
+/// Attaches the receiver for `tx --rx`: `target` "" means the lab's receive end (`lab_pin`, the
+/// lab's pin directory, when `-i` is a lab's sender), else `IFACE` or `IFACE@NETNS`.
+fn start(
+    target: &str,
+    lab_pin: Option<std::path::PathBuf>,
+    mode: XdpAttach,
+    args: &ReceiverArgs,
+) -> Result<RunReceiver> {
+    if target.is_empty() {
+        let Some(dir) = lab_pin else {
+            return Err(crate::usage(
+                "--rx without an interface takes the lab's receive end, but -i is not a lab's \
+                 sender: give --rx IFACE[@NETNS]",
+            ));
+        };
+        let rx = Receiver::swap_into(&dir, config(args))?;
+        return Ok(RunReceiver {
+            rx,
+            at: "the lab's receive end".into(),
+            lab_end: true,
+        });
+    }
+    let (iface, netns) = match target.split_once('@') {
+        Some((i, n)) if !i.is_empty() && !n.is_empty() => (i, Some(n)),
+        Some(_) => {
+            return Err(crate::usage(format!(
+                "--rx {target}: write IFACE or IFACE@NETNS"
+            )));
+        }
+        None => (target, None),
+    };
+    let rx = Receiver::attach(iface, netns, attach_mode(mode), config(args))?;
+    Ok(RunReceiver {
+        rx,
+        at: target.to_owned(),
+        lab_end: false,
+    })
+}
+
+impl RunReceiver {
+    /// Waits up to `drain` for the frames still on their way (returns as soon as every flow has
+    /// what was sent), then reads the flows against what each sent.
+    pub fn finish(self, tx: &[(u16, Option<String>, u64)], drain: Duration) -> Result<RunFlows> {
+        let sent: u64 = tx.iter().map(|t| t.2).sum();
+        let deadline = Instant::now() + drain;
+        let mut totals = self.rx.read()?;
+        while Instant::now() < deadline
+            && totals.flows.iter().map(|f| f.unique()).sum::<u64>() < sent
+        {
+            std::thread::sleep(Duration::from_millis(10));
+            totals = self.rx.read()?;
+        }
+        let flows = tx
+            .iter()
+            .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
+            .collect();
+        Ok(RunFlows {
+            at: self.at,
+            lab_end: self.lab_end,
+            flows,
+            other: totals.global,
+        })
+    }
+}
+
+/// Frames each flow of `plan` sent in a run (flow id, stream name, frames): a lane's count, or
+/// a cycle's frames split by flow from each worker's count.
+pub fn sent_per_flow(
+    plan: &linerate_stream::Plan,
+    report: &linerate_engine::Report,
+) -> Vec<(u16, Option<String>, u64)> {
+    let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
+    match &plan.shape {
+        linerate_stream::Shape::Lanes(_) => report
+            .per_stream
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u16, name(i), s.frames))
+            .collect(),
+        linerate_stream::Shape::Cycle { cycle, .. } => {
+            let workers = report.workers.len();
+            let mut per_flow = std::collections::BTreeMap::<u16, u64>::new();
+            for w in &report.workers {
+                for (flow, n) in cycle.flow_counts(w.worker, workers, w.submitted) {
+                    *per_flow.entry(flow).or_default() += n;
+                }
+            }
+            per_flow
+                .into_iter()
+                .map(|(flow, n)| (flow, name(flow as usize), n))
+                .collect()
+        }
+    }
+}

@@ -27,6 +27,17 @@ pub struct SinkResult {
 }
 
 impl SinkResult {
+    /// What a lab's receive end counted against what the sender completed.
+    pub fn new(lab: &str, packets: u64, bytes: u64, completed: u64) -> Self {
+        SinkResult {
+            lab: lab.to_owned(),
+            packets,
+            bytes,
+            lost: completed.checked_sub(packets),
+            extra: packets.checked_sub(completed).filter(|&n| n > 0),
+        }
+    }
+
     /// The line that says why there is no loss figure, when there is none.
     pub fn shared_warning(&self) -> Option<String> {
         self.extra.map(|extra| {
@@ -47,6 +58,8 @@ const MIN_PPS: f64 = 1e-3;
 pub fn run(args: &TxArgs) -> Result<()> {
     let mut streams = streams(&args.stream)?;
     for s in &mut streams {
+        // A receiver counts per flow only what carries the signature.
+        s.signature |= args.rx.is_some();
         if let Some(rate) = &args.rate {
             s.rate = rate.clone();
         }
@@ -82,10 +95,12 @@ pub fn run(args: &TxArgs) -> Result<()> {
         Some(iface) => platform::receiver_of(iface)?,
         None => None,
     };
-    let plan = match early {
+    let mut plan = match early {
         Some(plan) => plan,
         None => compile(&streams, port.info(), lab.as_ref(), args.link_speed)?,
     };
+    plan.set_stamp_clock(args.receiver.clock == crate::cli::ClockArg::Tai);
+    let receiver = crate::rx::begin(args)?;
     let config = RunConfig {
         workers,
         batch: args.batch,
@@ -105,19 +120,28 @@ pub fn run(args: &TxArgs) -> Result<()> {
         Err(e) => {
             // A worker ended the run early: the report so far still goes out, then the cause.
             if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
-                print_report(args, &i.report, &plan, None)?;
+                print_report(args, &i.report, &plan, None, None)?;
             }
             return Err(e.context(format!("transmit on {}", info.name)));
         }
     };
-    let sink = match (&lab, before) {
-        (Some(l), Some(b)) => Some(settle(l, b, report.completed)?),
+    let flows = match receiver {
+        Some(r) => Some(r.finish(&crate::rx::sent_per_flow(&plan, &report), args.drain)?),
+        None => None,
+    };
+    let sink = match (&lab, before, &flows) {
+        // The receiver had the lab's receive end: it saw what the sink would have.
+        (Some(l), Some(_), Some(f)) if f.lab_end => {
+            let (packets, bytes) = f.all_frames();
+            Some(SinkResult::new(&l.name, packets, bytes, report.completed))
+        }
+        (Some(l), Some(b), _) => Some(settle(l, b, report.completed)?),
         _ => None,
     };
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
     }
-    print_report(args, &report, &plan, sink)?;
+    print_report(args, &report, &plan, sink, flows.as_ref())?;
     if let Some(path) = &args.pcap {
         eprintln!("wrote {}", path.display());
     }
@@ -135,15 +159,25 @@ fn print_report(
     report: &linerate_engine::Report,
     plan: &Plan,
     sink: Option<SinkResult>,
+    flows: Option<&crate::rx::RunFlows>,
 ) -> Result<()> {
     if args.json {
         output::print_json(&output::TxJson {
             report,
             streams: output::streams(plan),
             sink,
+            rx: flows,
         })
     } else {
-        output::print_tx(report, plan, sink.as_ref())
+        output::print_tx(report, plan, sink.as_ref())?;
+        match flows {
+            Some(f) => output::print(&format!(
+                "received  at {}\n{}",
+                f.at,
+                linerate_rx::table::flow_table(&f.flows, &f.other)
+            )),
+            None => Ok(()),
+        }
     }
 }
 
@@ -212,14 +246,12 @@ pub fn settle(lab: &Receiver, before: (u64, u64), completed: u64) -> Result<Sink
         last = now;
     }
     // Wrapping: a counter that went backwards (the sink was re-attached) reads as a huge extra.
-    let packets = last.0.wrapping_sub(before.0);
-    Ok(SinkResult {
-        lab: lab.name.clone(),
-        packets,
-        bytes: last.1.wrapping_sub(before.1),
-        lost: completed.checked_sub(packets),
-        extra: packets.checked_sub(completed).filter(|&n| n > 0),
-    })
+    Ok(SinkResult::new(
+        &lab.name,
+        last.0.wrapping_sub(before.0),
+        last.1.wrapping_sub(before.1),
+        completed,
+    ))
 }
 
 /// The streams to send: a TOML file, or the one stream of the template flags.

@@ -40,6 +40,16 @@ pub enum LiveError {
     )]
     Refused { iface: String, errors: u64 },
 
+    #[error(
+        "{iface} is {state}: bring it up (ip link set {iface} up; a veth needs its peer up too): the kernel drops redirected frames on a link without carrier, and the program would count them as sent"
+    )]
+    Down { iface: String, state: String },
+
+    #[error(
+        "{iface} went {state} during the run: frames redirected after that were dropped by the kernel, so the counts so far may include frames that never left"
+    )]
+    WentDown { iface: String, state: String },
+
     #[error("the live backend runs on Linux only: use --backend pcap or bpf here")]
     NotLinux,
 }
@@ -56,6 +66,7 @@ impl LiveError {
                     | Self::NoXdpTransmit { .. }
                     | Self::NoLiveFrames { .. }
                     | Self::Unsupported { .. }
+                    | Self::Down { .. }
                     | Self::NotLinux
             ),
         }

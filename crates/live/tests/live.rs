@@ -597,3 +597,78 @@ fn interleaved_streams_are_sent_merged() {
     assert_eq!(report.requested_pps, Some(25_000.0));
     assert_eq!(settle(&lab, 5000).packets, 5000);
 }
+
+fn ip(args: &[&str]) {
+    let out = std::process::Command::new("ip")
+        .args(args)
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The program counts a redirect as sent even when the kernel then drops it on a dead link: a
+/// down port (or a veth whose peer is down) is refused before the first frame, and a link that
+/// goes down mid-run ends the run with the cause instead of a clean report.
+#[test]
+fn a_link_that_cannot_carry_frames_is_refused_and_one_that_goes_down_ends_the_run() {
+    if !root_or_skip("live on a link going down") {
+        return;
+    }
+    let lab = lab(1);
+    let plan = plan(&lab, &[], "fixed");
+    let port = LivePort::open(&lab.sender).expect("open live port");
+
+    ip(&["link", "set", &lab.sender, "down"]);
+    let e = linerate_live::run(&port, &plan, &config(1, Some(1000)), &()).unwrap_err();
+    assert!(
+        matches!(&e, LiveError::Down { state, .. } if state == "down"),
+        "{e}"
+    );
+    assert!(e.is_usage());
+    ip(&["link", "set", &lab.sender, "up"]);
+
+    ip(&["-n", &lab.netns, "link", "set", &lab.receiver, "down"]);
+    let e = linerate_live::run(&port, &plan, &config(1, Some(1000)), &()).unwrap_err();
+    assert!(
+        matches!(&e, LiveError::Down { state, .. } if state.contains("carrier")),
+        "{e}"
+    );
+    ip(&["-n", &lab.netns, "link", "set", &lab.receiver, "up"]);
+
+    // Up again: the carrier comes back a moment later.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while port.not_running().is_some() {
+        assert!(Instant::now() < deadline, "{:?}", port.not_running());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = lab.sink_counters().unwrap().packets;
+    let report = linerate_live::run(&port, &plan, &config(1, Some(1000)), &()).expect("live run");
+    assert_eq!(
+        settle(&lab, before + 1000).packets - before,
+        report.submitted
+    );
+
+    let mut endless = config(1, None);
+    endless.duration = Some(Duration::from_secs(10));
+    let sender = lab.sender.clone();
+    let started = Instant::now();
+    let e = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(500));
+            ip(&["link", "set", &sender, "down"]);
+        });
+        linerate_live::run(&port, &plan, &endless, &()).unwrap_err()
+    });
+    ip(&["link", "set", &lab.sender, "up"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the run went on"
+    );
+    let text = format!("{e}");
+    assert!(text.contains("went down"), "{text}");
+    assert!(!e.is_usage(), "a link lost mid-run is the system's: {text}");
+}

@@ -49,6 +49,12 @@ pub(crate) fn run_with(
     after_call: &(dyn Fn(usize, u64) + Sync),
 ) -> Result<Report, LiveError> {
     check_workers(&config.workers)?;
+    if let Some(state) = port.not_running() {
+        return Err(LiveError::Down {
+            iface: port.iface().to_owned(),
+            state,
+        });
+    }
     let workers = config.workers.len();
     let (cycle, pacing) = layout::cycle_of(plan)?;
     let pacing = pacing.as_deref();
@@ -120,6 +126,9 @@ pub(crate) fn run_with(
     Ok(report)
 }
 
+/// How often a worker checks that the link still carries frames.
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// What one worker needs to call the program.
 struct Sender<'a> {
     port: &'a LivePort,
@@ -146,8 +155,21 @@ impl Sender<'_> {
     ) -> Result<(u64, Option<PaceLog>), LiveError> {
         let mut log = pacer.as_ref().map(|_| PaceLog::new());
         let mut runs = 0u64;
+        // The program counts a redirect as sent; the kernel drops it later if the link is down,
+        // and tells no one. So the link is looked at now and then, and once more at the end.
+        let mut looked = std::time::Instant::now();
         loop {
             let (sent, _, _) = self.counts();
+            if sent >= limit || self.halt.load(Ordering::Relaxed) || looked.elapsed() >= LOOK_EVERY
+            {
+                looked = std::time::Instant::now();
+                if let Some(state) = self.port.not_running() {
+                    return Err(LiveError::WentDown {
+                        iface: self.port.iface().to_owned(),
+                        state,
+                    });
+                }
+            }
             if sent >= limit || self.halt.load(Ordering::Relaxed) {
                 return Ok((runs, log));
             }

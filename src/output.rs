@@ -195,5 +195,36 @@ fn tx_text(
             writeln!(out, "worker {} {k}: {v}", w.worker)?;
         }
     }
+    for w in &report.workers {
+        if let Some(c) = w.cpu {
+            let busy = c.user_s + c.system_s;
+            writeln!(
+                out,
+                "worker {} cpu: user {:.3} s, system {:.3} s, last on core {}; {:.3} Mpps per busy second of its thread",
+                w.worker,
+                c.user_s,
+                c.system_s,
+                c.last_core.map_or("-".to_string(), |c| c.to_string()),
+                if busy > 0.0 {
+                    w.completed as f64 / busy / 1e6
+                } else {
+                    0.0
+                }
+            )?;
+        }
+    }
+    if !report.cores.is_empty() {
+        let cores: Vec<String> = report
+            .cores
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {:.0} % (softirq {:.0} %)",
+                    c.core, c.busy_pct, c.softirq_pct
+                )
+            })
+            .collect();
+        writeln!(out, "cores     busy over the run: {}", cores.join(", "))?;
+    }
     Ok(out)
 }

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linerate_stream::{Limits, Plan, SpecFile};
+use linerate_stream::{Limits, Plan, Shape, SpecFile, lane_counts, merge};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -23,9 +23,15 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(plan) = Plan::compile(&file.streams, &limits) {
             let _ = plan.max_len();
             let _ = plan.requested_pps();
-            let _ = plan.lane_counts(Some(1000));
-            for worker in 0..2 {
-                let _ = plan.for_worker(worker, 2, Some(1000));
+            if let Shape::Lanes(lanes) = &plan.shape {
+                let _ = lane_counts(lanes, Some(1000));
+                let _ = merge(lanes);
+            }
+            for cycle in plan.cycles() {
+                for worker in 0..2 {
+                    let _ = cycle.for_worker(worker, 2, Some(1000));
+                    let _ = cycle.flow_counts(worker, 2, 1000);
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod clock;
 mod counters;
+pub mod cpu;
 pub mod pace;
 mod report;
 mod run;

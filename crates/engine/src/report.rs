@@ -78,6 +78,9 @@ pub struct WorkerReport {
     pub stats: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pacing: Option<PacingStats>,
+    /// The worker thread's CPU time and last core (Linux; filled by the runner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<crate::cpu::ThreadCpu>,
 }
 
 /// The outcome of a run: per worker and summed. Rates use the longest worker's time.
@@ -102,6 +105,9 @@ pub struct Report {
     /// `streams`: the CLI's JSON already has that key for what each stream compiled to.)
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub per_stream: Vec<StreamCount>,
+    /// Each core's busy and softirq share over the run (Linux, `/proc/stat`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<crate::cpu::CoreLoad>,
 }
 
 /// One interleaved stream's share of a run.
@@ -145,6 +151,7 @@ impl Report {
             pacing: PacingStats::merged(&workers),
             workers,
             per_stream: Vec::new(),
+            cores: Vec::new(),
         }
     }
 

@@ -158,6 +158,7 @@ pub fn run(
         };
         Ok::<_, PortError>((worker_report(ctx, queue.as_ref(), &totals), lanes))
     };
+    let cores = crate::cpu::CoreTimes::read();
     let done = run_workers(
         config,
         (info.backend, &info.name),
@@ -178,6 +179,7 @@ pub fn run(
         reports.push(report);
     }
     let mut report = Report::new(info.backend, &info.name, reports);
+    report.cores = cores.load_until(&crate::cpu::CoreTimes::read());
     report.requested_pps = plan.requested_pps();
     if let Shape::Lanes(lanes) = &plan.shape {
         let elapsed = report.elapsed_s.max(1e-9);
@@ -238,6 +240,7 @@ fn worker_report(
         completed: totals.completed,
         bytes: totals.bytes,
         elapsed_s: totals.elapsed.as_secs_f64(),
+        cpu: None,
         stats: queue
             .stats()
             .extra

@@ -159,6 +159,7 @@ where
     let epoch = OnceLock::new();
     let (shared, barrier, epoch, work) = (&shared, &barrier, &epoch, &work);
 
+    let cores_before = crate::cpu::CoreTimes::read();
     let joined = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .into_iter()
@@ -184,9 +185,12 @@ where
                         halt: &shared.halt,
                         counters: &shared.counters[i],
                     };
-                    let result = work(job, &ctx);
+                    let (result, cpu) = crate::cpu::measure(|| work(job, &ctx));
                     done.ok = result.is_ok();
-                    result
+                    result.map(|(mut report, extra)| {
+                        report.cpu = cpu;
+                        (report, extra)
+                    })
                 })
             })
             .collect();
@@ -226,15 +230,20 @@ where
             elapsed_s: shared.ended_ns[i].load(Ordering::Relaxed) as f64 / 1e9,
             stats: Default::default(),
             pacing: None,
+            cpu: None,
         });
         failure.get_or_insert(failed);
     }
     match failure {
         None => Ok(done),
-        Some(failure) => Err(Interrupted {
-            failure,
-            report: Box::new(Report::new(backend, port, reports)),
-        }),
+        Some(failure) => {
+            let mut report = Report::new(backend, port, reports);
+            report.cores = cores_before.load_until(&crate::cpu::CoreTimes::read());
+            Err(Interrupted {
+                failure,
+                report: Box::new(report),
+            })
+        }
     }
 }
 

@@ -99,6 +99,7 @@ pub(crate) fn run_with(
             .into_iter()
             .collect(),
             pacing: log.map(|l| PacingStats::from_histograms(l.late, l.gap)),
+            cpu: None,
         };
         Ok::<_, LiveError>((report, ()))
     };
@@ -108,6 +109,7 @@ pub(crate) fn run_with(
             s.stop.store(1, Ordering::Relaxed);
         }
     };
+    let cores = linerate_engine::cpu::CoreTimes::read();
     let done = run_workers(
         config,
         (BACKEND, port.iface()),
@@ -123,6 +125,7 @@ pub(crate) fn run_with(
         done.into_iter().map(|d| d.0).collect(),
     );
     report.requested_pps = plan.requested_pps();
+    report.cores = cores.load_until(&linerate_engine::cpu::CoreTimes::read());
     Ok(report)
 }
 

@@ -83,8 +83,20 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
 
 /// Opens and loads the embedded object with room for `frames` window entries and with `fields`
 /// (the program's read-only data, `Layout::fields_bytes`; none: no field varies).
+/// `bpf/live_tx.bpf.c`'s maps as the Rust side writes them, checked before the object loads: a
+/// worker entry, a frame (length, padding, the window) and the read-only fields.
+const ABI: [linerate_xdp::MapAbi; 3] = [
+    linerate_xdp::MapAbi::of::<u32, super::worker_map::WorkerSlot>("live_workers"),
+    linerate_xdp::MapAbi::sized("live_frames", 4, 8 + crate::layout::MAX_WINDOW),
+    linerate_xdp::MapAbi::sized(
+        ".rodata",
+        4,
+        8 + crate::layout::MAX_FIELDS * crate::layout::FIELD_LEN,
+    ),
+];
+
 pub(super) fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
-    linerate_xdp::load_object("live_tx", linerate_xdp::live_tx_object(), |open| {
+    linerate_xdp::load_object_checked("live_tx", linerate_xdp::live_tx_object(), &ABI, |open| {
         let mut fields_set = fields.is_none();
         for mut map in open.maps_mut() {
             if map.name() == "live_frames" {

@@ -57,7 +57,7 @@ impl LivePort {
             if features & xdp_act::NDO_XMIT == 0 {
                 return Err(LiveError::NoXdpTransmit {
                     iface: iface.into(),
-                    hint: if is_veth(iface) {
+                    hint: if interface(iface)?.is_veth_like() {
                         " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)"
                     } else {
                         ""
@@ -69,7 +69,11 @@ impl LivePort {
             iface: iface.into(),
             ifindex,
             kernel,
-            info: port_info(iface),
+            // The frames go out on the CPU that runs the program: "queues" are the CPUs.
+            info: interface(iface)?.port_info(
+                crate::BACKEND,
+                std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            ),
         })
     }
 
@@ -118,43 +122,12 @@ impl LivePort {
     }
 }
 
-/// A veth (or another virtual device with a peer): no device in sysfs, and its `iflink` names
-/// another interface. Only used to pick the hint of a refusal.
-fn is_veth(iface: &str) -> bool {
-    let read = |what: &str| std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"));
-    let no_device = !std::path::Path::new(&format!("/sys/class/net/{iface}/device")).exists();
-    matches!((read("ifindex"), read("iflink")), (Ok(a), Ok(b)) if a.trim() != b.trim()) && no_device
-}
-
-fn port_info(iface: &str) -> linerate_port::PortInfo {
-    let read = |what: &str| {
-        std::fs::read_to_string(format!("/sys/class/net/{iface}/{what}"))
-            .map(|s| s.trim().to_owned())
-            .ok()
-    };
-    let mac = read("address").and_then(|text| {
-        let bytes: Vec<u8> = text
-            .split(':')
-            .filter_map(|b| u8::from_str_radix(b, 16).ok())
-            .collect();
-        <[u8; 6]>::try_from(bytes).ok()
-    });
-    let virtual_device = std::fs::read_link(format!("/sys/class/net/{iface}"))
-        .map(|p| p.to_string_lossy().contains("/virtual/"))
-        .unwrap_or(true);
-    linerate_port::PortInfo {
-        name: iface.to_owned(),
-        mac,
-        mtu: read("mtu").and_then(|m| m.parse().ok()).unwrap_or(1500),
-        // Virtual devices (veth) report a nominal speed that bounds nothing.
-        link_speed: read("speed")
-            .and_then(|s| s.parse::<i64>().ok())
-            .filter(|&s| s > 0 && !virtual_device)
-            .map(|s| linerate_port::LinkSpeed::from_mbps(s as u64)),
-        queues: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-        driver: None,
-        backend: crate::BACKEND,
-    }
+/// The one Linux interface description (`linerate_port::iface`), as afxdp, the report and
+/// `ports` read it.
+fn interface(iface: &str) -> Result<linerate_port::iface::Interface, LiveError> {
+    linerate_port::iface::Interface::read(iface).map_err(|_| LiveError::UnknownInterface {
+        iface: iface.to_owned(),
+    })
 }
 
 fn ifindex(iface: &str) -> Result<u32, LiveError> {

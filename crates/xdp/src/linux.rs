@@ -91,16 +91,7 @@ impl Sink {
     /// `mode`.
     pub fn attach(iface: &str, netns: Option<&str>, mode: AttachMode) -> Result<Sink, XdpError> {
         let object = load("sink", &SINK_OBJ.0, &SINK_ABI)?;
-        let link = in_netns(netns, || {
-            let index = ifindex(iface).map_err(|e| match e {
-                XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
-                    iface,
-                    netns: netns.map(str::to_owned),
-                },
-                e => e,
-            })?;
-            link_xdp(&object, index, mode, iface, netns)
-        })?;
+        let link = link_in_netns(&object, iface, netns, mode)?;
         Ok(Sink {
             link,
             object,
@@ -258,24 +249,9 @@ impl LinkSwap {
     /// Puts `program` on the link pinned under `dir` (as [`Sink::pin`] pins it).
     pub fn new(dir: &Path, program: BorrowedFd<'_>) -> Result<LinkSwap, XdpError> {
         let path = dir.join(PIN_LINK);
-        let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| XdpError::NotPinned {
+        let link = open_pinned_link(&path)?.ok_or_else(|| XdpError::NotPinned {
             dir: dir.to_owned(),
         })?;
-        // SAFETY: cpath is a NUL-terminated string that outlives the call.
-        let ret = unsafe { libbpf_sys::bpf_obj_get(cpath.as_ptr()) };
-        if ret < 0 {
-            return Err(match -ret {
-                libc::ENOENT | libc::ENOTDIR => XdpError::NotPinned {
-                    dir: dir.to_owned(),
-                },
-                libc::EPERM | libc::EACCES => XdpError::NotRoot {
-                    what: format!("opening {}", path.display()),
-                },
-                errno => pin_error(&path, io::Error::from_raw_os_error(errno)),
-            });
-        }
-        // SAFETY: bpf_obj_get returned a fresh fd that nothing else owns.
-        let link = unsafe { OwnedFd::from_raw_fd(ret) };
         // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
         let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
         let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
@@ -397,16 +373,7 @@ pub fn attach_object(
     netns: Option<&str>,
     mode: AttachMode,
 ) -> Result<XdpLink, XdpError> {
-    let link = in_netns(netns, || {
-        let index = ifindex(iface).map_err(|e| match e {
-            XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
-                iface,
-                netns: netns.map(str::to_owned),
-            },
-            e => e,
-        })?;
-        link_xdp(object, index, mode, iface, netns)
-    })?;
+    let link = link_in_netns(object, iface, netns, mode)?;
     Ok(XdpLink {
         link,
         iface: iface.to_owned(),
@@ -581,6 +548,25 @@ pub fn load_object_checked(
 
 /// Creates an XDP bpf_link for the object's only program on `ifindex` of the calling thread's
 /// network namespace.
+/// Attaches the first program of `object` to `iface`, looked up inside `netns` (None = ours).
+fn link_in_netns(
+    object: &Object,
+    iface: &str,
+    netns: Option<&str>,
+    mode: AttachMode,
+) -> Result<OwnedFd, XdpError> {
+    in_netns(netns, || {
+        let index = ifindex(iface).map_err(|e| match e {
+            XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
+                iface,
+                netns: netns.map(str::to_owned),
+            },
+            e => e,
+        })?;
+        link_xdp(object, index, mode, iface, netns)
+    })
+}
+
 fn link_xdp(
     object: &Object,
     ifindex: u32,
@@ -734,16 +720,16 @@ fn ensure_bpffs() -> Result<(), XdpError> {
     })
 }
 
-/// Detaches the link pinned at `path`, if there is one.
-fn detach_pinned_link(path: &Path) -> Result<(), XdpError> {
+/// The link pinned at `path`; None when nothing is pinned there.
+fn open_pinned_link(path: &Path) -> Result<Option<OwnedFd>, XdpError> {
     let Ok(cpath) = CString::new(path.as_os_str().as_bytes()) else {
-        return Ok(());
+        return Ok(None);
     };
     // SAFETY: cpath is a NUL-terminated string that outlives the call.
     let ret = unsafe { libbpf_sys::bpf_obj_get(cpath.as_ptr()) };
     if ret < 0 {
         return match -ret {
-            libc::ENOENT | libc::ENOTDIR => Ok(()),
+            libc::ENOENT | libc::ENOTDIR => Ok(None),
             libc::EPERM | libc::EACCES => Err(XdpError::NotRoot {
                 what: format!("opening {}", path.display()),
             }),
@@ -751,7 +737,14 @@ fn detach_pinned_link(path: &Path) -> Result<(), XdpError> {
         };
     }
     // SAFETY: bpf_obj_get returned a fresh fd that nothing else owns.
-    let link = unsafe { OwnedFd::from_raw_fd(ret) };
+    Ok(Some(unsafe { OwnedFd::from_raw_fd(ret) }))
+}
+
+/// Detaches the link pinned at `path`, if there is one.
+fn detach_pinned_link(path: &Path) -> Result<(), XdpError> {
+    let Some(link) = open_pinned_link(path)? else {
+        return Ok(());
+    };
     // SAFETY: link is a live fd for the duration of the call.
     let ret = unsafe { libbpf_sys::bpf_link_detach(link.as_raw_fd()) };
     // ENOLINK: already detached (its interface is gone); EINVAL: the pin is not a link.

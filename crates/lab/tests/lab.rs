@@ -100,6 +100,17 @@ fn down_removes_a_half_built_lab() {
         return;
     }
     let name = unique_name("h");
+    // A failed assertion below must not leave the hand-made namespace and marker behind.
+    struct Leftovers(String);
+    impl Drop for Leftovers {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("ip")
+                .args(["netns", "del", &format!("{}-sink", self.0)])
+                .output();
+            let _ = std::fs::remove_file(Lab::marker_path(&self.0));
+        }
+    }
+    let _leftovers = Leftovers(name.clone());
     // What `up` leaves when it is killed right after creating the namespace: the marker first,
     // then the namespace.
     let marker = Lab::marker_path(&name);

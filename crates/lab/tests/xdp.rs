@@ -107,7 +107,7 @@ fn an_unpinned_sink_counts_and_detaches_on_drop() {
     drop(sink);
     let details = link_details(Some(&lab.netns), &lab.receiver);
     assert!(
-        !details.contains("xdp"),
+        !details.contains("prog/xdp"),
         "still attached after drop: {details}"
     );
 }
@@ -136,7 +136,7 @@ fn the_pass_program_attaches_and_detaches_on_drop() {
         drop(pass);
         let details = link_details(None, &lab.sender);
         assert!(
-            !details.contains("xdp"),
+            !details.contains("prog/xdp"),
             "{mode}: still attached after drop: {details}"
         );
     }

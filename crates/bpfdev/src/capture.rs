@@ -43,6 +43,36 @@ pub const SIGNED_ONLY: [BpfInsn; 7] = [
 /// whole, so signed ones are still analysed and the rest counted as `other`.
 pub const ALL_FRAMES: [BpfInsn; 1] = [insn(BPF_RET_K, 0, 0, SNAPLEN)];
 
+/// `BPF_LD | BPF_W | BPF_ABS`: A = the big-endian word at k.
+pub const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_LD | BPF_H | BPF_ABS`: A = the big-endian half-word at k.
+pub const BPF_LD_H_ABS: u16 = 0x28;
+
+/// The read filter of a lab's receiver: every frame addressed to `mac` (the receiving end's own
+/// address), whole. On a Mac the host's stack talks on the lab's interfaces too (IPv6 neighbour
+/// discovery, mDNS, all multicast or broadcast); a sweep's frames are unicast to the receiver,
+/// so this counts exactly what the sender sent, signed or not.
+pub fn to_mac(mac: [u8; 6]) -> [BpfInsn; 6] {
+    [
+        insn(BPF_LD_W_ABS, 0, 0, 0),
+        insn(
+            BPF_JMP_JEQ_K,
+            0,
+            3,
+            u32::from_be_bytes([mac[0], mac[1], mac[2], mac[3]]),
+        ),
+        insn(BPF_LD_H_ABS, 0, 0, 4),
+        insn(
+            BPF_JMP_JEQ_K,
+            0,
+            1,
+            u32::from(u16::from_be_bytes([mac[4], mac[5]])),
+        ),
+        insn(BPF_RET_K, 0, 0, SNAPLEN),
+        insn(BPF_RET_K, 0, 0, 0),
+    ]
+}
+
 /// Which frames a receiver keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
@@ -50,13 +80,16 @@ pub enum Keep {
     Signed,
     /// [`ALL_FRAMES`].
     All,
+    /// [`to_mac`]: frames unicast to this address.
+    To([u8; 6]),
 }
 
 impl Keep {
-    pub fn program(self) -> &'static [BpfInsn] {
+    pub fn program(self) -> Vec<BpfInsn> {
         match self {
-            Keep::Signed => &SIGNED_ONLY,
-            Keep::All => &ALL_FRAMES,
+            Keep::Signed => SIGNED_ONLY.to_vec(),
+            Keep::All => ALL_FRAMES.to_vec(),
+            Keep::To(mac) => to_mac(mac).to_vec(),
         }
     }
 }
@@ -160,6 +193,18 @@ impl<'a> Iterator for Records<'a> {
     }
 }
 
+/// When `record` arrived on the monotonic clock, from its wall-clock stamp and both clocks read
+/// after the `read()` that returned it: `mono_ns − (wall_ns − stamp)`. A record without a stamp
+/// (`BIOCSNOTSTAMP`), or one stamped after `wall_ns` (the wall clock was stepped back), arrived
+/// by `mono_ns`, which is all that is known.
+pub fn arrival(record: &Record<'_>, mono_ns: u64, wall_ns: u64) -> u64 {
+    let stamp = u64::from(record.sec) * 1_000_000_000 + u64::from(record.usec) * 1_000;
+    if stamp == 0 || stamp > wall_ns {
+        return mono_ns;
+    }
+    mono_ns.saturating_sub(wall_ns - stamp)
+}
+
 /// What a bpf receiver has counted: every frame the filter kept, and per flow what the
 /// signature says, in the same structures as the Linux receiver's (`linerate_rx`).
 #[derive(Debug, Clone)]
@@ -197,6 +242,25 @@ impl CaptureCounts {
         let mut n = 0;
         for record in records(buf) {
             self.observe(&record?, now);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Accounts every record of one `read()`, each at the time its `bpf_hdr` stamp says (the
+    /// wall clock, µs) moved onto the monotonic clock of the transmit stamps: `mono_ns` and
+    /// `wall_ns` are both clocks read once just after the `read()`. Latency then no longer
+    /// includes the time a record waited in the kernel buffer.
+    pub fn absorb_stamped(
+        &mut self,
+        buf: &[u8],
+        mono_ns: u64,
+        wall_ns: u64,
+    ) -> Result<u64, RecordError> {
+        let mut n = 0;
+        for record in records(buf) {
+            let record = record?;
+            self.observe(&record, arrival(&record, mono_ns, wall_ns));
             n += 1;
         }
         Ok(n)
@@ -424,6 +488,14 @@ mod tests {
                     };
                     a = u32::from_be_bytes(w.try_into().unwrap());
                 }
+                BPF_LD_W_ABS | BPF_LD_H_ABS => {
+                    let n = if i.code == BPF_LD_W_ABS { 4 } else { 2 };
+                    let at = i.k as usize;
+                    let Some(w) = pkt.get(at..at + n).filter(|w| w.len() == n) else {
+                        return 0;
+                    };
+                    a = w.iter().fold(0, |a, &b| a << 8 | u32::from(b));
+                }
                 BPF_JMP_JEQ_K => pc += usize::from(if a == i.k { i.jt } else { i.jf }),
                 BPF_RET_K => return i.k,
                 other => panic!("unexpected opcode {other:#x}"),
@@ -444,15 +516,100 @@ mod tests {
             assert_eq!(run(&SIGNED_ONLY, &[0x4c, 0x52, 0x73][..short.min(3)]), 0);
         }
         assert_eq!(run(&SIGNED_ONLY, &[0x4c, 0x52, 0x73, 0x67]), SNAPLEN);
-        assert_eq!(run(Keep::All.program(), &[0u8; 64]), SNAPLEN);
-        assert_eq!(Keep::Signed.program(), &SIGNED_ONLY);
+        assert_eq!(run(&Keep::All.program(), &[0u8; 64]), SNAPLEN);
+        assert_eq!(Keep::Signed.program(), SIGNED_ONLY);
     }
 
-    /// The same program in a real classic-BPF kernel: Linux runs socket filters on the datagrams
+    const LAB_MAC: [u8; 6] = [0x66, 0x65, 0x74, 0x68, 0x00, 0x01];
+
+    /// A 60-byte frame to `dst`, from the other feth.
+    fn frame_to(dst: [u8; 6]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&dst);
+        f[6..12].copy_from_slice(&[0x66, 0x65, 0x74, 0x68, 0x00, 0x00]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f
+    }
+
+    #[test]
+    fn the_lab_filter_keeps_frames_to_the_receiver_only() {
+        let prog = Keep::To(LAB_MAC).program();
+        assert_eq!(run(&prog, &frame_to(LAB_MAC)), SNAPLEN);
+        assert_eq!(run(&prog, &signed(1514, 0, 0, 0)[..]), 0);
+        // Each of the six bytes matters: the host's broadcast and multicast, and a neighbour.
+        for i in 0..6 {
+            let mut other = LAB_MAC;
+            other[i] ^= 0x01;
+            assert_eq!(run(&prog, &frame_to(other)), 0, "byte {i}");
+        }
+        assert_eq!(run(&prog, &frame_to([0xff; 6])), 0);
+        assert_eq!(run(&prog, &frame_to([0x33, 0x33, 0, 0, 0, 1])), 0);
+        // Too short to hold a destination: out of bounds, dropped.
+        assert_eq!(run(&prog, &LAB_MAC[..5]), 0);
+        assert_eq!(run(&prog, &LAB_MAC), SNAPLEN);
+    }
+
+    #[test]
+    fn arrival_moves_the_bpf_stamp_onto_the_monotonic_clock() {
+        let data = [0u8; 60];
+        let at = |sec, usec| Record {
+            sec,
+            usec,
+            datalen: 60,
+            data: &data,
+        };
+        let wall = 1_700_000_000_500_000_000u64;
+        let mono = 9_000_000_000u64;
+        // Stamped 2.5 ms before the read.
+        assert_eq!(arrival(&at(1_700_000_000, 497_500), mono, wall), mono - 2_500_000);
+        // No stamp, a stamp after the read, or one before the monotonic clock began.
+        assert_eq!(arrival(&at(0, 0), mono, wall), mono);
+        assert_eq!(arrival(&at(1_700_000_001, 0), mono, wall), mono);
+        assert_eq!(arrival(&at(1, 0), mono, wall), 0);
+
+        // In the counts: 30 µs of latency by the stamp, though the read came 50 ms later.
+        let tx = mono - 50_000_000;
+        let mut buf = Vec::new();
+        record(&mut buf, 18, 64, &signed(64, 0, 0, tx), true);
+        let stamp = wall - 50_000_000 + 30_000;
+        buf[..4].copy_from_slice(&((stamp / 1_000_000_000) as u32).to_le_bytes());
+        buf[4..8].copy_from_slice(&((stamp % 1_000_000_000 / 1_000) as u32).to_le_bytes());
+        let mut c = CaptureCounts::new(1, 0);
+        assert_eq!(c.absorb_stamped(&buf, mono, wall), Ok(1));
+        assert_eq!((c.flows[0].lat_min, c.flows[0].lat_max), (30_000, 30_000));
+    }
+
+    /// The same programs in a real classic-BPF kernel: Linux runs socket filters on the datagrams
     /// of a unix socketpair (the "packet" is the datagram), and checks the program on attach.
     #[cfg(target_os = "linux")]
     #[test]
     fn the_linux_kernel_runs_the_filter_the_same_way() {
+        let sent = [
+            signed(64, 1, 1, 0),
+            vec![0u8; 64],
+            signed(200, 2, 2, 0),
+            vec![0x4c, 0x52],
+        ];
+        assert_eq!(
+            kernel_keeps(&SIGNED_ONLY, &sent),
+            [sent[0].clone(), sent[2].clone()]
+        );
+        let sent = [
+            frame_to(LAB_MAC),
+            frame_to([0xff; 6]),
+            frame_to([0x66, 0x65, 0x74, 0x68, 0x00, 0x02]),
+            signed(64, 1, 1, 0),
+            LAB_MAC[..5].to_vec(),
+        ];
+        assert_eq!(
+            kernel_keeps(&Keep::To(LAB_MAC).program(), &sent),
+            [sent[0].clone()]
+        );
+    }
+
+    /// The datagrams of `sent` that `prog`, attached to a unix socket, lets through.
+    #[cfg(target_os = "linux")]
+    fn kernel_keeps(prog: &[BpfInsn], sent: &[Vec<u8>]) -> Vec<Vec<u8>> {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let mut fds = [0i32; 2];
         // SAFETY: `fds` has room for the two descriptors socketpair(2) writes.
@@ -469,8 +626,8 @@ mod tests {
         let (tx, rx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // `struct sock_filter` has the layout of `struct bpf_insn`.
         let prog = libc::sock_fprog {
-            len: SIGNED_ONLY.len() as u16,
-            filter: SIGNED_ONLY.as_ptr().cast_mut().cast(),
+            len: prog.len() as u16,
+            filter: prog.as_ptr().cast_mut().cast(),
         };
         // SAFETY: `prog` points at `len` live instructions; the kernel copies them during the call.
         let rc = unsafe {
@@ -483,13 +640,7 @@ mod tests {
             )
         };
         assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
-        let sent = [
-            signed(64, 1, 1, 0),
-            vec![0u8; 64],
-            signed(200, 2, 2, 0),
-            vec![0x4c, 0x52],
-        ];
-        for d in &sent {
+        for d in sent {
             // SAFETY: `d` is valid for `d.len()` bytes.
             let n = unsafe { libc::send(tx.as_raw_fd(), d.as_ptr().cast(), d.len(), 0) };
             assert_eq!(n, d.len() as isize);
@@ -504,6 +655,6 @@ mod tests {
             }
             got.push(buf[..n as usize].to_vec());
         }
-        assert_eq!(got, [sent[0].clone(), sent[2].clone()]);
+        got
     }
 }

@@ -3,12 +3,14 @@
 //! The write loop, record framing and retry policy are portable (and tested on Linux against a
 //! socketpair); only opening and configuring the device is macOS/FreeBSD code (`open`).
 //! The receive half (`capture`: the read filter, the `bpf_hdr` record parser and the counter
-//! feeding `linerate_rx`'s analysis) is portable too; `BpfReader` opens it on macOS.
+//! feeding `linerate_rx`'s analysis) is portable too, and so is `sink`, the thread that counts
+//! while a sender runs; `BpfReader` opens the device on macOS.
 
 pub mod abi;
 pub mod capture;
 mod error;
 mod queue;
+pub mod sink;
 pub mod transmit;
 
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
@@ -16,12 +18,13 @@ mod sys;
 
 pub use error::BpfError;
 pub use queue::BpfQueue;
+pub use sink::{Capture, CaptureThread, monotonic_ns};
 pub use transmit::{BpfDevice, RetryPolicy, WriteMode, WriteStats, Writer, push_record};
 
 #[cfg(any(target_os = "macos", target_os = "freebsd"))]
 pub use sys::{BpfFd, BpfOptions, BpfPort, open, open_with};
 #[cfg(target_os = "macos")]
-pub use sys::{BpfReader, monotonic_ns};
+pub use sys::BpfReader;
 
 /// What `linerate ports` should say about queues on this backend: `/dev/bpf` has none.
 pub const QUEUES_NOTE: &str = "no queues: each worker writes through its own /dev/bpf descriptor";

@@ -206,6 +206,9 @@ impl BpfReader {
             tv_usec: timeout.subsec_micros() as libc::suseconds_t,
         };
         ioctl(&dev.file, abi::BIOCSRTIMEOUT, &mut tv).map_err(dev.fail("BIOCSRTIMEOUT"))?;
+        // Only what arrives: the host's own replies leaving this end (ICMP, ARP) are not counted.
+        let mut seesent = 0u32;
+        ioctl(&dev.file, abi::BIOCSSEESENT, &mut seesent).map_err(dev.fail("BIOCSSEESENT"))?;
         let insns = keep.program();
         let mut program = BpfProgram {
             bf_len: insns.len() as u32,
@@ -252,18 +255,6 @@ impl BpfReader {
         ioctl(&self.dev.file, abi::BIOCGSTATS, &mut stat).map_err(self.dev.fail("BIOCGSTATS"))?;
         Ok((stat[0], stat[1]))
     }
-}
-
-/// Now on `CLOCK_MONOTONIC`, in ns: the clock the signature's transmit stamps use.
-#[cfg(target_os = "macos")]
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, writable timespec for the duration of the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// `struct ifreq` as BIOCSETIF reads it: the name, then a union the call ignores.

@@ -249,6 +249,42 @@ impl<I: Ifconfig> Feth<I> {
         self.record(name, &[])
     }
 
+    /// The lab whose sender end is `iface`, if one is recorded and whole.
+    pub fn lab_of(&mut self, iface: &str) -> Result<Option<FethLab>, LabError> {
+        let dir = match std::fs::read_dir(&self.state_dir) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(format!("reading {}", self.state_dir.display()))(e)),
+        };
+        let mut names: Vec<String> = dir
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                e.file_name()
+                    .to_str()?
+                    .strip_suffix(".feth")
+                    .map(str::to_owned)
+            })
+            .collect();
+        names.sort();
+        for name in names {
+            if self.recorded(&name)?.first().map(String::as_str) == Some(iface) {
+                return self.status(&name).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The Ethernet address of `iface` (`ifconfig fethN` prints `ether xx:xx:xx:xx:xx:xx`).
+    pub fn mac(&mut self, iface: &str) -> Result<[u8; 6], LabError> {
+        let out = self.ifconfig.run(&[iface])?;
+        out.lines()
+            .find_map(|l| parse_mac(l.trim().strip_prefix("ether ")?.trim()))
+            .ok_or_else(|| LabError::Command {
+                command: format!("ifconfig {iface}"),
+                stderr: "no `ether` line in its output".to_owned(),
+            })
+    }
+
     /// Lab `name` as recorded, if its pair exists and still peers.
     pub fn status(&mut self, name: &str) -> Result<FethLab, LabError> {
         validate_name(name)?;
@@ -283,6 +319,20 @@ impl<I: Ifconfig> Feth<I> {
             receiver_ip,
         })
     }
+}
+
+/// `66:65:74:68:0:1` (macOS drops leading zeros) as bytes.
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = text.split(':');
+    for b in &mut mac {
+        let part = parts.next()?;
+        if part.is_empty() || part.len() > 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(part, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
 }
 
 #[cfg(test)]
@@ -332,7 +382,8 @@ mod tests {
                 [i, ..] if !self.ifaces.contains_key(*i) => fail("does not exist"),
                 [i] => Ok(format!(
                     "{i}: flags=8843<UP,BROADCAST,RUNNING,SIMPLEX,MULTICAST> mtu 1500\n\
-                     \tether 66:65:74:68:00:00\n{}",
+                     \tether 66:65:74:68:0:{:x}\n{}",
+                    i.trim_start_matches("feth").parse::<u8>().unwrap_or(0xee),
                     self.ifaces[*i]
                         .as_ref()
                         .map(|p| format!("\tpeer: {p}\n"))
@@ -485,6 +536,47 @@ mod tests {
         assert!(g.recorded("lr").unwrap().is_empty());
         done(f);
         done(g);
+    }
+
+    #[test]
+    fn a_sender_end_finds_its_lab_and_the_receiver_its_address() {
+        let mut f = lab("of", &["feth0", "feth1"]);
+        assert_eq!(f.lab_of("feth2").unwrap(), None);
+        let a = f.up("a").unwrap();
+        let b = f.up("b").unwrap();
+        assert_eq!((a.sender.as_str(), b.sender.as_str()), ("feth2", "feth4"));
+        assert_eq!(f.lab_of("feth4").unwrap(), Some(b.clone()));
+        assert_eq!(f.lab_of("feth2").unwrap(), Some(a));
+        // A receiver end, or someone else's feth, is no lab's sender.
+        assert_eq!(f.lab_of("feth5").unwrap(), None);
+        assert_eq!(f.lab_of("feth0").unwrap(), None);
+        assert_eq!(
+            f.mac(&b.receiver).unwrap(),
+            [0x66, 0x65, 0x74, 0x68, 0, 0x5]
+        );
+        assert!(f.mac("en9").is_err());
+        f.down("b").unwrap();
+        assert_eq!(f.lab_of("feth4").unwrap(), None);
+        done(f);
+    }
+
+    #[test]
+    fn macs_parse_as_ifconfig_prints_them() {
+        assert_eq!(
+            parse_mac("66:65:74:68:0:1"),
+            Some([0x66, 0x65, 0x74, 0x68, 0, 1])
+        );
+        assert_eq!(parse_mac("a:b:c:d:e:ff"), Some([10, 11, 12, 13, 14, 255]));
+        for bad in [
+            "",
+            "66:65:74:68:0",
+            "66:65:74:68:0:1:2",
+            "66:65:74:68::1",
+            "66:65:74:68:0:100",
+            "g:0:0:0:0:0",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub fn sink(_args: &SinkArgs) -> Result<()> {
 }
 
 #[cfg(target_os = "macos")]
-pub use macos::{run, sink};
+pub use macos::{FethGuard, attach_sink, receiver_of, run, sink};
 
 #[cfg(target_os = "macos")]
 mod macos {
@@ -31,12 +31,14 @@ mod macos {
 
     use anyhow::{Context, Result};
     use linerate_bpfdev::capture::{CaptureCounts, Keep};
-    use linerate_bpfdev::{BpfReader, monotonic_ns};
+    use linerate_bpfdev::sink::host_clocks;
+    use linerate_bpfdev::{BpfReader, CaptureThread};
     use linerate_lab::feth::{Feth, FethLab};
     use serde::Serialize;
 
     use super::{LabAction, SinkArgs, usage};
     use crate::output::{print_json, println};
+    use crate::platform::Receiver;
 
     /// The kernel buffer the sink asks for: the largest xnu grants by default
     /// (`debug.bpf_maxbufsize`, 512 KiB), so one read carries thousands of 64-byte frames.
@@ -138,7 +140,8 @@ mod macos {
         let mut last = (start, 0u64, 0u64);
         while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
             let buf = reader.read()?;
-            counts.absorb(buf, monotonic_ns())?;
+            let (mono, wall) = host_clocks();
+            counts.absorb_stamped(buf, mono, wall)?;
             let now = Instant::now();
             if now - last.0 >= Duration::from_secs(1) {
                 let secs = (now - last.0).as_secs_f64();
@@ -175,6 +178,102 @@ mod macos {
                 elapsed,
                 counts.frames as f64 / elapsed / 1e6
             ))
+        }
+    }
+
+    /// Opens a `/dev/bpf` reader on `iface` and counts on a thread of its own from now on.
+    pub fn capture(iface: &str, keep: Keep, counts: CaptureCounts) -> Result<CaptureThread> {
+        // As a PortError, a missing or down interface is the user's to fix (exit code 2).
+        let reader = BpfReader::open(iface, SINK_BUFFER, READ_TIMEOUT, keep)
+            .map_err(linerate_port::PortError::from)?;
+        Ok(CaptureThread::spawn(reader, counts, host_clocks))
+    }
+
+    /// A `Receiver` reading a capture's totals, warning once each time the kernel has dropped
+    /// frames the capture never saw (they then count as lost).
+    fn counting(
+        name: String,
+        iface: String,
+        peer_mac: [u8; 6],
+        ips: (std::net::Ipv4Addr, std::net::Ipv4Addr),
+        t: CaptureThread,
+    ) -> Receiver {
+        let warned = std::cell::Cell::new(0u64);
+        Receiver {
+            name,
+            peer_mac,
+            ips,
+            counters: Box::new(move || {
+                let counts = t.frames_bytes()?;
+                let drops = t.drops();
+                if drops > warned.get() {
+                    eprintln!(
+                        "linerate: warning: the bpf buffer on {iface} overflowed: {} frame(s) \
+                         arrived but were not counted (the receiver fell behind)",
+                        drops - warned.get()
+                    );
+                    warned.set(drops);
+                }
+                Ok(counts)
+            }),
+        }
+    }
+
+    /// The receiver of the feth lab whose sender end is `iface`: a capture on its receiver end
+    /// keeping the frames addressed to it (not the host's own chatter on the pair).
+    pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
+        let mut feth = Feth::system();
+        let Some(lab) = feth.lab_of(iface)? else {
+            return Ok(None);
+        };
+        let mac = feth.mac(&lab.receiver)?;
+        let t = capture(&lab.receiver, Keep::To(mac), CaptureCounts::new(0, 0))?;
+        Ok(Some(counting(
+            lab.name.clone(),
+            lab.receiver.clone(),
+            mac,
+            (lab.sender_ip, lab.receiver_ip),
+            t,
+        )))
+    }
+
+    /// A capture on any interface for `--sink-iface`: every frame, as the Linux sink counts.
+    pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<Receiver> {
+        if netns.is_some() {
+            return Err(usage(
+                "--sink-netns needs Linux: macOS has no network namespaces",
+            ));
+        }
+        let t = capture(iface, Keep::All, CaptureCounts::new(0, 0))?;
+        Ok(counting(
+            iface.to_owned(),
+            iface.to_owned(),
+            [0xff; 6],
+            linerate_stream::Limits::default().default_ipv4,
+            t,
+        ))
+    }
+
+    /// A feth lab made for one command (`sweep --lab`), removed when dropped.
+    #[derive(Debug)]
+    pub struct FethGuard {
+        pub lab: FethLab,
+    }
+
+    impl FethGuard {
+        pub fn up(name: Option<&str>) -> Result<Self> {
+            let name = name.map_or_else(|| linerate_lab::unique_name("sw"), str::to_owned);
+            Ok(Self {
+                lab: Feth::system().up(&name)?,
+            })
+        }
+    }
+
+    impl Drop for FethGuard {
+        fn drop(&mut self) {
+            if let Err(e) = Feth::system().down(&self.lab.name) {
+                eprintln!("linerate: removing lab {}: {e}", self.lab.name);
+            }
         }
     }
 }

@@ -154,7 +154,10 @@ pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
     }))
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+pub use crate::lab::{attach_sink, receiver_of};
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn receiver_of(_iface: &str) -> Result<Option<Receiver>> {
     Ok(None)
 }
@@ -164,6 +167,8 @@ pub struct TempLab {
     pub sender: String,
     #[cfg(target_os = "linux")]
     _guard: linerate_lab::LabGuard,
+    #[cfg(target_os = "macos")]
+    _guard: crate::lab::FethGuard,
 }
 
 impl std::fmt::Debug for TempLab {
@@ -187,7 +192,17 @@ pub fn temp_lab(name: Option<&str>, queues: u32) -> Result<TempLab> {
     })
 }
 
-#[cfg(not(target_os = "linux"))]
+/// A feth pair: one queue per end, whatever `queues` says.
+#[cfg(target_os = "macos")]
+pub fn temp_lab(name: Option<&str>, _queues: u32) -> Result<TempLab> {
+    let guard = crate::lab::FethGuard::up(name)?;
+    Ok(TempLab {
+        sender: guard.lab.sender.clone(),
+        _guard: guard,
+    })
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn temp_lab(_name: Option<&str>, _queues: u32) -> Result<TempLab> {
     Err(usage(
         "--lab needs Linux (network namespaces, veth, XDP): give -i IFACE",
@@ -209,7 +224,7 @@ pub fn attach_sink(iface: &str, netns: Option<&str>) -> Result<Receiver> {
     })
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn attach_sink(_iface: &str, _netns: Option<&str>) -> Result<Receiver> {
     Err(usage("--sink-iface needs Linux (XDP)"))
 }

@@ -6,7 +6,7 @@
 //! The record layout is xnu's (64-bit: a 20-byte `bpf_hdr` with a 32-bit timeval); FreeBSD's
 //! header is larger (a 16-byte timeval), so this parser is for macOS reads only.
 
-use linerate_rx::{FlowState, RxFlow, RxGlobal, hist};
+use linerate_rx::{FlowState, FlowStats, RxFlow, RxGlobal, RxTotals, hist};
 use linerate_wire::signature;
 
 use crate::abi::{BPF_RET_K, BpfInsn, bpf_hdr, bpf_wordalign};
@@ -295,6 +295,25 @@ impl CaptureCounts {
         }
     }
 
+    /// The flows that arrived, as the Linux receiver reports them (one "CPU": a bpf reader is
+    /// one thread, so every flow's order is judged whole).
+    pub fn totals(&self) -> RxTotals {
+        let flows = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.frames > 0)
+            .map(|(id, f)| {
+                let hist = self.hists.get(id).map(std::slice::from_ref);
+                FlowStats::merge(id as u16, std::slice::from_ref(f), hist)
+            })
+            .collect();
+        RxTotals {
+            flows,
+            global: self.global,
+        }
+    }
+
     /// Frames that carried the signature of a tracked flow.
     pub fn signed_frames(&self) -> u64 {
         self.flows.iter().map(|f| f.frames).sum()
@@ -455,6 +474,19 @@ mod tests {
         let f1 = &c.flows[1];
         assert_eq!((f1.frames, f1.bytes, f1.lat_count), (2, 1514 + 64, 1));
         assert_eq!(c.signed_frames(), 6);
+
+        // As the Linux receiver reports them: the flows that arrived, in id order.
+        let t = c.totals();
+        assert_eq!(t.flows.iter().map(|f| f.flow).collect::<Vec<_>>(), [0, 1]);
+        let s0 = t.flow(0).unwrap();
+        assert_eq!((s0.frames, s0.gaps, s0.duplicates, s0.cpus), (4, 1, 1, 1));
+        assert_eq!(s0.unique(), 3);
+        let lat = s0.latency.unwrap();
+        assert_eq!((lat.min, lat.max), (10_000, 10_000));
+        // Flow 0 has a histogram (percentiles), flow 1 not.
+        assert!(lat.p50.unwrap().abs_diff(10_000) <= 10_000 / 100, "{lat:?}");
+        assert_eq!(t.flow(1).unwrap().latency.unwrap().p50, None);
+        assert_eq!(t.global, c.global);
     }
 
     #[test]
@@ -561,7 +593,10 @@ mod tests {
         let wall = 1_700_000_000_500_000_000u64;
         let mono = 9_000_000_000u64;
         // Stamped 2.5 ms before the read.
-        assert_eq!(arrival(&at(1_700_000_000, 497_500), mono, wall), mono - 2_500_000);
+        assert_eq!(
+            arrival(&at(1_700_000_000, 497_500), mono, wall),
+            mono - 2_500_000
+        );
         // No stamp, a stamp after the read, or one before the monotonic clock began.
         assert_eq!(arrival(&at(0, 0), mono, wall), mono);
         assert_eq!(arrival(&at(1_700_000_001, 0), mono, wall), mono);

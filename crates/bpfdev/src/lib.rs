@@ -21,10 +21,10 @@ pub use queue::BpfQueue;
 pub use sink::{Capture, CaptureThread, monotonic_ns};
 pub use transmit::{BpfDevice, RetryPolicy, WriteMode, WriteStats, Writer, push_record};
 
-#[cfg(any(target_os = "macos", target_os = "freebsd"))]
-pub use sys::{BpfFd, BpfOptions, BpfPort, open, open_with};
 #[cfg(target_os = "macos")]
 pub use sys::BpfReader;
+#[cfg(any(target_os = "macos", target_os = "freebsd"))]
+pub use sys::{BpfFd, BpfOptions, BpfPort, open, open_with};
 
 /// What `linerate ports` should say about queues on this backend: `/dev/bpf` has none.
 pub const QUEUES_NOTE: &str = "no queues: each worker writes through its own /dev/bpf descriptor";

@@ -1,0 +1,18 @@
+//! The Open Traffic Generator API (models v1.60.0, what snappi 1.60.0 speaks) as far as linerate
+//! serves it: hand-written serde models of that subset (each names its OpenAPI schema), the
+//! mapping of a `Config` onto linerate `StreamSpec`s and port bindings with a refusal naming the
+//! JSON path of every field it cannot honour, and the metrics/error bodies. No I/O: the HTTP
+//! server and the ports are the binary's (`src/serve.rs`).
+
+mod error;
+mod map;
+mod model;
+mod response;
+
+pub use error::{ErrorBody, Refusal, Refusals};
+pub use map::{FlowPlan, Location, Mapped, PortPlan, map_config, parse_config};
+pub use model::*;
+pub use response::*;
+
+/// The OTG models release this server implements (snappi's version tracks it).
+pub const API_SPEC_VERSION: &str = "1.60.0";

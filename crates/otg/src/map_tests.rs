@@ -1,0 +1,326 @@
+use super::*;
+use linerate_stream::{Limits, Plan};
+use serde_json::json;
+
+/// What snappi 1.60.0 serialises for its README quickstart (ports renamed to a lab's, an rx port
+/// added), captured with `config.serialize()`.
+fn quickstart() -> Value {
+    json!({
+      "ports": [{"location": "lr0", "name": "ptx"}, {"location": "lr1@lr-sink", "name": "prx"}],
+      "flows": [{
+        "duration": {"choice": "fixed_packets", "fixed_packets": {"gap": 12, "packets": 100}},
+        "metrics": {"enable": true, "loss": false, "timestamps": false},
+        "name": "flow",
+        "packet": [
+          {"choice": "ethernet", "ethernet": {
+            "dst": {"choice": "value", "value": "00:11:22:33:44:66"},
+            "src": {"choice": "value", "value": "00:11:22:33:44:55"}}},
+          {"choice": "ipv4", "ipv4": {
+            "dst": {"choice": "value", "value": "20.1.1.1"},
+            "src": {"choice": "value", "value": "10.1.1.1"}}},
+          {"choice": "udp", "udp": {
+            "dst_port": {"choice": "increment", "increment": {"count": 5, "start": 6010, "step": 5}},
+            "src_port": {"choice": "values", "values": [5010, 5015, 5020, 5025, 5030]}}},
+          {"choice": "custom", "custom": {"bytes": "2e2e515549434b53544152"}}
+        ],
+        "size": {"choice": "fixed", "fixed": 128},
+        "tx_rx": {"choice": "port", "port": {"rx_names": ["prx"], "tx_name": "ptx"}}
+      }]
+    })
+}
+
+fn map(v: &Value) -> Result<Mapped, Refusals> {
+    map_config(&parse_config(v.to_string().as_bytes())?)
+}
+
+fn refusal_paths(v: &Value) -> Vec<String> {
+    map(v).unwrap_err().0.into_iter().map(|r| r.path).collect()
+}
+
+fn compiles(m: &Mapped) {
+    Plan::compile(
+        &m.streams,
+        &Limits {
+            link_mbps: Some(10_000),
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_quickstart_maps_field_by_field() {
+    let m = map(&quickstart()).unwrap();
+    assert_eq!(m.tx_port.as_deref(), Some("ptx"));
+    assert_eq!(m.rx_port.as_deref(), Some("prx"));
+    assert_eq!(
+        m.port("prx").unwrap().location,
+        Location {
+            iface: "lr1".into(),
+            netns: Some("lr-sink".into())
+        }
+    );
+    let s = &m.streams[0];
+    assert_eq!(
+        (s.src_mac.as_str(), s.dst_mac.as_str()),
+        ("00:11:22:33:44:55", "00:11:22:33:44:66")
+    );
+    assert_eq!(
+        (s.src_ip.as_str(), s.dst_ip.as_str()),
+        ("10.1.1.1", "20.1.1.1")
+    );
+    assert_eq!(
+        (s.src_port, s.dst_port, s.size, s.count),
+        (5010, 6010, 128, Some(100))
+    );
+    assert_eq!(
+        s.vary,
+        vec!["src-port:inc:5010-5030:5", "dst-port:inc:6010-6030:5"]
+    );
+    assert_eq!(s.payload, "raw:2e2e515549434b53544152");
+    assert_eq!(s.rate, "1000");
+    assert!(s.signature && m.flows[0].metrics);
+    assert_eq!(m.duration, None);
+    compiles(&m);
+}
+
+#[test]
+fn every_refusal_names_its_path_in_one_answer() {
+    let mut c = quickstart();
+    c["devices"] = json!([{"name": "d1", "bgp": {"router_id": "1.1.1.1"}}]);
+    c["lags"] = json!([]);
+    c["flows"][0]["packet"][1]["ipv4"]["options"] = json!([{"choice": "router_alert"}]);
+    c["flows"][0]["packet"][2]["udp"]["src_port"]["metric_tags"] = json!([{"name": "t"}]);
+    c["flows"][0]["tx_rx"]["port"]["tx_name"] = json!("nope");
+    let paths = refusal_paths(&c);
+    for want in [
+        "devices",
+        "flows[0].packet[1].ipv4.options",
+        "flows[0].packet[2].udp.src_port.metric_tags",
+        "flows[0].tx_rx.port.tx_name",
+    ] {
+        assert!(paths.iter().any(|p| p == want), "{want} not in {paths:?}");
+    }
+    // An empty list asks for nothing.
+    assert!(!paths.iter().any(|p| p == "lags"), "{paths:?}");
+    let msg = map(&c).unwrap_err().to_string();
+    assert!(msg.contains("BGP") && msg.contains("'nope'"), "{msg}");
+}
+
+#[test]
+fn headers_beyond_the_subset_are_refused_by_name() {
+    let mut c = quickstart();
+    c["flows"][0]["packet"][1] = json!({"choice": "gre", "gre": {}});
+    let err = map(&c).unwrap_err().to_string();
+    assert!(
+        err.contains("flows[0].packet[1].choice") && err.contains("'gre'"),
+        "{err}"
+    );
+    // The right headers in the wrong order.
+    let mut c = quickstart();
+    c["flows"][0]["packet"].as_array_mut().unwrap().swap(1, 2);
+    assert_eq!(refusal_paths(&c)[0], "flows[0].packet[1].choice");
+    // No L4.
+    let mut c = quickstart();
+    c["flows"][0]["packet"].as_array_mut().unwrap().truncate(2);
+    assert!(refusal_paths(&c).contains(&"flows[0].packet".to_string()));
+}
+
+#[test]
+fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
+    let with_src = |pattern: Value| {
+        let mut c = quickstart();
+        c["flows"][0]["packet"][1]["ipv4"]["src"] = pattern;
+        map(&c)
+    };
+    let m = with_src(json!({"choice": "values", "values": ["10.0.0.9", "10.0.0.6", "10.0.0.3"]}))
+        .unwrap();
+    assert_eq!(m.streams[0].src_ip, "10.0.0.9");
+    assert_eq!(m.streams[0].vary[0], "src-ip:dec:10.0.0.3-10.0.0.9:3");
+    compiles(&m);
+    let err = with_src(json!({"choice": "values", "values": ["10.0.0.1", "10.0.0.2", "10.0.0.7"]}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("ipv4.src.values") && err.contains("evenly spaced"),
+        "{err}"
+    );
+    let m = with_src(json!({"choice": "decrement", "decrement": {"start": "10.0.1.0", "step": "0.0.0.2", "count": 4}})).unwrap();
+    assert_eq!(m.streams[0].vary[0], "src-ip:dec:10.0.0.250-10.0.1.0:2");
+    assert_eq!(m.streams[0].src_ip, "10.0.1.0");
+    let m = with_src(json!({"choice": "increment", "increment": {"start": "10.0.0.1", "step": "0.0.0.1", "count": 1}})).unwrap();
+    assert!(m.streams[0].vary.len() == 2 && m.streams[0].src_ip == "10.0.0.1");
+    let err = with_src(json!({"choice": "increment", "increment": {"start": "255.255.255.254", "step": "0.0.0.1", "count": 5}}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("wraps"), "{err}");
+    let m = with_src(json!({"choice": "random", "random": {"min": "10.0.0.1", "max": "10.0.0.100", "seed": 7, "count": 1}})).unwrap();
+    assert_eq!(m.streams[0].vary[0], "src-ip:random:10.0.0.1-10.0.0.100");
+    let err = with_src(json!({"choice": "value", "value": "10.0.0.300"}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("flows[0].packet[1].ipv4.src.value"), "{err}");
+}
+
+#[test]
+fn ipv6_tcp_and_vlan() {
+    let c = json!({
+      "ports": [{"name": "a", "location": "lr0"}, {"name": "b", "location": "lr1@lr-sink"}],
+      "flows": [{
+        "name": "v6", "tx_rx": {"choice": "port", "port": {"tx_name": "a", "rx_names": ["b"]}},
+        "packet": [
+          {"choice": "ethernet", "ethernet": {}},
+          {"choice": "vlan", "vlan": {"id": {"choice": "value", "value": 100}, "priority": {"choice": "value", "value": 5}}},
+          {"choice": "ipv6", "ipv6": {
+            "src": {"choice": "increment", "increment": {"start": "2001:db8::1", "step": "::1", "count": 4}},
+            "dst": {"choice": "value", "value": "2001:db8::ff"}}},
+          {"choice": "tcp", "tcp": {"src_port": {"choice": "value", "value": 80}, "ctl_syn": {"choice": "value", "value": 1}, "ctl_ack": {"choice": "value", "value": 1}}}
+        ],
+        "size": {"choice": "fixed", "fixed": 128},
+        "rate": {"choice": "percentage", "percentage": 1},
+        "duration": {"choice": "fixed_seconds", "fixed_seconds": {"seconds": 0.5, "gap": 12}}
+      }],
+      "layer1": [{"name": "l1", "port_names": ["a", "b"], "speed": "speed_1_gbps", "mtu": 1500, "promiscuous": true}]
+    });
+    let m = map(&c).unwrap();
+    let s = &m.streams[0];
+    assert!(s.ipv6 && s.proto == Proto::Tcp);
+    assert_eq!((s.vlan, s.vlan_pcp, s.src_port), (Some(100), 5, 80));
+    assert_eq!(s.vary, vec!["src-ip:inc:2001:db8::1-2001:db8::4"]);
+    assert_eq!((s.tcp_flags.as_str(), s.rate.as_str()), ("SA", "1%"));
+    assert_eq!(m.duration, Some(Duration::from_millis(500)));
+    assert_eq!(m.port("a").unwrap().link_mbps, Some(1000));
+    compiles(&m);
+    // The high 64 bits of an IPv6 address do not move.
+    let mut c2 = c.clone();
+    c2["flows"][0]["packet"][2]["ipv6"]["src"]["increment"]["step"] = json!("1::");
+    assert!(map(&c2).unwrap_err().to_string().contains("low 64 bits"));
+}
+
+#[test]
+fn two_flows_share_the_port_interleaved_and_fixed_seconds_must_agree() {
+    let mut c = quickstart();
+    let mut second = c["flows"][0].clone();
+    second["name"] = json!("flow2");
+    c["flows"].as_array_mut().unwrap().push(second);
+    let m = map(&c).unwrap();
+    assert!(
+        m.streams
+            .iter()
+            .all(|s| s.mode == Mode::Interleaved && s.signature)
+    );
+    compiles(&m);
+    c["flows"][1]["name"] = json!("flow");
+    assert!(refusal_paths(&c).contains(&"flows[1].name".to_string()));
+    c["flows"][1]["name"] = json!("flow2");
+    c["flows"][1]["duration"] = json!({"choice": "fixed_seconds", "fixed_seconds": {"seconds": 2}});
+    assert!(refusal_paths(&c).contains(&"flows[0].duration".to_string()));
+    c["ports"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "p3", "location": "lr2"}));
+    c["flows"][1]["duration"] = json!({"choice": "fixed_packets", "fixed_packets": {"packets": 5}});
+    c["flows"][1]["tx_rx"]["port"]["tx_name"] = json!("p3");
+    let err = map(&c).unwrap_err().to_string();
+    assert!(err.contains("one transmit port"), "{err}");
+}
+
+#[test]
+fn sizes_rates_and_bursts() {
+    let with = |key: &str, v: Value| {
+        let mut c = quickstart();
+        c["flows"][0][key] = v;
+        map(&c)
+    };
+    let m = with(
+        "size",
+        json!({"choice": "increment", "increment": {"start": 64, "end": 128, "step": 32}}),
+    )
+    .unwrap();
+    assert_eq!(m.streams[0].size_mode, "inc:64-128:32");
+    compiles(&m);
+    let m = with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "imix"}})).unwrap();
+    assert_eq!(m.streams[0].size_mode, "imix:64x7,570x4,1518x1");
+    let m = with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [{"size": 100, "weight": 3}, {"size": 200, "weight": 1}]}})).unwrap();
+    assert_eq!(m.streams[0].size_mode, "imix:100x3,200x1");
+    assert!(with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "tcp_imix"}})).is_err());
+    // uint64 rates arrive as strings from snappi.
+    let m = with("rate", json!({"choice": "pps", "pps": "10000"})).unwrap();
+    assert_eq!(m.streams[0].rate, "10000");
+    let m = with("rate", json!({"choice": "mbps", "mbps": 50})).unwrap();
+    assert_eq!(m.streams[0].rate, "50Mbps");
+    assert!(with("rate", json!({"choice": "percentage", "percentage": 150})).is_err());
+    // 3 bursts of 10 at 10 kpps with 1 ms between them: 1 ms of frames + 1 ms of gap.
+    let mut c = quickstart();
+    c["flows"][0]["rate"] = json!({"choice": "pps", "pps": "10000"});
+    c["flows"][0]["duration"] = json!({"choice": "burst", "burst": {"bursts": 3, "packets": 10, "gap": 12,
+        "inter_burst_gap": {"choice": "microseconds", "microseconds": 1000}}});
+    let m = map(&c).unwrap();
+    let b = m.streams[0].bursts.unwrap();
+    assert_eq!((b.frames, m.streams[0].count), (10, Some(30)));
+    assert!((b.per_second - 500.0).abs() < 1e-6, "{}", b.per_second);
+    compiles(&m);
+    let err = with(
+        "duration",
+        json!({"choice": "continuous", "continuous": {"gap": 20}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("flows[0].duration.continuous.gap"), "{err}");
+}
+
+#[test]
+fn malformed_and_mistyped_bodies_name_where() {
+    let err = parse_config(b"{\"ports\": [").unwrap_err().to_string();
+    assert!(err.contains("malformed JSON"), "{err}");
+    let err = parse_config(br#"{"ports": [{"name": 5}]}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("ports[0].name"), "{err}");
+    let err = map(&json!({"ports": [{"name": "p", "location": "eth0; rm -rf /"}]}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ports[0].location"), "{err}");
+}
+
+#[test]
+fn header_fields_linerate_writes_itself_accept_only_its_values() {
+    let mut c = quickstart();
+    c["flows"][0]["packet"][1]["ipv4"]["time_to_live"] = json!({"choice": "value", "value": 9});
+    c["flows"][0]["packet"][1]["ipv4"]["priority"] =
+        json!({"choice": "dscp", "dscp": {"phb": {"choice": "value", "value": 46}}});
+    c["flows"][0]["packet"][1]["ipv4"]["version"] = json!({"choice": "value", "value": 4});
+    c["flows"][0]["packet"][2]["udp"]["checksum"] =
+        json!({"choice": "generated", "generated": "good"});
+    let m = map(&c).unwrap();
+    assert_eq!((m.streams[0].ttl, m.streams[0].dscp), (9, 46));
+    c["flows"][0]["packet"][1]["ipv4"]["dont_fragment"] = json!({"choice": "value", "value": 1});
+    c["flows"][0]["packet"][2]["udp"]["checksum"] =
+        json!({"choice": "generated", "generated": "bad"});
+    c["flows"][0]["packet"][0]["ethernet"]["ether_type"] =
+        json!({"choice": "value", "value": 2048});
+    let paths = refusal_paths(&c);
+    assert_eq!(
+        paths,
+        vec![
+            "flows[0].packet[0].ethernet.ether_type",
+            "flows[0].packet[1].ipv4.dont_fragment",
+            "flows[0].packet[2].udp.checksum"
+        ]
+    );
+}
+
+#[test]
+fn device_endpoints_and_metrics_without_enable_are_refused() {
+    let mut c = quickstart();
+    c["flows"][0]["tx_rx"] =
+        json!({"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}});
+    assert!(refusal_paths(&c).contains(&"flows[0].tx_rx.device".to_string()));
+    let mut c = quickstart();
+    c["flows"][0]["metrics"] =
+        json!({"enable": false, "latency": {"enable": true, "mode": "cut_through"}});
+    assert!(refusal_paths(&c).contains(&"flows[0].metrics.enable".to_string()));
+    c["flows"][0]["metrics"]["enable"] = json!(true);
+    let m = map(&c).unwrap();
+    assert!(m.flows[0].latency && !m.flows[0].timestamps);
+}

@@ -1,0 +1,564 @@
+//! Request models, hand-written from `artifacts/openapi.yaml` of open-traffic-generator/models
+//! v1.60.0. Each struct names its schema (`components/schemas/<Name>`). Only what linerate maps is
+//! a typed field; every other key lands in `rest` and the mapping refuses it by its JSON path
+//! (an empty list or object there is accepted: it asks for nothing). Integers the schema formats
+//! as uint64 arrive as JSON strings from snappi (`"pps": "1000"`), so numbers are kept as
+//! `serde_json::Value` and read by the mapping.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Keys a model does not map, by name, for the refusal.
+pub type Rest = Map<String, Value>;
+
+/// Config
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Config {
+    #[serde(default)]
+    pub ports: Vec<Port>,
+    #[serde(default)]
+    pub layer1: Vec<Layer1>,
+    #[serde(default)]
+    pub captures: Vec<Capture>,
+    #[serde(default)]
+    pub flows: Vec<Flow>,
+    pub options: Option<ConfigOptions>,
+    /// lags, devices, events, lldp, stateful_flows, egress_only_tracking, …
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Config.Options
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConfigOptions {
+    pub port_options: Option<PortOptions>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Port.Options
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PortOptions {
+    /// Accepted and moot: linerate's ports are interfaces of this host, never held by another
+    /// client of this server.
+    pub location_preemption: Option<bool>,
+    pub data_integrity: Option<bool>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Port
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Port {
+    pub name: String,
+    /// `IFACE` or `IFACE@NETNS` (linerate's own format; the schema leaves it to implementations).
+    pub location: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Layer1
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Layer1 {
+    pub name: String,
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    /// `speed_10_fd_mbps` … `speed_800_gbps`: the link speed rates in % are taken of.
+    pub speed: Option<String>,
+    pub mtu: Option<Value>,
+    pub promiscuous: Option<bool>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Capture
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Capture {
+    pub name: String,
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    /// `pcap` (the default) or `pcapng`.
+    pub format: Option<String>,
+    pub overwrite: Option<bool>,
+    pub packet_size: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Flow {
+    pub name: String,
+    pub tx_rx: Option<FlowTxRx>,
+    #[serde(default)]
+    pub packet: Vec<FlowHeader>,
+    pub size: Option<FlowSize>,
+    pub rate: Option<FlowRate>,
+    pub duration: Option<FlowDuration>,
+    pub metrics: Option<FlowMetrics>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.TxRx
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowTxRx {
+    pub choice: Option<String>,
+    pub port: Option<FlowPort>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Port
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowPort {
+    pub tx_name: String,
+    /// Deprecated in the schema for `rx_names`; read the same.
+    pub rx_name: Option<String>,
+    #[serde(default)]
+    pub rx_names: Vec<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Header
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowHeader {
+    pub choice: Option<String>,
+    pub ethernet: Option<FlowEthernet>,
+    pub vlan: Option<FlowVlan>,
+    pub ipv4: Option<FlowIpv4>,
+    pub ipv6: Option<FlowIpv6>,
+    pub udp: Option<FlowUdp>,
+    pub tcp: Option<FlowTcp>,
+    pub icmp: Option<FlowIcmp>,
+    pub custom: Option<FlowCustom>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Pattern.Flow.<Header>.<Field>: every field pattern of a flow header has this shape (value,
+/// values, increment, decrement, random, auto; counters and random as sub-objects).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Pattern {
+    pub choice: Option<String>,
+    pub value: Option<Value>,
+    pub values: Option<Vec<Value>>,
+    pub increment: Option<PatternCounter>,
+    pub decrement: Option<PatternCounter>,
+    pub random: Option<PatternRandom>,
+    pub auto: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Pattern.Flow.<Header>.<Field>.Counter
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PatternCounter {
+    pub start: Option<Value>,
+    pub step: Option<Value>,
+    pub count: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Pattern.Flow.<Header>.<Field>.Random
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PatternRandom {
+    pub min: Option<Value>,
+    pub max: Option<Value>,
+    pub seed: Option<Value>,
+    pub count: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Pattern.Flow.<Header>.Checksum: `generated` (good/bad) or `custom`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ChecksumPattern {
+    pub choice: Option<String>,
+    pub generated: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Ethernet
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowEthernet {
+    pub dst: Option<Pattern>,
+    pub src: Option<Pattern>,
+    pub ether_type: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Vlan
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowVlan {
+    pub priority: Option<Pattern>,
+    pub cfi: Option<Pattern>,
+    pub id: Option<Pattern>,
+    pub tpid: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Ipv4
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIpv4 {
+    pub version: Option<Pattern>,
+    pub header_length: Option<Pattern>,
+    pub priority: Option<FlowIpv4Priority>,
+    pub total_length: Option<Pattern>,
+    pub identification: Option<Pattern>,
+    pub reserved: Option<Pattern>,
+    pub dont_fragment: Option<Pattern>,
+    pub more_fragments: Option<Pattern>,
+    pub fragment_offset: Option<Pattern>,
+    pub time_to_live: Option<Pattern>,
+    pub protocol: Option<Pattern>,
+    pub header_checksum: Option<ChecksumPattern>,
+    pub src: Option<Pattern>,
+    pub dst: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Ipv4.Priority
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIpv4Priority {
+    pub choice: Option<String>,
+    pub raw: Option<Pattern>,
+    pub dscp: Option<FlowIpv4Dscp>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Ipv4.Dscp
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIpv4Dscp {
+    pub phb: Option<Pattern>,
+    pub ecn: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Ipv6
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIpv6 {
+    pub version: Option<Pattern>,
+    pub traffic_class: Option<Pattern>,
+    pub flow_label: Option<Pattern>,
+    pub payload_length: Option<Pattern>,
+    pub next_header: Option<Pattern>,
+    pub hop_limit: Option<Pattern>,
+    pub src: Option<Pattern>,
+    pub dst: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Udp
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowUdp {
+    pub src_port: Option<Pattern>,
+    pub dst_port: Option<Pattern>,
+    pub length: Option<Pattern>,
+    pub checksum: Option<ChecksumPattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Tcp
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowTcp {
+    pub src_port: Option<Pattern>,
+    pub dst_port: Option<Pattern>,
+    pub seq_num: Option<Pattern>,
+    pub ack_num: Option<Pattern>,
+    pub data_offset: Option<Pattern>,
+    pub ecn_ns: Option<Pattern>,
+    pub ecn_cwr: Option<Pattern>,
+    pub ecn_echo: Option<Pattern>,
+    pub ctl_urg: Option<Pattern>,
+    pub ctl_ack: Option<Pattern>,
+    pub ctl_psh: Option<Pattern>,
+    pub ctl_rst: Option<Pattern>,
+    pub ctl_syn: Option<Pattern>,
+    pub ctl_fin: Option<Pattern>,
+    pub window: Option<Pattern>,
+    pub checksum: Option<ChecksumPattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Icmp
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIcmp {
+    pub choice: Option<String>,
+    pub echo: Option<FlowIcmpEcho>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Icmp.Echo
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowIcmpEcho {
+    #[serde(rename = "type")]
+    pub kind: Option<Pattern>,
+    pub code: Option<Pattern>,
+    pub checksum: Option<ChecksumPattern>,
+    pub identifier: Option<Pattern>,
+    pub sequence_number: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Custom
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowCustom {
+    pub bytes: String,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Size
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSize {
+    pub choice: Option<String>,
+    pub fixed: Option<Value>,
+    pub increment: Option<FlowSizeIncrement>,
+    pub random: Option<FlowSizeRandom>,
+    pub weight_pairs: Option<FlowSizeWeightPairs>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.SizeIncrement
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSizeIncrement {
+    pub start: Option<Value>,
+    pub end: Option<Value>,
+    pub step: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.SizeRandom
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSizeRandom {
+    pub min: Option<Value>,
+    pub max: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.SizeWeightPairs
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSizeWeightPairs {
+    pub choice: Option<String>,
+    pub predefined: Option<String>,
+    #[serde(default)]
+    pub custom: Vec<FlowSizeWeightPairsCustom>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.SizeWeightPairs.Custom
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowSizeWeightPairsCustom {
+    pub size: Option<Value>,
+    pub weight: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Rate
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowRate {
+    pub choice: Option<String>,
+    pub pps: Option<Value>,
+    pub bps: Option<Value>,
+    pub kbps: Option<Value>,
+    pub mbps: Option<Value>,
+    pub gbps: Option<Value>,
+    pub percentage: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Duration
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowDuration {
+    pub choice: Option<String>,
+    pub fixed_packets: Option<FlowFixedPackets>,
+    pub fixed_seconds: Option<FlowFixedSeconds>,
+    pub burst: Option<FlowBurst>,
+    pub continuous: Option<FlowContinuous>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.FixedPackets
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowFixedPackets {
+    pub packets: Option<Value>,
+    pub gap: Option<Value>,
+    pub delay: Option<FlowDelay>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.FixedSeconds
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowFixedSeconds {
+    pub seconds: Option<Value>,
+    pub gap: Option<Value>,
+    pub delay: Option<FlowDelay>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Burst
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowBurst {
+    pub bursts: Option<Value>,
+    pub packets: Option<Value>,
+    pub gap: Option<Value>,
+    pub inter_burst_gap: Option<FlowDelay>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Continuous
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowContinuous {
+    pub gap: Option<Value>,
+    pub delay: Option<FlowDelay>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Delay and Flow.Duration.InterBurstGap (the same three choices).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowDelay {
+    pub choice: Option<String>,
+    pub bytes: Option<Value>,
+    pub nanoseconds: Option<Value>,
+    pub microseconds: Option<Value>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Metrics
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowMetrics {
+    pub enable: Option<bool>,
+    pub loss: Option<bool>,
+    pub timestamps: Option<bool>,
+    pub latency: Option<FlowLatencyMetrics>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Latency.Metrics
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowLatencyMetrics {
+    pub enable: Option<bool>,
+    /// `store_forward` or `cut_through`: the same software stamp either way (docs/otg.md).
+    pub mode: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Control.State
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ControlState {
+    pub choice: Option<String>,
+    pub port: Option<StatePort>,
+    pub traffic: Option<StateTraffic>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Port
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatePort {
+    pub choice: Option<String>,
+    pub capture: Option<StatePortCapture>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Port.Capture
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatePortCapture {
+    /// Empty: every port with a capture configured.
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    /// `start` or `stop`.
+    pub state: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Traffic
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StateTraffic {
+    pub choice: Option<String>,
+    pub flow_transmit: Option<StateTrafficFlowTransmit>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Traffic.FlowTransmit
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StateTrafficFlowTransmit {
+    /// Empty: every flow.
+    #[serde(default)]
+    pub flow_names: Vec<String>,
+    /// `start`, `stop`, `pause` or `resume`.
+    pub state: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Metrics.Request
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MetricsRequest {
+    pub choice: Option<String>,
+    pub port: Option<PortMetricsRequest>,
+    pub flow: Option<FlowMetricsRequest>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Port.MetricsRequest
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PortMetricsRequest {
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    #[serde(default)]
+    pub column_names: Vec<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.MetricsRequest
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowMetricsRequest {
+    #[serde(default)]
+    pub flow_names: Vec<String>,
+    #[serde(default)]
+    pub metric_names: Vec<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Capture.Request
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CaptureRequest {
+    pub port_name: String,
+    #[serde(flatten)]
+    pub rest: Rest,
+}

@@ -1,0 +1,87 @@
+//! Response models (components/schemas/…), written as snappi 1.60.0 reads them.
+
+use serde::{Deserialize, Serialize};
+
+/// Warning: the body of a successful set_config / set_control_state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    pub warnings: Vec<String>,
+}
+
+/// Version
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Version {
+    pub api_spec_version: String,
+    pub sdk_version: String,
+    pub app_version: String,
+}
+
+/// Metrics.Response
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricsResponse {
+    /// `port_metrics` or `flow_metrics`.
+    pub choice: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port_metrics: Option<Vec<PortMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_metrics: Option<Vec<FlowMetric>>,
+}
+
+/// Port.Metric
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortMetric {
+    pub name: String,
+    pub location: String,
+    /// `up` or `down`.
+    pub link: String,
+    /// `started` or `stopped`.
+    pub capture: String,
+    pub frames_tx: u64,
+    pub frames_rx: u64,
+    pub bytes_tx: u64,
+    pub bytes_rx: u64,
+    pub frames_tx_rate: f64,
+    pub frames_rx_rate: f64,
+    pub bytes_tx_rate: f64,
+    pub bytes_rx_rate: f64,
+    /// `started` or `stopped`.
+    pub transmit: String,
+}
+
+/// Flow.Metric
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowMetric {
+    pub name: String,
+    pub port_tx: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub port_rx: String,
+    /// `started`, `stopped` or `paused`.
+    pub transmit: String,
+    pub frames_tx: u64,
+    pub frames_rx: u64,
+    pub bytes_tx: u64,
+    pub bytes_rx: u64,
+    pub frames_tx_rate: f64,
+    pub frames_rx_rate: f64,
+    /// Percent of the frames sent that did not arrive.
+    pub loss: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<MetricTimestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<MetricLatency>,
+}
+
+/// Metric.Timestamp
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricTimestamp {
+    pub first_timestamp_ns: f64,
+    pub last_timestamp_ns: f64,
+}
+
+/// Metric.Latency
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricLatency {
+    pub minimum_ns: f64,
+    pub maximum_ns: f64,
+    pub average_ns: f64,
+}

@@ -1,5 +1,4 @@
 use std::io;
-use std::time::Duration;
 
 use linerate_port::PortError;
 
@@ -28,13 +27,6 @@ pub enum AfPacketError {
         queue: u32,
         frame: u32,
     },
-    #[error("queue {queue} of {iface}: {missing} frame(s) still not completed after {timeout:?}")]
-    DrainTimeout {
-        iface: String,
-        queue: u32,
-        missing: u32,
-        timeout: Duration,
-    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -54,7 +46,7 @@ impl AfPacketError {
     /// True when the error comes from what the user asked for (a name, a privilege, a frame
     /// the interface cannot carry), as [`PortError::is_usage`] classifies the converted error.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::DrainTimeout { .. } | Self::Io { .. })
+        !matches!(self, Self::Io { .. })
     }
 }
 
@@ -73,9 +65,6 @@ impl From<AfPacketError> for PortError {
                 why: e.to_string(),
             },
             AfPacketError::Io { context, source } => PortError::Io { context, source },
-            e @ AfPacketError::DrainTimeout { .. } => {
-                PortError::io(e.to_string(), io::ErrorKind::TimedOut.into())
-            }
         }
     }
 }
@@ -96,12 +85,6 @@ mod tests {
                 iface: "x".into(),
                 queue: 0,
                 frame: 3,
-            },
-            AfPacketError::DrainTimeout {
-                iface: "x".into(),
-                queue: 0,
-                missing: 5,
-                timeout: Duration::from_secs(1),
             },
             AfPacketError::io("bind", io::ErrorKind::Other.into()),
         ];

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use linerate_port::{PortError, QueueStats, SlotMemory, TxDesc, TxQueue};
 
@@ -286,27 +286,13 @@ impl TxQueue for AfPacketQueue {
     }
 
     fn drain(&mut self, timeout: Duration) -> Result<u32, PortError> {
-        let start = Instant::now();
-        let mut reaped = 0;
-        loop {
+        let (iface, queue) = (self.iface.clone(), self.queue_id);
+        linerate_port::drain_polling(&iface, queue, timeout, || {
             if self.unsent() {
                 self.kick()?;
             }
-            reaped += self.take_completions()?;
-            if self.outstanding == 0 {
-                return Ok(reaped);
-            }
-            if start.elapsed() >= timeout {
-                return Err(AfPacketError::DrainTimeout {
-                    iface: self.iface.clone(),
-                    queue: self.queue_id,
-                    missing: self.outstanding,
-                    timeout,
-                }
-                .into());
-            }
-            std::thread::sleep(Duration::from_micros(20));
-        }
+            Ok((self.take_completions()?, self.outstanding))
+        })
     }
 
     fn stats(&self) -> QueueStats {

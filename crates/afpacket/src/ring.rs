@@ -189,7 +189,7 @@ impl TxRing {
                 sys::set_opt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)?;
             }
         }
-        let map = Mmap::ring(fd, layout.bytes())?;
+        let map = Mmap::socket_ring(fd, layout.bytes(), 0)?;
         debug_assert!(map.len() >= layout.bytes());
         let offsets = (0..layout.frames).map(|i| layout.offset(i)).collect();
         Ok(Self {

@@ -1,5 +1,4 @@
 use std::io;
-use std::time::Duration;
 
 use linerate_port::PortError;
 
@@ -32,13 +31,6 @@ pub enum AfXdpError {
     Config(String),
     #[error("cannot attach the pass-through XDP program to {iface}: {why}")]
     PassProgram { iface: String, why: String },
-    #[error("queue {queue} of {iface}: {missing} frame(s) still not completed after {timeout:?}")]
-    DrainTimeout {
-        iface: String,
-        queue: u32,
-        missing: u32,
-        timeout: Duration,
-    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -58,10 +50,7 @@ impl AfXdpError {
     /// True when the error comes from what the user asked for, as [`PortError::is_usage`]
     /// would classify the converted error.
     pub fn is_usage(&self) -> bool {
-        !matches!(
-            self,
-            Self::PassProgram { .. } | Self::DrainTimeout { .. } | Self::Io { .. }
-        )
+        !matches!(self, Self::PassProgram { .. } | Self::Io { .. })
     }
 }
 
@@ -92,9 +81,6 @@ impl From<AfXdpError> for PortError {
                 }
             }
             AfXdpError::Io { context, source } => PortError::Io { context, source },
-            e @ AfXdpError::DrainTimeout { .. } => {
-                PortError::io(e.to_string(), io::ErrorKind::TimedOut.into())
-            }
             e @ AfXdpError::PassProgram { .. } => {
                 PortError::io(e.to_string(), io::Error::other("XDP attach failed"))
             }
@@ -137,12 +123,6 @@ mod tests {
                 iface: "x".into(),
                 why: "no".into(),
             },
-            AfXdpError::DrainTimeout {
-                iface: "x".into(),
-                queue: 0,
-                missing: 5,
-                timeout: Duration::from_secs(1),
-            },
             AfXdpError::io("bind", io::ErrorKind::Other.into()),
         ];
         for e in all {
@@ -162,17 +142,6 @@ mod tests {
         assert_eq!(
             PortError::from(e).to_string(),
             "afxdp is not supported here: veth (lr0) has no zero-copy AF_XDP: use --xdp-mode copy or auto"
-        );
-        let e = AfXdpError::DrainTimeout {
-            iface: "lr0".into(),
-            queue: 1,
-            missing: 7,
-            timeout: Duration::from_millis(500),
-        };
-        assert!(
-            PortError::from(e)
-                .to_string()
-                .contains("7 frame(s) still not completed")
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use linerate_port::{PortError, QueueStats, TxDesc, TxQueue};
 
@@ -232,29 +232,15 @@ impl TxQueue for XskQueue {
     }
 
     fn drain(&mut self, timeout: Duration) -> Result<u32, PortError> {
-        let start = Instant::now();
-        let mut reaped = 0;
-        loop {
+        let (iface, queue) = (self.iface.clone(), self.queue_id);
+        linerate_port::drain_polling(&iface, queue, timeout, || {
             if self.outstanding > 0
                 && (self.socket.tx.pending() > 0 || self.socket.tx.needs_wakeup())
             {
                 self.kick()?;
             }
-            reaped += self.take_completions();
-            if self.outstanding == 0 {
-                return Ok(reaped);
-            }
-            if start.elapsed() >= timeout {
-                return Err(AfXdpError::DrainTimeout {
-                    iface: self.iface.clone(),
-                    queue: self.queue_id,
-                    missing: self.outstanding,
-                    timeout,
-                }
-                .into());
-            }
-            std::thread::sleep(Duration::from_micros(20));
-        }
+            Ok((self.take_completions(), self.outstanding))
+        })
     }
 
     fn stats(&self) -> QueueStats {

@@ -3,6 +3,7 @@
 //! Platform backends (AF_XDP, /dev/bpf) live in their own crates and plug in here; on Linux,
 //! `iface` describes an interface from sysfs for all of them.
 
+mod drain;
 mod error;
 #[cfg(target_os = "linux")]
 pub mod iface;
@@ -10,6 +11,7 @@ mod info;
 mod null;
 mod pcap;
 
+pub use drain::drain_polling;
 pub use error::PortError;
 pub use info::{LinkSpeed, PortInfo};
 pub use null::{NullPort, NullQueue};

@@ -1,0 +1,10 @@
+//! The Linux syscall boundary that the socket backends (AF_XDP, AF_PACKET) share: thin, typed
+//! wrappers over `socket`, `setsockopt`, `getsockopt`, `bind`, `sendto` and `mmap`. Each
+//! backend keeps only what is its own (which family, which options, which address) and every
+//! `unsafe` of that kind lives here, once.
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+#[cfg(target_os = "linux")]
+pub use linux::*;

@@ -1,0 +1,255 @@
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::ptr::NonNull;
+
+/// Values the kernel reads or fills byte by byte: plain C structs of integers, for which every
+/// bit pattern is a valid value and whose size is the length the kernel is told.
+///
+/// # Safety
+/// Implement only for `repr(C)` types made of integers (no references, bools, enums, padding
+/// the kernel would leave uninitialised that Rust could not hold).
+pub unsafe trait Plain: Copy {}
+// SAFETY: integers accept every bit pattern.
+unsafe impl Plain for u32 {}
+// SAFETY: integers accept every bit pattern.
+unsafe impl Plain for libc::c_int {}
+// SAFETY: four structs of four u64 each; every bit pattern is valid.
+unsafe impl Plain for libc::xdp_mmap_offsets {}
+// SAFETY: six u64; every bit pattern is valid.
+unsafe impl Plain for libc::xdp_statistics {}
+// SAFETY: one u32.
+unsafe impl Plain for libc::xdp_options {}
+// SAFETY: two u64, four u32, no padding.
+unsafe impl Plain for libc::xdp_umem_reg {}
+// SAFETY: u16, u16, u32, u32, u32: integers, no padding.
+unsafe impl Plain for libc::sockaddr_xdp {}
+// SAFETY: integers and a byte array, no padding.
+unsafe impl Plain for libc::sockaddr_ll {}
+// SAFETY: four u32.
+unsafe impl Plain for libc::tpacket_req {}
+// SAFETY: seven u32.
+unsafe impl Plain for libc::tpacket_req3 {}
+
+/// Opens a raw socket of `domain` (`AF_XDP`, `AF_PACKET`) with `protocol`, close-on-exec.
+pub fn raw_socket(domain: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: socket() takes no pointers.
+    let fd = unsafe { libc::socket(domain, libc::SOCK_RAW | libc::SOCK_CLOEXEC, protocol) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by socket(): open, and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `setsockopt(fd, level, name, value)`; the kernel only reads `value`.
+pub fn set_opt<T: Plain>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // SAFETY: `value` points to a live T of exactly the size passed; the kernel only reads it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `getsockopt(fd, level, name)` into `value`; returns the length the kernel wrote.
+pub fn get_opt<T: Plain>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &mut T,
+) -> io::Result<usize> {
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: `value` is a live, writable T of `len` bytes and T accepts any bit pattern (Plain);
+    // the kernel writes at most `len` bytes and reports how many in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *mut T).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(len as usize)
+    }
+}
+
+/// `bind(fd, addr)` for a socket address of the socket's family (`sockaddr_xdp`,
+/// `sockaddr_ll`).
+pub fn bind<A: Plain>(fd: &OwnedFd, addr: &A) -> io::Result<()> {
+    // SAFETY: `addr` is a live A and the length passed is its size; the kernel only reads it.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (addr as *const A).cast(),
+            size_of::<A>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The TX kick: `sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)` asks the kernel to send what the
+/// socket's TX ring holds and returns without waiting for completions. Returns the raw errno on
+/// failure so the hot path can classify it without building an `io::Error`.
+#[inline]
+pub fn kick(fd: &OwnedFd) -> Result<(), i32> {
+    // SAFETY: a zero-length send with null buffer and address: the kernel dereferences nothing.
+    let rc = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            std::ptr::null(),
+            0,
+            libc::MSG_DONTWAIT,
+            std::ptr::null(),
+            0,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(())
+    }
+}
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes no pointers.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 { size as usize } else { 4096 }
+}
+
+/// One read-write mapping, unmapped on drop.
+#[derive(Debug)]
+pub struct Mmap {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Mmap is an owned address range; nothing ties it to the thread that created it.
+unsafe impl Send for Mmap {}
+
+impl Mmap {
+    /// Anonymous private memory of `len` bytes, backed by huge pages when `huge`.
+    pub fn anonymous(len: usize, huge: bool) -> io::Result<Self> {
+        let flags = libc::MAP_PRIVATE
+            | libc::MAP_ANONYMOUS
+            | libc::MAP_POPULATE
+            | if huge { libc::MAP_HUGETLB } else { 0 };
+        Self::map(len, flags, -1, 0)
+    }
+
+    /// A ring a socket set up (AF_XDP's rings at their `XDP_PGOFF_*` offsets, AF_PACKET's TX
+    /// ring at 0), shared with the kernel.
+    pub fn socket_ring(fd: &OwnedFd, len: usize, offset: u64) -> io::Result<Self> {
+        Self::map(
+            len,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd.as_raw_fd(),
+            offset as libc::off_t,
+        )
+    }
+
+    fn map(
+        len: usize,
+        flags: libc::c_int,
+        fd: libc::c_int,
+        offset: libc::off_t,
+    ) -> io::Result<Self> {
+        // SAFETY: a fresh mapping chosen by the kernel (addr NULL) overlaps nothing we own.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                fd,
+                offset,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(ptr.cast()).ok_or_else(|| io::Error::other("mmap returned NULL"))?;
+        Ok(Self { ptr, len })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned, and every pointer derived from them
+        // lives in a struct that owns this Mmap and is dropped with it.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anonymous_memory_is_page_sized_and_writable() {
+        let page = page_size();
+        assert!(page.is_power_of_two() && page >= 4096, "{page}");
+        let map = Mmap::anonymous(page, false).unwrap();
+        assert_eq!(map.len(), page);
+        // SAFETY: the mapping is `page` bytes long, read-write and owned by `map`.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(map.as_ptr(), map.len()) };
+        bytes[page - 1] = 7;
+        assert_eq!(bytes[page - 1], 7);
+    }
+
+    #[test]
+    fn options_round_trip_through_the_kernel() {
+        // A loopback UDP socket stands in for a packet socket: the option calls are the same.
+        let fd = OwnedFd::from(std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+        set_opt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &65536i32).unwrap();
+        let mut got: libc::c_int = 0;
+        let len = get_opt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &mut got).unwrap();
+        assert_eq!(len, size_of::<libc::c_int>());
+        // Linux doubles the value asked for (socket(7)), never less than asked.
+        assert!(got >= 65536, "{got}");
+        let bad = set_opt(&fd, libc::SOL_SOCKET, -1, &0i32).unwrap_err();
+        assert_eq!(bad.raw_os_error(), Some(libc::ENOPROTOOPT));
+    }
+
+    #[test]
+    fn an_unknown_family_is_an_error() {
+        let e = raw_socket(-1, 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EAFNOSUPPORT));
+    }
+}

@@ -21,7 +21,7 @@ pub fn sink(_args: &SinkArgs) -> Result<()> {
 }
 
 #[cfg(target_os = "macos")]
-pub use macos::{FethGuard, attach_sink, receiver_of, run, sink};
+pub use macos::{FethGuard, attach_sink, capture, receiver_of, run, sink};
 
 #[cfg(target_os = "macos")]
 mod macos {

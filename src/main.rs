@@ -11,6 +11,8 @@ mod ports;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod rx_common;
 mod sweep;
 mod tx;
 mod usage;

@@ -6,12 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_rx::{Clock, FlowReport, Receiver, RxConfig, RxTotals};
+use linerate_rx::{Clock, FlowReport, Receiver, RxConfig};
 use linerate_xdp::AttachMode;
-use serde::Serialize;
 
 use crate::cli::{ClockArg, ReceiverArgs, RxArgs, XdpAttach};
 use crate::output::{print, print_json};
+pub use crate::rx_common::RunFlows;
+pub use crate::rx_common::sent_per_flow;
+use crate::rx_common::{RxJson, lone_reports};
 
 /// The receiver's configuration from the command line.
 pub fn config(args: &ReceiverArgs) -> RxConfig {
@@ -31,27 +33,6 @@ pub fn attach_mode(mode: XdpAttach) -> AttachMode {
         XdpAttach::Drv => AttachMode::Drv,
         XdpAttach::Skb => AttachMode::Skb,
     }
-}
-
-#[derive(Debug, Serialize)]
-struct RxJson<'a> {
-    interface: &'a str,
-    netns: Option<&'a str>,
-    elapsed_s: f64,
-    /// A lone receiver does not know what was sent: `lost` is estimated from the sequence gaps
-    /// (blind to a lost tail).
-    flows: Vec<FlowReport>,
-    totals: &'a RxTotals,
-}
-
-/// Flow reports for a receiver that does not know what was sent: each flow's "sent" is the
-/// highest sequence number seen + 1 less the frames the gaps never accounted for.
-fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {
-    totals
-        .flows
-        .iter()
-        .map(|f| FlowReport::new(f.flow, None, f.unique() + f.estimated_loss(), Some(f)))
-        .collect()
 }
 
 pub fn run(args: &RxArgs) -> Result<()> {
@@ -120,31 +101,6 @@ pub struct RunReceiver {
     pub at: String,
     /// It took the lab's receive end from the sink (which then counts nothing this run).
     pub lab_end: bool,
-}
-
-/// Per flow what was sent and what came back, and what was not a flow.
-#[derive(Debug, Serialize)]
-pub struct RunFlows {
-    pub at: String,
-    /// The receiver had the lab's receive end (the sink's counts come from it this run).
-    #[serde(skip)]
-    pub lab_end: bool,
-    pub flows: Vec<FlowReport>,
-    pub other: linerate_rx::RxGlobal,
-}
-
-impl RunFlows {
-    /// Frames the receive end saw in all, flows or not: what the lab's sink would have counted.
-    pub fn all_frames(&self) -> (u64, u64) {
-        let g = &self.other;
-        self.flows.iter().fold(
-            (
-                g.other_frames + g.untracked_frames,
-                g.other_bytes + g.untracked_bytes,
-            ),
-            |(f, b), r| (f + r.rx_frames, b + r.rx_bytes),
-        )
-    }
 }
 
 /// The receiver `tx --rx` asked for, attached before the first frame; None without `--rx`.
@@ -221,35 +177,5 @@ impl RunReceiver {
             flows,
             other: totals.global,
         })
-    }
-}
-
-/// Frames each flow of `plan` sent in a run (flow id, stream name, frames): a lane's count, or
-/// a cycle's frames split by flow from each worker's count.
-pub fn sent_per_flow(
-    plan: &linerate_stream::Plan,
-    report: &linerate_engine::Report,
-) -> Vec<(u16, Option<String>, u64)> {
-    let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
-    match &plan.shape {
-        linerate_stream::Shape::Lanes(_) => report
-            .per_stream
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (i as u16, name(i), s.frames))
-            .collect(),
-        linerate_stream::Shape::Cycle { cycle, .. } => {
-            let workers = report.workers.len();
-            let mut per_flow = std::collections::BTreeMap::<u16, u64>::new();
-            for w in &report.workers {
-                for (flow, n) in cycle.flow_counts(w.worker, workers, w.submitted) {
-                    *per_flow.entry(flow).or_default() += n;
-                }
-            }
-            per_flow
-                .into_iter()
-                .map(|(flow, n)| (flow, name(flow as usize), n))
-                .collect()
-        }
     }
 }

@@ -1,58 +1,238 @@
-//! The receiver is an XDP program: Linux only for now (a /dev/bpf reader is planned for macOS).
+//! The receive side off Linux. On macOS it is a `/dev/bpf` capture keeping signed frames,
+//! analysed by the same per-flow code as the Linux receive program (`linerate_rx`); elsewhere
+//! (FreeBSD) there is none yet.
 
-use anyhow::Result;
+#[cfg(target_os = "macos")]
+pub use macos::{begin, run};
 
-use crate::cli::RxArgs;
-use crate::usage;
+#[cfg(target_os = "macos")]
+pub use crate::rx_common::{RunFlows, sent_per_flow};
 
-pub fn run(_args: &RxArgs) -> Result<()> {
-    Err(usage(
-        "linerate rx needs Linux (XDP) on this version; on macOS count at a Linux receiver",
-    ))
-}
+#[cfg(not(target_os = "macos"))]
+pub use elsewhere::{RunFlows, begin, run, sent_per_flow};
 
-/// Per flow what came back: never on this platform yet.
-#[derive(Debug, serde::Serialize)]
-pub struct RunFlows {
-    pub at: String,
-    #[serde(skip)]
-    pub lab_end: bool,
-    pub flows: Vec<linerate_rx::FlowReport>,
-    pub other: linerate_rx::RxGlobal,
-}
+#[cfg(target_os = "macos")]
+mod macos {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
 
-impl RunFlows {
-    pub fn all_frames(&self) -> (u64, u64) {
-        (0, 0)
+    use anyhow::{Context, Result};
+    use linerate_bpfdev::CaptureThread;
+    use linerate_bpfdev::capture::{CaptureCounts, Keep};
+    use linerate_rx::FlowReport;
+
+    use crate::cli::{ClockArg, ReceiverArgs, RxArgs, TxArgs};
+    use crate::lab::capture;
+    use crate::output::{print, print_json};
+    use crate::rx_common::{RunFlows, RxJson, lone_reports};
+    use crate::usage;
+
+    /// A capture of the signed frames on `iface`, with the flow table `args` asks for.
+    fn start(iface: &str, args: &ReceiverArgs) -> Result<CaptureThread> {
+        if args.clock == ClockArg::Tai {
+            return Err(usage(
+                "--clock tai needs Linux (macOS has no CLOCK_TAI): use the default monotonic clock",
+            ));
+        }
+        let counts = CaptureCounts::new(args.rx_flows as usize, args.rx_hist_flows as usize);
+        capture(iface, Keep::Signed, counts)
+    }
+
+    fn warn_drops(t: &CaptureThread, iface: &str) {
+        if t.drops() > 0 {
+            eprintln!(
+                "linerate: warning: the bpf buffer on {iface} overflowed: {} frame(s) arrived \
+                 but were not analysed (the receiver fell behind); they count as lost",
+                t.drops()
+            );
+        }
+    }
+
+    pub fn run(args: &RxArgs) -> Result<()> {
+        if args.netns.is_some() {
+            return Err(usage(
+                "--netns needs Linux: macOS has no network namespaces",
+            ));
+        }
+        let t = start(&args.interface, &args.receiver)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+            .context("install the Ctrl-C handler")?;
+        eprintln!("receiving on {} (/dev/bpf); Ctrl-C to stop", args.interface);
+        let start = Instant::now();
+        let mut last = (start, 0u64);
+        while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = Instant::now();
+            if now - last.0 >= Duration::from_secs(1) {
+                let (frames, flows, other) = t.with_counts(|c| {
+                    (
+                        c.signed_frames(),
+                        c.flows.iter().filter(|f| f.frames > 0).count(),
+                        c.global.other_frames,
+                    )
+                })?;
+                eprintln!(
+                    "{:>6.1}s  {:>8.3} Mpps  {flows} flows  {frames} frames  other {other}",
+                    (now - start).as_secs_f64(),
+                    (frames - last.1) as f64 / (now - last.0).as_secs_f64() / 1e6,
+                );
+                last = (now, frames);
+            }
+        }
+        warn_drops(&t, &args.interface);
+        let totals = t.finish()?.totals();
+        let flows = lone_reports(&totals);
+        if args.json {
+            print_json(&RxJson {
+                interface: &args.interface,
+                netns: None,
+                elapsed_s: start.elapsed().as_secs_f64(),
+                flows,
+                totals: &totals,
+            })
+        } else {
+            print(&format!(
+                "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
+                linerate_rx::table::flow_table(&flows, &totals.global)
+            ))
+        }
+    }
+
+    /// The receive side of a `tx` run: a capture opened before the first frame, read after the
+    /// drain.
+    #[derive(Debug)]
+    pub struct RunReceiver {
+        t: CaptureThread,
+        iface: String,
+        pub at: String,
+    }
+
+    /// The capture `tx --rx` asked for: `--rx` alone takes the receiver end of the feth lab
+    /// whose sender is `-i`, `--rx IFACE` any interface.
+    pub fn begin(args: &TxArgs) -> Result<Option<RunReceiver>> {
+        let Some(target) = &args.rx else {
+            return Ok(None);
+        };
+        let iface = if target.is_empty() {
+            let lab = match &args.interface {
+                Some(i) => linerate_lab::feth::Feth::system().lab_of(i)?,
+                None => None,
+            };
+            let Some(lab) = lab else {
+                return Err(usage(
+                    "--rx without an interface takes the feth lab's receive end, but -i is not \
+                     a lab's sender: give --rx IFACE",
+                ));
+            };
+            lab.receiver
+        } else if target.contains('@') {
+            return Err(usage(format!(
+                "--rx {target}: IFACE@NETNS needs Linux (macOS has no network namespaces)"
+            )));
+        } else {
+            target.clone()
+        };
+        let t = start(&iface, &args.receiver)?;
+        Ok(Some(RunReceiver {
+            t,
+            at: if target.is_empty() {
+                format!("the lab's receive end ({iface})")
+            } else {
+                iface.clone()
+            },
+            iface,
+        }))
+    }
+
+    impl RunReceiver {
+        /// Waits up to `drain` for the frames still on their way (returns as soon as every flow
+        /// has what was sent), then reads the flows against what each sent.
+        pub fn finish(
+            self,
+            tx: &[(u16, Option<String>, u64)],
+            drain: Duration,
+        ) -> Result<RunFlows> {
+            let sent: u64 = tx.iter().map(|t| t.2).sum();
+            let deadline = Instant::now() + drain;
+            let unique = |c: &CaptureCounts| c.flows.iter().map(|f| f.frames - f.dups).sum::<u64>();
+            while Instant::now() < deadline && self.t.with_counts(unique)? < sent {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            warn_drops(&self.t, &self.iface);
+            let totals = self.t.finish()?.totals();
+            let flows = tx
+                .iter()
+                .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
+                .collect();
+            Ok(RunFlows {
+                at: self.at,
+                lab_end: false,
+                flows,
+                other: totals.global,
+            })
+        }
     }
 }
 
-/// Never constructed here: `begin` refuses `--rx`.
-#[derive(Debug)]
-pub enum RunReceiver {}
+#[cfg(not(target_os = "macos"))]
+mod elsewhere {
+    use anyhow::Result;
 
-impl RunReceiver {
-    pub fn finish(
-        self,
-        _tx: &[(u16, Option<String>, u64)],
-        _drain: std::time::Duration,
-    ) -> Result<RunFlows> {
-        match self {}
+    use crate::cli::RxArgs;
+    use crate::usage;
+
+    pub fn run(_args: &RxArgs) -> Result<()> {
+        Err(usage(
+            "linerate rx needs Linux (XDP) or macOS (/dev/bpf); count at one of those",
+        ))
     }
-}
 
-pub fn begin(args: &crate::cli::TxArgs) -> Result<Option<RunReceiver>> {
-    match args.rx {
-        Some(_) => Err(usage(
-            "--rx needs Linux (the receive program is XDP) on this version; count at a Linux receiver with linerate rx",
-        )),
-        None => Ok(None),
+    /// Per flow what came back: never on this platform yet.
+    #[derive(Debug, serde::Serialize)]
+    pub struct RunFlows {
+        pub at: String,
+        #[serde(skip)]
+        pub lab_end: bool,
+        pub flows: Vec<linerate_rx::FlowReport>,
+        pub other: linerate_rx::RxGlobal,
     }
-}
 
-pub fn sent_per_flow(
-    _plan: &linerate_stream::Plan,
-    _report: &linerate_engine::Report,
-) -> Vec<(u16, Option<String>, u64)> {
-    Vec::new()
+    impl RunFlows {
+        pub fn all_frames(&self) -> (u64, u64) {
+            (0, 0)
+        }
+    }
+
+    /// Never constructed here: `begin` refuses `--rx`.
+    #[derive(Debug)]
+    pub enum RunReceiver {}
+
+    impl RunReceiver {
+        pub fn finish(
+            self,
+            _tx: &[(u16, Option<String>, u64)],
+            _drain: std::time::Duration,
+        ) -> Result<RunFlows> {
+            match self {}
+        }
+    }
+
+    pub fn begin(args: &crate::cli::TxArgs) -> Result<Option<RunReceiver>> {
+        match args.rx {
+            Some(_) => Err(usage(
+                "--rx needs Linux (XDP) or macOS (/dev/bpf) on this version; count at one of those with linerate rx",
+            )),
+            None => Ok(None),
+        }
+    }
+
+    pub fn sent_per_flow(
+        _plan: &linerate_stream::Plan,
+        _report: &linerate_engine::Report,
+    ) -> Vec<(u16, Option<String>, u64)> {
+        Vec::new()
+    }
 }

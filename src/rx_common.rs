@@ -1,0 +1,81 @@
+//! What the receive side's commands share on every platform: the per-flow counts a run sent,
+//! a run's flows against what came back, a lone receiver's reports and its JSON.
+
+use linerate_rx::{FlowReport, RxTotals};
+use serde::Serialize;
+
+/// Per flow what was sent and what came back, and what was not a flow.
+#[derive(Debug, Serialize)]
+pub struct RunFlows {
+    pub at: String,
+    /// The receiver had the lab's receive end (the sink's counts come from it this run).
+    #[serde(skip)]
+    pub lab_end: bool,
+    pub flows: Vec<FlowReport>,
+    pub other: linerate_rx::RxGlobal,
+}
+
+impl RunFlows {
+    /// Frames the receive end saw in all, flows or not: what the lab's sink would have counted.
+    pub fn all_frames(&self) -> (u64, u64) {
+        let g = &self.other;
+        self.flows.iter().fold(
+            (
+                g.other_frames + g.untracked_frames,
+                g.other_bytes + g.untracked_bytes,
+            ),
+            |(f, b), r| (f + r.rx_frames, b + r.rx_bytes),
+        )
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RxJson<'a> {
+    pub interface: &'a str,
+    pub netns: Option<&'a str>,
+    pub elapsed_s: f64,
+    /// A lone receiver does not know what was sent: `lost` is estimated from the sequence gaps
+    /// (blind to a lost tail).
+    pub flows: Vec<FlowReport>,
+    pub totals: &'a RxTotals,
+}
+
+/// Flow reports for a receiver that does not know what was sent: each flow's "sent" is the
+/// highest sequence number seen + 1 less the frames the gaps never accounted for.
+pub fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {
+    totals
+        .flows
+        .iter()
+        .map(|f| FlowReport::new(f.flow, None, f.unique() + f.estimated_loss(), Some(f)))
+        .collect()
+}
+
+/// Frames each flow of `plan` sent in a run (flow id, stream name, frames): a lane's count, or
+/// a cycle's frames split by flow from each worker's count.
+pub fn sent_per_flow(
+    plan: &linerate_stream::Plan,
+    report: &linerate_engine::Report,
+) -> Vec<(u16, Option<String>, u64)> {
+    let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
+    match &plan.shape {
+        linerate_stream::Shape::Lanes(_) => report
+            .per_stream
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u16, name(i), s.frames))
+            .collect(),
+        linerate_stream::Shape::Cycle { cycle, .. } => {
+            let workers = report.workers.len();
+            let mut per_flow = std::collections::BTreeMap::<u16, u64>::new();
+            for w in &report.workers {
+                for (flow, n) in cycle.flow_counts(w.worker, workers, w.submitted) {
+                    *per_flow.entry(flow).or_default() += n;
+                }
+            }
+            per_flow
+                .into_iter()
+                .map(|(flow, n)| (flow, name(flow as usize), n))
+                .collect()
+        }
+    }
+}

@@ -13,6 +13,7 @@ mod ports;
 mod rx;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod rx_common;
+mod session;
 mod sweep;
 mod tx;
 mod usage;

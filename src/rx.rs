@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_rx::{Clock, FlowReport, Receiver, RxConfig};
+use linerate_rx::{Clock, FlowReport, Receiver, RxConfig, RxTotals};
 use linerate_xdp::AttachMode;
 
 use crate::cli::{ClockArg, ReceiverArgs, RxArgs, XdpAttach};
@@ -103,16 +103,19 @@ pub struct RunReceiver {
     pub lab_end: bool,
 }
 
-/// The receiver `tx --rx` asked for, attached before the first frame; None without `--rx`.
-pub fn begin(args: &crate::cli::TxArgs) -> Result<Option<RunReceiver>> {
-    let Some(target) = &args.rx else {
-        return Ok(None);
-    };
-    let lab_pin = match (&args.interface, target.is_empty()) {
+/// Attaches the receiver for a session whose port is `interface`: `target` "" means the lab's
+/// receive end (when `interface` is a lab's sender), else `IFACE` or `IFACE@NETNS`.
+pub fn start_for(
+    target: &str,
+    interface: Option<&str>,
+    mode: XdpAttach,
+    args: &ReceiverArgs,
+) -> Result<RunReceiver> {
+    let lab_pin = match (interface, target.is_empty()) {
         (Some(iface), true) => crate::lab::lab_of(iface)?.map(|l| l.pin_dir()),
         _ => None,
     };
-    start(target, lab_pin, args.rx_mode, &args.receiver).map(Some)
+    start(target, lab_pin, mode, args)
 }
 
 /// Attaches the receiver for `tx --rx`: `target` "" means the lab's receive end (`lab_pin`, the
@@ -155,9 +158,24 @@ fn start(
 }
 
 impl RunReceiver {
+    /// Everything counted since the run began (or the receiver was attached), flows or not.
+    /// Safe from any thread while a run is in progress: it only reads the program's maps.
+    #[allow(
+        dead_code,
+        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
+    )]
+    pub fn read(&self) -> Result<RxTotals> {
+        Ok(self.rx.read()?)
+    }
+
+    /// Clears the counts, so the next run's sequence numbers start afresh.
+    pub fn reset(&self) -> Result<()> {
+        Ok(self.rx.reset()?)
+    }
+
     /// Waits up to `drain` for the frames still on their way (returns as soon as every flow has
     /// what was sent), then reads the flows against what each sent.
-    pub fn finish(self, tx: &[(u16, Option<String>, u64)], drain: Duration) -> Result<RunFlows> {
+    pub fn finish(&self, tx: &[(u16, Option<String>, u64)], drain: Duration) -> Result<RunFlows> {
         let sent: u64 = tx.iter().map(|t| t.2).sum();
         let deadline = Instant::now() + drain;
         let mut totals = self.rx.read()?;
@@ -172,10 +190,20 @@ impl RunReceiver {
             .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
             .collect();
         Ok(RunFlows {
-            at: self.at,
+            at: self.at.clone(),
             lab_end: self.lab_end,
             flows,
             other: totals.global,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The OTG server reads a session's receiver from its own thread while the run goes on.
+    #[test]
+    fn the_receiver_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::RunReceiver>();
     }
 }

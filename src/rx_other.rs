@@ -3,18 +3,18 @@
 //! (FreeBSD) there is none yet.
 
 #[cfg(target_os = "macos")]
-pub use macos::{begin, run};
+pub use macos::{RunReceiver, run, start_for};
 
 #[cfg(target_os = "macos")]
 pub use crate::rx_common::{RunFlows, sent_per_flow};
 
 #[cfg(not(target_os = "macos"))]
-pub use elsewhere::{RunFlows, begin, run, sent_per_flow};
+pub use elsewhere::{RunFlows, RunReceiver, run, sent_per_flow, start_for};
 
 #[cfg(target_os = "macos")]
 mod macos {
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
     use anyhow::{Context, Result};
@@ -22,7 +22,7 @@ mod macos {
     use linerate_bpfdev::capture::{CaptureCounts, Keep};
     use linerate_rx::FlowReport;
 
-    use crate::cli::{ClockArg, ReceiverArgs, RxArgs, TxArgs};
+    use crate::cli::{ClockArg, ReceiverArgs, RxArgs};
     use crate::lab::capture;
     use crate::output::{print, print_json};
     use crate::rx_common::{RunFlows, RxJson, lone_reports};
@@ -101,23 +101,27 @@ mod macos {
         }
     }
 
-    /// The receive side of a `tx` run: a capture opened before the first frame, read after the
-    /// drain.
+    /// The receive side of a session: a capture opened before the first frame, read after
+    /// each run's drain and opened afresh before the next run (a capture's counts cannot be
+    /// cleared in place; opening /dev/bpf again costs far less than a trial).
     #[derive(Debug)]
     pub struct RunReceiver {
-        t: CaptureThread,
+        t: Mutex<CaptureThread>,
         iface: String,
+        args: ReceiverArgs,
         pub at: String,
     }
 
-    /// The capture `tx --rx` asked for: `--rx` alone takes the receiver end of the feth lab
-    /// whose sender is `-i`, `--rx IFACE` any interface.
-    pub fn begin(args: &TxArgs) -> Result<Option<RunReceiver>> {
-        let Some(target) = &args.rx else {
-            return Ok(None);
-        };
+    /// The capture a session asked for: `target` "" takes the receiver end of the feth lab
+    /// whose sender is `interface`, `IFACE` any interface.
+    pub fn start_for(
+        target: &str,
+        interface: Option<&str>,
+        _mode: crate::cli::XdpAttach,
+        args: &ReceiverArgs,
+    ) -> Result<RunReceiver> {
         let iface = if target.is_empty() {
-            let lab = match &args.interface {
+            let lab = match interface {
                 Some(i) => linerate_lab::feth::Feth::system().lab_of(i)?,
                 None => None,
             };
@@ -133,42 +137,67 @@ mod macos {
                 "--rx {target}: IFACE@NETNS needs Linux (macOS has no network namespaces)"
             )));
         } else {
-            target.clone()
+            target.to_owned()
         };
-        let t = start(&iface, &args.receiver)?;
-        Ok(Some(RunReceiver {
-            t,
+        let t = start(&iface, args)?;
+        Ok(RunReceiver {
+            t: Mutex::new(t),
             at: if target.is_empty() {
                 format!("the lab's receive end ({iface})")
             } else {
                 iface.clone()
             },
             iface,
-        }))
+            args: args.clone(),
+        })
     }
 
     impl RunReceiver {
+        fn capture(&self) -> std::sync::MutexGuard<'_, CaptureThread> {
+            self.t
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        }
+
+        /// Everything counted since the run began, flows or not; from any thread.
+        #[allow(
+            dead_code,
+            reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
+        )]
+        pub fn read(&self) -> Result<linerate_rx::RxTotals> {
+            Ok(self.capture().with_counts(CaptureCounts::totals)?)
+        }
+
+        /// Forgets the counts: a fresh capture on the same interface.
+        pub fn reset(&self) -> Result<()> {
+            let fresh = start(&self.iface, &self.args)?;
+            let old = std::mem::replace(&mut *self.capture(), fresh);
+            drop(old);
+            Ok(())
+        }
+
         /// Waits up to `drain` for the frames still on their way (returns as soon as every flow
         /// has what was sent), then reads the flows against what each sent.
         pub fn finish(
-            self,
+            &self,
             tx: &[(u16, Option<String>, u64)],
             drain: Duration,
         ) -> Result<RunFlows> {
             let sent: u64 = tx.iter().map(|t| t.2).sum();
             let deadline = Instant::now() + drain;
             let unique = |c: &CaptureCounts| c.flows.iter().map(|f| f.frames - f.dups).sum::<u64>();
-            while Instant::now() < deadline && self.t.with_counts(unique)? < sent {
+            while Instant::now() < deadline && self.capture().with_counts(unique)? < sent {
                 std::thread::sleep(Duration::from_millis(10));
             }
-            warn_drops(&self.t, &self.iface);
-            let totals = self.t.finish()?.totals();
+            let t = self.capture();
+            warn_drops(&t, &self.iface);
+            let totals = t.with_counts(CaptureCounts::totals)?;
             let flows = tx
                 .iter()
                 .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
                 .collect();
             Ok(RunFlows {
-                at: self.at,
+                at: self.at.clone(),
                 lab_end: false,
                 flows,
                 other: totals.global,
@@ -206,27 +235,41 @@ mod elsewhere {
         }
     }
 
-    /// Never constructed here: `begin` refuses `--rx`.
+    /// Never constructed here: `start_for` refuses a receiver.
     #[derive(Debug)]
     pub enum RunReceiver {}
 
     impl RunReceiver {
+        #[allow(
+            dead_code,
+            reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
+        )]
+        pub fn read(&self) -> Result<linerate_rx::RxTotals> {
+            match *self {}
+        }
+
+        pub fn reset(&self) -> Result<()> {
+            match *self {}
+        }
+
         pub fn finish(
-            self,
+            &self,
             _tx: &[(u16, Option<String>, u64)],
             _drain: std::time::Duration,
         ) -> Result<RunFlows> {
-            match self {}
+            match *self {}
         }
     }
 
-    pub fn begin(args: &crate::cli::TxArgs) -> Result<Option<RunReceiver>> {
-        match args.rx {
-            Some(_) => Err(usage(
-                "--rx needs Linux (XDP) or macOS (/dev/bpf) on this version; count at one of those with linerate rx",
-            )),
-            None => Ok(None),
-        }
+    pub fn start_for(
+        _target: &str,
+        _interface: Option<&str>,
+        _mode: crate::cli::XdpAttach,
+        _args: &crate::cli::ReceiverArgs,
+    ) -> Result<RunReceiver> {
+        Err(usage(
+            "--rx needs Linux (XDP) or macOS (/dev/bpf) on this version; count at one of those with linerate rx",
+        ))
     }
 
     pub fn sent_per_flow(

@@ -3,13 +3,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_engine::{RunConfig, WorkerSpec};
-use linerate_port::{NullPort, PcapPort, PortInfo};
+use linerate_engine::WorkerSpec;
+use linerate_port::PortInfo;
 use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
 
 use crate::cli::{Backend, StreamArgs, TxArgs};
 use crate::output::{self, LiveStatus};
 use crate::platform::{self, Receiver, Sender};
+use crate::session::{End, Outcome, PortOptions, RxTarget, Session};
 use crate::usage;
 
 /// What arrived at a lab's sink during a run.
@@ -67,20 +68,28 @@ pub fn run(args: &TxArgs) -> Result<()> {
             s.bursts = Some(linerate_stream::Bursts { frames, per_second });
         }
     }
-    let workers = workers(&args.cores, args.queues.as_deref(), args.backend)?;
-    let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
+    let backend = choose_backend(args)?;
+    let options = PortOptions {
+        backend,
+        interface: args.interface.clone(),
+        pcap: args.pcap.clone(),
+        mtu: args.mtu,
+        afxdp: args.afxdp.clone(),
+        cores: args.cores.clone(),
+        queues: args.queues.clone(),
+        batch: args.batch,
+        link_speed: args.link_speed,
+        clock: args.receiver.clock,
+    };
     // A pcap file is compiled for before it is created, so a refused stream never truncates an
     // earlier capture; its port imposes what a null port of the same MTU does.
-    let early = match &args.pcap {
-        Some(_) => {
-            let mut probe = NullPort::new(queues);
-            probe.set_mtu(args.mtu);
-            let plan = compile(
-                &streams,
-                linerate_port::Port::info(&probe),
-                None,
-                args.link_speed,
-            )?;
+    let early = match backend {
+        Backend::Pcap => {
+            let probe = Session::open(&PortOptions {
+                backend: Backend::Null,
+                ..options.clone()
+            })?;
+            let plan = probe.compile(&streams)?;
             if plan.count().is_none() && args.count.is_none() && args.duration.is_none() {
                 return Err(usage(
                     "a pcap file needs an end: give --count or --duration",
@@ -88,35 +97,29 @@ pub fn run(args: &TxArgs) -> Result<()> {
             }
             Some(plan)
         }
-        None => None,
+        _ => None,
     };
-    let port = open_port(args, queues)?;
-    let lab = match &args.interface {
-        Some(iface) => platform::receiver_of(iface)?,
-        None => None,
-    };
-    let mut plan = match early {
+    let mut session = Session::open(&options)?;
+    let plan = match early {
         Some(plan) => plan,
-        None => compile(&streams, port.info(), lab.as_ref(), args.link_speed)?,
+        None => session.compile(&streams)?,
     };
-    plan.set_stamp_clock(args.receiver.clock == crate::cli::ClockArg::Tai);
-    let receiver = crate::rx::begin(args)?;
-    let config = RunConfig {
-        workers,
-        batch: args.batch,
+    if let Some(target) = &args.rx {
+        session.receive(&RxTarget {
+            target: target.clone(),
+            mode: args.rx_mode,
+            receiver: args.receiver.clone(),
+        })?;
+    }
+    let stop = stop_flag()?;
+    let info = session.info().clone();
+    let live = LiveStatus::new(session.link_mbps(), args.quiet);
+    let end = End {
         duration: args.duration,
         count: args.count,
-        stop: stop_flag()?,
-        tick: Duration::from_secs(1),
     };
-    let info = port.info().clone();
-    let live = LiveStatus::new(
-        args.link_speed.or(info.link_speed.map(|s| s.mbps())),
-        args.quiet,
-    );
-    let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
-    let report = match port.run(&plan, &config, &live) {
-        Ok(report) => report,
+    let outcome = match session.run_plan(&plan, end, stop, &live, args.drain) {
+        Ok(outcome) => outcome,
         Err(e) => {
             // A worker ended the run early: the report so far still goes out, then the cause.
             if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
@@ -125,19 +128,12 @@ pub fn run(args: &TxArgs) -> Result<()> {
             return Err(e.context(format!("transmit on {}", info.name)));
         }
     };
-    let flows = match receiver {
-        Some(r) => Some(r.finish(&crate::rx::sent_per_flow(&plan, &report), args.drain)?),
-        None => None,
-    };
-    let sink = match (&lab, before, &flows) {
-        // The receiver had the lab's receive end: it saw what the sink would have.
-        (Some(l), Some(_), Some(f)) if f.lab_end => {
-            let (packets, bytes) = f.all_frames();
-            Some(SinkResult::new(&l.name, packets, bytes, report.completed))
-        }
-        (Some(l), Some(b), _) => Some(settle(l, b, report.completed)?),
-        _ => None,
-    };
+    let Outcome {
+        report,
+        flows,
+        sink,
+        ..
+    } = outcome;
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
     }
@@ -337,44 +333,24 @@ pub fn open_interface(
     }
 }
 
-fn open_port(args: &TxArgs, queues: u32) -> Result<Sender> {
-    let backend = match (args.backend, &args.interface, &args.pcap, args.null) {
-        (Some(b), _, _, _) => b,
-        (None, _, Some(_), _) => Backend::Pcap,
-        (None, _, _, true) => Backend::Null,
-        (None, Some(_), _, _) => default_backend(),
-        (None, None, None, false) => {
-            return Err(usage(
-                "nothing to send to: give -i IFACE, --pcap FILE or --null",
-            ));
-        }
-    };
-    match backend {
-        Backend::Null => {
-            let mut port = NullPort::new(queues);
-            port.set_mtu(args.mtu);
-            Ok(Sender::Port(Box::new(port)))
-        }
-        Backend::Pcap => {
-            let path = args
-                .pcap
-                .as_ref()
-                .ok_or_else(|| usage("--backend pcap needs --pcap FILE"))?;
-            let mut port = PcapPort::create(path, queues)?;
-            port.set_mtu(args.mtu);
-            Ok(Sender::Port(Box::new(port)))
-        }
-        Backend::Afxdp | Backend::Afpacket | Backend::Bpf | Backend::Live => {
-            let iface = args
-                .interface
-                .as_deref()
-                .ok_or_else(|| usage("this backend needs -i IFACE"))?;
-            platform::open(backend, iface, &args.afxdp)
-        }
-    }
+/// The backend `tx` uses: the one asked, else the one -i, --pcap or --null implies.
+fn choose_backend(args: &TxArgs) -> Result<Backend> {
+    Ok(
+        match (args.backend, &args.interface, &args.pcap, args.null) {
+            (Some(b), _, _, _) => b,
+            (None, _, Some(_), _) => Backend::Pcap,
+            (None, _, _, true) => Backend::Null,
+            (None, Some(_), _, _) => default_backend(),
+            (None, None, None, false) => {
+                return Err(usage(
+                    "nothing to send to: give -i IFACE, --pcap FILE or --null",
+                ));
+            }
+        },
+    )
 }
 
-fn default_backend() -> Backend {
+pub fn default_backend() -> Backend {
     if cfg!(target_os = "linux") {
         Backend::Afxdp
     } else {

@@ -7,6 +7,8 @@ pub enum RxError {
     Xdp(#[from] linerate_xdp::XdpError),
     #[error("reading the receiver's map {map}: {message}")]
     Read { map: &'static str, message: String },
+    #[error("clearing the receiver's map {map}: {message}")]
+    Write { map: &'static str, message: String },
     #[error(
         "a flow table of {asked} flows is out of range: give 1 to {max} (flow ids are 16 bits)"
     )]
@@ -23,7 +25,7 @@ impl RxError {
         match self {
             #[cfg(target_os = "linux")]
             RxError::Xdp(e) => e.is_usage(),
-            RxError::Read { .. } => false,
+            RxError::Read { .. } | RxError::Write { .. } => false,
             RxError::FlowTable { .. } | RxError::HistFlows { .. } => true,
         }
     }

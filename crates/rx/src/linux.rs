@@ -188,6 +188,30 @@ impl Receiver {
         Ok(totals)
     }
 
+    /// Forgets everything counted so far, so the next run's flows start afresh (their sequence
+    /// numbers restart at 0; without this the state of the last run would call them late or
+    /// old). Zeroes the global counters and every flow (and its histogram) that received
+    /// anything: one lookup per table entry and one write per flow seen, much cheaper than
+    /// loading and verifying the program again, which a trial loop would do hundreds of times.
+    /// Frames arriving while it runs may survive it: call it when nothing is on its way.
+    pub fn reset(&self) -> Result<(), RxError> {
+        let flows = self.map(FLOWS)?;
+        let hists = self.map(HISTS)?;
+        let global = self.map(GLOBAL)?;
+        zero(&global, 0, GLOBAL)?;
+        for id in 0..self.config.flows {
+            let cpus = percpu::<RxFlow>(&flows, id, FLOWS)?;
+            if cpus.iter().all(|c| *c == RxFlow::default()) {
+                continue;
+            }
+            zero(&flows, id, FLOWS)?;
+            if id < self.config.hist_flows {
+                zero(&hists, id, HISTS)?;
+            }
+        }
+        Ok(())
+    }
+
     fn map(&self, name: &'static str) -> Result<libbpf_rs::Map<'_>, RxError> {
         self.object
             .maps()
@@ -208,6 +232,20 @@ fn lookup(map: &impl MapCore, key: u32, name: &'static str) -> Result<Vec<Vec<u8
         .ok_or(RxError::Read {
             map: name,
             message: format!("no entry {key}"),
+        })
+}
+
+/// Writes zeroes into every CPU's copy of entry `key` of a per-CPU array.
+fn zero(map: &impl MapCore, key: u32, name: &'static str) -> Result<(), RxError> {
+    let cpus = libbpf_rs::num_possible_cpus().map_err(|e| RxError::Write {
+        map: name,
+        message: e.to_string(),
+    })?;
+    let values = vec![vec![0u8; map.value_size() as usize]; cpus];
+    map.update_percpu(&key.to_ne_bytes(), &values, MapFlags::ANY)
+        .map_err(|e| RxError::Write {
+            map: name,
+            message: e.to_string(),
         })
 }
 

@@ -233,3 +233,52 @@ fn the_pass_option_passes_and_bad_table_sizes_are_refused() {
         );
     }
 }
+
+/// A second run's sequence numbers restart at 0: after `reset` the program judges them afresh
+/// (no late, old or duplicate frames from the first run's state) and the counts start at zero.
+#[test]
+fn reset_forgets_the_last_run_so_sequences_may_restart() {
+    if !root_or_skip() {
+        return;
+    }
+    pin_to_one_cpu();
+    let mut rx = Receiver::load(RxConfig {
+        flows: 8,
+        hist_flows: 2,
+        ..RxConfig::default()
+    })
+    .unwrap();
+    let send = |rx: &mut Receiver, flow: u16, seqs: std::ops::Range<u32>| {
+        let mut f = frame(flow, 60);
+        for seq in seqs {
+            signature::stamp(&mut f, seq, monotonic_ns());
+            run(rx, &f);
+        }
+    };
+    let mut stray = frame(0, 60);
+    let n = stray.len();
+    stray[n - 1] ^= 0xff;
+    send(&mut rx, 0, 0..100);
+    send(&mut rx, 5, 0..10);
+    run(&mut rx, &stray);
+    // Without a reset, the same sequences again are duplicates and old frames.
+    send(&mut rx, 5, 0..10);
+    let before = rx.read().unwrap();
+    assert_eq!(before.flow(5).unwrap().duplicates, 10);
+    rx.reset().unwrap();
+    let empty = rx.read().unwrap();
+    assert!(empty.flows.is_empty(), "{empty:?}");
+    assert_eq!(empty.global, linerate_rx::RxGlobal::default());
+    send(&mut rx, 0, 0..50);
+    let after = rx.read().unwrap();
+    assert_eq!(after.flows.len(), 1);
+    let f0 = after.flow(0).unwrap();
+    assert_eq!(
+        (f0.frames, f0.gaps, f0.late, f0.duplicates, f0.old),
+        (50, 0, 0, 0, 0)
+    );
+    // The histogram was cleared too: it holds this run's frames only.
+    let lat = f0.latency.unwrap();
+    assert!(lat.p50.is_some() && lat.max < 1_000_000_000, "{lat:?}");
+    assert_eq!(after.global.other_frames, 0);
+}

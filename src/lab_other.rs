@@ -40,9 +40,10 @@ mod macos {
     use crate::output::{print_json, println};
     use crate::platform::Receiver;
 
-    /// The kernel buffer the sink asks for: the largest xnu grants by default
-    /// (`debug.bpf_maxbufsize`, 512 KiB), so one read carries thousands of 64-byte frames.
-    const SINK_BUFFER: u32 = 512 * 1024;
+    /// The kernel buffer a capture asks for. xnu grants at most `debug.bpf_maxbufsize` (512 KiB
+    /// unless raised with sysctl) and says what it granted; more lets a reader fall further
+    /// behind at full rate before the kernel drops frames it never counted.
+    const SINK_BUFFER: u32 = 8 * 1024 * 1024;
     /// How long a read waits for the buffer to fill before returning what it has.
     const READ_TIMEOUT: Duration = Duration::from_millis(100);
 

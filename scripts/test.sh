@@ -22,6 +22,14 @@ for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-unknown-freebsd; d
     if rustup target list --installed 2>/dev/null | grep -qx "$target"; then
         step "cargo clippy --target $target"
         cargo clippy --workspace --lib --bins --locked --target "$target" -- -D warnings
+        if [[ $target == *-apple-darwin ]]; then
+            # The macOS root tests (tests/macos.rs) and the unit tests of the crates they drive:
+            # they run only on a Mac (the workflow's macOS job); here they must at least compile.
+            # (--all-targets would need a C cross-compiler for the benches' criterion.)
+            step "cargo clippy --tests --target $target (macOS tests)"
+            cargo clippy -p linerate -p linerate-bpfdev -p linerate-lab --tests --locked \
+                --target "$target" -- -D warnings
+        fi
     else
         printf '\n!!!!!!!! SKIPPED: rust target %s is not installed and could not be added !!!!!!!!\n\n' "$target" >&2
         # CI promises the macOS/BSD port is type-checked: a skip there is a failure.

@@ -168,8 +168,10 @@ pub enum LabError {
     #[error("{what}: permission denied: run as root")]
     NotRoot { what: String },
 
-    #[error("`{command}` not found: install iproute2 (scripts/setup.sh does)")]
-    MissingTool { command: String },
+    /// The kernel refused a netlink request (`reason` holds its words and, when it lacks a
+    /// feature, what to do).
+    #[error("{what}: {reason}")]
+    Netlink { what: String, reason: String },
 
     #[error("`{command}` failed: {stderr}")]
     Command { command: String, stderr: String },
@@ -189,7 +191,10 @@ impl LabError {
     /// leftovers): exit code 2.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::Command { .. } | Self::Io { .. } | Self::DelayLine { .. } => false,
+            Self::Command { .. }
+            | Self::Netlink { .. }
+            | Self::Io { .. }
+            | Self::DelayLine { .. } => false,
             Self::Xdp(e) => e.is_usage(),
             _ => true,
         }

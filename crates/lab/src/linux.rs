@@ -1,20 +1,20 @@
-//! Building and removing the lab with iproute2.
+//! Building and removing the lab on Linux, through libraries rather than commands.
 //!
-//! Why `ip` through `std::process::Command` and not netlink from Rust: `ip` is the standard tool,
-//! installed by scripts/setup.sh, its commands are the ones a person types to inspect or repair a
-//! lab by hand, and its stderr ("RTNETLINK answers: File exists") is already a clear message.
-//! The lab is built once per run, so the cost of a few processes does not matter. Issue 13 asks
-//! for netlink (rtnetlink / netlink-packet-route) instead; that move did not fit the session that
-//! added the DUT, so the DUT's links, routes and bridge are built with `ip` too, and nothing here
-//! parses `ip` text but the MAC of a link (`link_mac`). BPF goes through libbpf: the XDP DUT and
-//! the sink through bpf_link, the impairment program through libbpf's tc hook (netlink inside
-//! libbpf); tbf through `tc` (dut.rs says why). The one thing `ip` must not do is attach
-//! programs: `ip netns exec` remounts /sys and would hide bpffs, so setns(2) is used instead.
+//! Links (veth pairs, their peers in namespaces, aliases, up), addresses, static neighbours,
+//! routes, the DUT's bridge and the tbf/pfifo qdiscs go through rtnetlink ([`netlink`]: the
+//! netlink-packet-route messages on a netlink-sys socket opened inside the namespace concerned);
+//! named namespaces are made and removed as iproute2 does, by bind-mounting a thread's namespace
+//! on /run/netns/NAME ([`netns`]); sysctls are /proc writes from a thread inside the namespace;
+//! BPF goes through libbpf: the sink and the XDP DUT through bpf_link, the impairment program
+//! through libbpf's tc hook (clsact). No `ip` or `tc` process runs, and no command output is
+//! parsed: a failure carries the kernel's own words (its extended acknowledgement). The one
+//! process the lab starts is its delay line (delay.rs). Namespaces are entered with setns(2) on
+//! a short-lived thread, never with `ip netns exec`, which remounts /sys and hides bpffs.
 
 use std::io;
 use std::ops::Deref;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use linerate_xdp::{AttachMode, PinnedSink, Sink, SinkCounters};
 
@@ -24,6 +24,10 @@ use crate::{
 
 mod delay;
 mod dut;
+mod netlink;
+mod netns;
+
+use netlink::Rtnl;
 
 pub use delay::run_delay_line;
 
@@ -356,12 +360,12 @@ impl Lab {
         results.push(PinnedSink::unpin(&pin_dir(name)).map_err(LabError::from));
         if iface_exists(&lab.sender) && ours {
             // Deleting one end of a veth pair deletes both.
-            results.push(ip(&["link", "del", "dev", &lab.sender]));
+            results.push(Rtnl::open(None).and_then(|mut root| root.del_link(&lab.sender)));
         }
         let dut_netns = dut::netns(name);
         for ns in [dut_netns.as_str(), lab.netns.as_str()] {
             if netns_path(ns).exists() && ours {
-                results.push(ip(&["netns", "del", ns]));
+                results.push(netns::del(ns));
             }
         }
         // The marker goes last, once nothing it vouches for is left.
@@ -379,7 +383,6 @@ impl Lab {
 }
 
 fn build(lab: &Lab) -> Result<(), LabError> {
-    let q = lab.queues.to_string();
     let ns = lab.netns.as_str();
     let marker = marker_path(&lab.name);
     if let Some(dir) = marker.parent() {
@@ -392,42 +395,22 @@ fn build(lab: &Lab) -> Result<(), LabError> {
         .unwrap_or_default();
     std::fs::write(&marker, format!("lab {}\n{dut_line}", lab.name))
         .map_err(state_io(format!("writing {}", marker.display())))?;
-    ip(&["netns", "add", ns])?;
+    netns::add(ns)?;
     if let Some(d) = &lab.dut {
         return dut::build(lab, d, &dut_line);
     }
-    ip(&[
-        "link",
-        "add",
+    let mut root = Rtnl::open(None)?;
+    let mut sink = Rtnl::open(Some(ns))?;
+    let sink_ns = open_netns(ns)?;
+    root.add_veth(
         &lab.sender,
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-        "type",
-        "veth",
-        "peer",
-        "name",
         &lab.receiver,
-        "netns",
-        ns,
-        "numtxqueues",
-        &q,
-        "numrxqueues",
-        &q,
-    ])?;
+        Some(lab.queues),
+        Some(sink_ns.as_fd()),
+    )?;
     let mark = alias(&lab.name);
-    ip(&["link", "set", "dev", &lab.sender, "alias", &mark])?;
-    ip(&[
-        "-n",
-        ns,
-        "link",
-        "set",
-        "dev",
-        &lab.receiver,
-        "alias",
-        &mark,
-    ])?;
+    root.set_alias(&lab.sender, &mark)?;
+    sink.set_alias(&lab.receiver, &mark)?;
     // IPv6 off before the links come up, so no router solicitation, DAD or MLD frame ever
     // reaches the sink: it counts only what we send.
     write_sysctl(
@@ -439,142 +422,43 @@ fn build(lab: &Lab) -> Result<(), LabError> {
         &format!("/proc/sys/net/ipv6/conf/{}/disable_ipv6", lab.receiver),
         "1",
     )?;
-    let sender_cidr = format!("{}/30", lab.sender_ip);
-    let receiver_cidr = format!("{}/30", lab.receiver_ip);
-    ip(&["addr", "add", &sender_cidr, "dev", &lab.sender])?;
-    ip(&[
-        "-n",
-        ns,
-        "addr",
-        "add",
-        &receiver_cidr,
-        "dev",
-        &lab.receiver,
-    ])?;
+    root.add_address(&lab.sender, lab.sender_ip, 30)?;
+    sink.add_address(&lab.receiver, lab.receiver_ip, 30)?;
     // Static neighbours: no ARP frames either.
-    let sender_mac = fmt_mac(&link_mac(None, &lab.sender)?);
-    let receiver_mac = fmt_mac(&link_mac(Some(ns), &lab.receiver)?);
+    let sender_mac = root.mac(&lab.sender)?;
+    let receiver_mac = sink.mac(&lab.receiver)?;
     std::fs::write(
         &marker,
-        format!("lab {}\nreceiver-mac {receiver_mac}\n", lab.name),
+        format!(
+            "lab {}\nreceiver-mac {}\n",
+            lab.name,
+            fmt_mac(&receiver_mac)
+        ),
     )
     .map_err(state_io(format!("writing {}", marker.display())))?;
-    ip(&[
-        "neigh",
-        "replace",
-        &lab.receiver_ip.to_string(),
-        "lladdr",
-        &receiver_mac,
-        "dev",
-        &lab.sender,
-        "nud",
-        "permanent",
-    ])?;
-    ip(&[
-        "-n",
-        ns,
-        "neigh",
-        "replace",
-        &lab.sender_ip.to_string(),
-        "lladdr",
-        &sender_mac,
-        "dev",
-        &lab.receiver,
-        "nud",
-        "permanent",
-    ])?;
+    root.set_neighbour(&lab.sender, lab.receiver_ip, receiver_mac)?;
+    sink.set_neighbour(&lab.receiver, lab.sender_ip, sender_mac)?;
     // The sink goes on before the links come up, so it sees every frame from the first.
-    let mut sink = Sink::attach(&lab.receiver, Some(ns), AttachMode::Drv)?;
-    sink.pin(&pin_dir(&lab.name))?;
-    drop(sink); // the pins keep it attached
-    ip(&["-n", ns, "link", "set", "dev", &lab.receiver, "up"])?;
-    ip(&["link", "set", "dev", &lab.sender, "up"])?;
+    let mut xdp_sink = Sink::attach(&lab.receiver, Some(ns), AttachMode::Drv)?;
+    xdp_sink.pin(&pin_dir(&lab.name))?;
+    drop(xdp_sink); // the pins keep it attached
+    sink.set_up(&lab.receiver)?;
+    root.set_up(&lab.sender)?;
     Ok(())
 }
 
-/// Runs `ip ARGS`, turning a failure into its stderr.
-pub(crate) fn ip(args: &[&str]) -> Result<(), LabError> {
-    tool("ip", args)
-}
-
-/// Runs `PROGRAM ARGS` (`ip`, `tc`), turning a failure into its stderr.
-pub(crate) fn tool(program: &str, args: &[&str]) -> Result<(), LabError> {
-    let command = format!("{program} {}", args.join(" "));
-    let output = match Command::new(program).args(args).output() {
-        Ok(output) => output,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(LabError::MissingTool {
-                command: program.into(),
-            });
-        }
-        Err(source) => {
-            return Err(LabError::Io {
-                what: format!("running `{command}`"),
-                source,
-            });
-        }
-    };
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    if stderr.contains("Operation not permitted") || stderr.contains("Permission denied") {
-        return Err(LabError::NotRoot { what: command });
-    }
-    Err(LabError::Command {
-        command,
-        stderr: if stderr.is_empty() {
-            format!("exit status {}", output.status)
-        } else {
-            stderr
-        },
+/// A handle of network namespace `netns` (its /run/netns file), to create a link's peer in it.
+pub(crate) fn open_netns(netns: &str) -> Result<std::fs::File, LabError> {
+    let path = netns_path(netns);
+    std::fs::File::open(&path).map_err(|source| LabError::Io {
+        what: format!("opening {}", path.display()),
+        source,
     })
 }
 
-/// Runs `ip [-n NS] -o link show dev IFACE` and returns its output.
-fn ip_output(netns: Option<&str>, args: &[&str]) -> Result<String, LabError> {
-    let mut full: Vec<&str> = Vec::new();
-    if let Some(ns) = netns {
-        full.extend(["-n", ns]);
-    }
-    full.extend(args);
-    let command = format!("ip {}", full.join(" "));
-    let output = Command::new("ip")
-        .args(&full)
-        .output()
-        .map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => LabError::MissingTool {
-                command: "ip".into(),
-            },
-            _ => LabError::Io {
-                what: format!("running `{command}`"),
-                source,
-            },
-        })?;
-    if !output.status.success() {
-        return Err(LabError::Command {
-            command,
-            stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-/// The MAC address of `iface` (in `netns`), from `ip -o link show`.
+/// The MAC address of `iface` (in `netns`).
 pub(crate) fn link_mac(netns: Option<&str>, iface: &str) -> Result<[u8; 6], LabError> {
-    let out = ip_output(netns, &["-o", "link", "show", "dev", iface])?;
-    let text = out
-        .split("link/ether ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .ok_or_else(|| LabError::Command {
-            command: format!("ip -o link show dev {iface}"),
-            stderr: format!("no link/ether address in {out:?}"),
-        })?;
-    parse_mac(text).ok_or_else(|| LabError::Command {
-        command: format!("ip -o link show dev {iface}"),
-        stderr: format!("unreadable MAC address {text:?}"),
-    })
+    Rtnl::open(netns)?.mac(iface)
 }
 
 /// The number of tx queues of `iface` in the root namespace (the lab makes rx equal).
@@ -604,13 +488,18 @@ pub(crate) fn write_sysctl(path: &str, value: &str) -> Result<(), LabError> {
 }
 
 /// Writes a sysctl of network namespace `netns`: /proc/sys/net resolves to the namespace of the
-/// thread that opens it, so a short-lived thread enters the namespace with setns(2) and writes.
+/// thread that opens it.
 pub(crate) fn write_sysctl_in(netns: &str, path: &str, value: &str) -> Result<(), LabError> {
-    let ns_path = netns_path(netns);
-    let file = std::fs::File::open(&ns_path).map_err(|source| LabError::Io {
-        what: format!("opening {}", ns_path.display()),
-        source,
-    })?;
+    in_netns(netns, || write_sysctl(path, value))
+}
+
+/// Runs `f` in network namespace `netns` on a short-lived thread: setns(2) changes the calling
+/// thread's namespace only, so the caller's stays as it was.
+pub(crate) fn in_netns<T: Send>(
+    netns: &str,
+    f: impl FnOnce() -> Result<T, LabError> + Send,
+) -> Result<T, LabError> {
+    let file = open_netns(netns)?;
     std::thread::scope(|scope| {
         scope
             .spawn(move || {
@@ -626,7 +515,7 @@ pub(crate) fn write_sysctl_in(netns: &str, path: &str, value: &str) -> Result<()
                         },
                     },
                 )?;
-                write_sysctl(path, value)
+                f()
             })
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))

@@ -16,9 +16,12 @@ use std::time::Duration;
 use libbpf_rs::{MapCore, MapFlags, TC_EGRESS, TC_INGRESS, TcHookBuilder};
 use linerate_xdp::{AttachMode, MapAbi, Sink};
 
+use netlink_packet_route::tc::TcHandle;
+
+use super::netlink::{self, Rtnl};
 use super::{
-    STATE_DIR, alias, delay, fmt_mac, ip, link_mac, marker_path, netns_path, parse_mac, pin_dir,
-    state_io, tool, write_sysctl, write_sysctl_in,
+    STATE_DIR, alias, delay, fmt_mac, link_mac, marker_path, netns, netns_path, open_netns,
+    parse_mac, pin_dir, state_io, write_sysctl, write_sysctl_in,
 };
 use crate::{Dut, DutKind, ImpairCounters, Impairments, Lab, LabError};
 
@@ -75,36 +78,24 @@ const IMPAIR_ABI: [MapAbi; 2] = [
 ];
 
 pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError> {
-    let q = lab.queues.to_string();
     let (sink_ns, dut_ns) = (lab.netns.as_str(), dut.netns.as_str());
-    let queues = ["numtxqueues", &q, "numrxqueues", &q];
-    ip(&["netns", "add", dut_ns])?;
-    let mut args = vec!["link", "add", &lab.sender];
-    args.extend(queues);
-    args.extend([
-        "type",
-        "veth",
-        "peer",
-        "name",
+    netns::add(dut_ns)?;
+    let mut root = Rtnl::open(None)?;
+    let mut inside = Rtnl::open(Some(dut_ns))?;
+    let mut sink = Rtnl::open(Some(sink_ns))?;
+    let queues = Some(lab.queues);
+    root.add_veth(
+        &lab.sender,
         &dut.ingress,
-        "netns",
-        dut_ns,
-    ]);
-    args.extend(queues);
-    ip(&args)?;
-    let mut args = vec!["-n", dut_ns, "link", "add", &dut.egress];
-    args.extend(queues);
-    args.extend([
-        "type",
-        "veth",
-        "peer",
-        "name",
+        queues,
+        Some(open_netns(dut_ns)?.as_fd()),
+    )?;
+    inside.add_veth(
+        &dut.egress,
         &lab.receiver,
-        "netns",
-        sink_ns,
-    ]);
-    args.extend(queues);
-    ip(&args)?;
+        queues,
+        Some(open_netns(sink_ns)?.as_fd()),
+    )?;
     let mark = alias(&lab.name);
     for (ns, dev) in [
         (None, &lab.sender),
@@ -112,7 +103,12 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         (Some(dut_ns), &dut.ingress),
         (Some(dut_ns), &dut.egress),
     ] {
-        ip_in(ns, &["link", "set", "dev", dev, "alias", &mark])?;
+        let rtnl = match ns {
+            None => &mut root,
+            Some(ns) if ns == sink_ns => &mut sink,
+            Some(_) => &mut inside,
+        };
+        rtnl.set_alias(dev, &mark)?;
         // IPv6 off before the links come up: no router solicitation, DAD or MLD frame ever
         // reaches the sink.
         let path = format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6");
@@ -121,27 +117,12 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
             Some(ns) => write_sysctl_in(ns, &path, "1")?,
         }
     }
-    ip(&[
-        "addr",
-        "add",
-        &format!("{}/30", lab.sender_ip),
-        "dev",
-        &lab.sender,
-    ])?;
-    ip_in(
-        Some(sink_ns),
-        &[
-            "addr",
-            "add",
-            &format!("{}/30", lab.receiver_ip),
-            "dev",
-            &lab.receiver,
-        ],
-    )?;
-    let sender_mac = link_mac(None, &lab.sender)?;
-    let receiver_mac = link_mac(Some(sink_ns), &lab.receiver)?;
-    let ingress_mac = link_mac(Some(dut_ns), &dut.ingress)?;
-    let egress_mac = link_mac(Some(dut_ns), &dut.egress)?;
+    root.add_address(&lab.sender, lab.sender_ip, 30)?;
+    sink.add_address(&lab.receiver, lab.receiver_ip, 30)?;
+    let sender_mac = root.mac(&lab.sender)?;
+    let receiver_mac = sink.mac(&lab.receiver)?;
+    let ingress_mac = inside.mac(&dut.ingress)?;
+    let egress_mac = inside.mac(&dut.egress)?;
     let marker = marker_path(&lab.name);
     std::fs::write(
         &marker,
@@ -163,91 +144,45 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         let br = bridge(&lab.name);
         // Snooping off: with it the bridge joins the all-snoopers group (224.0.0.106) and
         // sends IGMP reports toward the sink, which would count them.
-        ip_in(
-            Some(dut_ns),
-            &["link", "add", &br, "type", "bridge", "mcast_snooping", "0"],
-        )?;
+        inside.add_bridge_without_snooping(&br)?;
         write_sysctl_in(
             dut_ns,
             &format!("/proc/sys/net/ipv6/conf/{br}/disable_ipv6"),
             "1",
         )?;
         for port in [&dut.ingress, &dut.egress] {
-            ip_in(Some(dut_ns), &["link", "set", "dev", port, "master", &br])?;
+            inside.set_master(port, &br)?;
         }
     }
     // The sink goes on before the links come up, so it sees every frame from the first.
-    let mut sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
-    sink.pin(&pin_dir(&lab.name))?;
-    drop(sink); // the pins keep it attached
+    let mut xdp_sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
+    xdp_sink.pin(&pin_dir(&lab.name))?;
+    drop(xdp_sink); // the pins keep it attached
     if dut.kind == DutKind::Xdp {
         attach_xdp_dut(lab, dut)?;
     }
-    ip_in(Some(sink_ns), &["link", "set", "dev", &lab.receiver, "up"])?;
+    sink.set_up(&lab.receiver)?;
     for dev in [&dut.egress, &dut.ingress] {
-        ip_in(Some(dut_ns), &["link", "set", "dev", dev, "up"])?;
+        inside.set_up(dev)?;
     }
     if dut.kind == DutKind::Bridge {
-        ip_in(
-            Some(dut_ns),
-            &["link", "set", "dev", &bridge(&lab.name), "up"],
-        )?;
+        inside.set_up(&bridge(&lab.name))?;
     }
     if dut.kind == DutKind::Router {
         write_sysctl_in(dut_ns, "/proc/sys/net/ipv4/ip_forward", "1")?;
         // Routes need their device up. /32s: the DUT's ends carry no address of their own.
-        for (ip_addr, dev, mac) in [
+        for (addr, dev, mac) in [
             (lab.receiver_ip, &dut.egress, receiver_mac),
             (lab.sender_ip, &dut.ingress, sender_mac),
         ] {
-            let addr = ip_addr.to_string();
-            ip_in(
-                Some(dut_ns),
-                &["route", "add", &format!("{addr}/32"), "dev", dev],
-            )?;
-            ip_in(
-                Some(dut_ns),
-                &[
-                    "neigh",
-                    "replace",
-                    &addr,
-                    "lladdr",
-                    &fmt_mac(&mac),
-                    "dev",
-                    dev,
-                    "nud",
-                    "permanent",
-                ],
-            )?;
+            inside.add_host_route(dev, addr)?;
+            inside.set_neighbour(dev, addr, mac)?;
         }
     }
     // Static neighbours: no ARP frames either.
-    ip(&[
-        "neigh",
-        "replace",
-        &lab.receiver_ip.to_string(),
-        "lladdr",
-        &fmt_mac(&toward_sink),
-        "dev",
-        &lab.sender,
-        "nud",
-        "permanent",
-    ])?;
-    ip_in(
-        Some(sink_ns),
-        &[
-            "neigh",
-            "replace",
-            &lab.sender_ip.to_string(),
-            "lladdr",
-            &fmt_mac(&toward_sender),
-            "dev",
-            &lab.receiver,
-            "nud",
-            "permanent",
-        ],
-    )?;
-    ip(&["link", "set", "dev", &lab.sender, "up"])?;
+    root.set_neighbour(&lab.sender, lab.receiver_ip, toward_sink)?;
+    sink.set_neighbour(&lab.receiver, lab.sender_ip, toward_sender)?;
+    root.set_up(&lab.sender)?;
     Ok(())
 }
 
@@ -359,17 +294,6 @@ fn remove_file(path: &std::path::Path) -> Result<(), LabError> {
     }
 }
 
-fn ip_in(netns: Option<&str>, args: &[&str]) -> Result<(), LabError> {
-    match netns {
-        None => ip(args),
-        Some(ns) => {
-            let mut full = vec!["-n", ns];
-            full.extend(args);
-            ip(&full)
-        }
-    }
-}
-
 /// Runs `f` inside network namespace `netns` on a short-lived thread.
 fn in_dut<T: Send>(
     netns: &str,
@@ -429,17 +353,15 @@ fn apply(
         // Looked up in the namespace itself: /sys/class/net shows the namespace sysfs was
         // mounted in, not the calling thread's.
         if in_dut(ns, || Ok(linerate_xdp::ifindex(&q0).is_err()))? {
-            ip_in(
-                Some(ns),
-                &["link", "add", &q0, "type", "veth", "peer", "name", &q1],
-            )?;
+            let mut inside = Rtnl::open(Some(ns))?;
+            inside.add_veth(&q0, &q1, None, None)?;
             for dev in [&q0, &q1] {
                 write_sysctl_in(
                     ns,
                     &format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"),
                     "1",
                 )?;
-                ip_in(Some(ns), &["link", "set", "dev", dev, "up"])?;
+                inside.set_up(dev)?;
             }
         }
         divert_ifindex = in_dut(ns, || Ok(linerate_xdp::ifindex(&q0)?))?;
@@ -529,42 +451,55 @@ fn attach_impair(
 }
 
 /// Rate and queue limit on the DUT's egress root: tbf (with a pfifo child for `--limit`), or a
-/// pfifo alone. Through `tc`: libbpf's tc hook makes clsact and BPF filters only, tbf needs the
-/// rate tables tc computes, and no netlink crate is in the workspace yet (see linux.rs).
+/// pfifo alone, with handles 1: (root) and 10: (the child) as `tc` would name them.
 fn shape(dut: &Dut, imp: &Impairments) -> Result<(), LabError> {
-    let ns = dut.netns.as_str();
+    let mut inside = Rtnl::open(Some(&dut.netns))?;
     let dev = dut.egress.as_str();
-    let Some(rate) = imp.rate_bps else {
-        let limit = imp.limit.unwrap_or(1000).to_string();
-        return tool(
-            "tc",
-            &[
-                "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "pfifo", "limit",
-                &limit,
-            ],
+    let root = TcHandle { major: 1, minor: 0 };
+    let Some(rate_bps) = imp.rate_bps else {
+        let limit = imp.limit.unwrap_or(1000);
+        return inside.replace_qdisc(
+            dev,
+            TcHandle::ROOT,
+            root,
+            "pfifo",
+            netlink::pfifo_options(limit),
         );
     };
-    // A burst of 1 ms at the rate, at least two full frames: tbf refuses frames over the burst.
-    let burst = (rate / 8 / 1000).max(2 * 1518).to_string();
-    let rate = format!("{rate}bit");
-    let mut args = vec![
-        "-n", ns, "qdisc", "replace", "dev", dev, "root", "handle", "1:", "tbf", "rate", &rate,
-        "burst", &burst,
-    ];
-    // Without --limit, tbf holds what leaves within 50 ms.
-    args.extend(["latency", "50ms"]);
-    tool("tc", &args)?;
+    inside.replace_qdisc(
+        dev,
+        TcHandle::ROOT,
+        root,
+        "tbf",
+        netlink::tbf_options(tbf(rate_bps)),
+    )?;
     if let Some(limit) = imp.limit {
-        let limit = limit.to_string();
-        tool(
-            "tc",
-            &[
-                "-n", ns, "qdisc", "replace", "dev", dev, "parent", "1:1", "handle", "10:",
-                "pfifo", "limit", &limit,
-            ],
+        inside.replace_qdisc(
+            dev,
+            TcHandle { major: 1, minor: 1 },
+            TcHandle {
+                major: 0x10,
+                minor: 0,
+            },
+            "pfifo",
+            netlink::pfifo_options(limit),
         )?;
     }
     Ok(())
+}
+
+/// tbf for `rate_bps` bits per second: a burst of 1 ms at the rate, at least two full frames
+/// (tbf refuses frames over the burst), and a queue of what leaves within 50 ms plus the burst
+/// (tc's `latency 50ms`); `--limit` replaces that queue with a pfifo of frames.
+fn tbf(rate_bps: u64) -> netlink::Tbf {
+    let rate = rate_bps / 8;
+    let burst = (rate / 1000).max(2 * 1518);
+    let limit = rate / 20 + burst;
+    netlink::Tbf {
+        rate,
+        burst: u32::try_from(burst).unwrap_or(u32::MAX),
+        limit: u32::try_from(limit).unwrap_or(u32::MAX),
+    }
 }
 
 /// Removes every impairment: the delay line, the clsact qdisc (and the program with it), the
@@ -588,12 +523,7 @@ fn clear(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
         libbpf_rs::set_print(previous);
         Ok(())
     })?;
-    // Deleting the default root qdisc answers an error ("Cannot delete qdisc with handle of
-    // zero"): nothing was there.
-    let _ = tool(
-        "tc",
-        &["-n", &dut.netns, "qdisc", "del", "dev", &dut.egress, "root"],
-    );
+    Rtnl::open(Some(&dut.netns))?.del_root_qdisc(&dut.egress)?;
     linerate_xdp::unpin(&pin_dir(name).join(IMPAIR_MAP_PIN))?;
     remove_file(&impair_path(name))?;
     // Give the kernel a moment to free the old program's qdisc before a new one is made.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, idempotently, everything linerate needs beyond the Rust toolchain: the C toolchain
-# for the XDP programs, libbpf's build dependencies, the lab's plumbing (iproute2), the
-# independent decoders and peers the tests and benchmarks use (tcpdump, trafgen), and the
+# for the XDP programs, libbpf's build dependencies, the independent decoders, checkers and
+# peers the tests and benchmarks use (tcpdump, trafgen; iproute2, with which the tests read back
+# the lab that linerate builds through netlink), and the
 # Rust targets the macOS/BSD port is type-checked for.
 set -euo pipefail
 

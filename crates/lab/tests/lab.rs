@@ -166,3 +166,131 @@ fn bad_names_are_refused_before_anything_is_built() {
         assert!(matches!(Lab::down(name), Err(LabError::InvalidName { .. })));
     }
 }
+
+/// `ip ARGS…` or `tc ARGS…`'s output: iproute2 as an independent reader of what the lab built
+/// through netlink.
+fn show(program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .output()
+        .expect("iproute2 runs");
+    assert!(out.status.success(), "{program} {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn dut_labs_as_ip_and_tc_see_them() {
+    if !root_or_skip("dut_labs_as_ip_and_tc_see_them") {
+        return;
+    }
+    use linerate_lab::{DutKind, Impairments};
+    for kind in [DutKind::Router, DutKind::Bridge] {
+        let name = unique_name("n");
+        let mut lab = LabGuard::up_with_dut(
+            &LabConfig {
+                name: name.clone(),
+                queues: 2,
+            },
+            Some(kind),
+        )
+        .expect("lab up");
+        let dut = lab.dut.clone().expect("a DUT");
+        let (sink, dut_ns) = (lab.netns.clone(), dut.netns.clone());
+        let sender = show("ip", &["-d", "link", "show", "dev", &lab.sender]);
+        for part in [
+            "state UP",
+            "numtxqueues 2 numrxqueues 2",
+            &format!("alias linerate lab {name}"),
+        ] {
+            assert!(sender.contains(part), "{part:?} in {sender}");
+        }
+        let receiver = show(
+            "ip",
+            &["-n", &sink, "-d", "link", "show", "dev", &lab.receiver],
+        );
+        assert!(
+            receiver.contains("numtxqueues 2 numrxqueues 2"),
+            "{receiver}"
+        );
+        assert!(receiver.contains("prog/xdp"), "the sink: {receiver}");
+        let addr = show("ip", &["-n", &sink, "addr", "show", "dev", &lab.receiver]);
+        assert!(
+            addr.contains(&format!("inet {}/30", lab.receiver_ip)),
+            "{addr}"
+        );
+        let toward_sink = match kind {
+            DutKind::Router => dut.ingress_mac,
+            _ => lab.receiver_mac,
+        };
+        let neigh = show("ip", &["neigh", "show", "dev", &lab.sender]);
+        assert!(
+            neigh.contains(&format!(
+                "{} lladdr {} PERMANENT",
+                lab.receiver_ip,
+                toward_sink.map(|b| format!("{b:02x}")).join(":")
+            )),
+            "{neigh}"
+        );
+        match kind {
+            DutKind::Router => {
+                let routes = show("ip", &["-n", &dut_ns, "route", "show"]);
+                assert!(
+                    routes.contains(&format!(
+                        "{} dev {} scope link",
+                        lab.receiver_ip, dut.egress
+                    )),
+                    "{routes}"
+                );
+            }
+            _ => {
+                let bridge = show(
+                    "ip",
+                    &[
+                        "-n",
+                        &dut_ns,
+                        "-d",
+                        "link",
+                        "show",
+                        "dev",
+                        &format!("{name}br"),
+                    ],
+                );
+                assert!(bridge.contains("mcast_snooping 0"), "{bridge}");
+                let port = show("ip", &["-n", &dut_ns, "link", "show", "dev", &dut.egress]);
+                assert!(port.contains(&format!("master {name}br")), "{port}");
+            }
+        }
+        let qdiscs = || show("tc", &["-n", &dut_ns, "qdisc", "show", "dev", &dut.egress]);
+        lab.impair(
+            &Impairments {
+                loss: 0.01,
+                rate_bps: Some(10_000_000),
+                limit: Some(100),
+                ..Impairments::default()
+            },
+            Path::new("/nonexistent/no-delay-line-asked"),
+        )
+        .expect("impair");
+        let shown = qdiscs();
+        for part in [
+            "qdisc tbf 1: root",
+            "rate 10Mbit",
+            "qdisc pfifo 10: parent 1:1 limit 100p",
+            "qdisc clsact ffff:",
+        ] {
+            assert!(shown.contains(part), "{part:?} in {shown}");
+        }
+        lab.impair(&Impairments::default(), Path::new("/nonexistent"))
+            .expect("clear");
+        let shown = qdiscs();
+        for gone in ["tbf", "pfifo", "clsact"] {
+            assert!(!shown.contains(gone), "{gone} left in {shown}");
+        }
+        drop(lab);
+        nothing_left(&name);
+        assert!(
+            !Path::new(&format!("/run/netns/{name}-dut")).exists(),
+            "netns {name}-dut left"
+        );
+    }
+}

@@ -68,15 +68,15 @@ pub(crate) struct Tbf {
 /// No rate table (`TCA_TBF_RTAB`): the kernel reads one only for a rate of link layer
 /// `TC_LINKLAYER_UNAWARE`; with `TC_LINKLAYER_ETHERNET` (what tc sets) it computes the time of
 /// each length itself (`psched_ratecfg_precompute`), and with `TCA_TBF_BURST` it derives the
-/// bucket from the burst in bytes. `cell_log` 3 and `cell_align` -1 are tc's values for its
-/// default 2047-byte MTU; the kernel keeps them for `tc -s` to show.
+/// bucket from the burst in bytes. So the table's fields of the ratespec (`cell_log`,
+/// `cell_align`) stay zero.
 pub(crate) fn tbf_options(tbf: Tbf) -> Vec<u8> {
     let mut parms = Vec::with_capacity(36);
     // struct tc_ratespec rate: cell_log, linklayer, overhead, cell_align, mpu, rate.
-    parms.push(3);
+    parms.push(0);
     parms.push(TC_LINKLAYER_ETHERNET);
     parms.extend(0u16.to_ne_bytes());
-    parms.extend((-1i16).to_ne_bytes());
+    parms.extend(0i16.to_ne_bytes());
     parms.extend(0u16.to_ne_bytes());
     parms.extend(u32::try_from(tbf.rate).unwrap_or(u32::MAX).to_ne_bytes());
     // struct tc_ratespec peakrate: none.
@@ -580,6 +580,7 @@ fn ext_ack_message(payload: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linux::netns_path;
 
     fn words(bytes: &[u8]) -> Vec<u32> {
         bytes
@@ -603,13 +604,9 @@ mod tests {
             &options[0..4],
             &[40u16.to_ne_bytes(), 1u16.to_ne_bytes()].concat()
         );
-        // struct tc_ratespec rate: cell_log 3, linklayer ethernet, overhead 0, cell_align -1,
+        // struct tc_ratespec rate: cell_log 0, linklayer ethernet, overhead 0, cell_align 0,
         // mpu 0, rate.
-        assert_eq!(options[4], 3);
-        assert_eq!(options[5], 1);
-        assert_eq!(&options[6..8], &[0, 0]);
-        assert_eq!(&options[8..10], &[0xff, 0xff]);
-        assert_eq!(&options[10..12], &[0, 0]);
+        assert_eq!(&options[4..12], &[0, 1, 0, 0, 0, 0, 0, 0]);
         let parms = words(&options[12..44]);
         assert_eq!(parms[0], 1_250_000, "rate in bytes/s");
         assert_eq!(&parms[1..4], &[0, 0, 0], "no peak rate");
@@ -673,5 +670,114 @@ mod tests {
         );
         assert_eq!(ext_ack_message(&[0u8; 16]), None);
         assert_eq!(ext_ack_message(&[0u8; 3]), None);
+    }
+
+    /// `tc -n NS ARGS…`'s output: tc as an independent reader of what the kernel holds.
+    fn tc_show(netns: &str, args: &[&str]) -> String {
+        let out = std::process::Command::new("tc")
+            .args(["-n", netns])
+            .args(args)
+            .output()
+            .expect("tc (iproute2) runs");
+        assert!(out.status.success(), "tc {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Root: a namespace made and removed natively, a veth pair inside, tbf and pfifo as `tc`
+    /// reads them back, and a qdisc the kernel lacks refused in one line that says what to do.
+    #[test]
+    fn qdiscs_as_tc_reads_them_and_a_missing_one_in_one_line() {
+        if !crate::root_or_skip("qdiscs_as_tc_reads_them_and_a_missing_one_in_one_line") {
+            return;
+        }
+        let ns = format!("{}-nl", crate::unique_name("q"));
+        struct Remove(String);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                let _ = super::super::netns::del(&self.0);
+            }
+        }
+        super::super::netns::add(&ns).expect("netns add");
+        let _remove = Remove(ns.clone());
+        let mut rtnl = Rtnl::open(Some(&ns)).expect("netlink socket in the namespace");
+        rtnl.add_veth("nla", "nlb", Some(2), None).expect("veth");
+        rtnl.set_up("nla").expect("up");
+        assert_ne!(rtnl.mac("nla").unwrap(), rtnl.mac("nlb").unwrap());
+        rtnl.add_veth("nlc", "nld", Some(2), None).expect("veth");
+        let root = TcHandle { major: 1, minor: 0 };
+        let detailed = |dev: &str| tc_show(&ns, &["-d", "-r", "qdisc", "show", "dev", dev]);
+        // What tc makes of the same figures, on the other pair, read back in detail (the
+        // bucket in ticks, the limit, the link layer) must match what ours made, line for line.
+        for (rate, burst, limit) in [
+            (1_250_000u64, 3036u32, 65_536u32),
+            (12_500_000_000, 12_500_000, 637_500_000),
+        ] {
+            rtnl.replace_qdisc(
+                "nla",
+                TcHandle::ROOT,
+                root,
+                "tbf",
+                tbf_options(Tbf { rate, burst, limit }),
+            )
+            .expect("tbf");
+            tc_show(
+                &ns,
+                &[
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    "nlc",
+                    "root",
+                    "handle",
+                    "1:",
+                    "tbf",
+                    "rate",
+                    &format!("{}bit", rate * 8),
+                    "burst",
+                    &burst.to_string(),
+                    "limit",
+                    &limit.to_string(),
+                ],
+            );
+            let (ours, theirs) = (detailed("nla"), detailed("nlc"));
+            assert!(ours.contains("qdisc tbf 1:"), "{ours}");
+            assert_eq!(ours, theirs, "rate {rate} B/s");
+        }
+        rtnl.replace_qdisc(
+            "nla",
+            TcHandle { major: 1, minor: 1 },
+            TcHandle {
+                major: 0x10,
+                minor: 0,
+            },
+            "pfifo",
+            pfifo_options(100),
+        )
+        .expect("pfifo under tbf");
+        let shown = tc_show(&ns, &["qdisc", "show", "dev", "nla"]);
+        assert!(
+            shown.contains("qdisc pfifo 10: parent 1:1 limit 100p"),
+            "{shown}"
+        );
+        rtnl.del_root_qdisc("nla").expect("del root");
+        let shown = tc_show(&ns, &["qdisc", "show", "dev", "nla"]);
+        assert!(
+            !shown.contains("tbf") && !shown.contains("pfifo"),
+            "{shown}"
+        );
+        rtnl.del_root_qdisc("nla")
+            .expect("deleting the default root qdisc is no error");
+
+        let err = rtnl
+            .replace_qdisc("nla", TcHandle::ROOT, root, "nosuchq", Vec::new())
+            .expect_err("no such qdisc");
+        let text = err.to_string();
+        assert!(matches!(err, LabError::Netlink { .. }), "{err:?}");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("`modprobe sch_nosuchq`"), "{text}");
+
+        drop(rtnl);
+        drop(_remove);
+        assert!(!netns_path(&ns).exists(), "namespace {ns} left");
     }
 }

@@ -20,8 +20,8 @@ use netlink_packet_route::tc::TcHandle;
 
 use super::netlink::{self, Rtnl};
 use super::{
-    STATE_DIR, alias, delay, fmt_mac, link_mac, marker_path, netns, netns_path, open_netns,
-    parse_mac, pin_dir, state_io, write_sysctl, write_sysctl_in,
+    STATE_DIR, alias, delay, fmt_mac, in_netns, link_mac, marker_path, netns, netns_path,
+    open_netns, parse_mac, pin_dir, state_io, write_sysctl, write_sysctl_in,
 };
 use crate::{Dut, DutKind, ImpairCounters, Impairments, Lab, LabError};
 
@@ -214,7 +214,7 @@ fn attach_xdp_dut(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
     let egress = dut.egress.clone();
     // The kernel resolves a devmap's ifindex in the namespace of the thread that writes it: the
     // write must happen inside the DUT's namespace, or the index names a root-namespace device.
-    in_dut(&dut.netns, move || {
+    in_netns(&dut.netns, move || {
         let index = linerate_xdp::ifindex(&egress)?;
         ports
             .update(&0u32.to_ne_bytes(), &index.to_ne_bytes(), MapFlags::ANY)
@@ -294,19 +294,6 @@ fn remove_file(path: &std::path::Path) -> Result<(), LabError> {
     }
 }
 
-/// Runs `f` inside network namespace `netns` on a short-lived thread.
-fn in_dut<T: Send>(
-    netns: &str,
-    f: impl FnOnce() -> Result<T, LabError> + Send,
-) -> Result<T, LabError> {
-    let mut result = None;
-    linerate_xdp::in_netns(Some(netns), || {
-        result = Some(f());
-        Ok(())
-    })?;
-    result.expect("the closure ran")
-}
-
 /// Sets the impairments of lab `lab`'s DUT egress, replacing any before: the BPF program for
 /// loss, duplication and the delay line's diversion, tbf (or pfifo) for rate and queue limit,
 /// the delay line's process for delay, jitter and reorder. `Impairments::default()` clears.
@@ -352,7 +339,7 @@ fn apply(
         let (q0, q1) = divert_ends(name);
         // Looked up in the namespace itself: /sys/class/net shows the namespace sysfs was
         // mounted in, not the calling thread's.
-        if in_dut(ns, || Ok(linerate_xdp::ifindex(&q0).is_err()))? {
+        if in_netns(ns, || Ok(linerate_xdp::ifindex(&q0).is_err()))? {
             let mut inside = Rtnl::open(Some(ns))?;
             inside.add_veth(&q0, &q1, None, None)?;
             for dev in [&q0, &q1] {
@@ -364,7 +351,7 @@ fn apply(
                 inside.set_up(dev)?;
             }
         }
-        divert_ifindex = in_dut(ns, || Ok(linerate_xdp::ifindex(&q0)?))?;
+        divert_ifindex = in_netns(ns, || Ok(linerate_xdp::ifindex(&q0)?))?;
         delay::start(name, delay_line)?;
     }
     if imp.loss > 0.0 || imp.duplicate > 0.0 || divert_ifindex != 0 {
@@ -421,7 +408,7 @@ fn attach_impair(
     })?;
     let prog_fd = program.as_fd();
     let egress = dut.egress.clone();
-    in_dut(&dut.netns, move || {
+    in_netns(&dut.netns, move || {
         let index = linerate_xdp::ifindex(&egress)?;
         let mut hook = TcHookBuilder::new(prog_fd)
             .ifindex(index as i32)
@@ -508,7 +495,7 @@ fn clear(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
     let name = lab.name.as_str();
     delay::stop(name)?;
     let egress = dut.egress.clone();
-    in_dut(&dut.netns, move || {
+    in_netns(&dut.netns, move || {
         let index = linerate_xdp::ifindex(&egress)?;
         // destroy() reads only the ifindex and the attach point, never the program fd.
         let stdin = io::stdin();

@@ -129,7 +129,7 @@ impl Refusal {
     fn io(e: &io::Error) -> Refusal {
         Refusal {
             errno: e.raw_os_error().unwrap_or(libc::EIO),
-            message: Some(e.to_string()),
+            message: None,
         }
     }
 
@@ -139,10 +139,11 @@ impl Refusal {
         if matches!(self.errno, libc::EPERM | libc::EACCES) {
             return LabError::NotRoot { what };
         }
-        let os = io::Error::from_raw_os_error(self.errno).to_string();
+        let errno = nix::errno::Errno::from_raw(self.errno);
+        // The kernel's sentence with the errno's name, or the errno's description alone.
         let said = match self.message {
-            Some(m) if m != os => format!("{m} ({os})"),
-            _ => os,
+            Some(m) => format!("{} ({errno:?})", m.trim_end_matches('.')),
+            None => errno.desc().to_owned(),
         };
         let reason = match missing {
             Some((errno, hint)) if errno == self.errno => format!("{said}: {hint}"),
@@ -252,12 +253,7 @@ impl Rtnl {
         let what = format!("looking up interface {name}{}", self.place);
         let replies = self
             .call(RouteNetlinkMessage::GetLink(request), 0)
-            .map_err(|r| {
-                r.into_error(
-                    what.clone(),
-                    Some((libc::ENODEV, "no such interface".into())),
-                )
-            })?;
+            .map_err(|r| r.into_error(what.clone(), None))?;
         replies
             .into_iter()
             .find_map(|m| match m {
@@ -775,6 +771,7 @@ mod tests {
         assert!(matches!(err, LabError::Netlink { .. }), "{err:?}");
         assert!(!text.contains('\n'), "{text}");
         assert!(text.contains("`modprobe sch_nosuchq`"), "{text}");
+        assert!(text.contains("(ENOENT)"), "{text}");
 
         drop(rtnl);
         drop(_remove);

@@ -358,7 +358,8 @@ impl Rtnl {
         Ok(())
     }
 
-    /// Changes link `name` with `attributes` and `flags` (under `mask`), as `ip link set` does.
+    /// Changes link `name`: sets `attributes` and turns `flags` on (the change mask names only
+    /// them, so other flags stay as they are), as `ip link set` does.
     fn set_link(
         &mut self,
         name: &str,

@@ -110,7 +110,7 @@ mod macos {
         packets: u64,
         bytes: u64,
         signed: u64,
-        kernel_drops: u32,
+        kernel_drops: u64,
         elapsed_s: f64,
         pps: f64,
     }
@@ -122,42 +122,38 @@ mod macos {
                 "--netns needs Linux: macOS has no network namespaces",
             ));
         }
-        // As a PortError, a missing or down interface is the user's to fix (exit code 2).
-        // Every frame, as the Linux sink counts: today's `tx` does not sign its frames.
-        let mut reader = BpfReader::open(&args.interface, SINK_BUFFER, READ_TIMEOUT, Keep::All)
-            .map_err(linerate_port::PortError::from)?;
+        // Every frame, as the Linux sink counts.
+        let t = capture(
+            &args.interface,
+            Keep::All,
+            CaptureCounts::new(usize::from(u16::MAX) + 1, 0),
+        )?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
             .context("install the Ctrl-C handler")?;
-        let mut counts = CaptureCounts::new(usize::from(u16::MAX) + 1, 0);
-        eprintln!(
-            "sink on {} ({}, {} KiB buffer); Ctrl-C to stop",
-            args.interface,
-            reader.path(),
-            reader.buffer_len() / 1024
-        );
+        eprintln!("sink on {} (/dev/bpf); Ctrl-C to stop", args.interface);
         let start = Instant::now();
         let mut last = (start, 0u64, 0u64);
         while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
-            let buf = reader.read()?;
-            let (mono, wall) = host_clocks();
-            counts.absorb_stamped(buf, mono, wall)?;
+            std::thread::sleep(Duration::from_millis(50));
             let now = Instant::now();
             if now - last.0 >= Duration::from_secs(1) {
+                let (frames, bytes) = t.frames_bytes()?;
                 let secs = (now - last.0).as_secs_f64();
                 eprintln!(
                     "{:>6.1}s  {:>8.3} Mpps  {:>7.3} Gbit/s  ({} packets)",
                     (now - start).as_secs_f64(),
-                    (counts.frames - last.1) as f64 / secs / 1e6,
-                    (counts.bytes - last.2) as f64 * 8.0 / secs / 1e9,
-                    counts.frames
+                    (frames - last.1) as f64 / secs / 1e6,
+                    (bytes - last.2) as f64 * 8.0 / secs / 1e9,
+                    frames
                 );
-                last = (now, counts.frames, counts.bytes);
+                last = (now, frames, bytes);
             }
         }
         let elapsed = start.elapsed().as_secs_f64();
-        let (_, drops) = reader.kernel_stats()?;
+        let drops = t.drops();
+        let counts = t.finish()?;
         if drops > 0 {
             eprintln!("linerate: the bpf buffer overflowed: {drops} frames dropped uncounted");
         }

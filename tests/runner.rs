@@ -6,91 +6,15 @@
 mod common;
 
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{json, root_or_skip};
 use linerate_afxdp::{XskOptions, XskPort};
 use linerate_engine::{EngineError, RunConfig, WorkerFailure, WorkerSpec};
-use linerate_port::{Port, PortError, PortInfo, QueueConfig, TxDesc, TxQueue};
+use linerate_port::fault::{Fault, FaultyPort, quiet_injected_panics};
 use linerate_stream::{Limits, Plan, StreamSpec};
-
-/// An AF_XDP port whose queue 1 panics at its 1001st submit, noting when.
-struct Panicking(XskPort, Arc<OnceLock<Instant>>);
-
-struct PanickingQueue {
-    inner: Box<dyn TxQueue>,
-    left: Option<u32>,
-    at: Arc<OnceLock<Instant>>,
-}
-
-impl Port for Panicking {
-    fn info(&self) -> &PortInfo {
-        self.0.info()
-    }
-    fn min_slots(&self) -> u32 {
-        self.0.min_slots()
-    }
-    fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
-        Ok(Box::new(PanickingQueue {
-            inner: self.0.open_queue(config)?,
-            left: (config.queue_id == 1).then_some(1000),
-            at: self.1.clone(),
-        }))
-    }
-}
-
-impl TxQueue for PanickingQueue {
-    fn slots(&self) -> u32 {
-        self.inner.slots()
-    }
-    fn slot_size(&self) -> u32 {
-        self.inner.slot_size()
-    }
-    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
-        self.inner.slot_mut(slot)
-    }
-    fn reserve(&mut self, want: u32) -> u32 {
-        self.inner.reserve(want)
-    }
-    fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
-        match &mut self.left {
-            Some(0) => {
-                self.at.get_or_init(Instant::now);
-                panic!("injected fault")
-            }
-            Some(n) => *n -= 1,
-            None => {}
-        }
-        self.inner.submit(descs)
-    }
-    fn reap(&mut self) -> Result<u32, PortError> {
-        self.inner.reap()
-    }
-    fn drain(&mut self, timeout: Duration) -> Result<u32, PortError> {
-        self.inner.drain(timeout)
-    }
-    fn mode(&self) -> String {
-        self.inner.mode()
-    }
-}
-
-/// The injected panic's message without the default hook's backtrace, which alone can take over
-/// a second to resolve on a loaded machine (RUST_BACKTRACE); other panics print as usual.
-fn quiet_injected_panics() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if info.payload().downcast_ref::<&str>() == Some(&"injected fault") {
-                eprintln!("injected fault at {:?}", info.location());
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
 
 #[test]
 fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
@@ -99,7 +23,7 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
     }
     let lab = common::lab("rp", 2);
     let xsk = XskPort::open(&lab.sender, XskOptions::default()).expect("open");
-    let port = Panicking(xsk, Arc::default());
+    let port = FaultyPort::new(xsk, 1, 1000, Fault::Panic);
     let spec = StreamSpec {
         dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
         ..StreamSpec::default()

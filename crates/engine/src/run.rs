@@ -408,104 +408,13 @@ mod tests {
 #[cfg(test)]
 mod failure_tests {
     use std::sync::atomic::Ordering;
-    use std::time::Instant;
 
     use super::*;
-    use linerate_port::{NullPort, NullQueue, PortInfo, TxDesc};
+    use linerate_port::NullPort;
+    use linerate_port::fault::{Fault, FaultyPort, quiet_injected_panics};
     use linerate_stream::{Limits, StreamSpec};
 
     use crate::WorkerFailure;
-
-    /// A null port whose queue `queue` panics (or fails, as an interface that went down) at its
-    /// `after`-th submit.
-    struct Faulty {
-        null: NullPort,
-        queue: u32,
-        after: u32,
-        panic: bool,
-        /// When the fault struck.
-        at: Arc<std::sync::OnceLock<Instant>>,
-    }
-
-    struct FaultyQueue {
-        inner: NullQueue,
-        left: Option<u32>,
-        panic: bool,
-        at: Arc<std::sync::OnceLock<Instant>>,
-    }
-
-    impl Port for Faulty {
-        fn info(&self) -> &PortInfo {
-            self.null.info()
-        }
-        fn min_slots(&self) -> u32 {
-            self.null.min_slots()
-        }
-        fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
-            Ok(Box::new(FaultyQueue {
-                inner: NullQueue::new(config),
-                left: (config.queue_id == self.queue).then_some(self.after),
-                panic: self.panic,
-                at: self.at.clone(),
-            }))
-        }
-    }
-
-    impl TxQueue for FaultyQueue {
-        fn slots(&self) -> u32 {
-            self.inner.slots()
-        }
-        fn slot_size(&self) -> u32 {
-            self.inner.slot_size()
-        }
-        fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
-            self.inner.slot_mut(slot)
-        }
-        fn reserve(&mut self, want: u32) -> u32 {
-            self.inner.reserve(want)
-        }
-        fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
-            if self.left == Some(0) {
-                self.at.get_or_init(Instant::now);
-            }
-            match &mut self.left {
-                Some(0) if self.panic => panic!("injected fault"),
-                Some(0) => {
-                    return Err(PortError::InterfaceDown {
-                        iface: "null".into(),
-                    });
-                }
-                Some(n) => *n -= 1,
-                None => {}
-            }
-            self.inner.submit(descs)
-        }
-        fn reap(&mut self) -> Result<u32, PortError> {
-            self.inner.reap()
-        }
-        fn drain(&mut self, timeout: Duration) -> Result<u32, PortError> {
-            self.inner.drain(timeout)
-        }
-        fn mode(&self) -> String {
-            "faulty".into()
-        }
-    }
-
-    /// The injected panic's message without the default hook's backtrace, which alone can take over
-    /// a second to resolve on a loaded machine (RUST_BACKTRACE); other panics print as usual.
-    fn quiet_injected_panics() {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                if info.payload().downcast_ref::<&str>() == Some(&"injected fault") {
-                    eprintln!("injected fault at {:?}", info.location());
-                } else {
-                    previous(info);
-                }
-            }));
-        });
-    }
 
     /// Two workers on an endless plan, the second of which fails at its 1001st submit; how long
     /// the run went on after that.
@@ -524,13 +433,12 @@ mod failure_tests {
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
         };
-        let port = Faulty {
-            null: NullPort::new(2),
-            queue: 1,
-            after: 1000,
-            panic,
-            at: Arc::default(),
+        let fault = if panic {
+            Fault::Panic
+        } else {
+            Fault::InterfaceDown
         };
+        let port = FaultyPort::new(NullPort::new(2), 1, 1000, fault);
         quiet_injected_panics();
         let err = run(&port, &plan, &config, &()).expect_err("the run must fail");
         let took = port.at.get().expect("the fault struck").elapsed();

@@ -5,6 +5,9 @@
 
 mod drain;
 mod error;
+/// Fault injection for tests of the runners (feature `fault`).
+#[cfg(feature = "fault")]
+pub mod fault;
 #[cfg(target_os = "linux")]
 pub mod iface;
 mod info;

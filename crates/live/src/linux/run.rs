@@ -241,25 +241,10 @@ mod tests {
 
     use linerate_engine::{WorkerFailure, WorkerSpec};
     use linerate_lab::{LabConfig, LabGuard, root_or_skip, unique_name};
+    use linerate_port::fault::quiet_injected_panics;
     use linerate_stream::{Limits, StreamSpec};
 
     use super::*;
-
-    /// The injected panic's message without the default hook's backtrace, which alone can take over
-    /// a second to resolve on a loaded machine (RUST_BACKTRACE); other panics print as usual.
-    fn quiet_injected_panics() {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                if info.payload().downcast_ref::<&str>() == Some(&"injected fault") {
-                    eprintln!("injected fault at {:?}", info.location());
-                } else {
-                    previous(info);
-                }
-            }));
-        });
-    }
 
     /// A live run of two workers on a lab of its own, endless, whose worker 1 panics once the
     /// program has sent 1000 of its frames.

@@ -31,6 +31,9 @@ pub enum Command {
     Compare(CompareArgs),
     /// The interfaces here and which backends can send on each.
     Ports(PortsArgs),
+    /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
+    /// rate, back-to-back, judged at the receive port.
+    Rfc2544(Box<crate::rfc2544::Rfc2544Args>),
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,7 @@ mod lab;
 mod output;
 mod platform;
 mod ports;
+mod rfc2544;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => sweep::run(&args),
         Command::Compare(args) => sweep::compare(&args),
         Command::Ports(args) => ports::run(&args),
+        Command::Rfc2544(args) => rfc2544::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

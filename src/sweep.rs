@@ -265,7 +265,7 @@ impl Outputs {
 
 /// A plot file: its format comes from the extension, and plotters writes it by path, so it must
 /// be a regular file (drawn beside it, then renamed into place).
-fn reserve_plot(path: &Path) -> Result<OutputFile> {
+pub(crate) fn reserve_plot(path: &Path) -> Result<OutputFile> {
     linerate_report::PlotFormat::from_path(path)?;
     let out = OutputFile::reserve(path)?;
     if out.draw_path().is_none() {
@@ -277,7 +277,7 @@ fn reserve_plot(path: &Path) -> Result<OutputFile> {
     Ok(out)
 }
 
-fn draw(
+pub(crate) fn draw(
     out: &OutputFile,
     plot: impl FnOnce(&Path) -> Result<(), linerate_report::ReportError>,
 ) -> Result<()> {

@@ -15,7 +15,7 @@ pub use compare::{CompareRow, Comparison, EQUAL_WITHIN, LINE_RATE_PCT, compare, 
 pub use error::ReportError;
 pub use host::{HostInfo, interface_driver, interface_link_speed_mbps, rfc3339_utc};
 pub use output::OutputFile;
-pub use plot::{PlotFormat, plot_compare, plot_sweep};
+pub use plot::{Curve, Panel, PlotFormat, plot_compare, plot_panels, plot_sweep};
 pub use rate::{LinkSpeed, WIRE_OVERHEAD, line_rate_pps, wire_mbps};
 pub use result::{Context, FORMAT, MeasuredAt, Repetition, SizePoint, Summary, SweepResult};
 pub use table::{

@@ -306,3 +306,105 @@ fn panel<DB: DrawingBackend>(
         .draw()?;
     Ok(())
 }
+
+/// One line of a [`Panel`]: points (x, y) joined, marked with dots unless dashed (a reference
+/// such as the line rate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Curve {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+}
+
+/// One chart of a figure: its axes and its curves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    pub x_desc: String,
+    pub y_desc: String,
+    pub curves: Vec<Curve>,
+}
+
+/// Draws panels one above the other to `path` (`.svg` or `.png`): the figures of a benchmark
+/// that are not a sweep (RFC 2544 throughput against size, loss against offered load).
+pub fn plot_panels(path: &Path, title: &str, panels: &[Panel]) -> Result<(), ReportError> {
+    let format = PlotFormat::from_path(path)?;
+    register_font();
+    let failed = |message: String| ReportError::Plot {
+        path: path.to_path_buf(),
+        message,
+    };
+    let height = 450 * panels.len().max(1) as u32;
+    match format {
+        PlotFormat::Svg => {
+            let root = SVGBackend::new(path, (SIZE.0, height)).into_drawing_area();
+            draw_panels(&root, title, panels).map_err(|e| failed(e.to_string()))?;
+            root.present().map_err(|e| failed(e.to_string()))?;
+        }
+        PlotFormat::Png => {
+            let root = BitMapBackend::new(path, (SIZE.0, height)).into_drawing_area();
+            draw_panels(&root, title, panels).map_err(|e| failed(e.to_string()))?;
+            root.present().map_err(|e| failed(e.to_string()))?;
+        }
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > 0 => Ok(()),
+        Ok(_) => Err(failed("the file is empty after drawing".into())),
+        Err(e) => Err(failed(e.to_string())),
+    }
+}
+
+fn draw_panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[Panel],
+) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let body = root.titled(title, (FONT, 22))?;
+    let areas = body.split_evenly((panels.len().max(1), 1));
+    for (area, p) in areas.iter().zip(panels) {
+        let all = || p.curves.iter().flat_map(|c| c.points.iter());
+        let x_max = all().map(|q| q.0).fold(0.0, f64::max);
+        let y_max = all().map(|q| q.1).fold(0.0, f64::max);
+        let x_top = if x_max > 0.0 { x_max * 1.05 } else { 1.0 };
+        let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+        let mut chart = ChartBuilder::on(area)
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..x_top, 0.0..y_top)?;
+        chart
+            .configure_mesh()
+            .x_desc(p.x_desc.as_str())
+            .y_desc(p.y_desc.as_str())
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 17))
+            .draw()?;
+        for (i, c) in p.curves.iter().enumerate() {
+            if c.dashed {
+                let style = ShapeStyle::from(&BLACK.mix(0.6)).stroke_width(2);
+                chart
+                    .draw_series(DashedLineSeries::new(c.points.iter().copied(), 8, 6, style))?
+                    .label(c.name.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+                continue;
+            }
+            let color = Palette99::pick(i).to_rgba();
+            let style = ShapeStyle::from(&color).stroke_width(2);
+            chart
+                .draw_series(LineSeries::new(c.points.iter().copied(), style))?
+                .label(c.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+            chart.draw_series(c.points.iter().map(|&q| Circle::new(q, 4, color.filled())))?;
+        }
+        if !p.curves.is_empty() {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .label_font((FONT, 15))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()?;
+        }
+    }
+    Ok(())
+}

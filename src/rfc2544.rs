@@ -3,6 +3,7 @@
 //! [`Session`]: each trial is one run of a signed stream, judged by the receiver's per-flow
 //! counts. Tables in the RFC's terms on stdout, JSON with every trial, CSV and plots.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -272,6 +273,8 @@ struct SessionTrial<'a> {
     test: &'static str,
     log: Vec<Logged>,
     bar: &'a ProgressBar,
+    /// A line per trial on stderr (it is no terminal: a log, a test) instead of the bar.
+    lines: bool,
     /// The mode the port bound in, from the last run (copy, zero-copy, skb…).
     mode: String,
     /// The max load when it is the port's own limit (the line rate, or what a max-rate trial
@@ -393,8 +396,7 @@ impl Trial for SessionTrial<'_> {
             trial,
             sent_fps: out.report.pps,
         });
-        self.bar.inc(1);
-        self.bar.set_message(format!(
+        let line = format!(
             "trial {}: {:.0} fps{} → {}",
             self.log.len(),
             load.rate,
@@ -407,7 +409,12 @@ impl Trial for SessionTrial<'_> {
             } else {
                 "no loss".into()
             }
-        ));
+        );
+        if self.lines {
+            eprintln!("{} B {}: {line}", load.size, self.test);
+        } else {
+            self.bar.set_message(line);
+        }
         Ok(TrialOutput { tx, rx, latency })
     }
 }
@@ -585,6 +592,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
         test: "throughput",
         log: Vec::new(),
         bar: &bar,
+        lines: !args.quiet && !std::io::stderr().is_terminal(),
         mode: String::new(),
         unpaced: None,
     };

@@ -279,3 +279,65 @@ fn bad_input_is_one_line_and_exit_code_2() {
     let line = linerate_usage_error(&["rfc2544", "all", "-i", "nosuch0"]);
     assert!(line.contains("--rx"), "{line}");
 }
+
+/// Ctrl-C in the middle of a search keeps the trials so far: the JSON is written, marked
+/// interrupted, with every trial done, and the exit code is 130.
+#[test]
+fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
+    use std::io::{BufRead, BufReader};
+    if !root_or_skip("ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted") {
+        return;
+    }
+    let lab = dut_lab("rc", Impairments::default());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("cut.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "rfc2544",
+            "throughput",
+            "-i",
+            &lab.sender,
+            "--rx",
+            "--sizes",
+            "64,128",
+            "--trial",
+            "300ms",
+            "--initial-trial",
+            "50ms",
+            "--max-rate",
+            "10k",
+            "--drain",
+            "50ms",
+            "--json",
+        ])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start linerate rfc2544");
+    // Stderr is no terminal: a line per trial. Two trials done, then the signal.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = 0;
+    for line in lines.by_ref() {
+        if line.expect("stderr").contains("trial ") {
+            seen += 1;
+            if seen == 2 {
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, 2, "the run ended before two trials");
+    // SAFETY: kill(2) on our own child's pid; the child has not been reaped yet.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("wait for linerate");
+    assert_eq!(status.code(), Some(130), "{rest:?}");
+    let v = json(&std::fs::read_to_string(&file).expect("the JSON is written"));
+    assert_eq!(v["interrupted"], true);
+    let trials = v["trials"].as_array().unwrap();
+    assert!(trials.len() >= 2, "{v}");
+    // Seven phases of the first size (50 ms to 300 ms trials) were not all run: the second size
+    // was never reached.
+    assert!(v["sizes"].as_array().unwrap().len() <= 1, "{v}");
+    assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
+}

@@ -115,6 +115,18 @@ pub struct Rfc2544Args {
     /// Longest burst the back-to-back search tries (default: 2 s at the max rate).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_burst: Option<u64>,
+    /// Source MAC of the trials' frames (default: the port's).
+    #[arg(long)]
+    pub src_mac: Option<String>,
+    /// Destination MAC: the DUT's port (default: the lab's DUT on a lab, else broadcast).
+    #[arg(long)]
+    pub dst_mac: Option<String>,
+    /// Source IPv4 address (default 198.18.0.1, RFC 2544's benchmarking range; a lab's own).
+    #[arg(long)]
+    pub src_ip: Option<String>,
+    /// Destination IPv4 address (default 198.18.0.2; a lab's own).
+    #[arg(long)]
+    pub dst_ip: Option<String>,
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
     /// One worker per core, e.g. 0,1.
@@ -277,19 +289,39 @@ struct SessionTrial<'a> {
     lines: bool,
     /// The mode the port bound in, from the last run (copy, zero-copy, skb…).
     mode: String,
+    template: StreamSpec,
     /// The max load when it is the port's own limit (the line rate, or what a max-rate trial
     /// sent): a trial at exactly this load goes unpaced, as fast as the port takes it.
     unpaced: Option<f64>,
 }
 
+/// The trials' stream before its size and rate: tx's seed stream, signed, with the addresses
+/// the command line gives.
+fn template(args: &Rfc2544Args) -> StreamSpec {
+    let mut spec = StreamSpec {
+        name: "rfc2544".into(),
+        signature: true,
+        ..StreamSpec::seed()
+    };
+    for (field, given) in [
+        (&mut spec.src_mac, &args.src_mac),
+        (&mut spec.dst_mac, &args.dst_mac),
+        (&mut spec.src_ip, &args.src_ip),
+        (&mut spec.dst_ip, &args.dst_ip),
+    ] {
+        if let Some(v) = given {
+            v.clone_into(field);
+        }
+    }
+    spec
+}
+
 impl SessionTrial<'_> {
-    fn spec(size: u32, rate: String) -> StreamSpec {
+    fn spec(&self, size: u32, rate: String) -> StreamSpec {
         StreamSpec {
-            name: "rfc2544".into(),
             size: size as usize,
             rate,
-            signature: true,
-            ..StreamSpec::seed()
+            ..self.template.clone()
         }
     }
 
@@ -333,7 +365,7 @@ impl Trial for SessionTrial<'_> {
 
     fn run(&mut self, load: &Load) -> Result<TrialOutput, TrialError> {
         if self.learning > 0 {
-            let spec = Self::spec(load.size, "10k".into());
+            let spec = self.spec(load.size, "10k".into());
             self.run_spec(
                 spec,
                 End {
@@ -359,7 +391,7 @@ impl Trial for SessionTrial<'_> {
         } else {
             format!("{:.3}", load.rate)
         };
-        let out = self.run_spec(Self::spec(load.size, rate), end)?;
+        let out = self.run_spec(self.spec(load.size, rate), end)?;
         let tx: u64 = out.sent.iter().map(|s| s.2).sum();
         let flow = out
             .flows
@@ -562,7 +594,10 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
     // Every size compiles for this port before the first frame.
     for s in &plan.sizes {
         session
-            .compile(&[SessionTrial::spec(s.get(), "1000".into())])
+            .compile(&[StreamSpec {
+                size: s.get() as usize,
+                ..template(args)
+            }])
             .with_context(|| format!("size {}", s.get()))?;
     }
     let link = session.link_mbps();
@@ -594,6 +629,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
         bar: &bar,
         lines: !args.quiet && !std::io::stderr().is_terminal(),
         mode: String::new(),
+        template: template(args),
         unpaced: None,
     };
     let mut sizes = Vec::new();
@@ -817,7 +853,7 @@ fn max_load(
             let d = Duration::from_secs_f64(plan.goals[0].initial_duration_s);
             let out = trial
                 .run_spec(
-                    SessionTrial::spec(size, "max".into()),
+                    trial.spec(size, "max".into()),
                     End {
                         duration: Some(d),
                         count: None,

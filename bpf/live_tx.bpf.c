@@ -7,11 +7,13 @@
  *
  * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
  * window of the worker's k-th frame over the page, trim the frame to its length, write each
- * variable field (its next index, or a random one) with RFC 1624 checksum updates, then
- * bpf_redirect() to the target interface. The worker entry counts frames and bytes handed to
+ * variable field (its next index, or a random one) with RFC 1624 checksum updates, stamp the
+ * signature's trailer if the plan has one (linerate_wire::signature), then bpf_redirect() to the
+ * target interface. The worker entry counts frames and bytes handed to
  * the redirect and redirect errors; user space reads it through mmap.
  *
- * Layouts are mirrored in Rust by crates/live (LiveField, WorkerSlot): keep both in step;
+ * Layouts are mirrored in Rust by crates/live (LiveField, LiveStamp, WorkerSlot, and the model
+ * layout::simulate): keep them in step;
  * linerate_xdp::load_object_checked refuses an object whose map sizes differ from the Rust types. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -27,6 +29,9 @@
 /* Offsets beyond this are refused by user space; the bound keeps the verifier's ranges small. */
 #define MAX_OFFSET 4032
 #define NO_CSUM 0xffff
+/* The signature's trailer (linerate_wire::signature): the last 18 bytes of the frame. */
+#define SIG_LEN 18
+#define TS_MASK ((1ULL << 48) - 1)
 
 #define MODE_INC 0
 #define MODE_DEC 1
@@ -52,10 +57,23 @@ struct live_field {
 	__u32 pad2;
 };
 
-struct live_fields {
-	__u32 n;
+/* How the frames carry the signature. */
+struct live_stamp {
+	__u32 on;	/* stamp the trailer of every frame */
+	__u32 tai;	/* CLOCK_TAI (two hosts synced by PTP) instead of CLOCK_MONOTONIC */
+	/* 0: the cycle is one flow, and a worker's frames have sequence numbers w, w+W, …: one
+	 * counter. 1: several flows (streams in sequence, merged lanes): each frame of the worker's
+	 * cycle has its own start and step per lap, in its live_frame entry. */
+	__u32 mapped;
+	__u32 stride;	/* workers (W): the counter's step */
+};
+
+/* The program's read-only data. */
+struct live_ro {
+	__u32 n;	/* fields */
 	__u32 pad;
 	struct live_field f[MAX_FIELDS];
+	struct live_stamp stamp;
 };
 
 /* One worker: a config line written by user space before the run, a state line written here. */
@@ -75,11 +93,12 @@ struct live_worker {
 	/* state */
 	__u64 rng;	/* xorshift64* state, as linerate_wire::Rng */
 	__u32 index;	/* next frame of the cycle */
-	__u32 pad2;
+	__u32 lap;	/* laps of the cycle done (the mapped signature's sequence) */
 	__u64 sent;	/* frames handed to the redirect */
 	__u64 bytes;	/* their bytes, FCS excluded */
 	__u64 errors;	/* redirects refused, or a frame that could not be built */
-	__u64 pad3[3];
+	__u64 seq;	/* the next frame's flow sequence number (the one-flow signature) */
+	__u64 pad3[2];
 	/* Each inc/dec field's index in its cycle: (sequence number) mod count, kept here and
 	 * advanced by a compare and subtract, because a 64-bit division per frame would cost more
 	 * than the rest of the field. */
@@ -91,6 +110,9 @@ struct live_worker {
 
 struct live_frame {
 	__u32 len;
+	/* The mapped signature: this frame's sequence number is seq_base + lap * seq_step. */
+	__u32 seq_base;
+	__u32 seq_step;
 	__u32 pad;
 	__u8 bytes[MAX_WINDOW];
 };
@@ -103,10 +125,11 @@ struct {
 	__type(value, struct live_worker);
 } live_workers SEC(".maps");
 
-/* The fields, set by user space before the program loads (read-only data): the verifier reads
- * them as constants, so the program it keeps for a plan has no loop over absent fields and no
- * branch on a field's mode or checksums — only the work that plan's fields need. */
-const volatile struct live_fields fields = {};
+/* The fields and the signature, set by user space before the program loads (read-only data):
+ * the verifier reads them as constants, so the program it keeps for a plan has no loop over
+ * absent fields, no branch on a field's mode or checksums and no stamping without a signature —
+ * only the work that plan needs. */
+const volatile struct live_ro ro = {};
 
 /* max_entries is set by user space before loading (one entry per frame of every worker's cycle). */
 struct {
@@ -182,6 +205,31 @@ static __always_inline __u32 csum_delta(__u64 old, __u64 new, __u64 words)
 	return s;
 }
 
+/* Writes tx ns, seq and the compensation word into the trailer at `at` (linerate_wire::signature:
+ * big-endian, the word that keeps seq + ts + comp at ones' complement zero, so no checksum of the
+ * frame changes). Returns 0, or -1 when the trailer lies outside the frame. */
+static __always_inline int stamp(void *data, void *data_end, __u32 at, __u32 seq, __u64 ts)
+{
+	__u8 *p;
+	__u32 s;
+
+	if (at > MAX_OFFSET)
+		return -1;
+	p = data + at;
+	if ((void *)(p + SIG_LEN) > data_end)
+		return -1;
+	ts &= TS_MASK;
+	s = (__u32)(ts >> 32) + (__u32)((ts >> 16) & 0xffff) + (__u32)(ts & 0xffff) + (seq >> 16) +
+	    (seq & 0xffff);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	*(__u16 *)p = bpf_htons((__u16)(ts >> 32));
+	*(__u32 *)(p + 2) = bpf_htonl((__u32)ts);
+	*(__u32 *)(p + 6) = bpf_htonl(seq);
+	*(__u16 *)(p + 12) = bpf_htons((__u16)~s);
+	return 0;
+}
+
 SEC("xdp")
 int live_tx(struct xdp_md *ctx)
 {
@@ -189,7 +237,7 @@ int live_tx(struct xdp_md *ctx)
 	void *data = (void *)(long)ctx->data;
 	void *data_end;
 	struct live_worker *w;
-	__u32 key, len, i;
+	__u32 key, len, i, seq_base = 0, seq_step = 0;
 	int act;
 
 	/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live), never sent
@@ -232,23 +280,27 @@ int live_tx(struct xdp_md *ctx)
 			goto fail;
 		}
 		len = f->len;
+		if (ro.stamp.mapped) {
+			seq_base = f->seq_base;
+			seq_step = f->seq_step;
+		}
 	}
 	if (len != w->tmpl_len) {
 		if (bpf_xdp_adjust_tail(ctx, (int)len - (int)w->tmpl_len))
 			goto fail;
 	}
 
-	if (fields.n) {
+	if (ro.n) {
 		data = (void *)(long)ctx->data;
 		data_end = (void *)(long)ctx->data_end;
 #pragma unroll
 		for (i = 0; i < MAX_FIELDS; i++) {
-			const volatile struct live_field *f = &fields.f[i];
+			const volatile struct live_field *f = &ro.f[i];
 			__u64 k, v, old, new, m;
 			__u32 delta;
 			__u8 *p;
 
-			if (i >= fields.n)
+			if (i >= ro.n)
 				break;
 			if (f->mode == MODE_RANDOM) {
 				k = pick(rng_next(w), f->count);
@@ -277,7 +329,30 @@ int live_tx(struct xdp_md *ctx)
 		}
 	}
 
-	w->index = w->index + 1 >= w->period ? 0 : w->index + 1;
+	if (ro.stamp.on) {
+		/* Per frame, as late as the program can: the closest to the wire this side has. */
+		__u64 ts = ro.stamp.tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
+		__u32 seq;
+
+		if (ro.stamp.mapped) {
+			seq = seq_base + w->lap * seq_step;
+		} else {
+			seq = (__u32)w->seq;
+			w->seq += ro.stamp.stride;
+		}
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+		if (len < SIG_LEN || stamp(data, data_end, len - SIG_LEN, seq, ts))
+			goto fail;
+	}
+
+	if (w->index + 1 >= w->period) {
+		w->index = 0;
+		if (ro.stamp.mapped)
+			w->lap += 1;
+	} else {
+		w->index += 1;
+	}
 	act = bpf_redirect(w->ifindex, 0);
 	if (act == XDP_REDIRECT) {
 		w->sent += 1;

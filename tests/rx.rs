@@ -208,6 +208,61 @@ fn three_flows_arrive_whole_and_in_order_at_the_labs_receive_end() {
     );
 }
 
+/// The live backend stamps in its program: the same known answer as AF_XDP's. Live sends
+/// interleaved streams as their merged cycle, which needs endless lanes: the file's three rates
+/// without counts, and `-n` the frames of 2500 of the cycle's 200 µs periods (4 + 2 + 1 frames),
+/// so each stream sends what the AF_XDP run's counts ask. With two workers on a two-queue lab
+/// each flow's sequence is split between them (w, w+2, …) and arrives on two CPUs.
+#[test]
+fn three_flows_stamped_by_the_live_program_arrive_whole_and_in_order() {
+    if !root_or_skip("tx --backend live --rx on a lab") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("three-endless.toml");
+    let text = std::fs::read_to_string(three_flows(dir.path())).unwrap();
+    let endless: String = text
+        .lines()
+        .filter(|l| !l.starts_with("count"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, endless).unwrap();
+    for cores in ["0", "0,1"] {
+        let lab = common::lab("rxv", 2);
+        let out = common::json(&common::linerate_ok(&[
+            "tx",
+            "-i",
+            &lab.sender,
+            "--backend",
+            "live",
+            "--stream",
+            file.to_str().unwrap(),
+            "-n",
+            "17500",
+            "--rx",
+            "--json",
+            "--cores",
+            cores,
+        ]));
+        let flows = flows(&out);
+        assert_eq!(flows.len(), 3, "{out}");
+        for (f, (name, n)) in flows
+            .iter()
+            .zip([("fast", 10_000), ("mid", 5_000), ("slow", 2_500)])
+        {
+            assert_eq!(f["name"], name);
+            assert_eq!(f["tx_frames"], n, "cores {cores}: {f}");
+            assert_eq!(f["rx_frames"], n, "cores {cores}: {f}");
+            assert_eq!(f["lost"], 0, "cores {cores}: {f}");
+            assert_eq!(f["late"], 0, "cores {cores}: {f}");
+            assert_eq!(f["duplicates"], 0, "cores {cores}: {f}");
+            assert!(f["latency"]["min"].as_u64().unwrap() > 0, "{f}");
+        }
+        assert_eq!(out["rx"]["other"]["other_frames"], 0);
+        assert_eq!(out["sink"]["packets"], 17_500);
+    }
+}
+
 #[test]
 fn a_lone_receiver_counts_flows_and_stray_frames_apart() {
     if !root_or_skip("linerate rx on a veth pair") {

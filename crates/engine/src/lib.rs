@@ -14,7 +14,7 @@ mod worker;
 
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
-pub use run::{RunConfig, WorkerSpec, run, slots_for};
+pub use run::{RunConfig, WorkerSpec, merged_lanes, run, set_per_stream, slots_for};
 pub use runner::{
     Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, run_workers,
     unavailable_core,

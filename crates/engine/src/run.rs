@@ -181,12 +181,18 @@ pub fn run(
     let mut report = Report::new(info.backend, &info.name, reports);
     report.cores = cores.load_until(&crate::cpu::CoreTimes::read());
     report.requested_pps = plan.requested_pps();
+    set_per_stream(&mut report, plan, &sent);
+    Ok(report)
+}
+
+/// The report's per-stream counts of a plan of lanes, from what each lane sent (all workers).
+pub fn set_per_stream(report: &mut Report, plan: &Plan, sent: &[LaneTotals]) {
     if let Shape::Lanes(lanes) = &plan.shape {
         let elapsed = report.elapsed_s.max(1e-9);
         report.per_stream = lanes
             .iter()
             .zip(&plan.streams)
-            .zip(&sent)
+            .zip(sent)
             .map(|((lane, info), sent)| StreamCount {
                 name: info.name.clone(),
                 frames: sent.submitted,
@@ -196,13 +202,12 @@ pub fn run(
             })
             .collect();
     }
-    Ok(report)
 }
 
 /// What each lane sent of a merged cycle when worker `worker` of `workers` sent `submitted`
 /// frames of it: frames `worker + k · workers` for k below `submitted`, whose positions in the
 /// cycle repeat every `period / gcd(period, workers)` frames.
-fn merged_lanes(m: &Merged, worker: usize, workers: usize, submitted: u64) -> Vec<LaneTotals> {
+pub fn merged_lanes(m: &Merged, worker: usize, workers: usize, submitted: u64) -> Vec<LaneTotals> {
     let lanes = m.lane_of.iter().max().map_or(0, |&l| l as usize + 1);
     let mut totals = vec![LaneTotals::default(); lanes];
     let period = m.lane_of.len() as u64;

@@ -1,6 +1,7 @@
 //! What the BPF program reads, compiled from a [`Plan`]: the variable fields as span
-//! instructions, and per worker its template, its window of differing bytes and its frames.
-//! The layouts mirror `bpf/live_tx.bpf.c` (struct live_field, live_worker, live_frame).
+//! instructions, the signature's stamping, and per worker its template, its window of differing
+//! bytes and its frames. The layouts mirror `bpf/live_tx.bpf.c` (struct live_field, live_stamp,
+//! live_worker, live_frame).
 //!
 //! Pages of the live-frame page pool are recycled without being re-initialised from the template,
 //! so a page holds what the program wrote last time. The program therefore writes every byte that
@@ -10,7 +11,7 @@
 use std::borrow::Cow;
 
 use linerate_stream::{Cycle, Pacing, Plan, Shape};
-use linerate_wire::{Patch, VaryMode};
+use linerate_wire::{Patch, VaryMode, signature};
 
 use crate::LiveError;
 
@@ -26,6 +27,49 @@ pub const MAX_OFFSET: usize = 4032;
 pub const META_LEN: usize = 8;
 /// "No checksum to update" (`NO_CSUM`).
 pub const NO_CSUM: u16 = 0xffff;
+/// Bytes before the window in a `struct live_frame`: length, the mapped signature's sequence
+/// start and step, padding.
+pub const FRAME_HEADER: usize = 16;
+/// Bytes of the program's read-only data (`struct live_ro`): the field count, the fields, the
+/// signature.
+pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN;
+/// Bytes of one `struct live_stamp`.
+pub const STAMP_LEN: usize = 16;
+
+/// `struct live_stamp`: how the program stamps the signature (`linerate_wire::signature`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveStamp {
+    /// CLOCK_TAI (`bpf_ktime_get_tai_ns`) instead of CLOCK_MONOTONIC (`bpf_ktime_get_ns`).
+    pub tai: bool,
+    /// Several flows in the cycle: each frame's sequence is its entry's `seq_base + lap ·
+    /// seq_step` ([`FrameStamp`]). Otherwise one flow, whose sequence a worker counts from its
+    /// first frame in steps of `stride`.
+    pub mapped: bool,
+    /// Workers: the counter's step.
+    pub stride: u32,
+}
+
+impl LiveStamp {
+    fn to_bytes(self) -> [u8; STAMP_LEN] {
+        let mut b = [0u8; STAMP_LEN];
+        b[0..4].copy_from_slice(&1u32.to_ne_bytes());
+        b[4..8].copy_from_slice(&u32::from(self.tai).to_ne_bytes());
+        b[8..12].copy_from_slice(&u32::from(self.mapped).to_ne_bytes());
+        b[12..16].copy_from_slice(&self.stride.to_ne_bytes());
+        b
+    }
+}
+
+/// Where one frame of a worker's cycle carries the signature, and its sequence numbers: at lap
+/// `l` of the worker's cycle the frame's flow sequence is `seq_base + l · seq_step` (mod 2^32),
+/// the same number `linerate_stream::Stamp::seq` gives the engine for that frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameStamp {
+    /// Offset of the 18-byte trailer: the frame's length less `signature::LEN`.
+    pub trailer: u32,
+    pub seq_base: u32,
+    pub seq_step: u32,
+}
 
 /// `struct live_field`.
 #[repr(C)]
@@ -155,6 +199,8 @@ pub struct WorkerLayout {
     pub frames: Vec<(u32, Vec<u8>)>,
     pub first_seq: u64,
     pub stride: u64,
+    /// Signed plans: per frame of the worker's cycle, where its trailer lies and its sequence.
+    pub stamps: Vec<FrameStamp>,
     /// Initial xorshift64* state, as `linerate_wire::Rng::new(seed)` holds it.
     pub rng: u64,
     /// Each field's index at the worker's first frame (`first_seq` mod count; unused for random).
@@ -165,16 +211,22 @@ pub struct WorkerLayout {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     pub fields: Vec<LiveField>,
+    /// The plan's frames carry the signature: the program stamps each.
+    pub stamp: Option<LiveStamp>,
     pub workers: Vec<WorkerLayout>,
 }
 
 impl Layout {
-    /// The program's read-only `fields` (`struct live_fields`): the count, then every slot.
-    pub fn fields_bytes(&self) -> Vec<u8> {
-        let mut b = vec![0u8; 8 + MAX_FIELDS * FIELD_LEN];
+    /// The program's read-only data (`struct live_ro`): the field count, every field slot, the
+    /// signature (all zero without one: the verifier then drops the stamping).
+    pub fn ro_bytes(&self) -> Vec<u8> {
+        let mut b = vec![0u8; RO_LEN];
         b[..4].copy_from_slice(&(self.fields.len() as u32).to_ne_bytes());
         for (i, f) in self.fields.iter().enumerate() {
             b[8 + i * FIELD_LEN..8 + (i + 1) * FIELD_LEN].copy_from_slice(&f.to_bytes());
+        }
+        if let Some(s) = self.stamp {
+            b[RO_LEN - STAMP_LEN..].copy_from_slice(&s.to_bytes());
         }
         b
     }
@@ -211,10 +263,29 @@ impl Layout {
             .iter()
             .map(|p| field(p, min_len, workers))
             .collect::<Result<Vec<_>, _>>()?;
+        let stamp = plan.stamp.as_ref().map(|s| LiveStamp {
+            tai: s.tai,
+            mapped: !s.seq_map.is_empty(),
+            stride: workers as u32,
+        });
+        if stamp.is_some()
+            && plan
+                .frames
+                .iter()
+                .any(|f| signature::offset(f.len()).is_none())
+        {
+            return Err(LiveError::Unsupported {
+                why: format!("a frame shorter than the {}-byte signature", signature::LEN),
+            });
+        }
         let workers = (0..workers)
-            .map(|w| worker(plan, &fields, w, workers, limit))
+            .map(|w| worker(plan, &fields, stamp, w, workers, limit))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Layout { fields, workers })
+        Ok(Layout {
+            fields,
+            stamp,
+            workers,
+        })
     }
 }
 
@@ -224,9 +295,6 @@ impl Layout {
 /// the reason.
 pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>), LiveError> {
     match &plan.shape {
-        _ if plan.stamped() => Err(LiveError::Unsupported {
-            why: "the signature (stamped in the program) is not in the live program yet: use --backend afxdp for a receive-side test".into(),
-        }),
         Shape::Cycle { cycle, pacing } => {
             Ok((Cow::Borrowed(cycle), pacing.as_ref().map(Cow::Borrowed)))
         }
@@ -245,6 +313,7 @@ pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>)
 fn worker(
     plan: &Cycle,
     fields: &[LiveField],
+    stamp: Option<LiveStamp>,
     w: usize,
     workers: usize,
     limit: Option<u64>,
@@ -270,8 +339,21 @@ fn worker(
             }
         }
     }
-    if lo == usize::MAX && lengths_differ {
+    // The mapped signature reads each frame's sequence from its entry, so the frames need
+    // entries even when their bytes agree.
+    let mapped = stamp.is_some_and(|s| s.mapped);
+    if lo == usize::MAX && (lengths_differ || mapped) {
         (lo, hi) = (0, 1);
+    }
+    // The program stamps each frame's trailer, at its own end: a page that held a longer or
+    // shorter frame keeps an old stamp where this frame has other bytes, so with lengths that
+    // differ the window restores every frame's trailer. (Frames of one length are stamped over
+    // the same 12 bytes every time.)
+    if stamp.is_some() && lengths_differ {
+        for f in &wp.frames {
+            lo = lo.min(f.len() - signature::LEN);
+            hi = hi.max(f.len());
+        }
     }
     let mut win = (lo < hi).then_some((lo, hi));
     // The window restores the frame under the fields too, so each field's span and checksums
@@ -323,6 +405,28 @@ fn worker(
             (lo as u32, (hi - lo) as u32, frames)
         }
     };
+    let stamps = match wp.stamp {
+        Some(s) if stamp.is_some() => {
+            // Frame k of this worker is the cycle's frame first_seq + k · stride; a lap of the
+            // worker's cycle moves it on by own · stride frames, a whole number of the cycle's
+            // laps, so each frame's sequence moves by the same step every lap.
+            let lap = wp.frames.len() as u64 * wp.stride;
+            wp.frames
+                .iter()
+                .enumerate()
+                .map(|(k, f)| {
+                    let n = wp.first_seq + k as u64 * wp.stride;
+                    let base = s.seq(n, wp.period);
+                    FrameStamp {
+                        trailer: (f.len() - signature::LEN) as u32,
+                        seq_base: base,
+                        seq_step: s.seq(n + lap, wp.period).wrapping_sub(base),
+                    }
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     Ok(WorkerLayout {
         template,
         limit: wp.count,
@@ -332,6 +436,7 @@ fn worker(
         frames,
         first_seq: wp.first_seq,
         stride: wp.stride,
+        stamps,
         rng: rng_state(wp.seed),
         indices: fields.iter().map(|f| wp.first_seq % f.count).collect(),
     })
@@ -347,11 +452,19 @@ pub fn rng_state(seed: u64) -> u64 {
 }
 
 /// A model of the program in Rust, for tests: runs it `n` times over a pool of `pages` pages
-/// recycled in turn, as the kernel's page pool does, and returns the frames it sent.
-pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec<u8>> {
+/// recycled in turn, as the kernel's page pool does, and returns the frames it sent. A signed
+/// plan's frames are stamped with `clock()`, read once a frame as the program reads its own.
+pub fn simulate(
+    layout: &Layout,
+    worker: usize,
+    n: u64,
+    pages: usize,
+    mut clock: impl FnMut() -> u64,
+) -> Vec<Vec<u8>> {
     let w = &layout.workers[worker];
     let mut pool: Vec<Vec<u8>> = vec![w.template.clone(); pages.max(1)];
     let (mut rng, mut index, mut indices) = (w.rng, 0usize, w.indices.clone());
+    let (mut lap, mut seq) = (0u32, w.first_seq);
     let mut out = Vec::new();
     for k in 0..n {
         if w.limit.is_some_and(|l| k >= l) {
@@ -409,8 +522,24 @@ pub fn simulate(layout: &Layout, worker: usize, n: u64, pages: usize) -> Vec<Vec
                 page[at..at + 2].copy_from_slice(&c.to_be_bytes());
             }
         }
+        if let Some(st) = layout.stamp {
+            let at = w.stamps[index];
+            debug_assert_eq!(at.trailer as usize, len - signature::LEN);
+            let seq = if st.mapped {
+                at.seq_base.wrapping_add(lap.wrapping_mul(at.seq_step))
+            } else {
+                let s = seq as u32;
+                seq += u64::from(st.stride);
+                s
+            };
+            signature::stamp(&mut page[..len], seq, clock());
+        }
         out.push(page[..len].to_vec());
-        index = (index + 1) % w.period.max(1) as usize;
+        index += 1;
+        if index == w.period.max(1) as usize {
+            index = 0;
+            lap = lap.wrapping_add(1);
+        }
     }
     out
 }
@@ -428,17 +557,28 @@ fn pick(r: u64, count: u64) -> u64 {
 }
 
 /// The frames worker `worker` of `workers` must send, built the AF_XDP way: the cycle's frame
-/// with every patch applied for its sequence number. The reference the program is checked
-/// against.
-pub fn expected(plan: &Cycle, worker: usize, workers: usize, n: u64) -> Vec<Vec<u8>> {
+/// with every patch applied for its sequence number, and a signed plan's trailer stamped as the
+/// engine's worker stamps it (`Stamp::seq`, `signature::stamp`) at `clock()`. The reference the
+/// program is checked against.
+pub fn expected(
+    plan: &Cycle,
+    worker: usize,
+    workers: usize,
+    n: u64,
+    mut clock: impl FnMut() -> u64,
+) -> Vec<Vec<u8>> {
     let wp = plan.for_worker(worker, workers, Some(n * workers as u64));
     let mut rng = linerate_wire::Rng::new(wp.seed);
     let count = wp.count.unwrap_or(n).min(n);
     (0..count)
         .map(|k| {
             let mut frame = wp.frames[(k % wp.frames.len() as u64) as usize].to_vec();
+            let seq = wp.first_seq + k * wp.stride;
             for p in wp.patches {
-                p.apply(&mut frame, wp.first_seq + k * wp.stride, &mut rng);
+                p.apply(&mut frame, seq, &mut rng);
+            }
+            if let Some(stamp) = wp.stamp {
+                signature::stamp(&mut frame, stamp.seq(seq, wp.period), clock());
             }
             frame
         })
@@ -513,15 +653,101 @@ mod tests {
                     let Shape::Cycle { cycle, .. } = &plan.shape else {
                         panic!("one stream is one cycle")
                     };
-                    let want = expected(cycle, w, workers, 5000);
+                    let want = expected(cycle, w, workers, 5000, || 0);
                     for pages in [1, 3, 64] {
-                        let got = simulate(&layout, w, 5000, pages);
+                        let got = simulate(&layout, w, 5000, pages, || 0);
                         assert_eq!(got.len(), want.len());
                         for (i, (g, e)) in got.iter().zip(&want).enumerate() {
                             assert_eq!(
                                 g, e,
                                 "{vary:?} {size}: worker {w}/{workers} frame {i}, {pages} pages"
                             );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every frame the model stamps is the frame the engine's worker stamps for the same
+    /// sequence number and clock reading, on recycled pages: one flow (the counter), several
+    /// flows in one cycle (streams in sequence, merged lanes: each frame's start and step),
+    /// sizes that move the trailer, and fields beside it.
+    #[test]
+    fn the_model_stamps_the_engines_signature() {
+        let signed = |vary: &[&str], size_mode: &str, count: Option<u64>, port: u16| StreamSpec {
+            vary: vary.iter().map(|s| s.to_string()).collect(),
+            size_mode: size_mode.into(),
+            signature: true,
+            count,
+            src_port: port,
+            ..StreamSpec::default()
+        };
+        let lane = |port, rate: &str| StreamSpec {
+            rate: rate.into(),
+            mode: linerate_stream::Mode::Interleaved,
+            ..signed(&[], "fixed", None, port)
+        };
+        let plans = [
+            ("one flow", vec![signed(&[], "fixed", None, 1)]),
+            (
+                "one flow, fields and sizes",
+                vec![signed(
+                    &["src-port:inc:1000-1099", "dst-port:random:1-65535"],
+                    "inc:64-100:4",
+                    None,
+                    1,
+                )],
+            ),
+            (
+                "a sequence of three",
+                vec![
+                    StreamSpec {
+                        next: linerate_stream::Next::Next,
+                        ..signed(&[], "fixed", Some(5), 1)
+                    },
+                    StreamSpec {
+                        next: linerate_stream::Next::Next,
+                        ..signed(&[], "inc:64-80:2", Some(3), 2)
+                    },
+                    StreamSpec {
+                        next: linerate_stream::Next::GotoFirst,
+                        ..signed(&["dst-port:inc:1-4"], "fixed", Some(7), 3)
+                    },
+                ],
+            ),
+            (
+                "three merged lanes",
+                vec![lane(1, "20k"), lane(2, "10k"), lane(3, "5k")],
+            ),
+        ];
+        for (name, specs) in plans {
+            let plan = Plan::compile(&specs, &Limits::default()).expect(name);
+            let (cycle, _) = cycle_of(&plan).expect(name);
+            let mapped = !cycle.stamp.as_ref().expect("signed").seq_map.is_empty();
+            assert_eq!(mapped, specs.len() > 1, "{name}");
+            for workers in [1, 2, 3] {
+                let layout = Layout::compile_cycle(&cycle, workers, None).expect(name);
+                assert_eq!(layout.stamp.map(|s| s.mapped), Some(mapped));
+                for w in 0..workers {
+                    let mut t = 1u64 << 47;
+                    let want = expected(&cycle, w, workers, 3000, || {
+                        t += 997;
+                        t
+                    });
+                    for pages in [1, 3, 64] {
+                        let mut t = 1u64 << 47;
+                        let got = simulate(&layout, w, 3000, pages, || {
+                            t += 997;
+                            t
+                        });
+                        assert_eq!(got.len(), want.len());
+                        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                            assert_eq!(
+                                g, e,
+                                "{name}: worker {w}/{workers} frame {i}, {pages} pages"
+                            );
+                            assert!(signature::parse(g).is_some());
                         }
                     }
                 }

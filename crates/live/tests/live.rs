@@ -336,10 +336,11 @@ fn send_and_match(lab: &Lab, plan: &Plan, workers: usize, n: u64) -> Vec<Vec<u8>
         .flat_map(|w| {
             let (cycle, _) = layout::cycle_of(plan).unwrap();
             let share = cycle.for_worker(w, workers, Some(n)).count.unwrap();
-            layout::expected(&cycle, w, workers, share)
+            layout::expected(&cycle, w, workers, share, || 0)
         })
+        .map(untimed)
         .collect();
-    let mut got = frames.clone();
+    let mut got: Vec<Vec<u8>> = frames.iter().cloned().map(untimed).collect();
     if workers == 1 {
         for (i, (got, want)) in got.iter().zip(&want).enumerate() {
             assert_eq!(got, want, "frame {i}, in the plan's order");
@@ -349,6 +350,18 @@ fn send_and_match(lab: &Lab, plan: &Plan, workers: usize, n: u64) -> Vec<Vec<u8>
     want.sort();
     assert_eq!(got, want, "{workers} worker(s)");
     frames
+}
+
+/// A signed frame with its transmit time and compensation word zeroed (what only the clock
+/// decides); every other byte, the sequence number included, stays to be compared.
+fn untimed(mut frame: Vec<u8>) -> Vec<u8> {
+    use linerate_wire::signature::{self, field};
+    if signature::parse(&frame).is_some() {
+        let at = signature::offset(frame.len()).unwrap();
+        frame[at + field::TX_NS.start..at + field::TX_NS.end].fill(0);
+        frame[at + field::COMP.start..at + field::COMP.end].fill(0);
+    }
+    frame
 }
 
 /// Frames that went through the program in live mode, caught at the receiver: the AF_XDP frames
@@ -418,6 +431,62 @@ fn patched_inc_fields_and_wide_random_fields_match_the_plan() {
             .map(|f| u32::from_be_bytes(f[26..30].try_into().unwrap()))
             .collect();
         assert_eq!(sources.len(), N as usize, "every frame has its own source");
+    }
+}
+
+/// The signature stamped by the program on recycled live pages, caught at the receiver: the
+/// engine's frames with the engine's sequence numbers (one flow over sizes that move the
+/// trailer, and three streams in sequence, each its own flow), valid checksums by an
+/// independent decoder (the compensation word), and per worker transmit times that go forward
+/// and lie within the run.
+#[test]
+fn signed_frames_caught_at_the_receiver_carry_the_engines_sequence_and_valid_checksums() {
+    if !root_or_skip("signed_frames_caught_at_the_receiver_carry_the_engines_sequence") {
+        return;
+    }
+    use linerate_wire::signature;
+    for workers in [1usize, 2] {
+        let lab = lab(workers as u32);
+        let one = StreamSpec {
+            signature: true,
+            vary: vec!["dst-port:random:2000-2999".into()],
+            size_mode: "inc:64-96:4".into(),
+            ..spec(&lab)
+        };
+        let step = |port: u16, count, next| StreamSpec {
+            signature: true,
+            src_port: port,
+            count: Some(count),
+            next,
+            ..spec(&lab)
+        };
+        let sequence = [
+            step(1, 7, linerate_stream::Next::Next),
+            step(2, 5, linerate_stream::Next::Next),
+            step(3, 3, linerate_stream::Next::GotoFirst),
+        ];
+        for specs in [&[one][..], &sequence[..]] {
+            let plan = Plan::compile(specs, &Limits::default()).expect("plan");
+            const N: u64 = 3000;
+            let start = linerate_engine::clock::now_ns(false) & signature::TS_MASK;
+            let frames = send_and_match(&lab, &plan, workers, N);
+            let end = linerate_engine::clock::now_ns(false) & signature::TS_MASK;
+            let mut last = std::collections::HashMap::new();
+            for f in &frames {
+                let s = signature::parse(f).expect("signed");
+                assert!(
+                    (start..=end).contains(&s.tx_ns),
+                    "{s:?} outside {start}..{end}"
+                );
+                // A flow's sequence numbers are its frames in order; per worker (w, w+W, …)
+                // on one receive queue the times go forward.
+                let w = s.seq as usize % workers;
+                if specs.len() == 1 {
+                    let prev = last.insert(w, s.tx_ns).unwrap_or(0);
+                    assert!(s.tx_ns >= prev, "worker {w}: {s:?} before {prev}");
+                }
+            }
+        }
     }
 }
 
@@ -595,6 +664,12 @@ fn interleaved_streams_are_sent_merged() {
     let report = linerate_live::run(&port, &plan, &config(1, Some(5000)), &()).expect("run");
     assert_eq!(report.submitted, 5000);
     assert_eq!(report.requested_pps, Some(25_000.0));
+    let per_stream: Vec<u64> = report.per_stream.iter().map(|s| s.frames).collect();
+    assert_eq!(
+        per_stream,
+        [4000, 1000],
+        "each stream's share of the merged cycle"
+    );
     assert_eq!(settle(&lab, 5000).packets, 5000);
 }
 

@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, MapFlags, Object};
 
 use super::worker_map::WorkerMap;
 use crate::LiveError;
-use crate::layout::{Layout, MAX_WINDOW};
+use crate::layout::{FRAME_HEADER, Layout, MAX_WINDOW};
 
 /// The program loaded with a layout's maps and its worker slots set for a run toward `ifindex`.
 pub(super) struct Loaded {
@@ -22,7 +22,7 @@ pub(super) struct Loaded {
 impl Loaded {
     pub(super) fn new(layout: &Layout, ifindex: u32) -> Result<Loaded, LiveError> {
         let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
-        let object = load(entries.max(1) as u32, Some(&layout.fields_bytes()))?;
+        let object = load(entries.max(1) as u32, Some(&layout.ro_bytes()))?;
         fill_maps(&object, layout)?;
         let map = WorkerMap::map(&object)?;
         let mut base = 0u32;
@@ -42,6 +42,8 @@ impl Loaded {
                 at.store(*k, Ordering::Relaxed);
             }
             slot.index.store(0, Ordering::Relaxed);
+            slot.lap.store(0, Ordering::Relaxed);
+            slot.seq.store(w.first_seq, Ordering::Relaxed);
             slot.sent.store(0, Ordering::Relaxed);
             slot.bytes.store(0, Ordering::Relaxed);
             slot.errors.store(0, Ordering::Release);
@@ -51,7 +53,7 @@ impl Loaded {
     }
 }
 
-/// Writes the frames' windows into their map.
+/// Writes the frames' windows (and the mapped signature's sequence steps) into their map.
 fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     let find = |name: &str| {
         object
@@ -66,12 +68,16 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     };
     let frames = find("live_frames")?;
     let mut key = 0u32;
-    let mut value = vec![0u8; 8 + MAX_WINDOW];
+    let mut value = vec![0u8; FRAME_HEADER + MAX_WINDOW];
     for w in &layout.workers {
-        for (len, bytes) in &w.frames {
+        for (i, (len, bytes)) in w.frames.iter().enumerate() {
             value.fill(0);
             value[..4].copy_from_slice(&len.to_ne_bytes());
-            value[8..8 + bytes.len()].copy_from_slice(bytes);
+            if let Some(s) = w.stamps.get(i) {
+                value[4..8].copy_from_slice(&s.seq_base.to_ne_bytes());
+                value[8..12].copy_from_slice(&s.seq_step.to_ne_bytes());
+            }
+            value[FRAME_HEADER..FRAME_HEADER + bytes.len()].copy_from_slice(bytes);
             frames
                 .update(&key.to_ne_bytes(), &value, MapFlags::ANY)
                 .map_err(update)?;
@@ -81,37 +87,34 @@ fn fill_maps(object: &Object, layout: &Layout) -> Result<(), LiveError> {
     Ok(())
 }
 
-/// Opens and loads the embedded object with room for `frames` window entries and with `fields`
-/// (the program's read-only data, `Layout::fields_bytes`; none: no field varies).
 /// `bpf/live_tx.bpf.c`'s maps as the Rust side writes them, checked before the object loads: a
-/// worker entry, a frame (length, padding, the window) and the read-only fields.
+/// worker entry, a frame (length, sequence start and step, padding, the window) and the
+/// read-only data (fields and signature).
 const ABI: [linerate_xdp::MapAbi; 3] = [
     linerate_xdp::MapAbi::of::<u32, super::worker_map::WorkerSlot>("live_workers"),
-    linerate_xdp::MapAbi::sized("live_frames", 4, 8 + crate::layout::MAX_WINDOW),
-    linerate_xdp::MapAbi::sized(
-        ".rodata",
-        4,
-        8 + crate::layout::MAX_FIELDS * crate::layout::FIELD_LEN,
-    ),
+    linerate_xdp::MapAbi::sized("live_frames", 4, FRAME_HEADER + MAX_WINDOW),
+    linerate_xdp::MapAbi::sized(".rodata", 4, crate::layout::RO_LEN),
 ];
 
-pub(super) fn load(frames: u32, fields: Option<&[u8]>) -> Result<Object, LiveError> {
+/// Opens and loads the embedded object with room for `frames` window entries and with `ro`
+/// (the program's read-only data, `Layout::ro_bytes`; none: nothing varies, no signature).
+pub(super) fn load(frames: u32, ro: Option<&[u8]>) -> Result<Object, LiveError> {
     linerate_xdp::load_object_checked("live_tx", linerate_xdp::live_tx_object(), &ABI, |open| {
-        let mut fields_set = fields.is_none();
+        let mut ro_set = ro.is_none();
         for mut map in open.maps_mut() {
             if map.name() == "live_frames" {
                 map.set_max_entries(frames)?;
-            } else if let Some(fields) = fields
+            } else if let Some(ro) = ro
                 && map.name().to_string_lossy().ends_with(".rodata")
             {
-                map.set_initial_value(fields)?;
-                fields_set = true;
+                map.set_initial_value(ro)?;
+                ro_set = true;
             }
         }
-        // Without them the program would send every frame with its fields unchanged.
-        if !fields_set {
+        // Without it the program would send every frame with its fields unchanged, unstamped.
+        if !ro_set {
             return Err(libbpf_rs::Error::from(io::Error::other(
-                "the object has no read-only data for the fields",
+                "the object has no read-only data for the fields and the signature",
             )));
         }
         Ok(())
@@ -177,4 +180,142 @@ pub(super) fn test_run(
         return Err(io::Error::from_raw_os_error(-ret));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate_stream::{Limits, Mode, Next, Plan, StreamSpec};
+    use linerate_wire::signature;
+
+    use super::*;
+    use crate::layout::{self, META_LEN};
+
+    fn now_ns(tai: bool) -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let id = if tai {
+            libc::CLOCK_TAI
+        } else {
+            libc::CLOCK_MONOTONIC
+        };
+        // SAFETY: clock_gettime only writes the timespec we own.
+        assert_eq!(unsafe { libc::clock_gettime(id, &mut ts) }, 0);
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// Runs worker `worker`'s program `n` times without live frames (BPF_PROG_RUN hands the
+    /// frame back, so the stamp is read from the kernel's own output); returns each frame with
+    /// the clock read just before and after its run.
+    fn run_kernel(layout: &Layout, worker: usize, n: usize, tai: bool) -> Vec<(u64, Vec<u8>, u64)> {
+        let loaded = Loaded::new(layout, 1).expect("load");
+        let prog = program(&loaded.object, "live_tx").expect("program");
+        let w = &layout.workers[worker];
+        let mut data = vec![0u8; META_LEN + w.template.len()];
+        data[..4].copy_from_slice(&(worker as u32).to_ne_bytes());
+        data[META_LEN..].copy_from_slice(&w.template);
+        let ctx = xdp_ctx(META_LEN, data.len(), 0);
+        let mut out = vec![0u8; data.len()];
+        (0..n)
+            .map(|_| {
+                let mut opts = libbpf_sys::bpf_test_run_opts {
+                    sz: size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+                    data_in: data.as_ptr().cast(),
+                    data_size_in: data.len() as u32,
+                    data_out: out.as_mut_ptr().cast(),
+                    data_size_out: out.len() as u32,
+                    ctx_in: (&ctx as *const libbpf_sys::xdp_md).cast(),
+                    ctx_size_in: size_of::<libbpf_sys::xdp_md>() as u32,
+                    repeat: 1,
+                    ..Default::default()
+                };
+                let before = now_ns(tai);
+                // SAFETY: prog is a live program fd; opts has its `sz` set and points to `data`,
+                // `ctx` (read) and `out` (written, `data_size_out` bytes), all outliving the call.
+                let ret = unsafe { libbpf_sys::bpf_prog_test_run_opts(prog, &mut opts) };
+                let after = now_ns(tai);
+                assert_eq!(ret, 0, "BPF_PROG_RUN");
+                assert_eq!(opts.retval, libbpf_sys::XDP_REDIRECT);
+                // The output starts at the metadata.
+                let len = opts.data_size_out as usize;
+                (before, out[META_LEN..len].to_vec(), after)
+            })
+            .collect()
+    }
+
+    /// The kernel program's signature, frame by frame, against the Rust model and the wire
+    /// crate's decoder: the engine's sequence numbers for every worker (one flow and several),
+    /// a transmit time read between the clock readings around the run (CLOCK_MONOTONIC, and
+    /// CLOCK_TAI when asked), and every other byte the model's with the same time.
+    #[test]
+    fn the_program_stamps_the_engines_signature() {
+        if !linerate_lab::root_or_skip("the_program_stamps_the_engines_signature") {
+            return;
+        }
+        let signed = |port: u16, size_mode: &str, count: Option<u64>, next, mode| StreamSpec {
+            src_port: port,
+            size_mode: size_mode.into(),
+            signature: true,
+            vary: vec!["dst-port:random:1-65535".into()],
+            count,
+            next,
+            mode,
+            rate: if mode == Mode::Interleaved {
+                format!("{}k", 5 << port)
+            } else {
+                "max".into()
+            },
+            ..StreamSpec::default()
+        };
+        let one = vec![signed(1, "inc:64-90:2", None, Next::Stop, Mode::Sequence)];
+        let sequence = vec![
+            signed(1, "fixed", Some(5), Next::Next, Mode::Sequence),
+            signed(2, "inc:64-80:2", Some(3), Next::GotoFirst, Mode::Sequence),
+        ];
+        let lanes: Vec<StreamSpec> = (1..=3)
+            .map(|p| StreamSpec {
+                vary: Vec::new(),
+                ..signed(p, "fixed", None, Next::Stop, Mode::Interleaved)
+            })
+            .collect();
+        for (name, specs, tai) in [
+            ("one flow", &one, false),
+            ("one flow, TAI", &one, true),
+            ("a sequence", &sequence, false),
+            ("merged lanes", &lanes, false),
+        ] {
+            let mut plan = Plan::compile(specs, &Limits::default()).expect(name);
+            plan.set_stamp_clock(tai);
+            let (cycle, _) = layout::cycle_of(&plan).expect(name);
+            for workers in [1, 3] {
+                let layout = Layout::compile_cycle(&cycle, workers, None).expect(name);
+                let w = workers - 1;
+                const N: usize = 40;
+                let got = run_kernel(&layout, w, N, tai);
+                let stamps: Vec<u64> = got
+                    .iter()
+                    .map(|(_, f, _)| signature::parse(f).expect("signed").tx_ns)
+                    .collect();
+                let mut at = stamps.iter();
+                let model = layout::simulate(&layout, w, N as u64, 1, || *at.next().unwrap());
+                let mut at = stamps.iter();
+                let want = layout::expected(&cycle, w, workers, N as u64, || *at.next().unwrap());
+                for (i, ((before, frame, after), (m, e))) in
+                    got.iter().zip(model.iter().zip(&want)).enumerate()
+                {
+                    let why = format!("{name}: worker {w}/{workers}, frame {i}");
+                    let s = signature::parse(frame).expect("signed");
+                    let mask = signature::TS_MASK;
+                    assert!(
+                        (before & mask) <= s.tx_ns && s.tx_ns <= (after & mask),
+                        "{why}: stamped {} outside {before}..{after}",
+                        s.tx_ns
+                    );
+                    assert_eq!(frame, m, "{why}: the model");
+                    assert_eq!(frame, e, "{why}: the engine's frame");
+                }
+            }
+        }
+    }
 }

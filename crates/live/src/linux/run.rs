@@ -126,6 +126,21 @@ pub(crate) fn run_with(
     );
     report.requested_pps = plan.requested_pps();
     report.cores = cores.load_until(&linerate_engine::cpu::CoreTimes::read());
+    // Lanes went out as their merged cycle (cycle_of): each stream's share, as the engine
+    // reports it, from where each worker's frames fall in that cycle.
+    if let linerate_stream::Shape::Lanes(lanes) = &plan.shape
+        && let Some(m) = linerate_stream::merge(lanes)
+    {
+        let mut sent = vec![linerate_engine::LaneTotals::default(); lanes.len()];
+        for w in &report.workers {
+            let share = linerate_engine::merged_lanes(&m, w.worker, workers, w.submitted);
+            for (sum, lane) in sent.iter_mut().zip(share) {
+                sum.submitted += lane.submitted;
+                sum.bytes += lane.bytes;
+            }
+        }
+        linerate_engine::set_per_stream(&mut report, plan, &sent);
+    }
     Ok(report)
 }
 

@@ -5,17 +5,98 @@ use linerate_engine::{Observer, Report, Snapshot};
 use linerate_stream::Plan;
 use serde::Serialize;
 
-/// The live line on stderr, once per tick.
-#[derive(Debug)]
+/// The live line on stderr, once per tick; with `tx --rx`, also what the receiver counted.
 pub struct LiveStatus {
     link_mbps: Option<u64>,
     quiet: bool,
+    rx: Option<std::sync::Arc<crate::rx::RunReceiver>>,
+    /// The previous tick's (elapsed, frames received), for the receive rate.
+    rx_last: std::sync::Mutex<(std::time::Duration, u64)>,
+}
+
+impl std::fmt::Debug for LiveStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveStatus")
+            .field("link_mbps", &self.link_mbps)
+            .field("quiet", &self.quiet)
+            .field("rx", &self.rx.is_some())
+            .finish()
+    }
+}
+
+/// The receive side of one status line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RxTick {
+    /// Frames received per second since the last tick.
+    pub pps: f64,
+    /// Sent but not (yet) received once: frames still on their way count until they arrive.
+    pub lost: u64,
+    pub sent: u64,
 }
 
 impl LiveStatus {
     pub fn new(link_mbps: Option<u64>, quiet: bool) -> Self {
-        Self { link_mbps, quiet }
+        Self {
+            link_mbps,
+            quiet,
+            rx: None,
+            rx_last: std::sync::Mutex::new((std::time::Duration::ZERO, 0)),
+        }
     }
+
+    /// Adds the receiver's rate and loss so far to each line: its maps are read once a tick, on
+    /// the supervising thread (never a worker's).
+    pub fn with_rx(mut self, rx: Option<std::sync::Arc<crate::rx::RunReceiver>>) -> Self {
+        self.rx = rx;
+        self
+    }
+
+    fn rx_tick(&self, s: &Snapshot) -> Option<RxTick> {
+        let p = self.rx.as_ref()?.progress()?;
+        let mut last = self.rx_last.lock().unwrap_or_else(|e| e.into_inner());
+        let over = s.elapsed.saturating_sub(last.0);
+        let pps = if over.is_zero() {
+            0.0
+        } else {
+            p.frames.saturating_sub(last.1) as f64 / over.as_secs_f64()
+        };
+        *last = (s.elapsed, p.frames);
+        Some(RxTick {
+            pps,
+            lost: s.frames.saturating_sub(p.unique()),
+            sent: s.frames,
+        })
+    }
+}
+
+/// One status line: the sender's rate, and the receiver's when there is one.
+pub fn status_line(s: &Snapshot, link_mbps: Option<u64>, rx: Option<RxTick>) -> String {
+    let line = match link_mbps {
+        Some(mbps) => format!("{:.1} % of line", s.wire_bps() / (mbps as f64 * 1e4)),
+        None => "line rate n/a".into(),
+    };
+    let mut out = format!(
+        "{:>6.1}s  {:>8.3} Mpps  {:>7.3} Gbit/s wire  {}  ({} frames)",
+        s.elapsed.as_secs_f64(),
+        s.pps() / 1e6,
+        s.wire_bps() / 1e9,
+        line,
+        s.frames
+    );
+    if let Some(rx) = rx {
+        let pct = if rx.sent == 0 {
+            0.0
+        } else {
+            rx.lost as f64 * 100.0 / rx.sent as f64
+        };
+        out.push_str(&format!(
+            "  rx {:>8.3} Mpps  lost so far {} ({:.3} %)",
+            rx.pps / 1e6,
+            rx.lost,
+            pct
+        ));
+    }
+    out
 }
 
 impl Observer for LiveStatus {
@@ -23,18 +104,7 @@ impl Observer for LiveStatus {
         if self.quiet {
             return;
         }
-        let line = match self.link_mbps {
-            Some(mbps) => format!("{:.1} % of line", s.wire_bps() / (mbps as f64 * 1e4)),
-            None => "line rate n/a".into(),
-        };
-        eprintln!(
-            "{:>6.1}s  {:>8.3} Mpps  {:>7.3} Gbit/s wire  {}  ({} frames)",
-            s.elapsed.as_secs_f64(),
-            s.pps() / 1e6,
-            s.wire_bps() / 1e9,
-            line,
-            s.frames
-        );
+        eprintln!("{}", status_line(s, self.link_mbps, self.rx_tick(s)));
     }
 }
 
@@ -227,4 +297,62 @@ fn tx_text(
         writeln!(out, "cores     busy over the run: {}", cores.join(", "))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn snapshot(frames: u64) -> Snapshot {
+        Snapshot {
+            elapsed: Duration::from_secs(2),
+            frames,
+            bytes: frames * 60,
+            interval: Duration::from_secs(1),
+            interval_frames: 1_000_000,
+            interval_bytes: 60_000_000,
+        }
+    }
+
+    #[test]
+    fn the_status_line_adds_the_receivers_rate_and_loss_so_far() {
+        let s = snapshot(2_000_000);
+        let plain = status_line(&s, Some(10_000), None);
+        // 1 Mpps of 64-byte frames: 84 bytes on the wire each, 0.672 Gbit/s, 6.7 % of 10 GbE.
+        assert!(plain.contains("1.000 Mpps"), "{plain}");
+        assert!(
+            plain.contains("0.672 Gbit/s wire  6.7 % of line"),
+            "{plain}"
+        );
+        assert!(!plain.contains("rx"), "{plain}");
+        let with = status_line(
+            &s,
+            Some(10_000),
+            Some(RxTick {
+                pps: 990_000.0,
+                lost: 20_000,
+                sent: 2_000_000,
+            }),
+        );
+        assert!(with.starts_with(&plain), "{with}");
+        assert!(
+            with.ends_with("rx    0.990 Mpps  lost so far 20000 (1.000 %)"),
+            "{with}"
+        );
+        let none_sent = status_line(
+            &snapshot(0),
+            None,
+            Some(RxTick {
+                pps: 0.0,
+                lost: 0,
+                sent: 0,
+            }),
+        );
+        assert!(
+            none_sent.ends_with("lost so far 0 (0.000 %)"),
+            "{none_sent}"
+        );
+    }
 }

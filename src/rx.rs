@@ -173,6 +173,13 @@ impl RunReceiver {
         Ok(self.rx.reset()?)
     }
 
+    /// What the receiver counted so far, for the status line (the flow table without the
+    /// histograms); None if its maps cannot be read: the line then goes without it, and the
+    /// report at the end says why.
+    pub fn progress(&self) -> Option<linerate_rx::RxProgress> {
+        self.rx.progress().ok()
+    }
+
     /// Waits up to `drain` for the frames still on their way (returns as soon as every flow has
     /// what was sent), then reads the flows against what each sent.
     pub fn finish(&self, tx: &[(u16, Option<String>, u64)], drain: Duration) -> Result<RunFlows> {

@@ -168,6 +168,11 @@ mod macos {
             Ok(self.capture().with_counts(CaptureCounts::totals)?)
         }
 
+        /// What the capture counted so far, for the status line.
+        pub fn progress(&self) -> Option<linerate_rx::RxProgress> {
+            self.read().ok().map(|t| t.progress())
+        }
+
         /// Forgets the counts: a fresh capture on the same interface.
         pub fn reset(&self) -> Result<()> {
             let fresh = start(&self.iface, &self.args)?;
@@ -249,6 +254,10 @@ mod elsewhere {
         }
 
         pub fn reset(&self) -> Result<()> {
+            match *self {}
+        }
+
+        pub fn progress(&self) -> Option<linerate_rx::RxProgress> {
             match *self {}
         }
 

@@ -113,7 +113,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
     }
     let stop = stop_flag()?;
     let info = session.info().clone();
-    let live = LiveStatus::new(session.link_mbps(), args.quiet);
+    let live = LiveStatus::new(session.link_mbps(), args.quiet).with_rx(session.rx_handle());
     let end = End {
         duration: args.duration,
         count: args.count,

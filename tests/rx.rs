@@ -263,6 +263,50 @@ fn three_flows_stamped_by_the_live_program_arrive_whole_and_in_order() {
     }
 }
 
+/// `tx --rx`'s status line on stderr carries the receiver's rate and loss so far, while stdout
+/// holds nothing but the JSON; `-q` leaves stderr empty.
+#[test]
+fn the_status_line_shows_the_receiver_and_json_and_quiet_runs_stay_clean() {
+    if !root_or_skip("tx --rx status line on a lab") {
+        return;
+    }
+    let lab = common::lab("rxq", 1);
+    let args = [
+        "tx",
+        "-i",
+        &lab.sender,
+        "--rx",
+        "--rate",
+        "20k",
+        "-d",
+        "1500ms",
+        "--json",
+        "--cores",
+        "0",
+    ];
+    let out = linerate(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert!(
+        json["rx"]["flows"][0]["rx_frames"].as_u64() > Some(0),
+        "{json}"
+    );
+    let ticks: Vec<&str> = stderr.lines().filter(|l| l.contains(" Mpps ")).collect();
+    assert!(!ticks.is_empty(), "no status line: {stderr}");
+    for t in ticks {
+        assert!(t.contains("  rx ") && t.contains("lost so far "), "{t}");
+    }
+    let quiet = linerate(&[&args[..], &["-q"]].concat());
+    assert!(quiet.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&quiet.stderr),
+        "",
+        "-q prints nothing"
+    );
+    common::json(&String::from_utf8_lossy(&quiet.stdout));
+}
+
 #[test]
 fn a_lone_receiver_counts_flows_and_stray_frames_apart() {
     if !root_or_skip("linerate rx on a veth pair") {

@@ -280,6 +280,24 @@ impl FlowReport {
     }
 }
 
+/// What a receiver counted so far, all flows together: enough for a status line, read without
+/// the histograms.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RxProgress {
+    /// Frames of every flow, duplicates included.
+    pub frames: u64,
+    pub duplicates: u64,
+    /// Frames without the signature, or beyond the flow table.
+    pub other: u64,
+}
+
+impl RxProgress {
+    /// Frames received once.
+    pub fn unique(&self) -> u64 {
+        self.frames.saturating_sub(self.duplicates)
+    }
+}
+
 /// Everything a receiver read: its flows and what was not a flow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RxTotals {
@@ -291,6 +309,15 @@ impl RxTotals {
     /// A flow's stats, if it arrived.
     pub fn flow(&self, flow: u16) -> Option<&FlowStats> {
         self.flows.iter().find(|f| f.flow == flow)
+    }
+
+    /// The flows summed, for a status line.
+    pub fn progress(&self) -> RxProgress {
+        RxProgress {
+            frames: self.flows.iter().map(|f| f.frames).sum(),
+            duplicates: self.flows.iter().map(|f| f.duplicates).sum(),
+            other: self.global.other_frames + self.global.untracked_frames,
+        }
     }
 }
 

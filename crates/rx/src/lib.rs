@@ -11,6 +11,6 @@ mod linux;
 pub mod table;
 
 pub use error::RxError;
-pub use flow::{FlowReport, FlowState, FlowStats, Latency, RxFlow, RxGlobal, RxTotals};
+pub use flow::{FlowReport, FlowState, FlowStats, Latency, RxFlow, RxGlobal, RxProgress, RxTotals};
 #[cfg(target_os = "linux")]
 pub use linux::{Clock, MAX_FLOWS, MAX_HIST_FLOWS, Receiver, RxConfig};

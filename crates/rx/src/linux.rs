@@ -6,7 +6,7 @@ use std::os::fd::AsFd;
 
 use linerate_xdp::{AttachMode, LinkSwap, MapAbi, XdpLink};
 
-use crate::flow::{FlowStats, RxFlow, RxGlobal, RxTotals};
+use crate::flow::{FlowStats, RxFlow, RxGlobal, RxProgress, RxTotals};
 use crate::{RxError, hist};
 
 const FLOWS: &str = "rx_flows";
@@ -210,6 +210,24 @@ impl Receiver {
             }
         }
         Ok(())
+    }
+
+    /// The flows' frames and duplicates summed over every CPU, and the other frames: the flow
+    /// table's entries without the histograms, for a status line once a tick.
+    pub fn progress(&self) -> Result<RxProgress, RxError> {
+        let flows = self.map(FLOWS)?;
+        let global = self.map(GLOBAL)?;
+        let mut p = RxProgress::default();
+        for cpu in percpu::<RxGlobal>(&global, 0, GLOBAL)? {
+            p.other += cpu.other_frames + cpu.untracked_frames;
+        }
+        for id in 0..self.config.flows {
+            for cpu in percpu::<RxFlow>(&flows, id, FLOWS)? {
+                p.frames += cpu.frames;
+                p.duplicates += cpu.dups;
+            }
+        }
+        Ok(p)
     }
 
     fn map(&self, name: &'static str) -> Result<libbpf_rs::Map<'_>, RxError> {

@@ -58,4 +58,28 @@ if [[ ! -x $tools/bin/action-validator ]] && ! command -v action-validator >/dev
     cargo install --quiet --locked --root "$tools" action-validator >/dev/null 2>&1 ||
         log "could not install action-validator: the workflow check will be skipped"
 fi
+# The OTG tests (tests/otg.rs runs tests/otg/*.py) and examples/otg_quickstart.py speak through
+# snappi, pinned with the frame decoder and pytest in a virtualenv inside the project (.venv,
+# ignored by git): never a global pip. Re-installed only when the requirements change.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+requirements="$root/tests/otg/requirements.txt"
+if command -v python3 >/dev/null; then
+    if [[ ! -x $root/.venv/bin/python ]] && ! python3 -m venv "$root/.venv" >/dev/null 2>&1; then
+        if [[ $(uname -s) == Linux ]]; then
+            apt-get install -y -qq --no-install-recommends python3-venv >/dev/null 2>&1 || true
+        fi
+        rm -rf "$root/.venv"
+        python3 -m venv "$root/.venv" || log "could not make the virtualenv .venv"
+    fi
+    if [[ -x $root/.venv/bin/python ]] && ! cmp -s "$requirements" "$root/.venv/requirements.txt"; then
+        log "installing the OTG client (snappi) into .venv"
+        if "$root/.venv/bin/python" -m pip install -q -r "$requirements"; then
+            cp "$requirements" "$root/.venv/requirements.txt"
+        else
+            log "could not install tests/otg/requirements.txt into .venv"
+        fi
+    fi
+else
+    log "no python3: the OTG tests will be skipped (they fail under CI=true)"
+fi
 log "ready"

@@ -34,6 +34,35 @@ pub enum Command {
     /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
     /// rate, back-to-back, judged at the receive port.
     Rfc2544(Box<crate::rfc2544::Rfc2544Args>),
+    /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux).
+    Serve(Box<ServeArgs>),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: any free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:8443")]
+    pub listen: std::net::SocketAddr,
+    /// Plain HTTP instead of TLS.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub http: bool,
+    /// TLS certificate chain (PEM); default: a self-signed certificate made at start.
+    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Bearer token every request must carry; needed to listen beyond loopback.
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+    /// Backend of the transmit port (default: the platform's, AF_XDP on Linux).
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    pub max_body: usize,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
 }
 
 #[derive(Debug, Args)]

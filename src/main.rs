@@ -14,6 +14,8 @@ mod rfc2544;
 mod rx;
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod rx_common;
+#[cfg(target_os = "linux")]
+mod serve;
 mod session;
 mod sweep;
 mod tx;
@@ -40,6 +42,12 @@ fn main() -> ExitCode {
         Command::Compare(args) => sweep::compare(&args),
         Command::Ports(args) => ports::run(&args),
         Command::Rfc2544(args) => rfc2544::run(&args),
+        #[cfg(target_os = "linux")]
+        Command::Serve(args) => serve::run(*args),
+        #[cfg(not(target_os = "linux"))]
+        Command::Serve(_) => Err(usage(
+            "linerate serve runs on Linux for now (its receive side and captures are Linux's)",
+        )),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

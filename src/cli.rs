@@ -61,6 +61,9 @@ pub struct ServeArgs {
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
     pub max_body: usize,
+    /// One transmit worker per core, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub cores: Vec<usize>,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
 }

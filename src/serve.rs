@@ -2,8 +2,9 @@
 //! speaks; docs/otg.md). The OTG side (models, mapping, refusals) is `linerate-otg`; this file is
 //! the HTTP server (axum on hyper, TLS by rustls with a certificate made at start), the state of
 //! the one config, and the threads that send, receive and capture. The HTTP side never waits on
-//! a worker: a transmit runs on the config's own port thread, the receive program's counters
-//! are read from any thread, and a capture is a packet socket read by its own thread.
+//! a worker: a transmit runs on the config's own port thread (a `Session`, opened once per
+//! config), the receive program's counters are read from any thread, and a capture is a packet
+//! socket read by its own thread.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,14 +20,19 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use linerate_engine::{Observer, RunConfig, Snapshot, WorkerSpec};
+use linerate_engine::{Observer, Snapshot};
 use linerate_otg as otg;
-use linerate_rx::{Clock, Receiver, RxConfig, RxTotals};
+use linerate_rx::RxTotals;
 
-use crate::cli::ServeArgs;
+use crate::cli::{ClockArg, ReceiverArgs, ServeArgs, XdpAttach};
+use crate::rx::RunReceiver;
+use crate::session::{End, PortOptions, RxTarget, Session};
 
 /// How long `stop` waits for the workers to drain before it answers.
 const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long a run waits after its last frame for the frames still on their way to the
+/// receiver (it ends sooner once every flow has what was sent).
+const DRAIN: Duration = Duration::from_millis(500);
 /// Frames one capture keeps (about 1.5 GB of 1518-byte frames would be too many for a
 /// response; this is the most a pcap answer carries).
 const CAPTURE_FRAMES: usize = 1_000_000;
@@ -273,7 +279,7 @@ struct Inner {
     config: Option<serde_json::Value>,
     mapped: Option<Arc<otg::Mapped>>,
     port: Option<PortThread>,
-    rx: Option<Arc<Receiver>>,
+    rx: Option<Arc<RunReceiver>>,
     run: RunState,
     captures: BTreeMap<String, CaptureState>,
 }
@@ -334,34 +340,40 @@ impl Drop for PortThread {
 }
 
 impl PortThread {
-    fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<PortThread> {
+    /// Opens the config's session (its transmit port and, when a flow names a receive port,
+    /// the receive program there) and compiles its flows, on the thread that will run them;
+    /// returns once that is done, with the receiver's handle for reading counts from any thread.
+    fn start(
+        app: &ServeArgs,
+        mapped: Arc<otg::Mapped>,
+    ) -> Result<(PortThread, Option<Arc<RunReceiver>>)> {
         let tx_name = mapped.tx_port.clone().context("no flows")?;
         let port = mapped.port(&tx_name).context("tx port")?.clone();
-        let backend = app.backend;
-        let afxdp = app.afxdp.clone();
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<()>>();
+        let mut options = PortOptions::interface(&port.location.iface);
+        if let Some(b) = app.backend {
+            options.backend = b;
+        }
+        options.afxdp = app.afxdp.clone();
+        options.cores = app.cores.clone();
+        options.link_speed = port.link_mbps;
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Option<Arc<RunReceiver>>>>();
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
         let thread = std::thread::Builder::new()
             .name("otg-port".into())
             .spawn(move || {
                 let setup = || -> Result<_> {
-                    let sender =
-                        crate::tx::open_interface(backend, &port.location.iface, &afxdp)
-                            .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
-                    let lab = crate::platform::receiver_of(&port.location.iface)?;
-                    let plan = crate::tx::compile(
-                        &mapped.streams,
-                        sender.info(),
-                        lab.as_ref(),
-                        port.link_mbps,
-                    )
-                    .context("flows")?;
-                    Ok((sender, plan))
+                    let mut session = Session::open(&options)
+                        .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
+                    if let Some(target) = rx_target(&mapped, &port.location.iface)? {
+                        session.receive(&target).context("the receive port")?;
+                    }
+                    let plan = session.compile(&mapped.streams).context("flows")?;
+                    Ok((session, plan))
                 };
-                let (sender, plan) = match setup() {
-                    Ok(s) => {
-                        let _ = ready_tx.send(Ok(()));
-                        s
+                let (mut session, plan) = match setup() {
+                    Ok((session, plan)) => {
+                        let _ = ready_tx.send(Ok(session.rx_handle()));
+                        (session, plan)
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -369,26 +381,16 @@ impl PortThread {
                     }
                 };
                 while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
-                    let config = RunConfig {
-                        workers: vec![WorkerSpec {
-                            core: None,
-                            queue: 0,
-                        }],
-                        batch: 64,
+                    let end = End {
                         duration: mapped.duration,
                         count: None,
-                        stop,
-                        tick: Duration::from_millis(100),
                     };
-                    let outcome = sender.run(&plan, &config, progress.as_ref());
+                    let outcome = session.run_plan(&plan, end, stop, progress.as_ref(), DRAIN);
                     let result = match outcome {
-                        Ok(report) => RunResult {
-                            per_flow: crate::rx::sent_per_flow(&plan, &report)
-                                .into_iter()
-                                .map(|(id, _, n)| (id, n))
-                                .collect(),
-                            frames: report.completed,
-                            bytes: report.bytes,
+                        Ok(o) => RunResult {
+                            per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
+                            frames: o.report.completed,
+                            bytes: o.report.bytes,
                             error: None,
                         },
                         Err(e) => RunResult {
@@ -410,45 +412,38 @@ impl PortThread {
             thread: Some(thread),
         };
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(handle),
+            Ok(Ok(rx)) => Ok((handle, rx)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(anyhow::anyhow!("the port thread ended before it was ready")),
         }
     }
 }
 
-/// Attaches the receive program to the config's receive port (the lab's receive end when it
-/// is one: the lab's sink is swapped out for the run and comes back when it is dropped).
-fn attach_receiver(mapped: &otg::Mapped) -> Result<Option<Receiver>> {
-    let Some(rx_name) = &mapped.rx_port else {
+/// Where the receive program goes: the lab's receive end (`""`: the lab's sink is swapped out
+/// while the config lasts and comes back when it is dropped) or `IFACE@NETNS`; None when no
+/// flow names a receive port.
+fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<RxTarget>> {
+    let Some(rx) = mapped.rx_port.as_deref().and_then(|r| mapped.port(r)) else {
         return Ok(None);
     };
-    let rx = mapped.port(rx_name).context("rx port")?;
-    let config = RxConfig {
-        flows: 4096,
-        hist_flows: 256,
-        clock: Clock::Monotonic,
-        // A capture on the receive port needs the frames to reach the stack.
-        pass: rx.capture,
-    };
-    let tx_iface = mapped
-        .tx_port
-        .as_deref()
-        .and_then(|t| mapped.port(t))
-        .map(|p| p.location.iface.clone());
-    if let Some(tx) = tx_iface
-        && let Some(lab) = crate::lab::lab_of(&tx)?
-        && lab.receiver == rx.location.iface
-        && rx.location.netns.as_deref() == Some(lab.netns.as_str())
-    {
-        return Ok(Some(Receiver::swap_into(&lab.pin_dir(), config)?));
-    }
-    Ok(Some(Receiver::attach(
-        &rx.location.iface,
-        rx.location.netns.as_deref(),
-        linerate_xdp::AttachMode::Drv,
-        config,
-    )?))
+    let lab_end = crate::lab::lab_of(tx_iface)?.is_some_and(|lab| {
+        lab.receiver == rx.location.iface && rx.location.netns.as_deref() == Some(&lab.netns)
+    });
+    Ok(Some(RxTarget {
+        target: if lab_end {
+            String::new()
+        } else {
+            rx.location.to_string()
+        },
+        mode: XdpAttach::Drv,
+        receiver: ReceiverArgs {
+            rx_flows: 4096,
+            rx_hist_flows: 256,
+            clock: ClockArg::Monotonic,
+            // A capture on the receive port needs the frames to reach the stack.
+            rx_pass: rx.capture,
+        },
+    }))
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Fail> {
@@ -486,16 +481,19 @@ async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Result<Response
         std::mem::take(&mut *inner)
     };
     let args = Arc::clone(&app);
-    let made = blocking(move || -> Result<(Option<PortThread>, Option<Receiver>)> {
-        // The old config's port, receiver and captures go first: the new one may use them.
-        drop(old);
-        let port = match mapped.tx_port {
-            Some(_) => Some(PortThread::start(&args.args, Arc::clone(&mapped))?),
-            None => None,
-        };
-        let rx = attach_receiver(&mapped)?;
-        Ok((port, rx))
-    })
+    let made = blocking(
+        move || -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
+            // The old config's port, receiver and captures go first: the new one may use them.
+            drop(old);
+            match mapped.tx_port {
+                Some(_) => {
+                    let (port, rx) = PortThread::start(&args.args, Arc::clone(&mapped))?;
+                    Ok((Some(port), rx))
+                }
+                None => Ok((None, None)),
+            }
+        },
+    )
     .await?;
     let (port, rx) = made.map_err(|e| Fail::bad(one_line(&e)))?;
     let mapped = otg::map_config(&config)?;
@@ -509,7 +507,7 @@ async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Result<Response
     inner.mapped = Some(Arc::new(mapped));
     inner.config = Some(raw);
     inner.port = port;
-    inner.rx = rx.map(Arc::new);
+    inner.rx = rx;
     Ok(warnings())
 }
 
@@ -595,24 +593,13 @@ async fn flow_transmit(
             if mapped.flows.is_empty() {
                 return Err(Fail::bad("the config has no flows to transmit"));
             }
-            let (old_rx, progress) = {
-                let mut inner = app.lock();
-                if inner.run.progress.running.load(Ordering::Acquire) {
-                    return Err(Fail::conflict("traffic is already being transmitted"));
-                }
-                inner.run = RunState::default();
-                (inner.rx.take(), Arc::clone(&inner.run.progress))
-            };
-            // A fresh receiver for each start: its counts are this run's.
-            let m = Arc::clone(&mapped);
-            let rx = blocking(move || {
-                drop(old_rx);
-                attach_receiver(&m)
-            })
-            .await?
-            .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
+            // The session clears the receiver's counts as the run begins: they are this run's.
             let mut inner = app.lock();
-            inner.rx = rx.map(Arc::new);
+            if inner.run.progress.running.load(Ordering::Acquire) {
+                return Err(Fail::conflict("traffic is already being transmitted"));
+            }
+            inner.run = RunState::default();
+            let progress = Arc::clone(&inner.run.progress);
             progress.running.store(true, Ordering::Release);
             *progress.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             let stop = Arc::clone(&inner.run.stop);

@@ -234,3 +234,33 @@ def test_refusals_are_4xx_with_the_path_and_the_server_goes_on(api, lab):
     f.packet.ethernet().ipv4().udp()
     api.set_config(c)
     assert run_to_end(api, 10)["ok"].frames_rx == 10
+
+
+def test_metrics_are_live_while_transmitting_and_set_config_waits_for_stop(api, lab):
+    c = config(api, lab)
+    f = flow(c, "live", size=64)
+    f.rate.pps = 5000
+    f.duration.continuous.gap = 12
+    f.packet.ethernet().ipv4().udp()
+    api.set_config(c)
+    transmit(api, "start")
+    time.sleep(1.3)
+    first = flow_metrics(api)[0]
+    assert first.transmit == "started" and first.frames_rx > 0
+    with pytest.raises(Exception) as e:
+        api.set_config(c)
+    assert "409" in str(e.value) and "stop it" in str(e.value)
+    time.sleep(1.0)
+    second = flow_metrics(api)[0]
+    assert second.frames_rx > first.frames_rx and second.frames_tx >= first.frames_tx > 0
+    transmit(api, "stop")
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        m = flow_metrics(api)[0]
+        if m.frames_rx == m.frames_tx:
+            break
+        time.sleep(0.05)
+    assert m.transmit == "stopped" and m.frames_rx == m.frames_tx > second.frames_rx
+    with pytest.raises(Exception) as e:
+        transmit(api, "pause")
+    assert "pause" in str(e.value)

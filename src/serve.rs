@@ -729,6 +729,21 @@ async fn get_metrics(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
     Ok(axum::Json(response).into_response())
 }
 
+/// Bytes (FCS included) of `frames` frames of a stream: its size schedule's sum for each whole
+/// lap, its first sizes for the rest (a lap's order is what the plan sends).
+fn bytes_of(spec: &linerate_stream::StreamSpec, frames: u64) -> u64 {
+    let schedule = linerate_stream::SizeMode::parse(&spec.size_mode, spec.size)
+        .map(|m| m.schedule(spec.seed))
+        .unwrap_or_else(|_| vec![spec.size]);
+    let lap: u64 = schedule.iter().map(|&s| s as u64).sum();
+    let len = schedule.len().max(1) as u64;
+    let rest: u64 = schedule[..(frames % len) as usize]
+        .iter()
+        .map(|&s| s as u64)
+        .sum();
+    frames / len * lap + rest
+}
+
 /// What the metrics are read from at one moment.
 struct View<'a> {
     mapped: &'a otg::Mapped,
@@ -812,7 +827,7 @@ impl View<'_> {
                 // Bytes with the FCS, as frame sizes are counted.
                 let bytes_tx = match self.result() {
                     Some(r) if self.mapped.flows.len() == 1 => r.bytes + 4 * r.frames,
-                    _ => frames_tx * spec.size as u64,
+                    _ => bytes_of(spec, frames_tx),
                 };
                 let frames_rx = stats.map_or(0, |s| s.frames);
                 let unique = stats.map_or(0, |s| s.unique());

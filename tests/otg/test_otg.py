@@ -189,6 +189,11 @@ def test_two_flows_on_one_port_and_port_metrics_are_their_sum(api, lab):
         f.duration.fixed_packets.packets = n
         eth, ip, udp = f.packet.ethernet().ipv4().udp()
         udp.src_port.value = 1000 if name == "a" else 2000
+        if name == "b":
+            # Sizes 64, 96, 128, 64, …: the flow's bytes follow its schedule.
+            f.size.increment.start = 64
+            f.size.increment.end = 128
+            f.size.increment.step = 32
     api.set_config(c)
     fm = run_to_end(api, 5000)
     assert (fm["a"].frames_tx, fm["a"].frames_rx) == (3000, 3000)
@@ -198,7 +203,11 @@ def test_two_flows_on_one_port_and_port_metrics_are_their_sum(api, lab):
     ports = {p.name: p for p in api.get_metrics(req).port_metrics}
     assert ports["tx"].frames_tx == fm["a"].frames_tx + fm["b"].frames_tx
     assert ports["rx"].frames_rx == fm["a"].frames_rx + fm["b"].frames_rx
+    # The engine counts the port's bytes; the flows' come from their size schedules; the
+    # receiver counts what arrived.
     assert ports["tx"].bytes_tx == fm["a"].bytes_tx + fm["b"].bytes_tx
+    assert fm["b"].bytes_tx == fm["b"].bytes_rx == 666 * (64 + 96 + 128) + 64 + 96
+    assert ports["rx"].bytes_rx == fm["a"].bytes_rx + fm["b"].bytes_rx
 
 
 def test_refusals_are_4xx_with_the_path_and_the_server_goes_on(api, lab):

@@ -16,7 +16,11 @@ struct Server(Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
-        // SAFETY: kill(2) on the child's own pid.
+        // A child already reaped keeps its status: its pid may be another process's now.
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        // SAFETY: kill(2) on the child's own pid, not yet reaped.
         unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
         let _ = self.0.wait();
     }
@@ -134,4 +138,74 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
     let (code, body) = get(&format!("Authorization: Bearer {token}\r\n"));
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"api_spec_version\":\"1.60.0\""), "{body}");
+}
+
+#[test]
+fn sigterm_mid_transmit_stops_the_traffic_gives_the_lab_back_and_exits() {
+    if !root_or_skip("linerate serve on a lab") {
+        return;
+    }
+    let lab = common::lab("ots", 1);
+    let (mut server, url) = serve(&["--http"]);
+    let post = |path: &str, body: &str| {
+        http(
+            &url,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let config = serde_json::json!({
+        "ports": [
+            {"name": "tx", "location": lab.sender},
+            {"name": "rx", "location": format!("{}@{}", lab.receiver, lab.netns)}
+        ],
+        "flows": [{
+            "name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+            "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+            "rate": {"choice": "pps", "pps": "2000"},
+            "metrics": {"enable": true}
+        }]
+    });
+    let (code, body) = post("/config", &config.to_string());
+    assert_eq!(code, 200, "{body}");
+    let start = r#"{"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}"#;
+    let (code, body) = post("/control/state", start);
+    assert_eq!(code, 200, "{body}");
+    // Frames arrive (the receive program holds the lab's receive end meanwhile).
+    let metrics = r#"{"choice": "flow", "flow": {"flow_names": ["f"]}}"#;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let (_, body) = post("/monitor/metrics", metrics);
+        let m: serde_json::Value = serde_json::from_str(&body).expect("metrics JSON");
+        if m["flow_metrics"][0]["frames_rx"].as_u64().unwrap_or(0) > 100 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no frames arrived: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on the child's own pid.
+    unsafe { libc::kill(server.0.id() as i32, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = server.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running 10 s after SIGTERM"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    // The sink is back on the receive end and counts nothing more: the traffic stopped.
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+    let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir()).expect("the lab's sink");
+    let before = sink.counters().expect("counters").packets;
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(sink.counters().expect("counters").packets, before);
 }

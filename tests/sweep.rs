@@ -254,15 +254,16 @@ fn outputs_are_checked_before_the_first_trial_and_never_followed() {
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
 
-#[test]
-fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
-    if !root_or_skip("an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions") {
-        return;
-    }
+/// A sweep of 64 and 128 B, 50 repetitions of 300 ms, cut by `cut` once two whole
+/// repetitions have ended: its output and the JSON it wrote.
+fn cut_sweep(
+    lab: &linerate_lab::LabGuard,
+    name: &str,
+    cut: impl FnOnce(&std::process::Child),
+) -> (std::process::Output, serde_json::Value) {
     use std::time::{Duration, Instant};
-    let lab = common::lab("swi", 1);
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("cut.json");
+    let json = dir.path().join(format!("{name}.json"));
     let before = lab.sink_counters().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
@@ -292,18 +293,35 @@ fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(Duration::from_secs(1));
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    cut(&child);
     let out = child.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; stderr: {}",
+            json.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out, serde_json::from_str(&text).unwrap())
+}
+
+#[test]
+fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
+    if !root_or_skip("an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions") {
+        return;
+    }
+    let lab = common::lab("swi", 1);
+    let (out, result) = cut_sweep(&lab, "cut", |child| {
+        let kill = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("INTERRUPTED"));
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(result["interrupted"], true);
     let points = result["points"].as_array().unwrap();
     assert_eq!(points.len(), 1, "128 B never ran: {result}");
@@ -324,49 +342,17 @@ fn a_sweep_whose_port_fails_mid_run_still_writes_what_it_measured() {
     if !root_or_skip("a_sweep_whose_port_fails_mid_run_still_writes_what_it_measured") {
         return;
     }
-    use std::time::{Duration, Instant};
     let lab = common::lab("swf", 1);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("cut.json");
-    let before = lab.sink_counters().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args([
-            "sweep",
-            "-i",
-            &lab.sender,
-            "--sizes",
-            "64,128",
-            "-d",
-            "300ms",
-            "--repeat",
-            "50",
-            "--warmup",
-            "100ms",
-            "--json",
-        ])
-        .arg(&json)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // As in the interrupted test: once frames arrive, a second holds two whole repetitions.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while lab.sink_counters().unwrap().since(before).packets == 0 {
-        assert!(Instant::now() < deadline, "the sweep never sent");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    let down = Command::new("ip")
-        .args(["link", "set", &lab.sender, "down"])
-        .status()
-        .unwrap();
-    assert!(down.success());
-    let out = child.wait_with_output().unwrap();
+    let (out, result) = cut_sweep(&lab, "failed", |_| {
+        let down = Command::new("ip")
+            .args(["link", "set", &lab.sender, "down"])
+            .status()
+            .unwrap();
+        assert!(down.success());
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "a system error: {stderr}");
     assert!(stderr.contains("cut short"), "{stderr}");
-    let result: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(result["interrupted"], true);
     let reps = result["points"][0]["repetitions"].as_array().unwrap();
     assert!(!reps.is_empty(), "{result}");

@@ -235,6 +235,16 @@ def test_refusals_are_4xx_with_the_path_and_the_server_goes_on(api, lab):
     with pytest.raises(Exception) as e:
         api.set_config(c)
     assert "flows[0].tx_rx.port.tx_name" in str(e.value) and "'nope'" in str(e.value)
+    # A size below the headers, and one too small for the signature metrics need.
+    for headers, size, minimum in (("udp", 60, "64"), ("tcp", 90, "96")):
+        c = config(api, lab)
+        f = flow(c, "small", size=size)
+        f.packet.ethernet()
+        f.packet.ipv6() if headers == "tcp" else f.packet.ipv4()
+        f.packet.tcp() if headers == "tcp" else f.packet.udp()
+        with pytest.raises(Exception) as e:
+            api.set_config(c)
+        assert "400" in str(e.value) and str(size) in str(e.value) and minimum in str(e.value), str(e.value)
     # The server answers the next request normally.
     assert api.get_version().api_spec_version == "1.60.0"
     c = config(api, lab)

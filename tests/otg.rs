@@ -77,8 +77,20 @@ fn snappi_drives_linerate_serve_on_a_lab() {
         .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
         .status()
         .expect("run pytest");
-    drop(server);
     assert!(status.success(), "the snappi tests failed (output above)");
+    // The example the docs point to runs as shipped (it raises when the flow does not end
+    // stopped with every frame received).
+    let example = Command::new(&python)
+        .arg("examples/otg_quickstart.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .stdout(Stdio::null())
+        .status()
+        .expect("run the quickstart");
+    assert!(example.success(), "examples/otg_quickstart.py failed (output above)");
+    drop(server);
     // SIGTERM gave the lab's receive end back to its sink.
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }

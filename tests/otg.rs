@@ -89,7 +89,10 @@ fn snappi_drives_linerate_serve_on_a_lab() {
         .stdout(Stdio::null())
         .status()
         .expect("run the quickstart");
-    assert!(example.success(), "examples/otg_quickstart.py failed (output above)");
+    assert!(
+        example.success(),
+        "examples/otg_quickstart.py failed (output above)"
+    );
     drop(server);
     // SIGTERM gave the lab's receive end back to its sink.
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));

@@ -181,6 +181,17 @@ fn router(app: Arc<App>) -> Router {
                 vec!["no such OTG endpoint here (docs/otg.md lists what linerate serves)".into()],
             )
         })
+        .method_not_allowed_fallback(|| async {
+            otg_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "validation",
+                vec![
+                    "not served here: update_config, append_config and delete_config are not \
+                     supported (set the whole config again with POST /config)"
+                        .into(),
+                ],
+            )
+        })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), auth))
         .layer(DefaultBodyLimit::max(app.args.max_body))
         .with_state(app)
@@ -742,6 +753,29 @@ fn bytes_of(spec: &linerate_stream::StreamSpec, frames: u64) -> u64 {
         .map(|&s| s as u64)
         .sum();
     frames / len * lap + rest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes_of;
+    use linerate_stream::StreamSpec;
+
+    #[test]
+    fn a_flows_bytes_follow_its_size_schedule_lap_by_lap() {
+        let spec = |size_mode: &str| StreamSpec {
+            size: 64,
+            size_mode: size_mode.into(),
+            ..StreamSpec::default()
+        };
+        assert_eq!(bytes_of(&spec("fixed"), 10), 640);
+        // 64, 96, 128, 64, 96: two whole laps and two more.
+        assert_eq!(bytes_of(&spec("inc:64-128:32"), 8), 2 * 288 + 64 + 96);
+        // IMIX 7 × 64, 4 × 570, 1 × 1518 in a lap of 12, whatever its order.
+        assert_eq!(
+            bytes_of(&spec("imix:64x7,570x4,1518x1"), 24),
+            2 * (7 * 64 + 4 * 570 + 1518)
+        );
+    }
 }
 
 /// What the metrics are read from at one moment.

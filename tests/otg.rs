@@ -150,6 +150,14 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
         ),
     );
     assert_eq!(code, 413);
+    let (code, body) = http(
+        &url,
+        &format!(
+            "PATCH /config HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        ),
+    );
+    assert_eq!(code, 405, "{body}");
+    assert!(body.contains("update_config"), "{body}");
     let (code, body) = get(&format!("Authorization: Bearer {token}\r\n"));
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"api_spec_version\":\"1.60.0\""), "{body}");

@@ -8,6 +8,7 @@ mod lab;
 mod output;
 mod platform;
 mod ports;
+mod replay;
 mod rfc2544;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Tx(args) => tx::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Lab { action } => lab::run(&action),
         Command::Sink(args) => lab::sink(&args),
         Command::Rx(args) => rx::run(&args),

@@ -203,6 +203,24 @@ impl RunReceiver {
             other: totals.global,
         })
     }
+
+    /// For frames the sender does not count per flow (a replayed capture): waits up to `drain`
+    /// until the receive end has seen `frames` frames of any kind. Frames that do carry a
+    /// signature (a capture of linerate's own traffic) are reported as a lone receiver does.
+    pub fn finish_frames(&self, frames: u64, drain: Duration) -> Result<RunFlows> {
+        let deadline = Instant::now() + drain;
+        let mut totals = self.rx.read()?;
+        while Instant::now() < deadline && crate::rx_common::all_frames(&totals) < frames {
+            std::thread::sleep(Duration::from_millis(10));
+            totals = self.rx.read()?;
+        }
+        Ok(RunFlows {
+            at: self.at.clone(),
+            lab_end: self.lab_end,
+            flows: crate::rx_common::lone_reports(&totals),
+            other: totals.global,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -40,6 +40,13 @@ pub struct RxJson<'a> {
     pub totals: &'a RxTotals,
 }
 
+/// Frames a receiver counted in all: flows, frames without the signature and untracked flows.
+pub fn all_frames(totals: &RxTotals) -> u64 {
+    let g = &totals.global;
+    let flows: u64 = totals.flows.iter().map(|f| f.frames).sum();
+    g.other_frames + g.untracked_frames + flows
+}
+
 /// Flow reports for a receiver that does not know what was sent: each flow's "sent" is the
 /// highest sequence number seen + 1 less the frames the gaps never accounted for.
 pub fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {

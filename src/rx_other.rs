@@ -208,6 +208,24 @@ mod macos {
                 other: totals.global,
             })
         }
+
+        /// For frames the sender does not count per flow (a replayed capture): waits up to
+        /// `drain` until `frames` frames of any kind arrived; signed ones as a lone receiver.
+        pub fn finish_frames(&self, frames: u64, drain: Duration) -> Result<RunFlows> {
+            let deadline = Instant::now() + drain;
+            let mut totals = self.read()?;
+            while Instant::now() < deadline && crate::rx_common::all_frames(&totals) < frames {
+                std::thread::sleep(Duration::from_millis(10));
+                totals = self.read()?;
+            }
+            warn_drops(&self.capture(), &self.iface);
+            Ok(RunFlows {
+                at: self.at.clone(),
+                lab_end: false,
+                flows: crate::rx_common::lone_reports(&totals),
+                other: totals.global,
+            })
+        }
     }
 }
 
@@ -266,6 +284,10 @@ mod elsewhere {
             _tx: &[(u16, Option<String>, u64)],
             _drain: std::time::Duration,
         ) -> Result<RunFlows> {
+            match *self {}
+        }
+
+        pub fn finish_frames(&self, _frames: u64, _drain: std::time::Duration) -> Result<RunFlows> {
             match *self {}
         }
     }

@@ -33,6 +33,8 @@ pub enum StreamError {
     Invalid { stream: String, why: String },
     #[error("cannot read stream file {path}: {why}")]
     File { path: String, why: String },
+    #[error("capture {path}: {why}")]
+    Capture { path: String, why: String },
     #[error("stream file {path}: {why}")]
     Toml { path: String, why: String },
 }

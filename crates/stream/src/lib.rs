@@ -2,6 +2,7 @@
 //! once, and compiled into a `Plan`: pre-built frames plus the few patches the hot loop applies.
 //! Nothing here does I/O on the network or knows about ports.
 
+mod capture;
 mod error;
 mod pacing;
 mod plan;
@@ -10,6 +11,9 @@ mod size;
 mod spec;
 mod vary;
 
+pub use capture::{
+    Capture, CaptureFormat, MAX_CAPTURE_BYTES, MAX_CAPTURE_FILE, MAX_CAPTURE_FRAMES, Replay, Speed,
+};
 pub use error::StreamError;
 pub use pacing::Pacing;
 pub use plan::{

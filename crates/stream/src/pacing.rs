@@ -76,18 +76,24 @@ impl Pacing {
             return None;
         }
         let offsets_ps: Vec<u64> = offsets.into_iter().map(|o| o.round() as u64).collect();
+        Some(Self::from_ps(offsets_ps, duration.round() as u64))
+    }
+
+    /// The schedule of due times already in whole picoseconds (a capture's own timestamps),
+    /// repeating every `cycle_ps`.
+    pub(crate) fn from_ps(offsets_ps: Vec<u64>, cycle_ps: u64) -> Self {
         let mut burst = 1;
         let mut run = 1;
         for w in offsets_ps.windows(2) {
             run = if w[0] == w[1] { run + 1 } else { 1 };
             burst = burst.max(run);
         }
-        Some(Self {
+        Self {
             cycle_frames: offsets_ps.len() as u64,
-            cycle_ps: duration.round() as u64,
+            cycle_ps,
             offsets_ps,
             burst,
-        })
+        }
     }
 }
 

@@ -1,0 +1,780 @@
+//! Captures (pcap with µs or ns timestamps, pcapng) read once, checked, and compiled into a
+//! [`Plan`] whose cycle is the capture's frames in order and whose schedule is the capture's own
+//! timing (scaled), a fixed rate, or none (as fast as the port takes them).
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use linerate_wire::{MacAddr, units};
+use pcap_file::DataLink;
+use pcap_file::pcap::PcapParser;
+use pcap_file::pcapng::{
+    Block, PcapNgParser, blocks::interface_description::InterfaceDescriptionOption,
+};
+
+use crate::plan::{Cycle, Plan, Shape, StreamInfo};
+use crate::{Pacing, Rate, StreamError};
+
+/// Most frames a capture may hold: each becomes a slot of every worker's queue (a 2 KiB UMEM
+/// chunk on AF_XDP, a 2 KiB entry of the live program's frame map), so 65,536 frames are
+/// 128 MiB of port buffers per worker.
+pub const MAX_CAPTURE_FRAMES: usize = 65_536;
+
+/// Most bytes of frames a capture may hold (the frames are kept in memory as the plan's
+/// pre-built frames, as a stream's are).
+pub const MAX_CAPTURE_BYTES: u64 = crate::spec::MAX_PLAN_BYTES;
+
+/// Largest capture file read: the frames at the caps above plus their record headers.
+pub const MAX_CAPTURE_FILE: u64 = MAX_CAPTURE_BYTES + 64 * MAX_CAPTURE_FRAMES as u64;
+
+/// The file's format, for the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureFormat {
+    /// Classic pcap; `nanos` when its timestamps are in nanoseconds.
+    Pcap {
+        nanos: bool,
+    },
+    PcapNg,
+}
+
+impl std::fmt::Display for CaptureFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Pcap { nanos: false } => "pcap (µs)",
+            Self::Pcap { nanos: true } => "pcap (ns)",
+            Self::PcapNg => "pcapng",
+        })
+    }
+}
+
+/// A capture's frames and when each was seen, from the first.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub format: CaptureFormat,
+    /// The frames as captured (no FCS), in file order.
+    pub frames: Vec<Vec<u8>>,
+    /// Nanoseconds from the first frame, never decreasing (see `reordered`).
+    pub times_ns: Vec<u64>,
+    /// Frames stamped earlier than the frame before them: they keep file order and are due
+    /// with their predecessor.
+    pub reordered: u64,
+}
+
+/// How fast a capture replays.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Speed {
+    /// As fast as the port takes the frames.
+    Max,
+    /// The capture's own gaps divided by this factor (`2x`: twice as fast).
+    Times(f64),
+}
+
+impl Speed {
+    /// Reads `max`, `1x`, `2.5x` or `0.5x` (the `x` may be left out).
+    pub fn parse(text: &str) -> Result<Self, StreamError> {
+        let fail = || StreamError::Capture {
+            path: "--speed".into(),
+            why: format!(
+                "'{text}' is not a speed: write max or a factor of the capture's own timing, e.g. 1x, 2.5x, 0.5x"
+            ),
+        };
+        let t = text.trim();
+        if t.eq_ignore_ascii_case("max") {
+            return Ok(Self::Max);
+        }
+        let factor: f64 = t
+            .strip_suffix(['x', 'X'])
+            .unwrap_or(t)
+            .parse()
+            .map_err(|_| fail())?;
+        if !(factor.is_finite() && (1e-6..=1e9).contains(&factor)) {
+            return Err(StreamError::Capture {
+                path: "--speed".into(),
+                why: format!("{text} is out of range: a factor from 0.000001x to 1e9x, or max"),
+            });
+        }
+        Ok(Self::Times(factor))
+    }
+}
+
+/// What a replay asks of a capture.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    pub speed: Speed,
+    /// A fixed rate instead of the capture's timing (the `--rate` forms of a stream).
+    pub rate: Option<String>,
+    /// Times the capture is sent (None: until stopped).
+    pub loops: Option<u64>,
+    pub src_mac: Option<MacAddr>,
+    pub dst_mac: Option<MacAddr>,
+    pub link_mbps: Option<u64>,
+}
+
+impl Default for Replay {
+    fn default() -> Self {
+        Self {
+            speed: Speed::Times(1.0),
+            rate: None,
+            loops: Some(1),
+            src_mac: None,
+            dst_mac: None,
+            link_mbps: None,
+        }
+    }
+}
+
+impl Capture {
+    /// Reads and checks the capture at `path` for a port of `mtu`: refused before anything is
+    /// sent when it is not a pcap/pcapng file, is damaged or cut short, is not Ethernet, holds a
+    /// frame cut by the snaplen or over the MTU, or is over the caps.
+    pub fn load(path: &Path, mtu: u32) -> Result<Self, StreamError> {
+        let shown = path.display().to_string();
+        let io = |e: std::io::Error| StreamError::Capture {
+            path: shown.clone(),
+            why: e.to_string(),
+        };
+        let len = std::fs::metadata(path).map_err(io)?.len();
+        if len > MAX_CAPTURE_FILE {
+            return Err(StreamError::Capture {
+                path: shown,
+                why: format!(
+                    "{} MiB: linerate loads a capture into the port's buffers up to {MAX_CAPTURE_FRAMES} frames and {} MiB of frames (files up to {} MiB) and does not stream larger ones yet: cut it (editcap -r, tcpdump -c)",
+                    len >> 20,
+                    MAX_CAPTURE_BYTES >> 20,
+                    MAX_CAPTURE_FILE >> 20
+                ),
+            });
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        Self::parse(&bytes, mtu).map_err(|why| StreamError::Capture { path: shown, why })
+    }
+
+    /// Parses a whole capture file held in memory; the error is the reason, without the path.
+    pub fn parse(bytes: &[u8], mtu: u32) -> Result<Self, String> {
+        let magic = bytes
+            .get(..4)
+            .ok_or_else(|| format!("{} bytes: too short for a capture file", bytes.len()))?;
+        let mut loader = Loader::new(mtu);
+        let format = match u32::from_be_bytes(magic.try_into().expect("4 bytes")) {
+            0xa1b2_c3d4 | 0xd4c3_b2a1 => {
+                loader.pcap(bytes)?;
+                CaptureFormat::Pcap { nanos: false }
+            }
+            0xa1b2_3c4d | 0x4d3c_b2a1 => {
+                loader.pcap(bytes)?;
+                CaptureFormat::Pcap { nanos: true }
+            }
+            0x0a0d_0d0a => {
+                loader.pcapng(bytes)?;
+                CaptureFormat::PcapNg
+            }
+            _ => {
+                return Err(format!(
+                    "not a pcap or pcapng file (it starts with {:02x} {:02x} {:02x} {:02x})",
+                    magic[0], magic[1], magic[2], magic[3]
+                ));
+            }
+        };
+        if loader.frames.is_empty() {
+            return Err("the capture holds no frame".into());
+        }
+        Ok(Capture {
+            format,
+            frames: loader.frames,
+            times_ns: loader.times,
+            reordered: loader.reordered,
+        })
+    }
+
+    /// Bytes of frames, FCS excluded.
+    pub fn bytes(&self) -> u64 {
+        self.frames.iter().map(|f| f.len() as u64).sum()
+    }
+
+    /// From the first frame to the last, in nanoseconds.
+    pub fn duration_ns(&self) -> u64 {
+        self.times_ns.last().copied().unwrap_or(0)
+    }
+
+    /// Compiles the capture into a plan: one cycle of its frames (addresses rewritten as asked),
+    /// sent `loops` times, on the capture's timing scaled by the speed, on a fixed rate, or as
+    /// fast as the port goes. A loop starts one mean gap after the previous one's last frame.
+    pub fn plan(self, name: &str, replay: &Replay) -> Result<Plan, StreamError> {
+        let n = self.frames.len() as u64;
+        let mut frames = self.frames;
+        for f in &mut frames {
+            if let Some(mac) = replay.dst_mac {
+                f[..6].copy_from_slice(&mac);
+            }
+            if let Some(mac) = replay.src_mac {
+                f[6..12].copy_from_slice(&mac);
+            }
+        }
+        let pacing = match &replay.rate {
+            Some(rate) => fixed_rate(&frames, rate, replay.link_mbps)?,
+            None => match replay.speed {
+                Speed::Max => None,
+                Speed::Times(factor) => own_timing(&self.times_ns, factor),
+            },
+        };
+        let count = match replay.loops {
+            Some(l) => Some(n.checked_mul(l).ok_or_else(|| StreamError::Capture {
+                path: "--loop".into(),
+                why: format!("{l} loops of {n} frames do not fit a 64-bit count"),
+            })?),
+            None => None,
+        };
+        Ok(Plan {
+            shape: Shape::Cycle {
+                cycle: Cycle {
+                    frames,
+                    patches: Vec::new(),
+                    count,
+                    seed: 0,
+                    stamp: None,
+                },
+                pacing,
+            },
+            streams: vec![StreamInfo {
+                name: name.to_owned(),
+                cached: Vec::new(),
+                patched: Vec::new(),
+            }],
+        })
+    }
+}
+
+/// The capture's own schedule, its gaps divided by `factor`; None when every frame has the same
+/// time (nothing to keep: as fast as the port goes).
+fn own_timing(times_ns: &[u64], factor: f64) -> Option<Pacing> {
+    let last = *times_ns.last()?;
+    if last == 0 {
+        return None;
+    }
+    let scale = |ns: u64| (ns as f64 * 1000.0 / factor).round() as u64;
+    let offsets: Vec<u64> = times_ns.iter().map(|&t| scale(t)).collect();
+    let mean_gap = last as f64 / (times_ns.len() - 1) as f64;
+    let cycle = (last as f64 + mean_gap) * 1000.0 / factor;
+    if cycle < 1.0 {
+        return None;
+    }
+    let mut pacing = Pacing::from_ps(offsets, cycle.round() as u64);
+    pacing.burst = pacing.burst.max(fast_run(&pacing));
+    Some(pacing)
+}
+
+/// The longest run of frames that follow each other faster than twice the schedule's mean
+/// rate. The pacer's catch-up bucket (twice the mean rate, `burst` frames deep) would otherwise
+/// hold back a capture's own bursts as if they were a worker catching up.
+fn fast_run(p: &Pacing) -> u64 {
+    let half_gap = p.cycle_ps / p.cycle_frames.max(1) / 2;
+    let (mut run, mut most) = (1u64, 1u64);
+    for w in p.offsets_ps.windows(2) {
+        run = if w[1] - w[0] < half_gap { run + 1 } else { 1 };
+        most = most.max(run);
+    }
+    most
+}
+
+/// A fixed rate over the capture's frames: each frame's interval from its own size, as a
+/// stream's bit rates are.
+fn fixed_rate(
+    frames: &[Vec<u8>],
+    rate: &str,
+    link_mbps: Option<u64>,
+) -> Result<Option<Pacing>, StreamError> {
+    let parsed = Rate::parse(rate)?;
+    if parsed == Rate::Max {
+        return Ok(None);
+    }
+    let invalid = |why: String| StreamError::Rate {
+        input: rate.to_owned(),
+        why,
+    };
+    let mut offsets = Vec::with_capacity(frames.len());
+    let (mut t, mut bits) = (0.0f64, 0.0f64);
+    for f in frames {
+        offsets.push(t.round() as u64);
+        let size = f.len() + units::FCS_LEN;
+        t += parsed.interval_ps(size, link_mbps).map_err(invalid)?;
+        bits += (units::wire_bytes(size) * 8) as f64;
+    }
+    if t < 1.0 {
+        return Err(invalid("too high to schedule (under 1 ps a frame)".into()));
+    }
+    if let Some(mbps) = link_mbps
+        && bits * crate::PS_PER_S / t > mbps as f64 * 1e6 * 1.000_001
+    {
+        return Err(invalid(format!(
+            "asks for {:.1} Mbit/s on the wire, above the link's {mbps} Mbit/s",
+            bits * crate::PS_PER_S / t / 1e6
+        )));
+    }
+    Ok(Some(Pacing::from_ps(offsets, t.round() as u64)))
+}
+
+/// One pcapng interface: how its timestamps count and what it captured.
+struct Interface {
+    linktype: DataLink,
+    snaplen: u32,
+    /// Timestamp units per second, as a power: 10^-n (`pow2` false) or 2^-n.
+    resol: u8,
+    pow2: bool,
+    offset_s: u64,
+}
+
+impl Interface {
+    fn ns(&self, units: u64) -> u64 {
+        let units = u128::from(units);
+        let n = u32::from(self.resol);
+        let ns = if self.pow2 {
+            (units * 1_000_000_000) >> n.min(127)
+        } else if n <= 9 {
+            units * 10u128.pow(9 - n)
+        } else {
+            units / 10u128.pow((n - 9).min(38))
+        };
+        (ns + u128::from(self.offset_s) * 1_000_000_000).min(u128::from(u64::MAX)) as u64
+    }
+}
+
+/// Frames as they are read, checked one by one.
+struct Loader {
+    mtu: u32,
+    frames: Vec<Vec<u8>>,
+    times: Vec<u64>,
+    first: Option<u64>,
+    bytes: u64,
+    reordered: u64,
+}
+
+impl Loader {
+    fn new(mtu: u32) -> Self {
+        Self {
+            mtu,
+            frames: Vec::new(),
+            times: Vec::new(),
+            first: None,
+            bytes: 0,
+            reordered: 0,
+        }
+    }
+
+    fn pcap(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let (mut rest, parser) = PcapParser::new(bytes).map_err(|e| damaged("header", &e))?;
+        let header = parser.header();
+        ethernet_only(header.datalink)?;
+        let nanos = header.ts_resolution == pcap_file::TsResolution::NanoSecond;
+        while !rest.is_empty() {
+            let k = self.frames.len() + 1;
+            let (next, raw) = parser
+                .next_raw_packet(rest)
+                .map_err(|e| damaged(&format!("frame {k}"), &e))?;
+            rest = next;
+            let frac = u64::from(raw.ts_frac);
+            let ns = u64::from(raw.ts_sec) * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
+            self.frame(raw.data, raw.orig_len, header.snaplen, ns)?;
+        }
+        Ok(())
+    }
+
+    fn pcapng(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let (mut rest, mut parser) =
+            PcapNgParser::new(bytes).map_err(|e| damaged("section header", &e))?;
+        let mut interfaces: Vec<Interface> = Vec::new();
+        while !rest.is_empty() {
+            let k = self.frames.len() + 1;
+            let (next, block) = parser
+                .next_block(rest)
+                .map_err(|e| damaged(&format!("the block after frame {}", k - 1), &e))?;
+            rest = next;
+            match block {
+                Block::SectionHeader(_) => interfaces.clear(),
+                Block::InterfaceDescription(idb) => {
+                    ethernet_only(idb.linktype)?;
+                    let mut i = Interface {
+                        linktype: idb.linktype,
+                        snaplen: idb.snaplen,
+                        resol: 6,
+                        pow2: false,
+                        offset_s: 0,
+                    };
+                    for o in &idb.options {
+                        match o {
+                            InterfaceDescriptionOption::IfTsResol(r) => {
+                                (i.resol, i.pow2) = (r & 0x7f, r & 0x80 != 0);
+                            }
+                            InterfaceDescriptionOption::IfTsOffset(s) => i.offset_s = *s,
+                            _ => {}
+                        }
+                    }
+                    interfaces.push(i);
+                }
+                Block::EnhancedPacket(epb) => {
+                    let i = interfaces.get(epb.interface_id as usize).ok_or_else(|| {
+                        format!(
+                            "frame {k} names interface {} that no interface block describes: the file is damaged",
+                            epb.interface_id
+                        )
+                    })?;
+                    debug_assert_eq!(i.linktype, DataLink::ETHERNET);
+                    let ns = i.ns(epb.timestamp.as_nanos() as u64);
+                    self.frame(epb.data, epb.original_len, i.snaplen, ns)?;
+                }
+                Block::SimplePacket(_) | Block::Packet(_) => {
+                    return Err(format!(
+                        "frame {k} is in a {} block, which linerate does not replay (rewrite the file with editcap, which writes enhanced packet blocks)",
+                        if matches!(block, Block::Packet(_)) {
+                            "packet (obsolete)"
+                        } else {
+                            "simple packet (no timestamp)"
+                        }
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one frame and keeps it.
+    fn frame(
+        &mut self,
+        data: Cow<'_, [u8]>,
+        orig_len: u32,
+        snaplen: u32,
+        ns: u64,
+    ) -> Result<(), String> {
+        let k = self.frames.len() + 1;
+        let len = data.len();
+        if (len as u64) < u64::from(orig_len) {
+            return Err(format!(
+                "frame {k} was captured cut to {len} of its {orig_len} bytes (snaplen {snaplen}): replaying it would send a different frame; capture with -s 0"
+            ));
+        }
+        if snaplen != 0 && len as u64 > u64::from(snaplen) {
+            return Err(format!(
+                "frame {k} holds {len} bytes, more than the file's snaplen {snaplen}: the file is damaged"
+            ));
+        }
+        if len < 14 {
+            return Err(format!(
+                "frame {k} is {len} bytes, shorter than an Ethernet header"
+            ));
+        }
+        let tags = vlan_tags(&data);
+        let max = units::max_frame_size(self.mtu, tags) - units::FCS_LEN;
+        if len > max {
+            return Err(format!(
+                "frame {k} is {len} bytes, over the {max} an MTU of {} carries{}: raise the interface's MTU (or --mtu for pcap and null)",
+                self.mtu,
+                if tags > 0 { " with its VLAN tags" } else { "" }
+            ));
+        }
+        if self.frames.len() == MAX_CAPTURE_FRAMES || self.bytes + len as u64 > MAX_CAPTURE_BYTES {
+            return Err(format!(
+                "over {MAX_CAPTURE_FRAMES} frames or {} MiB of frames, the most linerate loads into the port's buffers; larger captures are not streamed yet: cut it (editcap -r, tcpdump -c)",
+                MAX_CAPTURE_BYTES >> 20
+            ));
+        }
+        let first = *self.first.get_or_insert(ns);
+        let mut t = ns.saturating_sub(first);
+        if ns < first || self.times.last().is_some_and(|&prev| t < prev) {
+            self.reordered += 1;
+            t = t.max(self.times.last().copied().unwrap_or(0));
+        }
+        self.bytes += len as u64;
+        self.frames.push(data.into_owned());
+        self.times.push(t);
+        Ok(())
+    }
+}
+
+/// 802.1Q / 802.1ad tags at the front of a frame (at most two).
+fn vlan_tags(frame: &[u8]) -> usize {
+    let mut tags = 0;
+    while tags < 2 {
+        let at = 12 + tags * units::VLAN_TAG_LEN;
+        match frame.get(at..at + 2) {
+            Some([0x81, 0x00] | [0x88, 0xa8]) => tags += 1,
+            _ => break,
+        }
+    }
+    tags
+}
+
+fn ethernet_only(linktype: DataLink) -> Result<(), String> {
+    if linktype == DataLink::ETHERNET {
+        return Ok(());
+    }
+    Err(format!(
+        "link type {linktype:?} ({}): linerate replays Ethernet captures only (link type 1, EN10MB)",
+        u32::from(linktype)
+    ))
+}
+
+fn damaged(what: &str, e: &pcap_file::PcapError) -> String {
+    match e {
+        pcap_file::PcapError::IncompleteBuffer => {
+            format!("the file ends inside {what}: it is truncated")
+        }
+        other => format!("{what} cannot be read ({other}): the file is damaged"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    use pcap_file::pcapng::PcapNgWriter;
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
+    use std::time::Duration;
+
+    fn frame(i: u8, len: usize) -> Vec<u8> {
+        let mut f = vec![i; len];
+        f[12] = 0x08;
+        f[13] = 0x00;
+        f
+    }
+
+    fn pcap(frames: &[(u64, Vec<u8>)], nanos: bool, link: DataLink, snaplen: u32) -> Vec<u8> {
+        let header = PcapHeader {
+            datalink: link,
+            snaplen,
+            ts_resolution: if nanos {
+                pcap_file::TsResolution::NanoSecond
+            } else {
+                pcap_file::TsResolution::MicroSecond
+            },
+            ..PcapHeader::default()
+        };
+        let mut w = PcapWriter::with_header(Vec::new(), header).unwrap();
+        for (ns, f) in frames {
+            w.write_packet(&PcapPacket::new(
+                Duration::from_nanos(*ns),
+                f.len() as u32,
+                f,
+            ))
+            .unwrap();
+        }
+        w.into_writer()
+    }
+
+    fn pcapng(frames: &[(u64, Vec<u8>)], resol: Option<u8>) -> Vec<u8> {
+        let mut w = PcapNgWriter::new(Vec::new()).unwrap();
+        let mut idb = InterfaceDescriptionBlock::new(DataLink::ETHERNET, 65535);
+        if let Some(r) = resol {
+            idb.options.push(InterfaceDescriptionOption::IfTsResol(r));
+        }
+        w.write_pcapng_block(idb).unwrap();
+        for (units, f) in frames {
+            w.write_pcapng_block(EnhancedPacketBlock {
+                interface_id: 0,
+                // pcap-file stores the raw units through this field.
+                timestamp: Duration::from_nanos(*units),
+                original_len: f.len() as u32,
+                data: Cow::Borrowed(f),
+                options: vec![],
+            })
+            .unwrap();
+        }
+        w.into_inner()
+    }
+
+    #[test]
+    fn pcap_in_micro_and_nanoseconds() {
+        let frames: Vec<_> = (0..5u8)
+            .map(|i| {
+                (
+                    1_000_000_000 + u64::from(i) * 1_000_000,
+                    frame(i, 60 + usize::from(i)),
+                )
+            })
+            .collect();
+        for nanos in [false, true] {
+            let c = Capture::parse(&pcap(&frames, nanos, DataLink::ETHERNET, 65535), 1500).unwrap();
+            assert_eq!(c.format, CaptureFormat::Pcap { nanos });
+            assert_eq!(
+                c.times_ns,
+                vec![0, 1_000_000, 2_000_000, 3_000_000, 4_000_000]
+            );
+            assert_eq!(
+                c.frames,
+                frames.iter().map(|f| f.1.clone()).collect::<Vec<_>>()
+            );
+        }
+        // Nanoseconds survive only where the file holds them.
+        let fine = vec![(7, frame(1, 60)), (1_234, frame(2, 60))];
+        let ns = Capture::parse(&pcap(&fine, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        assert_eq!(ns.times_ns, vec![0, 1_227]);
+    }
+
+    #[test]
+    fn pcapng_follows_the_interface_resolution() {
+        let frames = vec![(100, frame(1, 60)), (350, frame(2, 70))];
+        let us = Capture::parse(&pcapng(&frames, None), 1500).unwrap();
+        assert_eq!(us.format, CaptureFormat::PcapNg);
+        assert_eq!(us.times_ns, vec![0, 250_000]);
+        let ns = Capture::parse(&pcapng(&frames, Some(9)), 1500).unwrap();
+        assert_eq!(ns.times_ns, vec![0, 250]);
+        let pow2 = Capture::parse(&pcapng(&frames, Some(0x80 | 10)), 1500).unwrap();
+        assert_eq!(pow2.times_ns, vec![0, 244_140_625]);
+        assert_eq!(ns.frames[1], frame(2, 70));
+    }
+
+    #[test]
+    fn bad_captures_say_why() {
+        let good = pcap(
+            &[(0, frame(1, 60)), (5, frame(2, 60))],
+            false,
+            DataLink::ETHERNET,
+            65535,
+        );
+        let err = |bytes: &[u8], mtu| Capture::parse(bytes, mtu).unwrap_err();
+        assert!(
+            err(&good[..good.len() - 7], 1500).contains("truncated"),
+            "{}",
+            err(&good[..good.len() - 7], 1500)
+        );
+        assert!(err(b"GIF89a....", 1500).contains("not a pcap or pcapng"));
+        assert!(err(&good[..2], 1500).contains("too short"));
+        let wifi = pcap(&[(0, frame(1, 60))], false, DataLink::IEEE802_11, 65535);
+        assert!(
+            err(&wifi, 1500).contains("Ethernet captures only"),
+            "{}",
+            err(&wifi, 1500)
+        );
+        // Cut by the snaplen: 100 bytes on the wire, 64 in the file.
+        let mut cut = pcap(&[(0, frame(1, 64))], false, DataLink::ETHERNET, 64);
+        let orig = cut.len() - 64 - 4;
+        cut[orig..orig + 4].copy_from_slice(&100u32.to_be_bytes());
+        assert!(
+            err(&cut, 1500).contains("cut to 64 of its 100 bytes"),
+            "{}",
+            err(&cut, 1500)
+        );
+        let big = pcap(&[(0, frame(1, 1515))], false, DataLink::ETHERNET, 65535);
+        assert!(
+            err(&big, 1500).contains("over the 1514"),
+            "{}",
+            err(&big, 1500)
+        );
+        assert!(Capture::parse(&big, 9000).is_ok());
+        let empty = pcap(&[], false, DataLink::ETHERNET, 65535);
+        assert!(err(&empty, 1500).contains("no frame"));
+    }
+
+    #[test]
+    fn a_vlan_tag_adds_its_four_bytes() {
+        let mut f = frame(1, 1518);
+        f[12..14].copy_from_slice(&[0x81, 0x00]);
+        let tagged = pcap(&[(0, f)], false, DataLink::ETHERNET, 65535);
+        assert!(Capture::parse(&tagged, 1500).is_ok());
+    }
+
+    #[test]
+    fn out_of_order_times_keep_file_order() {
+        let c = Capture::parse(
+            &pcap(
+                &[
+                    (1000, frame(1, 60)),
+                    (3000, frame(2, 60)),
+                    (2000, frame(3, 60)),
+                    (500, frame(4, 60)),
+                ],
+                true,
+                DataLink::ETHERNET,
+                65535,
+            ),
+            1500,
+        )
+        .unwrap();
+        assert_eq!(c.times_ns, vec![0, 2000, 2000, 2000]);
+        assert_eq!(c.reordered, 2);
+    }
+
+    #[test]
+    fn speed_scales_the_gaps_and_loops_repeat_after_a_mean_gap() {
+        let frames: Vec<_> = (0..4u8)
+            .map(|i| (u64::from(i) * 1_000_000, frame(i, 60)))
+            .collect();
+        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let plan = c
+            .plan(
+                "c",
+                &Replay {
+                    speed: Speed::Times(2.0),
+                    loops: Some(3),
+                    dst_mac: Some([2, 0, 0, 0, 0, 9]),
+                    ..Replay::default()
+                },
+            )
+            .unwrap();
+        let Shape::Cycle { cycle, pacing } = &plan.shape else {
+            panic!()
+        };
+        assert_eq!(cycle.count, Some(12));
+        assert_eq!(&cycle.frames[2][..6], &[2, 0, 0, 0, 0, 9]);
+        assert_eq!(cycle.frames[2][6..], frame(2, 60)[6..]);
+        let p = pacing.as_ref().unwrap();
+        // 1 ms gaps at 2x: 0.5 ms; the next loop starts a (scaled) mean gap after the last frame.
+        assert_eq!(p.due_ps(1), 500_000_000);
+        assert_eq!(p.due_ps(3), 1_500_000_000);
+        assert_eq!(p.due_ps(4), 2_000_000_000);
+        assert_eq!(p.burst, 1);
+    }
+
+    #[test]
+    fn a_capture_burst_is_not_held_back_by_the_catch_up_limit() {
+        // Ten frames 1 µs apart, then one a second later: the mean gap is 100 ms.
+        let mut frames: Vec<_> = (0..10u8)
+            .map(|i| (u64::from(i) * 1000, frame(i, 60)))
+            .collect();
+        frames.push((1_000_000_000, frame(10, 60)));
+        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let p = own_timing(&c.times_ns, 1.0).unwrap();
+        assert_eq!(p.burst, 10);
+    }
+
+    #[test]
+    fn max_and_a_fixed_rate() {
+        let frames: Vec<_> = (0..4u8)
+            .map(|i| (u64::from(i) * 1_000_000, frame(i, 60)))
+            .collect();
+        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let plan = c
+            .clone()
+            .plan(
+                "c",
+                &Replay {
+                    speed: Speed::Max,
+                    loops: None,
+                    ..Replay::default()
+                },
+            )
+            .unwrap();
+        assert!(plan.requested_pps().is_none());
+        assert_eq!(plan.count(), None);
+        let plan = c
+            .plan(
+                "c",
+                &Replay {
+                    rate: Some("1k".into()),
+                    ..Replay::default()
+                },
+            )
+            .unwrap();
+        let pps = plan.requested_pps().unwrap();
+        assert!((pps - 1000.0).abs() < 1e-6, "{pps}");
+    }
+
+    #[test]
+    fn speeds_parse() {
+        assert_eq!(Speed::parse("max").unwrap(), Speed::Max);
+        assert_eq!(Speed::parse("2.5x").unwrap(), Speed::Times(2.5));
+        assert_eq!(Speed::parse("1").unwrap(), Speed::Times(1.0));
+        assert!(Speed::parse("0x").is_err());
+        assert!(Speed::parse("fast").is_err());
+    }
+}

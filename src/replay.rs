@@ -1,0 +1,284 @@
+//! `linerate replay`: a capture's frames become a plan's pre-built frames, laid into the port's
+//! buffers once, and run on the engine's runner and pacer as any stream: the capture's own
+//! timing scaled (`--speed`), a fixed rate (`--rate`) or the port's limit (`--speed max`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use linerate_engine::RunConfig;
+use linerate_port::{NullPort, PcapPort};
+use linerate_stream::{Capture, Plan, Replay, Speed};
+use serde::Serialize;
+
+use crate::cli::{Backend, ReplayArgs};
+use crate::output::{self, LiveStatus};
+use crate::platform::{self, Sender};
+use crate::tx::{self, SinkResult};
+use crate::usage;
+
+/// What was replayed and how, for the report.
+#[derive(Debug, Serialize)]
+pub struct CaptureJson {
+    pub file: String,
+    pub format: String,
+    pub frames: usize,
+    pub bytes: u64,
+    /// From the first frame to the last, as captured.
+    pub duration_s: f64,
+    /// Where the frames were held: "loaded" (once, into the port's buffers).
+    pub mode: &'static str,
+    /// `1x`, `2.5x` or `max`; None when `rate` replaced the capture's timing.
+    pub speed: Option<String>,
+    pub rate: Option<String>,
+    /// Times the capture is sent (None: until stopped).
+    pub loops: Option<u64>,
+    /// Frames stamped earlier than the one before them (sent with it, in file order).
+    pub reordered: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct ReplayJson<'a> {
+    #[serde(flatten)]
+    report: &'a linerate_engine::Report,
+    capture: &'a CaptureJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sink: Option<SinkResult>,
+    /// What the receive end (`--rx`) counted: the frames carry no signature, so all of them
+    /// are "other".
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rx: Option<&'a crate::rx::RunFlows>,
+}
+
+pub fn run(args: &ReplayArgs) -> Result<()> {
+    let replay = options(args)?;
+    let workers = tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
+    let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
+    let backend = backend(args)?;
+    // A file port's capture is checked before the file is created, so a refused capture never
+    // truncates an earlier output; an interface's MTU is known only once it is open.
+    let (port, capture) = match backend {
+        Backend::Pcap | Backend::Null => {
+            let capture = Capture::load(&args.file, args.mtu)?;
+            if backend == Backend::Pcap
+                && replay.loops.is_none()
+                && args.count.is_none()
+                && args.duration.is_none()
+            {
+                return Err(usage(
+                    "--loop inf into a pcap file needs an end: give --count or --duration",
+                ));
+            }
+            (open_file_port(args, backend, queues)?, capture)
+        }
+        _ => {
+            let iface = args
+                .interface
+                .as_deref()
+                .ok_or_else(|| usage("this backend needs -i IFACE"))?;
+            let port = tx::open_interface(Some(backend), iface, &args.afxdp)?;
+            let capture = Capture::load(&args.file, port.info().mtu)?;
+            (port, capture)
+        }
+    };
+    let described = describe(&args.file, &capture, args, &replay);
+    let plan = capture.plan(&described.file, &replay)?;
+    let lab = match &args.interface {
+        Some(iface) => platform::receiver_of(iface)?,
+        None => None,
+    };
+    let receiver = args
+        .rx
+        .as_deref()
+        .map(|target| {
+            crate::rx::start_for(
+                target,
+                args.interface.as_deref(),
+                args.rx_mode,
+                &args.receiver,
+            )
+        })
+        .transpose()?;
+    let config = RunConfig {
+        workers,
+        batch: args.batch,
+        duration: args.duration,
+        count: args.count,
+        stop: tx::stop_flag()?,
+        tick: Duration::from_secs(1),
+    };
+    let info = port.info().clone();
+    let live = LiveStatus::new(
+        args.link_speed.or(info.link_speed.map(|s| s.mbps())),
+        args.quiet,
+    );
+    let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
+    let report = match port.run(&plan, &config, &live) {
+        Ok(report) => report,
+        Err(e) => {
+            if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
+                print_report(args, &i.report, &plan, &described, None, None)?;
+            }
+            return Err(e.context(format!("replay on {}", info.name)));
+        }
+    };
+    let flows = match receiver {
+        Some(r) => Some(r.finish_frames(report.completed, args.drain)?),
+        None => None,
+    };
+    let sink = match (&lab, before, &flows) {
+        (Some(l), Some(_), Some(f)) if f.lab_end => {
+            let (packets, bytes) = f.all_frames();
+            Some(SinkResult::new(&l.name, packets, bytes, report.completed))
+        }
+        (Some(l), Some(b), _) => Some(tx::settle(l, b, report.completed)?),
+        _ => None,
+    };
+    if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
+        eprintln!("linerate: warning: {warning}");
+    }
+    print_report(args, &report, &plan, &described, sink, flows.as_ref())?;
+    if let Some(path) = &args.pcap {
+        eprintln!("wrote {}", path.display());
+    }
+    if report.missing() > 0 {
+        anyhow::bail!(
+            "{} frame(s) were submitted but never completed by the backend",
+            report.missing()
+        );
+    }
+    Ok(())
+}
+
+/// The replay the flags ask for, checked before any port opens.
+fn options(args: &ReplayArgs) -> Result<Replay> {
+    let mac = |flag: &str, text: &Option<String>| -> Result<Option<[u8; 6]>> {
+        text.as_deref()
+            .map(|t| linerate_wire::parse_mac(t).map_err(|e| usage(format!("--{flag} {t}: {e}"))))
+            .transpose()
+    };
+    let loops = match args.loops.trim() {
+        l if l.eq_ignore_ascii_case("inf") => None,
+        l => match l.parse::<u64>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                return Err(usage(format!(
+                    "--loop {l}: give the times to send the capture (1 or more) or inf"
+                )));
+            }
+        },
+    };
+    Ok(Replay {
+        speed: Speed::parse(&args.speed)?,
+        rate: args.rate.clone(),
+        loops,
+        src_mac: mac("src-mac", &args.src_mac)?,
+        dst_mac: mac("dst-mac", &args.dst_mac)?,
+        link_mbps: args.link_speed,
+    })
+}
+
+fn backend(args: &ReplayArgs) -> Result<Backend> {
+    Ok(
+        match (args.backend, &args.interface, &args.pcap, args.null) {
+            (Some(b), _, _, _) => b,
+            (None, _, Some(_), _) => Backend::Pcap,
+            (None, _, _, true) => Backend::Null,
+            (None, Some(_), _, _) => {
+                if cfg!(target_os = "linux") {
+                    Backend::Afxdp
+                } else {
+                    Backend::Bpf
+                }
+            }
+            (None, None, None, false) => {
+                return Err(usage(
+                    "nothing to replay to: give -i IFACE, --pcap FILE or --null",
+                ));
+            }
+        },
+    )
+}
+
+fn open_file_port(args: &ReplayArgs, backend: Backend, queues: u32) -> Result<Sender> {
+    if backend == Backend::Null {
+        let mut port = NullPort::new(queues);
+        port.set_mtu(args.mtu);
+        return Ok(Sender::Port(Box::new(port)));
+    }
+    let path = args
+        .pcap
+        .as_ref()
+        .ok_or_else(|| usage("--backend pcap needs --pcap FILE"))?;
+    let mut port = PcapPort::create(path, queues)?;
+    port.set_mtu(args.mtu);
+    Ok(Sender::Port(Box::new(port)))
+}
+
+fn describe(path: &Path, capture: &Capture, args: &ReplayArgs, replay: &Replay) -> CaptureJson {
+    CaptureJson {
+        file: path.display().to_string(),
+        format: capture.format.to_string(),
+        frames: capture.frames.len(),
+        bytes: capture.bytes(),
+        duration_s: capture.duration_ns() as f64 / 1e9,
+        mode: "loaded",
+        speed: match (&replay.rate, replay.speed) {
+            (Some(_), _) => None,
+            (None, Speed::Max) => Some("max".into()),
+            (None, Speed::Times(_)) => Some(args.speed.trim().to_owned()),
+        },
+        rate: replay.rate.clone(),
+        loops: replay.loops,
+        reordered: capture.reordered,
+    }
+}
+
+fn print_report(
+    args: &ReplayArgs,
+    report: &linerate_engine::Report,
+    plan: &Plan,
+    capture: &CaptureJson,
+    sink: Option<SinkResult>,
+    flows: Option<&crate::rx::RunFlows>,
+) -> Result<()> {
+    if args.json {
+        return output::print_json(&ReplayJson {
+            report,
+            capture,
+            sink,
+            rx: flows,
+        });
+    }
+    let pace = match (&capture.rate, &capture.speed) {
+        (Some(rate), _) => format!("at {rate}"),
+        (None, Some(speed)) if speed == "max" => "as fast as the port goes".into(),
+        (None, Some(speed)) => format!("at {speed} its own timing"),
+        (None, None) => String::new(),
+    };
+    let loops = capture
+        .loops
+        .map_or("until stopped".into(), |l| format!("{l} time(s)"));
+    let mut text = format!(
+        "capture   {}: {}, {} frame(s), {} bytes over {:.6} s, loaded into the port's buffers; sent {loops} {pace}\n",
+        capture.file, capture.format, capture.frames, capture.bytes, capture.duration_s
+    );
+    if capture.reordered > 0 {
+        text.push_str(&format!(
+            "          {} frame(s) stamped before their predecessor: sent in file order, with it\n",
+            capture.reordered
+        ));
+    }
+    output::print(&text)?;
+    output::print_tx(report, plan, sink.as_ref())?;
+    match flows {
+        Some(f) => {
+            let (frames, bytes) = f.all_frames();
+            output::println(&format!(
+                "received  at {}: {frames} frame(s), {bytes} bytes (a capture carries no signature: port totals)",
+                f.at
+            ))
+        }
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,566 @@
+//! `linerate replay`: captures written by `tx --pcap` and by dumpcap replayed into a pcap file
+//! and into the veth lab, where tcpdump catches them at the receive end; the bytes are compared
+//! frame by frame (pcap-file reads both sides; tcpdump converts the pcapng, so the loader is not
+//! its own judge). Bad captures are refused in one line with nothing sent.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{json, linerate, linerate_ok, linerate_usage_error, within_three_attempts};
+
+/// Every frame of a pcap file, in order (pcap-file's reader; pcapng files go through tcpdump
+/// first, see `via_tcpdump`).
+fn frames(path: &Path) -> Vec<Vec<u8>> {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = pcap_file::pcap::PcapReader::new(file).expect("a pcap file");
+    let mut out = Vec::new();
+    while let Some(p) = reader.next_packet() {
+        out.push(p.expect("a whole frame").data.into_owned());
+    }
+    out
+}
+
+/// A pcapng (or any capture tcpdump reads) rewritten as pcap by tcpdump, then read.
+fn via_tcpdump(path: &Path, dir: &Path) -> Vec<Vec<u8>> {
+    let out = dir.join("converted.pcap");
+    let status = Command::new("tcpdump")
+        .arg("-r")
+        .arg(path)
+        .arg("-w")
+        .arg(&out)
+        .output()
+        .expect("tcpdump is installed (scripts/setup.sh)");
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    frames(&out)
+}
+
+/// A capture of 1000 frames whose fields all vary: sizes 64-1518 at random, source ports
+/// counting, destination addresses at random, random payload; written by `tx --pcap`.
+fn varied_capture(dir: &Path) -> PathBuf {
+    let path = dir.join("varied.pcap");
+    linerate_ok(&[
+        "tx",
+        "-q",
+        "--pcap",
+        path.to_str().unwrap(),
+        "-n",
+        "1000",
+        "--size-mode",
+        "random:64-1518",
+        "--vary",
+        "src-port:inc:1000-1999",
+        "--vary",
+        "dst-ip:random:198.18.0.1-198.18.0.254",
+        "--payload",
+        "random:7",
+    ]);
+    path
+}
+
+fn repeat(frames: &[Vec<u8>], times: usize) -> Vec<Vec<u8>> {
+    (0..times).flat_map(|_| frames.iter().cloned()).collect()
+}
+
+/// The first difference between what was sent and what arrived, for a readable failure.
+fn same_frames(got: &[Vec<u8>], want: &[Vec<u8>]) {
+    if let Some(i) = (0..got.len().min(want.len())).find(|&i| got[i] != want[i]) {
+        panic!(
+            "frame {i} differs: {} bytes arrived, {} sent",
+            got[i].len(),
+            want[i].len()
+        );
+    }
+    assert_eq!(got.len(), want.len(), "frames arrived vs sent");
+}
+
+#[test]
+fn replayed_into_a_pcap_file_byte_for_byte_and_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = varied_capture(dir.path());
+    let want = frames(&source);
+    assert_eq!(want.len(), 1000);
+    assert!(want.iter().any(|f| f.len() > 1000) && want.iter().any(|f| f.len() < 200));
+    let out = dir.path().join("out.pcap");
+    let o = out.to_str().unwrap();
+    let report = json(&linerate_ok(&[
+        "replay",
+        source.to_str().unwrap(),
+        "--pcap",
+        o,
+        "--speed",
+        "max",
+        "--json",
+        "-q",
+    ]));
+    assert_eq!(report["submitted"], 1000);
+    assert_eq!(report["capture"]["frames"], 1000);
+    assert_eq!(report["capture"]["format"], "pcap (ns)");
+    assert_eq!(report["capture"]["mode"], "loaded");
+    same_frames(&frames(&out), &want);
+    // Three loops: the sequence three times, exactly.
+    linerate_ok(&[
+        "replay",
+        source.to_str().unwrap(),
+        "--pcap",
+        o,
+        "--speed",
+        "max",
+        "--loop",
+        "3",
+        "-q",
+    ]);
+    same_frames(&frames(&out), &repeat(&want, 3));
+    // A count stops inside a loop, exactly.
+    linerate_ok(&[
+        "replay",
+        source.to_str().unwrap(),
+        "--pcap",
+        o,
+        "--speed",
+        "max",
+        "--loop",
+        "inf",
+        "-n",
+        "2345",
+        "-q",
+    ]);
+    same_frames(&frames(&out), &repeat(&want, 3)[..2345]);
+    // MAC rewrite touches the addresses and nothing else.
+    linerate_ok(&[
+        "replay",
+        source.to_str().unwrap(),
+        "--pcap",
+        o,
+        "--speed",
+        "max",
+        "-q",
+        "--dst-mac",
+        "02:00:00:00:00:aa",
+        "--src-mac",
+        "02:00:00:00:00:bb",
+    ]);
+    let rewritten = frames(&out);
+    for (got, sent) in rewritten.iter().zip(&want) {
+        assert_eq!(&got[..12], &[2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 0xbb]);
+        assert_eq!(got[12..], sent[12..]);
+    }
+}
+
+#[test]
+fn two_workers_keep_the_order_of_their_own_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = varied_capture(dir.path());
+    let want = frames(&source);
+    let out = dir.path().join("out.pcap");
+    linerate_ok(&[
+        "replay",
+        source.to_str().unwrap(),
+        "--pcap",
+        out.to_str().unwrap(),
+        "--speed",
+        "max",
+        "--cores",
+        "0,1",
+        "-q",
+    ]);
+    let mut got = frames(&out);
+    // Worker w sends frames w, w+2, …: each worker's frames arrive in capture order, and all
+    // of them exactly once; how the two interleave is up to the scheduler.
+    for w in 0..2 {
+        let mine: Vec<&Vec<u8>> = want.iter().skip(w).step_by(2).collect();
+        let seen: Vec<&Vec<u8>> = got.iter().filter(|f| mine.contains(f)).collect();
+        assert_eq!(seen, mine, "worker {w}'s frames out of order");
+    }
+    got.sort();
+    let mut sorted = want.clone();
+    sorted.sort();
+    assert_eq!(got, sorted);
+}
+
+/// A capture of `n` 60-byte frames exactly `gap` apart, written with pcap-file.
+fn evenly_spaced(dir: &Path, n: u32, gap: Duration) -> PathBuf {
+    let path = dir.join("spaced.pcap");
+    let file = std::fs::File::create(&path).unwrap();
+    let header = pcap_file::pcap::PcapHeader {
+        ts_resolution: pcap_file::TsResolution::NanoSecond,
+        ..Default::default()
+    };
+    let mut w = pcap_file::pcap::PcapWriter::with_header(file, header).unwrap();
+    for i in 0..n {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[0xff; 6]);
+        f[12..14].copy_from_slice(&[0x88, 0xb5]);
+        f[14..18].copy_from_slice(&i.to_be_bytes());
+        let t = Duration::from_secs(1_700_000_000) + gap * i;
+        w.write_packet(&pcap_file::pcap::PcapPacket::new(t, 60, &f))
+            .unwrap();
+    }
+    path
+}
+
+/// `--speed 1x` of a capture 500 ms long (501 frames 1 ms apart) takes 500 ms, `2x` 250 ms.
+/// Tolerance: no frame leaves more than a 20 µs slice early, so the floor is the capture's own
+/// length less 1 %; the ceiling is +20 %, room for a loaded 2-core VM (a preempted thread catches
+/// up at twice the rate); three attempts, since a stall over 50 ms is written off, not caught up.
+#[test]
+fn speed_keeps_the_capture_timing_scaled() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = evenly_spaced(dir.path(), 501, Duration::from_millis(1));
+    for (speed, secs) in [("1x", 0.5), ("2x", 0.25)] {
+        within_three_attempts(|| {
+            let r = json(&linerate_ok(&[
+                "replay",
+                source.to_str().unwrap(),
+                "--null",
+                "--speed",
+                speed,
+                "--json",
+                "-q",
+            ]));
+            assert_eq!(r["submitted"], 501);
+            let took = r["elapsed_s"].as_f64().unwrap();
+            if took >= secs * 0.99 && took <= secs * 1.2 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "--speed {speed}: {took:.4} s, want {secs} s -1 %/+20 %"
+                ))
+            }
+        });
+    }
+}
+
+/// Writes a pcap-file capture with one change, for the refusals.
+fn write_pcap(path: &Path, link: pcap_file::DataLink, snaplen: u32, frames: &[Vec<u8>]) {
+    let header = pcap_file::pcap::PcapHeader {
+        datalink: link,
+        snaplen,
+        ..Default::default()
+    };
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = pcap_file::pcap::PcapWriter::with_header(file, header).unwrap();
+    for f in frames {
+        w.write_packet(&pcap_file::pcap::PcapPacket::new(
+            Duration::ZERO,
+            f.len() as u32,
+            f,
+        ))
+        .unwrap();
+    }
+}
+
+#[test]
+fn bad_captures_are_refused_in_one_line_and_nothing_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = varied_capture(dir.path());
+    let bytes = std::fs::read(&good).unwrap();
+    let eth = vec![0x11u8; 60];
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated",
+            bytes[..bytes.len() - 100].to_vec(),
+            "truncated",
+        ),
+        (
+            "wrong-magic",
+            [b"\x7fELF".as_slice(), &bytes[4..]].concat(),
+            "not a pcap or pcapng",
+        ),
+        ("empty", Vec::new(), "too short"),
+    ];
+    let mut files: Vec<(PathBuf, &str)> = Vec::new();
+    for (name, data, why) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, data).unwrap();
+        files.push((p, why));
+    }
+    let wifi = dir.path().join("wifi.pcap");
+    write_pcap(
+        &wifi,
+        pcap_file::DataLink::IEEE802_11,
+        65535,
+        std::slice::from_ref(&eth),
+    );
+    files.push((wifi, "Ethernet captures only"));
+    let big = dir.path().join("big.pcap");
+    write_pcap(
+        &big,
+        pcap_file::DataLink::ETHERNET,
+        65535,
+        &[eth.clone(), vec![0x11; 1600]],
+    );
+    files.push((big, "over the 1514"));
+    // Snaplen 64: the second frame was 100 bytes on the wire, 64 in the file.
+    let cut = dir.path().join("cut.pcap");
+    write_pcap(
+        &cut,
+        pcap_file::DataLink::ETHERNET,
+        64,
+        &[eth.clone(), vec![0x11; 64]],
+    );
+    let mut raw = std::fs::read(&cut).unwrap();
+    let at = raw.len() - 64 - 4;
+    raw[at..at + 4].copy_from_slice(&100u32.to_be_bytes());
+    std::fs::write(&cut, raw).unwrap();
+    files.push((cut, "cut to 64 of its 100 bytes"));
+    for (path, why) in &files {
+        let out = dir.path().join("never.pcap");
+        let line = linerate_usage_error(&[
+            "replay",
+            path.to_str().unwrap(),
+            "--pcap",
+            out.to_str().unwrap(),
+        ]);
+        assert!(line.contains(why), "{}: {line}", path.display());
+        assert!(line.contains(path.to_str().unwrap()), "{line}");
+        assert!(
+            !out.exists(),
+            "{}: a refused capture wrote {}",
+            path.display(),
+            out.display()
+        );
+    }
+    let missing = linerate_usage_error(&["replay", "/nonexistent.pcap", "--null"]);
+    assert!(missing.contains("/nonexistent.pcap"), "{missing}");
+    let line = linerate_usage_error(&[
+        "replay",
+        good.to_str().unwrap(),
+        "--null",
+        "--speed",
+        "fast",
+    ]);
+    assert!(line.contains("not a speed"), "{line}");
+    let line = linerate_usage_error(&["replay", good.to_str().unwrap(), "--null", "--loop", "0"]);
+    assert!(line.contains("--loop"), "{line}");
+}
+
+#[cfg(target_os = "linux")]
+mod lab {
+    use std::io::Read;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use common::root_or_skip;
+
+    /// A capture tool running in the lab's sink namespace on its receive end, started and
+    /// ready ("listening on" / "Capturing on") before anything is sent.
+    struct Catcher {
+        child: Child,
+        path: PathBuf,
+    }
+
+    impl Catcher {
+        fn start(lab: &linerate_lab::Lab, tool: &str, path: PathBuf) -> Self {
+            let mut cmd = Command::new("ip");
+            cmd.args(["netns", "exec", &lab.netns, tool, "-i", &lab.receiver]);
+            match tool {
+                "tcpdump" => {
+                    cmd.args(["-Q", "in", "-U", "-n", "--time-stamp-precision=nano", "-w"])
+                }
+                // dumpcap writes pcapng with µs timestamps by default. (Its "inbound" filter
+                // caught 2 of 300 frames here; the replies the stack sends are not UDP.)
+                _ => cmd.args(["-f", "udp", "-w"]),
+            };
+            let mut child = cmd.arg(&path).stderr(Stdio::piped()).spawn().expect(tool);
+            let mut stderr = child.stderr.take().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 256];
+            loop {
+                let text = String::from_utf8_lossy(&seen);
+                if text.contains("listening on") || text.contains("Capturing on") {
+                    break;
+                }
+                let n = stderr.read(&mut buf).unwrap();
+                assert!(n > 0, "{tool} ended: {text}");
+                seen.extend_from_slice(&buf[..n]);
+            }
+            // Keep reading its stderr so it never blocks on a full pipe.
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            Self { child, path }
+        }
+
+        /// Waits until the file stops growing (frames still on their way), stops the tool
+        /// with SIGINT so it writes what it holds, and returns the file.
+        fn finish(mut self) -> PathBuf {
+            let mut last = (0, Instant::now());
+            let start = Instant::now();
+            while last.1.elapsed() < Duration::from_millis(500)
+                && start.elapsed() < Duration::from_secs(15)
+            {
+                std::thread::sleep(Duration::from_millis(50));
+                let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
+                if len != last.0 {
+                    last = (len, Instant::now());
+                }
+            }
+            // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+            self.child.wait().unwrap();
+            self.path.clone()
+        }
+    }
+
+    fn replay(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> serde_json::Value {
+        let mut args = vec![
+            "replay",
+            file.to_str().unwrap(),
+            "-i",
+            &lab.sender,
+            "--json",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        json(&linerate_ok(&args))
+    }
+
+    /// The capture `tx --pcap` wrote (1000 frames, every field varied), replayed into the lab at
+    /// max speed with one worker: tcpdump at the receive end catches every frame byte for byte,
+    /// in order, once; the receive program (`--rx`, passing frames on to tcpdump) counts them
+    /// as "other" (no signature).
+    #[test]
+    fn a_tx_capture_arrives_byte_for_byte_in_order_once() {
+        if !root_or_skip("a_tx_capture_arrives_byte_for_byte_in_order_once") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let source = varied_capture(dir.path());
+        let want = frames(&source);
+        let lab = common::lab("rp", 2);
+        let catcher = Catcher::start(&lab, "tcpdump", dir.path().join("rx.pcap"));
+        let r = replay(&lab, &source, &["--speed", "max", "--rx", "--rx-pass"]);
+        let got = frames(&catcher.finish());
+        same_frames(&got, &want);
+        assert_eq!(r["completed"], 1000);
+        assert_eq!(r["rx"]["other"]["other_frames"], 1000, "{}", r["rx"]);
+        assert_eq!(r["sink"]["packets"], 1000);
+        assert_eq!(r["sink"]["lost"], 0);
+    }
+
+    /// A pcapng written by dumpcap at the lab's receive end (tcpdump 4.99 writes pcap only),
+    /// replayed three times at its own timing (2x): the receive end sees its frames three
+    /// times, in order, byte for byte; tcpdump converts the pcapng for the comparison.
+    #[test]
+    fn a_dumpcap_pcapng_loops_exactly_three_times() {
+        if !root_or_skip("a_dumpcap_pcapng_loops_exactly_three_times") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let lab = common::lab("rq", 2);
+        let ng = dir.path().join("dumpcap.pcapng");
+        let catcher = Catcher::start(&lab, "dumpcap", ng.clone());
+        linerate_ok(&[
+            "tx",
+            "-q",
+            "-i",
+            &lab.sender,
+            "--rx",
+            "--rx-pass",
+            "-n",
+            "300",
+            "--rate",
+            "20k",
+            "--vary",
+            "src-port:inc:1-300",
+            "--size-mode",
+            "inc:64-363",
+        ]);
+        let ng = catcher.finish();
+        let want = via_tcpdump(&ng, dir.path());
+        assert_eq!(want.len(), 300, "dumpcap caught {} frames", want.len());
+        let catcher = Catcher::start(&lab, "tcpdump", dir.path().join("rx.pcap"));
+        let r = replay(
+            &lab,
+            &ng,
+            &["--speed", "2x", "--loop", "3", "--rx", "--rx-pass"],
+        );
+        let got = frames(&catcher.finish());
+        assert_eq!(r["capture"]["format"], "pcapng");
+        assert_eq!(r["capture"]["speed"], "2x");
+        same_frames(&got, &repeat(&want, 3));
+        assert_eq!(r["sink"]["packets"], 900);
+    }
+
+    /// `--loop 3` sends exactly three times and `--count` stops exactly, on each Linux backend
+    /// (live keeps the capture's frames in its frame map), counted by the lab's sink.
+    #[test]
+    fn loops_and_counts_are_exact_on_every_backend() {
+        if !root_or_skip("loops_and_counts_are_exact_on_every_backend") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let source = varied_capture(dir.path());
+        let bytes: u64 = frames(&source).iter().map(|f| f.len() as u64).sum();
+        let lab = common::lab("rl", 2);
+        for backend in ["afxdp", "live", "afpacket"] {
+            let r = replay(
+                &lab,
+                &source,
+                &["--backend", backend, "--speed", "max", "--loop", "3"],
+            );
+            assert_eq!(r["sink"]["packets"], 3000, "{backend}: {}", r["sink"]);
+            assert_eq!(r["sink"]["bytes"], 3 * bytes, "{backend}");
+            assert_eq!(r["sink"]["lost"], 0, "{backend}");
+            let r = replay(
+                &lab,
+                &source,
+                &[
+                    "--backend",
+                    backend,
+                    "--speed",
+                    "max",
+                    "--loop",
+                    "inf",
+                    "-n",
+                    "2500",
+                ],
+            );
+            assert_eq!(r["sink"]["packets"], 2500, "{backend}: {}", r["sink"]);
+            assert_eq!(r["submitted"], 2500, "{backend}");
+        }
+    }
+
+    /// An interface's MTU bounds the capture's frames before anything is sent.
+    #[test]
+    fn frames_over_the_interface_mtu_are_refused() {
+        if !root_or_skip("frames_over_the_interface_mtu_are_refused") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let source = varied_capture(dir.path());
+        let lab = common::lab("rm", 1);
+        let set = |mtu: &str| {
+            let out = Command::new("ip")
+                .args(["link", "set", &lab.sender, "mtu", mtu])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+        };
+        set("1000");
+        // The stack may send a frame of its own as the MTU changes: count from after that.
+        std::thread::sleep(Duration::from_millis(300));
+        let before = lab.sink_counters().unwrap();
+        let out = linerate(&[
+            "replay",
+            source.to_str().unwrap(),
+            "-i",
+            &lab.sender,
+            "--speed",
+            "max",
+        ]);
+        let sent = lab.sink_counters().unwrap().since(before).packets;
+        set("1500");
+        let line = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{line}");
+        assert!(line.contains("MTU of 1000"), "{line}");
+        assert_eq!(sent, 0);
+    }
+}

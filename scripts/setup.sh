@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, everything linerate needs beyond the Rust toolchain: the C toolchain
 # for the XDP programs, libbpf's build dependencies, the independent decoders, checkers and
-# peers the tests and benchmarks use (tcpdump, trafgen; iproute2, with which the tests read back
+# peers the tests and benchmarks use (tcpdump, dumpcap, trafgen; iproute2, with which the tests read back
 # the lab that linerate builds through netlink), and the
 # Rust targets the macOS/BSD port is type-checked for.
 set -euo pipefail
@@ -13,8 +13,10 @@ fi
 log() { printf 'setup: %s\n' "$*" >&2; }
 
 if [[ $(uname -s) == Linux ]]; then
+    # wireshark-common brings dumpcap, the pcapng writer the replay tests capture with
+    # (tcpdump 4.99 writes pcap only).
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
-              linux-libc-dev libc6-dev procps util-linux bpftool)
+              linux-libc-dev libc6-dev procps util-linux wireshark-common bpftool)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

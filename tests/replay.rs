@@ -363,9 +363,18 @@ mod lab {
             let mut cmd = Command::new("ip");
             cmd.args(["netns", "exec", &lab.netns, tool, "-i", &lab.receiver]);
             match tool {
-                "tcpdump" => {
-                    cmd.args(["-Q", "in", "-U", "-n", "--time-stamp-precision=nano", "-w"])
-                }
+                // A 64 MiB buffer: at max speed on a loaded VM tcpdump falls behind, and the
+                // kernel drops what its default 2 MiB cannot hold.
+                "tcpdump" => cmd.args([
+                    "-B",
+                    "65536",
+                    "-Q",
+                    "in",
+                    "-U",
+                    "-n",
+                    "--time-stamp-precision=nano",
+                    "-w",
+                ]),
                 // dumpcap writes pcapng with µs timestamps by default. (Its "inbound" filter
                 // caught 2 of 300 frames here; the replies the stack sends are not UDP.)
                 _ => cmd.args(["-f", "udp", "-w"]),
@@ -384,29 +393,44 @@ mod lab {
                 seen.extend_from_slice(&buf[..n]);
             }
             // Keep reading its stderr so it never blocks on a full pipe.
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
             Self { child, path }
         }
 
-        /// Waits until the file stops growing (frames still on their way), stops the tool
-        /// with SIGINT so it writes what it holds, and returns the file.
-        fn finish(mut self) -> PathBuf {
-            let mut last = (0, Instant::now());
+        /// Waits until the file holds `expect` frames, then 300 ms more for any extra (a
+        /// duplicate would show), stops the tool with SIGINT so it writes what it holds, and
+        /// returns the file. Waiting on the file's length alone is not enough: on a loaded VM
+        /// the tool can sit for half a second with frames still in its ring, and SIGINT ends it
+        /// without reading them.
+        fn finish(mut self, expect: usize) -> PathBuf {
             let start = Instant::now();
-            while last.1.elapsed() < Duration::from_millis(500)
-                && start.elapsed() < Duration::from_secs(15)
-            {
+            while written(&self.path) < expect && start.elapsed() < Duration::from_secs(20) {
                 std::thread::sleep(Duration::from_millis(50));
-                let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
-                if len != last.0 {
-                    last = (len, Instant::now());
-                }
             }
+            std::thread::sleep(Duration::from_millis(300));
             // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
             self.child.wait().unwrap();
             self.path.clone()
         }
+    }
+
+    /// Whole frames in a capture file still being written (pcap or pcapng).
+    fn written(path: &Path) -> usize {
+        let Ok(bytes) = std::fs::read(path) else {
+            return 0;
+        };
+        let mut n = 0;
+        if let Ok(mut r) = pcap_file::pcap::PcapReader::new(&bytes[..]) {
+            while let Some(Ok(_)) = r.next_packet() {
+                n += 1;
+            }
+        } else if let Ok(mut r) = pcap_file::pcapng::PcapNgReader::new(&bytes[..]) {
+            while let Some(Ok(block)) = r.next_block() {
+                n += usize::from(matches!(block, pcap_file::pcapng::Block::EnhancedPacket(_)));
+            }
+        }
+        n
     }
 
     fn replay(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> serde_json::Value {
@@ -437,7 +461,7 @@ mod lab {
         let lab = common::lab("rp", 2);
         let catcher = Catcher::start(&lab, "tcpdump", dir.path().join("rx.pcap"));
         let r = replay(&lab, &source, &["--speed", "max", "--rx", "--rx-pass"]);
-        let got = frames(&catcher.finish());
+        let got = frames(&catcher.finish(want.len()));
         same_frames(&got, &want);
         assert_eq!(r["completed"], 1000);
         assert_eq!(r["rx"]["other"]["other_frames"], 1000, "{}", r["rx"]);
@@ -473,7 +497,7 @@ mod lab {
             "--size-mode",
             "inc:64-363",
         ]);
-        let ng = catcher.finish();
+        let ng = catcher.finish(300);
         let want = via_tcpdump(&ng, dir.path());
         assert_eq!(want.len(), 300, "dumpcap caught {} frames", want.len());
         let catcher = Catcher::start(&lab, "tcpdump", dir.path().join("rx.pcap"));
@@ -482,7 +506,7 @@ mod lab {
             &ng,
             &["--speed", "2x", "--loop", "3", "--rx", "--rx-pass"],
         );
-        let got = frames(&catcher.finish());
+        let got = frames(&catcher.finish(900));
         assert_eq!(r["capture"]["format"], "pcapng");
         assert_eq!(r["capture"]["speed"], "2x");
         same_frames(&got, &repeat(&want, 3));

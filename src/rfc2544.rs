@@ -96,7 +96,7 @@ pub struct Rfc2544Args {
     /// a measured max-rate trial), or a rate: 1.5M, 200k (frames/s), 500Mbps, 50%.
     #[arg(long, default_value = "line")]
     pub max_rate: String,
-    /// The lowest load worth offering (default: 1 % of the max): a goal that fails there has no
+    /// The lowest load worth offering (default: 0.1 % of the max): a goal that fails there has no
     /// rate that meets it.
     #[arg(long)]
     pub min_rate: Option<String>,
@@ -737,7 +737,9 @@ fn measure(
             Ok(v) => v,
             Err(e) => return (r, Some(e)),
         },
-        None => max / 100.0,
+        // Low enough for a DUT shaped far below the port (a 20 Mbit/s shaper on a 1 Gbit/s port
+        // forwards 2 % of its 1518-byte line rate); each halving below the NDR costs one trial.
+        None => max / 1000.0,
     };
     r.min_load_fps = min;
     if min >= max {

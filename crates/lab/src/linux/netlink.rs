@@ -2,10 +2,11 @@
 //! netlink messages (netlink-packet-route) on a plain blocking socket (netlink-sys).
 //!
 //! Synchronous on purpose, not the `rtnetlink` crate: that one is async and needs a tokio
-//! runtime (the workspace has none), while the lab sends a few dozen requests once per `lab up`,
-//! one at a time, each waiting for its acknowledgement — a send and a receive loop. Neither crate
-//! describes the tbf or pfifo options, so those are encoded here from the kernel's uapi
-//! `pkt_sched.h` ([`tbf_options`], [`pfifo_options`]).
+//! runtime (only `linerate serve` runs one; the lab is used from plain threads by every command
+//! and test), while the lab sends a few dozen requests once per `lab up`, one at a time, each
+//! waiting for its acknowledgement — a send and a receive loop. Neither crate describes the tbf
+//! or pfifo options, so those are encoded here from the kernel's uapi `pkt_sched.h`
+//! ([`tbf_options`], [`pfifo_options`]).
 //!
 //! A netlink socket acts in the network namespace it was created in, whatever thread uses it
 //! later: [`Rtnl::open`] creates it on a short-lived thread that entered the namespace with

@@ -46,10 +46,6 @@ pub struct PortOptions {
 }
 
 impl PortOptions {
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
     /// An interface with the platform's default backend, one worker on core 0, the usual batch.
     pub fn interface(name: &str) -> Self {
         PortOptions {
@@ -96,10 +92,6 @@ pub struct Outcome {
     /// The engine's report: frames, bytes, rate, workers.
     pub report: Report,
     /// Frames each flow of the plan sent.
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
     pub sent: Vec<FlowSent>,
     /// Per flow what the receiver saw against `sent`, when the session has a receiver.
     pub flows: Option<RunFlows>,
@@ -186,10 +178,6 @@ impl Session {
 
     /// The receiver, to read its live per-flow totals from another thread while a run is in
     /// progress (`read()`); None without one. Its counts restart at each run.
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
     pub fn rx_handle(&self) -> Option<Arc<RunReceiver>> {
         self.rx.clone()
     }
@@ -203,24 +191,6 @@ impl Session {
     pub fn link_mbps(&self) -> Option<u64> {
         self.link_speed
             .or(self.sender.info().link_speed.map(|s| s.mbps()))
-    }
-
-    /// The lab behind the port's interface (its name, addresses, the sink's counters).
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
-    pub fn lab(&self) -> Option<&Receiver> {
-        self.lab.as_ref()
-    }
-
-    /// The workers the runs use: one per core, each with its queue.
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
-    pub fn workers(&self) -> &[WorkerSpec] {
-        &self.workers
     }
 
     /// Compiles streams for this port (its MTU, MAC, the lab's addresses, the link speed) with
@@ -237,10 +207,6 @@ impl Session {
     }
 
     /// Compiles and runs streams: see [`Session::run_plan`].
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
     pub fn run(
         &mut self,
         streams: &[StreamSpec],

@@ -24,7 +24,7 @@ use linerate_engine::{Observer, Snapshot};
 use linerate_otg as otg;
 use linerate_rx::RxTotals;
 
-use crate::cli::{ClockArg, ReceiverArgs, ServeArgs, XdpAttach};
+use crate::cli::{Backend, ClockArg, ReceiverArgs, ServeArgs, XdpAttach};
 use crate::rx::RunReceiver;
 use crate::session::{End, PortOptions, RxTarget, Session};
 
@@ -53,6 +53,16 @@ pub fn run(args: ServeArgs) -> Result<()> {
         return Err(crate::usage(
             "--token needs at least 16 characters (a guessable token guards nothing)",
         ));
+    }
+    // Checked here, not at the first set_config: a config's ports are interfaces, and the
+    // other backends would fail there as a 500 naming flags serve does not have (pcap) or send
+    // nowhere (null).
+    if let Some(b @ (Backend::Pcap | Backend::Null | Backend::Bpf)) = args.backend {
+        return Err(crate::usage(format!(
+            "--backend {}: serve transmits on the config's interfaces; use afxdp, afpacket or live",
+            clap::ValueEnum::to_possible_value(&b)
+                .map_or_else(String::new, |v| v.get_name().to_owned())
+        )));
     }
     let tls = if args.http {
         None

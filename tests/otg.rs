@@ -106,6 +106,15 @@ fn listening_beyond_loopback_needs_a_token() {
     assert!(line.contains("16 characters"), "{line}");
 }
 
+#[test]
+fn a_backend_that_sends_on_no_interface_is_refused_at_start() {
+    for backend in ["pcap", "null", "bpf"] {
+        let line = linerate_usage_error(&["serve", "--backend", backend]);
+        assert!(line.contains(&format!("--backend {backend}")), "{line}");
+        assert!(line.contains("afxdp, afpacket or live"), "{line}");
+    }
+}
+
 /// One plain HTTP/1.1 request; the status code and the body.
 fn http(url: &str, request: &str) -> (u16, String) {
     use std::io::{Read, Write};

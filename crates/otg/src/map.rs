@@ -130,6 +130,9 @@ pub fn map_config(config: &Config) -> Result<Mapped, Refusals> {
 #[derive(Default)]
 struct Cx {
     refusals: Vec<Refusal>,
+    /// The flow's `random.seed`, with the path that gave it: linerate draws every random
+    /// field of a stream from one seed.
+    seed: Option<(String, u64)>,
 }
 
 /// How a field's pattern resolved.
@@ -494,6 +497,7 @@ impl Cx {
         ports: &[PortPlan],
     ) -> Option<(FlowPlan, StreamSpec, Option<f64>)> {
         let before = self.refusals.len();
+        self.seed = None;
         self.rest(path, &f.rest);
         if f.name.is_empty() {
             self.refuse(format!("{path}.name"), "a flow needs a name");
@@ -605,6 +609,9 @@ impl Cx {
                 (enable, m.timestamps.unwrap_or(false), lat)
             }
         };
+        if let Some((_, seed)) = self.seed.take() {
+            spec.seed = seed;
+        }
         if self.refusals.len() > before {
             return None;
         }
@@ -784,6 +791,23 @@ impl Cx {
                 if hi < lo {
                     self.refuse(at, "max is below min");
                     return None;
+                }
+                if let Some(v) = r.seed.as_ref().filter(|v| !v.is_null()) {
+                    let at = format!("{at}.seed");
+                    match int(v).and_then(|s| u64::try_from(s).ok()) {
+                        None => self.refuse(at, format!("{v} is not a seed (a whole number)")),
+                        Some(seed) => match &self.seed {
+                            Some((first, s)) if *s != seed => {
+                                let why = format!(
+                                    "linerate draws all the random fields of a flow from one \
+                                     seed, and {first} gave {s}: give them the same seed"
+                                );
+                                self.refuse(at, why);
+                            }
+                            Some(_) => {}
+                            None => self.seed = Some((at, seed)),
+                        },
+                    }
                 }
                 Some(Pat::Vary {
                     mode: VaryKind::Random,

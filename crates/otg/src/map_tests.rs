@@ -156,6 +156,20 @@ fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
     assert!(err.contains("wraps"), "{err}");
     let m = with_src(json!({"choice": "random", "random": {"min": "10.0.0.1", "max": "10.0.0.100", "seed": 7, "count": 1}})).unwrap();
     assert_eq!(m.streams[0].vary[0], "src-ip:random:10.0.0.1-10.0.0.100");
+    // The field's seed is the stream's: another seed, another draw.
+    assert_eq!(m.streams[0].seed, 7);
+    compiles(&m);
+    let random = |seed: u64| json!({"choice": "random", "random": {"min": "10.0.0.1", "max": "10.0.0.100", "seed": seed}});
+    let mut c = quickstart();
+    c["flows"][0]["packet"][1]["ipv4"]["src"] = random(3);
+    c["flows"][0]["packet"][1]["ipv4"]["dst"] = random(3);
+    assert_eq!(map(&c).unwrap().streams[0].seed, 3);
+    c["flows"][0]["packet"][1]["ipv4"]["dst"] = random(4);
+    let err = map(&c).unwrap_err().to_string();
+    assert!(
+        err.contains("ipv4.dst.random.seed") && err.contains("ipv4.src.random.seed gave 3"),
+        "{err}"
+    );
     let err = with_src(json!({"choice": "value", "value": "10.0.0.300"}))
         .unwrap_err()
         .to_string();

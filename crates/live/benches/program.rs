@@ -19,29 +19,40 @@ fn main() {
         println!("program: skipped, loading BPF needs root");
         return;
     }
-    let cases: &[(&str, &[&str])] = &[
-        ("one frame, nothing varies", &[]),
-        ("10 pre-built frames (the seed's ip-id)", &["ip-id:inc:0-9"]),
+    // (name, fields, signature)
+    let cases: &[(&str, &[&str], bool)] = &[
+        ("one frame, nothing varies", &[], false),
+        ("one frame, the signature stamped", &[], true),
+        (
+            "10 pre-built frames (the seed's ip-id)",
+            &["ip-id:inc:0-9"],
+            false,
+        ),
         (
             "4096 pre-built frames (src-port inc)",
             &["src-port:inc:1-4096"],
+            false,
         ),
         (
             "src-port inc over 65535 (patched)",
             &["src-port:inc:1-65535"],
+            false,
         ),
-        ("src-port random", &["src-port:random:1-65535"]),
+        ("src-port random", &["src-port:random:1-65535"], false),
         (
             "src-ip random (32 bits)",
             &["src-ip:random:10.0.0.1-10.255.255.254"],
+            false,
         ),
         (
             "dst-mac random (48 bits)",
             &["dst-mac:random:02:00:00:00:00:01-02:00:00:ff:ff:ff"],
+            false,
         ),
         (
             "src-port random + dst-port inc",
             &["src-port:random:1-65535", "dst-port:inc:1-65535"],
+            false,
         ),
     ];
     let last = core_affinity::get_core_ids().and_then(|c| c.last().copied());
@@ -50,9 +61,10 @@ fn main() {
     }
     let clocks: Vec<ProgramClock> = cases
         .iter()
-        .map(|(_, vary)| {
+        .map(|(_, vary, signature)| {
             let spec = StreamSpec {
                 vary: vary.iter().map(|v| (*v).to_owned()).collect(),
+                signature: *signature,
                 ..StreamSpec::default()
             };
             let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
@@ -69,7 +81,7 @@ fn main() {
         "{:<42} {:>8} {:>6}",
         "program work per frame (ns)", "median", "min"
     );
-    for ((name, _), times) in cases.iter().zip(&mut ns) {
+    for ((name, _, _), times) in cases.iter().zip(&mut ns) {
         times.sort_by(f64::total_cmp);
         println!("{name:<42} {:>8.0} {:>6.0}", times[ROUNDS / 2], times[0]);
     }

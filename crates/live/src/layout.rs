@@ -35,6 +35,9 @@ pub const FRAME_HEADER: usize = 16;
 pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN;
 /// Bytes of one `struct live_stamp`.
 pub const STAMP_LEN: usize = 16;
+/// Frames that share one clock read (`STAMP_EVERY`): the kernel's bulk of redirected frames,
+/// which leave together.
+pub const STAMP_EVERY: u64 = 16;
 
 /// `struct live_stamp`: how the program stamps the signature (`linerate_wire::signature`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -452,8 +455,9 @@ pub fn rng_state(seed: u64) -> u64 {
 }
 
 /// A model of the program in Rust, for tests: runs it `n` times over a pool of `pages` pages
-/// recycled in turn, as the kernel's page pool does, and returns the frames it sent. A signed
-/// plan's frames are stamped with `clock()`, read once a frame as the program reads its own.
+/// recycled in turn, as the kernel's page pool does, and returns the frames it sent, as one
+/// call of the program. A signed plan's frames are stamped with `clock()`, read at the first of
+/// every [`STAMP_EVERY`] frames as the program reads its own.
 pub fn simulate(
     layout: &Layout,
     worker: usize,
@@ -464,7 +468,7 @@ pub fn simulate(
     let w = &layout.workers[worker];
     let mut pool: Vec<Vec<u8>> = vec![w.template.clone(); pages.max(1)];
     let (mut rng, mut index, mut indices) = (w.rng, 0usize, w.indices.clone());
-    let (mut lap, mut seq) = (0u32, w.first_seq);
+    let (mut lap, mut seq, mut stamp_ns) = (0u32, w.first_seq, 0);
     let mut out = Vec::new();
     for k in 0..n {
         if w.limit.is_some_and(|l| k >= l) {
@@ -532,7 +536,10 @@ pub fn simulate(
                 seq += u64::from(st.stride);
                 s
             };
-            signature::stamp(&mut page[..len], seq, clock());
+            if k % STAMP_EVERY == 0 {
+                stamp_ns = clock();
+            }
+            signature::stamp(&mut page[..len], seq, stamp_ns);
         }
         out.push(page[..len].to_vec());
         index += 1;
@@ -730,16 +737,17 @@ mod tests {
                 let layout = Layout::compile_cycle(&cycle, workers, None).expect(name);
                 assert_eq!(layout.stamp.map(|s| s.mapped), Some(mapped));
                 for w in 0..workers {
-                    let mut t = 1u64 << 47;
+                    // The engine reads a time per frame here; the model one per bulk.
+                    let mut k = 0u64;
                     let want = expected(&cycle, w, workers, 3000, || {
-                        t += 997;
-                        t
+                        k += 1;
+                        (1 << 47) + (k - 1) / STAMP_EVERY * 997
                     });
                     for pages in [1, 3, 64] {
-                        let mut t = 1u64 << 47;
+                        let mut bulk = 0u64;
                         let got = simulate(&layout, w, 3000, pages, || {
-                            t += 997;
-                            t
+                            bulk += 1;
+                            (1 << 47) + (bulk - 1) * 997
                         });
                         assert_eq!(got.len(), want.len());
                         for (i, (g, e)) in got.iter().zip(&want).enumerate() {

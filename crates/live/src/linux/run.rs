@@ -226,6 +226,9 @@ impl Sender<'_> {
     /// the interface refuses the frames.
     fn call(&self, repeat: u64) -> Result<(), LiveError> {
         let (sent, _, errors) = self.counts();
+        // The call's first frame reads the clock afresh (a signed plan's stamps: one read a
+        // bulk of STAMP_EVERY frames, counted from the call's start as the kernel's bulks are).
+        self.slot.stamp_left.store(0, Ordering::Relaxed);
         match test_run(self.prog, &self.data, &self.ctx, repeat as i32, self.batch) {
             Ok(()) => {}
             // A signal (Ctrl-C) cut the call short: the counters say how far it got.

@@ -35,7 +35,9 @@ pub(super) struct WorkerSlot {
     pub(super) bytes: AtomicU64,
     pub(super) errors: AtomicU64,
     pub(super) seq: AtomicU64,
-    pub(super) _pad3: [AtomicU64; 2],
+    pub(super) stamp_ns: AtomicU64,
+    pub(super) stamp_left: AtomicU32,
+    pub(super) _pad3: AtomicU32,
     pub(super) indices: [AtomicU64; MAX_FIELDS],
     pub(super) _pad4: [AtomicU64; 8],
 }

@@ -3,17 +3,14 @@
 //! timing scaled (`--speed`), a fixed rate (`--rate`) or the port's limit (`--speed max`).
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
-use linerate_engine::RunConfig;
-use linerate_port::{NullPort, PcapPort};
 use linerate_stream::{Capture, Plan, Replay, Speed};
 use serde::Serialize;
 
 use crate::cli::{Backend, ReplayArgs};
 use crate::output::{self, LiveStatus};
-use crate::platform::{self, Sender};
+use crate::session::{End, Outcome, PortOptions, RxTarget, Session};
 use crate::tx::{self, SinkResult};
 use crate::usage;
 
@@ -52,12 +49,25 @@ struct ReplayJson<'a> {
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let replay = options(args)?;
-    let workers = tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
-    let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
+    // Checked here too so that a bad --cores/--queues is refused before the capture loads.
+    tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
     let backend = backend(args)?;
+    let options = PortOptions {
+        backend,
+        interface: args.interface.clone(),
+        pcap: args.pcap.clone(),
+        mtu: args.mtu,
+        afxdp: args.afxdp.clone(),
+        cores: args.cores.clone(),
+        queues: args.queues.clone(),
+        batch: args.batch,
+        link_speed: args.link_speed,
+        // The capture's frames carry no signature: nothing is stamped.
+        clock: args.receiver.clock,
+    };
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
-    let (port, capture) = match backend {
+    let (mut session, capture) = match backend {
         Backend::Pcap | Backend::Null => {
             let capture = Capture::load(&args.file, args.mtu)?;
             if backend == Backend::Pcap
@@ -69,70 +79,43 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                     "--loop inf into a pcap file needs an end: give --count or --duration",
                 ));
             }
-            (open_file_port(args, backend, queues)?, capture)
+            (Session::open(&options)?, capture)
         }
         _ => {
-            let iface = args
-                .interface
-                .as_deref()
-                .ok_or_else(|| usage("this backend needs -i IFACE"))?;
-            let port = tx::open_interface(Some(backend), iface, &args.afxdp)?;
-            let capture = Capture::load(&args.file, port.info().mtu)?;
-            (port, capture)
+            let session = Session::open(&options)?;
+            let capture = Capture::load(&args.file, session.info().mtu)?;
+            (session, capture)
         }
     };
     let described = describe(&args.file, &capture, args, &replay);
     let plan = capture.plan(&described.file, &replay)?;
-    let lab = match &args.interface {
-        Some(iface) => platform::receiver_of(iface)?,
-        None => None,
-    };
-    let receiver = args
-        .rx
-        .as_deref()
-        .map(|target| {
-            crate::rx::start_for(
-                target,
-                args.interface.as_deref(),
-                args.rx_mode,
-                &args.receiver,
-            )
-        })
-        .transpose()?;
-    let config = RunConfig {
-        workers,
-        batch: args.batch,
+    if let Some(target) = &args.rx {
+        session.receive(&RxTarget {
+            target: target.clone(),
+            mode: args.rx_mode,
+            receiver: args.receiver.clone(),
+        })?;
+    }
+    let stop = tx::stop_flag()?;
+    let info = session.info().clone();
+    let live = LiveStatus::new(session.link_mbps(), args.quiet);
+    let end = End {
         duration: args.duration,
         count: args.count,
-        stop: tx::stop_flag()?,
-        tick: Duration::from_secs(1),
     };
-    let info = port.info().clone();
-    let live = LiveStatus::new(
-        args.link_speed.or(info.link_speed.map(|s| s.mbps())),
-        args.quiet,
-    );
-    let before = lab.as_ref().map(|l| (l.counters)()).transpose()?;
-    let report = match port.run(&plan, &config, &live) {
-        Ok(report) => report,
+    let Outcome {
+        report,
+        flows,
+        sink,
+        ..
+    } = match session.run_unsigned(&plan, end, stop, &live, args.drain) {
+        Ok(outcome) => outcome,
         Err(e) => {
             if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
                 print_report(args, &i.report, &plan, &described, None, None)?;
             }
             return Err(e.context(format!("replay on {}", info.name)));
         }
-    };
-    let flows = match receiver {
-        Some(r) => Some(r.finish_frames(report.completed, args.drain)?),
-        None => None,
-    };
-    let sink = match (&lab, before, &flows) {
-        (Some(l), Some(_), Some(f)) if f.lab_end => {
-            let (packets, bytes) = f.all_frames();
-            Some(SinkResult::new(&l.name, packets, bytes, report.completed))
-        }
-        (Some(l), Some(b), _) => Some(tx::settle(l, b, report.completed)?),
-        _ => None,
     };
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
@@ -184,13 +167,7 @@ fn backend(args: &ReplayArgs) -> Result<Backend> {
             (Some(b), _, _, _) => b,
             (None, _, Some(_), _) => Backend::Pcap,
             (None, _, _, true) => Backend::Null,
-            (None, Some(_), _, _) => {
-                if cfg!(target_os = "linux") {
-                    Backend::Afxdp
-                } else {
-                    Backend::Bpf
-                }
-            }
+            (None, Some(_), _, _) => tx::default_backend(),
             (None, None, None, false) => {
                 return Err(usage(
                     "nothing to replay to: give -i IFACE, --pcap FILE or --null",
@@ -198,21 +175,6 @@ fn backend(args: &ReplayArgs) -> Result<Backend> {
             }
         },
     )
-}
-
-fn open_file_port(args: &ReplayArgs, backend: Backend, queues: u32) -> Result<Sender> {
-    if backend == Backend::Null {
-        let mut port = NullPort::new(queues);
-        port.set_mtu(args.mtu);
-        return Ok(Sender::Port(Box::new(port)));
-    }
-    let path = args
-        .pcap
-        .as_ref()
-        .ok_or_else(|| usage("--backend pcap needs --pcap FILE"))?;
-    let mut port = PcapPort::create(path, queues)?;
-    port.set_mtu(args.mtu);
-    Ok(Sender::Port(Box::new(port)))
 }
 
 fn describe(path: &Path, capture: &Capture, args: &ReplayArgs, replay: &Replay) -> CaptureJson {

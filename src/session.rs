@@ -99,6 +99,15 @@ pub struct Outcome {
     pub sink: Option<SinkResult>,
 }
 
+/// What the receiver waits for after a run, and reports.
+#[derive(Debug, Clone, Copy)]
+enum Counted {
+    /// Each flow's signed frames against what it sent.
+    PerFlow,
+    /// Frames of any kind against all the sender completed.
+    AllFrames,
+}
+
 /// A port opened once, with its lab's sink and optionally a receiver, for many runs.
 #[derive(Debug)]
 pub struct Session {
@@ -230,6 +239,32 @@ impl Session {
         observer: &dyn Observer,
         drain: Duration,
     ) -> Result<Outcome> {
+        self.run_counted(plan, end, stop, observer, drain, Counted::PerFlow)
+    }
+
+    /// Runs a plan whose frames carry no signature (a replayed capture), as
+    /// [`Session::run_plan`] does, but the receiver waits for and reports frames of any kind:
+    /// there are no flows to count them against.
+    pub fn run_unsigned(
+        &mut self,
+        plan: &Plan,
+        end: End,
+        stop: Arc<AtomicBool>,
+        observer: &dyn Observer,
+        drain: Duration,
+    ) -> Result<Outcome> {
+        self.run_counted(plan, end, stop, observer, drain, Counted::AllFrames)
+    }
+
+    fn run_counted(
+        &mut self,
+        plan: &Plan,
+        end: End,
+        stop: Arc<AtomicBool>,
+        observer: &dyn Observer,
+        drain: Duration,
+        counted: Counted,
+    ) -> Result<Outcome> {
         if let Some(rx) = &self.rx
             && self.rx_used
         {
@@ -247,9 +282,10 @@ impl Session {
         self.rx_used = true;
         let report = self.sender.run(plan, &config, observer)?;
         let sent = crate::rx::sent_per_flow(plan, &report);
-        let flows = match &self.rx {
-            Some(rx) => Some(rx.finish(&sent, drain)?),
-            None => None,
+        let flows = match (&self.rx, counted) {
+            (Some(rx), Counted::PerFlow) => Some(rx.finish(&sent, drain)?),
+            (Some(rx), Counted::AllFrames) => Some(rx.finish_frames(report.completed, drain)?),
+            (None, _) => None,
         };
         let sink = match (&self.lab, before, &flows) {
             // The receiver had the lab's receive end: it saw what the sink would have.

@@ -331,22 +331,10 @@ pub enum ProtoArg {
 
 #[derive(Debug, Args)]
 pub struct TxArgs {
-    /// Interface to transmit on.
-    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"])]
-    pub interface: Option<String>,
-    /// Write the frames to this pcap file instead of an interface.
-    #[arg(long, value_name = "FILE", conflicts_with = "null")]
-    pub pcap: Option<PathBuf>,
-    /// Count and discard the frames (the generator's own speed).
-    #[arg(long)]
-    pub null: bool,
-    /// Backend; chosen from -i/--pcap/--null when left out.
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
-
+    #[command(flatten)]
+    pub send: SendArgs,
     #[command(flatten)]
     pub stream: StreamArgs,
-
     /// max | 1.5M, 200k (frames/s) | 500Mbps (frame bytes) | 1Gbps-l1 (on the wire) | 50% (of
     /// line rate). Split evenly across workers; applies to every stream of a --stream file.
     #[arg(long)]
@@ -364,29 +352,12 @@ pub struct TxArgs {
     /// Frames to send in all (across workers); default: the stream's own count, else until stopped.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Stop after this long, e.g. 10s, 500ms, 2m.
-    #[arg(short = 'd', long, value_parser = parse_duration)]
-    pub duration: Option<std::time::Duration>,
     /// One worker per core, e.g. 0,1.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub cores: Vec<usize>,
-    /// The queue each worker drives, when it differs from its position (default 0,1,…).
-    #[arg(long, value_delimiter = ',')]
-    pub queues: Option<Vec<u32>>,
-    /// Frames per submit.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
-    pub batch: u32,
     /// MTU of the pcap and null ports (frames may be MTU + 18 bytes).
     #[arg(long, default_value_t = 1500, conflicts_with = "interface")]
     pub mtu: u32,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line on stderr.
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub afxdp: AfXdpArgs,
     /// Receive on IFACE[@NETNS] and report per flow loss, order and latency (turns the signature
     /// on); without a value, the lab's receive end (with -i on a lab).
     #[arg(
@@ -397,14 +368,6 @@ pub struct TxArgs {
         conflicts_with_all = ["pcap", "null"]
     )]
     pub rx: Option<String>,
-    /// With --rx: how long to wait for frames still on their way after the last one left.
-    #[arg(long, value_parser = parse_duration, default_value = "500ms")]
-    pub drain: std::time::Duration,
-    /// With --rx IFACE: native (drv) or generic (skb) XDP for the receive program.
-    #[arg(long, value_enum, default_value = "drv")]
-    pub rx_mode: XdpAttach,
-    #[command(flatten)]
-    pub receiver: ReceiverArgs,
 }
 
 #[derive(Debug, Args)]
@@ -412,18 +375,8 @@ pub struct ReplayArgs {
     /// The capture: pcap (µs or ns) or pcapng, Ethernet link type.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Interface to transmit on.
-    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"])]
-    pub interface: Option<String>,
-    /// Write the frames to this pcap file instead of an interface.
-    #[arg(long, value_name = "FILE", conflicts_with = "null")]
-    pub pcap: Option<PathBuf>,
-    /// Count and discard the frames (the generator's own speed).
-    #[arg(long)]
-    pub null: bool,
-    /// Backend; chosen from -i/--pcap/--null when left out.
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
+    #[command(flatten)]
+    pub send: SendArgs,
     /// The capture's own timing scaled (1x, 2.5x, 0.5x), or max: as fast as the port goes.
     #[arg(long, default_value = "1x", conflicts_with = "rate")]
     pub speed: String,
@@ -437,9 +390,6 @@ pub struct ReplayArgs {
     /// Frames to send in all (across workers); stops inside a loop when it comes first.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Stop after this long, e.g. 10s, 500ms, 2m.
-    #[arg(short = 'd', long, value_parser = parse_duration)]
-    pub duration: Option<std::time::Duration>,
     /// Rewrite every frame's destination MAC (e.g. a lab's receive end).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     pub dst_mac: Option<String>,
@@ -452,23 +402,9 @@ pub struct ReplayArgs {
     /// One worker per core, e.g. 0,1; worker w sends frames w, w+W, … of the capture.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub cores: Vec<usize>,
-    /// The queue each worker drives, when it differs from its position (default 0,1,…).
-    #[arg(long, value_delimiter = ',')]
-    pub queues: Option<Vec<u32>>,
-    /// Frames per submit.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
-    pub batch: u32,
     /// MTU of the pcap and null ports (frames may be MTU + 14 bytes, + 4 a VLAN tag).
     #[arg(long, default_value_t = 1500, conflicts_with = "interface")]
     pub mtu: u32,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line on stderr.
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub afxdp: AfXdpArgs,
     /// Receive on IFACE[@NETNS] and count what arrives (a capture carries no signature: the
     /// port's totals); without a value, the lab's receive end (with -i on a lab).
     #[arg(
@@ -479,6 +415,40 @@ pub struct ReplayArgs {
         conflicts_with_all = ["pcap", "null"]
     )]
     pub rx: Option<String>,
+}
+
+/// The flags `tx` and `replay` share: the port, its workers, the output and the receive side.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Interface to transmit on.
+    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"])]
+    pub interface: Option<String>,
+    /// Write the frames to this pcap file instead of an interface.
+    #[arg(long, value_name = "FILE", conflicts_with = "null")]
+    pub pcap: Option<PathBuf>,
+    /// Count and discard the frames (the generator's own speed).
+    #[arg(long)]
+    pub null: bool,
+    /// Backend; chosen from -i/--pcap/--null when left out.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Stop after this long, e.g. 10s, 500ms, 2m.
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// The queue each worker drives, when it differs from its position (default 0,1,…).
+    #[arg(long, value_delimiter = ',')]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
+    pub batch: u32,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No live status line on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
     /// With --rx: how long to wait for frames still on their way after the last one left.
     #[arg(long, value_parser = parse_duration, default_value = "500ms")]
     pub drain: std::time::Duration,

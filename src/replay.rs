@@ -8,7 +8,7 @@ use anyhow::Result;
 use linerate_stream::{Capture, Plan, Replay, Speed};
 use serde::Serialize;
 
-use crate::cli::{Backend, ReplayArgs};
+use crate::cli::{Backend, ClockArg, ReplayArgs};
 use crate::output::{self, LiveStatus};
 use crate::session::{End, Outcome, PortOptions, RxTarget, Session};
 use crate::tx::{self, SinkResult};
@@ -50,20 +50,20 @@ struct ReplayJson<'a> {
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let replay = options(args)?;
     // Checked here too so that a bad --cores/--queues is refused before the capture loads.
-    tx::workers(&args.cores, args.queues.as_deref(), args.backend)?;
+    tx::workers(&args.cores, args.send.queues.as_deref(), args.send.backend)?;
     let backend = backend(args)?;
     let options = PortOptions {
         backend,
-        interface: args.interface.clone(),
-        pcap: args.pcap.clone(),
+        interface: args.send.interface.clone(),
+        pcap: args.send.pcap.clone(),
         mtu: args.mtu,
-        afxdp: args.afxdp.clone(),
+        afxdp: args.send.afxdp.clone(),
         cores: args.cores.clone(),
-        queues: args.queues.clone(),
-        batch: args.batch,
+        queues: args.send.queues.clone(),
+        batch: args.send.batch,
         link_speed: args.link_speed,
         // The capture's frames carry no signature: nothing is stamped.
-        clock: args.receiver.clock,
+        clock: args.send.receiver.clock,
     };
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
@@ -73,7 +73,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             if backend == Backend::Pcap
                 && replay.loops.is_none()
                 && args.count.is_none()
-                && args.duration.is_none()
+                && args.send.duration.is_none()
             {
                 return Err(usage(
                     "--loop inf into a pcap file needs an end: give --count or --duration",
@@ -92,15 +92,15 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     if let Some(target) = &args.rx {
         session.receive(&RxTarget {
             target: target.clone(),
-            mode: args.rx_mode,
-            receiver: args.receiver.clone(),
+            mode: args.send.rx_mode,
+            receiver: args.send.receiver.clone(),
         })?;
     }
     let stop = tx::stop_flag()?;
     let info = session.info().clone();
-    let live = LiveStatus::new(session.link_mbps(), args.quiet);
+    let live = LiveStatus::new(session.link_mbps(), args.send.quiet);
     let end = End {
-        duration: args.duration,
+        duration: args.send.duration,
         count: args.count,
     };
     let Outcome {
@@ -108,7 +108,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         flows,
         sink,
         ..
-    } = match session.run_unsigned(&plan, end, stop, &live, args.drain) {
+    } = match session.run_unsigned(&plan, end, stop, &live, args.send.drain) {
         Ok(outcome) => outcome,
         Err(e) => {
             if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
@@ -121,7 +121,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         eprintln!("linerate: warning: {warning}");
     }
     print_report(args, &report, &plan, &described, sink, flows.as_ref())?;
-    if let Some(path) = &args.pcap {
+    if let Some(path) = &args.send.pcap {
         eprintln!("wrote {}", path.display());
     }
     if report.missing() > 0 {
@@ -140,6 +140,13 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
             .map(|t| linerate_wire::parse_mac(t).map_err(|e| usage(format!("--{flag} {t}: {e}"))))
             .transpose()
     };
+    // The shared receiver flags include --clock, but no replayed frame carries a stamp to read
+    // it by: a clock other than the default would be silently ignored.
+    if args.send.receiver.clock != ClockArg::Monotonic {
+        return Err(usage(
+            "--clock does not apply to replay: a capture's frames carry no signature to stamp",
+        ));
+    }
     let loops = match args.loops.trim() {
         l if l.eq_ignore_ascii_case("inf") => None,
         l => match l.parse::<u64>() {
@@ -163,7 +170,12 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
 
 fn backend(args: &ReplayArgs) -> Result<Backend> {
     Ok(
-        match (args.backend, &args.interface, &args.pcap, args.null) {
+        match (
+            args.send.backend,
+            &args.send.interface,
+            &args.send.pcap,
+            args.send.null,
+        ) {
             (Some(b), _, _, _) => b,
             (None, _, Some(_), _) => Backend::Pcap,
             (None, _, _, true) => Backend::Null,
@@ -204,7 +216,7 @@ fn print_report(
     sink: Option<SinkResult>,
     flows: Option<&crate::rx::RunFlows>,
 ) -> Result<()> {
-    if args.json {
+    if args.send.json {
         return output::print_json(&ReplayJson {
             report,
             capture,

@@ -71,15 +71,15 @@ pub fn run(args: &TxArgs) -> Result<()> {
     let backend = choose_backend(args)?;
     let options = PortOptions {
         backend,
-        interface: args.interface.clone(),
-        pcap: args.pcap.clone(),
+        interface: args.send.interface.clone(),
+        pcap: args.send.pcap.clone(),
         mtu: args.mtu,
-        afxdp: args.afxdp.clone(),
+        afxdp: args.send.afxdp.clone(),
         cores: args.cores.clone(),
-        queues: args.queues.clone(),
-        batch: args.batch,
+        queues: args.send.queues.clone(),
+        batch: args.send.batch,
         link_speed: args.link_speed,
-        clock: args.receiver.clock,
+        clock: args.send.receiver.clock,
     };
     // A pcap file is compiled for before it is created, so a refused stream never truncates an
     // earlier capture; its port imposes what a null port of the same MTU does.
@@ -90,7 +90,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
                 ..options.clone()
             })?;
             let plan = probe.compile(&streams)?;
-            if plan.count().is_none() && args.count.is_none() && args.duration.is_none() {
+            if plan.count().is_none() && args.count.is_none() && args.send.duration.is_none() {
                 return Err(usage(
                     "a pcap file needs an end: give --count or --duration",
                 ));
@@ -107,18 +107,18 @@ pub fn run(args: &TxArgs) -> Result<()> {
     if let Some(target) = &args.rx {
         session.receive(&RxTarget {
             target: target.clone(),
-            mode: args.rx_mode,
-            receiver: args.receiver.clone(),
+            mode: args.send.rx_mode,
+            receiver: args.send.receiver.clone(),
         })?;
     }
     let stop = stop_flag()?;
     let info = session.info().clone();
-    let live = LiveStatus::new(session.link_mbps(), args.quiet).with_rx(session.rx_handle());
+    let live = LiveStatus::new(session.link_mbps(), args.send.quiet).with_rx(session.rx_handle());
     let end = End {
-        duration: args.duration,
+        duration: args.send.duration,
         count: args.count,
     };
-    let outcome = match session.run_plan(&plan, end, stop, &live, args.drain) {
+    let outcome = match session.run_plan(&plan, end, stop, &live, args.send.drain) {
         Ok(outcome) => outcome,
         Err(e) => {
             // A worker ended the run early: the report so far still goes out, then the cause.
@@ -138,7 +138,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         eprintln!("linerate: warning: {warning}");
     }
     print_report(args, &report, &plan, sink, flows.as_ref())?;
-    if let Some(path) = &args.pcap {
+    if let Some(path) = &args.send.pcap {
         eprintln!("wrote {}", path.display());
     }
     if report.missing() > 0 {
@@ -157,7 +157,7 @@ fn print_report(
     sink: Option<SinkResult>,
     flows: Option<&crate::rx::RunFlows>,
 ) -> Result<()> {
-    if args.json {
+    if args.send.json {
         output::print_json(&output::TxJson {
             report,
             streams: output::streams(plan),
@@ -336,7 +336,12 @@ pub fn open_interface(
 /// The backend `tx` uses: the one asked, else the one -i, --pcap or --null implies.
 fn choose_backend(args: &TxArgs) -> Result<Backend> {
     Ok(
-        match (args.backend, &args.interface, &args.pcap, args.null) {
+        match (
+            args.send.backend,
+            &args.send.interface,
+            &args.send.pcap,
+            args.send.null,
+        ) {
             (Some(b), _, _, _) => b,
             (None, _, Some(_), _) => Backend::Pcap,
             (None, _, _, true) => Backend::Null,

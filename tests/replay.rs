@@ -339,6 +339,10 @@ fn bad_captures_are_refused_in_one_line_and_nothing_is_sent() {
     assert!(line.contains("not a speed"), "{line}");
     let line = linerate_usage_error(&["replay", good.to_str().unwrap(), "--null", "--loop", "0"]);
     assert!(line.contains("--loop"), "{line}");
+    // The receiver's stamp clock has nothing to read in a capture: refused, not ignored.
+    let line =
+        linerate_usage_error(&["replay", good.to_str().unwrap(), "--null", "--clock", "tai"]);
+    assert!(line.contains("--clock"), "{line}");
 }
 
 #[cfg(target_os = "linux")]

@@ -672,7 +672,10 @@ async fn get_metrics(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
         let captures: BTreeMap<String, bool> = inner
             .captures
             .iter()
-            .map(|(k, c)| (k.clone(), c.running.is_some()))
+            .map(|(k, c)| {
+                let failed = c.failed.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+                (k.clone(), c.running.is_some() && !failed)
+            })
             .collect();
         (
             inner
@@ -705,11 +708,24 @@ async fn get_metrics(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
         ),
         None => None,
     };
+    let locations: Vec<_> = mapped
+        .ports
+        .iter()
+        .map(|p| (p.name.clone(), p.location.clone()))
+        .collect();
+    let links: BTreeMap<String, bool> = blocking(move || {
+        locations
+            .into_iter()
+            .map(|(name, location)| (name, link_up(&location)))
+            .collect()
+    })
+    .await?;
     let view = View {
         mapped: &mapped,
         totals: totals.as_ref(),
         progress: &progress,
         captures: &captures,
+        links: &links,
     };
     let response = match (req.choice.as_deref(), &req.flow, &req.port) {
         (Some("flow") | None, Some(f), _) => {
@@ -794,6 +810,8 @@ struct View<'a> {
     totals: Option<&'a RxTotals>,
     progress: &'a Progress,
     captures: &'a BTreeMap<String, bool>,
+    /// Each port's link, up or not, read when the metrics were asked for.
+    links: &'a BTreeMap<String, bool>,
 }
 
 impl View<'_> {
@@ -951,7 +969,12 @@ impl View<'_> {
                 otg::PortMetric {
                     name: p.name.clone(),
                     location: p.location.to_string(),
-                    link: "up".into(),
+                    link: if self.links.get(&p.name).copied().unwrap_or(false) {
+                        "up"
+                    } else {
+                        "down"
+                    }
+                    .into(),
                     capture: if self.captures.get(&p.name).copied().unwrap_or(false) {
                         "started"
                     } else {
@@ -978,11 +1001,30 @@ impl View<'_> {
     }
 }
 
+/// Whether the port's interface is up and running (operstate up: `IFF_RUNNING` with `IFF_UP`),
+/// asked of the kernel inside the port's network namespace — sysfs shows the namespace it was
+/// mounted in, not the port's. An interface that cannot be found is not up.
+fn link_up(location: &linerate_otg::Location) -> bool {
+    use nix::net::if_::InterfaceFlags;
+    let iface = location.iface.as_str();
+    linerate_xdp::in_netns(location.netns.as_deref(), || {
+        let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+            return Ok(false);
+        };
+        let up = InterfaceFlags::IFF_UP | InterfaceFlags::IFF_RUNNING;
+        Ok(addrs
+            .filter(|a| a.interface_name == iface)
+            .any(|a| a.flags.contains(up)))
+    })
+    .unwrap_or(false)
+}
+
 /// One port's capture: a packet socket read by its own thread while it runs, and what it kept.
 #[derive(Debug, Default)]
 struct CaptureState {
     running: Option<(Arc<AtomicBool>, std::thread::JoinHandle<()>)>,
     frames: Captured,
+    failed: capture::Failed,
 }
 
 impl Drop for CaptureState {
@@ -1032,9 +1074,10 @@ async fn capture_state(app: &Arc<App>, c: &otg::StatePortCapture) -> Result<Resp
                 let location = mapped.port(name).map(|p| p.location.clone());
                 let Some(location) = location else { continue };
                 let frames = Arc::new(Mutex::new(Vec::new()));
+                let failed = capture::Failed::default();
                 let stop = Arc::new(AtomicBool::new(false));
-                let (f, s) = (Arc::clone(&frames), Arc::clone(&stop));
-                let thread = blocking(move || capture::start(&location, f, s))
+                let (f, e, s) = (Arc::clone(&frames), Arc::clone(&failed), Arc::clone(&stop));
+                let thread = blocking(move || capture::start(&location, f, e, s))
                     .await?
                     .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
                 // The previous capture of the port (its thread and frames) goes when replaced.
@@ -1043,6 +1086,7 @@ async fn capture_state(app: &Arc<App>, c: &otg::StatePortCapture) -> Result<Resp
                     CaptureState {
                         running: Some((stop, thread)),
                         frames,
+                        failed,
                     },
                 );
                 drop(old);
@@ -1093,6 +1137,15 @@ async fn get_capture(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
                 req.port_name
             ))
         })?;
+        // A capture that stopped on an error answers with it, not with the frames it kept.
+        let failed = capture
+            .failed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(why) = failed {
+            return Err(Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![why]));
+        }
         Arc::clone(&capture.frames)
     };
     let pcap = blocking(move || capture::pcap(&frames.lock().unwrap_or_else(|p| p.into_inner())))
@@ -1109,162 +1162,60 @@ async fn get_capture(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
 /// Captures with an AF_PACKET socket made inside the port's network namespace (a socket keeps
 /// the namespace it was made in, so its thread reads it from ours).
 mod capture {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
     use std::time::SystemTime;
 
     use anyhow::{Context, Result};
+    use linerate_afpacket::CaptureSocket;
 
     use super::{CAPTURE_BYTES, CAPTURE_FRAMES, Captured as Frames};
 
-    fn open(iface: &str) -> std::io::Result<OwnedFd> {
-        let proto = (libc::ETH_P_ALL as u16).to_be();
-        // SAFETY: socket(2) with constant arguments; the fd is owned at once.
-        let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: fd is a fresh socket nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let name = std::ffi::CString::new(iface).map_err(std::io::Error::other)?;
-        // SAFETY: name is a NUL-terminated string that lives through the call.
-        let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
-        if index == 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: sockaddr_ll is plain data; all-zero is a valid value to fill in.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = proto;
-        addr.sll_ifindex = index as i32;
-        // SAFETY: addr is a valid sockaddr_ll and its size is passed with it.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&raw const addr).cast(),
-                size_of::<libc::sockaddr_ll>() as u32,
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // Reads wake each 100 ms to see the stop flag.
-        let timeout = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 100_000,
-        };
-        // SAFETY: timeout is a valid timeval and its size is passed with it.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVTIMEO,
-                (&raw const timeout).cast(),
-                size_of::<libc::timeval>() as u32,
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // The stack takes a VLAN tag out of the frame into the skb (veth offloads it): the
-        // auxiliary data gives it back, and the capture puts it back in place, as libpcap does.
-        let on: libc::c_int = 1;
-        // SAFETY: on is a valid int and its size is passed with it.
-        let rc = unsafe {
-            libc::setsockopt(
-                fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                libc::PACKET_AUXDATA,
-                (&raw const on).cast(),
-                size_of::<libc::c_int>() as u32,
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fd)
-    }
+    /// Why a capture stopped by itself, for the next get_capture to answer.
+    pub type Failed = Arc<Mutex<Option<String>>>;
 
     pub fn start(
         location: &linerate_otg::Location,
         frames: Frames,
+        failed: Failed,
         stop: Arc<AtomicBool>,
     ) -> Result<std::thread::JoinHandle<()>> {
         let iface = location.iface.clone();
-        let fd = linerate_xdp::in_netns(location.netns.as_deref(), || {
-            open(&iface).map_err(|source| linerate_xdp::XdpError::Netns {
-                netns: format!("capture socket on {iface}"),
-                source,
-            })
+        let socket = linerate_xdp::in_netns(location.netns.as_deref(), || {
+            Ok(CaptureSocket::open(&iface))
         })
+        .with_context(|| format!("capture on {location}"))?
         .with_context(|| format!("capture on {location}"))?;
+        let location = location.to_string();
         std::thread::Builder::new()
             .name("otg-capture".into())
-            .spawn(move || read(&fd, &frames, &stop))
+            .spawn(move || {
+                if let Err(e) = read(&socket, &frames, &stop) {
+                    let why = format!("the capture on {location} stopped: {e}");
+                    *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+                }
+            })
             .context("start the capture thread")
     }
 
-    fn read(fd: &OwnedFd, frames: &Frames, stop: &AtomicBool) {
+    fn read(
+        socket: &CaptureSocket,
+        frames: &Frames,
+        stop: &AtomicBool,
+    ) -> Result<(), linerate_afpacket::AfPacketError> {
         let mut buf = vec![0u8; 65536];
-        // Room for one tpacket_auxdata control message, aligned as cmsg needs.
-        let mut control = [0u64; 16];
         let mut kept_bytes = 0usize;
         while !stop.load(Ordering::Relaxed) {
-            // SAFETY: sockaddr_ll is plain data; all-zero is valid for recvmsg to fill.
-            let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-            let mut iov = libc::iovec {
-                iov_base: buf.as_mut_ptr().cast(),
-                iov_len: buf.len(),
+            let Some(frame) = socket.next(&mut buf)? else {
+                continue;
             };
-            // SAFETY: msghdr is plain data; all-zero is a valid start.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_name = (&raw mut from).cast();
-            msg.msg_namelen = size_of::<libc::sockaddr_ll>() as u32;
-            msg.msg_iov = &raw mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = control.as_mut_ptr().cast();
-            msg.msg_controllen = size_of_val(&control);
-            // SAFETY: msg points at buf, from and control, all alive and of the lengths given.
-            let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &raw mut msg, 0) };
-            if n <= 0 {
-                continue;
-            }
-            // What the port received, not what it sent.
-            if from.sll_pkttype == libc::PACKET_OUTGOING {
-                continue;
-            }
-            let n = (n as usize).min(buf.len());
-            let mut frame = buf[..n].to_vec();
-            // SAFETY: msg was filled by recvmsg; the CMSG macros walk its control buffer within
-            // msg_controllen, and tpacket_auxdata is read unaligned.
-            unsafe {
-                let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
-                while !c.is_null() {
-                    if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA
-                    {
-                        let aux: libc::tpacket_auxdata =
-                            std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                        if aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0 && frame.len() >= 12 {
-                            let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                                aux.tp_vlan_tpid
-                            } else {
-                                0x8100
-                            };
-                            let mut tag = tpid.to_be_bytes().to_vec();
-                            tag.extend_from_slice(&aux.tp_vlan_tci.to_be_bytes());
-                            frame.splice(12..12, tag);
-                        }
-                    }
-                    c = libc::CMSG_NXTHDR(&raw const msg, c);
-                }
-            }
             let mut kept = frames.lock().unwrap_or_else(|p| p.into_inner());
             if kept.len() < CAPTURE_FRAMES && kept_bytes + frame.len() <= CAPTURE_BYTES {
                 kept_bytes += frame.len();
                 kept.push((SystemTime::now(), frame));
             }
         }
+        Ok(())
     }
 
     pub fn pcap(frames: &[(SystemTime, Vec<u8>)]) -> Result<Vec<u8>> {

@@ -287,3 +287,40 @@ def test_metrics_are_live_while_transmitting_and_set_config_waits_for_stop(api, 
     with pytest.raises(Exception) as e:
         transmit(api, "pause")
     assert "pause" in str(e.value)
+
+
+def port_links(api):
+    req = api.metrics_request()
+    req.port.port_names = ["tx", "rx"]
+    return {p.name: p.link for p in api.get_metrics(req).port_metrics}
+
+
+def test_a_link_set_down_reads_down_and_stops_a_capture_with_its_error(api, lab):
+    # Last in the file: it takes the receive end down, and brings it back up.
+    import subprocess
+    iface, netns = lab[1].split("@")
+    c = config(api, lab, capture=True)
+    api.set_config(c)
+    assert port_links(api) == {"tx": "up", "rx": "up"}
+    capture(api, "start")
+    subprocess.run(["ip", "-n", netns, "link", "set", iface, "down"], check=True)
+    try:
+        # The receive end is down; its veth peer (the sender) has lost its carrier.
+        assert port_links(api) == {"tx": "down", "rx": "down"}
+        # The socket's error (ENETDOWN) stops the capture; get_capture answers with it.
+        deadline = time.time() + 5
+        while True:
+            try:
+                frames_of(api)
+            except Exception as e:
+                text = str(e)
+                break
+            assert time.time() < deadline, "the capture went on silently"
+            time.sleep(0.05)
+        assert "500" in text and "capture on " + lab[1] in text and "stopped" in text, text
+    finally:
+        subprocess.run(["ip", "-n", netns, "link", "set", iface, "up"], check=True)
+    deadline = time.time() + 5
+    while port_links(api) != {"tx": "up", "rx": "up"}:
+        assert time.time() < deadline, port_links(api)
+        time.sleep(0.05)

@@ -1,15 +1,18 @@
 //! Linux AF_PACKET transmit queues on raw `libc`: one socket per worker with a TPACKET TX ring
 //! mapped into the process, `PACKET_QDISC_BYPASS`, one `sendto` kick per batch, completions read
 //! from the ring frames' status words. It reaches every interface (VLANs, bonds, dummies) with
-//! CAP_NET_RAW alone; it holds no pacing (that is the engine). On other systems the crate is empty.
+//! CAP_NET_RAW alone; it holds no pacing (that is the engine). Beside them, the receive socket of
+//! `linerate serve`'s port captures. On other systems the crate is empty.
 #![cfg(target_os = "linux")]
 
+mod capture;
 mod error;
 mod port;
 mod queue;
 mod ring;
 mod sys;
 
+pub use capture::{CAPTURE_WAKE, CaptureSocket};
 pub use error::AfPacketError;
 pub use port::{AfPacketOptions, AfPacketPort, TpacketVersion};
 pub use queue::AfPacketQueue;

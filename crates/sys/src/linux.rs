@@ -29,6 +29,8 @@ unsafe impl Plain for libc::sockaddr_ll {}
 unsafe impl Plain for libc::tpacket_req {}
 // SAFETY: seven u32.
 unsafe impl Plain for libc::tpacket_req3 {}
+// SAFETY: two integers (time_t, suseconds_t), no padding on 64-bit targets or 32-bit ones.
+unsafe impl Plain for libc::timeval {}
 
 /// Opens a raw socket of `domain` (`AF_XDP`, `AF_PACKET`) with `protocol`, close-on-exec.
 pub fn raw_socket(domain: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
@@ -130,6 +132,83 @@ pub fn kick(fd: &OwnedFd) -> Result<(), i32> {
     } else {
         Ok(())
     }
+}
+
+/// The index of interface `name` in the caller's network namespace.
+pub fn if_index(name: &str) -> io::Result<u32> {
+    let name = std::ffi::CString::new(name).map_err(io::Error::other)?;
+    // SAFETY: name is a NUL-terminated string that lives through the call.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    if index == 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(index)
+    }
+}
+
+/// One frame a packet socket received, as [`recv_packet`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes written into the buffer (the frame is cut to the buffer's length).
+    pub len: usize,
+    /// `sll_pkttype`: `PACKET_OUTGOING` for what the host sent.
+    pub pkttype: u8,
+    /// The VLAN tag (TPID, TCI) the stack took out of the frame, when the socket asked for
+    /// `PACKET_AUXDATA` and the kernel reports one.
+    pub vlan: Option<(u16, u16)>,
+}
+
+/// `recvmsg` on a packet socket into `buf`, with its address and `PACKET_AUXDATA` control
+/// message read back. Errors are the raw ones (`EAGAIN` on a receive timeout, `EINTR`).
+pub fn recv_packet(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Received> {
+    // SAFETY: sockaddr_ll is plain integers (Plain); all-zero is valid for recvmsg to fill.
+    let mut from: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    // Room for one tpacket_auxdata control message, aligned as cmsg needs.
+    let mut control = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is pointers and integers; all-zero (nulls, zero lengths) is a valid start.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&raw mut from).cast();
+    msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = size_of_val(&control) as _;
+    // SAFETY: msg points at buf, from and control, all alive through the call and of the
+    // lengths given; the kernel writes within them.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &raw mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut vlan = None;
+    // SAFETY: msg was filled by recvmsg; the CMSG macros walk its control buffer within
+    // msg_controllen, and tpacket_auxdata is read unaligned from inside it.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&raw const msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_PACKET && (*c).cmsg_type == libc::PACKET_AUXDATA {
+                let aux: libc::tpacket_auxdata =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                if aux.tp_status & libc::TP_STATUS_VLAN_VALID != 0 {
+                    let tpid = if aux.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+                        aux.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    vlan = Some((tpid, aux.tp_vlan_tci));
+                }
+            }
+            c = libc::CMSG_NXTHDR(&raw const msg, c);
+        }
+    }
+    Ok(Received {
+        len: (n as usize).min(buf.len()),
+        pkttype: from.sll_pkttype,
+        vlan,
+    })
 }
 
 /// The system page size.

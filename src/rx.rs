@@ -10,10 +10,9 @@ use linerate_rx::{Clock, FlowReport, Receiver, RxConfig, RxTotals};
 use linerate_xdp::AttachMode;
 
 use crate::cli::{ClockArg, ReceiverArgs, RxArgs, XdpAttach};
-use crate::output::{print, print_json};
 pub use crate::rx_common::RunFlows;
+use crate::rx_common::print_lone;
 pub use crate::rx_common::sent_per_flow;
-use crate::rx_common::{RxJson, lone_reports};
 
 /// The receiver's configuration from the command line.
 pub fn config(args: &ReceiverArgs) -> RxConfig {
@@ -76,21 +75,13 @@ pub fn run(args: &RxArgs) -> Result<()> {
     }
     let totals = rx.read()?;
     drop(rx);
-    let flows = lone_reports(&totals);
-    if args.json {
-        print_json(&RxJson {
-            interface: &args.interface,
-            netns: args.netns.as_deref(),
-            elapsed_s: start.elapsed().as_secs_f64(),
-            flows,
-            totals: &totals,
-        })
-    } else {
-        print(&format!(
-            "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
-            linerate_rx::table::flow_table(&flows, &totals.global)
-        ))
-    }
+    print_lone(
+        args.json,
+        &args.interface,
+        args.netns.as_deref(),
+        start.elapsed(),
+        &totals,
+    )
 }
 
 /// The receive side of a `tx` run: attached before the first frame, read after the drain.
@@ -160,10 +151,6 @@ fn start(
 impl RunReceiver {
     /// Everything counted since the run began (or the receiver was attached), flows or not.
     /// Safe from any thread while a run is in progress: it only reads the program's maps.
-    #[allow(
-        dead_code,
-        reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-    )]
     pub fn read(&self) -> Result<RxTotals> {
         Ok(self.rx.read()?)
     }

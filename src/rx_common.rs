@@ -30,7 +30,7 @@ impl RunFlows {
 }
 
 #[derive(Debug, Serialize)]
-pub struct RxJson<'a> {
+struct RxJson<'a> {
     pub interface: &'a str,
     pub netns: Option<&'a str>,
     pub elapsed_s: f64,
@@ -84,5 +84,31 @@ pub fn sent_per_flow(
                 .map(|(flow, n)| (flow, name(flow as usize), n))
                 .collect()
         }
+    }
+}
+
+/// A lone receiver's report: JSON, or its flow table after the line that says what its "tx"
+/// column means.
+pub fn print_lone(
+    json: bool,
+    interface: &str,
+    netns: Option<&str>,
+    elapsed: std::time::Duration,
+    totals: &RxTotals,
+) -> anyhow::Result<()> {
+    let flows = lone_reports(totals);
+    if json {
+        crate::output::print_json(&RxJson {
+            interface,
+            netns,
+            elapsed_s: elapsed.as_secs_f64(),
+            flows,
+            totals,
+        })
+    } else {
+        crate::output::print(&format!(
+            "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
+            linerate_rx::table::flow_table(&flows, &totals.global)
+        ))
     }
 }

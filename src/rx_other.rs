@@ -24,8 +24,7 @@ mod macos {
 
     use crate::cli::{ClockArg, ReceiverArgs, RxArgs};
     use crate::lab::capture;
-    use crate::output::{print, print_json};
-    use crate::rx_common::{RunFlows, RxJson, lone_reports};
+    use crate::rx_common::{RunFlows, print_lone};
     use crate::usage;
 
     /// A capture of the signed frames on `iface`, with the flow table `args` asks for.
@@ -84,21 +83,7 @@ mod macos {
         }
         warn_drops(&t, &args.interface);
         let totals = t.finish()?.totals();
-        let flows = lone_reports(&totals);
-        if args.json {
-            print_json(&RxJson {
-                interface: &args.interface,
-                netns: None,
-                elapsed_s: start.elapsed().as_secs_f64(),
-                flows,
-                totals: &totals,
-            })
-        } else {
-            print(&format!(
-                "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
-                linerate_rx::table::flow_table(&flows, &totals.global)
-            ))
-        }
+        print_lone(args.json, &args.interface, None, start.elapsed(), &totals)
     }
 
     /// The receive side of a session: a capture opened before the first frame, read after
@@ -160,10 +145,6 @@ mod macos {
         }
 
         /// Everything counted since the run began, flows or not; from any thread.
-        #[allow(
-            dead_code,
-            reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
-        )]
         pub fn read(&self) -> Result<linerate_rx::RxTotals> {
             Ok(self.capture().with_counts(CaptureCounts::totals)?)
         }
@@ -263,9 +244,9 @@ mod elsewhere {
     pub enum RunReceiver {}
 
     impl RunReceiver {
-        #[allow(
+        #[expect(
             dead_code,
-            reason = "the API the OTG server and rfc2544 build on; tx uses part of it"
+            reason = "the same API as the Linux and macOS receivers; only the OTG server (Linux) reads it"
         )]
         pub fn read(&self) -> Result<linerate_rx::RxTotals> {
             match *self {}

@@ -1091,48 +1091,29 @@ impl Cx {
                             self.apply(&fp, pat, kind, field, spec, set);
                         }
                     }
-                    self.fixed(
-                        &format!("{at}.version"),
-                        &ip.version,
-                        Kind::Int(15),
-                        4,
-                        "version 4",
-                    );
-                    self.fixed(
-                        &format!("{at}.header_length"),
-                        &ip.header_length,
-                        Kind::Int(15),
-                        5,
-                        "header length 5 (no options)",
-                    );
-                    self.fixed(
-                        &format!("{at}.reserved"),
-                        &ip.reserved,
-                        Kind::Int(1),
-                        0,
-                        "0",
-                    );
-                    self.fixed(
-                        &format!("{at}.dont_fragment"),
-                        &ip.dont_fragment,
-                        Kind::Int(1),
-                        0,
-                        "0",
-                    );
-                    self.fixed(
-                        &format!("{at}.more_fragments"),
-                        &ip.more_fragments,
-                        Kind::Int(1),
-                        0,
-                        "0",
-                    );
-                    self.fixed(
-                        &format!("{at}.fragment_offset"),
-                        &ip.fragment_offset,
-                        Kind::Int(8191),
-                        0,
-                        "0",
-                    );
+                    // Fields linerate writes with one value: accepted only at that value.
+                    for (name, pat, kind, value, what) in [
+                        ("version", &ip.version, Kind::Int(15), 4, "version 4"),
+                        (
+                            "header_length",
+                            &ip.header_length,
+                            Kind::Int(15),
+                            5,
+                            "header length 5 (no options)",
+                        ),
+                        ("reserved", &ip.reserved, Kind::Int(1), 0, "0"),
+                        ("dont_fragment", &ip.dont_fragment, Kind::Int(1), 0, "0"),
+                        ("more_fragments", &ip.more_fragments, Kind::Int(1), 0, "0"),
+                        (
+                            "fragment_offset",
+                            &ip.fragment_offset,
+                            Kind::Int(8191),
+                            0,
+                            "0",
+                        ),
+                    ] {
+                        self.fixed(&format!("{at}.{name}"), pat, kind, value, what);
+                    }
                     if let Some(Pat::Value(_) | Pat::Vary { .. }) = self.pattern(
                         &format!("{at}.total_length"),
                         &ip.total_length,
@@ -1198,27 +1179,25 @@ impl Cx {
                             self.apply(&fp, pat, kind, field, spec, set);
                         }
                     }
-                    self.fixed(
-                        &format!("{at}.version"),
-                        &ip.version,
-                        Kind::Int(15),
-                        6,
-                        "version 6",
-                    );
-                    self.fixed(
-                        &format!("{at}.traffic_class"),
-                        &ip.traffic_class,
-                        Kind::Int(255),
-                        0,
-                        "traffic class 0",
-                    );
-                    self.fixed(
-                        &format!("{at}.flow_label"),
-                        &ip.flow_label,
-                        Kind::Int(0xfffff),
-                        0,
-                        "flow label 0",
-                    );
+                    for (name, pat, kind, value, what) in [
+                        ("version", &ip.version, Kind::Int(15), 6, "version 6"),
+                        (
+                            "traffic_class",
+                            &ip.traffic_class,
+                            Kind::Int(255),
+                            0,
+                            "traffic class 0",
+                        ),
+                        (
+                            "flow_label",
+                            &ip.flow_label,
+                            Kind::Int(0xfffff),
+                            0,
+                            "flow label 0",
+                        ),
+                    ] {
+                        self.fixed(&format!("{at}.{name}"), pat, kind, value, what);
+                    }
                     for (name, pat) in [
                         ("payload_length", &ip.payload_length),
                         ("next_header", &ip.next_header),

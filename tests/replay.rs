@@ -6,10 +6,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+#[cfg(target_os = "linux")]
 use std::process::Command;
 use std::time::Duration;
 
-use common::{json, linerate, linerate_ok, linerate_usage_error, within_three_attempts};
+#[cfg(target_os = "linux")]
+use common::linerate;
+use common::{json, linerate_ok, linerate_usage_error, within_three_attempts};
 
 /// Every frame of a pcap file, in order (pcap-file's reader; pcapng files go through tcpdump
 /// first, see `via_tcpdump`).
@@ -23,7 +26,9 @@ fn frames(path: &Path) -> Vec<Vec<u8>> {
     out
 }
 
-/// A pcapng (or any capture tcpdump reads) rewritten as pcap by tcpdump, then read.
+/// A pcapng (or any capture tcpdump reads) rewritten as pcap by tcpdump, then read (the lab
+/// tests that use it are Linux's).
+#[cfg(target_os = "linux")]
 fn via_tcpdump(path: &Path, dir: &Path) -> Vec<Vec<u8>> {
     let out = dir.join("converted.pcap");
     let status = Command::new("tcpdump")

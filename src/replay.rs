@@ -52,19 +52,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     // Checked here too so that a bad --cores/--queues is refused before the capture loads.
     tx::workers(&args.cores, args.send.queues.as_deref(), args.send.backend)?;
     let backend = backend(args)?;
-    let options = PortOptions {
-        backend,
-        interface: args.send.interface.clone(),
-        pcap: args.send.pcap.clone(),
-        mtu: args.mtu,
-        afxdp: args.send.afxdp.clone(),
-        cores: args.cores.clone(),
-        queues: args.send.queues.clone(),
-        batch: args.send.batch,
-        link_speed: args.link_speed,
-        // The capture's frames carry no signature: nothing is stamped.
-        clock: args.send.receiver.clock,
-    };
+    // The capture's frames carry no signature: the clock stamps nothing.
+    let options = PortOptions::of_send(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
     let (mut session, capture) = match backend {

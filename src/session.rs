@@ -46,6 +46,29 @@ pub struct PortOptions {
 }
 
 impl PortOptions {
+    /// The port `tx` and `replay` describe with their shared flags; `mtu`, `cores` and
+    /// `link_speed` are flags of their own (their help differs).
+    pub fn of_send(
+        send: &crate::cli::SendArgs,
+        backend: Backend,
+        mtu: u32,
+        cores: &[usize],
+        link_speed: Option<u64>,
+    ) -> Self {
+        PortOptions {
+            backend,
+            interface: send.interface.clone(),
+            pcap: send.pcap.clone(),
+            mtu,
+            afxdp: send.afxdp.clone(),
+            cores: cores.to_vec(),
+            queues: send.queues.clone(),
+            batch: send.batch,
+            link_speed,
+            clock: send.receiver.clock,
+        }
+    }
+
     /// An interface with the platform's default backend, one worker on core 0, the usual batch.
     pub fn interface(name: &str) -> Self {
         PortOptions {

@@ -69,18 +69,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         }
     }
     let backend = choose_backend(args)?;
-    let options = PortOptions {
-        backend,
-        interface: args.send.interface.clone(),
-        pcap: args.send.pcap.clone(),
-        mtu: args.mtu,
-        afxdp: args.send.afxdp.clone(),
-        cores: args.cores.clone(),
-        queues: args.send.queues.clone(),
-        batch: args.send.batch,
-        link_speed: args.link_speed,
-        clock: args.send.receiver.clock,
-    };
+    let options = PortOptions::of_send(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     // A pcap file is compiled for before it is created, so a refused stream never truncates an
     // earlier capture; its port imposes what a null port of the same MTU does.
     let early = match backend {

@@ -53,8 +53,6 @@ bench_cleanup() {
 }
 bench_lab_up lrafxdp
 
-sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
-now() { date +%s.%N; }
 # CPU time (s) of process $1, its ended threads included, and of core 0's ksoftirqd: the sender's
 # own work with the sink's softirq wherever it ran (in the sender's syscalls, charged to it as
 # system time, or deferred to ksoftirqd). Clock ticks: 1 % resolution over 1 s.

@@ -30,8 +30,6 @@ bench_cleanup() {
 bench_lab_up lrbench
 peer_mac=$("$lr" lab status --name "$lab" --json | sed -n 's/.*"receiver_mac": "\(.*\)".*/\1/p')
 
-sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
-now() { date +%s.%N; }
 
 # Runs "$@" in the background, counts at the sink over a window after the warm-up, stops it.
 measure() {

@@ -51,37 +51,12 @@ capture=$work/64B.pcap
 "$binary" tx -q --pcap "$capture" -n "$frames" --size 64 --dst-mac "$receiver_mac" \
     --vary "src-port:inc:1-$frames" >/dev/null 2>&1
 
-sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
-now() { date +%s.%N; }
-# One reading, "time packets", the time taken halfway through the sink's read (slow when busy).
-reading() {
-    local a b c
-    a=$(now); c=$(sink_packets); b=$(now)
-    echo "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f", (a + b) / 2 }') ${c:-0}"
-}
-# Runs "$@" in the background, reads the sink over a window after the warm-up, stops it, and
-# prints the Mpps the sink counted.
-measure() {
-    "$@" >/dev/null 2>&1 &
-    local pid=$!
-    sleep "$warmup"
-    local r1 r2
-    r1=$(reading)
-    sleep "$duration"
-    r2=$(reading)
-    kill -INT "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-    awk -v r1="$r1" -v r2="$r2" 'BEGIN {
-        split(r1, a, " "); split(r2, b, " "); printf "%.3f\n", (b[2] - a[2]) / (b[1] - a[1]) / 1e6 }'
-}
 run_tool() {
     local long=$((warmup + duration + 60))
     case $1 in
-        live | afxdp) measure nice -n "$niceness" "$binary" replay "$capture" -q -i "${lab}0" \
+        live | afxdp) sink_measure nice -n "$niceness" "$binary" replay "$capture" -q -i "${lab}0" \
             --backend "$1" --speed max --loop inf -d "${long}s" --cores 0 ;;
-        tcpreplay) measure nice -n "$niceness" taskset -c 0 tcpreplay -q --topspeed --preload-pcap \
+        tcpreplay) sink_measure nice -n "$niceness" taskset -c 0 tcpreplay -q --topspeed --preload-pcap \
             --loop 0 -i "${lab}0" "$capture" ;;
     esac
 }

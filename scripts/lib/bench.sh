@@ -7,6 +7,9 @@
 #   bench_cleanup       override to add to the exit cleanup (runs before the lab goes down).
 #   bench_unknown ARG   one line naming the bad argument, the script's usage line, exit 2.
 #   median              the median of the numbers on stdin.
+#   sink_packets        what $lab's sink has counted; now: the time in s (ns digits).
+#   sink_measure CMD…   runs CMD in the background, reads the sink over $duration s after
+#                       $warmup s, stops CMD, prints the Mpps the sink counted.
 
 if [[ $(id -u) -ne 0 ]]; then
     exec sudo -E "$0" "$@"
@@ -36,4 +39,30 @@ bench_unknown() {
 
 median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+sink_packets() { "$lr" lab status --name "$lab" --json | sed -n 's/.*"sink_packets": \([0-9]*\).*/\1/p'; }
+now() { date +%s.%N; }
+
+# One reading, "time packets", the time taken halfway through the sink's read (slow when busy).
+sink_reading() {
+    local a b c
+    a=$(now); c=$(sink_packets); b=$(now)
+    echo "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.6f", (a + b) / 2 }') ${c:-0}"
+}
+
+sink_measure() {
+    "$@" >/dev/null 2>&1 &
+    local pid=$!
+    sleep "$warmup"
+    local r1 r2
+    r1=$(sink_reading)
+    sleep "$duration"
+    r2=$(sink_reading)
+    kill -INT "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    awk -v r1="$r1" -v r2="$r2" 'BEGIN {
+        split(r1, a, " "); split(r2, b, " "); printf "%.3f\n", (b[2] - a[2]) / (b[1] - a[1]) / 1e6 }'
 }

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use linerate_stream::{Capture, Plan, Replay, Speed};
+use linerate_stream::{Capture, Hold, Plan, Replay, Speed};
 use serde::Serialize;
 
 use crate::cli::{Backend, ClockArg, ReplayArgs};
@@ -19,11 +19,12 @@ use crate::usage;
 pub struct CaptureJson {
     pub file: String,
     pub format: String,
-    pub frames: usize,
+    pub frames: u64,
     pub bytes: u64,
     /// From the first frame to the last, as captured.
     pub duration_s: f64,
-    /// Where the frames were held: "loaded" (once, into the port's buffers).
+    /// Where the frames were held: "loaded" (once, into the port's buffers) or "streamed"
+    /// (from the mapped file, copied into a buffer as each is sent).
     pub mode: &'static str,
     /// `1x`, `2.5x` or `max`; None when `rate` replaced the capture's timing.
     pub speed: Option<String>,
@@ -52,13 +53,23 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     // Checked here too so that a bad --cores/--queues is refused before the capture loads.
     tx::workers(&args.cores, args.send.queues.as_deref(), args.send.backend)?;
     let backend = backend(args)?;
+    let hold = if args.stream {
+        if backend == Backend::Live {
+            return Err(usage(
+                "--stream: the live backend sends only loaded captures: use --backend afxdp or afpacket",
+            ));
+        }
+        Hold::Stream
+    } else {
+        Hold::Auto
+    };
     // The capture's frames carry no signature: the clock stamps nothing.
     let options = PortOptions::of_send(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
     let (mut session, capture) = match backend {
         Backend::Pcap | Backend::Null => {
-            let capture = Capture::load(&args.file, args.mtu)?;
+            let capture = Capture::load(&args.file, args.mtu, hold)?;
             if backend == Backend::Pcap
                 && replay.loops.is_none()
                 && args.count.is_none()
@@ -72,7 +83,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         }
         _ => {
             let session = Session::open(&options)?;
-            let capture = Capture::load(&args.file, session.info().mtu)?;
+            let capture = Capture::load(&args.file, session.info().mtu, hold)?;
             (session, capture)
         }
     };
@@ -182,10 +193,14 @@ fn describe(path: &Path, capture: &Capture, args: &ReplayArgs, replay: &Replay) 
     CaptureJson {
         file: path.display().to_string(),
         format: capture.format.to_string(),
-        frames: capture.frames.len(),
+        frames: capture.frame_count(),
         bytes: capture.bytes(),
         duration_s: capture.duration_ns() as f64 / 1e9,
-        mode: "loaded",
+        mode: if capture.streamed() {
+            "streamed"
+        } else {
+            "loaded"
+        },
         speed: match (&replay.rate, replay.speed) {
             (Some(_), _) => None,
             (None, Speed::Max) => Some("max".into()),
@@ -223,8 +238,16 @@ fn print_report(
         .loops
         .map_or("until stopped".into(), |l| format!("{l} time(s)"));
     let mut text = format!(
-        "capture   {}: {}, {} frame(s), {} bytes over {:.6} s, loaded into the port's buffers; sent {loops} {pace}\n",
-        capture.file, capture.format, capture.frames, capture.bytes, capture.duration_s
+        "capture   {}: {}, {} frame(s), {} bytes over {:.6} s, {}; sent {loops} {pace}\n",
+        capture.file,
+        capture.format,
+        capture.frames,
+        capture.bytes,
+        capture.duration_s,
+        match capture.mode {
+            "streamed" => "streamed from the mapped file",
+            _ => "loaded into the port's buffers",
+        }
     );
     if capture.reordered > 0 {
         text.push_str(&format!(

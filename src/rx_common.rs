@@ -65,6 +65,8 @@ pub fn sent_per_flow(
 ) -> Vec<(u16, Option<String>, u64)> {
     let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
     match &plan.shape {
+        // A capture's frames carry no signature: no flow to count.
+        linerate_stream::Shape::Streamed { .. } => Vec::new(),
         linerate_stream::Shape::Lanes(_) => report
             .per_stream
             .iter()

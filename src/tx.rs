@@ -188,7 +188,10 @@ pub fn compile(
     };
     let plan = Plan::compile(streams, &limits)?;
     let rates: Vec<Option<f64>> = match &plan.shape {
-        linerate_stream::Shape::Cycle { pacing, .. } => vec![pacing.as_ref().map(|p| p.pps())],
+        linerate_stream::Shape::Cycle { pacing, .. }
+        | linerate_stream::Shape::Streamed { pacing, .. } => {
+            vec![pacing.as_ref().map(|p| p.pps())]
+        }
         linerate_stream::Shape::Lanes(lanes) => {
             lanes.iter().map(|l| Some(l.pacing.pps())).collect()
         }

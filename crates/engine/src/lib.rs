@@ -19,7 +19,9 @@ pub use runner::{
     Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, run_workers,
     unavailable_core,
 };
-pub use worker::{LaneShare, LaneTotals, WorkerTotals, transmit, transmit_lanes};
+pub use worker::{
+    LaneShare, LaneTotals, WorkerTotals, transmit, transmit_lanes, transmit_streamed,
+};
 
 /// Why a run could not start or finish.
 #[derive(Debug, thiserror::Error)]

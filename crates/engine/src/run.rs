@@ -11,6 +11,7 @@ use crate::report::{PacingStats, Report, StreamCount, WorkerReport};
 use crate::runner::{Observer, WorkerContext, check_workers, run_workers};
 use crate::worker::{
     LaneShare, LaneTotals, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes,
+    transmit_streamed,
 };
 
 /// Slots an interleaved plan's lanes share at least: a 2048-entry ring with as many in flight.
@@ -56,6 +57,10 @@ enum Job<'a> {
         Option<&'a linerate_stream::Pacing>,
     ),
     Lanes(Vec<LaneShare<'a>>),
+    Streamed(
+        linerate_stream::StreamShare<'a>,
+        Option<&'a linerate_stream::Pacing>,
+    ),
 }
 
 impl Job<'_> {
@@ -63,6 +68,8 @@ impl Job<'_> {
         match self {
             Self::Cycle(wp, _) => slots_for(wp.frames.len(), minimum),
             Self::Lanes(lanes) => lanes.iter().map(|l| l.slots).sum(),
+            // No slot keeps a frame: the port's own minimum keeps its ring full.
+            Self::Streamed(..) => minimum.max(1),
         }
     }
 }
@@ -85,7 +92,7 @@ pub fn run(
     // however many streams there are.
     let merged = match &plan.shape {
         Shape::Lanes(lanes) => merge(lanes),
-        Shape::Cycle { .. } => None,
+        Shape::Cycle { .. } | Shape::Streamed { .. } => None,
     };
     let mut jobs = Vec::with_capacity(workers);
     for (i, w) in config.workers.iter().enumerate() {
@@ -101,6 +108,17 @@ pub fn run(
                 lanes_for_worker(lanes, i, workers, config.count),
                 lanes,
             )),
+            (
+                Shape::Streamed {
+                    frames,
+                    pacing,
+                    count,
+                },
+                None,
+            ) => Job::Streamed(
+                frames.for_worker(i, workers, *count, config.count),
+                pacing.as_ref(),
+            ),
         };
         let mut queue = port.open_queue(&QueueConfig {
             queue_id: w.queue,
@@ -119,6 +137,7 @@ pub fn run(
         match &job {
             Job::Cycle(wp, _) => fill_slots(&mut queue, wp),
             Job::Lanes(lanes) => fill_lanes(&mut queue, lanes),
+            Job::Streamed(..) => {}
         }
         jobs.push((queue, job));
     }
@@ -138,6 +157,18 @@ pub fn run(
                     )
                 });
                 transmit(&mut queue, wp, config.batch, stop, Some(ctx), pacer)?
+            }
+            Job::Streamed(share, pacing) => {
+                let pacer = pacing.map(|p| {
+                    Pacer::new(
+                        p,
+                        ctx.epoch,
+                        share.first_seq,
+                        share.stride,
+                        u64::from(config.batch),
+                    )
+                });
+                transmit_streamed(&mut queue, share, config.batch, stop, Some(ctx), pacer)?
             }
             Job::Lanes(lanes) => {
                 let clock = Wall(ctx.epoch);

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use linerate_port::{PortError, TxDesc, TxQueue};
-use linerate_stream::{Pacing, WorkerPlan};
+use linerate_stream::{MappedFrames, Pacing, StreamShare, WorkerPlan};
 use linerate_wire::{Rng, signature};
 
 use crate::clock;
@@ -44,6 +44,73 @@ pub struct LaneShare<'a> {
     pub pacing: &'a Pacing,
     pub first_slot: u32,
     pub slots: u32,
+}
+
+/// What writes the frames of each batch into the slots reserved for them: a cycle laid into
+/// the slots beforehand (`Cursor`: descriptors, patches and stamps only) or a capture streamed
+/// from its file (`Streamer`: a copy per frame). The loop is compiled for each, so the cycle's
+/// stays as it was.
+trait Fill {
+    /// Writes the next `descs.len()` frames' descriptors (and whatever bytes they need); their
+    /// bytes.
+    fn fill<Q: TxQueue + ?Sized>(&mut self, queue: &mut Q, descs: &mut [TxDesc]) -> u64;
+}
+
+impl Fill for Cursor<'_> {
+    #[inline]
+    fn fill<Q: TxQueue + ?Sized>(&mut self, queue: &mut Q, descs: &mut [TxDesc]) -> u64 {
+        Cursor::fill(self, queue, descs)
+    }
+}
+
+/// Where a worker is in a streamed capture: the capture frame it sends next, the step to the
+/// one after (the worker count, modulo the capture's length), and the next slot. Slots keep no
+/// frame: each is copied in as its batch is filled, into a slot whose last frame was reaped.
+struct Streamer<'a> {
+    frames: &'a MappedFrames,
+    next: u64,
+    step: u64,
+    len: u64,
+    slots: u32,
+    slot: u32,
+}
+
+impl<'a> Streamer<'a> {
+    fn new(share: &StreamShare<'a>, slots: u32) -> Self {
+        let len = share.frames.len().max(1);
+        Streamer {
+            frames: share.frames,
+            next: share.first_seq % len,
+            step: share.stride % len,
+            len,
+            slots,
+            slot: 0,
+        }
+    }
+}
+
+impl Fill for Streamer<'_> {
+    #[inline]
+    fn fill<Q: TxQueue + ?Sized>(&mut self, queue: &mut Q, descs: &mut [TxDesc]) -> u64 {
+        let mut bytes = 0u64;
+        for desc in descs {
+            let slot = self.slot;
+            let len = self
+                .frames
+                .copy_into(self.next as usize, queue.slot_mut(slot)) as u32;
+            *desc = TxDesc { slot, len };
+            bytes += u64::from(len);
+            self.next += self.step;
+            if self.next >= self.len {
+                self.next -= self.len;
+            }
+            self.slot += 1;
+            if self.slot == self.slots {
+                self.slot = 0;
+            }
+        }
+        bytes
+    }
 }
 
 /// Where a worker (or a lane) is in its cycle: the next slot of its region and frame, and the
@@ -194,13 +261,39 @@ pub fn transmit<Q: TxQueue + ?Sized>(
     batch: u32,
     stop: &AtomicBool,
     ctx: Option<&WorkerContext<'_>>,
+    pacer: Option<Pacer<'_>>,
+) -> Result<WorkerTotals, PortError> {
+    let cursor = Cursor::new(plan, 0, queue.slots());
+    send_loop(queue, cursor, plan.count, batch, stop, ctx, pacer)
+}
+
+/// The same loop for a streamed capture: each batch's frames are copied from the mapped file
+/// into their slots (nothing is laid beforehand).
+pub fn transmit_streamed<Q: TxQueue + ?Sized>(
+    queue: &mut Q,
+    share: &StreamShare<'_>,
+    batch: u32,
+    stop: &AtomicBool,
+    ctx: Option<&WorkerContext<'_>>,
+    pacer: Option<Pacer<'_>>,
+) -> Result<WorkerTotals, PortError> {
+    let streamer = Streamer::new(share, queue.slots());
+    send_loop(queue, streamer, share.count, batch, stop, ctx, pacer)
+}
+
+fn send_loop<Q: TxQueue + ?Sized, F: Fill>(
+    queue: &mut Q,
+    mut cursor: F,
+    count: Option<u64>,
+    batch: u32,
+    stop: &AtomicBool,
+    ctx: Option<&WorkerContext<'_>>,
     mut pacer: Option<Pacer<'_>>,
 ) -> Result<WorkerTotals, PortError> {
     let slots = queue.slots();
-    let mut cursor = Cursor::new(plan, 0, slots);
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut log = pacer.as_ref().map(|_| PaceLog::new());
-    let count = plan.count.unwrap_or(u64::MAX);
+    let count = count.unwrap_or(u64::MAX);
     let mut in_flight = 0u32;
     let mut tally = Tally::new(ctx);
 

@@ -310,6 +310,9 @@ pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>)
                 ),
             }),
         },
+        Shape::Streamed { .. } => Err(LiveError::Unsupported {
+            why: "a capture streamed from its file (larger than the load caps, or --stream): use --backend afxdp or afpacket".into(),
+        }),
     }
 }
 

@@ -1,9 +1,12 @@
 //! Captures (pcap with µs or ns timestamps, pcapng) read once, checked, and compiled into a
-//! [`Plan`] whose cycle is the capture's frames in order and whose schedule is the capture's own
-//! timing (scaled), a fixed rate, or none (as fast as the port takes them).
+//! [`Plan`] whose frames are the capture's in order and whose schedule is the capture's own
+//! timing (scaled), a fixed rate, or none (as fast as the port takes them). A capture within the
+//! load caps becomes a cycle laid into the port's buffers once; a larger one (or one asked to)
+//! is streamed from its mapped file.
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 use linerate_wire::{MacAddr, units};
 use pcap_file::DataLink;
@@ -12,6 +15,7 @@ use pcap_file::pcapng::{
     Block, PcapNgParser, blocks::interface_description::InterfaceDescriptionOption,
 };
 
+use crate::mapped::{self, MAX_STREAMED_FRAMES, MappedFrames};
 use crate::plan::{Cycle, Plan, Shape, StreamInfo};
 use crate::{Pacing, Rate, StreamError};
 
@@ -20,12 +24,9 @@ use crate::{Pacing, Rate, StreamError};
 /// 128 MiB of port buffers per worker.
 pub const MAX_CAPTURE_FRAMES: usize = 65_536;
 
-/// Most bytes of frames a capture may hold (the frames are kept in memory as the plan's
-/// pre-built frames, as a stream's are).
+/// Most bytes of frames a loaded capture may hold (the frames are kept in memory as the plan's
+/// pre-built frames, as a stream's are). Larger captures are streamed.
 pub const MAX_CAPTURE_BYTES: u64 = crate::spec::MAX_PLAN_BYTES;
-
-/// Largest capture file read: the frames at the caps above plus their record headers.
-pub const MAX_CAPTURE_FILE: u64 = MAX_CAPTURE_BYTES + 64 * MAX_CAPTURE_FRAMES as u64;
 
 /// The file's format, for the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,16 +49,45 @@ impl std::fmt::Display for CaptureFormat {
 }
 
 /// A capture's frames and when each was seen, from the first.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Capture {
     pub format: CaptureFormat,
     /// The frames as captured (no FCS), in file order.
-    pub frames: Vec<Vec<u8>>,
+    pub frames: Frames,
     /// Nanoseconds from the first frame, never decreasing (see `reordered`).
     pub times_ns: Vec<u64>,
     /// Frames stamped earlier than the frame before them: they keep file order and are due
     /// with their predecessor.
     pub reordered: u64,
+}
+
+/// Where a capture's frames are held.
+#[derive(Debug)]
+pub enum Frames {
+    /// Read into memory, to be laid into the port's buffers once.
+    Loaded(Vec<Vec<u8>>),
+    /// Left in the mapped file, copied into a buffer as each is sent.
+    Streamed(MappedFrames),
+}
+
+impl Frames {
+    /// The frames, when loaded.
+    pub fn loaded(&self) -> Option<&[Vec<u8>]> {
+        match self {
+            Self::Loaded(frames) => Some(frames),
+            Self::Streamed(_) => None,
+        }
+    }
+}
+
+/// Whether a capture within the load caps is loaded or streamed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Hold {
+    /// Loaded when within `MAX_CAPTURE_FRAMES` and `MAX_CAPTURE_BYTES`, streamed otherwise.
+    #[default]
+    Auto,
+    /// Streamed whatever its size.
+    Stream,
 }
 
 /// How fast a capture replays.
@@ -126,69 +156,60 @@ impl Default for Replay {
 impl Capture {
     /// Reads and checks the capture at `path` for a port of `mtu`: refused before anything is
     /// sent when it is not a pcap/pcapng file, is damaged or cut short, is not Ethernet, holds a
-    /// frame cut by the snaplen or over the MTU, or is over the caps.
-    pub fn load(path: &Path, mtu: u32) -> Result<Self, StreamError> {
+    /// frame cut by the snaplen or over the MTU, or holds more than `MAX_STREAMED_FRAMES`. The
+    /// file is mapped; its frames are copied out when it is loaded, left there when streamed.
+    pub fn load(path: &Path, mtu: u32, hold: Hold) -> Result<Self, StreamError> {
         let shown = path.display().to_string();
-        let io = |e: std::io::Error| StreamError::Capture {
+        let failed = |why: String| StreamError::Capture {
             path: shown.clone(),
-            why: e.to_string(),
+            why,
         };
+        let io = |e: std::io::Error| failed(e.to_string());
         let len = std::fs::metadata(path).map_err(io)?.len();
-        if len > MAX_CAPTURE_FILE {
-            return Err(StreamError::Capture {
-                path: shown,
-                why: format!(
-                    "{} MiB: linerate loads a capture into the port's buffers up to {MAX_CAPTURE_FRAMES} frames and {} MiB of frames (files up to {} MiB) and does not stream larger ones yet: cut it (editcap -r, tcpdump -c)",
-                    len >> 20,
-                    MAX_CAPTURE_BYTES >> 20,
-                    MAX_CAPTURE_FILE >> 20
-                ),
-            });
+        if len < 4 {
+            return Err(failed(format!("{len} bytes: too short for a capture file")));
         }
-        let bytes = std::fs::read(path).map_err(io)?;
-        Self::parse(&bytes, mtu).map_err(|why| StreamError::Capture { path: shown, why })
+        let map = mapped::map_file(path).map_err(io)?;
+        let (format, loader) = read(&map, mtu).map_err(failed)?;
+        if hold == Hold::Auto && loader.fits_loaded() {
+            let frames = loader.copy_frames(&map);
+            return Ok(loader.into_capture(format, Frames::Loaded(frames)));
+        }
+        let frames = MappedFrames::new(map, loader.spans.clone(), loader.max_len, loader.bytes)
+            .map_err(failed)?;
+        Ok(loader.into_capture(format, Frames::Streamed(frames)))
     }
 
-    /// Parses a whole capture file held in memory; the error is the reason, without the path.
+    /// Parses a whole capture file held in memory, loaded (refused over the load caps); the
+    /// error is the reason, without the path.
     pub fn parse(bytes: &[u8], mtu: u32) -> Result<Self, String> {
-        let magic = bytes
-            .get(..4)
-            .ok_or_else(|| format!("{} bytes: too short for a capture file", bytes.len()))?;
-        let mut loader = Loader::new(mtu);
-        let format = match u32::from_be_bytes(magic.try_into().expect("4 bytes")) {
-            0xa1b2_c3d4 | 0xd4c3_b2a1 => {
-                loader.pcap(bytes)?;
-                CaptureFormat::Pcap { nanos: false }
-            }
-            0xa1b2_3c4d | 0x4d3c_b2a1 => {
-                loader.pcap(bytes)?;
-                CaptureFormat::Pcap { nanos: true }
-            }
-            0x0a0d_0d0a => {
-                loader.pcapng(bytes)?;
-                CaptureFormat::PcapNg
-            }
-            _ => {
-                return Err(format!(
-                    "not a pcap or pcapng file (it starts with {:02x} {:02x} {:02x} {:02x})",
-                    magic[0], magic[1], magic[2], magic[3]
-                ));
-            }
-        };
-        if loader.frames.is_empty() {
-            return Err("the capture holds no frame".into());
+        let (format, loader) = read(bytes, mtu)?;
+        if !loader.fits_loaded() {
+            return Err(format!(
+                "over {MAX_CAPTURE_FRAMES} frames or {} MiB of frames, the most linerate loads into the port's buffers",
+                MAX_CAPTURE_BYTES >> 20
+            ));
         }
-        Ok(Capture {
-            format,
-            frames: loader.frames,
-            times_ns: loader.times,
-            reordered: loader.reordered,
-        })
+        let frames = loader.copy_frames(bytes);
+        Ok(loader.into_capture(format, Frames::Loaded(frames)))
+    }
+
+    /// Frames in the capture.
+    pub fn frame_count(&self) -> u64 {
+        self.times_ns.len() as u64
+    }
+
+    /// Whether the frames are streamed from the file rather than loaded.
+    pub fn streamed(&self) -> bool {
+        matches!(self.frames, Frames::Streamed(_))
     }
 
     /// Bytes of frames, FCS excluded.
     pub fn bytes(&self) -> u64 {
-        self.frames.iter().map(|f| f.len() as u64).sum()
+        match &self.frames {
+            Frames::Loaded(frames) => frames.iter().map(|f| f.len() as u64).sum(),
+            Frames::Streamed(m) => m.bytes(),
+        }
     }
 
     /// From the first frame to the last, in nanoseconds.
@@ -196,27 +217,26 @@ impl Capture {
         self.times_ns.last().copied().unwrap_or(0)
     }
 
-    /// Compiles the capture into a plan: one cycle of its frames (addresses rewritten as asked),
-    /// sent `loops` times, on the capture's timing scaled by the speed, on a fixed rate, or as
-    /// fast as the port goes. A loop starts one mean gap after the previous one's last frame.
+    /// Compiles the capture into a plan: one cycle of its frames (addresses rewritten as asked)
+    /// or the streamed file, sent `loops` times, on the capture's timing scaled by the speed, on
+    /// a fixed rate, or as fast as the port goes. A loop starts one mean gap after the previous
+    /// one's last frame.
     pub fn plan(self, name: &str, replay: &Replay) -> Result<Plan, StreamError> {
-        let n = self.frames.len() as u64;
-        let mut frames = self.frames;
-        for f in &mut frames {
-            if let Some(mac) = replay.dst_mac {
-                f[..6].copy_from_slice(&mac);
-            }
-            if let Some(mac) = replay.src_mac {
-                f[6..12].copy_from_slice(&mac);
-            }
-        }
+        let n = self.frame_count();
         let pacing = match &replay.rate {
-            Some(rate) => fixed_rate(&frames, rate, replay.link_mbps)?,
+            Some(rate) => {
+                let lens: Box<dyn Iterator<Item = usize>> = match &self.frames {
+                    Frames::Loaded(frames) => Box::new(frames.iter().map(Vec::len)),
+                    Frames::Streamed(m) => Box::new((0..m.len() as usize).map(|i| m.len_of(i))),
+                };
+                fixed_rate(lens, n as usize, rate, replay.link_mbps)?
+            }
             None => match replay.speed {
                 Speed::Max => None,
                 Speed::Times(factor) => own_timing(&self.times_ns, factor)?,
             },
         };
+        drop(self.times_ns);
         let count = match replay.loops {
             Some(l) => Some(n.checked_mul(l).ok_or_else(|| StreamError::Capture {
                 path: "--loop".into(),
@@ -224,17 +244,39 @@ impl Capture {
             })?),
             None => None,
         };
-        Ok(Plan {
-            shape: Shape::Cycle {
-                cycle: Cycle {
-                    frames,
-                    patches: Vec::new(),
+        let shape = match self.frames {
+            Frames::Loaded(mut frames) => {
+                for f in &mut frames {
+                    if let Some(mac) = replay.dst_mac {
+                        f[..6].copy_from_slice(&mac);
+                    }
+                    if let Some(mac) = replay.src_mac {
+                        f[6..12].copy_from_slice(&mac);
+                    }
+                }
+                Shape::Cycle {
+                    cycle: Cycle {
+                        frames,
+                        patches: Vec::new(),
+                        count,
+                        seed: 0,
+                        stamp: None,
+                    },
+                    pacing,
+                }
+            }
+            Frames::Streamed(mut m) => {
+                m.dst_mac = replay.dst_mac;
+                m.src_mac = replay.src_mac;
+                Shape::Streamed {
+                    frames: Arc::new(m),
+                    pacing,
                     count,
-                    seed: 0,
-                    stamp: None,
-                },
-                pacing,
-            },
+                }
+            }
+        };
+        Ok(Plan {
+            shape,
             streams: vec![StreamInfo {
                 name: name.to_owned(),
                 cached: Vec::new(),
@@ -242,6 +284,38 @@ impl Capture {
             }],
         })
     }
+}
+
+/// Reads and checks every frame of a capture file held in memory.
+fn read(bytes: &[u8], mtu: u32) -> Result<(CaptureFormat, Loader), String> {
+    let magic = bytes
+        .get(..4)
+        .ok_or_else(|| format!("{} bytes: too short for a capture file", bytes.len()))?;
+    let mut loader = Loader::new(mtu, bytes);
+    let format = match u32::from_be_bytes(magic.try_into().expect("4 bytes")) {
+        0xa1b2_c3d4 | 0xd4c3_b2a1 => {
+            loader.pcap(bytes)?;
+            CaptureFormat::Pcap { nanos: false }
+        }
+        0xa1b2_3c4d | 0x4d3c_b2a1 => {
+            loader.pcap(bytes)?;
+            CaptureFormat::Pcap { nanos: true }
+        }
+        0x0a0d_0d0a => {
+            loader.pcapng(bytes)?;
+            CaptureFormat::PcapNg
+        }
+        _ => {
+            return Err(format!(
+                "not a pcap or pcapng file (it starts with {:02x} {:02x} {:02x} {:02x})",
+                magic[0], magic[1], magic[2], magic[3]
+            ));
+        }
+    };
+    if loader.spans.is_empty() {
+        return Err("the capture holds no frame".into());
+    }
+    Ok((format, loader))
 }
 
 /// The capture's own schedule, its gaps divided by `factor`; None when every frame has the same
@@ -297,7 +371,8 @@ fn fast_run(p: &Pacing) -> u64 {
 /// A fixed rate over the capture's frames: each frame's interval from its own size, as a
 /// stream's bit rates are.
 fn fixed_rate(
-    frames: &[Vec<u8>],
+    lens: impl Iterator<Item = usize>,
+    frames: usize,
     rate: &str,
     link_mbps: Option<u64>,
 ) -> Result<Option<Pacing>, StreamError> {
@@ -309,11 +384,11 @@ fn fixed_rate(
         input: rate.to_owned(),
         why,
     };
-    let mut offsets = Vec::with_capacity(frames.len());
+    let mut offsets = Vec::with_capacity(frames);
     let (mut t, mut bits) = (0.0f64, 0.0f64);
-    for f in frames {
+    for len in lens {
         offsets.push(t.round() as u64);
-        let size = f.len() + units::FCS_LEN;
+        let size = len + units::FCS_LEN;
         t += parsed.interval_ps(size, link_mbps).map_err(invalid)?;
         bits += (units::wire_bytes(size) * 8) as f64;
     }
@@ -362,25 +437,56 @@ impl Interface {
     }
 }
 
-/// Frames as they are read, checked one by one.
+/// Frames as they are read, checked one by one: where each lies in the file and when it was
+/// seen.
 struct Loader {
     mtu: u32,
-    frames: Vec<Vec<u8>>,
+    /// Address of the file's first byte, which the parsers' frames borrow from.
+    base: usize,
+    spans: Vec<u64>,
     times: Vec<u64>,
     first: Option<u64>,
     bytes: u64,
+    max_len: usize,
     reordered: u64,
 }
 
 impl Loader {
-    fn new(mtu: u32) -> Self {
+    fn new(mtu: u32, file: &[u8]) -> Self {
         Self {
             mtu,
-            frames: Vec::new(),
+            base: file.as_ptr() as usize,
+            spans: Vec::new(),
             times: Vec::new(),
             first: None,
             bytes: 0,
+            max_len: 0,
             reordered: 0,
+        }
+    }
+
+    /// Within the caps of a capture loaded into the port's buffers.
+    fn fits_loaded(&self) -> bool {
+        self.spans.len() <= MAX_CAPTURE_FRAMES && self.bytes <= MAX_CAPTURE_BYTES
+    }
+
+    /// The frames copied out of `file` (the bytes the loader read).
+    fn copy_frames(&self, file: &[u8]) -> Vec<Vec<u8>> {
+        self.spans
+            .iter()
+            .map(|&s| {
+                let (at, len) = mapped::unpack(s);
+                file[at..at + len].to_vec()
+            })
+            .collect()
+    }
+
+    fn into_capture(self, format: CaptureFormat, frames: Frames) -> Capture {
+        Capture {
+            format,
+            frames,
+            times_ns: self.times,
+            reordered: self.reordered,
         }
     }
 
@@ -390,7 +496,7 @@ impl Loader {
         ethernet_only(header.datalink)?;
         let nanos = header.ts_resolution == pcap_file::TsResolution::NanoSecond;
         while !rest.is_empty() {
-            let k = self.frames.len() + 1;
+            let k = self.spans.len() + 1;
             let (next, raw) = parser
                 .next_raw_packet(rest)
                 .map_err(|e| damaged(&format!("frame {k}"), &e))?;
@@ -407,7 +513,7 @@ impl Loader {
             PcapNgParser::new(bytes).map_err(|e| damaged("section header", &e))?;
         let mut interfaces: Vec<Interface> = Vec::new();
         while !rest.is_empty() {
-            let k = self.frames.len() + 1;
+            let k = self.spans.len() + 1;
             let (next, block) = parser
                 .next_block(rest)
                 .map_err(|e| damaged(&format!("the block after frame {}", k - 1), &e))?;
@@ -469,7 +575,7 @@ impl Loader {
         snaplen: u32,
         ns: u64,
     ) -> Result<(), String> {
-        let k = self.frames.len() + 1;
+        let k = self.spans.len() + 1;
         let len = data.len();
         if (len as u64) < u64::from(orig_len) {
             return Err(format!(
@@ -495,11 +601,21 @@ impl Loader {
                 if tags > 0 { " with its VLAN tags" } else { "" }
             ));
         }
-        if self.frames.len() == MAX_CAPTURE_FRAMES || self.bytes + len as u64 > MAX_CAPTURE_BYTES {
+        if self.spans.len() == MAX_STREAMED_FRAMES {
             return Err(format!(
-                "over {MAX_CAPTURE_FRAMES} frames or {} MiB of frames, the most linerate loads into the port's buffers; larger captures are not streamed yet: cut it (editcap -r, tcpdump -c)",
-                MAX_CAPTURE_BYTES >> 20
+                "over {MAX_STREAMED_FRAMES} frames, the most linerate streams (8 bytes of index each): cut it (editcap -c, tcpdump -c)"
             ));
+        }
+        // The parsers hand out slices of the file; a copy (never made for these formats) would
+        // have no place in it.
+        let Cow::Borrowed(slice) = data else {
+            return Err(format!("frame {k} could not be located in the file"));
+        };
+        let at = slice.as_ptr() as usize - self.base;
+        let span = mapped::pack(at, len)
+            .ok_or_else(|| format!("frame {k} at byte {at} is beyond what linerate indexes"))?;
+        if self.spans.try_reserve(1).is_err() {
+            return Err(format!("no memory to index frame {k}"));
         }
         let first = *self.first.get_or_insert(ns);
         let mut t = ns.saturating_sub(first);
@@ -508,7 +624,8 @@ impl Loader {
             t = t.max(self.times.last().copied().unwrap_or(0));
         }
         self.bytes += len as u64;
-        self.frames.push(data.into_owned());
+        self.max_len = self.max_len.max(len);
+        self.spans.push(span);
         self.times.push(t);
         Ok(())
     }
@@ -624,7 +741,7 @@ mod tests {
                 vec![0, 1_000_000, 2_000_000, 3_000_000, 4_000_000]
             );
             assert_eq!(
-                c.frames,
+                c.frames.loaded().unwrap(),
                 frames.iter().map(|f| f.1.clone()).collect::<Vec<_>>()
             );
         }
@@ -644,7 +761,7 @@ mod tests {
         assert_eq!(ns.times_ns, vec![0, 250]);
         let pow2 = Capture::parse(&pcapng(&frames, Some(0x80 | 10)), 1500).unwrap();
         assert_eq!(pow2.times_ns, vec![0, 244_140_625]);
-        assert_eq!(ns.frames[1], frame(2, 70));
+        assert_eq!(ns.frames.loaded().unwrap()[1], frame(2, 70));
     }
 
     #[test]
@@ -765,15 +882,11 @@ mod tests {
     fn a_capture_spanning_months_is_refused_at_its_own_speed() {
         let year = 365 * 86_400 * 1_000_000_000u64;
         let frames = vec![(0, frame(1, 60)), (year, frame(2, 60))];
-        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
-        let err = c
-            .clone()
-            .plan("c", &Replay::default())
-            .unwrap_err()
-            .to_string();
+        let c = || Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let err = c().plan("c", &Replay::default()).unwrap_err().to_string();
         assert!(err.contains("30 days"), "{err}");
         assert!(
-            c.plan(
+            c().plan(
                 "c",
                 &Replay {
                     speed: Speed::Max,
@@ -789,9 +902,8 @@ mod tests {
         let frames: Vec<_> = (0..4u8)
             .map(|i| (u64::from(i) * 1_000_000, frame(i, 60)))
             .collect();
-        let c = Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
-        let plan = c
-            .clone()
+        let c = || Capture::parse(&pcap(&frames, true, DataLink::ETHERNET, 65535), 1500).unwrap();
+        let plan = c()
             .plan(
                 "c",
                 &Replay {
@@ -803,8 +915,7 @@ mod tests {
             .unwrap();
         assert!(plan.requested_pps().is_none());
         assert_eq!(plan.count(), None);
-        let c2 = c.clone();
-        let plan = c
+        let plan = c()
             .plan(
                 "c",
                 &Replay {
@@ -819,7 +930,7 @@ mod tests {
             rate: Some("0.000001".into()),
             ..Replay::default()
         };
-        let err = c2.plan("c", &slow).unwrap_err().to_string();
+        let err = c().plan("c", &slow).unwrap_err().to_string();
         assert!(err.contains("30 days"), "{err}");
     }
 

@@ -4,6 +4,7 @@
 
 mod capture;
 mod error;
+mod mapped;
 mod pacing;
 mod plan;
 mod rate;
@@ -12,9 +13,10 @@ mod spec;
 mod vary;
 
 pub use capture::{
-    Capture, CaptureFormat, MAX_CAPTURE_BYTES, MAX_CAPTURE_FILE, MAX_CAPTURE_FRAMES, Replay, Speed,
+    Capture, CaptureFormat, Frames, Hold, MAX_CAPTURE_BYTES, MAX_CAPTURE_FRAMES, Replay, Speed,
 };
 pub use error::StreamError;
+pub use mapped::{MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
 pub use pacing::Pacing;
 pub use plan::{
     CACHE_LIMIT, Cycle, Lane, Merged, Plan, Shape, StreamInfo, WorkerPlan, lane_counts,

@@ -174,7 +174,7 @@ mod tests {
     fn pacing_of(plan: &Plan) -> Option<Pacing> {
         match &plan.shape {
             crate::Shape::Cycle { pacing, .. } => pacing.clone(),
-            crate::Shape::Lanes(_) => panic!("a plan of lanes"),
+            _ => panic!("not one cycle"),
         }
     }
 

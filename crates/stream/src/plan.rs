@@ -1,7 +1,9 @@
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use linerate_wire::{Patch, Rng, checksum, signature, units};
 
+use crate::mapped::MappedFrames;
 use crate::spec::Resolved;
 use crate::{Limits, Mode, Next, Pacing, Rate, StreamError, StreamSpec};
 
@@ -44,6 +46,14 @@ pub enum Shape {
     },
     /// Interleaved streams, all sent at once, each on its own schedule (two or more).
     Lanes(Vec<Lane>),
+    /// A capture too large to load, sent from its mapped file in order, lap after lap: each
+    /// frame is copied into a port buffer as it is sent, since no buffer keeps it for long.
+    Streamed {
+        frames: Arc<MappedFrames>,
+        pacing: Option<Pacing>,
+        /// Frames to send in all (None: until stopped).
+        count: Option<u64>,
+    },
 }
 
 /// Frames in one repeating order: frame `n` is `frames[n % frames.len()]` with every patch
@@ -127,6 +137,7 @@ impl Plan {
         let cycles: Vec<&mut Cycle> = match &mut self.shape {
             Shape::Cycle { cycle, .. } => vec![cycle],
             Shape::Lanes(lanes) => lanes.iter_mut().map(|l| &mut l.cycle).collect(),
+            Shape::Streamed { .. } => Vec::new(),
         };
         for c in cycles {
             if let Some(s) = &mut c.stamp {
@@ -176,18 +187,22 @@ impl Plan {
         }
     }
 
-    /// Every cycle of the plan: the one, or each lane's.
+    /// Every cycle of the plan: the one, or each lane's (none for a streamed capture).
     pub fn cycles(&self) -> impl Iterator<Item = &Cycle> {
         let (one, lanes) = match &self.shape {
             Shape::Cycle { cycle, .. } => (Some(cycle), &[][..]),
             Shape::Lanes(lanes) => (None, &lanes[..]),
+            Shape::Streamed { .. } => (None, &[][..]),
         };
         one.into_iter().chain(lanes.iter().map(|l| &l.cycle))
     }
 
     /// Longest frame, without FCS.
     pub fn max_len(&self) -> usize {
-        self.cycles().map(Cycle::max_len).max().unwrap_or(0)
+        match &self.shape {
+            Shape::Streamed { frames, .. } => frames.max_len(),
+            _ => self.cycles().map(Cycle::max_len).max().unwrap_or(0),
+        }
     }
 
     /// Pre-built frames, all lanes together.
@@ -197,13 +212,18 @@ impl Plan {
 
     /// Frames the plan sends in all (None: until stopped, as when any lane is endless).
     pub fn count(&self) -> Option<u64> {
-        self.cycles().map(|c| c.count).sum()
+        match &self.shape {
+            Shape::Streamed { count, .. } => *count,
+            _ => self.cycles().map(|c| c.count).sum(),
+        }
     }
 
     /// The average rate the plan asks for in frames per second, all lanes together (None: max).
     pub fn requested_pps(&self) -> Option<f64> {
         match &self.shape {
-            Shape::Cycle { pacing, .. } => pacing.as_ref().map(Pacing::pps),
+            Shape::Cycle { pacing, .. } | Shape::Streamed { pacing, .. } => {
+                pacing.as_ref().map(Pacing::pps)
+            }
             Shape::Lanes(lanes) => Some(lanes.iter().map(|l| l.pacing.pps()).sum()),
         }
     }
@@ -802,7 +822,7 @@ mod tests {
     pub(crate) fn cycle(plan: &Plan) -> &Cycle {
         match &plan.shape {
             Shape::Cycle { cycle, .. } => cycle,
-            Shape::Lanes(_) => panic!("a plan of lanes"),
+            _ => panic!("not one cycle"),
         }
     }
 
@@ -1052,7 +1072,7 @@ mod interleaved_tests {
     fn lanes(plan: &Plan) -> &[Lane] {
         match &plan.shape {
             Shape::Lanes(lanes) => lanes,
-            Shape::Cycle { .. } => panic!("not lanes"),
+            _ => panic!("not lanes"),
         }
     }
 

@@ -1,0 +1,174 @@
+//! A capture's frames left in its file, mapped read-only: a replay too large to load into the
+//! port's buffers sends them from there, each copied into a buffer as its batch is sent. What
+//! stays in memory is 8 bytes a frame (where it lies in the file), not the frame.
+
+use std::fmt;
+use std::fs::File;
+use std::path::Path;
+
+use linerate_wire::MacAddr;
+use memmap2::{Advice, Mmap};
+
+/// Most frames a streamed capture may hold: 8 bytes of index each (plus 8 of schedule when it
+/// is paced), 2 GiB at most, whatever the file's size.
+pub const MAX_STREAMED_FRAMES: usize = 1 << 27;
+
+/// Bits of a span that hold the frame's length (frames up to 1 MiB); the other 44 hold its
+/// offset in the file (files up to 16 TiB).
+const LEN_BITS: u32 = 20;
+const LEN_MASK: u64 = (1 << LEN_BITS) - 1;
+
+/// A frame's place in the file as one word; None when it does not fit.
+pub(crate) fn pack(at: usize, len: usize) -> Option<u64> {
+    let (at, len) = (at as u64, len as u64);
+    (len <= LEN_MASK && at >> (64 - LEN_BITS) == 0).then_some((at << LEN_BITS) | len)
+}
+
+/// (offset, length) of a packed span.
+#[inline]
+pub(crate) fn unpack(span: u64) -> (usize, usize) {
+    ((span >> LEN_BITS) as usize, (span & LEN_MASK) as usize)
+}
+
+/// A capture file mapped read-only, with where each frame lies in it and the addresses a
+/// replay writes over its own.
+pub struct MappedFrames {
+    map: Mmap,
+    /// Per frame in file order, its offset and length (`pack`).
+    spans: Vec<u64>,
+    max_len: usize,
+    bytes: u64,
+    pub(crate) dst_mac: Option<MacAddr>,
+    pub(crate) src_mac: Option<MacAddr>,
+}
+
+impl fmt::Debug for MappedFrames {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedFrames")
+            .field("file_bytes", &self.map.len())
+            .field("frames", &self.spans.len())
+            .field("bytes", &self.bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Maps `path` read-only.
+pub(crate) fn map_file(path: &Path) -> std::io::Result<Mmap> {
+    let file = File::open(path)?;
+    // SAFETY: the map is private and read-only, so nothing here writes through it. Another
+    // process that truncates or rewrites the file while it is replayed changes or (truncation)
+    // faults what the map reads — tcpreplay's and Wireshark's mmap readers share this; the
+    // usage docs say a capture must not be rewritten while it is replayed.
+    let map = unsafe { Mmap::map(&file)? };
+    // The loader reads it once from the start, and a streamed replay in order, lap after lap.
+    let _ = map.advise(Advice::Sequential);
+    Ok(map)
+}
+
+impl MappedFrames {
+    /// Frames at `spans` (`pack`ed) of `map`, `max_len` the longest and `bytes` their sum.
+    pub(crate) fn new(
+        map: Mmap,
+        spans: Vec<u64>,
+        max_len: usize,
+        bytes: u64,
+    ) -> Result<Self, String> {
+        if let Some(&s) = spans.iter().find(|&&s| {
+            let (at, len) = unpack(s);
+            at + len > map.len()
+        }) {
+            let (at, len) = unpack(s);
+            return Err(format!(
+                "a frame of {len} bytes at byte {at} lies beyond the file's end"
+            ));
+        }
+        Ok(Self {
+            map,
+            spans,
+            max_len,
+            bytes,
+            dst_mac: None,
+            src_mac: None,
+        })
+    }
+
+    /// Frames in the capture.
+    pub fn len(&self) -> u64 {
+        self.spans.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Longest frame (without FCS).
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Bytes of frames, FCS excluded.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Frame `i` as the file holds it (before the replay's address rewrite).
+    #[inline]
+    pub fn raw(&self, i: usize) -> &[u8] {
+        let (at, len) = unpack(self.spans[i]);
+        &self.map[at..at + len]
+    }
+
+    /// Length of frame `i`.
+    #[inline]
+    pub fn len_of(&self, i: usize) -> usize {
+        unpack(self.spans[i]).1
+    }
+
+    /// Copies frame `i` into `buffer`, with the replay's addresses written over its own, and
+    /// returns its length. `buffer` must hold `max_len` bytes.
+    #[inline]
+    pub fn copy_into(&self, i: usize, buffer: &mut [u8]) -> usize {
+        let frame = self.raw(i);
+        buffer[..frame.len()].copy_from_slice(frame);
+        if let Some(mac) = self.dst_mac {
+            buffer[..6].copy_from_slice(&mac);
+        }
+        if let Some(mac) = self.src_mac {
+            buffer[6..12].copy_from_slice(&mac);
+        }
+        frame.len()
+    }
+
+    /// Worker `worker` of `workers`'s share: frames `worker, worker + workers, …` of the capture
+    /// repeated, `count` in all at most (the plan's count, capped by `limit`).
+    pub fn for_worker(
+        &self,
+        worker: usize,
+        workers: usize,
+        count: Option<u64>,
+        limit: Option<u64>,
+    ) -> StreamShare<'_> {
+        let (w, n) = (worker as u64, workers.max(1) as u64);
+        let total = match (count, limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        StreamShare {
+            frames: self,
+            first_seq: w,
+            stride: n,
+            count: total.map(|t| if t > w { (t - w).div_ceil(n) } else { 0 }),
+        }
+    }
+}
+
+/// One worker's share of a streamed capture: frames `first_seq, first_seq + stride, …` of the
+/// run, frame `k` being the capture's frame `k mod len`.
+#[derive(Debug, Clone, Copy)]
+pub struct StreamShare<'a> {
+    pub frames: &'a MappedFrames,
+    pub first_seq: u64,
+    pub stride: u64,
+    /// Frames this worker sends (None: until stopped).
+    pub count: Option<u64>,
+}

@@ -85,6 +85,15 @@ fn same_frames(got: &[Vec<u8>], want: &[Vec<u8>]) {
     assert_eq!(got.len(), want.len(), "frames arrived vs sent");
 }
 
+/// How a capture is held, as the flags ask: loaded into the port's buffers (the default for
+/// captures within the caps) or streamed from the mapped file.
+const HOLDS: [(&str, &[&str]); 2] = [("loaded", &[]), ("streamed", &["--stream"])];
+
+/// `replay` with `args` then `extra`.
+fn replay_ok(args: &[&str], extra: &[&str]) -> String {
+    linerate_ok(&[&["replay"], args, extra].concat())
+}
+
 #[test]
 fn replayed_into_a_pcap_file_byte_for_byte_and_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -94,68 +103,92 @@ fn replayed_into_a_pcap_file_byte_for_byte_and_in_order() {
     assert!(want.iter().any(|f| f.len() > 1000) && want.iter().any(|f| f.len() < 200));
     let out = dir.path().join("out.pcap");
     let o = out.to_str().unwrap();
-    let report = json(&linerate_ok(&[
-        "replay",
-        source.to_str().unwrap(),
-        "--pcap",
-        o,
-        "--speed",
-        "max",
-        "--json",
-        "-q",
-    ]));
-    assert_eq!(report["submitted"], 1000);
-    assert_eq!(report["capture"]["frames"], 1000);
-    assert_eq!(report["capture"]["format"], "pcap (ns)");
-    assert_eq!(report["capture"]["mode"], "loaded");
-    same_frames(&frames(&out), &want);
-    // Three loops: the sequence three times, exactly.
-    linerate_ok(&[
-        "replay",
-        source.to_str().unwrap(),
-        "--pcap",
-        o,
-        "--speed",
-        "max",
-        "--loop",
-        "3",
-        "-q",
-    ]);
-    same_frames(&frames(&out), &repeat(&want, 3));
-    // A count stops inside a loop, exactly.
-    linerate_ok(&[
-        "replay",
-        source.to_str().unwrap(),
-        "--pcap",
-        o,
-        "--speed",
-        "max",
-        "--loop",
-        "inf",
-        "-n",
-        "2345",
-        "-q",
-    ]);
-    same_frames(&frames(&out), &repeat(&want, 3)[..2345]);
-    // MAC rewrite touches the addresses and nothing else.
-    linerate_ok(&[
-        "replay",
-        source.to_str().unwrap(),
-        "--pcap",
-        o,
-        "--speed",
-        "max",
-        "-q",
-        "--dst-mac",
-        "02:00:00:00:00:aa",
-        "--src-mac",
-        "02:00:00:00:00:bb",
-    ]);
-    let rewritten = frames(&out);
-    for (got, sent) in rewritten.iter().zip(&want) {
-        assert_eq!(&got[..12], &[2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 0xbb]);
-        assert_eq!(got[12..], sent[12..]);
+    let s = source.to_str().unwrap();
+    for (mode, hold) in HOLDS {
+        let report = json(&replay_ok(
+            &[s, "--pcap", o, "--speed", "max", "--json", "-q"],
+            hold,
+        ));
+        assert_eq!(report["submitted"], 1000);
+        assert_eq!(report["capture"]["frames"], 1000);
+        assert_eq!(report["capture"]["format"], "pcap (ns)");
+        assert_eq!(report["capture"]["mode"], mode);
+        same_frames(&frames(&out), &want);
+        // Three loops: the sequence three times, exactly.
+        replay_ok(
+            &[s, "--pcap", o, "--speed", "max", "--loop", "3", "-q"],
+            hold,
+        );
+        same_frames(&frames(&out), &repeat(&want, 3));
+        // A count stops inside a loop, exactly.
+        replay_ok(
+            &[
+                s, "--pcap", o, "--speed", "max", "--loop", "inf", "-n", "2345", "-q",
+            ],
+            hold,
+        );
+        same_frames(&frames(&out), &repeat(&want, 3)[..2345]);
+        // MAC rewrite touches the addresses and nothing else.
+        replay_ok(
+            &[
+                s,
+                "--pcap",
+                o,
+                "--speed",
+                "max",
+                "-q",
+                "--dst-mac",
+                "02:00:00:00:00:aa",
+                "--src-mac",
+                "02:00:00:00:00:bb",
+            ],
+            hold,
+        );
+        let rewritten = frames(&out);
+        assert_eq!(rewritten.len(), want.len(), "{mode}");
+        for (got, sent) in rewritten.iter().zip(&want) {
+            assert_eq!(&got[..12], &[2, 0, 0, 0, 0, 0xaa, 2, 0, 0, 0, 0, 0xbb]);
+            assert_eq!(got[12..], sent[12..]);
+        }
     }
+}
+
+/// A capture over the load caps (70,000 frames, 65,536 load) is streamed without being asked,
+/// and says so; what it sends is the file, byte for byte, in order.
+#[test]
+fn a_capture_over_the_load_caps_is_streamed() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("large.pcap");
+    linerate_ok(&[
+        "tx",
+        "-q",
+        "--pcap",
+        source.to_str().unwrap(),
+        "-n",
+        "70000",
+        "--vary",
+        "src-port:inc:1-65535",
+        "--vary",
+        "dst-port:inc:1-7",
+    ]);
+    let want = frames(&source);
+    assert_eq!(want.len(), 70_000);
+    let out = dir.path().join("out.pcap");
+    let r = json(&replay_ok(
+        &[
+            source.to_str().unwrap(),
+            "--pcap",
+            out.to_str().unwrap(),
+            "--speed",
+            "max",
+            "--json",
+            "-q",
+        ],
+        &[],
+    ));
+    assert_eq!(r["capture"]["mode"], "streamed");
+    assert_eq!(r["submitted"], 70_000);
+    same_frames(&frames(&out), &want);
 }
 
 #[test]
@@ -164,29 +197,33 @@ fn two_workers_keep_the_order_of_their_own_frames() {
     let source = varied_capture(dir.path());
     let want = frames(&source);
     let out = dir.path().join("out.pcap");
-    linerate_ok(&[
-        "replay",
-        source.to_str().unwrap(),
-        "--pcap",
-        out.to_str().unwrap(),
-        "--speed",
-        "max",
-        "--cores",
-        "0,1",
-        "-q",
-    ]);
-    let mut got = frames(&out);
-    // Worker w sends frames w, w+2, …: each worker's frames arrive in capture order, and all
-    // of them exactly once; how the two interleave is up to the scheduler.
-    for w in 0..2 {
-        let mine: Vec<&Vec<u8>> = want.iter().skip(w).step_by(2).collect();
-        let seen: Vec<&Vec<u8>> = got.iter().filter(|f| mine.contains(f)).collect();
-        assert_eq!(seen, mine, "worker {w}'s frames out of order");
-    }
-    got.sort();
     let mut sorted = want.clone();
     sorted.sort();
-    assert_eq!(got, sorted);
+    for (mode, hold) in HOLDS {
+        replay_ok(
+            &[
+                source.to_str().unwrap(),
+                "--pcap",
+                out.to_str().unwrap(),
+                "--speed",
+                "max",
+                "--cores",
+                "0,1",
+                "-q",
+            ],
+            hold,
+        );
+        let mut got = frames(&out);
+        // Worker w sends frames w, w+2, …: each worker's frames arrive in capture order, and
+        // all of them exactly once; how the two interleave is up to the scheduler.
+        for w in 0..2 {
+            let mine: Vec<&Vec<u8>> = want.iter().skip(w).step_by(2).collect();
+            let seen: Vec<&Vec<u8>> = got.iter().filter(|f| mine.contains(f)).collect();
+            assert_eq!(seen, mine, "{mode}: worker {w}'s frames out of order");
+        }
+        got.sort();
+        assert_eq!(got, sorted, "{mode}");
+    }
 }
 
 /// A capture of `n` 60-byte frames exactly `gap` apart, written with pcap-file.
@@ -210,7 +247,8 @@ fn evenly_spaced(dir: &Path, n: u32, gap: Duration) -> PathBuf {
     path
 }
 
-/// `--speed 1x` of a capture 500 ms long (501 frames 1 ms apart) takes 500 ms, `2x` 250 ms.
+/// `--speed 1x` of a capture 500 ms long (501 frames 1 ms apart) takes 500 ms, `2x` 250 ms,
+/// streamed too.
 /// Tolerance: no frame leaves more than a 20 µs slice early, so the floor is the capture's own
 /// length less 1 %; the ceiling is +20 %, room for a loaded 2-core VM (a preempted thread catches
 /// up at twice the rate); three attempts, since a stall over 50 ms is written off, not caught up.
@@ -218,17 +256,24 @@ fn evenly_spaced(dir: &Path, n: u32, gap: Duration) -> PathBuf {
 fn speed_keeps_the_capture_timing_scaled() {
     let dir = tempfile::tempdir().unwrap();
     let source = evenly_spaced(dir.path(), 501, Duration::from_millis(1));
-    for (speed, secs) in [("1x", 0.5), ("2x", 0.25)] {
+    let runs: [(&str, f64, &[&str]); 3] = [
+        ("1x", 0.5, &[]),
+        ("2x", 0.25, &[]),
+        ("2x", 0.25, &["--stream"]),
+    ];
+    for (speed, secs, hold) in runs {
         within_three_attempts(|| {
-            let r = json(&linerate_ok(&[
-                "replay",
-                source.to_str().unwrap(),
-                "--null",
-                "--speed",
-                speed,
-                "--json",
-                "-q",
-            ]));
+            let r = json(&replay_ok(
+                &[
+                    source.to_str().unwrap(),
+                    "--null",
+                    "--speed",
+                    speed,
+                    "--json",
+                    "-q",
+                ],
+                hold,
+            ));
             assert_eq!(r["submitted"], 501);
             let took = r["elapsed_s"].as_f64().unwrap();
             if took >= secs * 0.99 && took <= secs * 1.2 {
@@ -315,15 +360,21 @@ fn bad_captures_are_refused_in_one_line_and_nothing_is_sent() {
     raw[at..at + 4].copy_from_slice(&100u32.to_be_bytes());
     std::fs::write(&cut, raw).unwrap();
     files.push((cut, "cut to 64 of its 100 bytes"));
-    for (path, why) in &files {
+    for ((path, why), (mode, hold)) in files.iter().flat_map(|f| HOLDS.map(|h| (f, h))) {
         let out = dir.path().join("never.pcap");
-        let line = linerate_usage_error(&[
-            "replay",
-            path.to_str().unwrap(),
-            "--pcap",
-            out.to_str().unwrap(),
-        ]);
-        assert!(line.contains(why), "{}: {line}", path.display());
+        let line = linerate_usage_error(
+            &[
+                &[
+                    "replay",
+                    path.to_str().unwrap(),
+                    "--pcap",
+                    out.to_str().unwrap(),
+                ],
+                hold,
+            ]
+            .concat(),
+        );
+        assert!(line.contains(why), "{} {mode}: {line}", path.display());
         assert!(line.contains(path.to_str().unwrap()), "{line}");
         assert!(
             !out.exists(),
@@ -476,6 +527,26 @@ mod lab {
         assert_eq!(r["rx"]["other"]["other_frames"], 1000, "{}", r["rx"]);
         assert_eq!(r["sink"]["packets"], 1000);
         assert_eq!(r["sink"]["lost"], 0);
+        // Streamed from the file, copied into the port's buffers batch by batch.
+        for backend in ["afxdp", "afpacket"] {
+            let catcher = Catcher::start(&lab, "tcpdump", dir.path().join("rx.pcap"));
+            let r = replay(
+                &lab,
+                &source,
+                &[
+                    "--stream",
+                    "--backend",
+                    backend,
+                    "--speed",
+                    "max",
+                    "--rx",
+                    "--rx-pass",
+                ],
+            );
+            assert_eq!(r["capture"]["mode"], "streamed");
+            same_frames(&frames(&catcher.finish(want.len())), &want);
+            assert_eq!(r["sink"]["packets"], 1000, "{backend}");
+        }
     }
 
     /// A pcapng written by dumpcap at the lab's receive end (tcpdump 4.99 writes pcap only),
@@ -523,7 +594,8 @@ mod lab {
     }
 
     /// `--loop 3` sends exactly three times and `--count` stops exactly, on each Linux backend
-    /// (live keeps the capture's frames in its frame map), counted by the lab's sink.
+    /// (live keeps the capture's frames in its frame map), loaded and streamed, counted by the
+    /// lab's sink.
     #[test]
     fn loops_and_counts_are_exact_on_every_backend() {
         if !root_or_skip("loops_and_counts_are_exact_on_every_backend") {
@@ -533,29 +605,30 @@ mod lab {
         let source = varied_capture(dir.path());
         let bytes: u64 = frames(&source).iter().map(|f| f.len() as u64).sum();
         let lab = common::lab("rl", 2);
-        for backend in ["afxdp", "live", "afpacket"] {
-            let r = replay(
-                &lab,
-                &source,
-                &["--backend", backend, "--speed", "max", "--loop", "3"],
-            );
+        let runs = [
+            ("afxdp", false),
+            ("live", false),
+            ("afpacket", false),
+            ("afxdp", true),
+            ("afpacket", true),
+        ];
+        for (backend, stream) in runs {
+            let hold: &[&str] = if stream { &["--stream"] } else { &[] };
+            let replay = |extra: &[&str]| replay(&lab, &source, &[extra, hold].concat());
+            let r = replay(&["--backend", backend, "--speed", "max", "--loop", "3"]);
             assert_eq!(r["sink"]["packets"], 3000, "{backend}: {}", r["sink"]);
             assert_eq!(r["sink"]["bytes"], 3 * bytes, "{backend}");
             assert_eq!(r["sink"]["lost"], 0, "{backend}");
-            let r = replay(
-                &lab,
-                &source,
-                &[
-                    "--backend",
-                    backend,
-                    "--speed",
-                    "max",
-                    "--loop",
-                    "inf",
-                    "-n",
-                    "2500",
-                ],
-            );
+            let r = replay(&[
+                "--backend",
+                backend,
+                "--speed",
+                "max",
+                "--loop",
+                "inf",
+                "-n",
+                "2500",
+            ]);
             assert_eq!(r["sink"]["packets"], 2500, "{backend}: {}", r["sink"]);
             assert_eq!(r["submitted"], 2500, "{backend}");
         }

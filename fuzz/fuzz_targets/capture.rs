@@ -1,15 +1,46 @@
 //! A capture file, as `linerate replay FILE` reads it, through the loader and into a plan at
 //! three speeds and a rate: any bytes must end in a plan or a one-line reason, never a panic.
+//! The same bytes streamed from a mapped file must hold the same frames as loaded.
 #![no_main]
 
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
 use libfuzzer_sys::fuzz_target;
-use linerate_stream::{Capture, Replay, Speed};
+use linerate_stream::{Capture, Frames, Hold, Replay, Shape, Speed};
+
+/// One file per fuzzing process, written with each input and removed once mapped.
+fn scratch() -> &'static PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| std::env::temp_dir().join(format!("linerate-fuzz-{}", std::process::id())))
+}
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(capture) = Capture::parse(data, 1500) else {
+    let parsed = Capture::parse(data, 1500);
+    std::fs::write(scratch(), data).expect("scratch file");
+    let streamed = Capture::load(scratch(), 1500, Hold::Stream);
+    // One streamed capture for each plan below (a plan consumes it).
+    let mut for_plans: Vec<_> = (0..4)
+        .map(|_| Capture::load(scratch(), 1500, Hold::Stream))
+        .collect();
+    // The maps outlive the file's name: nothing is left behind.
+    std::fs::remove_file(scratch()).expect("scratch file");
+    let Ok(capture) = parsed else {
+        // What is refused loaded is refused streamed (the caps aside: a fuzz input is small).
+        assert!(streamed.is_err(), "streamed a capture refused loaded");
         return;
     };
-    assert_eq!(capture.frames.len(), capture.times_ns.len());
+    let streamed = streamed.expect("streamed what was loaded");
+    let (Some(loaded), Frames::Streamed(mapped)) = (capture.frames.loaded(), &streamed.frames)
+    else {
+        panic!("not loaded and streamed");
+    };
+    assert_eq!(mapped.len(), loaded.len() as u64);
+    for (i, f) in loaded.iter().enumerate() {
+        assert_eq!(mapped.raw(i), &f[..]);
+    }
+    assert_eq!(streamed.times_ns, capture.times_ns);
+    assert_eq!(capture.frame_count() as usize, capture.times_ns.len());
     assert!(capture.times_ns.windows(2).all(|w| w[0] <= w[1]));
     for (speed, rate) in [
         (Speed::Max, None),
@@ -24,11 +55,26 @@ fuzz_target!(|data: &[u8]| {
             dst_mac: Some([2, 0, 0, 0, 0, 1]),
             ..Replay::default()
         };
-        if let Ok(plan) = capture.clone().plan("fuzz", &replay) {
+        let Ok(again) = Capture::parse(data, 1500) else {
+            unreachable!("parsed once");
+        };
+        if let Ok(plan) = again.plan("fuzz", &replay) {
             let _ = plan.requested_pps();
             for cycle in plan.cycles() {
                 let _ = cycle.for_worker(1, 2, Some(1000));
             }
+        }
+        let Some(Ok(again)) = for_plans.pop() else {
+            unreachable!("streamed once");
+        };
+        if let Ok(plan) = again.plan("fuzz", &replay)
+            && let Shape::Streamed { frames, count, .. } = &plan.shape
+        {
+            let share = frames.for_worker(1, 2, *count, Some(1000));
+            let mut buf = vec![0u8; frames.max_len()];
+            let len = frames.copy_into((share.first_seq % frames.len()) as usize, &mut buf);
+            assert_eq!(&buf[..6], &[2, 0, 0, 0, 0, 1]);
+            assert!(len >= 14);
         }
     }
 });

@@ -492,6 +492,7 @@ mod tests {
         busy: Vec<bool>,
         flight: VecDeque<u32>,
         ports: Vec<u16>,
+        dst_macs: Vec<[u8; 6]>,
     }
 
     impl Recorder {
@@ -501,6 +502,7 @@ mod tests {
                 busy: vec![false; slots as usize],
                 flight: VecDeque::new(),
                 ports: Vec::new(),
+                dst_macs: Vec::new(),
             }
         }
     }
@@ -529,6 +531,7 @@ mod tests {
                 self.flight.push_back(d.slot);
                 let f = self.memory.frame(*d);
                 self.ports.push(u16::from_be_bytes([f[34], f[35]]));
+                self.dst_macs.push(f[..6].try_into().unwrap());
             }
             Ok(())
         }
@@ -633,6 +636,54 @@ mod tests {
             );
             assert_eq!(q.ports, expected, "start {start} ps");
         }
+    }
+
+    /// A streamed capture of 10 frames (UDP source port = frame number), three loops capped at
+    /// 25 frames, worker 1 of 2, through 4 slots completing 3 a reap: the worker sends frames
+    /// 1, 3, …, 9 lap after lap, 12 in all, each copied into a slot already reaped (the
+    /// Recorder fails the test otherwise), with the replay's destination MAC.
+    #[test]
+    fn a_streamed_capture_is_copied_into_reaped_slots_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.pcap");
+        let mut w =
+            pcap_file::pcap::PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+        for i in 0..10u16 {
+            let mut f = vec![0u8; 60 + usize::from(i)];
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[34..36].copy_from_slice(&i.to_be_bytes());
+            w.write_packet(&pcap_file::pcap::PcapPacket::new(
+                Duration::ZERO,
+                f.len() as u32,
+                &f,
+            ))
+            .unwrap();
+        }
+        drop(w);
+        let capture =
+            linerate_stream::Capture::load(&path, 1500, linerate_stream::Hold::Stream).unwrap();
+        let replay = linerate_stream::Replay {
+            speed: linerate_stream::Speed::Max,
+            loops: Some(3),
+            dst_mac: Some([2, 0, 0, 0, 0, 7]),
+            ..linerate_stream::Replay::default()
+        };
+        let plan = capture.plan("c", &replay).unwrap();
+        let Shape::Streamed { frames, count, .. } = &plan.shape else {
+            panic!("not streamed")
+        };
+        let share = frames.for_worker(1, 2, *count, Some(25));
+        let mut q = Recorder::new(4);
+        let stop = AtomicBool::new(false);
+        let totals = transmit_streamed(&mut q, &share, 3, &stop, None, None).unwrap();
+        let want: Vec<u16> = (0..12).map(|k| (1 + 2 * k) % 10).collect();
+        assert_eq!(q.ports, want);
+        assert_eq!((totals.submitted, totals.completed), (12, 12));
+        assert_eq!(
+            totals.bytes,
+            want.iter().map(|&p| 60 + u64::from(p)).sum::<u64>()
+        );
+        assert!(q.dst_macs.iter().all(|m| *m == [2, 0, 0, 0, 0, 7]));
     }
 
     #[test]

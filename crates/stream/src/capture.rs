@@ -934,6 +934,70 @@ mod tests {
         assert!(err.contains("30 days"), "{err}");
     }
 
+    /// The same file loaded and streamed: the same frames (the streamed ones read from the
+    /// map, the addresses rewritten as they are copied out), the same count and schedule; a
+    /// pcapng streams too, its frames found between its blocks.
+    #[test]
+    fn a_streamed_capture_holds_the_loaded_frames() {
+        let frames: Vec<_> = (0..7u8)
+            .map(|i| (u64::from(i) * 1_000_000, frame(i, 60 + 97 * usize::from(i))))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bytes) in [
+            ("c.pcap", pcap(&frames, true, DataLink::ETHERNET, 65535)),
+            ("c.pcapng", pcapng(&frames, Some(9))),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            let loaded = Capture::load(&path, 1500, Hold::Auto).unwrap();
+            let streamed = Capture::load(&path, 1500, Hold::Stream).unwrap();
+            assert!(!loaded.streamed() && streamed.streamed(), "{name}");
+            assert_eq!(streamed.frame_count(), 7);
+            assert_eq!(streamed.bytes(), loaded.bytes());
+            assert_eq!(streamed.times_ns, loaded.times_ns);
+            let Frames::Streamed(m) = &streamed.frames else {
+                unreachable!()
+            };
+            let want = loaded.frames.loaded().unwrap();
+            for (i, f) in want.iter().enumerate() {
+                assert_eq!(m.raw(i), &f[..], "{name} frame {i}");
+            }
+            assert_eq!(m.max_len(), 60 + 97 * 6);
+            let replay = Replay {
+                speed: Speed::Times(2.0),
+                loops: Some(3),
+                dst_mac: Some([2, 0, 0, 0, 0, 9]),
+                ..Replay::default()
+            };
+            let want = loaded.plan("c", &replay).unwrap();
+            let plan = streamed.plan("c", &replay).unwrap();
+            let (
+                Shape::Cycle { cycle, pacing: p1 },
+                Shape::Streamed {
+                    frames,
+                    pacing,
+                    count,
+                },
+            ) = (&want.shape, &plan.shape)
+            else {
+                panic!("shapes: {:?}", plan.shape)
+            };
+            assert_eq!((*count, cycle.count), (Some(21), Some(21)));
+            assert_eq!(pacing, p1);
+            let mut buf = vec![0u8; frames.max_len()];
+            for (i, f) in cycle.frames.iter().enumerate() {
+                let len = frames.copy_into(i, &mut buf);
+                assert_eq!(&buf[..len], &f[..], "{name} frame {i} as sent");
+            }
+            // Worker 1 of 2 sends frames 1, 3, 5, … of 21.
+            let share = frames.for_worker(1, 2, *count, Some(20));
+            assert_eq!(
+                (share.first_seq, share.stride, share.count),
+                (1, 2, Some(10))
+            );
+        }
+    }
+
     #[test]
     fn speeds_parse() {
         assert_eq!(Speed::parse("max").unwrap(), Speed::Max);

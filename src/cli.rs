@@ -390,9 +390,10 @@ pub struct ReplayArgs {
     /// Frames to send in all (across workers); stops inside a loop when it comes first.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
-    /// Stream the frames from the mapped file, copying each into a port buffer as it is sent,
-    /// even when the capture would fit the buffers (captures over 65,536 frames or 64 MiB of
-    /// frames always stream). Not on the live backend.
+    /// Stream the frames from the mapped file, copying each into a port buffer as it is sent
+    /// (live: into the program's ring of frame entries, before each call), even when the
+    /// capture would fit the buffers (captures over 65,536 frames or 64 MiB of frames always
+    /// stream).
     #[arg(long)]
     pub stream: bool,
     /// Rewrite every frame's destination MAC (e.g. a lab's receive end).

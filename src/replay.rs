@@ -54,11 +54,6 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     tx::workers(&args.cores, args.send.queues.as_deref(), args.send.backend)?;
     let backend = backend(args)?;
     let hold = if args.stream {
-        if backend == Backend::Live {
-            return Err(usage(
-                "--stream: the live backend sends only loaded captures: use --backend afxdp or afpacket",
-            ));
-        }
         Hold::Stream
     } else {
         Hold::Auto

@@ -310,8 +310,9 @@ pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>)
                 ),
             }),
         },
+        // The runner sends it through rings of entries refilled as it goes (crate::ring).
         Shape::Streamed { .. } => Err(LiveError::Unsupported {
-            why: "a capture streamed from its file (larger than the load caps, or --stream): use --backend afxdp or afpacket".into(),
+            why: "a capture streamed from its file is not one cycle of frames".into(),
         }),
     }
 }
@@ -377,15 +378,7 @@ fn worker(
             }
         }
     }
-    // Whole 8-byte words, still inside the template: the program copies short windows with
-    // 8-byte stores. The extra bytes are the frames' own, so rewriting them changes nothing.
-    if let Some((lo, hi)) = win.as_mut() {
-        let len = (*hi - *lo).next_multiple_of(8);
-        if len <= template.len() {
-            *hi = (*lo + len).min(template.len());
-            *lo = *hi - len;
-        }
-    }
+    let win = win.map(|(lo, hi)| whole_words(lo, hi, template.len()));
     let (win_off, win_len, frames) = match win {
         None => (0, 0, Vec::new()),
         Some((lo, hi)) => {
@@ -446,6 +439,18 @@ fn worker(
         rng: rng_state(wp.seed),
         indices: fields.iter().map(|f| wp.first_seq % f.count).collect(),
     })
+}
+
+/// The window `lo..hi` widened to whole 8-byte words, still inside a template of `len`: the
+/// program copies short windows with 8-byte stores. The extra bytes are the frames' own, so
+/// rewriting them changes nothing.
+pub(crate) fn whole_words(lo: usize, hi: usize, len: usize) -> (usize, usize) {
+    let words = (hi - lo).next_multiple_of(8);
+    if words > len {
+        return (lo, hi);
+    }
+    let hi = (lo + words).min(len);
+    (hi - words, hi)
 }
 
 /// The state `linerate_wire::Rng::new(seed)` starts from (splitmix64 of the seed, never 0).

@@ -8,6 +8,7 @@ mod error;
 pub mod layout;
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod ring;
 
 pub use error::LiveError;
 #[cfg(target_os = "linux")]

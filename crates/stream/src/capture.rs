@@ -1006,4 +1006,67 @@ mod tests {
         assert!(Speed::parse("0x").is_err());
         assert!(Speed::parse("fast").is_err());
     }
+
+    /// A streamed capture's parts and differences are the frames as sent: the replay's
+    /// addresses over the file's, in whatever part of the frame is asked for.
+    #[test]
+    fn streamed_frames_copy_parts_and_find_differences_as_sent() {
+        let mut a = frame(1, 64);
+        a[40] = 9;
+        let b = frame(1, 60);
+        let path = std::env::temp_dir().join(format!("lr-parts-{}.pcap", std::process::id()));
+        std::fs::write(
+            &path,
+            pcap(
+                &[(0, a.clone()), (1, b.clone())],
+                false,
+                DataLink::ETHERNET,
+                65535,
+            ),
+        )
+        .unwrap();
+        let c = Capture::load(&path, 1500, Hold::Stream).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let replay = Replay {
+            dst_mac: Some([0xd0; 6]),
+            src_mac: Some([0x50; 6]),
+            ..Replay::default()
+        };
+        let Shape::Streamed { frames, .. } = c.plan("p", &replay).unwrap().shape else {
+            panic!("not streamed")
+        };
+        let sent = |f: &[u8]| {
+            let mut f = f.to_vec();
+            f[..6].fill(0xd0);
+            f[6..12].fill(0x50);
+            f
+        };
+        let (a, b) = (sent(&a), sent(&b));
+        for (at, n) in [(0, 64), (3, 6), (4, 10), (10, 8), (58, 10), (70, 4)] {
+            let mut out = vec![0xee; n];
+            assert_eq!(frames.copy_part(0, at, &mut out), 64);
+            let end = (at + n).min(64);
+            let mut want = vec![0xee; n];
+            if at < end {
+                want[..end - at].copy_from_slice(&a[at..end]);
+            }
+            assert_eq!(out, want, "{at}+{n}");
+        }
+        let mut full = vec![0; 64];
+        frames.copy_into(0, &mut full);
+        assert_eq!(full, a);
+        assert_eq!(frames.copy_into(1, &mut full), 60);
+        assert_eq!(full[..60], b[..]);
+        // Frame 1 against frame 0: byte 40 only (the addresses agree once rewritten), over the
+        // 60 bytes they share, and nothing when that byte is skipped.
+        assert_eq!(frames.differs(1, &a, 0..0), Some((40, 41)));
+        assert_eq!(frames.differs(1, &a, 38..42), None);
+        assert_eq!(frames.differs(0, &a, 0..0), None);
+        let mut other = a.clone();
+        other[2] = 0;
+        other[20] = 0;
+        assert_eq!(frames.differs(1, &other, 0..0), Some((2, 41)));
+        assert_eq!(frames.differs(1, &other, 0..21), Some((40, 41)));
+        assert_eq!(frames.differs(1, &other, 30..50), Some((2, 21)));
+    }
 }

@@ -139,6 +139,68 @@ impl MappedFrames {
         frame.len()
     }
 
+    /// Bytes `at..at + out.len()` of frame `i` as sent (the replay's addresses written over the
+    /// file's), as far as the frame reaches: the rest of `out` is left as it was. Returns the
+    /// frame's length. What a port that keeps only the bytes where frames differ copies.
+    #[inline]
+    pub fn copy_part(&self, i: usize, at: usize, out: &mut [u8]) -> usize {
+        let frame = self.raw(i);
+        let end = (at + out.len()).min(frame.len());
+        if at < end {
+            out[..end - at].copy_from_slice(&frame[at..end]);
+            for (mac, from) in [(self.dst_mac, 0), (self.src_mac, 6)] {
+                let Some(mac) = mac else { continue };
+                let (lo, hi) = (from.max(at), (from + 6).min(end));
+                if lo < hi {
+                    out[lo - at..hi - at].copy_from_slice(&mac[lo - from..hi - from]);
+                }
+            }
+        }
+        frame.len()
+    }
+
+    /// Where frame `i` as sent differs from `reference` over the length they share, `skip`
+    /// aside (bytes the caller already rewrites): the lowest differing offset and one past the
+    /// highest, None when they agree.
+    pub fn differs(
+        &self,
+        i: usize,
+        reference: &[u8],
+        skip: std::ops::Range<usize>,
+    ) -> Option<(usize, usize)> {
+        let frame = self.raw(i);
+        let n = frame.len().min(reference.len());
+        // The first 12 bytes as sent: the addresses may be the replay's.
+        let mut head = [0u8; 12];
+        let h = n.min(12);
+        self.copy_part(i, 0, &mut head[..h]);
+        let mut found: Option<(usize, usize)> = None;
+        let mut note = |lo: usize, hi: usize| {
+            found = Some(found.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+        };
+        let segments = if skip.start < skip.end {
+            [(0, skip.start.min(n)), (skip.end.min(n), n)]
+        } else {
+            [(0, n), (n, n)]
+        };
+        for (s, e) in segments {
+            // The head byte by byte, the rest as slices (equal ones in one comparison).
+            for j in s..e.min(h) {
+                if head[j] != reference[j] {
+                    note(j, j + 1);
+                }
+            }
+            let s = s.max(h);
+            if s < e && frame[s..e] != reference[s..e] {
+                let (a, b) = (&frame[s..e], &reference[s..e]);
+                let first = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(0);
+                let last = a.iter().zip(b).rposition(|(x, y)| x != y).unwrap_or(0);
+                note(s + first, s + last + 1);
+            }
+        }
+        found
+    }
+
     /// Worker `worker` of `workers`'s share: frames `worker, worker + workers, …` of the capture
     /// repeated, `count` in all at most (the plan's count, capped by `limit`).
     pub fn for_worker(

@@ -28,7 +28,7 @@ impl LivePort {
         if version.is_some_and(|v| v < (5, 18)) {
             return Err(LiveError::NoLiveFrames { kernel });
         }
-        let object = load(1, None)?;
+        let object = load(1, None, false)?;
         let probe = program(&object, "live_probe")?;
         let data = [0u8; 64];
         let ctx = xdp_ctx(0, data.len(), ifindex);

@@ -8,22 +8,47 @@ use std::sync::atomic::Ordering;
 use libbpf_rs::libbpf_sys;
 use libbpf_rs::{MapCore, MapFlags, Object};
 
-use super::worker_map::WorkerMap;
+use super::worker_map::{FrameMap, WorkerMap};
 use crate::LiveError;
 use crate::layout::{FRAME_HEADER, Layout, MAX_WINDOW};
 
 /// The program loaded with a layout's maps and its worker slots set for a run toward `ifindex`.
 pub(super) struct Loaded {
-    // Field order is drop order: the mapping goes before the object that owns the map.
+    // Field order is drop order: the mappings go before the object that owns the maps.
     pub(super) map: WorkerMap,
+    /// A streamed capture's rings (`Loaded::streamed`): `live_frames` mapped.
+    pub(super) frames: Option<FrameMap>,
     pub(super) object: Object,
 }
 
 impl Loaded {
     pub(super) fn new(layout: &Layout, ifindex: u32) -> Result<Loaded, LiveError> {
         let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
-        let object = load(entries.max(1) as u32, Some(&layout.ro_bytes()))?;
+        let object = load(entries.max(1) as u32, Some(&layout.ro_bytes()), false)?;
         fill_maps(&object, layout)?;
+        Self::set(object, layout, ifindex, None)
+    }
+
+    /// For a streamed capture: `ring` entries of `live_frames` a worker (each worker's period),
+    /// the map made mmapable and mapped so that the runner writes the frames straight into it
+    /// (the loaded path keeps its plain map).
+    pub(super) fn streamed(layout: &Layout, ifindex: u32, ring: u32) -> Result<Loaded, LiveError> {
+        let entries = layout.workers.len() * ring as usize;
+        let object = load(entries as u32, Some(&layout.ro_bytes()), true)?;
+        let frames = FrameMap::map(&object, entries)?;
+        let mut loaded = Self::set(object, layout, ifindex, Some(ring))?;
+        loaded.frames = Some(frames);
+        Ok(loaded)
+    }
+
+    /// Maps the worker entries and writes each worker's configuration; `ring`: the entries of a
+    /// worker's ring, in place of its frames.
+    fn set(
+        object: Object,
+        layout: &Layout,
+        ifindex: u32,
+        ring: Option<u32>,
+    ) -> Result<Loaded, LiveError> {
         let map = WorkerMap::map(&object)?;
         let mut base = 0u32;
         for (slot, w) in map.slots().iter().zip(&layout.workers) {
@@ -48,9 +73,13 @@ impl Loaded {
             slot.sent.store(0, Ordering::Relaxed);
             slot.bytes.store(0, Ordering::Relaxed);
             slot.errors.store(0, Ordering::Release);
-            base += w.frames.len() as u32;
+            base += ring.unwrap_or(w.frames.len() as u32);
         }
-        Ok(Loaded { map, object })
+        Ok(Loaded {
+            map,
+            frames: None,
+            object,
+        })
     }
 }
 
@@ -98,13 +127,17 @@ const ABI: [linerate_xdp::MapAbi; 3] = [
 ];
 
 /// Opens and loads the embedded object with room for `frames` window entries and with `ro`
-/// (the program's read-only data, `Layout::ro_bytes`; none: nothing varies, no signature).
-pub(super) fn load(frames: u32, ro: Option<&[u8]>) -> Result<Object, LiveError> {
+/// (the program's read-only data, `Layout::ro_bytes`; none: nothing varies, no signature);
+/// `mmapable`: the frame entries can be mapped (`FrameMap`).
+pub(super) fn load(frames: u32, ro: Option<&[u8]>, mmapable: bool) -> Result<Object, LiveError> {
     linerate_xdp::load_object_checked("live_tx", linerate_xdp::live_tx_object(), &ABI, |open| {
         let mut ro_set = ro.is_none();
         for mut map in open.maps_mut() {
             if map.name() == "live_frames" {
                 map.set_max_entries(frames)?;
+                if mmapable {
+                    map.set_map_flags(map.map_flags() | libbpf_sys::BPF_F_MMAPABLE)?;
+                }
             } else if let Some(ro) = ro
                 && map.name().to_string_lossy().ends_with(".rodata")
             {

@@ -2,6 +2,7 @@
 //! BPF_PROG_RUN in live-frame mode with its own template until its count is sent, paced by the
 //! engine's pacer.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use libbpf_rs::libbpf_sys;
@@ -10,13 +11,14 @@ use linerate_engine::{
     EngineError, Observer, PacingStats, Report, RunConfig, WorkerContext, WorkerReport,
     check_workers, run_workers,
 };
-use linerate_stream::Plan;
+use linerate_stream::{Plan, Shape};
 
 use super::anchor::Anchor;
 use super::port::LivePort;
 use super::program::{Loaded, program, test_run, xdp_ctx};
-use super::worker_map::WorkerSlot;
+use super::worker_map::{RingBytes, WorkerSlot};
 use crate::layout::{self, Layout, META_LEN, WorkerLayout};
+use crate::ring::{self, Ring};
 use crate::{BACKEND, LiveError, MODE};
 
 /// The kernel's cap on `batch_size` in live-frame mode (`TEST_XDP_MAX_BATCH`).
@@ -56,16 +58,63 @@ pub(crate) fn run_with(
         });
     }
     let workers = config.workers.len();
-    let (cycle, pacing) = layout::cycle_of(plan)?;
+    // A streamed capture: each worker's frames go through a ring of entries refilled before
+    // each call (crate::ring); otherwise the plan's one cycle, laid into the map once.
+    let (layout, pacing, streamed) = match &plan.shape {
+        Shape::Streamed {
+            frames,
+            pacing,
+            count,
+        } => {
+            let template = ring::template(frames)?;
+            let entries = ring::ring_entries(workers);
+            let layout = ring::layout(frames, &template, workers, *count, config.count, entries)?;
+            (
+                layout,
+                pacing.as_ref().map(Cow::Borrowed),
+                Some((&**frames, template, entries)),
+            )
+        }
+        _ => {
+            let (cycle, pacing) = layout::cycle_of(plan)?;
+            let layout = Layout::compile_cycle(&cycle, workers, config.count)?;
+            (layout, pacing, None)
+        }
+    };
     let pacing = pacing.as_deref();
-    let layout = Layout::compile_cycle(&cycle, workers, config.count)?;
-    let loaded = Loaded::new(&layout, port.ifindex())?;
+    let mut loaded = match &streamed {
+        Some((_, _, entries)) => Loaded::streamed(&layout, port.ifindex(), *entries)?,
+        None => Loaded::new(&layout, port.ifindex())?,
+    };
     let slots = loaded.map.slots();
     let prog = program(&loaded.object, "live_tx")?;
     let _anchor = Anchor::attach(prog);
     let batch = config.batch.clamp(1, MAX_BATCH);
+    // Per worker, its layout and (streamed) its ring with the entries it writes.
+    let mut rings = match (&mut loaded.frames, &streamed) {
+        (Some(map), Some((_, _, entries))) => map.rings(*entries).into_iter().map(Some).collect(),
+        _ => Vec::new(),
+    };
+    rings.resize_with(workers, || None);
+    let jobs: Vec<_> = layout
+        .workers
+        .iter()
+        .zip(rings)
+        .enumerate()
+        .map(|(i, (wl, bytes))| {
+            let ring = streamed
+                .as_ref()
+                .zip(bytes)
+                .map(|((frames, template, entries), bytes)| {
+                    let share = frames.for_worker(i, workers, None, None);
+                    (Ring::new(&share, template, *entries), bytes)
+                });
+            (wl, ring)
+        })
+        .collect();
 
-    let work = |wl: &WorkerLayout, ctx: &WorkerContext<'_>| {
+    let work = |(wl, ring): (&WorkerLayout, Option<(Ring<'_>, RingBytes<'_>)>),
+                ctx: &WorkerContext<'_>| {
         let i = ctx.worker;
         let mut data = vec![0u8; META_LEN + wl.template.len()];
         data[..4].copy_from_slice(&(i as u32).to_ne_bytes());
@@ -81,7 +130,8 @@ pub(crate) fn run_with(
         };
         let pacer = pacing.map(|p| Pacer::new(p, ctx.epoch, wl.first_seq, wl.stride, batch.into()));
         let start = std::time::Instant::now();
-        let (runs, log) = sender.send(wl.limit.unwrap_or(u64::MAX), pacer, ctx, after_call)?;
+        let (runs, log) =
+            sender.send(wl.limit.unwrap_or(u64::MAX), pacer, ring, ctx, after_call)?;
         let (sent, bytes, errors) = sender.counts();
         let report = WorkerReport {
             worker: i,
@@ -113,7 +163,7 @@ pub(crate) fn run_with(
     let done = run_workers(
         config,
         (BACKEND, port.iface()),
-        layout.workers.iter().collect(),
+        jobs,
         work,
         on_halt,
         observer,
@@ -168,6 +218,7 @@ impl Sender<'_> {
         &self,
         limit: u64,
         mut pacer: Option<Pacer<'_>>,
+        mut ring: Option<(Ring<'_>, RingBytes<'_>)>,
         ctx: &WorkerContext<'_>,
         after_call: &(dyn Fn(usize, u64) + Sync),
     ) -> Result<(u64, Option<PaceLog>), LiveError> {
@@ -191,7 +242,9 @@ impl Sender<'_> {
             if sent >= limit || self.halt.load(Ordering::Relaxed) {
                 return Ok((runs, log));
             }
-            let room = (limit - sent).min(CHUNK);
+            // A streamed capture's call takes at most what its ring holds.
+            let most = ring.as_ref().map_or(CHUNK, |(r, _)| r.most());
+            let room = (limit - sent).min(CHUNK).min(most);
             let want = match pacer.as_mut() {
                 None => room,
                 Some(p) => match p.grant(p.now(), room) {
@@ -202,7 +255,20 @@ impl Sender<'_> {
                     }
                 },
             };
-            self.call(want)?;
+            match ring.as_mut() {
+                None => self.call(want)?,
+                Some((ring, bytes)) => {
+                    // The frames go into the entries from where the program stands; it moves
+                    // on by as many as it takes (fewer when stopped or at the limit).
+                    let (off, len) = ring.widen(want);
+                    self.slot.win_off.store(off, Ordering::Relaxed);
+                    self.slot.win_len.store(len, Ordering::Relaxed);
+                    let before = self.slot.index.load(Ordering::Relaxed);
+                    ring.write(before, want, bytes.bytes);
+                    self.call(want)?;
+                    ring.advance(before, self.slot.index.load(Ordering::Relaxed));
+                }
+            }
             runs += 1;
             let (now_sent, bytes, _) = self.counts();
             if let (Some(p), Some(log)) = (pacer.as_mut(), log.as_mut()) {

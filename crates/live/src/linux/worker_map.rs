@@ -10,6 +10,7 @@ use libbpf_rs::{MapCore, Object};
 
 use crate::LiveError;
 use crate::layout::{MAX_FIELDS, MAX_WORKERS};
+use crate::ring::ENTRY_LEN;
 
 /// `struct live_worker` of `bpf/live_tx.bpf.c`, as the mmap of the `live_workers` map shows it:
 /// a config line user space writes before the run, a state line and a line of field indices the
@@ -52,32 +53,10 @@ pub(super) struct WorkerMap {
 
 impl WorkerMap {
     pub(super) fn map(object: &Object) -> Result<WorkerMap, LiveError> {
-        let map = object
-            .maps()
-            .find(|m| m.name() == "live_workers")
-            .ok_or_else(|| LiveError::Load {
-                message: "the object has no map live_workers".into(),
-            })?;
-        let len = (MAX_WORKERS * size_of::<WorkerSlot>()).next_multiple_of(4096);
-        // SAFETY: a shared mapping of a live BPF_F_MMAPABLE array map fd, `len` bytes (the map's
-        // size rounded up to pages, as the kernel allows); the result is checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                map.as_fd().as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(LiveError::Load {
-                message: format!("mapping live_workers: {}", io::Error::last_os_error()),
-            });
-        }
+        let len = (MAX_WORKERS * size_of::<WorkerSlot>()).next_multiple_of(PAGE);
+        let ptr = map_shared(object, "live_workers", len)?;
         Ok(WorkerMap {
-            ptr: NonNull::new(ptr.cast()).expect("mmap succeeded"),
+            ptr: ptr.cast(),
             len,
         })
     }
@@ -87,6 +66,86 @@ impl WorkerMap {
         // (all atomics, any bit pattern valid) and lives as long as `self`; the kernel writes
         // it concurrently, which atomics permit.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), MAX_WORKERS) }
+    }
+}
+
+/// The smallest unit of a mapping.
+const PAGE: usize = 4096;
+
+/// A shared read-write mapping of the object's BPF_F_MMAPABLE array map `name`, `len` bytes
+/// (the map's values, rounded up to pages as the kernel allows).
+fn map_shared(object: &Object, name: &str, len: usize) -> Result<NonNull<u8>, LiveError> {
+    let map = object
+        .maps()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| LiveError::Load {
+            message: format!("the object has no map {name}"),
+        })?;
+    // SAFETY: a shared mapping of a live BPF_F_MMAPABLE array map fd, `len` bytes (no more than
+    // the map's values rounded up to pages, which the kernel checks); the result is checked
+    // below.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            map.as_fd().as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(LiveError::Load {
+            message: format!("mapping {name}: {}", io::Error::last_os_error()),
+        });
+    }
+    Ok(NonNull::new(ptr.cast()).expect("mmap succeeded"))
+}
+
+/// The `live_frames` map mapped into this process, for a streamed capture's rings: `entries`
+/// entries of `ENTRY_LEN` bytes; unmapped on drop.
+pub(super) struct FrameMap {
+    ptr: NonNull<u8>,
+    len: usize,
+    entries: usize,
+}
+
+impl FrameMap {
+    pub(super) fn map(object: &Object, entries: usize) -> Result<FrameMap, LiveError> {
+        let len = (entries * ENTRY_LEN).next_multiple_of(PAGE);
+        let ptr = map_shared(object, "live_frames", len)?;
+        Ok(FrameMap { ptr, len, entries })
+    }
+
+    /// The map cut into rings of `per` entries, one a worker in order: each worker's thread
+    /// writes its own, between its calls of the program.
+    pub(super) fn rings(&mut self, per: u32) -> Vec<RingBytes<'_>> {
+        let bytes = per as usize * ENTRY_LEN;
+        let rings = self.entries / per.max(1) as usize;
+        let base = self.ptr.as_ptr();
+        (0..rings)
+            .map(|r| RingBytes {
+                // SAFETY: the mapping is `len` ≥ entries · ENTRY_LEN bytes and lives as long as
+                // the borrow of `self` (mutable, so nothing else hands out these bytes); the
+                // rings are disjoint. The program reads a worker's entries only during that
+                // worker's own call of it, while its thread, the one writer, waits in the
+                // syscall.
+                bytes: unsafe { std::slice::from_raw_parts_mut(base.add(r * bytes), bytes) },
+            })
+            .collect()
+    }
+}
+
+/// One worker's ring of `live_frames` entries, as bytes.
+pub(super) struct RingBytes<'a> {
+    pub(super) bytes: &'a mut [u8],
+}
+
+impl Drop for FrameMap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are the mapping made in `map`, unmapped once here; the rings borrowed
+        // it and are gone.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
 

@@ -102,9 +102,8 @@ fn streamed(c: &mut Criterion) {
         batch: 64,
     });
     let stop = AtomicBool::new(false);
-    let mut send = || {
-        transmit_streamed(&mut queue, &share, 64, &stop, None, None).expect("null never fails")
-    };
+    let mut send =
+        || transmit_streamed(&mut queue, &share, 64, &stop, None, None).expect("null never fails");
     send();
     let mut group = c.benchmark_group("hot_path");
     group.throughput(Throughput::Elements(FRAMES));

@@ -104,21 +104,23 @@ mod lab {
             "--backend",
             "live",
             "--stream",
-            "--speed",
-            "max",
             "--json",
             "-q",
         ];
         args.extend_from_slice(extra);
+        // As fast as the port goes unless the caller paces it.
+        if !extra.contains(&"--rate") {
+            args.extend_from_slice(&["--speed", "max"]);
+        }
         json(&linerate_ok(&args))
     }
 
     /// Two captures written by `tx --pcap`: 1000 frames with every field varied (sizes
     /// 64-1518, so the ring's window is the whole frame), and 700 frames of 64 B whose source
-    /// port alone counts (a window of a few bytes, the rest the template's), replayed with the
-    /// receiver's MAC written over their own. One worker: tcpdump catches each byte for byte
-    /// (addresses rewritten), in order, exactly once, and the report says "streamed". Then
-    /// `--loop 3` and `--count` on the sink's counts.
+    /// port alone counts (a window of a few bytes, the rest the template's) sent 7 times at max
+    /// speed and paced, replayed with the receiver's MAC written over their own. One worker:
+    /// tcpdump catches each byte for byte (addresses rewritten), in order, exactly once, and the
+    /// report says "streamed". Then `--loop 3` and `--count` on the sink's counts.
     #[test]
     fn a_streamed_capture_arrives_byte_for_byte_in_order_once_and_loops_exactly() {
         if !root_or_skip("a_streamed_capture_arrives_byte_for_byte_in_order_once_and_loops_exactly")
@@ -158,7 +160,13 @@ mod lab {
         ]);
         let lab = common::lab("rs", 2);
         let mac = linerate_wire::format_mac(&lab.receiver_mac);
-        for (source, loops) in [(&varied, 1), (&small, 2)] {
+        // A call takes at most 4095 frames (a ring of 4096 entries): 4900 frames at max speed
+        // go round the ring in two calls, and paced, in many short ones.
+        for (source, loops, rate) in [
+            (&varied, 1, None),
+            (&small, 7, None),
+            (&small, 7, Some("500k")),
+        ] {
             let mut want = frames(source);
             for f in &mut want {
                 f[..6].copy_from_slice(&lab.receiver_mac);
@@ -167,11 +175,11 @@ mod lab {
             let catcher = Catcher::start(&lab, dir.path().join("rx.pcap"));
             let loops = loops.to_string();
             // The receive program passes the frames on to tcpdump (the lab's sink drops them).
-            let r = replay(
-                &lab,
-                source,
-                &["--dst-mac", &mac, "--loop", &loops, "--rx", "--rx-pass"],
-            );
+            let mut extra = vec!["--dst-mac", &mac, "--loop", &loops, "--rx", "--rx-pass"];
+            if let Some(rate) = rate {
+                extra.extend(["--rate", rate]);
+            }
+            let r = replay(&lab, source, &extra);
             let got = catcher.finish(want.len());
             same_frames(&got, &want);
             assert_eq!(r["capture"]["mode"], "streamed", "{}", source.display());

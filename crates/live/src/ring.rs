@@ -107,6 +107,11 @@ pub struct Ring<'a> {
     next: u64,
     step: u64,
     len: u64,
+    /// Frames in the worker's lap (its frames repeat after that many), frames the program has
+    /// taken, and frames from the start that `widen` has checked.
+    lap: u64,
+    taken: u64,
+    checked: u64,
     /// Bytes where a frame differed from the template (whole words, `whole_words`).
     window: Option<(usize, usize)>,
 }
@@ -121,6 +126,9 @@ impl<'a> Ring<'a> {
             next: share.first_seq % len,
             step: share.stride % len,
             len,
+            lap: len / gcd(share.stride % len, len),
+            taken: 0,
+            checked: 0,
             window: None,
         }
     }
@@ -138,9 +146,16 @@ impl<'a> Ring<'a> {
 
     /// Widens the window over the next `k` frames and returns it as the program reads it
     /// (`win_off`, `win_len`; 0 while every frame is the template).
+    ///
+    /// A frame checked once fits every later window (it only widens), so each frame of the
+    /// worker's lap is checked once: the next `k` frames from the first not yet checked, none
+    /// once the whole lap has been.
     pub fn widen(&mut self, k: u64) -> (u32, u32) {
         let tlen = self.template.len();
-        for j in 0..k.min(self.len) {
+        let from = self.checked.saturating_sub(self.taken);
+        let to = k.min(self.lap.saturating_sub(self.taken));
+        self.checked = self.checked.max((self.taken + to).min(self.lap));
+        for j in from..to {
             let i = self.frame(j);
             let (skip_lo, skip_hi) = self.window.unwrap_or((0, 0));
             let mut found = self.frames.differs(i, self.template, skip_lo..skip_hi);
@@ -194,8 +209,13 @@ impl<'a> Ring<'a> {
         let taken =
             u64::from((after % self.entries + self.entries - before % self.entries) % self.entries);
         self.next = self.frame(taken) as u64;
+        self.taken += taken;
         taken
     }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }
 
 #[cfg(test)]
@@ -332,6 +352,9 @@ mod tests {
                             "{name}: worker {w}/{workers}, {entries} entries, frame {n}"
                         );
                     }
+                    // Each frame of the worker's lap was checked, once.
+                    assert_eq!(ring.checked, ring.lap, "{name}: worker {w}/{workers}");
+                    assert_eq!(ring.lap * gcd(workers as u64, capture.len()), capture.len());
                     let (off, wl) = (window.0 as usize, window.1 as usize);
                     match name {
                         "same" => assert_eq!(wl, 0, "{name}: nothing differs"),

@@ -610,6 +610,7 @@ mod lab {
             ("live", false),
             ("afpacket", false),
             ("afxdp", true),
+            ("live", true),
             ("afpacket", true),
         ];
         for (backend, stream) in runs {

@@ -64,6 +64,14 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     // truncates an earlier output; an interface's MTU is known only once it is open.
     let (mut session, capture) = match backend {
         Backend::Pcap | Backend::Null => {
+            if let Some(out) = &args.send.pcap
+                && same_file(&args.file, out)
+            {
+                return Err(usage(format!(
+                    "--pcap {}: that is the capture being replayed; write the replay to another file",
+                    out.display()
+                )));
+            }
             let capture = Capture::load(&args.file, args.mtu, hold)?;
             if backend == Backend::Pcap
                 && replay.loops.is_none()
@@ -161,6 +169,17 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
         dst_mac: mac("dst-mac", &args.dst_mac)?,
         link_mbps: args.link_speed,
     })
+}
+
+/// Whether two paths name one file (a hard or symbolic link included). The pcap port
+/// truncates its output as it opens, under the capture it would read: a streamed capture's map
+/// would then fault.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 fn backend(args: &ReplayArgs) -> Result<Backend> {

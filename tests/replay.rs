@@ -153,6 +153,70 @@ fn replayed_into_a_pcap_file_byte_for_byte_and_in_order() {
     }
 }
 
+/// A capture from a pipe (a FIFO here, as `<(zcat trace.pcap.gz)` gives) is read whole and
+/// loaded: the same frames in order; `--stream` is refused for it, since only a file maps. And
+/// `--pcap` naming the capture itself is refused before the file is truncated.
+#[cfg(unix)]
+#[test]
+fn a_pipe_is_loaded_and_the_capture_is_never_its_own_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = varied_capture(dir.path());
+    let want = frames(&source);
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = dir.path().join("out.pcap");
+    let feed = |bytes: Vec<u8>| {
+        let fifo = fifo.clone();
+        // Opening a FIFO for writing waits for its reader, linerate.
+        std::thread::spawn(move || {
+            let _ = std::fs::write(&fifo, bytes);
+        })
+    };
+    let writer = feed(std::fs::read(&source).unwrap());
+    let r = json(&replay_ok(
+        &[
+            fifo.to_str().unwrap(),
+            "--pcap",
+            out.to_str().unwrap(),
+            "--speed",
+            "max",
+            "--json",
+            "-q",
+        ],
+        &[],
+    ));
+    writer.join().unwrap();
+    assert_eq!(r["capture"]["mode"], "loaded");
+    same_frames(&frames(&out), &want);
+    let line = linerate_usage_error(&["replay", fifo.to_str().unwrap(), "--null", "--stream"]);
+    assert!(line.contains("not a regular file"), "{line}");
+    let before = std::fs::read(&source).unwrap();
+    for hold in [&[][..], &["--stream"][..]] {
+        let line = linerate_usage_error(
+            &[
+                &[
+                    "replay",
+                    source.to_str().unwrap(),
+                    "--pcap",
+                    source.to_str().unwrap(),
+                ],
+                hold,
+            ]
+            .concat(),
+        );
+        assert!(line.contains("the capture being replayed"), "{line}");
+    }
+    assert_eq!(
+        std::fs::read(&source).unwrap(),
+        before,
+        "the capture was written"
+    );
+}
+
 /// A capture over the load caps (70,000 frames, 65,536 load) is streamed without being asked,
 /// and says so; what it sends is the file, byte for byte, in order.
 #[test]
@@ -617,6 +681,8 @@ mod lab {
             let hold: &[&str] = if stream { &["--stream"] } else { &[] };
             let replay = |extra: &[&str]| replay(&lab, &source, &[extra, hold].concat());
             let r = replay(&["--backend", backend, "--speed", "max", "--loop", "3"]);
+            let mode = if stream { "streamed" } else { "loaded" };
+            assert_eq!(r["capture"]["mode"], mode, "{backend}");
             assert_eq!(r["sink"]["packets"], 3000, "{backend}: {}", r["sink"]);
             assert_eq!(r["sink"]["bytes"], 3 * bytes, "{backend}");
             assert_eq!(r["sink"]["lost"], 0, "{backend}");

@@ -639,9 +639,10 @@ mod tests {
     }
 
     /// A streamed capture of 10 frames (UDP source port = frame number), three loops capped at
-    /// 25 frames, worker 1 of 2, through 4 slots completing 3 a reap: the worker sends frames
-    /// 1, 3, …, 9 lap after lap, 12 in all, each copied into a slot already reaped (the
-    /// Recorder fails the test otherwise), with the replay's destination MAC.
+    /// 25 frames, worker 1 of 2, through 8 slots in batches of 4 completing 3 a reap (so a batch
+    /// is filled while earlier slots are still in flight): the worker sends frames 1, 3, …, 9
+    /// lap after lap, 12 in all, each copied into a slot already reaped (the Recorder fails the
+    /// test otherwise), with the replay's destination MAC.
     #[test]
     fn a_streamed_capture_is_copied_into_reaped_slots_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -673,9 +674,9 @@ mod tests {
             panic!("not streamed")
         };
         let share = frames.for_worker(1, 2, *count, Some(25));
-        let mut q = Recorder::new(4);
+        let mut q = Recorder::new(8);
         let stop = AtomicBool::new(false);
-        let totals = transmit_streamed(&mut q, &share, 3, &stop, None, None).unwrap();
+        let totals = transmit_streamed(&mut q, &share, 4, &stop, None, None).unwrap();
         let want: Vec<u16> = (0..12).map(|k| (1 + 2 * k) % 10).collect();
         assert_eq!(q.ports, want);
         assert_eq!((totals.submitted, totals.completed), (12, 12));

@@ -156,8 +156,9 @@ impl Default for Replay {
 impl Capture {
     /// Reads and checks the capture at `path` for a port of `mtu`: refused before anything is
     /// sent when it is not a pcap/pcapng file, is damaged or cut short, is not Ethernet, holds a
-    /// frame cut by the snaplen or over the MTU, or holds more than `MAX_STREAMED_FRAMES`. The
-    /// file is mapped; its frames are copied out when it is loaded, left there when streamed.
+    /// frame cut by the snaplen or over the MTU, or holds more than `MAX_STREAMED_FRAMES`. A
+    /// regular file is mapped; its frames are copied out when it is loaded, left there when
+    /// streamed. A pipe (`<(zcat t.pcap.gz)`) cannot be mapped: it is read whole and loaded.
     pub fn load(path: &Path, mtu: u32, hold: Hold) -> Result<Self, StreamError> {
         let shown = path.display().to_string();
         let failed = |why: String| StreamError::Capture {
@@ -165,19 +166,51 @@ impl Capture {
             why,
         };
         let io = |e: std::io::Error| failed(e.to_string());
-        let len = std::fs::metadata(path).map_err(io)?.len();
+        let meta = std::fs::metadata(path).map_err(io)?;
+        if meta.is_dir() {
+            return Err(failed("a directory, not a capture file".into()));
+        }
+        if !meta.is_file() {
+            return Self::read_unmapped(path, mtu, hold).map_err(failed);
+        }
+        let len = meta.len();
         if len < 4 {
             return Err(failed(format!("{len} bytes: too short for a capture file")));
         }
         let map = mapped::map_file(path).map_err(io)?;
-        let (format, loader) = read(&map, mtu).map_err(failed)?;
+        let (format, mut loader) = read(&map, mtu).map_err(failed)?;
         if hold == Hold::Auto && loader.fits_loaded() {
             let frames = loader.copy_frames(&map);
             return Ok(loader.into_capture(format, Frames::Loaded(frames)));
         }
-        let frames = MappedFrames::new(map, loader.spans.clone(), loader.max_len, loader.bytes)
-            .map_err(failed)?;
+        let spans = std::mem::take(&mut loader.spans);
+        let frames = MappedFrames::new(map, spans, loader.max_len, loader.bytes).map_err(failed)?;
         Ok(loader.into_capture(format, Frames::Streamed(frames)))
+    }
+
+    /// A capture from a pipe or a device, which has no size to map: read whole (up to the load
+    /// caps) and loaded.
+    fn read_unmapped(path: &Path, mtu: u32, hold: Hold) -> Result<Self, String> {
+        use std::io::Read;
+        if hold == Hold::Stream {
+            return Err(
+                "not a regular file (a pipe?): --stream maps the file, so write it to a file first"
+                    .into(),
+            );
+        }
+        // The load caps' frames and their record headers, and one byte to tell a larger one.
+        let most = MAX_CAPTURE_BYTES + 64 * MAX_CAPTURE_FRAMES as u64;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(most + 1).read_to_end(&mut bytes))
+            .map_err(|e| e.to_string())?;
+        if bytes.len() as u64 > most {
+            return Err(format!(
+                "not a regular file (a pipe?) and larger than the {} MiB linerate loads from one: only a file can be streamed, so write it to a file first",
+                most >> 20
+            ));
+        }
+        Self::parse(&bytes, mtu)
     }
 
     /// Parses a whole capture file held in memory, loaded (refused over the load caps); the
@@ -611,10 +644,13 @@ impl Loader {
         let Cow::Borrowed(slice) = data else {
             return Err(format!("frame {k} could not be located in the file"));
         };
-        let at = slice.as_ptr() as usize - self.base;
-        let span = mapped::pack(at, len)
-            .ok_or_else(|| format!("frame {k} at byte {at} is beyond what linerate indexes"))?;
-        if self.spans.try_reserve(1).is_err() {
+        let at = (slice.as_ptr() as usize)
+            .checked_sub(self.base)
+            .ok_or_else(|| format!("frame {k} could not be located in the file"))?;
+        let span = mapped::pack(at, len).ok_or_else(|| {
+            format!("frame {k} lies at byte {at}: linerate indexes files up to 16 TiB")
+        })?;
+        if self.spans.try_reserve(1).is_err() || self.times.try_reserve(1).is_err() {
             return Err(format!("no memory to index frame {k}"));
         }
         let first = *self.first.get_or_insert(ns);
@@ -943,6 +979,8 @@ mod tests {
             .map(|i| (u64::from(i) * 1_000_000, frame(i, 60 + 97 * usize::from(i))))
             .collect();
         let dir = tempfile::tempdir().unwrap();
+        let err = Capture::load(dir.path(), 1500, Hold::Auto).unwrap_err();
+        assert!(err.to_string().contains("a directory"), "{err}");
         for (name, bytes) in [
             ("c.pcap", pcap(&frames, true, DataLink::ETHERNET, 65535)),
             ("c.pcapng", pcapng(&frames, Some(9))),

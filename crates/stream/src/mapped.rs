@@ -9,8 +9,9 @@ use std::path::Path;
 use linerate_wire::MacAddr;
 use memmap2::{Advice, Mmap};
 
-/// Most frames a streamed capture may hold: 8 bytes of index each (plus 8 of schedule when it
-/// is paced), 2 GiB at most, whatever the file's size.
+/// Most frames a streamed capture may hold, whatever the file's size: 8 bytes of index each
+/// (1 GiB at this cap), plus 8 of timestamps while it loads and plans and 8 of schedule when it
+/// is paced — 2 GiB at the peak of loading, 3 GiB of planning a paced one.
 pub const MAX_STREAMED_FRAMES: usize = 1 << 27;
 
 /// Bits of a span that hold the frame's length (frames up to 1 MiB); the other 44 hold its

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod frames;
+
 pub fn linerate(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_linerate"))
         .args(args)

@@ -3,7 +3,8 @@
 #   . "$(dirname "$0")/lib/bench.sh" "$@"
 # It re-runs the script under sudo when not root and moves to the repository root. Then:
 #   bench_lab_up NAME   installs what is missing, builds linerate (release) and brings up a fresh
-#                       lab NAME with 2 queue pairs, taken down on exit; sets $lab.
+#                       lab NAME with 2 queue pairs, taken down on exit; sets $lab. Refuses
+#                       (exit 2) while another benchmark holds the same lab name.
 #   bench_cleanup       override to add to the exit cleanup (runs before the lab goes down).
 #   bench_unknown ARG   one line naming the bad argument, the script's usage line, exit 2.
 #   median              the median of the numbers on stdin.
@@ -23,6 +24,11 @@ bench_cleanup() { :; }
 
 bench_lab_up() {
     lab=$1
+    # Held for the script's life: a second bench on the same lab name would take this one's lab
+    # down as it cleared leftovers, and both would measure nonsense.
+    mkdir -p /run/linerate
+    exec {bench_lock}>"/run/linerate/bench-$lab.lock"
+    flock -n "$bench_lock" || { echo "$(basename "$0" .sh): another benchmark is using lab $lab: wait for it to end" >&2; exit 2; }
     ./scripts/setup.sh
     cargo build --release --quiet
     trap 'bench_cleanup; "$lr" lab down --name "$lab" >/dev/null 2>&1 || true' EXIT

@@ -89,32 +89,59 @@ pub(crate) fn state_io(what: String) -> impl FnOnce(io::Error) -> LabError {
 
 /// An exclusive lock on a lab name (flock on /run/linerate/lab-<name>.lock), so two commands
 /// never build, use or remove the same lab at once. Released when dropped or when the process
-/// dies. The file is left in place: removing it would let two processes lock two different
-/// files of one name.
+/// dies. Whoever removes the lab removes the file too, still holding the lock (`unlink`), so
+/// the test suite's thousands of one-off names leave nothing behind; a process that opened the
+/// file before it went and locks it afterwards finds it no longer at the path and takes the
+/// lock again on the file there now, so one name never has two holders.
 #[derive(Debug)]
 pub struct LabLock {
     _file: nix::fcntl::Flock<std::fs::File>,
+    path: PathBuf,
 }
 
 impl LabLock {
     /// Takes the lock or says that another process holds it; never waits.
     pub fn take(name: &str) -> Result<Self, LabError> {
+        use std::os::unix::fs::MetadataExt;
         validate_name(name)?;
         std::fs::create_dir_all(STATE_DIR).map_err(state_io(format!("creating {STATE_DIR}")))?;
         let path = Path::new(STATE_DIR).join(format!("lab-{name}.lock"));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(state_io(format!("opening {}", path.display())))?;
-        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-            Ok(file) => Ok(Self { _file: file }),
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(LabError::Busy { name: name.into() }),
-            Err((_, errno)) => Err(LabError::Io {
-                what: format!("locking {}", path.display()),
-                source: errno.into(),
-            }),
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(state_io(format!("opening {}", path.display())))?;
+            let file =
+                match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                    Ok(file) => file,
+                    Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                        return Err(LabError::Busy { name: name.into() });
+                    }
+                    Err((_, errno)) => {
+                        return Err(LabError::Io {
+                            what: format!("locking {}", path.display()),
+                            source: errno.into(),
+                        });
+                    }
+                };
+            let held = file
+                .metadata()
+                .map_err(state_io(format!("reading {}", path.display())))?;
+            let there = std::fs::metadata(&path).ok();
+            if there.is_some_and(|m| m.dev() == held.dev() && m.ino() == held.ino()) {
+                return Ok(Self { _file: file, path });
+            }
+        }
+    }
+
+    /// Removes the lock file while the lock is still held (the lab is gone); released on drop.
+    pub fn unlink(&self) {
+        if let Err(e) = std::fs::remove_file(&self.path)
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            eprintln!("linerate-lab: removing {} failed: {e}", self.path.display());
         }
     }
 }
@@ -202,9 +229,10 @@ impl Lab {
             });
         }
         // Nothing of this name existed, so on failure everything of this name is ours to remove.
-        build(&layout).inspect_err(|_| {
-            if let Err(cleanup) = Lab::remove(name) {
-                eprintln!("linerate-lab: cleaning up the half-built lab {name} failed: {cleanup}");
+        build(&layout).inspect_err(|_| match Lab::remove(name) {
+            Ok(()) => lock.unlink(),
+            Err(cleanup) => {
+                eprintln!("linerate-lab: cleaning up the half-built lab {name} failed: {cleanup}")
             }
         })?;
         let lab = Lab::find(name)?.ok_or_else(|| LabError::Incomplete {
@@ -343,8 +371,10 @@ impl Lab {
                 what: format!("removing lab {name}"),
             });
         }
-        let _lock = LabLock::take(name)?;
-        Lab::remove(name)
+        let lock = LabLock::take(name)?;
+        Lab::remove(name)?;
+        lock.unlink();
+        Ok(())
     }
 
     /// Removes every part of lab `name`, which the caller knows is ours and holds the lock of.
@@ -551,7 +581,7 @@ pub(crate) fn fmt_mac(mac: &[u8; 6]) -> String {
 #[derive(Debug)]
 pub struct LabGuard {
     lab: Lab,
-    _lock: LabLock,
+    lock: LabLock,
 }
 
 impl LabGuard {
@@ -561,7 +591,7 @@ impl LabGuard {
 
     /// [`Lab::up_with_dut`], guarded.
     pub fn up_with_dut(config: &LabConfig, dut: Option<DutKind>) -> Result<Self, LabError> {
-        Lab::up_locked(config, dut).map(|(lab, lock)| LabGuard { lab, _lock: lock })
+        Lab::up_locked(config, dut).map(|(lab, lock)| LabGuard { lab, lock })
     }
 }
 
@@ -586,8 +616,9 @@ impl Deref for LabGuard {
 
 impl Drop for LabGuard {
     fn drop(&mut self) {
-        if let Err(e) = Lab::remove(&self.lab.name) {
-            eprintln!("linerate-lab: removing lab {} failed: {e}", self.lab.name);
+        match Lab::remove(&self.lab.name) {
+            Ok(()) => self.lock.unlink(),
+            Err(e) => eprintln!("linerate-lab: removing lab {} failed: {e}", self.lab.name),
         }
     }
 }

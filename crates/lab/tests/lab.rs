@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 
 use common::{RawSender, frame, root_or_skip, send_counted, wait_for};
-use linerate_lab::{Lab, LabConfig, LabError, LabGuard, SinkCounters, unique_name};
+use linerate_lab::{Lab, LabConfig, LabError, LabGuard, LabLock, SinkCounters, unique_name};
 use linerate_xdp::PinnedSink;
 
 fn nothing_left(name: &str) {
@@ -24,6 +24,10 @@ fn nothing_left(name: &str) {
         "pins of {name} left"
     );
     assert!(!Lab::marker_path(name).exists(), "marker of {name} left");
+    assert!(
+        !Path::new(&format!("/run/linerate/lab-{name}.lock")).exists(),
+        "lock file of {name} left"
+    );
     let netns = std::process::Command::new("ip")
         .args(["netns", "list"])
         .output()
@@ -293,4 +297,30 @@ fn dut_labs_as_ip_and_tc_see_them() {
             "netns {name}-dut left"
         );
     }
+}
+
+/// A name's lock file goes when its lab does, and a process that opened the file before that
+/// never becomes a second holder: it can lock the removed file, but the name's lock is the file
+/// at the path, which `take` checks it holds.
+#[test]
+fn a_lab_lock_goes_with_its_file_and_a_stale_open_holds_nothing() {
+    if !root_or_skip("a_lab_lock_goes_with_its_file_and_a_stale_open_holds_nothing") {
+        return;
+    }
+    let name = unique_name("k");
+    let path = format!("/run/linerate/lab-{name}.lock");
+    let first = LabLock::take(&name).expect("lock");
+    assert!(matches!(LabLock::take(&name), Err(LabError::Busy { .. })));
+    let stale = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    first.unlink();
+    drop(first);
+    assert!(!Path::new(&path).exists());
+    let second = LabLock::take(&name).expect("lock again, on a new file");
+    let stale = nix::fcntl::Flock::lock(stale, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .expect("the removed file locks: nothing ties it to the name any more");
+    assert!(matches!(LabLock::take(&name), Err(LabError::Busy { .. })));
+    drop(stale);
+    second.unlink();
+    drop(second);
+    assert!(!Path::new(&path).exists());
 }

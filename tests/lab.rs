@@ -90,6 +90,8 @@ fn interfaces_and_namespaces_linerate_did_not_make_are_left_alone() {
         );
         assert!(foreign.intact(), "{args:?} touched what is not ours");
     }
+    let lock_file = |name: &str| Path::new(&format!("/run/linerate/lab-{name}.lock")).exists();
+    assert!(!lock_file(&name), "a refused lab left its lock file");
     // A lab that is ours still goes down, and a second `down` is still harmless.
     let ours = unique_name("zz");
     let _down = DownOnDrop(ours.clone());
@@ -100,6 +102,7 @@ fn interfaces_and_namespaces_linerate_did_not_make_are_left_alone() {
     );
     assert!(linerate(&["lab", "down", "--name", &ours]).status.success());
     assert!(!Path::new(&format!("/sys/class/net/{ours}0")).exists());
+    assert!(!lock_file(&ours), "lab down left the lock file");
     assert!(linerate(&["lab", "down", "--name", &ours]).status.success());
 }
 

@@ -223,6 +223,8 @@ impl Lab {
             return Err(LabError::Exists { name: name.into() });
         }
         if !taken.is_empty() {
+            // Nothing of ours has this name: the lock file was ours alone.
+            lock.unlink();
             return Err(LabError::NotOurs {
                 name: name.into(),
                 parts: taken.join(", "),
@@ -323,8 +325,11 @@ impl Lab {
                 what: format!("impairing lab {name}"),
             });
         }
-        let _lock = LabLock::take(name)?;
-        let lab = Lab::find(name)?.ok_or_else(|| LabError::NotFound { name: name.into() })?;
+        let lock = LabLock::take(name)?;
+        let Some(lab) = Lab::find(name)? else {
+            lock.unlink();
+            return Err(LabError::NotFound { name: name.into() });
+        };
         dut::impair(&lab, impairments, delay_line)?;
         Ok(Lab::find(name)?.unwrap_or(lab))
     }

@@ -104,4 +104,53 @@ mod lab {
         assert_eq!(r["submitted"], 2500);
         assert_eq!(r["capture"]["mode"], "streamed");
     }
+
+    /// Frames longer than the live program's 2,048-byte window cannot stream there: a capture
+    /// of 3,000-byte frames on a lab whose sender carries them (MTU 3500) is refused in one line
+    /// (exit 2) naming the backends that take it, and nothing reaches the sink.
+    #[test]
+    fn frames_over_the_live_window_are_refused_in_one_line() {
+        if !root_or_skip("frames_over_the_live_window_are_refused_in_one_line") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let jumbo = dir.path().join("jumbo.pcap");
+        let file = std::fs::File::create(&jumbo).unwrap();
+        let mut w = pcap_file::pcap::PcapWriter::new(file).unwrap();
+        for i in 0..10u8 {
+            let mut f = vec![i; 3000];
+            f[12..14].copy_from_slice(&[0x88, 0xb5]);
+            w.write_packet(&pcap_file::pcap::PcapPacket::new(
+                std::time::Duration::ZERO,
+                3000,
+                &f,
+            ))
+            .unwrap();
+        }
+        drop(w);
+        let lab = common::lab("rj", 1);
+        let mtu = std::process::Command::new("ip")
+            .args(["link", "set", &lab.sender, "mtu", "3500"])
+            .output()
+            .unwrap();
+        assert!(
+            mtu.status.success(),
+            "{}",
+            String::from_utf8_lossy(&mtu.stderr)
+        );
+        let before = lab.sink_counters().unwrap();
+        let line = common::linerate_usage_error(&[
+            "replay",
+            jumbo.to_str().unwrap(),
+            "-i",
+            &lab.sender,
+            "--backend",
+            "live",
+            "--stream",
+            "--speed",
+            "max",
+        ]);
+        assert!(line.contains("2048") && line.contains("afxdp"), "{line}");
+        assert_eq!(lab.sink_counters().unwrap().since(before).packets, 0);
+    }
 }

@@ -120,20 +120,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             return Err(e.context(format!("replay on {}", info.name)));
         }
     };
-    if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
-        eprintln!("linerate: warning: {warning}");
-    }
-    print_report(args, &report, &plan, &described, sink, flows.as_ref())?;
-    if let Some(path) = &args.send.pcap {
-        eprintln!("wrote {}", path.display());
-    }
-    if report.missing() > 0 {
-        anyhow::bail!(
-            "{} frame(s) were submitted but never completed by the backend",
-            report.missing()
-        );
-    }
-    Ok(())
+    tx::finish(&args.send, &report, sink, |sink| {
+        print_report(args, &report, &plan, &described, sink, flows.as_ref())
+    })
 }
 
 /// The replay the flags ask for, checked before any port opens.

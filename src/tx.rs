@@ -7,7 +7,7 @@ use linerate_engine::WorkerSpec;
 use linerate_port::PortInfo;
 use linerate_stream::{Limits, Plan, SpecFile, StreamSpec};
 
-use crate::cli::{Backend, StreamArgs, TxArgs};
+use crate::cli::{Backend, SendArgs, StreamArgs, TxArgs};
 use crate::output::{self, LiveStatus};
 use crate::platform::{self, Receiver, Sender};
 use crate::session::{End, Outcome, PortOptions, RxTarget, Session};
@@ -123,11 +123,24 @@ pub fn run(args: &TxArgs) -> Result<()> {
         sink,
         ..
     } = outcome;
+    finish(&args.send, &report, sink, |sink| {
+        print_report(args, &report, &plan, sink, flows.as_ref())
+    })
+}
+
+/// How a finished `tx` or `replay` ends: the sink's warning, the report (`print`), the file
+/// written, and an error for frames the backend never completed.
+pub fn finish(
+    send: &SendArgs,
+    report: &linerate_engine::Report,
+    sink: Option<SinkResult>,
+    print: impl FnOnce(Option<SinkResult>) -> Result<()>,
+) -> Result<()> {
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
     }
-    print_report(args, &report, &plan, sink, flows.as_ref())?;
-    if let Some(path) = &args.send.pcap {
+    print(sink)?;
+    if let Some(path) = &send.pcap {
         eprintln!("wrote {}", path.display());
     }
     if report.missing() > 0 {

@@ -417,26 +417,12 @@ fn bad_captures_are_refused_in_one_line_and_nothing_is_sent() {
 
 #[cfg(target_os = "linux")]
 mod lab {
-    use std::path::Path;
     use std::process::Command;
     use std::time::Duration;
 
     use super::*;
     use common::frames::catcher::Catcher;
-    use common::root_or_skip;
-
-    fn replay(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> serde_json::Value {
-        let mut args = vec![
-            "replay",
-            file.to_str().unwrap(),
-            "-i",
-            &lab.sender,
-            "--json",
-            "-q",
-        ];
-        args.extend_from_slice(extra);
-        json(&linerate_ok(&args))
-    }
+    use common::{replay_on_lab as replay, root_or_skip};
 
     /// The capture `tx --pcap` wrote (1000 frames, every field varied), replayed into the lab at
     /// max speed with one worker: tcpdump at the receive end catches every frame byte for byte,

@@ -12,26 +12,17 @@ mod lab {
 
     use super::common::frames::catcher::Catcher;
     use super::common::frames::{read as frames, repeat, same as same_frames, varied_capture};
-    use super::common::{self, json, linerate_ok, root_or_skip};
+    use super::common::{self, linerate_ok, root_or_skip};
 
+    /// Streamed on live, as fast as the port goes unless the caller paces it.
     fn replay(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> serde_json::Value {
-        let mut args = vec![
-            "replay",
-            file.to_str().unwrap(),
-            "-i",
-            &lab.sender,
-            "--backend",
-            "live",
-            "--stream",
-            "--json",
-            "-q",
-        ];
-        args.extend_from_slice(extra);
-        // As fast as the port goes unless the caller paces it.
-        if !extra.contains(&"--rate") {
-            args.extend_from_slice(&["--speed", "max"]);
-        }
-        json(&linerate_ok(&args))
+        let pace: &[&str] = if extra.contains(&"--rate") {
+            &[]
+        } else {
+            &["--speed", "max"]
+        };
+        let live = ["--backend", "live", "--stream"];
+        common::replay_on_lab(lab, file, &[&live[..], extra, pace].concat())
     }
 
     /// Two captures written by `tx --pcap`: 1000 frames with every field varied (sizes

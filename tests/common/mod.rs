@@ -104,6 +104,20 @@ pub fn lab(prefix: &str, queues: u32) -> linerate_lab::LabGuard {
     .expect("lab up")
 }
 
+/// `linerate replay FILE -i` the lab's sender with `extra`, its `--json` report.
+#[cfg(target_os = "linux")]
+pub fn replay_on_lab(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> serde_json::Value {
+    let sender = [
+        "replay",
+        file.to_str().unwrap(),
+        "-i",
+        &lab.sender,
+        "--json",
+        "-q",
+    ];
+    json(&linerate_ok(&[&sender[..], extra].concat()))
+}
+
 /// Parses linerate's --json output.
 pub fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))

@@ -17,6 +17,7 @@ use super::Cli;
 
 /// Upper-case words the docs use for a value, and a value that stands for them.
 const PLACEHOLDERS: &[(&str, &str)] = &[
+    ("COMMAND", "tx"),
     ("IFACE", "eth1"),
     ("NETNS", "far"),
     ("NS", "far"),
@@ -174,6 +175,7 @@ fn commands(name: &str, text: &str) -> Vec<Found> {
     let mut in_block = false;
     let mut prose = String::new();
     let mut pending = String::new();
+    let mut start = 0;
     let add = |at: usize, line: &str, found: &mut Vec<Found>| {
         for segment in segments(line) {
             if linerate_args(&words(&segment)).is_some() {
@@ -197,11 +199,14 @@ fn commands(name: &str, text: &str) -> Vec<Found> {
         }
         prose.push('\n');
         let line = line.trim_start().strip_prefix("$ ").unwrap_or(line);
+        if pending.is_empty() {
+            start = i + 1;
+        }
         match line.trim_end().strip_suffix('\\') {
             Some(head) => pending.push_str(head),
             None => {
                 pending.push_str(line);
-                add(i + 1, &std::mem::take(&mut pending), &mut found);
+                add(start, &std::mem::take(&mut pending), &mut found);
             }
         }
     }

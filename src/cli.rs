@@ -1,6 +1,6 @@
 use std::path::PathBuf;
 
-use clap::builder::NonEmptyStringValueParser;
+use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use linerate_stream::StreamSpec;
 
@@ -109,7 +109,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", help_heading = API)]
     pub max_body: usize,
     /// Backend of the transmit port (default: the platform's, AF_XDP on Linux).
-    #[arg(long, value_parser = serve_backend(), help_heading = TUNING)]
+    #[arg(long, value_parser = backend(&[SERVE_BACKENDS]), help_heading = TUNING)]
     pub backend: Option<Backend>,
     /// One transmit worker per core, e.g. 0,1.
     #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
@@ -152,7 +152,7 @@ pub struct SweepArgs {
     #[arg(long, requires = "lab", help_heading = WHERE)]
     pub lab_name: Option<String>,
     /// Backend; the platform's (AF_XDP on Linux) when left out.
-    #[arg(long, value_enum, help_heading = WHERE)]
+    #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
     pub backend: Option<Backend>,
     /// Length of each measured run.
     #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s", help_heading = PACE)]
@@ -496,7 +496,7 @@ pub struct SendArgs {
     #[arg(long, help_heading = WHERE)]
     pub null: bool,
     /// Backend; chosen from -i/--pcap/--null when left out.
-    #[arg(long, value_enum, help_heading = WHERE)]
+    #[arg(long, value_parser = backend(PORT_BACKENDS), help_heading = WHERE)]
     pub backend: Option<Backend>,
     /// Stop after this long, e.g. 10s, 500ms, 2m.
     #[arg(short = 'd', long, value_parser = parse_duration, help_heading = PACE)]
@@ -672,16 +672,26 @@ impl TemplateFlags {
     }
 }
 
-/// `serve --backend`: the backends that send on the config's interfaces. The others still parse,
-/// hidden, so that serve refuses them with its own line naming the ones it takes.
-fn serve_backend() -> impl clap::builder::TypedValueParser<Value = Backend> {
-    use clap::builder::TypedValueParser;
-    let values = Backend::value_variants().iter().filter_map(|b| {
+/// The backends that send on an interface here: the only ones `sweep` offers.
+#[cfg(target_os = "linux")]
+const INTERFACE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+#[cfg(not(target_os = "linux"))]
+const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
+
+/// What `tx` and `replay` offer: this platform's interface backends, the pcap and null ports.
+const PORT_BACKENDS: &[&[Backend]] = &[INTERFACE_BACKENDS, &[Backend::Pcap, Backend::Null]];
+
+/// `serve` transmits on the config's interfaces, on Linux.
+const SERVE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+
+/// A `--backend` that offers (in help and completions) only `offered`. The others still parse,
+/// hidden, so that the command refuses them with its own line saying what it takes.
+fn backend(offered: &'static [&'static [Backend]]) -> impl TypedValueParser<Value = Backend> {
+    let values = Backend::value_variants().iter().filter_map(move |b| {
         let value = b.to_possible_value()?;
-        let serves = matches!(b, Backend::Afxdp | Backend::Afpacket | Backend::Live);
-        Some(value.hide(!serves))
+        Some(value.hide(!offered.iter().any(|o| o.contains(b))))
     });
-    clap::builder::PossibleValuesParser::new(values)
+    PossibleValuesParser::new(values)
         .map(|name| Backend::from_str(&name, false).expect("a possible value names a backend"))
 }
 

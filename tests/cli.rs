@@ -153,12 +153,19 @@ fn the_help_is_grouped_and_ends_in_examples() {
         );
     }
     // What a command refuses, its help does not offer.
-    let serve = common::linerate_ok(&["serve", "-h"]);
-    let backend = serve.lines().find(|l| l.contains("--backend")).unwrap();
-    assert!(
-        backend.contains("[possible values: afxdp, afpacket, live]"),
-        "{backend}"
-    );
+    let offered = [
+        ("serve", "[possible values: afxdp, afpacket, live]"),
+        ("sweep", "[possible values: afxdp, afpacket, live]"),
+        ("tx", "[possible values: afxdp, afpacket, live, pcap, null]"),
+    ];
+    for (command, values) in offered {
+        let help = common::linerate_ok(&[command, "-h"]);
+        let backend = help.lines().find(|l| l.contains("--backend <")).unwrap();
+        assert!(backend.contains(values), "{command}: {backend}");
+    }
+    // The others still parse, for the command's own refusal naming what it takes.
+    let line = linerate_usage_error(&["sweep", "-i", "lo", "--backend", "null"]);
+    assert!(line.contains("afxdp, afpacket or live"), "{line}");
     let replay = common::linerate_ok(&["replay", "--help"]);
     assert!(!replay.contains("--clock"), "{replay}");
 }

@@ -12,12 +12,12 @@ mod generate;
 pub use generate::{completions, man};
 
 // The `--help` headings: one vocabulary for every command, in the order a reader asks.
-const SEND: &str = "What to send";
-const WHERE: &str = "Where to send";
-const PACE: &str = "How fast and how long";
-const RECEIVE: &str = "Receive";
-const OUTPUT: &str = "Output";
-const TUNING: &str = "Workers and backend tuning";
+pub(crate) const SEND: &str = "What to send";
+pub(crate) const WHERE: &str = "Where to send";
+pub(crate) const PACE: &str = "How fast and how long";
+pub(crate) const RECEIVE: &str = "Receive";
+pub(crate) const OUTPUT: &str = "Output";
+pub(crate) const TUNING: &str = "Workers and backend tuning";
 const API: &str = "The API";
 
 /// Kernel-bypass, line-rate packet transmitter.
@@ -299,7 +299,14 @@ pub struct RxArgs {
     #[arg(long)]
     pub netns: Option<String>,
     /// Native (drv) or generic (skb) XDP for the receive program.
-    #[arg(long = "rx-mode", alias = "mode", value_enum, default_value = "drv", help_heading = RECEIVE)]
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv",
+        help_heading = RECEIVE
+    )]
     pub mode: XdpAttach,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
@@ -349,7 +356,13 @@ pub struct SinkArgs {
     #[arg(long)]
     pub netns: Option<String>,
     /// Native (drv) or generic (skb) XDP for the sink program.
-    #[arg(long = "rx-mode", alias = "mode", value_enum, default_value = "drv")]
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv"
+    )]
     pub mode: XdpAttach,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
@@ -674,9 +687,10 @@ impl TemplateFlags {
 
 /// The backends that send on an interface here: the only ones `sweep` offers.
 #[cfg(target_os = "linux")]
-const INTERFACE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+pub(crate) const INTERFACE_BACKENDS: &[Backend] =
+    &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
 #[cfg(not(target_os = "linux"))]
-const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
+pub(crate) const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
 
 /// What `tx` and `replay` offer: this platform's interface backends, the pcap and null ports.
 const PORT_BACKENDS: &[&[Backend]] = &[INTERFACE_BACKENDS, &[Backend::Pcap, Backend::Null]];
@@ -686,7 +700,9 @@ const SERVE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend:
 
 /// A `--backend` that offers (in help and completions) only `offered`. The others still parse,
 /// hidden, so that the command refuses them with its own line saying what it takes.
-fn backend(offered: &'static [&'static [Backend]]) -> impl TypedValueParser<Value = Backend> {
+pub(crate) fn backend(
+    offered: &'static [&'static [Backend]],
+) -> impl TypedValueParser<Value = Backend> {
     let values = Backend::value_variants().iter().filter_map(move |b| {
         let value = b.to_possible_value()?;
         Some(value.hide(!offered.iter().any(|o| o.contains(b))))

@@ -6,8 +6,9 @@
 //! path ending in `/linerate`; in prose, a backtick span that starts that way. Syntax summaries
 //! are expanded, not skipped: `[…]` brackets are dropped (the optional part is parsed too),
 //! `a|b` words are tried one alternative per variant, and the placeholders of [`PLACEHOLDERS`]
-//! and shell expansions (`$X`, `"$(…)"`) become a value of the right shape. An elision (`…`)
-//! drops that word alone.
+//! and shell expansions (`$X`, `"$(…)"`, `<(…)`) become a value of the right shape. An elision
+//! (`…`) drops that word alone; `linerate … --json`, where the command itself is elided, has
+//! nothing to parse. A sentence's `linerate rx` names a command: the name must exist.
 
 use std::path::{Path, PathBuf};
 

@@ -591,19 +591,21 @@ pub struct TemplateFlags {
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_mode: Option<String>,
-    /// Default: the port's MAC on an interface, else 02:00:00:00:00:01.
+    /// Source MAC (default: the port's on an interface, else 02:00:00:00:00:01).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_mac: Option<String>,
-    /// Default: the lab's peer MAC on a lab interface, else broadcast.
+    /// Destination MAC (default: the lab's peer on a lab interface, else broadcast).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_mac: Option<String>,
-    /// Default: the lab's address on a lab interface, else 198.18.0.1 (2001:2::1 with --ipv6).
+    /// Source address (default: the lab's on a lab interface, else 198.18.0.1; 2001:2::1 with
+    /// --ipv6).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_ip: Option<String>,
-    /// Default: the lab's peer address on a lab interface, else 198.18.0.2 (2001:2::2).
+    /// Destination address (default: the lab's peer on a lab interface, else 198.18.0.2;
+    /// 2001:2::2 with --ipv6).
     #[arg(long, value_parser = NonEmptyStringValueParser::new())]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_ip: Option<String>,

@@ -38,6 +38,8 @@ fn closed_stdout_ends_quietly_and_a_full_one_is_an_error_line() {
         vec!["ports", "--json"],
         vec!["tx", "--null", "-n", "10", "-q"],
         vec!["tx", "--null", "-n", "10", "-q", "--json"],
+        vec!["completions", "bash"],
+        vec!["man"],
     ];
     for args in &commands {
         let out = with_closed_stdout(args);

@@ -207,13 +207,17 @@ pub struct CompareArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabAction {
     /// Create netns <name>-sink, veth <name>0 <-> <name>1 and the sink on <name>1.
+    #[command(after_help = examples::LAB_UP)]
     Up(LabUpArgs),
     /// Remove the lab; safe to run twice.
+    #[command(after_help = examples::LAB_DOWN)]
     Down(LabNameArgs),
     /// Show the lab, its DUT and impairments, and what its sink has counted.
+    #[command(after_help = examples::LAB_STATUS)]
     Status(LabStatusArgs),
     /// Impair the DUT's egress toward the sink (loss, duplicates, delay, jitter, reorder, rate,
     /// queue limit), replacing what was set before.
+    #[command(after_help = examples::LAB_IMPAIR)]
     Impair(LabImpairArgs),
     /// The delay line's process, started by `lab impair` (not for direct use).
     #[command(hide = true)]

@@ -16,6 +16,24 @@ Examples:
   linerate lab up --dut router                    # netns lr-sink, veth lr0 <-> lr1, a router between
   linerate lab impair --loss 1% --delay 1ms";
 
+pub const LAB_UP: &str = "\
+Examples:
+  linerate lab up                                 # netns lr-sink, veth lr0 <-> lr1, the sink on lr1
+  linerate lab up --name lb --queues 2 --dut xdp";
+
+pub const LAB_DOWN: &str = "\
+Examples:
+  linerate lab down --name lb";
+
+pub const LAB_STATUS: &str = "\
+Examples:
+  linerate lab status --json";
+
+pub const LAB_IMPAIR: &str = "\
+Examples:
+  linerate lab impair --delay 1ms --jitter 100us --reorder 5%
+  linerate lab impair --clear";
+
 pub const SINK: &str = "\
 Examples:
   linerate sink -i lr1 --netns lr-sink -d 10s --json";

@@ -184,12 +184,18 @@ impl LayerKind {
                 &[Vlan, Mpls, Ipv4, Ipv6, Arp],
                 "vlan, mpls, ipv4, ipv6 or arp",
             ),
-            Mpls => (&[Mpls, Ipv4, Ipv6, Ethernet], "mpls, ipv4, ipv6 or ethernet"),
+            Mpls => (
+                &[Mpls, Ipv4, Ipv6, Ethernet],
+                "mpls, ipv4, ipv6 or ethernet",
+            ),
             Ipv4 | Ipv6 => (
                 &[Ipv4, Ipv6, Gre, Udp, Tcp, Icmpv4, Icmpv6],
                 "ipv4, ipv6, gre, udp, tcp or icmp",
             ),
-            Gre => (&[Ethernet, Ipv4, Ipv6, Mpls], "ethernet, ipv4, ipv6 or mpls"),
+            Gre => (
+                &[Ethernet, Ipv4, Ipv6, Mpls],
+                "ethernet, ipv4, ipv6 or mpls",
+            ),
             Udp => (&[Vxlan, GtpV1U], "vxlan, gtpv1u or the payload"),
             Vxlan => (&[Ethernet], "ethernet"),
             GtpV1U => (&[Ipv4, Ipv6], "ipv4 or ipv6"),

@@ -2,11 +2,11 @@
 //! offset comes from the header tables; what a header says about its successor comes from the
 //! layer after it, so the spec never states it twice.
 
+use crate::IpSpec;
 use crate::checksum::{self, udp_fixup};
 use crate::header::{at, ethernet, get_be, icmp, ipv4, ipv6, set_be, tcp, udp, vlan};
 use crate::stack::{ChecksumSpan, GreSpec, HeaderSpec, Layer, LayerKind};
 use crate::tunnel::{arp, gre, gtpu, mpls, next, vxlan};
-use crate::IpSpec;
 
 /// The ethertype (or GRE protocol type) that announces `kind`; a VLAN tag's is its TPID.
 fn ethertype(next_header: Option<&HeaderSpec>, kind: Option<LayerKind>) -> u16 {
@@ -81,7 +81,11 @@ pub(crate) fn emit(
                 _ => 0,
             };
             set_be(b, at(o, udp::field::SRC_PORT), (*src_port).into());
-            set_be(b, at(o, udp::field::DST_PORT), dst_port.unwrap_or(well_known).into());
+            set_be(
+                b,
+                at(o, udp::field::DST_PORT),
+                dst_port.unwrap_or(well_known).into(),
+            );
             set_be(b, at(o, udp::field::LENGTH), (b.len() - o) as u64);
         }
         HeaderSpec::Tcp {
@@ -188,7 +192,11 @@ fn emit_gre(b: &mut [u8], g: &GreSpec, o: usize, protocol: u16) {
         set_be(b, word(gre::key_offset(g.checksum)), key.into());
     }
     if let Some(seq) = g.seq {
-        set_be(b, word(gre::seq_offset(g.checksum, g.key.is_some())), seq.into());
+        set_be(
+            b,
+            word(gre::seq_offset(g.checksum, g.key.is_some())),
+            seq.into(),
+        );
     }
 }
 

@@ -106,4 +106,7 @@ pub enum WireError {
         "header {position} (udp) carries the payload, so it has no well-known port: give its destination port"
     )]
     UdpPortMissing { position: usize },
+
+    #[error("the word at byte {offset} cannot be patched: {reason}")]
+    WordNotPatchable { offset: usize, reason: &'static str },
 }

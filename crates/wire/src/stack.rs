@@ -27,10 +27,10 @@
 use core::ops::Range;
 use std::net::Ipv4Addr;
 
-use crate::header::{ethernet, icmp, ipv4, ipv6, tcp, udp, vlan};
+use crate::header::{at, ethernet, icmp, ipv4, ipv6, tcp, udp, vlan};
 use crate::tunnel::{arp, gre, gtpu, mpls, next, vxlan};
 use crate::units::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE, buffer_len};
-use crate::{IpSpec, MacAddr, Payload, TcpFlags, WireError};
+use crate::{IpSpec, MacAddr, Payload, TcpFlags, WireError, checksum};
 
 /// Which tag protocol a VLAN tag is announced with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -305,6 +305,8 @@ pub struct ChecksumSpan {
     pub covers: Range<usize>,
     /// Index of the IP layer whose pseudo-header (addresses, protocol, length) it also sums.
     pub pseudo_header: Option<usize>,
+    /// UDP's: a computed 0 is sent as 0xFFFF, since 0 means "no checksum".
+    pub udp: bool,
 }
 
 /// A built frame: its bytes (no FCS), its layers outermost first, and where its payload starts.
@@ -333,15 +335,95 @@ impl StackFrame {
         self.layers.iter().rev().find(|l| l.kind == kind)
     }
 
+    /// The frame bytes a checksum's pseudo-header takes from its IP layer: the addresses and the
+    /// protocol (next header) byte. Its length is fixed once the frame is built.
+    fn pseudo_bytes(&self, c: &ChecksumSpan) -> [Range<usize>; 2] {
+        let Some(ip) = c.pseudo_header.map(|i| self.layers[i]) else {
+            return [0..0, 0..0];
+        };
+        let (src, dst, proto) = match ip.kind {
+            LayerKind::Ipv6 => (
+                ipv6::field::SRC_ADDR,
+                ipv6::field::DST_ADDR,
+                ipv6::field::NXT_HDR,
+            ),
+            _ => (
+                ipv4::field::SRC_ADDR,
+                ipv4::field::DST_ADDR,
+                ipv4::field::PROTOCOL,
+            ),
+        };
+        [
+            at(ip.offset, src.start..dst.end),
+            at(ip.offset, proto..proto + 1),
+        ]
+    }
+
     /// The checksums a change to `bytes` must update: those whose covered bytes or pseudo-header
-    /// include them. Innermost first, the order an incremental update must follow.
+    /// include them. Innermost first, the order an incremental update must follow; each updated
+    /// checksum is itself a change to the checksums further out.
     pub fn checksums_over(&self, bytes: Range<usize>) -> impl Iterator<Item = &ChecksumSpan> {
         self.checksums.iter().filter(move |c| {
             let overlaps = |r: &Range<usize>| r.start < bytes.end && bytes.start < r.end;
-            overlaps(&c.covers)
-                || c.pseudo_header
-                    .is_some_and(|ip| overlaps(&self.layers[ip].range()))
+            overlaps(&c.covers) || self.pseudo_bytes(c).iter().any(overlaps)
         })
+    }
+
+    /// What the aligned word at `offset`, holding `word`, adds to checksum `c`: the word itself
+    /// when `c` covers it or it holds pseudo-header addresses; the protocol byte alone when it
+    /// holds that (the pseudo-header carries it in a word of its own); nothing otherwise.
+    fn contribution(&self, c: &ChecksumSpan, offset: usize, word: u16) -> Option<u16> {
+        let [addrs, proto] = self.pseudo_bytes(c);
+        if c.covers.contains(&offset) || addrs.contains(&offset) {
+            Some(word)
+        } else if proto.start == offset {
+            Some(word >> 8)
+        } else if proto.start == offset + 1 {
+            Some(word & 0xFF)
+        } else {
+            None
+        }
+    }
+
+    /// Writes the 16-bit word at the even `offset` and updates every checksum over it
+    /// incrementally (RFC 1624 eqn. 3), innermost first, each updated checksum feeding the
+    /// outer ones: how a field of an inner header varies without rebuilding the frame.
+    pub fn set_word(&mut self, offset: usize, value: u16) -> Result<(), WireError> {
+        let word = offset..offset + 2;
+        if !offset.is_multiple_of(2) || word.end > self.bytes.len() {
+            return Err(WireError::WordNotPatchable {
+                offset,
+                reason: "it is not an aligned 16-bit word inside the frame",
+            });
+        }
+        if self.checksums.iter().any(|c| c.field == word) {
+            return Err(WireError::WordNotPatchable {
+                offset,
+                reason: "it is a checksum; it follows the fields it covers",
+            });
+        }
+        let read = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
+        let mut changes = vec![(offset, read(&self.bytes, offset), value)];
+        self.bytes[word].copy_from_slice(&value.to_be_bytes());
+        for c in &self.checksums {
+            let old = read(&self.bytes, c.field.start);
+            let mut hc = old;
+            for &(at, was, now) in &changes {
+                if let (Some(was), Some(now)) =
+                    (self.contribution(c, at, was), self.contribution(c, at, now))
+                {
+                    hc = checksum::update(hc, was, now);
+                }
+            }
+            if c.udp && hc == 0 {
+                hc = 0xFFFF;
+            }
+            if hc != old {
+                self.bytes[c.field.clone()].copy_from_slice(&hc.to_be_bytes());
+                changes.push((c.field.start, old, hc));
+            }
+        }
+        Ok(())
     }
 }
 

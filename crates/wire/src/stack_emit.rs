@@ -275,6 +275,7 @@ pub(crate) fn fill_checksums(
             field,
             covers,
             pseudo_header: pseudo,
+            udp: layer.kind == LayerKind::Udp,
         });
     }
     spans

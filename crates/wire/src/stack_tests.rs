@@ -673,3 +673,54 @@ fn icmp_follows_the_ip_version_before_it() {
         crate::header::icmp::V4_ECHO_REQUEST
     );
 }
+
+#[test]
+fn an_inner_word_patched_in_place_matches_a_fresh_build() {
+    let with_port = |inner_ip: HeaderSpec, port: u16| {
+        let mut s = vxlan_stack(inner_ip);
+        s.headers[6] = HeaderSpec::Udp {
+            src_port: port,
+            dst_port: Some(5001),
+            zero_checksum: false,
+        };
+        s
+    };
+    for inner_ip in [v4(1), v6(1)] {
+        let mut f = with_port(inner_ip.clone(), 0).build(131).unwrap();
+        let port = f.offset_of(LayerKind::Udp, 1).unwrap() + udp_h::field::SRC_PORT.start;
+        for p in (0..=u16::MAX).step_by(13).chain([0xFFFF, 1]) {
+            f.set_word(port, p).unwrap();
+            let fresh = with_port(inner_ip.clone(), p).build(131).unwrap();
+            for c in &f.checksums {
+                assert!(valid(&f, c), "port {p}: {c:?}");
+            }
+            assert_eq!(f.bytes, fresh.bytes, "port {p}");
+        }
+    }
+    // An inner address word: under the inner UDP pseudo-header and IPv4 header checksums.
+    let mut f = vxlan_stack(v4(1)).build(128).unwrap();
+    let addr =
+        f.offset_of(LayerKind::Ipv4, 1).unwrap() + crate::header::ipv4::field::SRC_ADDR.start;
+    f.set_word(addr + 2, 0x0203).unwrap();
+    assert!(f.checksums.iter().all(|c| valid(&f, c)));
+    assert_eq!(&f.bytes[addr..addr + 4], &[10, 1, 2, 3]);
+    // The TTL and protocol word: the protocol byte is in the UDP pseudo-header on its own.
+    let ttl = f.offset_of(LayerKind::Ipv4, 1).unwrap() + crate::header::ipv4::field::TTL;
+    f.set_word(ttl, 0x0511).unwrap();
+    assert!(f.checksums.iter().all(|c| valid(&f, c)));
+    let mut f6 = vxlan_stack(v6(1)).build(128).unwrap();
+    let nh = f6.offset_of(LayerKind::Ipv6, 0).unwrap() + crate::header::ipv6::field::NXT_HDR;
+    f6.set_word(nh, 0x1105).unwrap();
+    assert!(f6.checksums.iter().all(|c| valid(&f6, c)));
+
+    let csum = f.offset_of(LayerKind::Udp, 1).unwrap() + udp_h::field::CHECKSUM.start;
+    assert!(matches!(
+        f.set_word(csum, 0),
+        Err(WireError::WordNotPatchable { .. })
+    ));
+    assert!(matches!(
+        f.set_word(csum + 1, 0),
+        Err(WireError::WordNotPatchable { .. })
+    ));
+    assert!(f.set_word(f.bytes.len(), 0).is_err());
+}

@@ -22,7 +22,9 @@
 //! **Locating fields.** The built [`StackFrame`] lists every layer (kind, offset, length) and every
 //! checksum with the bytes it covers, so the field engine can find "the second UDP header's
 //! source port" with `offset_of(LayerKind::Udp, 1)` plus `header::udp::field::SRC_PORT`, and
-//! learn from `checksums_over` which checksums to update incrementally when it patches it.
+//! learn from `checksums_over` which checksums to update incrementally when it patches it;
+//! `StackFrame::set_word` does that for one 16-bit word (RFC 1624, innermost checksum first, each
+//! updated checksum a change to the outer ones).
 
 use core::ops::Range;
 use std::net::Ipv4Addr;

@@ -88,23 +88,7 @@ pub(crate) fn emit(
             );
             set_be(b, at(o, udp::field::LENGTH), (b.len() - o) as u64);
         }
-        HeaderSpec::Tcp {
-            src_port,
-            dst_port,
-            seq,
-            ack,
-            flags,
-            window,
-        } => {
-            use tcp::field as f;
-            set_be(b, at(o, f::SRC_PORT), (*src_port).into());
-            set_be(b, at(o, f::DST_PORT), (*dst_port).into());
-            set_be(b, at(o, f::SEQ_NUM), (*seq).into());
-            set_be(b, at(o, f::ACK_NUM), (*ack).into());
-            b[o + f::DATA_OFF] = tcp::DATA_OFF_5;
-            b[o + f::FLAGS] = flags.bits();
-            set_be(b, at(o, f::WIN_SIZE), (*window).into());
-        }
+        HeaderSpec::Tcp { .. } => emit_tcp(b, h, o),
         HeaderSpec::IcmpEcho { id, seq } => {
             b[o + icmp::field::TYPE] = if layer.kind == LayerKind::Icmpv6 {
                 icmp::V6_ECHO_REQUEST
@@ -119,24 +103,7 @@ pub(crate) fn emit(
             set_be(b, at(o, vxlan::field::VNI), (*vni).into());
         }
         HeaderSpec::GtpV1U { teid, seq } => emit_gtpu(b, o, *teid, *seq),
-        HeaderSpec::Arp {
-            op,
-            sender_mac,
-            sender_ip,
-            target_mac,
-            target_ip,
-        } => {
-            use arp::field as f;
-            set_be(b, at(o, f::HTYPE), arp::HTYPE_ETHERNET.into());
-            set_be(b, at(o, f::PTYPE), ethernet::ETHERTYPE_IPV4.into());
-            b[o + f::HLEN] = f::SHA.len() as u8;
-            b[o + f::PLEN] = f::SPA.len() as u8;
-            set_be(b, at(o, f::OPER), (*op).into());
-            b[at(o, f::SHA)].copy_from_slice(sender_mac);
-            b[at(o, f::SPA)].copy_from_slice(&sender_ip.octets());
-            b[at(o, f::THA)].copy_from_slice(target_mac);
-            b[at(o, f::TPA)].copy_from_slice(&target_ip.octets());
-        }
+        HeaderSpec::Arp { .. } => emit_arp(b, h, o),
     }
 }
 
@@ -178,6 +145,51 @@ fn emit_ip(b: &mut [u8], ip: &IpSpec, o: usize, proto: u8) {
             b[at(o, f::DST_ADDR)].copy_from_slice(&dst.octets());
         }
     }
+}
+
+fn emit_tcp(b: &mut [u8], h: &HeaderSpec, o: usize) {
+    let HeaderSpec::Tcp {
+        src_port,
+        dst_port,
+        seq,
+        ack,
+        flags,
+        window,
+    } = h
+    else {
+        return;
+    };
+    use tcp::field as f;
+    set_be(b, at(o, f::SRC_PORT), (*src_port).into());
+    set_be(b, at(o, f::DST_PORT), (*dst_port).into());
+    set_be(b, at(o, f::SEQ_NUM), (*seq).into());
+    set_be(b, at(o, f::ACK_NUM), (*ack).into());
+    b[o + f::DATA_OFF] = tcp::DATA_OFF_5;
+    b[o + f::FLAGS] = flags.bits();
+    set_be(b, at(o, f::WIN_SIZE), (*window).into());
+}
+
+fn emit_arp(b: &mut [u8], h: &HeaderSpec, o: usize) {
+    let HeaderSpec::Arp {
+        op,
+        sender_mac,
+        sender_ip,
+        target_mac,
+        target_ip,
+    } = h
+    else {
+        return;
+    };
+    use arp::field as f;
+    set_be(b, at(o, f::HTYPE), arp::HTYPE_ETHERNET.into());
+    set_be(b, at(o, f::PTYPE), ethernet::ETHERTYPE_IPV4.into());
+    b[o + f::HLEN] = f::SHA.len() as u8;
+    b[o + f::PLEN] = f::SPA.len() as u8;
+    set_be(b, at(o, f::OPER), (*op).into());
+    b[at(o, f::SHA)].copy_from_slice(sender_mac);
+    b[at(o, f::SPA)].copy_from_slice(&sender_ip.octets());
+    b[at(o, f::THA)].copy_from_slice(target_mac);
+    b[at(o, f::TPA)].copy_from_slice(&target_ip.octets());
 }
 
 fn emit_gre(b: &mut [u8], g: &GreSpec, o: usize, protocol: u16) {

@@ -529,13 +529,25 @@ fn scapy_decodes_every_stack_as_built() {
     let inner_udp = vx.offset_of(LayerKind::Udp, 1).unwrap();
     broken[inner_udp + udp::field::CHECKSUM.start] ^= 0x01;
     bytes.push(broken);
+    // An inner source port that increments, patched in place as the field engine will.
+    let mut patched = vx.clone();
+    let port = vx.offset_of(LayerKind::Udp, 1).unwrap() + udp::field::SRC_PORT.start;
+    for p in 1024..1030 {
+        patched.set_word(port, p).unwrap();
+        bytes.push(patched.bytes.clone());
+    }
 
     let decoded = decode(&python, &bytes);
     assert_eq!(decoded.len(), bytes.len());
     for ((what, spec, frame), d) in frames.iter().zip(&decoded) {
         check_frame(what, d, spec, frame);
     }
-    let control = decoded.last().unwrap().as_array().unwrap();
+    let incrementing = &decoded[decoded.len() - 6..];
+    for (p, d) in (1024..).zip(incrementing) {
+        check_frame(&format!("vxlan inner port {p}"), d, &frames[0].1, &patched);
+        assert_eq!(d[6]["fields"]["sport"], p, "{}", d[6]);
+    }
+    let control = decoded[frames.len()].as_array().unwrap();
     let c = &control[6]["checksum"];
     assert_eq!(control[6]["layer"], "UDP");
     assert_ne!(

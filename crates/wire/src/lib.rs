@@ -1,6 +1,6 @@
 //! Frame layouts, builders, checksums (full and incremental, RFC 1624) and field patches.
 //! Templates are built once from a `FrameSpec`; the hot path only applies `Patch`es in place.
-//! No I/O here.
+//! No I/O here. Frames with tunnels and stacked headers are described and built by `stack`.
 
 pub mod checksum;
 mod error;

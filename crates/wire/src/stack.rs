@@ -340,7 +340,7 @@ impl StackFrame {
     /// The frame bytes a checksum's pseudo-header takes from its IP layer: the addresses and the
     /// protocol (next header) byte. Its length is fixed once the frame is built.
     fn pseudo_bytes(&self, c: &ChecksumSpan) -> [Range<usize>; 2] {
-        let Some(ip) = c.pseudo_header.map(|i| self.layers[i]) else {
+        let Some(&ip) = c.pseudo_header.and_then(|i| self.layers.get(i)) else {
             return [0..0, 0..0];
         };
         let (src, dst, proto) = match ip.kind {

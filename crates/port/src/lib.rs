@@ -11,6 +11,7 @@ pub mod fault;
 #[cfg(target_os = "linux")]
 pub mod iface;
 mod info;
+pub mod ladder;
 mod null;
 mod pcap;
 pub mod savefile;

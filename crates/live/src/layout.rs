@@ -303,17 +303,21 @@ pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>)
         }
         Shape::Lanes(lanes) => match linerate_stream::merge(lanes) {
             Some(m) => Ok((Cow::Owned(m.cycle), Some(Cow::Owned(m.pacing)))),
-            None => Err(LiveError::Unsupported {
-                why: format!(
-                    "{} interleaved streams whose schedules do not merge into one (a count, a field that varies per frame, or rates without a short common period): use --backend afxdp",
-                    lanes.len()
-                ),
-            }),
+            None => Err(unmerged(lanes.len())),
         },
         // The runner sends it through rings of entries refilled as it goes (crate::ring).
         Shape::Streamed { .. } => Err(LiveError::Unsupported {
             why: "a capture streamed from its file is not one cycle of frames".into(),
         }),
+    }
+}
+
+/// The refusal of `lanes` interleaved streams that do not merge into one cycle.
+pub fn unmerged(lanes: usize) -> LiveError {
+    LiveError::Unsupported {
+        why: format!(
+            "{lanes} interleaved streams whose schedules do not merge into one (a count, a field that varies per frame, or rates without a short common period): use --backend afxdp"
+        ),
     }
 }
 
@@ -603,6 +607,7 @@ pub fn expected(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linerate_port::Usage;
     use linerate_stream::{Limits, StreamSpec};
 
     fn plan(vary: &[&str], size_mode: &str) -> Plan {

@@ -51,9 +51,60 @@ impl PortError {
         }
     }
 
-    /// True when the error comes from what the user asked for (a wrong name, a missing
-    /// privilege), not from the system failing: the CLI exits 2 for these.
-    pub fn is_usage(&self) -> bool {
+    /// A kick (`sendto`) of queue `queue` on `iface` that failed with `errno`, as the socket
+    /// backends (AF_XDP, AF_PACKET) report it: a link that went down, or the OS error.
+    #[cold]
+    pub fn kick(iface: &str, queue: u32, errno: i32) -> Self {
+        if errno == libc::ENETDOWN {
+            return Self::InterfaceDown {
+                iface: iface.to_owned(),
+            };
+        }
+        Self::io(
+            format!("kicking TX (sendto) on {iface} queue {queue}"),
+            std::io::Error::from_raw_os_error(errno),
+        )
+    }
+
+    /// A descriptor a queue of `slots` slots of `slot_size` bytes cannot send: a frame longer
+    /// than a slot, or a slot it does not have.
+    #[cold]
+    pub fn bad_desc(desc: crate::TxDesc, slot_size: u32, slots: u32) -> Self {
+        if desc.len > slot_size {
+            return Self::FrameTooLarge {
+                len: desc.len,
+                slot_size,
+            };
+        }
+        Self::BadDescriptor {
+            slot: desc.slot,
+            len: desc.len,
+            slots,
+        }
+    }
+
+    /// More frames submitted on queue `queue` of `iface` than were reserved: a bug in the loop.
+    #[cold]
+    pub fn over_submit(iface: &str, queue: u32, submitted: usize, reserved: u32) -> Self {
+        Self::io(
+            format!(
+                "{submitted} frames submitted on {iface} queue {queue} but only {reserved} reserved"
+            ),
+            std::io::ErrorKind::InvalidInput.into(),
+        )
+    }
+}
+
+/// The one question every library error answers the same way: did it come from what the user
+/// asked for (a wrong name, a missing privilege, a plan the backend cannot send), so the CLI
+/// exits 2, or from the system failing? Backend errors that nest `PortError` ask it; the engine
+/// holds a transmitter's own error as `Box<dyn Usage>` and still asks.
+pub trait Usage: std::error::Error + Send + Sync + 'static {
+    fn is_usage(&self) -> bool;
+}
+
+impl Usage for PortError {
+    fn is_usage(&self) -> bool {
         matches!(
             self,
             Self::NoSuchInterface(_)
@@ -65,5 +116,12 @@ impl PortError {
                 | Self::PcapFile { .. }
                 | Self::Unsupported { .. }
         )
+    }
+}
+
+/// So an error held as `Box<dyn Usage>` nests like any other (`#[error(transparent)]`).
+impl std::error::Error for Box<dyn Usage> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        (**self).source()
     }
 }

@@ -15,7 +15,7 @@ mod null;
 mod pcap;
 
 pub use drain::drain_polling;
-pub use error::PortError;
+pub use error::{PortError, Usage};
 pub use info::{LinkSpeed, PortInfo};
 pub use null::{NullPort, NullQueue};
 pub use pcap::{PcapPort, PcapQueue};

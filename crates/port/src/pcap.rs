@@ -216,6 +216,7 @@ impl TxQueue for PcapQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Usage;
     use pcap_file::pcap::PcapReader;
 
     #[test]

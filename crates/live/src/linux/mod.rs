@@ -8,6 +8,7 @@ mod clock;
 mod port;
 mod program;
 mod run;
+mod send;
 mod worker_map;
 
 pub use clock::ProgramClock;

@@ -28,6 +28,15 @@ pub struct WorkerSpec {
     pub queue: u32,
 }
 
+impl WorkerSpec {
+    /// One worker per queue `0..queues`, each left to the scheduler.
+    pub fn unpinned(queues: u32) -> Vec<WorkerSpec> {
+        (0..queues)
+            .map(|queue| WorkerSpec { core: None, queue })
+            .collect()
+    }
+}
+
 /// How to run a plan.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -128,12 +137,8 @@ impl<P: Port + ?Sized> Transmitter for P {
         Port::info(self)
     }
 
-    fn transmit(
-        &self,
-        work: Work<'_>,
-        config: &RunConfig,
-        runner: &Runner<'_>,
-    ) -> Result<Vec<Done>, EngineError> {
+    fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError> {
+        let config = runner.config();
         // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks)
         // round up themselves, and packed slots keep the frames the loop patches in cache.
         let max_len = work.max_len();
@@ -236,12 +241,7 @@ mod tests {
 
     fn config(workers: usize, count: Option<u64>) -> RunConfig {
         RunConfig {
-            workers: (0..workers)
-                .map(|q| WorkerSpec {
-                    core: None,
-                    queue: q as u32,
-                })
-                .collect(),
+            workers: WorkerSpec::unpinned(workers as u32),
             batch: 64,
             duration: None,
             count,
@@ -375,12 +375,7 @@ mod failure_tests {
     fn interrupted(panic: bool) -> (crate::Interrupted, Duration) {
         let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
         let config = RunConfig {
-            workers: (0..2)
-                .map(|q| WorkerSpec {
-                    core: None,
-                    queue: q,
-                })
-                .collect(),
+            workers: WorkerSpec::unpinned(2),
             batch: 64,
             duration: None,
             count: None,

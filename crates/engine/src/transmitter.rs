@@ -92,15 +92,10 @@ pub trait Transmitter: Sync {
     /// The port's name and backend, as reports show them.
     fn info(&self) -> &PortInfo;
 
-    /// Readies every worker's share of `work` — all of them before any frame leaves, so a busy
-    /// queue or a plan the backend cannot send fails the run cleanly — and runs them on
-    /// `runner`, the engine's one runner.
-    fn transmit(
-        &self,
-        work: Work<'_>,
-        config: &RunConfig,
-        runner: &Runner<'_>,
-    ) -> Result<Vec<Done>, EngineError>;
+    /// Readies every worker's share of `work` (one a worker of `runner.config()`) — all of
+    /// them before any frame leaves, so a busy queue or a plan the backend cannot send fails
+    /// the run cleanly — and runs them on `runner`, the engine's one runner.
+    fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError>;
 }
 
 /// The engine's runner as a transmitter gets it: the run's settings, its observer and whose
@@ -120,6 +115,11 @@ impl std::fmt::Debug for Runner<'_> {
 }
 
 impl Runner<'_> {
+    /// The run's settings: its workers, batch, count and duration.
+    pub fn config(&self) -> &RunConfig {
+        self.config
+    }
+
     /// Runs `jobs[i]` as worker `i` (see `run_workers`); `on_halt` runs with every halt, for
     /// backends whose workers wait in the kernel.
     pub fn run(
@@ -159,7 +159,7 @@ pub fn run<T: Transmitter + ?Sized>(
         info,
     };
     let cores = crate::cpu::CoreTimes::read();
-    let done = tx.transmit(Work::of(plan, merged.as_ref()), config, &runner)?;
+    let done = tx.transmit(Work::of(plan, merged.as_ref()), &runner)?;
 
     let workers = done.len();
     let mut sent = Vec::<LaneTotals>::new();

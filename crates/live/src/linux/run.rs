@@ -42,13 +42,8 @@ impl Transmitter for LivePort {
         LivePort::info(self)
     }
 
-    fn transmit(
-        &self,
-        work: Work<'_>,
-        config: &RunConfig,
-        runner: &Runner<'_>,
-    ) -> Result<Vec<Done>, EngineError> {
-        Ok(transmit(self, work, config, runner, &|_, _| {})?)
+    fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError> {
+        Ok(transmit(self, work, runner, &|_, _| {})?)
     }
 }
 
@@ -65,10 +60,10 @@ struct Streamed<'a> {
 fn transmit(
     port: &LivePort,
     work: Work<'_>,
-    config: &RunConfig,
     runner: &Runner<'_>,
     after_call: &(dyn Fn(usize, u64) + Sync),
 ) -> Result<Vec<Done>, LiveError> {
+    let config = runner.config();
     if let Some(state) = port.not_running() {
         return Err(LiveError::Down {
             iface: port.iface().to_owned(),
@@ -231,13 +226,8 @@ fn run_with(
         fn info(&self) -> &PortInfo {
             self.port.info()
         }
-        fn transmit(
-            &self,
-            work: Work<'_>,
-            config: &RunConfig,
-            runner: &Runner<'_>,
-        ) -> Result<Vec<Done>, EngineError> {
-            Ok(transmit(self.port, work, config, runner, self.after_call)?)
+        fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError> {
+            Ok(transmit(self.port, work, runner, self.after_call)?)
         }
     }
     let faulty = Faulty { port, after_call };
@@ -279,12 +269,7 @@ mod tests {
         let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
         let port = LivePort::open(&lab.sender).expect("open live port");
         let config = RunConfig {
-            workers: (0..2)
-                .map(|q| WorkerSpec {
-                    core: None,
-                    queue: q,
-                })
-                .collect(),
+            workers: WorkerSpec::unpinned(2),
             batch: 64,
             duration: Some(Duration::from_secs(30)),
             count: None,

@@ -1,10 +1,25 @@
 use std::path::PathBuf;
 
+/// How this system lists its interfaces, for the advice of `NoSuchInterface`.
+#[cfg(target_os = "linux")]
+const LIST_LINKS: &str = "ip link";
+#[cfg(not(target_os = "linux"))]
+const LIST_LINKS: &str = "ifconfig -l";
+
+/// How this system brings `iface` up, for the advice of `InterfaceDown`.
+fn set_up(iface: &str) -> String {
+    if cfg!(target_os = "linux") {
+        format!("ip link set {iface} up")
+    } else {
+        format!("sudo ifconfig {iface} up")
+    }
+}
+
 /// Why a port or queue could not do what was asked. Each variant carries what a person needs to
 /// fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum PortError {
-    #[error("interface {0} does not exist (list them with `ip link`)")]
+    #[error("interface {0} does not exist (list them with `{LIST_LINKS}`)")]
     NoSuchInterface(String),
     #[error("interface {iface} has {available} queue(s); queue {queue} does not exist")]
     NoSuchQueue {
@@ -18,7 +33,7 @@ pub enum PortError {
         "{what} needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_IPC_LOCK, the last for the UMEM unless RLIMIT_MEMLOCK covers it): run with sudo"
     )]
     NotPermitted { what: String },
-    #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
+    #[error("interface {iface} is down: bring it up with `{}`", set_up(iface))]
     InterfaceDown { iface: String },
     #[error("interface {iface} disappeared (deleted while in use)")]
     InterfaceGone { iface: String },

@@ -88,7 +88,7 @@ pub type Job<'a> = Box<dyn FnOnce(&WorkerContext<'_>) -> Result<Done, WorkerErro
 /// Sends a plan's frames: what `run` needs of any backend. Object safe, so a caller may hold
 /// "some transmitter" as `Box<dyn Transmitter>`; every `Port` is one (its queues driven by the
 /// engine's hot loops).
-pub trait Transmitter: Sync {
+pub trait Transmitter: Send + Sync {
     /// The port's name and backend, as reports show them.
     fn info(&self) -> &PortInfo;
 
@@ -96,6 +96,15 @@ pub trait Transmitter: Sync {
     /// them before any frame leaves, so a busy queue or a plan the backend cannot send fails
     /// the run cleanly — and runs them on `runner`, the engine's one runner.
     fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError>;
+}
+
+/// Names the port, so a caller's types that hold a `Box<dyn Transmitter>` derive `Debug`.
+impl std::fmt::Debug for dyn Transmitter + '_ {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Transmitter")
+            .field(&self.info().name)
+            .finish()
+    }
 }
 
 /// The engine's runner as a transmitter gets it: the run's settings, its observer and whose
@@ -226,4 +235,81 @@ pub fn merged_lanes(m: &Merged, worker: usize, workers: usize, submitted: u64) -
         lane.bytes += times * m.cycle.frames[at].len() as u64;
     }
     totals
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    use linerate_port::{NullPort, Port, Usage};
+    use linerate_stream::{Limits, StreamSpec};
+
+    use super::*;
+    use crate::WorkerSpec;
+
+    fn config(count: u64) -> RunConfig {
+        RunConfig {
+            workers: WorkerSpec::unpinned(2),
+            batch: 64,
+            duration: None,
+            count: Some(count),
+            stop: Arc::new(AtomicBool::new(false)),
+            tick: Duration::from_millis(50),
+        }
+    }
+
+    #[test]
+    fn a_boxed_port_runs_as_some_transmitter() {
+        let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
+        let tx: Box<dyn Transmitter> = Box::new(NullPort::new(2));
+        let report = run(&*tx, &plan, &config(1000), &()).unwrap();
+        assert_eq!(
+            (report.backend.as_str(), report.port.as_str()),
+            ("null", "null")
+        );
+        assert_eq!((report.submitted, report.completed), (1000, 1000));
+        assert_eq!(format!("{tx:?}"), r#"Transmitter("null")"#);
+    }
+
+    /// A backend that refuses every plan with its own error, the user's to fix or not.
+    struct Refusing {
+        info: PortInfo,
+        usage: bool,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("refused: usage {0}")]
+    struct Refusal(bool);
+
+    impl Usage for Refusal {
+        fn is_usage(&self) -> bool {
+            self.0
+        }
+    }
+
+    impl Transmitter for Refusing {
+        fn info(&self) -> &PortInfo {
+            &self.info
+        }
+
+        fn transmit(&self, _: Work<'_>, _: &Runner<'_>) -> Result<Vec<Done>, EngineError> {
+            Err(EngineError::Transmitter(Box::new(Refusal(self.usage))))
+        }
+    }
+
+    #[test]
+    fn a_transmitters_own_error_keeps_its_words_and_whose_fix_it_is() {
+        let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
+        for usage in [true, false] {
+            let tx = Refusing {
+                info: Port::info(&NullPort::new(1)).clone(),
+                usage,
+            };
+            let err = run(&tx, &plan, &config(10), &()).unwrap_err();
+            assert_eq!(err.to_string(), format!("refused: usage {usage}"));
+            assert_eq!(err.is_usage(), usage);
+        }
+    }
 }

@@ -78,6 +78,7 @@ fn engine_error(e: linerate_engine::EngineError) -> anyhow::Error {
 pub fn open(backend: Backend, iface: &str, xdp: &AfXdpArgs) -> Result<Sender> {
     use crate::cli::{AttachArg, XdpModeArg};
     use linerate_afxdp::{AttachMode, XdpMode, XskOptions, XskPort};
+    use linerate_port::Usage as _;
     match backend {
         Backend::Afxdp => {
             let options = XskOptions {

@@ -2,7 +2,7 @@
 //! says itself whether the user can fix it (`is_usage`); this only asks them, outermost first.
 
 use linerate_engine::EngineError;
-use linerate_port::PortError;
+use linerate_port::{PortError, Usage as _};
 use linerate_report::ReportError;
 use linerate_stream::StreamError;
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use common::{json, root_or_skip};
 use linerate_afxdp::{XskOptions, XskPort};
 use linerate_engine::{EngineError, RunConfig, WorkerFailure, WorkerSpec};
+use linerate_port::Usage;
 use linerate_port::fault::{Fault, FaultyPort, quiet_injected_panics};
 use linerate_stream::{Limits, Plan, StreamSpec};
 

@@ -5,6 +5,8 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use linerate_port::PortError;
+
 use crate::AfPacketError;
 
 /// How long one [`CaptureSocket::next`] waits, so that its caller sees a stop flag that often.
@@ -25,8 +27,8 @@ impl CaptureSocket {
             let context = format!("capture socket on {iface}: {what}");
             move |e| AfPacketError::io(context, e)
         };
-        let ifindex = linerate_sys::if_index(iface)
-            .map_err(|_| AfPacketError::NoSuchInterface(iface.into()))?;
+        let ifindex =
+            linerate_sys::if_index(iface).map_err(|_| PortError::NoSuchInterface(iface.into()))?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
         let fd =
             linerate_sys::raw_socket(libc::AF_PACKET, i32::from(proto)).map_err(|e| {
@@ -137,7 +139,7 @@ mod tests {
     fn an_unknown_interface_is_named() {
         let e = CaptureSocket::open("lr-no-such-if").unwrap_err();
         assert!(
-            matches!(e, AfPacketError::NoSuchInterface(ref i) if i == "lr-no-such-if"),
+            matches!(e, AfPacketError::Port(PortError::NoSuchInterface(ref i)) if i == "lr-no-such-if"),
             "{e}"
         );
     }

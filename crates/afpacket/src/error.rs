@@ -1,14 +1,13 @@
 use std::io;
 
-use linerate_port::PortError;
+use linerate_port::{PortError, Usage};
 
-/// Why an AF_PACKET port or queue could not do what was asked.
+/// Why an AF_PACKET port or queue could not do what was asked: what any port may fail with
+/// (`Port`), or what is AF_PACKET's own.
 #[derive(Debug, thiserror::Error)]
 pub enum AfPacketError {
-    #[error("interface {0} does not exist (list them with `ip link`)")]
-    NoSuchInterface(String),
-    #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
-    InterfaceDown { iface: String },
+    #[error(transparent)]
+    Port(#[from] PortError),
     #[error(
         "AF_PACKET on {iface} needs CAP_NET_RAW: run with sudo, or grant it once with \
          `setcap cap_net_raw+ep $(command -v linerate)`"
@@ -27,44 +26,38 @@ pub enum AfPacketError {
         queue: u32,
         frame: u32,
     },
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: io::Error,
-    },
 }
 
 impl AfPacketError {
     pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Self::Io {
-            context: context.into(),
-            source,
-        }
-    }
-
-    /// True when the error comes from what the user asked for (a name, a privilege, a frame
-    /// the interface cannot carry), as [`PortError::is_usage`] classifies the converted error.
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::Io { .. })
+        Self::Port(PortError::io(context, source))
     }
 }
 
+/// A name, a privilege, a frame the interface cannot carry are the user's to fix.
+impl Usage for AfPacketError {
+    fn is_usage(&self) -> bool {
+        match self {
+            Self::Port(e) => e.is_usage(),
+            Self::NotPermitted { .. }
+            | Self::NoAfPacket
+            | Self::Config(_)
+            | Self::WrongFormat { .. } => true,
+        }
+    }
+}
+
+/// What the `Port` trait returns: the shared error as it is, AF_PACKET's own in its words.
 impl From<AfPacketError> for PortError {
     fn from(e: AfPacketError) -> Self {
         match e {
-            AfPacketError::NoSuchInterface(iface) => PortError::NoSuchInterface(iface),
-            AfPacketError::InterfaceDown { iface } => PortError::InterfaceDown { iface },
+            AfPacketError::Port(e) => e,
             // PortError::NotPermitted names AF_XDP's capabilities; AF_PACKET needs only one,
             // so its own sentence travels as the reason.
-            e @ (AfPacketError::NotPermitted { .. }
-            | AfPacketError::NoAfPacket
-            | AfPacketError::Config(_)
-            | AfPacketError::WrongFormat { .. }) => PortError::Unsupported {
+            e => PortError::Unsupported {
                 backend: "afpacket",
                 why: e.to_string(),
             },
-            AfPacketError::Io { context, source } => PortError::Io { context, source },
         }
     }
 }
@@ -76,8 +69,8 @@ mod tests {
     #[test]
     fn usage_errors_stay_usage_errors_as_port_errors() {
         let all = [
-            AfPacketError::NoSuchInterface("x".into()),
-            AfPacketError::InterfaceDown { iface: "x".into() },
+            PortError::NoSuchInterface("x".into()).into(),
+            PortError::InterfaceDown { iface: "x".into() }.into(),
             AfPacketError::NotPermitted { iface: "x".into() },
             AfPacketError::NoAfPacket,
             AfPacketError::Config("no".into()),

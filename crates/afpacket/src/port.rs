@@ -56,11 +56,12 @@ impl AfPacketPort {
     /// socket (CAP_NET_RAW), so that a run fails before it starts.
     pub fn open(iface: &str, options: AfPacketOptions) -> Result<AfPacketPort, AfPacketError> {
         let description =
-            Interface::read(iface).map_err(|_| AfPacketError::NoSuchInterface(iface.into()))?;
+            Interface::read(iface).map_err(|_| PortError::NoSuchInterface(iface.into()))?;
         if !description.up {
-            return Err(AfPacketError::InterfaceDown {
+            return Err(PortError::InterfaceDown {
                 iface: description.name,
-            });
+            }
+            .into());
         }
         sys::packet_socket().map_err(|e| socket_error(iface, e))?;
         Ok(AfPacketPort {
@@ -142,10 +143,11 @@ impl AfPacketPort {
             )
         })?;
         sys::bind_packet(&fd, self.ifindex).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENODEV | libc::ENXIO) => AfPacketError::NoSuchInterface(name.clone()),
-            Some(libc::ENETDOWN) => AfPacketError::InterfaceDown {
+            Some(libc::ENODEV | libc::ENXIO) => PortError::NoSuchInterface(name.clone()).into(),
+            Some(libc::ENETDOWN) => PortError::InterfaceDown {
                 iface: name.clone(),
-            },
+            }
+            .into(),
             Some(libc::EPERM | libc::EACCES) => AfPacketError::NotPermitted {
                 iface: name.clone(),
             },
@@ -204,7 +206,7 @@ mod tests {
         for name in ["", "..", "a/b", "no-such-if-xyz", "0123456789abcdefg"] {
             assert!(matches!(
                 AfPacketPort::open(name, AfPacketOptions::default()),
-                Err(AfPacketError::NoSuchInterface(_))
+                Err(AfPacketError::Port(PortError::NoSuchInterface(_)))
             ));
         }
     }

@@ -2,7 +2,6 @@
 //! once stay in place lap after lap, and the hot path writes a length and a status word per
 //! frame, then makes one `sendto` per batch.
 
-use std::io;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -118,21 +117,10 @@ impl AfPacketQueue {
 
     #[cold]
     fn kick_error(&self, errno: i32) -> PortError {
-        if errno == libc::ENETDOWN {
-            return PortError::InterfaceDown {
-                iface: self.iface.clone(),
-            };
+        match self.refused() {
+            Some(frame) if errno != libc::ENETDOWN => self.wrong_format(frame),
+            _ => PortError::kick(&self.iface, self.queue_id, errno),
         }
-        if let Some(frame) = self.refused() {
-            return self.wrong_format(frame);
-        }
-        PortError::io(
-            format!(
-                "kicking TX (sendto) on AF_PACKET {} queue {}",
-                self.iface, self.queue_id
-            ),
-            io::Error::from_raw_os_error(errno),
-        )
     }
 
     /// The ring frame the kernel refused, if any is in flight.
@@ -156,32 +144,6 @@ impl AfPacketQueue {
             frame,
         }
         .into()
-    }
-
-    #[cold]
-    fn bad_desc(&self, desc: TxDesc) -> PortError {
-        if desc.len > self.ring.data_size() {
-            return PortError::FrameTooLarge {
-                len: desc.len,
-                slot_size: self.ring.data_size(),
-            };
-        }
-        PortError::BadDescriptor {
-            slot: desc.slot,
-            len: desc.len,
-            slots: self.ring.frames(),
-        }
-    }
-
-    #[cold]
-    fn over_submit(&self, n: usize) -> PortError {
-        PortError::io(
-            format!(
-                "{n} frames submitted on AF_PACKET {} queue {} but only {} reserved",
-                self.iface, self.queue_id, self.reserved
-            ),
-            io::ErrorKind::InvalidInput.into(),
-        )
     }
 
     /// Moves every slot's bytes out of the ring into plain memory (the ring frames hold exactly
@@ -243,14 +205,23 @@ impl TxQueue for AfPacketQueue {
     #[inline]
     fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
         if descs.len() > self.reserved as usize {
-            return Err(self.over_submit(descs.len()));
+            return Err(PortError::over_submit(
+                &self.iface,
+                self.queue_id,
+                descs.len(),
+                self.reserved,
+            ));
         }
         let size = self.ring.data_size();
         // Checked before any frame is handed over: the kernel sees a status word at once, so a
         // bad descriptor halfway must not leave the first half sent.
         for &desc in descs {
             if desc.slot >= self.ring.frames() || desc.len == 0 || desc.len > size {
-                return Err(self.bad_desc(desc));
+                return Err(PortError::bad_desc(
+                    desc,
+                    self.ring.data_size(),
+                    self.ring.frames(),
+                ));
             }
         }
         for &desc in descs {

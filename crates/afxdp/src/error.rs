@@ -1,26 +1,13 @@
 use std::io;
 
-use linerate_port::PortError;
+use linerate_port::{PortError, Usage};
 
-/// Why an AF_XDP port or queue could not do what was asked.
+/// Why an AF_XDP port or queue could not do what was asked: what any port may fail with
+/// (`Port`), or what is AF_XDP's own.
 #[derive(Debug, thiserror::Error)]
 pub enum AfXdpError {
-    #[error("interface {0} does not exist (list them with `ip link`)")]
-    NoSuchInterface(String),
-    #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
-    InterfaceDown { iface: String },
-    #[error("interface {iface} has {available} queue(s); queue {queue} does not exist")]
-    NoSuchQueue {
-        iface: String,
-        queue: u32,
-        available: u32,
-    },
-    #[error("queue {queue} of {iface} is already open (another AF_XDP socket holds it)")]
-    QueueInUse { iface: String, queue: u32 },
-    #[error(
-        "{what} needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_IPC_LOCK, the last for the UMEM unless RLIMIT_MEMLOCK covers it): run with sudo"
-    )]
-    NotPermitted { what: String },
+    #[error(transparent)]
+    Port(#[from] PortError),
     #[error("this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --backend pcap or null")]
     NoAfXdp,
     #[error("{driver} ({iface}) has no zero-copy AF_XDP: use --xdp-mode copy or auto")]
@@ -31,45 +18,32 @@ pub enum AfXdpError {
     Config(String),
     #[error("cannot attach the pass-through XDP program to {iface}: {why}")]
     PassProgram { iface: String, why: String },
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: io::Error,
-    },
 }
 
 impl AfXdpError {
     pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Self::Io {
-            context: context.into(),
-            source,
-        }
-    }
-
-    /// True when the error comes from what the user asked for, as [`PortError::is_usage`]
-    /// would classify the converted error.
-    pub fn is_usage(&self) -> bool {
-        !matches!(self, Self::PassProgram { .. } | Self::Io { .. })
+        Self::Port(PortError::io(context, source))
     }
 }
 
+impl Usage for AfXdpError {
+    fn is_usage(&self) -> bool {
+        match self {
+            Self::Port(e) => e.is_usage(),
+            Self::PassProgram { .. } => false,
+            Self::NoAfXdp
+            | Self::NoZeroCopy { .. }
+            | Self::SlotTooLarge { .. }
+            | Self::Config(_) => true,
+        }
+    }
+}
+
+/// What the `Port` trait returns: the shared error as it is, AF_XDP's own in its words.
 impl From<AfXdpError> for PortError {
     fn from(e: AfXdpError) -> Self {
         match e {
-            AfXdpError::NoSuchInterface(iface) => PortError::NoSuchInterface(iface),
-            AfXdpError::InterfaceDown { iface } => PortError::InterfaceDown { iface },
-            AfXdpError::NoSuchQueue {
-                iface,
-                queue,
-                available,
-            } => PortError::NoSuchQueue {
-                iface,
-                queue,
-                available,
-            },
-            AfXdpError::QueueInUse { iface, queue } => PortError::QueueInUse { iface, queue },
-            AfXdpError::NotPermitted { what } => PortError::NotPermitted { what },
+            AfXdpError::Port(e) => e,
             AfXdpError::SlotTooLarge { slot_size, max } => PortError::FrameTooLarge {
                 len: slot_size,
                 slot_size: max,
@@ -80,7 +54,6 @@ impl From<AfXdpError> for PortError {
                     why: e.to_string(),
                 }
             }
-            AfXdpError::Io { context, source } => PortError::Io { context, source },
             e @ AfXdpError::PassProgram { .. } => {
                 PortError::io(e.to_string(), io::Error::other("XDP attach failed"))
             }
@@ -95,20 +68,12 @@ mod tests {
     #[test]
     fn usage_errors_stay_usage_errors_as_port_errors() {
         let all = [
-            AfXdpError::NoSuchInterface("x".into()),
-            AfXdpError::InterfaceDown { iface: "x".into() },
-            AfXdpError::NoSuchQueue {
-                iface: "x".into(),
-                queue: 3,
-                available: 2,
-            },
-            AfXdpError::QueueInUse {
-                iface: "x".into(),
-                queue: 0,
-            },
-            AfXdpError::NotPermitted {
+            PortError::NoSuchInterface("x".into()).into(),
+            PortError::InterfaceDown { iface: "x".into() }.into(),
+            PortError::NotPermitted {
                 what: "AF_XDP".into(),
-            },
+            }
+            .into(),
             AfXdpError::NoAfXdp,
             AfXdpError::NoZeroCopy {
                 iface: "x".into(),

@@ -1,7 +1,7 @@
 //! The interface facts `XskPort::open` gathers once, from the shared sysfs description.
 
-use linerate_port::PortInfo;
 use linerate_port::iface::Interface as Description;
+use linerate_port::{PortError, PortInfo};
 
 use crate::AfXdpError;
 
@@ -15,8 +15,7 @@ pub(crate) struct Interface {
 
 impl Interface {
     pub(crate) fn lookup(name: &str) -> Result<Self, AfXdpError> {
-        let iface =
-            Description::read(name).map_err(|_| AfXdpError::NoSuchInterface(name.into()))?;
+        let iface = Description::read(name).map_err(|_| PortError::NoSuchInterface(name.into()))?;
         Ok(Self {
             ifindex: iface.ifindex,
             up: iface.up,
@@ -34,7 +33,7 @@ mod tests {
         for name in ["", "..", "a/b", "no-such-if-xyz", "0123456789abcdefg"] {
             assert!(matches!(
                 Interface::lookup(name),
-                Err(AfXdpError::NoSuchInterface(_))
+                Err(AfXdpError::Port(PortError::NoSuchInterface(_)))
             ));
         }
     }

@@ -110,9 +110,10 @@ impl XskPort {
     pub fn open(iface: &str, options: XskOptions) -> Result<XskPort, AfXdpError> {
         let iface = Interface::lookup(iface)?;
         if !iface.up {
-            return Err(AfXdpError::InterfaceDown {
+            return Err(PortError::InterfaceDown {
                 iface: iface.info.name,
-            });
+            }
+            .into());
         }
         // The slot count is fixed before a queue is bound (it sizes the UMEM the bind registers),
         // so `Auto` goes by what the driver says it can do: a wrong guess only costs speed.
@@ -137,11 +138,12 @@ impl XskPort {
     pub fn open_xsk_queue(&self, config: &QueueConfig) -> Result<XskQueue, AfXdpError> {
         let name = &self.iface.info.name;
         if config.queue_id >= self.iface.info.queues {
-            return Err(AfXdpError::NoSuchQueue {
+            return Err(PortError::NoSuchQueue {
                 iface: name.clone(),
                 queue: config.queue_id,
                 available: self.iface.info.queues,
-            });
+            }
+            .into());
         }
         if config.slots == 0 {
             return Err(AfXdpError::Config("a queue needs at least one slot".into()));
@@ -361,10 +363,11 @@ impl Binder<'_> {
                 Ok(()) => return Ok(Ok(socket)),
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     if Instant::now() >= deadline {
-                        return Err(AfXdpError::QueueInUse {
+                        return Err(PortError::QueueInUse {
                             iface: self.name().to_owned(),
                             queue: self.queue_id,
-                        });
+                        }
+                        .into());
                     }
                     drop(socket);
                     std::thread::sleep(backoff);
@@ -378,9 +381,10 @@ impl Binder<'_> {
     fn setup_error(&self, e: SetupError) -> AfXdpError {
         match e.source.raw_os_error() {
             Some(libc::EAFNOSUPPORT) => AfXdpError::NoAfXdp,
-            Some(libc::EPERM | libc::EACCES) => AfXdpError::NotPermitted {
+            Some(libc::EPERM | libc::EACCES) => PortError::NotPermitted {
                 what: format!("AF_XDP on {} ({})", self.name(), e.step),
-            },
+            }
+            .into(),
             // ENOBUFS is what the kernel answers when the UMEM exceeds RLIMIT_MEMLOCK and the
             // process lacks CAP_IPC_LOCK (xdp_umem_account_pages); ENOMEM on older kernels.
             Some(libc::ENOMEM | libc::ENOBUFS) if e.step == "XDP_UMEM_REG" => AfXdpError::io(
@@ -401,13 +405,15 @@ impl Binder<'_> {
 
     fn bind_error(&self, mode: &str, e: io::Error) -> AfXdpError {
         match e.raw_os_error() {
-            Some(libc::EPERM | libc::EACCES) => AfXdpError::NotPermitted {
+            Some(libc::EPERM | libc::EACCES) => PortError::NotPermitted {
                 what: format!("binding AF_XDP to {}", self.name()),
-            },
-            Some(libc::ENODEV) => AfXdpError::NoSuchInterface(self.name().to_owned()),
-            Some(libc::ENETDOWN) => AfXdpError::InterfaceDown {
+            }
+            .into(),
+            Some(libc::ENODEV) => PortError::NoSuchInterface(self.name().to_owned()).into(),
+            Some(libc::ENETDOWN) => PortError::InterfaceDown {
                 iface: self.name().to_owned(),
-            },
+            }
+            .into(),
             _ => AfXdpError::io(
                 format!(
                     "binding AF_XDP ({mode} mode) to {} queue {}",

@@ -1,7 +1,6 @@
 //! One bound AF_XDP socket as a `TxQueue`: the hot path (reserve, submit, reap) touches only the
 //! rings and, when the kernel asks for it, makes the one syscall it may make: the kick.
 
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,46 +115,7 @@ impl XskQueue {
                 iface: self.iface.clone(),
             };
         }
-        if errno == libc::ENETDOWN {
-            return PortError::InterfaceDown {
-                iface: self.iface.clone(),
-            };
-        }
-        PortError::io(
-            format!(
-                "kicking TX (sendto) on {} queue {}",
-                self.iface, self.queue_id
-            ),
-            io::Error::from_raw_os_error(errno),
-        )
-    }
-
-    #[cold]
-    fn bad_desc(&self, desc: TxDesc) -> PortError {
-        if desc.len > self.chunk {
-            return PortError::FrameTooLarge {
-                len: desc.len,
-                slot_size: self.chunk,
-            };
-        }
-        PortError::io(
-            format!(
-                "descriptor for slot {} with {} bytes on {} queue {} (queue has {} slots)",
-                desc.slot, desc.len, self.iface, self.queue_id, self.slots
-            ),
-            io::ErrorKind::InvalidInput.into(),
-        )
-    }
-
-    #[cold]
-    fn over_submit(&self, n: usize) -> PortError {
-        PortError::io(
-            format!(
-                "{n} frames submitted on {} queue {} but only {} reserved",
-                self.iface, self.queue_id, self.reserved
-            ),
-            io::ErrorKind::InvalidInput.into(),
-        )
+        PortError::kick(&self.iface, self.queue_id, errno)
     }
 
     /// Takes what the completion ring holds.
@@ -191,13 +151,18 @@ impl TxQueue for XskQueue {
     #[inline]
     fn submit(&mut self, descs: &[TxDesc]) -> Result<(), PortError> {
         if descs.len() > self.reserved as usize {
-            return Err(self.over_submit(descs.len()));
+            return Err(PortError::over_submit(
+                &self.iface,
+                self.queue_id,
+                descs.len(),
+                self.reserved,
+            ));
         }
         let n = descs.len() as u32;
         for (i, &desc) in descs.iter().enumerate() {
             if desc.slot >= self.slots || desc.len == 0 || desc.len > self.chunk {
                 // Nothing is published: the descriptors written so far are overwritten later.
-                return Err(self.bad_desc(desc));
+                return Err(PortError::bad_desc(desc, self.chunk, self.slots));
             }
             let addr = u64::from(desc.slot) * u64::from(self.chunk);
             self.socket.tx.write(

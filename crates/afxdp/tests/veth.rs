@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use linerate_afxdp::{AfXdpError, XdpMode, XskOptions, XskPort};
-use linerate_port::{Port, PortError, QueueConfig, TxDesc, TxQueue};
+use linerate_port::{Port, PortError, QueueConfig, TxDesc, TxQueue, Usage};
 
 const FRAME_LEN: u32 = 60;
 const ETHERTYPE_LOCAL_EXPERIMENTAL: u16 = 0x88B5;
@@ -333,7 +333,10 @@ fn unknown_interface_is_a_usage_error() {
         return;
     }
     let err = XskPort::open("axnosuch0", copy_options()).unwrap_err();
-    assert!(matches!(err, AfXdpError::NoSuchInterface(_)), "{err}");
+    assert!(
+        matches!(err, AfXdpError::Port(PortError::NoSuchInterface(_))),
+        "{err}"
+    );
     let err = PortError::from(err);
     assert!(err.is_usage());
     assert!(
@@ -416,7 +419,10 @@ fn a_down_interface_is_refused() {
     let lab = Lab::new();
     run(&["ip", "link", "set", &lab.sender, "down"]);
     let err = XskPort::open(&lab.sender, copy_options()).unwrap_err();
-    assert!(matches!(err, AfXdpError::InterfaceDown { .. }), "{err}");
+    assert!(
+        matches!(err, AfXdpError::Port(PortError::InterfaceDown { .. })),
+        "{err}"
+    );
 }
 
 #[test]

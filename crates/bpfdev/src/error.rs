@@ -17,10 +17,9 @@ pub enum BpfError {
          capture tools or raise the device count (sysctl debug.bpf_maxdevices on macOS)"
     )]
     NoFreeDevice { tried: u32 },
-    #[error("interface {iface} does not exist (list them with `ifconfig -l`)")]
-    NoSuchInterface { iface: String },
-    #[error("interface {iface} is down: bring it up with `sudo ifconfig {iface} up`")]
-    InterfaceDown { iface: String },
+    /// What any port may fail with (a name, a link that is down).
+    #[error(transparent)]
+    Port(#[from] PortError),
     #[error(
         "interface {iface} is not Ethernet (BIOCGDLT answered link type {dlt}, want \
          DLT_EN10MB = 1): linerate writes Ethernet frames only"
@@ -71,8 +70,7 @@ pub enum BpfError {
 impl From<BpfError> for PortError {
     fn from(err: BpfError) -> Self {
         match err {
-            BpfError::NoSuchInterface { iface } => PortError::NoSuchInterface(iface),
-            BpfError::InterfaceDown { iface } => PortError::InterfaceDown { iface },
+            BpfError::Port(e) => e,
             BpfError::PermissionDenied { ref path } => PortError::NotPermitted {
                 what: format!("opening {path} (or install ChmodBPF)"),
             },

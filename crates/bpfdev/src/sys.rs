@@ -103,14 +103,13 @@ impl BpfFd {
         ioctl(&self.file, abi::BIOCSBLEN, &mut blen).map_err(self.fail("BIOCSBLEN"))?;
         self.buffer_len = blen;
 
-        let mut req = IfReq::new(&self.iface).ok_or_else(|| BpfError::NoSuchInterface {
-            iface: self.iface.clone(),
-        })?;
+        let mut req = IfReq::new(&self.iface)
+            .ok_or_else(|| PortError::NoSuchInterface(self.iface.clone()))?;
         ioctl(&self.file, abi::BIOCSETIF, &mut req).map_err(|source| {
             let iface = self.iface.clone();
             match source.raw_os_error() {
-                Some(libc::ENXIO) => BpfError::NoSuchInterface { iface },
-                Some(libc::ENETDOWN) => BpfError::InterfaceDown { iface },
+                Some(libc::ENXIO) => PortError::NoSuchInterface(iface).into(),
+                Some(libc::ENETDOWN) => PortError::InterfaceDown { iface }.into(),
                 _ => BpfError::Ioctl {
                     iface,
                     request: "BIOCSETIF",
@@ -382,9 +381,7 @@ fn link(iface: &str) -> Result<Link, BpfError> {
     // SAFETY: `head` came from a successful getifaddrs and is freed exactly once; no reference
     // into the list outlives this point (`link_of` copied what it needed).
     unsafe { libc::freeifaddrs(head) };
-    found.ok_or_else(|| BpfError::NoSuchInterface {
-        iface: iface.to_owned(),
-    })
+    found.ok_or_else(|| PortError::NoSuchInterface(iface.to_owned()).into())
 }
 
 /// The link-layer facts of an `AF_LINK` entry.
@@ -439,9 +436,10 @@ pub fn open(iface: &str) -> Result<BpfPort, BpfError> {
 pub fn open_with(iface: &str, options: &BpfOptions) -> Result<BpfPort, BpfError> {
     let link = link(iface)?;
     if !link.up {
-        return Err(BpfError::InterfaceDown {
+        return Err(PortError::InterfaceDown {
             iface: iface.to_owned(),
-        });
+        }
+        .into());
     }
     let writer = new_writer(iface, link.mtu, options)?;
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);

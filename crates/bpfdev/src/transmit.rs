@@ -6,7 +6,7 @@ use std::io;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use linerate_port::{SlotMemory, TxDesc};
+use linerate_port::{PortError, SlotMemory, TxDesc};
 
 use crate::abi::{bpf_hdr, record_len};
 use crate::error::BpfError;
@@ -315,7 +315,7 @@ impl<D: BpfDevice> Writer<D> {
     fn fatal(&self, source: io::Error, frame_len: usize) -> BpfError {
         let iface = self.iface.clone();
         match Errno::of(&source) {
-            Errno::NetDown => BpfError::InterfaceDown { iface },
+            Errno::NetDown => PortError::InterfaceDown { iface }.into(),
             Errno::TooBig => BpfError::FrameTooLarge {
                 iface,
                 len: frame_len,

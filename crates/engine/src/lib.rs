@@ -1,7 +1,10 @@
-//! Runs a plan on a port: the one worker runner (`run_workers`: pinned threads, one epoch, a
-//! status tick, panic-safe supervision, the report), the one pacer (`pace::Pacer`) and the hot
+//! Runs a plan on a transmitter: the one transmit path (`run` over a `Transmitter`: the plan's
+//! shape turned into work once, the report built once), the one worker runner (pinned threads,
+//! one epoch, a status tick, panic-safe supervision), the one pacer (`pace::Pacer`) and the hot
 //! loops that drive a `TxQueue` with reserve → fill/patch → submit → reap. Knows nothing of any
-//! backend beyond that trait; the live backend runs its own loop on the same runner and pacer.
+//! backend beyond those traits; the live backend is a `Transmitter` with its own worker loop.
+
+use linerate_port::Usage;
 
 pub mod clock;
 mod counters;
@@ -10,15 +13,16 @@ pub mod pace;
 mod report;
 mod run;
 mod runner;
+mod transmitter;
 mod worker;
 
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
-pub use run::{RunConfig, WorkerSpec, merged_lanes, run, set_per_stream, slots_for};
+pub use run::{RunConfig, WorkerSpec, slots_for};
 pub use runner::{
-    Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, run_workers,
-    unavailable_core,
+    Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, unavailable_core,
 };
+pub use transmitter::{Done, Job, Runner, Transmitter, Work, WorkerError, merged_lanes, run};
 pub use worker::{
     LaneShare, LaneTotals, WorkerTotals, transmit, transmit_lanes, transmit_streamed,
 };
@@ -43,13 +47,17 @@ pub enum EngineError {
     /// A worker failed or panicked mid-run; holds the report so far.
     #[error(transparent)]
     Interrupted(#[from] Interrupted),
+    /// A transmitter's own refusal or failure before its workers ran (live: a plan its program
+    /// cannot send, a link that is down), kept whole so it still says whose fix it is.
+    #[error(transparent)]
+    Transmitter(Box<dyn Usage>),
 }
 
-impl EngineError {
-    /// True when the user can fix it by changing what they asked for (exit code 2).
-    pub fn is_usage(&self) -> bool {
+impl Usage for EngineError {
+    fn is_usage(&self) -> bool {
         match self {
             Self::Port(e) => e.is_usage(),
+            Self::Transmitter(e) => e.is_usage(),
             Self::Pin { .. } | Self::NoWorkers | Self::SlotTooSmall { .. } => true,
             Self::Interrupted(_) => false,
         }

@@ -2,16 +2,16 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use linerate_port::{Port, PortError, QueueConfig, TxQueue};
-use linerate_stream::{Merged, Plan, Shape, lanes_for_worker, merge};
+use linerate_port::{Port, PortError, PortInfo, QueueConfig, TxQueue};
+use linerate_stream::lanes_for_worker;
 
 use crate::EngineError;
 use crate::pace::{Pacer, Wall};
-use crate::report::{PacingStats, Report, StreamCount, WorkerReport};
-use crate::runner::{Observer, WorkerContext, check_workers, run_workers};
+use crate::report::{PacingStats, WorkerReport};
+use crate::runner::WorkerContext;
+use crate::transmitter::{Done, Job, Runner, Transmitter, Work};
 use crate::worker::{
-    LaneShare, LaneTotals, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes,
-    transmit_streamed,
+    LaneShare, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes, transmit_streamed,
 };
 
 /// Slots an interleaved plan's lanes share at least: a 2048-entry ring with as many in flight.
@@ -26,6 +26,15 @@ pub struct WorkerSpec {
     /// Core to pin to; None leaves the thread to the scheduler.
     pub core: Option<usize>,
     pub queue: u32,
+}
+
+impl WorkerSpec {
+    /// One worker per queue `0..queues`, each left to the scheduler.
+    pub fn unpinned(queues: u32) -> Vec<WorkerSpec> {
+        (0..queues)
+            .map(|queue| WorkerSpec { core: None, queue })
+            .collect()
+    }
 }
 
 /// How to run a plan.
@@ -51,7 +60,7 @@ pub fn slots_for(period: usize, minimum: u32) -> u32 {
 }
 
 /// What one worker runs: its share of the plan's cycle, or of every lane.
-enum Job<'a> {
+enum Share<'a> {
     Cycle(
         linerate_stream::WorkerPlan<'a>,
         Option<&'a linerate_stream::Pacing>,
@@ -63,7 +72,26 @@ enum Job<'a> {
     ),
 }
 
-impl Job<'_> {
+impl<'a> Share<'a> {
+    /// Worker `i`'s share of `work`, of `config`'s workers.
+    fn of(work: Work<'a>, i: usize, config: &RunConfig) -> Self {
+        let workers = config.workers.len();
+        match work {
+            Work::Cycle { cycle, pacing } => {
+                Self::Cycle(cycle.for_worker(i, workers, config.count), pacing)
+            }
+            Work::Lanes(lanes) => Self::Lanes(split_slots(
+                lanes_for_worker(lanes, i, workers, config.count),
+                lanes,
+            )),
+            Work::Streamed {
+                frames,
+                pacing,
+                count,
+            } => Self::Streamed(frames.for_worker(i, workers, count, config.count), pacing),
+        }
+    }
+
     fn slots(&self, minimum: u32) -> u32 {
         match self {
             Self::Cycle(wp, _) => slots_for(wp.frames.len(), minimum),
@@ -72,193 +100,83 @@ impl Job<'_> {
             Self::Streamed(..) => minimum.max(1),
         }
     }
-}
 
-/// Opens one queue per worker (all before any frame is sent, so a busy or missing queue fails
-/// the run cleanly), fills their slots, and runs the workers with the engine's runner: a cycle
-/// with `transmit`, lanes with `transmit_lanes`.
-pub fn run(
-    port: &dyn Port,
-    plan: &Plan,
-    config: &RunConfig,
-    observer: &dyn Observer,
-) -> Result<Report, EngineError> {
-    check_workers(&config.workers)?;
-    let workers = config.workers.len();
-    // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks) round
-    // up themselves, and packed slots keep the frames the loop patches in cache.
-    let slot_size = (plan.max_len() as u32).next_multiple_of(64);
-    // Lanes whose schedules merge ahead of time run as one cycle: a frame costs the same
-    // however many streams there are.
-    let merged = match &plan.shape {
-        Shape::Lanes(lanes) => merge(lanes),
-        Shape::Cycle { .. } | Shape::Streamed { .. } => None,
-    };
-    let mut jobs = Vec::with_capacity(workers);
-    for (i, w) in config.workers.iter().enumerate() {
-        let job = match (&plan.shape, &merged) {
-            (_, Some(m)) => Job::Cycle(
-                m.cycle.for_worker(i, workers, config.count),
-                Some(&m.pacing),
-            ),
-            (Shape::Cycle { cycle, pacing }, None) => {
-                Job::Cycle(cycle.for_worker(i, workers, config.count), pacing.as_ref())
-            }
-            (Shape::Lanes(lanes), None) => Job::Lanes(split_slots(
-                lanes_for_worker(lanes, i, workers, config.count),
-                lanes,
-            )),
-            (
-                Shape::Streamed {
-                    frames,
-                    pacing,
-                    count,
-                },
-                None,
-            ) => Job::Streamed(
-                frames.for_worker(i, workers, *count, config.count),
-                pacing.as_ref(),
-            ),
-        };
-        let mut queue = port.open_queue(&QueueConfig {
-            queue_id: w.queue,
-            slots: job.slots(port.min_slots()),
-            slot_size,
-            batch: config.batch,
-        })?;
-        if (queue.slot_size() as usize) < plan.max_len() {
-            return Err(EngineError::SlotTooSmall {
-                len: plan.max_len(),
-                slot_size: queue.slot_size(),
-                queue: w.queue,
-            });
-        }
-        // Filled here, before any thread exists: the runner's workers only send.
-        match &job {
-            Job::Cycle(wp, _) => fill_slots(&mut queue, wp),
-            Job::Lanes(lanes) => fill_lanes(&mut queue, lanes),
-            Job::Streamed(..) => {}
-        }
-        jobs.push((queue, job));
-    }
-
-    let info = port.info();
-    let work = |(mut queue, job): (Box<dyn TxQueue>, Job<'_>), ctx: &WorkerContext<'_>| {
+    /// Runs the share on `queue` with the hot loop made for it: a cycle with `transmit`, lanes
+    /// with `transmit_lanes`, a streamed capture with `transmit_streamed`.
+    fn send(
+        &self,
+        queue: &mut Box<dyn TxQueue>,
+        batch: u32,
+        ctx: &WorkerContext<'_>,
+    ) -> Result<WorkerTotals, PortError> {
         let stop = ctx.halt();
-        let totals = match &job {
-            Job::Cycle(wp, pacing) => {
-                let pacer = pacing.map(|p| {
-                    Pacer::new(
-                        p,
-                        ctx.epoch,
-                        wp.first_seq,
-                        wp.stride,
-                        u64::from(config.batch),
-                    )
-                });
-                transmit(&mut queue, wp, config.batch, stop, Some(ctx), pacer)?
+        let pacer =
+            |p, first_seq, stride| Pacer::new(p, ctx.epoch, first_seq, stride, batch.into());
+        match self {
+            Self::Cycle(wp, pacing) => {
+                let pacer = pacing.map(|p| pacer(p, wp.first_seq, wp.stride));
+                transmit(queue, wp, batch, stop, Some(ctx), pacer)
             }
-            Job::Streamed(share, pacing) => {
-                let pacer = pacing.map(|p| {
-                    Pacer::new(
-                        p,
-                        ctx.epoch,
-                        share.first_seq,
-                        share.stride,
-                        u64::from(config.batch),
-                    )
-                });
-                transmit_streamed(&mut queue, share, config.batch, stop, Some(ctx), pacer)?
+            Self::Streamed(share, pacing) => {
+                let pacer = pacing.map(|p| pacer(p, share.first_seq, share.stride));
+                transmit_streamed(queue, share, batch, stop, Some(ctx), pacer)
             }
-            Job::Lanes(lanes) => {
+            Self::Lanes(lanes) => {
                 let clock = Wall(ctx.epoch);
-                transmit_lanes(
-                    &mut queue,
-                    lanes,
-                    config.batch,
-                    stop,
-                    Some(ctx),
-                    &clock,
-                    ctx.epoch,
-                )?
+                transmit_lanes(queue, lanes, batch, stop, Some(ctx), &clock, ctx.epoch)
             }
-        };
-        let lanes = match &merged {
-            Some(m) => merged_lanes(m, ctx.worker, workers, totals.submitted),
-            None => totals.lanes.clone(),
-        };
-        Ok::<_, PortError>((worker_report(ctx, queue.as_ref(), &totals), lanes))
-    };
-    let cores = crate::cpu::CoreTimes::read();
-    let done = run_workers(
-        config,
-        (info.backend, &info.name),
-        jobs,
-        work,
-        || {},
-        observer,
-    )?;
-
-    let mut sent = Vec::<LaneTotals>::new();
-    let mut reports = Vec::with_capacity(workers);
-    for (report, lanes) in done {
-        sent.resize(lanes.len().max(sent.len()), LaneTotals::default());
-        for (sum, lane) in sent.iter_mut().zip(lanes) {
-            sum.submitted += lane.submitted;
-            sum.bytes += lane.bytes;
         }
-        reports.push(report);
-    }
-    let mut report = Report::new(info.backend, &info.name, reports);
-    report.cores = cores.load_until(&crate::cpu::CoreTimes::read());
-    report.requested_pps = plan.requested_pps();
-    set_per_stream(&mut report, plan, &sent);
-    Ok(report)
-}
-
-/// The report's per-stream counts of a plan of lanes, from what each lane sent (all workers).
-pub fn set_per_stream(report: &mut Report, plan: &Plan, sent: &[LaneTotals]) {
-    if let Shape::Lanes(lanes) = &plan.shape {
-        let elapsed = report.elapsed_s.max(1e-9);
-        report.per_stream = lanes
-            .iter()
-            .zip(&plan.streams)
-            .zip(sent)
-            .map(|((lane, info), sent)| StreamCount {
-                name: info.name.clone(),
-                frames: sent.submitted,
-                bytes: sent.bytes,
-                requested_pps: lane.pacing.pps(),
-                pps: sent.submitted as f64 / elapsed,
-            })
-            .collect();
     }
 }
 
-/// What each lane sent of a merged cycle when worker `worker` of `workers` sent `submitted`
-/// frames of it: frames `worker + k · workers` for k below `submitted`, whose positions in the
-/// cycle repeat every `period / gcd(period, workers)` frames.
-pub fn merged_lanes(m: &Merged, worker: usize, workers: usize, submitted: u64) -> Vec<LaneTotals> {
-    let lanes = m.lane_of.iter().max().map_or(0, |&l| l as usize + 1);
-    let mut totals = vec![LaneTotals::default(); lanes];
-    let period = m.lane_of.len() as u64;
-    let (w, n) = (worker as u64, workers as u64);
-    let gcd = |mut a: u64, mut b: u64| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a.max(1)
-    };
-    let repeat = period / gcd(period, n);
-    let (full, rest) = (submitted / repeat, submitted % repeat);
-    for k in 0..repeat.min(submitted) {
-        let at = ((w + k * n) % period) as usize;
-        let times = full + u64::from(k < rest);
-        let lane = &mut totals[m.lane_of[at] as usize];
-        lane.submitted += times;
-        lane.bytes += times * m.cycle.frames[at].len() as u64;
+/// A port is a transmitter whose workers the engine drives: one queue per worker, opened and
+/// filled before any thread exists (so a busy or missing queue fails the run cleanly), then the
+/// hot loop made for the worker's share.
+impl<P: Port + ?Sized> Transmitter for P {
+    fn info(&self) -> &PortInfo {
+        Port::info(self)
     }
-    totals
+
+    fn transmit(&self, work: Work<'_>, runner: &Runner<'_>) -> Result<Vec<Done>, EngineError> {
+        let config = runner.config();
+        // Whole cache lines, and no more: backends with their own alignment (AF_XDP chunks)
+        // round up themselves, and packed slots keep the frames the loop patches in cache.
+        let max_len = work.max_len();
+        let slot_size = (max_len as u32).next_multiple_of(64);
+        let mut jobs = Vec::with_capacity(config.workers.len());
+        for (i, w) in config.workers.iter().enumerate() {
+            let share = Share::of(work, i, config);
+            let mut queue = self.open_queue(&QueueConfig {
+                queue_id: w.queue,
+                slots: share.slots(self.min_slots()),
+                slot_size,
+                batch: config.batch,
+            })?;
+            if (queue.slot_size() as usize) < max_len {
+                return Err(EngineError::SlotTooSmall {
+                    len: max_len,
+                    slot_size: queue.slot_size(),
+                    queue: w.queue,
+                });
+            }
+            // Filled here, before any thread exists: the runner's workers only send.
+            match &share {
+                Share::Cycle(wp, _) => fill_slots(&mut queue, wp),
+                Share::Lanes(lanes) => fill_lanes(&mut queue, lanes),
+                Share::Streamed(..) => {}
+            }
+            let batch = config.batch;
+            let job: Job<'_> = Box::new(move |ctx: &WorkerContext<'_>| {
+                let totals = share.send(&mut queue, batch, ctx)?;
+                Ok(Done {
+                    report: worker_report(ctx, queue.as_ref(), &totals),
+                    lanes: totals.lanes,
+                })
+            });
+            jobs.push(job);
+        }
+        Ok(runner.run(jobs, &|| {})?)
+    }
 }
 
 fn worker_report(
@@ -315,18 +233,15 @@ fn split_slots<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run;
     use linerate_port::NullPort;
+    use linerate_stream::Plan;
     use linerate_stream::{Limits, StreamSpec};
     use std::sync::atomic::Ordering;
 
     fn config(workers: usize, count: Option<u64>) -> RunConfig {
         RunConfig {
-            workers: (0..workers)
-                .map(|q| WorkerSpec {
-                    core: None,
-                    queue: q as u32,
-                })
-                .collect(),
+            workers: WorkerSpec::unpinned(workers as u32),
             batch: 64,
             duration: None,
             count,
@@ -446,8 +361,11 @@ mod failure_tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
+    use crate::run;
     use linerate_port::NullPort;
+    use linerate_port::Usage;
     use linerate_port::fault::{Fault, FaultyPort, quiet_injected_panics};
+    use linerate_stream::Plan;
     use linerate_stream::{Limits, StreamSpec};
 
     use crate::WorkerFailure;
@@ -457,12 +375,7 @@ mod failure_tests {
     fn interrupted(panic: bool) -> (crate::Interrupted, Duration) {
         let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
         let config = RunConfig {
-            workers: (0..2)
-                .map(|q| WorkerSpec {
-                    core: None,
-                    queue: q,
-                })
-                .collect(),
+            workers: WorkerSpec::unpinned(2),
             batch: 64,
             duration: None,
             count: None,

@@ -12,6 +12,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::counters::{Counters, Snapshot};
 use crate::report::{Report, WorkerReport};
+use crate::transmitter::{Done, Job, WorkerError};
 use crate::{EngineError, RunConfig, WorkerSpec};
 
 /// Hears about a run while it goes (the live status line).
@@ -32,10 +33,7 @@ pub enum WorkerFailure {
     /// the middle of a run is the system failing (exit 1), even an error that would be the
     /// user's to fix at the start (an interface that is down).
     #[error("worker {worker} stopped: {cause}")]
-    Failed {
-        worker: usize,
-        cause: Box<dyn std::error::Error + Send + Sync>,
-    },
+    Failed { worker: usize, cause: WorkerError },
 }
 
 /// A run that a worker ended early: why, and what every worker had done by then (a failed
@@ -128,24 +126,18 @@ impl Drop for Finished<'_> {
     }
 }
 
-/// Runs one thread per `jobs` entry (worker `i` gets `jobs[i]` and `config.workers[i]`): pinned,
-/// started together, each calling `work` once. `on_halt` runs with every halt, for backends
-/// whose workers wait in the kernel (live raises a stop flag the program reads). A worker that
-/// returns an error or panics halts the others; the run then ends with `Interrupted`, holding
-/// the report so far for `backend` on `port`.
-pub fn run_workers<J, T, E>(
+/// Runs one thread per `jobs` entry (worker `i` runs `jobs[i]` with `config.workers[i]`):
+/// pinned, started together. `on_halt` runs with every halt, for backends whose workers wait in
+/// the kernel (live raises a stop flag the program reads). A worker that returns an error or
+/// panics halts the others; the run then ends with `Interrupted`, holding the report so far for
+/// `backend` on `port`.
+pub(crate) fn run_workers(
     config: &RunConfig,
     (backend, port): (&str, &str),
-    jobs: Vec<J>,
-    work: impl Fn(J, &WorkerContext<'_>) -> Result<(WorkerReport, T), E> + Sync,
-    on_halt: impl Fn() + Sync,
+    jobs: Vec<Job<'_>>,
+    on_halt: &(dyn Fn() + Sync),
     observer: &dyn Observer,
-) -> Result<Vec<(WorkerReport, T)>, Interrupted>
-where
-    J: Send,
-    T: Send,
-    E: std::error::Error + Send + Sync + 'static,
-{
+) -> Result<Vec<Done>, Interrupted> {
     let workers = jobs.len();
     debug_assert_eq!(workers, config.workers.len());
     let shared = Shared {
@@ -157,45 +149,19 @@ where
     };
     let barrier = Barrier::new(workers + 1);
     let epoch = OnceLock::new();
-    let (shared, barrier, epoch, work) = (&shared, &barrier, &epoch, &work);
-
     let cores_before = crate::cpu::CoreTimes::read();
     let joined = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
             .into_iter()
             .enumerate()
             .map(|(i, job)| {
+                let (shared, barrier, epoch) = (&shared, &barrier, &epoch);
                 let spec = config.workers[i];
-                scope.spawn(move || {
-                    if let Some(core) = spec.core {
-                        core_affinity::set_for_current(core_affinity::CoreId { id: core });
-                    }
-                    barrier.wait();
-                    let epoch = *epoch.get_or_init(Instant::now);
-                    let mut done = Finished {
-                        shared,
-                        worker: i,
-                        epoch,
-                        ok: false,
-                    };
-                    let ctx = WorkerContext {
-                        worker: i,
-                        spec,
-                        epoch,
-                        halt: &shared.halt,
-                        counters: &shared.counters[i],
-                    };
-                    let (result, cpu) = crate::cpu::measure(|| work(job, &ctx));
-                    done.ok = result.is_ok();
-                    result.map(|(mut report, extra)| {
-                        report.cpu = cpu;
-                        (report, extra)
-                    })
-                })
+                scope.spawn(move || worker_thread(i, spec, job, shared, barrier, epoch))
             })
             .collect();
         barrier.wait();
-        supervise(config, shared, &on_halt, observer);
+        supervise(config, &shared, on_halt, observer);
         handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
     });
 
@@ -204,34 +170,18 @@ where
     let mut failure = None;
     for (i, outcome) in joined.into_iter().enumerate() {
         let failed = match outcome {
-            Ok(Ok((report, extra))) => {
-                reports.push(report.clone());
-                done.push((report, extra));
+            Ok(Ok(d)) => {
+                reports.push(d.report.clone());
+                done.push(d);
                 continue;
             }
-            Ok(Err(cause)) => WorkerFailure::Failed {
-                worker: i,
-                cause: Box::new(cause),
-            },
+            Ok(Err(cause)) => WorkerFailure::Failed { worker: i, cause },
             Err(payload) => WorkerFailure::Panicked {
                 worker: i,
                 message: panic_message(payload.as_ref()),
             },
         };
-        let (submitted, completed, bytes) = shared.counters[i].read();
-        reports.push(WorkerReport {
-            worker: i,
-            core: config.workers[i].core,
-            queue: config.workers[i].queue,
-            mode: "failed".into(),
-            submitted,
-            completed,
-            bytes,
-            elapsed_s: shared.ended_ns[i].load(Ordering::Relaxed) as f64 / 1e9,
-            stats: Default::default(),
-            pacing: None,
-            cpu: None,
-        });
+        reports.push(failed_report(config, &shared, i));
         failure.get_or_insert(failed);
     }
     match failure {
@@ -244,6 +194,60 @@ where
                 report: Box::new(report),
             })
         }
+    }
+}
+
+/// One worker's thread: pinned, waits for the others, then runs its job from the shared epoch
+/// and records how it ended (also while it unwinds).
+fn worker_thread(
+    i: usize,
+    spec: WorkerSpec,
+    job: Job<'_>,
+    shared: &Shared,
+    barrier: &Barrier,
+    epoch: &OnceLock<Instant>,
+) -> Result<Done, WorkerError> {
+    if let Some(core) = spec.core {
+        core_affinity::set_for_current(core_affinity::CoreId { id: core });
+    }
+    barrier.wait();
+    let epoch = *epoch.get_or_init(Instant::now);
+    let mut finished = Finished {
+        shared,
+        worker: i,
+        epoch,
+        ok: false,
+    };
+    let ctx = WorkerContext {
+        worker: i,
+        spec,
+        epoch,
+        halt: &shared.halt,
+        counters: &shared.counters[i],
+    };
+    let (result, cpu) = crate::cpu::measure(|| job(&ctx));
+    finished.ok = result.is_ok();
+    result.map(|mut d| {
+        d.report.cpu = cpu;
+        d
+    })
+}
+
+/// A failed worker's share: what it had published by the time it ended.
+fn failed_report(config: &RunConfig, shared: &Shared, i: usize) -> WorkerReport {
+    let (submitted, completed, bytes) = shared.counters[i].read();
+    WorkerReport {
+        worker: i,
+        core: config.workers[i].core,
+        queue: config.workers[i].queue,
+        mode: "failed".into(),
+        submitted,
+        completed,
+        bytes,
+        elapsed_s: shared.ended_ns[i].load(Ordering::Relaxed) as f64 / 1e9,
+        stats: Default::default(),
+        pacing: None,
+        cpu: None,
     }
 }
 

@@ -343,6 +343,40 @@ struct LaneState<'a> {
     totals: LaneTotals,
 }
 
+impl<'a> LaneState<'a> {
+    /// Every lane at its start, and the heap of those with frames to send, keyed by their first
+    /// frame's due time.
+    fn start(
+        lanes: &'a [LaneShare<'a>],
+        batch: u32,
+        epoch: Instant,
+    ) -> (Vec<Self>, BinaryHeap<Reverse<(u64, usize)>>) {
+        let state: Vec<Self> = lanes
+            .iter()
+            .map(|lane| LaneState {
+                cursor: Cursor::new(&lane.plan, lane.first_slot, lane.slots),
+                pacer: Pacer::new(
+                    lane.pacing,
+                    epoch,
+                    lane.plan.first_seq,
+                    lane.plan.stride,
+                    u64::from(batch),
+                ),
+                left: lane.plan.count.unwrap_or(u64::MAX),
+                in_flight: 0,
+                totals: LaneTotals::default(),
+            })
+            .collect();
+        let ready = state
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.left > 0)
+            .map(|(i, l)| Reverse((l.pacer.next_due(), i)))
+            .collect();
+        (state, ready)
+    }
+}
+
 /// The loop for interleaved streams. Lanes wait in a heap keyed by their next frame's due time,
 /// so a lane's turn costs O(log lanes), not O(lanes). Each batch takes, lane after lane in due
 /// order, the frames due by its reach (its first frame's due time plus a slice, as one stream's
@@ -360,28 +394,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
     clock: &impl Clock,
     epoch: Instant,
 ) -> Result<WorkerTotals, PortError> {
-    let mut state: Vec<LaneState<'_>> = lanes
-        .iter()
-        .map(|lane| LaneState {
-            cursor: Cursor::new(&lane.plan, lane.first_slot, lane.slots),
-            pacer: Pacer::new(
-                lane.pacing,
-                epoch,
-                lane.plan.first_seq,
-                lane.plan.stride,
-                u64::from(batch),
-            ),
-            left: lane.plan.count.unwrap_or(u64::MAX),
-            in_flight: 0,
-            totals: LaneTotals::default(),
-        })
-        .collect();
-    let mut ready: BinaryHeap<Reverse<(u64, usize)>> = state
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.left > 0)
-        .map(|(i, l)| Reverse((l.pacer.next_due(), i)))
-        .collect();
+    let (mut state, mut ready) = LaneState::start(lanes, batch, epoch);
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut flight: VecDeque<(usize, u32)> = VecDeque::with_capacity(queue.slots() as usize);
     let mut log = PaceLog::new();

@@ -1,5 +1,8 @@
 //! The one error type of this crate: each variant says what went wrong and what to do.
 
+use linerate_engine::EngineError;
+use linerate_port::Usage;
+
 /// Errors while opening a port for live transmit or running a plan on it.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
@@ -27,7 +30,7 @@ pub enum LiveError {
 
     /// The runner refused the workers, or a worker failed mid-run (with the report so far).
     #[error(transparent)]
-    Engine(#[from] linerate_engine::EngineError),
+    Engine(linerate_engine::EngineError),
 
     #[error("running the live transmit program on {iface} failed: {source}")]
     Run {
@@ -54,9 +57,8 @@ pub enum LiveError {
     NotLinux,
 }
 
-impl LiveError {
-    /// True when the user can fix it by changing what they asked for (exit code 2).
-    pub fn is_usage(&self) -> bool {
+impl Usage for LiveError {
+    fn is_usage(&self) -> bool {
         match self {
             Self::Engine(e) => e.is_usage(),
             _ => matches!(
@@ -69,6 +71,33 @@ impl LiveError {
                     | Self::Down { .. }
                     | Self::NotLinux
             ),
+        }
+    }
+}
+
+/// The engine holds the live backend's own errors whole (`EngineError::Transmitter`) and
+/// returns its own as they are.
+impl From<LiveError> for EngineError {
+    fn from(e: LiveError) -> Self {
+        match e {
+            LiveError::Engine(e) => e,
+            e => EngineError::Transmitter(Box::new(e)),
+        }
+    }
+}
+
+/// The live error an engine run ended with: the backend's own taken back out of the engine's.
+impl From<EngineError> for LiveError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Transmitter(t)
+                if (&*t as &(dyn std::error::Error + 'static)).is::<LiveError>() =>
+            {
+                let t: Box<dyn std::error::Error + Send + Sync> = t;
+                *t.downcast::<LiveError>()
+                    .expect("the guard checked the type")
+            }
+            e => LiveError::Engine(e),
         }
     }
 }

@@ -225,6 +225,7 @@ mod tests {
     use linerate_stream::{Capture, Hold, Replay, Shape};
 
     use super::*;
+    use linerate_port::Usage;
 
     /// Writes `frames` as a classic pcap file and streams it back, addresses rewritten.
     fn streamed(frames: &[Vec<u8>], name: &str) -> Arc<MappedFrames> {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use linerate_engine::{RunConfig, WorkerSpec};
 use linerate_lab::{Lab, LabConfig, LabGuard, SinkCounters, root_or_skip, unique_name};
 use linerate_live::{LiveError, LivePort, layout};
+use linerate_port::Usage;
 use linerate_stream::{Bursts, Limits, Plan, StreamSpec};
 use linerate_xdp::{AttachMode, PinnedSink};
 

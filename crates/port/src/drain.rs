@@ -36,6 +36,7 @@ pub fn drain_polling(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Usage;
 
     #[test]
     fn counts_every_reap_until_nothing_is_outstanding() {

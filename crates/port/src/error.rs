@@ -1,10 +1,25 @@
 use std::path::PathBuf;
 
+/// How this system lists its interfaces, for the advice of `NoSuchInterface`.
+#[cfg(target_os = "linux")]
+const LIST_LINKS: &str = "ip link";
+#[cfg(not(target_os = "linux"))]
+const LIST_LINKS: &str = "ifconfig -l";
+
+/// How this system brings `iface` up, for the advice of `InterfaceDown`.
+fn set_up(iface: &str) -> String {
+    if cfg!(target_os = "linux") {
+        format!("ip link set {iface} up")
+    } else {
+        format!("sudo ifconfig {iface} up")
+    }
+}
+
 /// Why a port or queue could not do what was asked. Each variant carries what a person needs to
 /// fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum PortError {
-    #[error("interface {0} does not exist (list them with `ip link`)")]
+    #[error("interface {0} does not exist (list them with `{LIST_LINKS}`)")]
     NoSuchInterface(String),
     #[error("interface {iface} has {available} queue(s); queue {queue} does not exist")]
     NoSuchQueue {
@@ -18,7 +33,7 @@ pub enum PortError {
         "{what} needs root (or CAP_NET_ADMIN, CAP_NET_RAW and CAP_IPC_LOCK, the last for the UMEM unless RLIMIT_MEMLOCK covers it): run with sudo"
     )]
     NotPermitted { what: String },
-    #[error("interface {iface} is down: bring it up with `ip link set {iface} up`")]
+    #[error("interface {iface} is down: bring it up with `{}`", set_up(iface))]
     InterfaceDown { iface: String },
     #[error("interface {iface} disappeared (deleted while in use)")]
     InterfaceGone { iface: String },
@@ -51,9 +66,60 @@ impl PortError {
         }
     }
 
-    /// True when the error comes from what the user asked for (a wrong name, a missing
-    /// privilege), not from the system failing: the CLI exits 2 for these.
-    pub fn is_usage(&self) -> bool {
+    /// A kick (`sendto`) of queue `queue` on `iface` that failed with `errno`, as the socket
+    /// backends (AF_XDP, AF_PACKET) report it: a link that went down, or the OS error.
+    #[cold]
+    pub fn kick(iface: &str, queue: u32, errno: i32) -> Self {
+        if errno == libc::ENETDOWN {
+            return Self::InterfaceDown {
+                iface: iface.to_owned(),
+            };
+        }
+        Self::io(
+            format!("kicking TX (sendto) on {iface} queue {queue}"),
+            std::io::Error::from_raw_os_error(errno),
+        )
+    }
+
+    /// A descriptor a queue of `slots` slots of `slot_size` bytes cannot send: a frame longer
+    /// than a slot, or a slot it does not have.
+    #[cold]
+    pub fn bad_desc(desc: crate::TxDesc, slot_size: u32, slots: u32) -> Self {
+        if desc.len > slot_size {
+            return Self::FrameTooLarge {
+                len: desc.len,
+                slot_size,
+            };
+        }
+        Self::BadDescriptor {
+            slot: desc.slot,
+            len: desc.len,
+            slots,
+        }
+    }
+
+    /// More frames submitted on queue `queue` of `iface` than were reserved: a bug in the loop.
+    #[cold]
+    pub fn over_submit(iface: &str, queue: u32, submitted: usize, reserved: u32) -> Self {
+        Self::io(
+            format!(
+                "{submitted} frames submitted on {iface} queue {queue} but only {reserved} reserved"
+            ),
+            std::io::ErrorKind::InvalidInput.into(),
+        )
+    }
+}
+
+/// The one question every library error answers the same way: did it come from what the user
+/// asked for (a wrong name, a missing privilege, a plan the backend cannot send), so the CLI
+/// exits 2, or from the system failing? Backend errors that nest `PortError` ask it; the engine
+/// holds a transmitter's own error as `Box<dyn Usage>` and still asks.
+pub trait Usage: std::error::Error + Send + Sync + 'static {
+    fn is_usage(&self) -> bool;
+}
+
+impl Usage for PortError {
+    fn is_usage(&self) -> bool {
         matches!(
             self,
             Self::NoSuchInterface(_)
@@ -65,5 +131,12 @@ impl PortError {
                 | Self::PcapFile { .. }
                 | Self::Unsupported { .. }
         )
+    }
+}
+
+/// So an error held as `Box<dyn Usage>` nests like any other (`#[error(transparent)]`).
+impl std::error::Error for Box<dyn Usage> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        (**self).source()
     }
 }

@@ -17,7 +17,7 @@ mod pcap;
 pub mod savefile;
 
 pub use drain::drain_polling;
-pub use error::PortError;
+pub use error::{PortError, Usage};
 pub use info::{LinkSpeed, PortInfo};
 pub use null::{NullPort, NullQueue};
 pub use pcap::{PcapPort, PcapQueue};

@@ -210,6 +210,7 @@ impl TxQueue for PcapQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Usage;
     use pcap_file::TsResolution;
     use pcap_file::pcap::PcapReader;
 

@@ -196,28 +196,7 @@ fn draw<DB: DrawingBackend>(
     )?;
 
     // Mbps panel: on the wire the line rate is flat, so the gap to it reads directly.
-    let mbps_series: Vec<Series> = series
-        .iter()
-        .map(|s| {
-            let to_mbps = |size: usize, kpps: f64| crate::rate::wire_mbps(size, kpps);
-            let points = s
-                .points
-                .iter()
-                .map(|&(size, med, lo, hi)| {
-                    (
-                        size,
-                        to_mbps(size, med),
-                        to_mbps(size, lo),
-                        to_mbps(size, hi),
-                    )
-                })
-                .collect();
-            Series {
-                name: s.name.clone(),
-                points,
-            }
-        })
-        .collect();
+    let mbps_series: Vec<Series> = series.iter().map(on_the_wire).collect();
     let mbps_measured = mbps_series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.3))
@@ -243,6 +222,27 @@ fn draw<DB: DrawingBackend>(
         &mbps_lines,
     )?;
     Ok(())
+}
+
+/// A series' points in Mbps on the wire instead of Kpps.
+fn on_the_wire(s: &Series) -> Series {
+    let to_mbps = |size: usize, kpps: f64| crate::rate::wire_mbps(size, kpps);
+    let points = s
+        .points
+        .iter()
+        .map(|&(size, med, lo, hi)| {
+            (
+                size,
+                to_mbps(size, med),
+                to_mbps(size, lo),
+                to_mbps(size, hi),
+            )
+        })
+        .collect();
+    Series {
+        name: s.name.clone(),
+        points,
+    }
 }
 
 fn panel<DB: DrawingBackend>(

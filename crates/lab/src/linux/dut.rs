@@ -123,17 +123,7 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     let receiver_mac = sink.mac(&lab.receiver)?;
     let ingress_mac = inside.mac(&dut.ingress)?;
     let egress_mac = inside.mac(&dut.egress)?;
-    let marker = marker_path(&lab.name);
-    std::fs::write(
-        &marker,
-        format!(
-            "lab {}\n{dut_line}receiver-mac {}\ndut-mac {}\n",
-            lab.name,
-            fmt_mac(&receiver_mac),
-            fmt_mac(&ingress_mac)
-        ),
-    )
-    .map_err(state_io(format!("writing {}", marker.display())))?;
+    write_marker(lab, dut_line, &receiver_mac, &ingress_mac)?;
     // What the sender and the sink take each other's MAC to be: a router stands between them at
     // layer 2; a bridge or the XDP DUT do not.
     let (toward_sink, toward_sender) = match dut.kind {
@@ -141,18 +131,7 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         DutKind::Bridge | DutKind::Xdp => (receiver_mac, sender_mac),
     };
     if dut.kind == DutKind::Bridge {
-        let br = bridge(&lab.name);
-        // Snooping off: with it the bridge joins the all-snoopers group (224.0.0.106) and
-        // sends IGMP reports toward the sink, which would count them.
-        inside.add_bridge_without_snooping(&br)?;
-        write_sysctl_in(
-            dut_ns,
-            &format!("/proc/sys/net/ipv6/conf/{br}/disable_ipv6"),
-            "1",
-        )?;
-        for port in [&dut.ingress, &dut.egress] {
-            inside.set_master(port, &br)?;
-        }
+        add_bridge(&mut inside, lab, dut)?;
     }
     // The sink goes on before the links come up, so it sees every frame from the first.
     let mut xdp_sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
@@ -183,6 +162,43 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     root.set_neighbour(&lab.sender, lab.receiver_ip, toward_sink)?;
     sink.set_neighbour(&lab.receiver, lab.sender_ip, toward_sender)?;
     root.set_up(&lab.sender)?;
+    Ok(())
+}
+
+/// The lab's marker file: its name, the DUT line, and the MACs `lab up` found.
+fn write_marker(
+    lab: &Lab,
+    dut_line: &str,
+    receiver_mac: &[u8; 6],
+    ingress_mac: &[u8; 6],
+) -> Result<(), LabError> {
+    let marker = marker_path(&lab.name);
+    std::fs::write(
+        &marker,
+        format!(
+            "lab {}\n{dut_line}receiver-mac {}\ndut-mac {}\n",
+            lab.name,
+            fmt_mac(receiver_mac),
+            fmt_mac(ingress_mac)
+        ),
+    )
+    .map_err(state_io(format!("writing {}", marker.display())))
+}
+
+/// The bridge DUT: a bridge in the DUT's namespace over its two ends, IPv6 off.
+fn add_bridge(inside: &mut Rtnl, lab: &Lab, dut: &Dut) -> Result<(), LabError> {
+    let br = bridge(&lab.name);
+    // Snooping off: with it the bridge joins the all-snoopers group (224.0.0.106) and
+    // sends IGMP reports toward the sink, which would count them.
+    inside.add_bridge_without_snooping(&br)?;
+    write_sysctl_in(
+        &dut.netns,
+        &format!("/proc/sys/net/ipv6/conf/{br}/disable_ipv6"),
+        "1",
+    )?;
+    for port in [&dut.ingress, &dut.egress] {
+        inside.set_master(port, &br)?;
+    }
     Ok(())
 }
 

@@ -1,0 +1,88 @@
+//! What a run sent per flow and what came back: shared by the receivers of every platform.
+
+use linerate_rx::{FlowReport, RxTotals};
+use serde::Serialize;
+
+/// Frames one flow sent in a run: flow id, stream name, frames.
+pub type FlowSent = (u16, Option<String>, u64);
+
+/// Per flow what was sent and what came back, and what was not a flow.
+#[derive(Debug, Serialize)]
+pub struct RunFlows {
+    pub at: String,
+    /// The receiver had the lab's receive end (the sink's counts come from it this run).
+    #[serde(skip)]
+    pub lab_end: bool,
+    pub flows: Vec<FlowReport>,
+    pub other: linerate_rx::RxGlobal,
+}
+
+impl RunFlows {
+    /// Frames the receive end saw in all, flows or not: what the lab's sink would have counted.
+    pub fn all_frames(&self) -> (u64, u64) {
+        let g = &self.other;
+        self.flows.iter().fold(
+            (
+                g.other_frames + g.untracked_frames,
+                g.other_bytes + g.untracked_bytes,
+            ),
+            |(f, b), r| (f + r.rx_frames, b + r.rx_bytes),
+        )
+    }
+}
+
+/// Frames a receiver counted in all: flows, frames without the signature and untracked flows.
+pub fn all_frames(totals: &RxTotals) -> u64 {
+    let g = &totals.global;
+    let flows: u64 = totals.flows.iter().map(|f| f.frames).sum();
+    g.other_frames + g.untracked_frames + flows
+}
+
+/// Flow reports for a receiver that does not know what was sent: each flow's "sent" is the
+/// highest sequence number seen + 1 less the frames the gaps never accounted for.
+pub fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {
+    totals
+        .flows
+        .iter()
+        .map(|f| FlowReport::new(f.flow, None, f.unique() + f.estimated_loss(), Some(f)))
+        .collect()
+}
+
+/// Each flow's report against what it sent.
+pub(crate) fn against(sent: &[FlowSent], totals: &RxTotals) -> Vec<FlowReport> {
+    sent.iter()
+        .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
+        .collect()
+}
+
+/// Frames each flow of `plan` sent in a run: a lane's count, or a cycle's frames split by flow
+/// from each worker's count.
+pub fn sent_per_flow(
+    plan: &linerate_stream::Plan,
+    report: &linerate_engine::Report,
+) -> Vec<FlowSent> {
+    let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
+    match &plan.shape {
+        // A capture's frames carry no signature: no flow to count.
+        linerate_stream::Shape::Streamed { .. } => Vec::new(),
+        linerate_stream::Shape::Lanes(_) => report
+            .per_stream
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as u16, name(i), s.frames))
+            .collect(),
+        linerate_stream::Shape::Cycle { cycle, .. } => {
+            let workers = report.workers.len();
+            let mut per_flow = std::collections::BTreeMap::<u16, u64>::new();
+            for w in &report.workers {
+                for (flow, n) in cycle.flow_counts(w.worker, workers, w.submitted) {
+                    *per_flow.entry(flow).or_default() += n;
+                }
+            }
+            per_flow
+                .into_iter()
+                .map(|(flow, n)| (flow, name(flow as usize), n))
+                .collect()
+        }
+    }
+}

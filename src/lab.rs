@@ -120,22 +120,6 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
     Ok(i)
 }
 
-/// The lab whose sender end is `iface`, if it is one.
-pub fn lab_of(iface: &str) -> Result<Option<Lab>> {
-    let Some(name) = iface.strip_suffix('0') else {
-        return Ok(None);
-    };
-    if linerate_lab::validate_name(name).is_err() {
-        return Ok(None);
-    }
-    match Lab::find(name) {
-        Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
-        Ok(_) => Ok(None),
-        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
 #[derive(Debug, Serialize)]
 struct LabJson {
     name: String,

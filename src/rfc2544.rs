@@ -22,10 +22,10 @@ use linerate_report::{Curve, OutputFile, Panel, line_rate_pps, wire_mbps};
 use linerate_stream::StreamSpec;
 use serde::Serialize;
 
-use crate::cli::{AfXdpArgs, Backend, ClockArg, ReceiverArgs, XdpAttach, parse_duration};
+use crate::cli::{AfXdpArgs, ClockArg, XdpAttach, parse_duration};
 use crate::output;
-use crate::session::{End, PortOptions, RxTarget, Session};
 use crate::usage::{Interrupted, usage};
+use linerate_session::{End, Outcome, PortOptions, ReceiverOptions, RunOptions, RxTarget, Session};
 
 /// The smallest frame a trial sends: Ethernet, IPv4 and UDP headers, the 18-byte signature and
 /// the FCS (docs/receive.md).
@@ -128,7 +128,7 @@ pub struct Rfc2544Args {
     #[arg(long)]
     pub dst_ip: Option<String>,
     #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
+    pub backend: Option<crate::cli::Backend>,
     /// One worker per core, e.g. 0,1.
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub cores: Vec<usize>,
@@ -327,18 +327,22 @@ impl SessionTrial<'_> {
 
     /// Runs the spec and waits out the whole drain: the receiver returns as soon as everything
     /// arrived, but the DUT's queue and token bucket need the rest of it to be as before.
-    fn run_spec(
-        &mut self,
-        spec: StreamSpec,
-        end: End,
-    ) -> Result<crate::session::Outcome, TrialError> {
+    fn run_spec(&mut self, spec: StreamSpec, end: End) -> Result<Outcome, TrialError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(TrialError::Stopped);
         }
         let start = Instant::now();
+        let run = RunOptions {
+            end,
+            stop: &self.stop,
+            observer: &Quiet,
+            drain: self.drain,
+        };
         let out = self
             .session
-            .run(&[spec], end, self.stop.clone(), &Quiet, self.drain)?;
+            .port_mut(0)
+            .run(&[spec], run)
+            .map_err(anyhow::Error::from)?;
         if self.stop.load(Ordering::Relaxed) {
             return Err(TrialError::Stopped);
         }
@@ -569,38 +573,38 @@ struct Rfc2544Result {
 pub fn run(args: &Rfc2544Args) -> Result<()> {
     let plan = check(args)?;
     let outputs = Outputs::reserve(args)?;
-    let backend = args.backend.unwrap_or_else(crate::tx::default_backend);
-    let mut session = Session::open(&PortOptions {
-        backend,
+    let mut session = Session::open(&[PortOptions {
+        backend: crate::options::backend_or_default(args.backend),
         cores: args.cores.clone(),
         link_speed: args.link_speed,
-        clock: args.clock,
-        afxdp: args.afxdp.clone(),
+        clock: args.clock.into(),
+        afxdp: (&args.afxdp).into(),
         ..PortOptions::interface(&args.interface)
-    })?;
+    }])?;
     // One flow per trial: a small table keeps the receiver's clearing between trials cheap.
-    let receiver = ReceiverArgs {
-        rx_flows: 16,
-        rx_hist_flows: 1,
-        clock: args.clock,
-        rx_pass: false,
+    let receiver = ReceiverOptions {
+        flows: 16,
+        hist_flows: 1,
+        clock: args.clock.into(),
+        pass: false,
     };
     let target = args.rx.clone().unwrap_or_default();
-    session.receive(&RxTarget {
-        target: target.clone(),
-        mode: args.rx_mode,
+    session.port_mut(0).receive(&RxTarget {
+        at: (!target.is_empty()).then(|| target.clone()),
+        attach: args.rx_mode.into(),
         receiver,
     })?;
     // Every size compiles for this port before the first frame.
     for s in &plan.sizes {
         session
+            .port(0)
             .compile(&[StreamSpec {
                 size: s.get() as usize,
                 ..template(args)
             }])
             .with_context(|| format!("size {}", s.get()))?;
     }
-    let link = session.link_mbps();
+    let link = session.port(0).link_mbps();
     if matches!(plan.max, MaxRate::Line) && link.is_none() {
         eprintln!(
             "linerate: {} reports no link speed: the max load of each size is measured by a \
@@ -608,7 +612,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
             args.interface
         );
     }
-    let stop = crate::tx::stop_flag()?;
+    let stop = crate::signal::stop_flag()?;
     let started = Instant::now();
     let bar = if args.quiet {
         ProgressBar::hidden()
@@ -646,7 +650,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
         }
     }
     bar.finish_and_clear();
-    let info = trial.session.info().clone();
+    let info = trial.session.port(0).info().clone();
     let log = std::mem::take(&mut trial.log);
     let host = linerate_report::HostInfo::collect();
     let result = Rfc2544Result {
@@ -1272,7 +1276,7 @@ impl Outputs {
             plot: args
                 .plot
                 .as_deref()
-                .map(crate::sweep::reserve_plot)
+                .map(crate::output::reserve_plot)
                 .transpose()?,
         })
     }
@@ -1300,7 +1304,7 @@ impl Outputs {
                     "linerate rfc2544: {} → {}",
                     r.context.interface, r.context.rx
                 );
-                crate::sweep::draw(&out, |path| linerate_report::plot_panels(path, &title, &p))?;
+                crate::output::draw(&out, |path| linerate_report::plot_panels(path, &title, &p))?;
                 out.commit()?;
             }
         }

@@ -49,6 +49,7 @@ pub fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {
 }
 
 /// Each flow's report against what it sent.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(crate) fn against(sent: &[FlowSent], totals: &RxTotals) -> Vec<FlowReport> {
     sent.iter()
         .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))

@@ -19,6 +19,7 @@ mod receiver;
 mod sender;
 mod session;
 mod sink;
+mod sweep;
 
 pub use compile::{MIN_PPS, compile};
 pub use error::{Result, SessionError};
@@ -29,11 +30,12 @@ pub use options::{
     AfXdpOptions, Backend, Clock, End, PortOptions, ReceiverOptions, RxAttach, RxTarget, XdpAttach,
     XdpMode, workers,
 };
+pub use receiver::RunReceiver;
 #[cfg(target_os = "macos")]
 pub use receiver::{start_capture, warn_drops};
-pub use receiver::RunReceiver;
 pub use sender::Sender;
 pub use session::{Outcome, PortSession, RunOptions, Session};
 #[cfg(target_os = "linux")]
 pub use sink::lab_of;
 pub use sink::{Counters, Sink, SinkResult, TempLab};
+pub use sweep::{Cut, Sweep, SweepObserver, Swept, plans as sweep_plans};

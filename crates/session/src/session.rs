@@ -31,10 +31,7 @@ impl Session {
     /// Opens every port (and finds the lab behind each interface). Nothing is sent yet.
     pub fn open(ports: &[PortOptions]) -> Result<Session> {
         Ok(Session {
-            ports: ports
-                .iter()
-                .map(PortSession::open)
-                .collect::<Result<_>>()?,
+            ports: ports.iter().map(PortSession::open).collect::<Result<_>>()?,
         })
     }
 

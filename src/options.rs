@@ -71,6 +71,27 @@ impl From<&ReceiverArgs> for ReceiverOptions {
     }
 }
 
+impl From<crate::rfc2544::Test> for linerate_report::rfc2544::Test {
+    fn from(t: crate::rfc2544::Test) -> Self {
+        match t {
+            crate::rfc2544::Test::Throughput => Self::Throughput,
+            crate::rfc2544::Test::Latency => Self::Latency,
+            crate::rfc2544::Test::Loss => Self::Loss,
+            crate::rfc2544::Test::BackToBack => Self::BackToBack,
+            crate::rfc2544::Test::All => Self::All,
+        }
+    }
+}
+
+impl From<crate::rfc2544::Search> for linerate_report::rfc2544::Search {
+    fn from(s: crate::rfc2544::Search) -> Self {
+        match s {
+            crate::rfc2544::Search::Mlr => Self::Mlr,
+            crate::rfc2544::Search::Binary => Self::Binary,
+        }
+    }
+}
+
 /// The backend asked for, else the platform's.
 pub fn backend_or_default(backend: Option<cli::Backend>) -> Backend {
     backend.map_or_else(Backend::platform_default, Backend::from)

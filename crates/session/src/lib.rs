@@ -16,6 +16,7 @@ mod options;
     path = "receiver/other.rs"
 )]
 mod receiver;
+pub mod rfc2544;
 mod sender;
 mod session;
 mod sink;

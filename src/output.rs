@@ -348,6 +348,13 @@ fn tx_text(
             s.packets, s.bytes, s.lab
         )?;
     }
+    workers_text(&mut out, report)?;
+    Ok(out)
+}
+
+/// The per-worker and per-core lines of the report: rates, backend counters, CPU time.
+fn workers_text(out: &mut String, report: &Report) -> std::fmt::Result {
+    use std::fmt::Write as _;
     if report.workers.len() > 1 {
         for w in &report.workers {
             writeln!(
@@ -397,7 +404,7 @@ fn tx_text(
             .collect();
         writeln!(out, "cores     busy over the run: {}", cores.join(", "))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

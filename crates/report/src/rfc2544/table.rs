@@ -52,6 +52,29 @@ pub fn tables(r: &Rfc2544Result) -> String {
         r.context.trial_s,
         r.context.drain_s
     );
+    throughput_table(&mut o, r);
+    latency_table(&mut o, r);
+    loss_table(&mut o, r);
+    b2b_table(&mut o, r);
+    let _ = writeln!(
+        o,
+        "\n{} trial(s), {:.1} s of trials, {:.1} s in all{}",
+        r.trials.len(),
+        r.trial_time_s,
+        r.total_time_s,
+        if r.interrupted {
+            " (interrupted: the results so far)"
+        } else {
+            ""
+        }
+    );
+    o
+}
+
+/// Throughput per goal, by the search asked.
+fn throughput_table(o: &mut String, r: &Rfc2544Result) {
+    use std::fmt::Write as _;
+    let link = r.context.link_speed_mbps;
     if r.sizes.iter().any(|s| s.throughput.is_some()) {
         let _ = writeln!(
             o,
@@ -97,6 +120,11 @@ pub fn tables(r: &Rfc2544Result) -> String {
             }
         }
     }
+}
+
+/// Latency at the throughput.
+fn latency_table(o: &mut String, r: &Rfc2544Result) {
+    use std::fmt::Write as _;
     if r.sizes
         .iter()
         .any(|s| s.latency.is_some() || s.latency_skipped.is_some())
@@ -127,6 +155,11 @@ pub fn tables(r: &Rfc2544Result) -> String {
             }
         }
     }
+}
+
+/// Frame loss rate per load step.
+fn loss_table(o: &mut String, r: &Rfc2544Result) {
+    use std::fmt::Write as _;
     if r.sizes.iter().any(|s| s.loss.is_some()) {
         let _ = writeln!(
             o,
@@ -151,6 +184,11 @@ pub fn tables(r: &Rfc2544Result) -> String {
             }
         }
     }
+}
+
+/// The longest burst without loss.
+fn b2b_table(o: &mut String, r: &Rfc2544Result) {
+    use std::fmt::Write as _;
     if r.sizes.iter().any(|s| s.back_to_back.is_some()) {
         let _ = writeln!(
             o,
@@ -177,17 +215,4 @@ pub fn tables(r: &Rfc2544Result) -> String {
             );
         }
     }
-    let _ = writeln!(
-        o,
-        "\n{} trial(s), {:.1} s of trials, {:.1} s in all{}",
-        r.trials.len(),
-        r.trial_time_s,
-        r.total_time_s,
-        if r.interrupted {
-            " (interrupted: the results so far)"
-        } else {
-            ""
-        }
-    );
-    o
 }

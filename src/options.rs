@@ -9,6 +9,7 @@ use linerate_session::{
 };
 
 use crate::cli::{self, AfXdpArgs, AttachArg, ClockArg, ReceiverArgs, SendArgs, XdpModeArg};
+use crate::rfc2544_args::{Search, Test};
 use crate::usage;
 
 impl From<cli::Backend> for Backend {
@@ -71,23 +72,23 @@ impl From<&ReceiverArgs> for ReceiverOptions {
     }
 }
 
-impl From<crate::rfc2544::Test> for linerate_report::rfc2544::Test {
-    fn from(t: crate::rfc2544::Test) -> Self {
+impl From<Test> for linerate_report::rfc2544::Test {
+    fn from(t: Test) -> Self {
         match t {
-            crate::rfc2544::Test::Throughput => Self::Throughput,
-            crate::rfc2544::Test::Latency => Self::Latency,
-            crate::rfc2544::Test::Loss => Self::Loss,
-            crate::rfc2544::Test::BackToBack => Self::BackToBack,
-            crate::rfc2544::Test::All => Self::All,
+            Test::Throughput => Self::Throughput,
+            Test::Latency => Self::Latency,
+            Test::Loss => Self::Loss,
+            Test::BackToBack => Self::BackToBack,
+            Test::All => Self::All,
         }
     }
 }
 
-impl From<crate::rfc2544::Search> for linerate_report::rfc2544::Search {
-    fn from(s: crate::rfc2544::Search) -> Self {
+impl From<Search> for linerate_report::rfc2544::Search {
+    fn from(s: Search) -> Self {
         match s {
-            crate::rfc2544::Search::Mlr => Self::Mlr,
-            crate::rfc2544::Search::Binary => Self::Binary,
+            Search::Mlr => Self::Mlr,
+            Search::Binary => Self::Binary,
         }
     }
 }

@@ -128,3 +128,21 @@ impl From<linerate_afpacket::AfPacketError> for SessionError {
 }
 
 pub type Result<T, E = SessionError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_decides_whether_the_user_can_fix_it() {
+        assert!(SessionError::usage("no").is_usage());
+        assert!(SessionError::from(PortError::NoSuchInterface("x0".into())).is_usage());
+        let disk = || std::io::Error::other("disk");
+        assert!(!SessionError::from(PortError::io("run", disk())).is_usage());
+        assert!(SessionError::from(EngineError::NoWorkers).is_usage());
+        let opened = SessionError::usage("no").context("open");
+        assert!(opened.is_usage());
+        assert_eq!(opened.to_string(), "open");
+        assert!(opened.interrupted().is_none());
+    }
+}

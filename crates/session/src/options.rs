@@ -261,3 +261,30 @@ pub fn workers(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_pair_cores_with_queues_and_refuse_what_cannot_run() {
+        let pairs = |w: Vec<WorkerSpec>| w.iter().map(|w| (w.core, w.queue)).collect::<Vec<_>>();
+        let w = workers(&[2, 5], None, Some(Backend::Afxdp)).unwrap();
+        assert_eq!(pairs(w), vec![(Some(2), 0), (Some(5), 1)]);
+        let w = workers(&[2, 5], Some(&[3, 7]), None).unwrap();
+        assert_eq!(pairs(w), vec![(Some(2), 3), (Some(5), 7)]);
+        type Case<'a> = (&'a [usize], Option<&'a [u32]>, Option<Backend>, &'a str);
+        let refused: [Case; 5] = [
+            (&[], None, None, "at least one core"),
+            (&[1, 1], None, None, "core 1 twice"),
+            (&[1, 2], Some(&[0]), None, "1 entries but --cores has 2"),
+            (&[1, 2], Some(&[4, 4]), None, "queue 4 is given twice"),
+            (&[1], Some(&[0]), Some(Backend::Live), "live backend"),
+        ];
+        for (cores, queues, backend, says) in refused {
+            let e = workers(cores, queues, backend).unwrap_err();
+            assert!(e.is_usage(), "{e}");
+            assert!(e.to_string().contains(says), "{e}");
+        }
+    }
+}

@@ -251,3 +251,46 @@ impl PortSession {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_engine::Snapshot;
+
+    use super::*;
+    use crate::options::Backend;
+
+    struct Quiet;
+
+    impl Observer for Quiet {
+        fn tick(&self, _: &Snapshot) {}
+    }
+
+    /// One port of a session, a null one: a counted run sends its count, all of it the one
+    /// flow's, with no receiver and no lab to report.
+    #[test]
+    fn a_null_port_runs_its_count_and_splits_it_per_flow() {
+        let mut session = Session::open(&[PortOptions {
+            backend: Backend::Null,
+            interface: None,
+            ..PortOptions::interface("unused")
+        }])
+        .unwrap();
+        assert_eq!(session.ports().len(), 1);
+        let port = session.port_mut(0);
+        assert_eq!(port.info().backend, "null");
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = RunOptions {
+            end: End {
+                duration: None,
+                count: Some(1000),
+            },
+            stop: &stop,
+            observer: &Quiet,
+            drain: Duration::ZERO,
+        };
+        let out = port.run(&[StreamSpec::seed()], run).unwrap();
+        assert_eq!(out.report.completed, 1000);
+        assert_eq!(out.sent.iter().map(|s| s.2).sum::<u64>(), 1000);
+        assert!(out.flows.is_none() && out.sink.is_none());
+    }
+}

@@ -213,3 +213,41 @@ impl Sink {
         Err(crate::SessionError::usage("--sink-iface needs Linux (XDP)"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_is_known_only_when_the_sink_saw_no_more_than_was_sent() {
+        let r = SinkResult::new("l", 90, 9000, 100);
+        assert_eq!((r.lost, r.extra), (Some(10), None));
+        assert!(r.shared_warning().is_none());
+        let r = SinkResult::new("l", 100, 0, 100);
+        assert_eq!((r.lost, r.extra), (Some(0), None));
+        let r = SinkResult::new("l", 105, 0, 100);
+        assert_eq!((r.lost, r.extra), (None, Some(5)));
+        assert!(r.shared_warning().unwrap().contains("5 frame(s) more"));
+    }
+
+    #[test]
+    fn settle_waits_for_the_frames_still_on_their_way() {
+        // Ten more frames arrive at each read, up to the 100 the sender completed.
+        let seen = std::cell::Cell::new(0u64);
+        let sink = Sink {
+            name: "lab".into(),
+            peer_mac: [0; 6],
+            ips: (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST),
+            counters: Box::new(move || {
+                let n = (seen.get() + 10).min(100);
+                seen.set(n);
+                Ok((n, n * 64))
+            }),
+        };
+        let r = sink.settle((0, 0), 100).unwrap();
+        assert_eq!(
+            (r.packets, r.bytes, r.lost, r.extra),
+            (100, 6400, Some(0), None)
+        );
+    }
+}

@@ -266,7 +266,7 @@ mod tests {
     }
 
     /// One port of a session, a null one: a counted run sends its count, all of it the one
-    /// flow's, with no receiver and no lab to report.
+    /// signed flow's, with no receiver and no lab to report.
     #[test]
     fn a_null_port_runs_its_count_and_splits_it_per_flow() {
         let mut session = Session::open(&[PortOptions {
@@ -288,7 +288,11 @@ mod tests {
             observer: &Quiet,
             drain: Duration::ZERO,
         };
-        let out = port.run(&[StreamSpec::seed()], run).unwrap();
+        let signed = StreamSpec {
+            signature: true,
+            ..StreamSpec::seed()
+        };
+        let out = port.run(&[signed], run).unwrap();
         assert_eq!(out.report.completed, 1000);
         assert_eq!(out.sent.iter().map(|s| s.2).sum::<u64>(), 1000);
         assert!(out.flows.is_none() && out.sink.is_none());

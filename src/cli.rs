@@ -1,3 +1,5 @@
+pub mod rfc2544;
+
 use std::path::PathBuf;
 
 use clap::builder::NonEmptyStringValueParser;
@@ -35,7 +37,7 @@ pub enum Command {
     Ports(PortsArgs),
     /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
     /// rate, back-to-back, judged at the receive port.
-    Rfc2544(Box<crate::rfc2544_args::Rfc2544Args>),
+    Rfc2544(Box<rfc2544::Rfc2544Args>),
     /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux).
     Serve(Box<ServeArgs>),
 }

@@ -10,7 +10,6 @@ mod output;
 mod ports;
 mod replay;
 mod rfc2544;
-mod rfc2544_args;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;

@@ -8,8 +8,8 @@ use linerate_session::{
     XdpMode,
 };
 
+use crate::cli::rfc2544::{Search, Test};
 use crate::cli::{self, AfXdpArgs, AttachArg, ClockArg, ReceiverArgs, SendArgs, XdpModeArg};
-use crate::rfc2544_args::{Search, Test};
 use crate::usage;
 
 impl From<cli::Backend> for Backend {

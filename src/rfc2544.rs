@@ -16,8 +16,8 @@ use linerate_session::rfc2544::{MIN_SIZE, MaxRate, Rfc2544, Rfc2544Error, Rfc254
 use linerate_session::{PortOptions, ReceiverOptions, RxTarget, Session};
 use linerate_stream::StreamSpec;
 
+use crate::cli::rfc2544::Rfc2544Args;
 use crate::output;
-use crate::rfc2544_args::Rfc2544Args;
 use crate::usage::{Interrupted, usage};
 
 /// A ratio given as `0.005` or `0.5%`.

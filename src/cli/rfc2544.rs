@@ -1,12 +1,12 @@
-//! The arguments of `linerate rfc2544` (the command itself is `rfc2544.rs`): kept apart from
-//! `cli.rs` so that the argument types stay one floor below every command.
+//! The arguments of `linerate rfc2544` (the command itself is `src/rfc2544.rs`), a part of
+//! `cli` in a file of its own.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::cli::{AfXdpArgs, ClockArg, XdpAttach, parse_duration};
+use super::{AfXdpArgs, ClockArg, XdpAttach, parse_duration};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Test {

@@ -118,5 +118,9 @@ mod tests {
             (0, false)
         );
         assert_eq!(code(Interrupted("stop".into()).into()), (130, true));
+        let refused = SessionError::usage("no").context("open the port");
+        assert_eq!(code(refused.into()), (2, true));
+        let failed = SessionError::from(PortError::io("run", io()));
+        assert_eq!(code(failed.into()), (1, true));
     }
 }

@@ -1,3 +1,5 @@
+pub mod rfc2544;
+
 use std::path::PathBuf;
 
 use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
@@ -62,7 +64,7 @@ pub enum Command {
     /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
     /// rate, back-to-back, judged at the receive port.
     #[command(after_help = examples::RFC2544)]
-    Rfc2544(Box<crate::rfc2544::Rfc2544Args>),
+    Rfc2544(Box<rfc2544::Rfc2544Args>),
     /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux).
     #[command(after_help = examples::SERVE)]
     Serve(Box<ServeArgs>),

@@ -42,7 +42,7 @@ pub fn run(action: &LabAction) -> Result<()> {
             // A receiver that died without putting the sink back is noticed (and the sink put
             // back) here, as by every run that counts at the sink.
             let end = if nix::unistd::geteuid().is_root() {
-                Some(receive_end(&lab)?)
+                Some(linerate_session::receive_end(&lab)?)
             } else {
                 None
             };
@@ -131,35 +131,6 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
     }
     i.validate()?;
     Ok(i)
-}
-
-/// The lab whose sender end is `iface`, if it is one.
-/// What runs on `lab`'s receive end, after putting the sink back if a receiver that died left
-/// its program there (said in one line on stderr).
-pub fn receive_end(lab: &Lab) -> Result<linerate_xdp::ReceiveEnd> {
-    let end = lab.receive_end()?;
-    if end == linerate_xdp::ReceiveEnd::Restored {
-        eprintln!(
-            "linerate: lab {}'s receive end still ran the program of a receiver that was killed before it could put the sink back: the sink is back and counts from now",
-            lab.name
-        );
-    }
-    Ok(end)
-}
-
-pub fn lab_of(iface: &str) -> Result<Option<Lab>> {
-    let Some(name) = iface.strip_suffix('0') else {
-        return Ok(None);
-    };
-    if linerate_lab::validate_name(name).is_err() {
-        return Ok(None);
-    }
-    match Lab::find(name) {
-        Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
-        Ok(_) => Ok(None),
-        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
 }
 
 #[derive(Debug, Serialize)]

@@ -5,19 +5,17 @@ mod cli;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
 mod lab;
+mod options;
 mod output;
-mod platform;
 mod ports;
 mod replay;
 mod rfc2544;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;
-#[cfg(any(target_os = "linux", target_os = "macos"))]
-mod rx_common;
 #[cfg(target_os = "linux")]
 mod serve;
-mod session;
+mod signal;
 mod sweep;
 mod tx;
 mod usage;

@@ -1,7 +1,12 @@
+//! Everything a command prints: the live status line, the reports, the files it names.
+
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use linerate_engine::{Observer, Report, Snapshot};
+use linerate_report::OutputFile;
+use linerate_session::{RunFlows, SinkResult};
 use linerate_stream::Plan;
 use serde::Serialize;
 
@@ -9,7 +14,7 @@ use serde::Serialize;
 pub struct LiveStatus {
     link_mbps: Option<u64>,
     quiet: bool,
-    rx: Option<std::sync::Arc<crate::rx::RunReceiver>>,
+    rx: Option<std::sync::Arc<linerate_session::RunReceiver>>,
     /// The previous tick's (elapsed, frames received), for the receive rate.
     rx_last: std::sync::Mutex<(std::time::Duration, u64)>,
 }
@@ -46,7 +51,7 @@ impl LiveStatus {
 
     /// Adds the receiver's rate and loss so far to each line: its maps are read once a tick, on
     /// the supervising thread (never a worker's).
-    pub fn with_rx(mut self, rx: Option<std::sync::Arc<crate::rx::RunReceiver>>) -> Self {
+    pub fn with_rx(mut self, rx: Option<std::sync::Arc<linerate_session::RunReceiver>>) -> Self {
         self.rx = rx;
         self
     }
@@ -134,10 +139,10 @@ pub struct TxJson<'a> {
     pub report: &'a Report,
     pub streams: Vec<StreamJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sink: Option<crate::tx::SinkResult>,
+    pub sink: Option<SinkResult>,
     /// Per flow, what the receiver (`--rx`) saw against what was sent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rx: Option<&'a crate::rx::RunFlows>,
+    pub rx: Option<&'a RunFlows>,
 }
 
 /// Everything a command prints on stdout goes through here: written and flushed at once, so a
@@ -161,16 +166,112 @@ pub fn print_json(value: &impl Serialize) -> Result<()> {
     println(&serde_json::to_string_pretty(value)?)
 }
 
+/// How a finished `tx` or `replay` ends: the sink's warning, the report (`print`), the file
+/// written (`pcap`), and an error for frames the backend never completed.
+pub fn finish_send(
+    pcap: Option<&Path>,
+    report: &Report,
+    sink: Option<SinkResult>,
+    print: impl FnOnce(Option<SinkResult>) -> Result<()>,
+) -> Result<()> {
+    if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
+        eprintln!("linerate: warning: {warning}");
+    }
+    print(sink)?;
+    if let Some(path) = pcap {
+        eprintln!("wrote {}", path.display());
+    }
+    if report.missing() > 0 {
+        anyhow::bail!(
+            "{} frame(s) were submitted but never completed by the backend",
+            report.missing()
+        );
+    }
+    Ok(())
+}
+
+/// A plot file: its format comes from the extension, and plotters writes it by path, so it must
+/// be a regular file (drawn beside it, then renamed into place).
+pub fn reserve_plot(path: &Path) -> Result<OutputFile> {
+    linerate_report::PlotFormat::from_path(path)?;
+    let out = OutputFile::reserve(path)?;
+    if out.draw_path().is_none() {
+        return Err(crate::usage(format!(
+            "--plot {}: a plot is written as a regular file, not to a device or pipe",
+            path.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// Draws into a file `reserve_plot` reserved; an error names the user's file, not the
+/// temporary one beside it.
+pub fn draw(
+    out: &OutputFile,
+    plot: impl FnOnce(&Path) -> Result<(), linerate_report::ReportError>,
+) -> Result<()> {
+    let path = out
+        .draw_path()
+        .expect("reserve_plot takes regular files only");
+    plot(path).map_err(|e| match e {
+        linerate_report::ReportError::Plot { message, .. } => linerate_report::ReportError::Plot {
+            path: out.path().to_owned(),
+            message,
+        },
+        other => other,
+    })?;
+    Ok(())
+}
+
+#[derive(Debug, Serialize)]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+struct RxJson<'a> {
+    pub interface: &'a str,
+    pub netns: Option<&'a str>,
+    pub elapsed_s: f64,
+    /// A lone receiver does not know what was sent: `lost` is estimated from the sequence gaps
+    /// (blind to a lost tail).
+    pub flows: Vec<linerate_rx::FlowReport>,
+    pub totals: &'a linerate_rx::RxTotals,
+}
+
+/// A lone receiver's report: JSON, or its flow table after the line that says what its "tx"
+/// column means.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub fn print_lone(
+    json: bool,
+    interface: &str,
+    netns: Option<&str>,
+    elapsed: std::time::Duration,
+    totals: &linerate_rx::RxTotals,
+) -> Result<()> {
+    let flows = linerate_session::lone_reports(totals);
+    if json {
+        print_json(&RxJson {
+            interface,
+            netns,
+            elapsed_s: elapsed.as_secs_f64(),
+            flows,
+            totals,
+        })
+    } else {
+        print(&format!(
+            "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
+            linerate_rx::table::flow_table(&flows, &totals.global)
+        ))
+    }
+}
+
 /// The human report. Written, not printed: a closed stdout (`| head`) is an error the caller
 /// ends quietly on, not a panic.
-pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&crate::tx::SinkResult>) -> Result<()> {
+pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&SinkResult>) -> Result<()> {
     print(&tx_text(report, plan, sink)?)
 }
 
 fn tx_text(
     report: &Report,
     plan: &Plan,
-    sink: Option<&crate::tx::SinkResult>,
+    sink: Option<&SinkResult>,
 ) -> std::result::Result<String, std::fmt::Error> {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -247,6 +348,13 @@ fn tx_text(
             s.packets, s.bytes, s.lab
         )?;
     }
+    workers_text(&mut out, report)?;
+    Ok(out)
+}
+
+/// The per-worker and per-core lines of the report: rates, backend counters, CPU time.
+fn workers_text(out: &mut String, report: &Report) -> std::fmt::Result {
+    use std::fmt::Write as _;
     if report.workers.len() > 1 {
         for w in &report.workers {
             writeln!(
@@ -296,7 +404,7 @@ fn tx_text(
             .collect();
         writeln!(out, "cores     busy over the run: {}", cores.join(", "))?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

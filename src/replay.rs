@@ -8,10 +8,12 @@ use anyhow::Result;
 use linerate_stream::{Capture, Hold, Plan, Replay, Speed};
 use serde::Serialize;
 
-use crate::cli::{Backend, ClockArg, ReplayArgs};
+use linerate_session::{Backend, Outcome, PortSession, RunFlows, RunOptions, SinkResult};
+
+use crate::cli::{ClockArg, ReplayArgs};
+use crate::options;
 use crate::output::{self, LiveStatus};
-use crate::session::{End, Outcome, PortOptions, RxTarget, Session};
-use crate::tx::{self, SinkResult};
+use crate::signal::stop_flag;
 use crate::usage;
 
 /// What was replayed and how, for the report.
@@ -45,21 +47,28 @@ struct ReplayJson<'a> {
     /// What the receive end (`--rx`) counted: the frames carry no signature, so all of them
     /// are "other".
     #[serde(skip_serializing_if = "Option::is_none")]
-    rx: Option<&'a crate::rx::RunFlows>,
+    rx: Option<&'a RunFlows>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
     let replay = options(args)?;
     // Checked here too so that a bad --cores/--queues is refused before the capture loads.
-    tx::workers(&args.cores, args.send.queues.as_deref(), args.send.backend)?;
-    let backend = backend(args)?;
+    linerate_session::workers(
+        &args.cores,
+        args.send.queues.as_deref(),
+        args.send.backend.map(Backend::from),
+    )?;
+    let backend = options::send_backend(
+        &args.send,
+        "nothing to replay to: give -i IFACE, --pcap FILE or --null",
+    )?;
     let hold = if args.stream {
         Hold::Stream
     } else {
         Hold::Auto
     };
     // The capture's frames carry no signature: the clock stamps nothing.
-    let options = PortOptions::of_send(&args.send, backend, args.mtu, &args.cores, args.link_speed);
+    let port = options::send_port(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
     let (mut session, capture) = match backend {
@@ -82,10 +91,10 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                     "--loop inf into a pcap file needs an end: give --count or --duration",
                 ));
             }
-            (Session::open(&options)?, capture)
+            (PortSession::open(&port)?, capture)
         }
         _ => {
-            let session = Session::open(&options)?;
+            let session = PortSession::open(&port)?;
             let capture = Capture::load(&args.file, session.info().mtu, hold)?;
             (session, capture)
         }
@@ -93,34 +102,32 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let described = describe(&args.file, &capture, args, &replay);
     let plan = capture.plan(&described.file, &replay)?;
     if let Some(target) = &args.rx {
-        session.receive(&RxTarget {
-            target: target.clone(),
-            mode: args.send.rx_mode,
-            receiver: args.send.receiver.clone(),
-        })?;
+        session.receive(&options::send_rx(target, &args.send))?;
     }
-    let stop = tx::stop_flag()?;
-    let info = session.info().clone();
+    let stop = stop_flag()?;
+    let name = session.info().name.clone();
     let live = LiveStatus::new(session.link_mbps(), args.send.quiet);
-    let end = End {
-        duration: args.send.duration,
-        count: args.count,
+    let run = RunOptions {
+        end: options::send_end(&args.send, args.count),
+        stop: &stop,
+        observer: &live,
+        drain: args.send.drain,
     };
     let Outcome {
         report,
         flows,
         sink,
         ..
-    } = match session.run_unsigned(&plan, end, stop, &live, args.send.drain) {
+    } = match session.run_unsigned(&plan, run) {
         Ok(outcome) => outcome,
         Err(e) => {
-            if let Some(i) = e.downcast_ref::<linerate_engine::Interrupted>() {
+            if let Some(i) = e.interrupted() {
                 print_report(args, &i.report, &plan, &described, None, None)?;
             }
-            return Err(e.context(format!("replay on {}", info.name)));
+            return Err(anyhow::Error::from(e).context(format!("replay on {name}")));
         }
     };
-    tx::finish(&args.send, &report, sink, |sink| {
+    output::finish_send(args.send.pcap.as_deref(), &report, sink, |sink| {
         print_report(args, &report, &plan, &described, sink, flows.as_ref())
     })
 }
@@ -171,27 +178,6 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn backend(args: &ReplayArgs) -> Result<Backend> {
-    Ok(
-        match (
-            args.send.backend,
-            &args.send.interface,
-            &args.send.pcap,
-            args.send.null,
-        ) {
-            (Some(b), _, _, _) => b,
-            (None, _, Some(_), _) => Backend::Pcap,
-            (None, _, _, true) => Backend::Null,
-            (None, Some(_), _, _) => tx::default_backend(),
-            (None, None, None, false) => {
-                return Err(usage(
-                    "nothing to replay to: give -i IFACE, --pcap FILE or --null",
-                ));
-            }
-        },
-    )
-}
-
 fn describe(path: &Path, capture: &Capture, args: &ReplayArgs, replay: &Replay) -> CaptureJson {
     CaptureJson {
         file: path.display().to_string(),
@@ -221,7 +207,7 @@ fn print_report(
     plan: &Plan,
     capture: &CaptureJson,
     sink: Option<SinkResult>,
-    flows: Option<&crate::rx::RunFlows>,
+    flows: Option<&RunFlows>,
 ) -> Result<()> {
     if args.send.json {
         return output::print_json(&ReplayJson {

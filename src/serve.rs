@@ -24,9 +24,11 @@ use linerate_engine::{Observer, Snapshot};
 use linerate_otg as otg;
 use linerate_rx::RxTotals;
 
-use crate::cli::{Backend, ClockArg, ReceiverArgs, ServeArgs, XdpAttach};
-use crate::rx::RunReceiver;
-use crate::session::{End, PortOptions, RxTarget, Session};
+use linerate_session::{
+    End, PortOptions, ReceiverOptions, RunOptions, RunReceiver, RxAttach, RxTarget, Session,
+};
+
+use crate::cli::{Backend, ServeArgs};
 
 /// How long `stop` waits for the workers to drain before it answers.
 const STOP_WAIT: Duration = Duration::from_secs(10);
@@ -372,9 +374,9 @@ impl PortThread {
         let port = mapped.port(&tx_name).context("tx port")?.clone();
         let mut options = PortOptions::interface(&port.location.iface);
         if let Some(b) = app.backend {
-            options.backend = b;
+            options.backend = b.into();
         }
-        options.afxdp = app.afxdp.clone();
+        options.afxdp = (&app.afxdp).into();
         options.cores = app.cores.clone();
         options.link_speed = port.link_mbps;
         let (ready_tx, ready_rx) = mpsc::channel::<Result<Option<Arc<RunReceiver>>>>();
@@ -383,17 +385,18 @@ impl PortThread {
             .name("otg-port".into())
             .spawn(move || {
                 let setup = || -> Result<_> {
-                    let mut session = Session::open(&options)
+                    let mut session = Session::open(std::slice::from_ref(&options))
                         .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
+                    let tx = session.port_mut(0);
                     if let Some(target) = rx_target(&mapped, &port.location.iface)? {
-                        session.receive(&target).context("the receive port")?;
+                        tx.receive(&target).context("the receive port")?;
                     }
-                    let plan = session.compile(&mapped.streams).context("flows")?;
+                    let plan = tx.compile(&mapped.streams).context("flows")?;
                     Ok((session, plan))
                 };
                 let (mut session, plan) = match setup() {
                     Ok((session, plan)) => {
-                        let _ = ready_tx.send(Ok(session.rx_handle()));
+                        let _ = ready_tx.send(Ok(session.port(0).rx_handle()));
                         (session, plan)
                     }
                     Err(e) => {
@@ -402,11 +405,16 @@ impl PortThread {
                     }
                 };
                 while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
-                    let end = End {
-                        duration: mapped.duration,
-                        count: None,
+                    let run = RunOptions {
+                        end: End {
+                            duration: mapped.duration,
+                            count: None,
+                        },
+                        stop: &stop,
+                        observer: progress.as_ref(),
+                        drain: DRAIN,
                     };
-                    let outcome = session.run_plan(&plan, end, stop, progress.as_ref(), DRAIN);
+                    let outcome = session.port_mut(0).run_plan(&plan, run);
                     let result = match outcome {
                         Ok(o) => RunResult {
                             per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
@@ -415,7 +423,7 @@ impl PortThread {
                             error: None,
                         },
                         Err(e) => RunResult {
-                            error: Some(format!("{e:#}")),
+                            error: Some(format!("{:#}", anyhow::Error::from(e))),
                             ..RunResult::default()
                         },
                     };
@@ -440,29 +448,23 @@ impl PortThread {
     }
 }
 
-/// Where the receive program goes: the lab's receive end (`""`: the lab's sink is swapped out
+/// Where the receive program goes: the lab's receive end (no `at`: the lab's sink is swapped out
 /// while the config lasts and comes back when it is dropped) or `IFACE@NETNS`; None when no
 /// flow names a receive port.
 fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<RxTarget>> {
     let Some(rx) = mapped.rx_port.as_deref().and_then(|r| mapped.port(r)) else {
         return Ok(None);
     };
-    let lab_end = crate::lab::lab_of(tx_iface)?.is_some_and(|lab| {
+    let lab_end = linerate_session::lab_of(tx_iface)?.is_some_and(|lab| {
         lab.receiver == rx.location.iface && rx.location.netns.as_deref() == Some(&lab.netns)
     });
     Ok(Some(RxTarget {
-        target: if lab_end {
-            String::new()
-        } else {
-            rx.location.to_string()
-        },
-        mode: XdpAttach::Drv,
-        receiver: ReceiverArgs {
-            rx_flows: 4096,
-            rx_hist_flows: 256,
-            clock: ClockArg::Monotonic,
+        at: (!lab_end).then(|| rx.location.to_string()),
+        attach: RxAttach::Drv,
+        receiver: ReceiverOptions {
             // A capture on the receive port needs the frames to reach the stack.
-            rx_pass: rx.capture,
+            pass: rx.capture,
+            ..ReceiverOptions::default()
         },
     }))
 }

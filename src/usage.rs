@@ -4,6 +4,7 @@
 use linerate_engine::EngineError;
 use linerate_port::{PortError, Usage as _};
 use linerate_report::ReportError;
+use linerate_session::SessionError;
 use linerate_stream::StreamError;
 
 /// A mistake in what the user asked for that no library type raised (a flag combination the
@@ -53,7 +54,8 @@ fn opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
         // Every stream error is about what the stream spec asks for.
         return Some(true);
     }
-    asks::<ReportError>(cause, ReportError::is_usage)
+    asks::<SessionError>(cause, SessionError::is_usage)
+        .or_else(|| asks::<ReportError>(cause, ReportError::is_usage))
         .or_else(|| asks::<PortError>(cause, PortError::is_usage))
         .or_else(|| asks::<EngineError>(cause, EngineError::is_usage))
         // A worker that failed mid-run: whatever its cause, the run was asked right.
@@ -116,5 +118,9 @@ mod tests {
             (0, false)
         );
         assert_eq!(code(Interrupted("stop".into()).into()), (130, true));
+        let refused = SessionError::usage("no").context("open the port");
+        assert_eq!(code(refused.into()), (2, true));
+        let failed = SessionError::from(PortError::io("run", io()));
+        assert_eq!(code(failed.into()), (1, true));
     }
 }

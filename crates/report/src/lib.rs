@@ -1,4 +1,4 @@
-//! Sweep results of linerate: the JSON result file with its context, the max-rate table, CSV,
+//! Sweep and RFC 2544 results of linerate: the JSON result file with its context, the max-rate table, CSV,
 //! plots and the comparison of several sweeps, plus the wire-rate arithmetic they share.
 //! No network I/O and no measuring: the engine measures, this crate reports.
 
@@ -9,6 +9,7 @@ mod output;
 mod plot;
 mod rate;
 mod result;
+pub mod rfc2544;
 mod table;
 
 pub use compare::{CompareRow, Comparison, EQUAL_WITHIN, LINE_RATE_PCT, compare, names_from_paths};

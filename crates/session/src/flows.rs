@@ -1,8 +1,10 @@
-//! What the receive side's commands share on every platform: the per-flow counts a run sent,
-//! a run's flows against what came back, a lone receiver's reports and its JSON.
+//! What a run sent per flow and what came back: shared by the receivers of every platform.
 
 use linerate_rx::{FlowReport, RxTotals};
 use serde::Serialize;
+
+/// Frames one flow sent in a run: flow id, stream name, frames.
+pub type FlowSent = (u16, Option<String>, u64);
 
 /// Per flow what was sent and what came back, and what was not a flow.
 #[derive(Debug, Serialize)]
@@ -29,17 +31,6 @@ impl RunFlows {
     }
 }
 
-#[derive(Debug, Serialize)]
-struct RxJson<'a> {
-    pub interface: &'a str,
-    pub netns: Option<&'a str>,
-    pub elapsed_s: f64,
-    /// A lone receiver does not know what was sent: `lost` is estimated from the sequence gaps
-    /// (blind to a lost tail).
-    pub flows: Vec<FlowReport>,
-    pub totals: &'a RxTotals,
-}
-
 /// Frames a receiver counted in all: flows, frames without the signature and untracked flows.
 pub fn all_frames(totals: &RxTotals) -> u64 {
     let g = &totals.global;
@@ -57,12 +48,20 @@ pub fn lone_reports(totals: &RxTotals) -> Vec<FlowReport> {
         .collect()
 }
 
-/// Frames each flow of `plan` sent in a run (flow id, stream name, frames): a lane's count, or
-/// a cycle's frames split by flow from each worker's count.
+/// Each flow's report against what it sent.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+pub(crate) fn against(sent: &[FlowSent], totals: &RxTotals) -> Vec<FlowReport> {
+    sent.iter()
+        .map(|(id, name, n)| FlowReport::new(*id, name.clone(), *n, totals.flow(*id)))
+        .collect()
+}
+
+/// Frames each flow of `plan` sent in a run: a lane's count, or a cycle's frames split by flow
+/// from each worker's count.
 pub fn sent_per_flow(
     plan: &linerate_stream::Plan,
     report: &linerate_engine::Report,
-) -> Vec<(u16, Option<String>, u64)> {
+) -> Vec<FlowSent> {
     let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
     match &plan.shape {
         // A capture's frames carry no signature: no flow to count.
@@ -86,31 +85,5 @@ pub fn sent_per_flow(
                 .map(|(flow, n)| (flow, name(flow as usize), n))
                 .collect()
         }
-    }
-}
-
-/// A lone receiver's report: JSON, or its flow table after the line that says what its "tx"
-/// column means.
-pub fn print_lone(
-    json: bool,
-    interface: &str,
-    netns: Option<&str>,
-    elapsed: std::time::Duration,
-    totals: &RxTotals,
-) -> anyhow::Result<()> {
-    let flows = lone_reports(totals);
-    if json {
-        crate::output::print_json(&RxJson {
-            interface,
-            netns,
-            elapsed_s: elapsed.as_secs_f64(),
-            flows,
-            totals,
-        })
-    } else {
-        crate::output::print(&format!(
-            "(a lone receiver: tx = received once + sequence gaps never filled; a lost tail is not seen)\n{}",
-            linerate_rx::table::flow_table(&flows, &totals.global)
-        ))
     }
 }

@@ -1,0 +1,42 @@
+//! The test core of linerate: a [`Session`] of N ports, each opened once with its own sender,
+//! lab sink and receiver, and any number of runs on them — for every command (tx, replay,
+//! sweep, rfc2544, serve). Its options are its own typed values; it holds no argument parser
+//! and prints nothing but warnings a run cannot return.
+
+mod compile;
+mod error;
+mod flows;
+#[cfg(target_os = "macos")]
+mod macos;
+mod options;
+#[cfg_attr(target_os = "linux", path = "receiver/linux.rs")]
+#[cfg_attr(target_os = "macos", path = "receiver/macos.rs")]
+#[cfg_attr(
+    not(any(target_os = "linux", target_os = "macos")),
+    path = "receiver/other.rs"
+)]
+mod receiver;
+pub mod rfc2544;
+mod sender;
+mod session;
+mod sink;
+mod sweep;
+
+pub use compile::{MIN_PPS, compile};
+pub use error::{Result, SessionError};
+pub use flows::{FlowSent, RunFlows, all_frames, lone_reports, sent_per_flow};
+#[cfg(target_os = "macos")]
+pub use macos::capture;
+pub use options::{
+    AfXdpOptions, Backend, Clock, End, PortOptions, ReceiverOptions, RxAttach, RxTarget, XdpAttach,
+    XdpMode, workers,
+};
+pub use receiver::RunReceiver;
+#[cfg(target_os = "macos")]
+pub use receiver::{start_capture, warn_drops};
+pub use sender::Sender;
+pub use session::{Outcome, PortSession, RunOptions, Session};
+#[cfg(target_os = "linux")]
+pub use sink::{lab_of, receive_end};
+pub use sink::{Counters, Sink, SinkResult, TempLab};
+pub use sweep::{Cut, Sweep, SweepObserver, Swept, plans as sweep_plans};

@@ -1,0 +1,127 @@
+//! The receive side of a port on Linux: the XDP receive program, attached before the first
+//! frame and read after each run's drain.
+
+use std::time::{Duration, Instant};
+
+use linerate_rx::{Receiver, RxProgress, RxTotals};
+
+use crate::error::{Result, SessionError};
+use crate::flows::{FlowSent, RunFlows, against, all_frames, lone_reports};
+use crate::options::RxTarget;
+
+/// The receive side of a port's runs.
+#[derive(Debug)]
+pub struct RunReceiver {
+    rx: Receiver,
+    /// Where it listens, for the report.
+    pub at: String,
+    /// It took the lab's receive end from the sink (which then counts nothing this run).
+    pub lab_end: bool,
+}
+
+impl RunReceiver {
+    /// Attaches the receiver for a port on `interface`: no `target.at` means the lab's receive
+    /// end (when `interface` is a lab's sender), else `IFACE` or `IFACE@NETNS`.
+    pub fn start(target: &RxTarget, interface: Option<&str>) -> Result<RunReceiver> {
+        let config = linerate_rx::RxConfig::from(&target.receiver);
+        let Some(at) = &target.at else {
+            let lab = match interface {
+                Some(iface) => crate::sink::lab_of(iface)?,
+                None => None,
+            };
+            let Some(lab) = lab else {
+                return Err(SessionError::usage(
+                    "--rx without an interface takes the lab's receive end, but -i is not a \
+                     lab's sender: give --rx IFACE[@NETNS]",
+                ));
+            };
+            let rx = Receiver::swap_into(&lab.pin_dir(), config)?;
+            return Ok(RunReceiver {
+                rx,
+                at: "the lab's receive end".into(),
+                lab_end: true,
+            });
+        };
+        let (iface, netns) = match at.split_once('@') {
+            Some((i, n)) if !i.is_empty() && !n.is_empty() => (i, Some(n)),
+            Some(_) => {
+                return Err(SessionError::usage(format!(
+                    "--rx {at}: write IFACE or IFACE@NETNS"
+                )));
+            }
+            None => (at.as_str(), None),
+        };
+        let rx = Receiver::attach(iface, netns, target.attach.into(), config)?;
+        Ok(RunReceiver {
+            rx,
+            at: at.clone(),
+            lab_end: false,
+        })
+    }
+
+    /// Everything counted since the run began (or the receiver was attached), flows or not.
+    /// Safe from any thread while a run is in progress: it only reads the program's maps.
+    pub fn read(&self) -> Result<RxTotals> {
+        Ok(self.rx.read()?)
+    }
+
+    /// Clears the counts, so the next run's sequence numbers start afresh.
+    pub fn reset(&self) -> Result<()> {
+        Ok(self.rx.reset()?)
+    }
+
+    /// What the receiver counted so far, for the status line (the flow table without the
+    /// histograms); None if its maps cannot be read: the line then goes without it, and the
+    /// report at the end says why.
+    pub fn progress(&self) -> Option<RxProgress> {
+        self.rx.progress().ok()
+    }
+
+    /// Waits up to `drain` for the frames still on their way (returns as soon as every flow has
+    /// what was sent), then reads the flows against what each sent.
+    pub fn finish(&self, tx: &[FlowSent], drain: Duration) -> Result<RunFlows> {
+        let sent: u64 = tx.iter().map(|t| t.2).sum();
+        let deadline = Instant::now() + drain;
+        let mut totals = self.rx.read()?;
+        while Instant::now() < deadline
+            && totals.flows.iter().map(|f| f.unique()).sum::<u64>() < sent
+        {
+            std::thread::sleep(Duration::from_millis(10));
+            totals = self.rx.read()?;
+        }
+        Ok(RunFlows {
+            at: self.at.clone(),
+            lab_end: self.lab_end,
+            flows: against(tx, &totals),
+            other: totals.global,
+        })
+    }
+
+    /// For frames the sender does not count per flow (a replayed capture): waits up to `drain`
+    /// until the receive end has seen `frames` frames of any kind. Frames that do carry a
+    /// signature (a capture of linerate's own traffic) are reported as a lone receiver does.
+    pub fn finish_frames(&self, frames: u64, drain: Duration) -> Result<RunFlows> {
+        let deadline = Instant::now() + drain;
+        let mut totals = self.rx.read()?;
+        while Instant::now() < deadline && all_frames(&totals) < frames {
+            std::thread::sleep(Duration::from_millis(10));
+            totals = self.rx.read()?;
+        }
+        Ok(RunFlows {
+            at: self.at.clone(),
+            lab_end: self.lab_end,
+            flows: lone_reports(&totals),
+            other: totals.global,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The OTG server reads a session's receiver from its own thread while the run goes on.
+    #[test]
+    fn the_receiver_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::RunReceiver>();
+    }
+}

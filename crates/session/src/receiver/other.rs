@@ -1,0 +1,41 @@
+//! No receive side on this platform yet: a port's receiver is refused when asked for.
+
+use std::time::Duration;
+
+use linerate_rx::{RxProgress, RxTotals};
+
+use crate::error::{Result, SessionError};
+use crate::flows::{FlowSent, RunFlows};
+use crate::options::RxTarget;
+
+/// Never constructed here: [`RunReceiver::start`] refuses.
+#[derive(Debug)]
+pub enum RunReceiver {}
+
+impl RunReceiver {
+    pub fn start(_target: &RxTarget, _interface: Option<&str>) -> Result<RunReceiver> {
+        Err(SessionError::usage(
+            "--rx needs Linux (XDP) or macOS (/dev/bpf) on this version; count at one of those with linerate rx",
+        ))
+    }
+
+    pub fn read(&self) -> Result<RxTotals> {
+        match *self {}
+    }
+
+    pub fn reset(&self) -> Result<()> {
+        match *self {}
+    }
+
+    pub fn progress(&self) -> Option<RxProgress> {
+        match *self {}
+    }
+
+    pub fn finish(&self, _tx: &[FlowSent], _drain: Duration) -> Result<RunFlows> {
+        match *self {}
+    }
+
+    pub fn finish_frames(&self, _frames: u64, _drain: Duration) -> Result<RunFlows> {
+        match *self {}
+    }
+}

@@ -1,0 +1,300 @@
+//! A session: N ports opened once, each with its lab's sink and optionally a receiver of its
+//! own, and any number of runs on them — what `tx` does once, and what a trial loop
+//! (`rfc2544`) or the OTG server does many times. Each run compiles its streams, runs the
+//! engine, waits for the receiver to drain and reads per flow what came back; a receiver's
+//! counts are cleared between runs, so every run's sequence numbers start afresh.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use linerate_engine::{Observer, Report, RunConfig, WorkerSpec};
+use linerate_port::PortInfo;
+use linerate_stream::{Plan, StreamSpec};
+
+use crate::compile::compile;
+use crate::error::Result;
+use crate::flows::{FlowSent, RunFlows, sent_per_flow};
+use crate::options::{Clock, End, PortOptions, RxTarget};
+use crate::receiver::RunReceiver;
+use crate::sender::Sender;
+use crate::sink::{Sink, SinkResult};
+
+/// The ports of one test. Today's commands open one (N = 1); each port has its own sender,
+/// sink and receiver, and runs are addressed per port.
+#[derive(Debug, Default)]
+pub struct Session {
+    ports: Vec<PortSession>,
+}
+
+impl Session {
+    /// Opens every port (and finds the lab behind each interface). Nothing is sent yet.
+    pub fn open(ports: &[PortOptions]) -> Result<Session> {
+        Ok(Session {
+            ports: ports.iter().map(PortSession::open).collect::<Result<_>>()?,
+        })
+    }
+
+    /// Adds a port opened elsewhere; returns its index.
+    pub fn push(&mut self, port: PortSession) -> usize {
+        self.ports.push(port);
+        self.ports.len() - 1
+    }
+
+    pub fn ports(&self) -> &[PortSession] {
+        &self.ports
+    }
+
+    /// The port at `index`, as [`Session::open`] was given them.
+    ///
+    /// # Panics
+    /// If there is no such port.
+    pub fn port(&self, index: usize) -> &PortSession {
+        &self.ports[index]
+    }
+
+    /// The port at `index`, to attach its receiver or run on it.
+    ///
+    /// # Panics
+    /// If there is no such port.
+    pub fn port_mut(&mut self, index: usize) -> &mut PortSession {
+        &mut self.ports[index]
+    }
+}
+
+/// What one run did.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The engine's report: frames, bytes, rate, workers.
+    pub report: Report,
+    /// Frames each flow of the plan sent.
+    pub sent: Vec<FlowSent>,
+    /// Per flow what the receiver saw against `sent`, when the port has a receiver.
+    pub flows: Option<RunFlows>,
+    /// What a lab's sink counted, when the port is a lab's sender end.
+    pub sink: Option<SinkResult>,
+}
+
+/// What the receiver waits for after a run, and reports.
+#[derive(Debug, Clone, Copy)]
+enum Counted {
+    /// Each flow's signed frames against what it sent.
+    PerFlow,
+    /// Frames of any kind against all the sender completed.
+    AllFrames,
+}
+
+/// How a run goes: when it ends, what stops it early, who watches it, how long its frames
+/// still on their way are waited for.
+#[derive(Clone, Copy)]
+pub struct RunOptions<'a> {
+    pub end: End,
+    pub stop: &'a Arc<AtomicBool>,
+    pub observer: &'a dyn Observer,
+    pub drain: Duration,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("end", &self.end)
+            .field("drain", &self.drain)
+            .finish()
+    }
+}
+
+/// One port of a session: its sender and workers, its lab's sink, its receiver.
+#[derive(Debug)]
+pub struct PortSession {
+    sender: Sender,
+    workers: Vec<WorkerSpec>,
+    batch: u32,
+    link_speed: Option<u64>,
+    clock: Clock,
+    interface: Option<String>,
+    lab: Option<Sink>,
+    rx: Option<Arc<RunReceiver>>,
+    /// The receiver has counted a run since it was attached or cleared.
+    rx_used: bool,
+}
+
+impl PortSession {
+    /// Opens the port (and finds the lab behind its interface, if any). Nothing is sent yet.
+    pub fn open(options: &PortOptions) -> Result<PortSession> {
+        let workers = options.workers()?;
+        let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
+        let sender = Sender::open(options, queues)?;
+        let lab = match &options.interface {
+            Some(iface) => Sink::of_lab(iface)?,
+            None => None,
+        };
+        Ok(PortSession {
+            sender,
+            workers,
+            batch: options.batch,
+            link_speed: options.link_speed,
+            clock: options.clock,
+            interface: options.interface.clone(),
+            lab,
+            rx: None,
+            rx_used: false,
+        })
+    }
+
+    /// Attaches the receiver; from now on each run reports per flow what came back.
+    pub fn receive(&mut self, target: &RxTarget) -> Result<()> {
+        let rx = RunReceiver::start(target, self.interface.as_deref())?;
+        self.rx = Some(Arc::new(rx));
+        self.rx_used = false;
+        Ok(())
+    }
+
+    /// The receiver, to read its live per-flow totals from another thread while a run is in
+    /// progress (`read()`); None without one. Its counts restart at each run.
+    pub fn rx_handle(&self) -> Option<Arc<RunReceiver>> {
+        self.rx.clone()
+    }
+
+    /// The port as its backend describes it.
+    pub fn info(&self) -> &PortInfo {
+        self.sender.info()
+    }
+
+    /// The workers each run starts.
+    pub fn workers(&self) -> &[WorkerSpec] {
+        &self.workers
+    }
+
+    /// Link speed in Mbit/s: the one given, else the port's; None when neither is known.
+    pub fn link_mbps(&self) -> Option<u64> {
+        self.link_speed
+            .or(self.sender.info().link_speed.map(|s| s.mbps()))
+    }
+
+    /// Compiles streams for this port (its MTU, MAC, the lab's addresses, the link speed) with
+    /// the port's stamp clock. Every check of the streams happens here, before a frame.
+    pub fn compile(&self, streams: &[StreamSpec]) -> Result<Plan> {
+        let mut plan = compile(
+            streams,
+            self.sender.info(),
+            self.lab.as_ref(),
+            self.link_speed,
+        )?;
+        plan.set_stamp_clock(self.clock == Clock::Tai);
+        Ok(plan)
+    }
+
+    /// Compiles and runs streams: see [`PortSession::run_plan`].
+    pub fn run(&mut self, streams: &[StreamSpec], run: RunOptions<'_>) -> Result<Outcome> {
+        let plan = self.compile(streams)?;
+        self.run_plan(&plan, run)
+    }
+
+    /// Runs a compiled plan until `run.end` (or its own count, or the stop flag), then waits up
+    /// to `run.drain` for the frames still on their way and reads per flow what arrived. A run
+    /// that a worker ended early fails with [`crate::SessionError::Interrupted`], which holds
+    /// the report so far.
+    pub fn run_plan(&mut self, plan: &Plan, run: RunOptions<'_>) -> Result<Outcome> {
+        self.run_counted(plan, run, Counted::PerFlow)
+    }
+
+    /// Runs a plan whose frames carry no signature (a replayed capture), as
+    /// [`PortSession::run_plan`] does, but the receiver waits for and reports frames of any
+    /// kind: there are no flows to count them against.
+    pub fn run_unsigned(&mut self, plan: &Plan, run: RunOptions<'_>) -> Result<Outcome> {
+        self.run_counted(plan, run, Counted::AllFrames)
+    }
+
+    fn run_counted(
+        &mut self,
+        plan: &Plan,
+        run: RunOptions<'_>,
+        counted: Counted,
+    ) -> Result<Outcome> {
+        if let Some(rx) = &self.rx
+            && self.rx_used
+        {
+            rx.reset()
+                .map_err(|e| e.context("clear the receiver before the run"))?;
+        }
+        let config = RunConfig {
+            workers: self.workers.clone(),
+            batch: self.batch,
+            duration: run.end.duration,
+            count: run.end.count,
+            stop: Arc::clone(run.stop),
+            tick: Duration::from_secs(1),
+        };
+        let before = self.lab.as_ref().map(Sink::read).transpose()?;
+        self.rx_used = true;
+        let report = self.sender.run(plan, &config, run.observer)?;
+        let sent = sent_per_flow(plan, &report);
+        let flows = match (&self.rx, counted) {
+            (Some(rx), Counted::PerFlow) => Some(rx.finish(&sent, run.drain)?),
+            (Some(rx), Counted::AllFrames) => Some(rx.finish_frames(report.completed, run.drain)?),
+            (None, _) => None,
+        };
+        let sink = match (&self.lab, before, &flows) {
+            // The receiver had the lab's receive end: it saw what the sink would have.
+            (Some(l), Some(_), Some(f)) if f.lab_end => {
+                let (packets, bytes) = f.all_frames();
+                Some(SinkResult::new(&l.name, packets, bytes, report.completed))
+            }
+            (Some(l), Some(b), _) => Some(l.settle(b, report.completed)?),
+            _ => None,
+        };
+        Ok(Outcome {
+            report,
+            sent,
+            flows,
+            sink,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use linerate_engine::Snapshot;
+
+    use super::*;
+    use crate::options::Backend;
+
+    struct Quiet;
+
+    impl Observer for Quiet {
+        fn tick(&self, _: &Snapshot) {}
+    }
+
+    /// One port of a session, a null one: a counted run sends its count, all of it the one
+    /// signed flow's, with no receiver and no lab to report.
+    #[test]
+    fn a_null_port_runs_its_count_and_splits_it_per_flow() {
+        let mut session = Session::open(&[PortOptions {
+            backend: Backend::Null,
+            interface: None,
+            ..PortOptions::interface("unused")
+        }])
+        .unwrap();
+        assert_eq!(session.ports().len(), 1);
+        let port = session.port_mut(0);
+        assert_eq!(port.info().backend, "null");
+        let stop = Arc::new(AtomicBool::new(false));
+        let run = RunOptions {
+            end: End {
+                duration: None,
+                count: Some(1000),
+            },
+            stop: &stop,
+            observer: &Quiet,
+            drain: Duration::ZERO,
+        };
+        let signed = StreamSpec {
+            signature: true,
+            ..StreamSpec::seed()
+        };
+        let out = port.run(&[signed], run).unwrap();
+        assert_eq!(out.report.completed, 1000);
+        assert_eq!(out.sent.iter().map(|s| s.2).sum::<u64>(), 1000);
+        assert!(out.flows.is_none() && out.sink.is_none());
+    }
+}

@@ -1,0 +1,275 @@
+//! Where a port's frames are counted without a receiver: a lab's pinned sink (when the port is
+//! a lab's sender end) or a sink attached for one command; what it counted against a run; and
+//! the lab a command makes for itself.
+
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+
+/// Reads a sink's (packets, bytes).
+pub type Counters = Box<dyn Fn() -> Result<(u64, u64)>>;
+
+/// A sink counting every frame that arrives: a lab's (its name, the MAC and addresses of its
+/// ends) or an interface's.
+pub struct Sink {
+    pub name: String,
+    pub peer_mac: [u8; 6],
+    pub ips: (Ipv4Addr, Ipv4Addr),
+    pub counters: Counters,
+}
+
+impl std::fmt::Debug for Sink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sink").field("name", &self.name).finish()
+    }
+}
+
+/// What arrived at a lab's sink during a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SinkResult {
+    pub lab: String,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Completed at the sender but not counted at the sink; None when the sink counted more than
+    /// this run sent (another sender shares it), so the loss cannot be known.
+    pub lost: Option<u64>,
+    /// Frames the sink counted beyond what this run sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extra: Option<u64>,
+}
+
+impl SinkResult {
+    /// What a lab's receive end counted against what the sender completed.
+    pub fn new(lab: &str, packets: u64, bytes: u64, completed: u64) -> Self {
+        SinkResult {
+            lab: lab.to_owned(),
+            packets,
+            bytes,
+            lost: completed.checked_sub(packets),
+            extra: packets.checked_sub(completed).filter(|&n| n > 0),
+        }
+    }
+
+    /// The line that says why there is no loss figure, when there is none.
+    pub fn shared_warning(&self) -> Option<String> {
+        self.extra.map(|extra| {
+            format!(
+                "the sink of lab {} counted {extra} frame(s) more than this run sent: another \
+                 sender shares it, so the loss is unknown",
+                self.lab
+            )
+        })
+    }
+}
+
+impl Sink {
+    /// Reads the counters now.
+    pub fn read(&self) -> Result<(u64, u64)> {
+        (self.counters)()
+    }
+
+    /// Waits until the sink has seen everything the sender completed (frames still crossing
+    /// the veth pair when the last completion came back), or until its count stops moving.
+    pub fn settle(&self, before: (u64, u64), completed: u64) -> Result<SinkResult> {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut last = self.read()?;
+        let mut still_since = Instant::now();
+        loop {
+            let got = last.0 - before.0;
+            if got >= completed
+                || Instant::now() >= deadline
+                || still_since.elapsed() > Duration::from_millis(300)
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            let now = self.read()?;
+            if now != last {
+                still_since = Instant::now();
+            }
+            last = now;
+        }
+        // Wrapping: a counter that went backwards (the sink was re-attached) reads as a huge
+        // extra.
+        Ok(SinkResult::new(
+            &self.name,
+            last.0.wrapping_sub(before.0),
+            last.1.wrapping_sub(before.1),
+            completed,
+        ))
+    }
+}
+
+/// A lab made for one command, removed when dropped.
+pub struct TempLab {
+    pub sender: String,
+    #[cfg(target_os = "linux")]
+    _guard: linerate_lab::LabGuard,
+    #[cfg(target_os = "macos")]
+    _guard: crate::macos::FethGuard,
+}
+
+impl std::fmt::Debug for TempLab {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TempLab")
+            .field("sender", &self.sender)
+            .finish()
+    }
+}
+
+impl TempLab {
+    /// A lab of `queues` queues (a feth pair on macOS: one queue per end, whatever `queues`
+    /// says), named `name` or a name of its own.
+    #[cfg(target_os = "linux")]
+    pub fn up(name: Option<&str>, queues: u32) -> Result<TempLab> {
+        let config = linerate_lab::LabConfig {
+            name: name.map_or_else(|| linerate_lab::unique_name("sw"), str::to_owned),
+            queues,
+        };
+        let guard = linerate_lab::LabGuard::up(&config)?;
+        Ok(TempLab {
+            sender: guard.sender.clone(),
+            _guard: guard,
+        })
+    }
+
+    #[cfg(target_os = "macos")]
+    pub fn up(name: Option<&str>, _queues: u32) -> Result<TempLab> {
+        let guard = crate::macos::FethGuard::up(name)?;
+        Ok(TempLab {
+            sender: guard.lab.sender.clone(),
+            _guard: guard,
+        })
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    pub fn up(_name: Option<&str>, _queues: u32) -> Result<TempLab> {
+        Err(crate::SessionError::usage(
+            "--lab needs Linux (network namespaces, veth, XDP): give -i IFACE",
+        ))
+    }
+}
+
+/// The lab whose sender end is `iface`, if it is one.
+#[cfg(target_os = "linux")]
+pub fn lab_of(iface: &str) -> Result<Option<linerate_lab::Lab>> {
+    use linerate_lab::{Lab, LabError};
+    let Some(name) = iface.strip_suffix('0') else {
+        return Ok(None);
+    };
+    if linerate_lab::validate_name(name).is_err() {
+        return Ok(None);
+    }
+    match Lab::find(name) {
+        Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
+        Ok(_) => Ok(None),
+        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What runs on `lab`'s receive end, after putting the sink back if a receiver that died left
+/// its program there (said in one line on stderr).
+#[cfg(target_os = "linux")]
+pub fn receive_end(lab: &linerate_lab::Lab) -> Result<linerate_xdp::ReceiveEnd> {
+    let end = lab.receive_end()?;
+    if end == linerate_xdp::ReceiveEnd::Restored {
+        eprintln!(
+            "linerate: lab {}'s receive end still ran the program of a receiver that was killed before it could put the sink back: the sink is back and counts from now",
+            lab.name
+        );
+    }
+    Ok(end)
+}
+
+#[cfg(target_os = "linux")]
+impl Sink {
+    /// The pinned sink of the lab whose sender end is `iface`, if it is one. A sink that does
+    /// not run would report every frame lost: a running receiver's program there is refused,
+    /// and one left by a receiver that died is replaced by the sink first.
+    pub fn of_lab(iface: &str) -> Result<Option<Sink>> {
+        let Some(lab) = lab_of(iface)? else {
+            return Ok(None);
+        };
+        if receive_end(&lab)? == linerate_xdp::ReceiveEnd::InUse {
+            return Err(linerate_xdp::XdpError::ReceiveEndBusy {
+                lab: lab.name.clone(),
+            }
+            .into());
+        }
+        let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir())?;
+        Ok(Some(Sink {
+            name: lab.name.clone(),
+            peer_mac: lab.dst_mac(),
+            ips: (lab.sender_ip, lab.receiver_ip),
+            counters: Box::new(move || {
+                let c = sink.counters()?;
+                Ok((c.packets, c.bytes))
+            }),
+        }))
+    }
+
+    /// Attaches the XDP sink to `iface` (in `netns`) for as long as the returned side lives.
+    pub fn attach(iface: &str, netns: Option<&str>) -> Result<Sink> {
+        let sink = linerate_xdp::Sink::attach(iface, netns, linerate_xdp::AttachMode::Drv)?;
+        Ok(Sink {
+            name: iface.to_owned(),
+            peer_mac: [0xff; 6],
+            ips: linerate_stream::Limits::default().default_ipv4,
+            counters: Box::new(move || {
+                let c = sink.counters()?;
+                Ok((c.packets, c.bytes))
+            }),
+        })
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+impl Sink {
+    pub fn of_lab(_iface: &str) -> Result<Option<Sink>> {
+        Ok(None)
+    }
+
+    pub fn attach(_iface: &str, _netns: Option<&str>) -> Result<Sink> {
+        Err(crate::SessionError::usage("--sink-iface needs Linux (XDP)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_is_known_only_when_the_sink_saw_no_more_than_was_sent() {
+        let r = SinkResult::new("l", 90, 9000, 100);
+        assert_eq!((r.lost, r.extra), (Some(10), None));
+        assert!(r.shared_warning().is_none());
+        let r = SinkResult::new("l", 100, 0, 100);
+        assert_eq!((r.lost, r.extra), (Some(0), None));
+        let r = SinkResult::new("l", 105, 0, 100);
+        assert_eq!((r.lost, r.extra), (None, Some(5)));
+        assert!(r.shared_warning().unwrap().contains("5 frame(s) more"));
+    }
+
+    #[test]
+    fn settle_waits_for_the_frames_still_on_their_way() {
+        // Ten more frames arrive at each read, up to the 100 the sender completed.
+        let seen = std::cell::Cell::new(0u64);
+        let sink = Sink {
+            name: "lab".into(),
+            peer_mac: [0; 6],
+            ips: (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST),
+            counters: Box::new(move || {
+                let n = (seen.get() + 10).min(100);
+                seen.set(n);
+                Ok((n, n * 64))
+            }),
+        };
+        let r = sink.settle((0, 0), 100).unwrap();
+        assert_eq!(
+            (r.packets, r.bytes, r.lost, r.extra),
+            (100, 6400, Some(0), None)
+        );
+    }
+}

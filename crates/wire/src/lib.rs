@@ -10,12 +10,13 @@ mod mac;
 mod modifier;
 pub mod signature;
 mod spec;
+mod text;
 pub mod units;
 
 pub use error::WireError;
 pub use etherparse;
-pub use field::{Field, FieldLoc, parse_value};
-pub use mac::{MacAddr, format_mac, parse_mac};
+pub use field::{Field, FieldLoc, FieldValue, parse_value};
+pub use mac::{Mac, MacAddr, format_mac, parse_mac};
 pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
 pub use spec::{Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
 pub use units::{LinkSpeed, MAX_FRAME_SIZE};

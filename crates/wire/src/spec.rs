@@ -107,6 +107,26 @@ impl TcpFlags {
     }
 }
 
+impl std::str::FromStr for TcpFlags {
+    type Err = WireError;
+
+    fn from_str(s: &str) -> Result<Self, WireError> {
+        Self::parse(s)
+    }
+}
+
+/// The letters `parse` reads (`SA`), in bit order; no flags is the empty string.
+impl std::fmt::Display for TcpFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bits = self.bits();
+        TCP_FLAG_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .try_for_each(|(_, (_, letter))| write!(f, "{letter}"))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum L4Spec {
     Udp {
@@ -234,6 +254,30 @@ impl Payload {
         Ok(())
     }
 }
+
+impl std::str::FromStr for Payload {
+    type Err = WireError;
+
+    fn from_str(s: &str) -> Result<Self, WireError> {
+        Self::parse(s)
+    }
+}
+
+/// The form `parse` reads back.
+impl std::fmt::Display for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        match self {
+            Payload::Fixed(b) => write!(f, "fixed:{b:#04x}"),
+            Payload::Increment => f.write_str("inc"),
+            Payload::Random { seed } => write!(f, "random:{seed}"),
+            Payload::Pattern(p) => write!(f, "pattern:{}", hex(p)),
+            Payload::Raw(r) => write!(f, "raw:{}", hex(r)),
+        }
+    }
+}
+
+crate::serde_as_text!(TcpFlags, Payload);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum L4Proto {

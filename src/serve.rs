@@ -790,7 +790,7 @@ mod tests {
     fn a_flows_bytes_follow_its_size_schedule_lap_by_lap() {
         let spec = |size_mode: &str| StreamSpec {
             size: 64,
-            size_mode: size_mode.into(),
+            size_mode: size_mode.parse().unwrap(),
             ..StreamSpec::default()
         };
         assert_eq!(bytes_of(&spec("fixed"), 10), 640);

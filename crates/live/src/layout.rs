@@ -607,8 +607,8 @@ mod tests {
 
     fn plan(vary: &[&str], size_mode: &str) -> Plan {
         let spec = StreamSpec {
-            vary: vary.iter().map(|s| s.to_string()).collect(),
-            size_mode: size_mode.into(),
+            vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
+            size_mode: size_mode.parse().unwrap(),
             ..StreamSpec::default()
         };
         Plan::compile(&[spec], &Limits::default()).expect("plan")
@@ -691,15 +691,15 @@ mod tests {
     #[test]
     fn the_model_stamps_the_engines_signature() {
         let signed = |vary: &[&str], size_mode: &str, count: Option<u64>, port: u16| StreamSpec {
-            vary: vary.iter().map(|s| s.to_string()).collect(),
-            size_mode: size_mode.into(),
+            vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
+            size_mode: size_mode.parse().unwrap(),
             signature: true,
             count,
             src_port: port,
             ..StreamSpec::default()
         };
         let lane = |port, rate: &str| StreamSpec {
-            rate: rate.into(),
+            rate: rate.parse().unwrap(),
             mode: linerate_stream::Mode::Interleaved,
             ..signed(&[], "fixed", None, port)
         };
@@ -802,7 +802,7 @@ mod tests {
     fn lanes_are_sent_merged_or_refused_where_the_layout_is_built() {
         let lane = |port, count| StreamSpec {
             src_port: port,
-            rate: "1k".into(),
+            rate: "1k".parse().unwrap(),
             count,
             mode: linerate_stream::Mode::Interleaved,
             ..StreamSpec::default()

@@ -847,7 +847,7 @@ mod tests {
 
     fn spec(vary: &[&str]) -> StreamSpec {
         StreamSpec {
-            vary: vary.iter().map(|s| s.to_string()).collect(),
+            vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
             ..StreamSpec::default()
         }
     }
@@ -1080,7 +1080,7 @@ mod interleaved_tests {
         StreamSpec {
             name: name.into(),
             src_port,
-            rate: rate.into(),
+            rate: rate.parse().unwrap(),
             count,
             mode: Mode::Interleaved,
             ..StreamSpec::seed()
@@ -1278,7 +1278,7 @@ mod interleaved_tests {
         // Counts, patches, and rates without a short common period are left to the lanes loop.
         assert!(merged(&[lane("a", 1, "20k", Some(5)), lane("b", 2, "5k", None)]).is_none());
         let mut patched = lane("b", 2, "5k", None);
-        patched.vary = vec!["dst-port:random:1-9".into()];
+        patched.vary = vec!["dst-port:random:1-9".parse().unwrap()];
         assert!(merged(&[lane("a", 1, "20k", None), patched]).is_none());
         assert!(merged(&[lane("a", 1, "7001", None), lane("b", 2, "11003", None)]).is_none());
     }

@@ -70,6 +70,20 @@ impl Rate {
         })
     }
 
+    /// What every rate must hold, however it was made (text, or an OTG document).
+    pub fn check(&self) -> Result<(), &'static str> {
+        match *self {
+            Self::Max => Ok(()),
+            Self::Pps(v) | Self::L2(v) | Self::L1(v) | Self::Percent(v)
+                if !(v.is_finite() && v > 0.0) =>
+            {
+                Err("a rate must be more than zero")
+            }
+            Self::Percent(p) if p > 100.0 => Err("more than 100 % of line rate"),
+            _ => Ok(()),
+        }
+    }
+
     /// Time one frame of `size` bytes (FCS included) takes at this rate, in picoseconds; 0 for max.
     pub fn interval_ps(&self, size: usize, link_mbps: Option<u64>) -> Result<f64, String> {
         Ok(match *self {
@@ -84,6 +98,29 @@ impl Rate {
         })
     }
 }
+
+impl std::str::FromStr for Rate {
+    type Err = StreamError;
+
+    fn from_str(s: &str) -> Result<Self, StreamError> {
+        Self::parse(s)
+    }
+}
+
+/// The form `parse` reads back: `max`, `1500000` (frames/s), `5e8bps`, `1e9bps-l1`, `50%`.
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Max => f.write_str("max"),
+            Self::Pps(v) => write!(f, "{v}"),
+            Self::L2(v) => write!(f, "{v}bps"),
+            Self::L1(v) => write!(f, "{v}bps-l1"),
+            Self::Percent(v) => write!(f, "{v}%"),
+        }
+    }
+}
+
+linerate_wire::serde_as_text!(Rate);
 
 /// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds: a run's duration, more than
 /// zero and at most a year.

@@ -117,16 +117,16 @@ pub struct Rfc2544Args {
     pub max_burst: Option<u64>,
     /// Source MAC of the trials' frames (default: the port's).
     #[arg(long)]
-    pub src_mac: Option<String>,
+    pub src_mac: Option<linerate_wire::Mac>,
     /// Destination MAC: the DUT's port (default: the lab's DUT on a lab, else broadcast).
     #[arg(long)]
-    pub dst_mac: Option<String>,
+    pub dst_mac: Option<linerate_wire::Mac>,
     /// Source IPv4 address (default 198.18.0.1, RFC 2544's benchmarking range; a lab's own).
     #[arg(long)]
-    pub src_ip: Option<String>,
+    pub src_ip: Option<std::net::Ipv4Addr>,
     /// Destination IPv4 address (default 198.18.0.2; a lab's own).
     #[arg(long)]
-    pub dst_ip: Option<String>,
+    pub dst_ip: Option<std::net::Ipv4Addr>,
     #[arg(long, value_enum)]
     pub backend: Option<Backend>,
     /// One worker per core, e.g. 0,1.
@@ -298,26 +298,19 @@ struct SessionTrial<'a> {
 /// The trials' stream before its size and rate: tx's seed stream, signed, with the addresses
 /// the command line gives.
 fn template(args: &Rfc2544Args) -> StreamSpec {
-    let mut spec = StreamSpec {
+    StreamSpec {
         name: "rfc2544".into(),
         signature: true,
+        src_mac: args.src_mac,
+        dst_mac: args.dst_mac,
+        src_ip: args.src_ip.map(Into::into),
+        dst_ip: args.dst_ip.map(Into::into),
         ..StreamSpec::seed()
-    };
-    for (field, given) in [
-        (&mut spec.src_mac, &args.src_mac),
-        (&mut spec.dst_mac, &args.dst_mac),
-        (&mut spec.src_ip, &args.src_ip),
-        (&mut spec.dst_ip, &args.dst_ip),
-    ] {
-        if let Some(v) = given {
-            v.clone_into(field);
-        }
     }
-    spec
 }
 
 impl SessionTrial<'_> {
-    fn spec(&self, size: u32, rate: String) -> StreamSpec {
+    fn spec(&self, size: u32, rate: linerate_stream::Rate) -> StreamSpec {
         StreamSpec {
             size: size as usize,
             rate,
@@ -365,7 +358,7 @@ impl Trial for SessionTrial<'_> {
 
     fn run(&mut self, load: &Load) -> Result<TrialOutput, TrialError> {
         if self.learning > 0 {
-            let spec = self.spec(load.size, "10k".into());
+            let spec = self.spec(load.size, linerate_stream::Rate::Pps(1e4));
             self.run_spec(
                 spec,
                 End {
@@ -387,9 +380,9 @@ impl Trial for SessionTrial<'_> {
             },
         };
         let rate = if self.unpaced == Some(load.rate) {
-            "max".to_owned()
+            linerate_stream::Rate::Max
         } else {
-            format!("{:.3}", load.rate)
+            linerate_stream::Rate::Pps(load.rate)
         };
         let out = self.run_spec(self.spec(load.size, rate), end)?;
         let tx: u64 = out.sent.iter().map(|s| s.2).sum();
@@ -855,7 +848,7 @@ fn max_load(
             let d = Duration::from_secs_f64(plan.goals[0].initial_duration_s);
             let out = trial
                 .run_spec(
-                    trial.spec(size, "max".into()),
+                    trial.spec(size, linerate_stream::Rate::Max),
                     End {
                         duration: Some(d),
                         count: None,

@@ -10,11 +10,7 @@ pub enum SizeMode {
     #[default]
     Fixed,
     /// min, min+step, …, up to max, then again.
-    Inc {
-        min: usize,
-        max: usize,
-        step: usize,
-    },
+    Inc { min: usize, max: usize, step: usize },
     /// Uniform in min..=max; the plan draws a fixed pseudo-random schedule so runs repeat.
     Random { min: usize, max: usize },
     /// Weighted mix of (size, weight), spread evenly (7:4:1 of 64/594/1518 by default).
@@ -218,7 +214,11 @@ mod tests {
     fn parses_every_form() {
         assert_eq!("fixed".parse::<SizeMode>().unwrap(), SizeMode::Fixed);
         assert_eq!(
-            "inc:64-80:8".parse::<SizeMode>().unwrap().with_size(64).schedule(0),
+            "inc:64-80:8"
+                .parse::<SizeMode>()
+                .unwrap()
+                .with_size(64)
+                .schedule(0),
             vec![64, 72, 80]
         );
         assert_eq!(
@@ -243,7 +243,11 @@ mod tests {
 
     #[test]
     fn imix_keeps_its_weights_and_interleaves() {
-        let schedule = "imix".parse::<SizeMode>().unwrap().with_size(64).schedule(0);
+        let schedule = "imix"
+            .parse::<SizeMode>()
+            .unwrap()
+            .with_size(64)
+            .schedule(0);
         assert_eq!(schedule.len(), 12);
         assert_eq!(schedule.iter().filter(|&&s| s == 64).count(), 7);
         assert_eq!(schedule.iter().filter(|&&s| s == 594).count(), 4);

@@ -164,10 +164,12 @@ impl StreamSpec {
         self.check_counts()?;
         let frame = self.frame(limits)?;
         let sizes = self.size_mode.with_size(self.size);
-        self.size_mode.check().map_err(|why| StreamError::SizeMode {
-            input: self.size_mode.to_string(),
-            why,
-        })?;
+        self.size_mode
+            .check()
+            .map_err(|why| StreamError::SizeMode {
+                input: self.size_mode.to_string(),
+                why,
+            })?;
         let min = frame.min_frame_size();
         if sizes.min() < min {
             return Err(StreamError::SizeTooSmall {
@@ -209,9 +211,9 @@ impl StreamSpec {
     /// Counts, loops and bursts that would send nothing or overflow a schedule.
     fn check_counts(&self) -> Result<(), StreamError> {
         if self.count == Some(0) {
-            return Err(self.invalid(
-                "count 0 sends nothing; leave it out to send until stopped".into(),
-            ));
+            return Err(
+                self.invalid("count 0 sends nothing; leave it out to send until stopped".into())
+            );
         }
         if self.loops == Some(0) {
             return Err(self.invalid("loops 0 sends nothing".into()));
@@ -240,10 +242,7 @@ impl StreamSpec {
     /// The template frame: the spec's headers, with what it leaves out taken from the port.
     fn frame(&self, limits: &Limits) -> Result<FrameSpec, StreamError> {
         if self.vlan.is_some_and(|id| id > 4095) {
-            return Err(self.invalid(format!(
-                "VLAN id {} is over 4095",
-                self.vlan.unwrap_or(0)
-            )));
+            return Err(self.invalid(format!("VLAN id {} is over 4095", self.vlan.unwrap_or(0))));
         }
         let ip = if self.ipv6 {
             IpSpec::V6 {
@@ -280,8 +279,16 @@ impl StreamSpec {
             },
         };
         Ok(FrameSpec {
-            src_mac: self.src_mac.map(Mac::octets).or(limits.default_src_mac).unwrap_or([0x02, 0, 0, 0, 0, 0x01]),
-            dst_mac: self.dst_mac.map(Mac::octets).or(limits.default_dst_mac).unwrap_or([0xff; 6]),
+            src_mac: self
+                .src_mac
+                .map(Mac::octets)
+                .or(limits.default_src_mac)
+                .unwrap_or([0x02, 0, 0, 0, 0, 0x01]),
+            dst_mac: self
+                .dst_mac
+                .map(Mac::octets)
+                .or(limits.default_dst_mac)
+                .unwrap_or([0xff; 6]),
             vlan: self.vlan.map(|id| VlanTag {
                 id,
                 pcp: self.vlan_pcp,
@@ -607,11 +614,20 @@ mod tests {
                 .to_string()
         };
         for (body, words) in [
-            ("src-ip = \"300.1.1.1\"", &["src-ip", "300.1.1.1", "198.18.0.1"][..]),
-            ("dst-mac = \"02:00:00\"", &["dst-mac", "02:00:00", "02:00:00:00:00:01"]),
+            (
+                "src-ip = \"300.1.1.1\"",
+                &["src-ip", "300.1.1.1", "198.18.0.1"][..],
+            ),
+            (
+                "dst-mac = \"02:00:00\"",
+                &["dst-mac", "02:00:00", "02:00:00:00:00:01"],
+            ),
             ("rate = \"fast\"", &["rate", "fast", "500Mbps"]),
             ("size-mode = \"zigzag\"", &["size-mode", "zigzag", "imix"]),
-            ("vary = [\"src-port:up:1-2\"]", &["vary", "src-port:up:1-2", "inc, dec"]),
+            (
+                "vary = [\"src-port:up:1-2\"]",
+                &["vary", "src-port:up:1-2", "inc, dec"],
+            ),
             ("tcp-flags = \"SX\"", &["tcp-flags", "SX"]),
             ("payload = \"fixed:300\"", &["payload", "fixed:300"]),
         ] {
@@ -647,7 +663,11 @@ mod tests {
         )
         .unwrap();
         let text = toml::to_string(&file).unwrap();
-        assert_eq!(SpecFile::parse(&text, "again.toml").unwrap(), file, "{text}");
+        assert_eq!(
+            SpecFile::parse(&text, "again.toml").unwrap(),
+            file,
+            "{text}"
+        );
     }
 
     #[test]

@@ -297,9 +297,9 @@ mod tests {
             next,
             mode,
             rate: if mode == Mode::Interleaved {
-                format!("{}k", 5 << port)
+                linerate_stream::Rate::Pps(f64::from(5u32 << port) * 1e3)
             } else {
-                "max".into()
+                linerate_stream::Rate::Max
             },
             ..StreamSpec::default()
         };

@@ -108,19 +108,16 @@ pub(super) struct Target {
     pub set: fn(&mut StreamSpec, u128),
 }
 
+/// Where a header's model holds one field's pattern.
+pub(super) type Get<H> = fn(&H) -> &Option<Pattern>;
+
 /// A row of a header's table of fields: the JSON key, the pattern in the header's model, and
 /// where it lands.
-pub(super) type Row<H> = (&'static str, fn(&H) -> &Option<Pattern>, Target);
+pub(super) type Row<H> = (&'static str, Get<H>, Target);
 
 /// A field linerate writes with one value, accepted only at that value: the JSON key, the
 /// pattern, its kind, the value and how to say it.
-pub(super) type FixedRow<H> = (
-    &'static str,
-    fn(&H) -> &Option<Pattern>,
-    Kind,
-    u128,
-    &'static str,
-);
+pub(super) type FixedRow<H> = (&'static str, Get<H>, Kind, u128, &'static str);
 
 impl Cx {
     /// Reads one pattern; `auto` (or nothing) means linerate's default.

@@ -5,7 +5,7 @@ use linerate_stream::{Proto, StreamSpec};
 use linerate_wire::TcpFlags;
 
 use super::Cx;
-use super::pattern::{FixedRow, Kind, Pat, Row};
+use super::pattern::{FixedRow, Get, Kind, Pat, Row};
 use super::udp::{DST_PORT, SRC_PORT};
 use crate::model::*;
 
@@ -46,7 +46,7 @@ const FIXED: [FixedRow<FlowTcp>; 4] = [
 ];
 
 /// The flag fields in the bit order of the header's flags byte (FIN is bit 0).
-const FLAGS: [(&str, fn(&FlowTcp) -> &Option<crate::model::Pattern>); 8] = [
+const FLAGS: [(&str, Get<FlowTcp>); 8] = [
     ("ctl_fin", |h| &h.ctl_fin),
     ("ctl_syn", |h| &h.ctl_syn),
     ("ctl_rst", |h| &h.ctl_rst),

@@ -164,7 +164,10 @@ fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
         .to_string();
     assert!(err.contains("wraps"), "{err}");
     let m = with_src(json!({"choice": "random", "random": {"min": "10.0.0.1", "max": "10.0.0.100", "seed": 7, "count": 1}})).unwrap();
-    assert_eq!(varies(&m.streams[0])[0], "src-ip:random:10.0.0.1-10.0.0.100");
+    assert_eq!(
+        varies(&m.streams[0])[0],
+        "src-ip:random:10.0.0.1-10.0.0.100"
+    );
     // The field's seed is the stream's: another seed, another draw.
     assert_eq!(m.streams[0].seed, 7);
     compiles(&m);

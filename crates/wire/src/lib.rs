@@ -8,6 +8,7 @@ mod field;
 pub mod header;
 mod mac;
 mod modifier;
+pub mod quantity;
 pub mod signature;
 mod spec;
 mod text;

@@ -23,17 +23,21 @@ pub struct QuantityError {
 /// Splits `12.5ms` into the number and what follows it (trimmed).
 pub fn split(text: &str) -> Option<(f64, &str)> {
     let t = text.trim();
-    let end = t
-        .char_indices()
-        .find(|&(i, c)| {
-            !(c.is_ascii_digit()
-                || c == '.'
-                || ((c == '-' || c == '+') && i == 0)
-                || ((c == 'e' || c == 'E')
-                    && t[i + 1..]
-                        .starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+')))
-        })
-        .map_or(t.len(), |(i, _)| i);
+    let b = t.as_bytes();
+    let digits = |mut i: usize| {
+        while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+            i += 1;
+        }
+        i
+    };
+    let mut end = digits(usize::from(matches!(b.first(), Some(b'+' | b'-'))));
+    // An exponent only when digits follow it: `5e` is 5 and the unit `e`.
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(end + 1), Some(b'+' | b'-')));
+        if b.get(end + 1 + sign).is_some_and(u8::is_ascii_digit) {
+            end = digits(end + 1 + sign);
+        }
+    }
     let number: f64 = t[..end].parse().ok()?;
     Some((number, t[end..].trim()))
 }
@@ -164,6 +168,8 @@ mod tests {
     #[test]
     fn numbers_split_from_their_unit() {
         assert_eq!(split("1e3pps"), Some((1e3, "pps")));
+        assert_eq!(split("1e-300"), Some((1e-300, "")));
+        assert_eq!(split("-2.5E+2ms"), Some((-250.0, "ms")));
         assert_eq!(split("2.5 G"), Some((2.5, "G")));
         assert_eq!(split("5e"), Some((5.0, "e")));
         assert_eq!(split("ms"), None);

@@ -353,3 +353,54 @@ fn device_endpoints_and_metrics_without_enable_are_refused() {
     let m = map(&c).unwrap();
     assert!(m.flows[0].latency && !m.flows[0].timestamps);
 }
+
+#[test]
+fn values_that_do_not_fit_are_refused_by_path_never_defaulted() {
+    let with = |at: &[&str], v: Value| {
+        let mut c = quickstart();
+        let mut node = &mut c["flows"][0];
+        for key in at {
+            node = match key.parse::<usize>() {
+                Ok(i) => &mut node[i],
+                Err(_) => &mut node[*key],
+            };
+        }
+        *node = v;
+        map(&c)
+    };
+    let err = with(
+        &["packet", "2", "udp", "src_port"],
+        json!({"choice": "value", "value": 70000}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("flows[0].packet[2].udp.src_port.value"),
+        "{err}"
+    );
+    let err = with(
+        &["packet", "1", "ipv4", "time_to_live"],
+        json!({"choice": "value", "value": "lots"}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("ipv4.time_to_live.value"), "{err}");
+    // A size mode linerate cannot build is refused at the size, not when the plan compiles.
+    let err = with(
+        &["size"],
+        json!({"choice": "increment", "increment": {"start": 64, "end": 128, "step": 0}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("flows[0].size.increment") && err.contains("STEP"),
+        "{err}"
+    );
+    // Typed through: a TTL lands as its value.
+    let m = with(
+        &["packet", "1", "ipv4", "time_to_live"],
+        json!({"choice": "value", "value": 7}),
+    )
+    .unwrap();
+    assert_eq!(m.streams[0].ttl, 7);
+}

@@ -98,14 +98,14 @@ impl std::str::FromStr for Rate {
     }
 }
 
-/// The form `parse` reads back: `max`, `1500000` (frames/s), `5e8bps`, `1e9bps-l1`, `50%`.
+/// The form `parse` reads back: `max`, `1.5M` (frames/s), `500Mbps`, `1Gbps-l1`, `50%`.
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
+        match *self {
             Self::Max => f.write_str("max"),
-            Self::Pps(v) => write!(f, "{v}"),
-            Self::L2(v) => write!(f, "{v}bps"),
-            Self::L1(v) => write!(f, "{v}bps-l1"),
+            Self::Pps(v) => f.write_str(&quantity::with_prefix(v)),
+            Self::L2(v) => write!(f, "{}bps", quantity::with_prefix(v)),
+            Self::L1(v) => write!(f, "{}bps-l1", quantity::with_prefix(v)),
             Self::Percent(v) => write!(f, "{v}%"),
         }
     }
@@ -171,6 +171,17 @@ mod tests {
         assert_eq!(Rate::parse("500Mbps").unwrap(), Rate::L2(5e8));
         assert_eq!(Rate::parse("1Gbps-l1").unwrap(), Rate::L1(1e9));
         assert_eq!(Rate::parse("50%").unwrap(), Rate::Percent(50.0));
+    }
+
+    #[test]
+    fn a_rate_writes_what_it_reads() {
+        for text in [
+            "max", "1.5M", "200k", "1k", "1.5k", "500Mbps", "1Gbps-l1", "50%", "0.5",
+        ] {
+            let rate = Rate::parse(text).unwrap();
+            assert_eq!(rate.to_string(), text);
+            assert_eq!(Rate::parse(&rate.to_string()).unwrap(), rate);
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! One grammar per kind of quantity a person types — duration, bandwidth, rate prefix — read
 //! here for every command, the stream file and the lab's impairments, so that a unit means the
-//! same thing everywhere. `m` is never a unit on its own: it would be milli, mega or minutes
-//! depending on where it was typed (write `ms`, `min`, or `M` before `bps`/`pps`).
+//! same thing everywhere. `m` never means minutes: a duration refuses it (write `ms` or `min`),
+//! and in a rate or a bandwidth, where milli means nothing, `m` is `M`, mega.
 //!
 //! | quantity  | form                    | units                                          |
 //! |-----------|-------------------------|------------------------------------------------|
@@ -52,6 +52,14 @@ pub fn prefix(text: &str) -> Option<f64> {
         "g" | "G" => 1e9,
         _ => return None,
     })
+}
+
+/// `v` with the largest decimal prefix that writes it exactly (`1.5M`, `200k`, `1500`).
+pub fn with_prefix(v: f64) -> String {
+    [(1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .iter()
+        .find(|(p, _)| v >= *p && (v / p) * p == v)
+        .map_or_else(|| v.to_string(), |(p, s)| format!("{}{s}", v / p))
 }
 
 /// Reads a duration in seconds: `500ns`, `250us`, `10ms`, `1.5s` or `1.5`, `2min`, `1h`; a
@@ -163,6 +171,16 @@ mod tests {
         for bad in ["", "fast", "10T", "-1M", "1e400G"] {
             assert!(parse_bandwidth(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn prefixes_write_what_they_read() {
+        for v in [1.5e6, 2e5, 1500.0, 0.5, 1e9, 123_456_789.0, 1e-300] {
+            let text = with_prefix(v);
+            let (n, unit) = split(&text).unwrap();
+            assert_eq!(n * prefix(unit).unwrap(), v, "{text}");
+        }
+        assert_eq!(with_prefix(1.5e6), "1.5M");
     }
 
     #[test]

@@ -1,11 +1,27 @@
 use std::path::PathBuf;
 
-use clap::builder::NonEmptyStringValueParser;
+use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 
 use linerate_stream::{Proto, SizeMode, StreamSpec, Vary};
 use linerate_wire::{Mac, Payload, TcpFlags};
+
+#[cfg(test)]
+mod doc_commands;
+mod examples;
+mod generate;
+
+pub use generate::{completions, man};
+
+// The `--help` headings: one vocabulary for every command, in the order a reader asks.
+pub(crate) const SEND: &str = "What to send";
+pub(crate) const WHERE: &str = "Where to send";
+pub(crate) const PACE: &str = "How fast and how long";
+pub(crate) const RECEIVE: &str = "Receive";
+pub(crate) const OUTPUT: &str = "Output";
+pub(crate) const TUNING: &str = "Workers and backend tuning";
+const API: &str = "The API";
 
 /// Kernel-bypass, line-rate packet transmitter.
 #[derive(Debug, Parser)]
@@ -18,56 +34,88 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Transmit a stream on a port, a pcap file or the null port.
+    #[command(after_help = examples::TX)]
     Tx(Box<TxArgs>),
     /// Replay a capture (pcap or pcapng, Ethernet) on a port, a pcap file or the null port.
+    // A capture carries no signature to stamp: --clock stays accepted for the refusal that says
+    // so (src/replay.rs), but is not offered.
+    #[command(after_help = examples::REPLAY, mut_arg("clock", |a| a.hide(true)))]
     Replay(Box<ReplayArgs>),
     /// Create, inspect or remove the veth lab (Linux).
+    #[command(after_help = examples::LAB)]
     Lab {
         #[command(subcommand)]
         action: LabAction,
     },
     /// Count what arrives on an interface with the XDP sink, once per second (Linux).
+    #[command(after_help = examples::SINK)]
     Sink(SinkArgs),
     /// Receive on an interface: per flow loss, order and latency from the signature (Linux).
+    #[command(after_help = examples::RX)]
     Rx(RxArgs),
     /// Max rate at each frame size: the classic max-rate table, JSON, CSV and a plot.
+    #[command(after_help = examples::SWEEP)]
     Sweep(SweepArgs),
     /// Side-by-side table of two or more sweep files, with the ratio per size.
+    #[command(after_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// The interfaces here and which backends can send on each.
+    #[command(after_help = examples::PORTS)]
     Ports(PortsArgs),
     /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
     /// rate, back-to-back, judged at the receive port.
+    #[command(after_help = examples::RFC2544)]
     Rfc2544(Box<crate::rfc2544::Rfc2544Args>),
     /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux).
+    #[command(after_help = examples::SERVE)]
     Serve(Box<ServeArgs>),
+    /// Print a shell completion script.
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command into a directory.
+    #[command(after_help = examples::MAN)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write linerate.1 and a page for every command (linerate-tx.1, …) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address and port to listen on (port 0: any free port, printed at start).
-    #[arg(long, default_value = "127.0.0.1:8443")]
+    #[arg(long, default_value = "127.0.0.1:8443", help_heading = API)]
     pub listen: std::net::SocketAddr,
     /// Plain HTTP instead of TLS.
-    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"])]
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"], help_heading = API)]
     pub http: bool,
     /// TLS certificate chain (PEM); default: a self-signed certificate made at start.
-    #[arg(long, requires = "tls_key", value_name = "FILE")]
+    #[arg(long, requires = "tls_key", value_name = "FILE", help_heading = API)]
     pub tls_cert: Option<PathBuf>,
     /// TLS private key (PEM) of --tls-cert.
-    #[arg(long, requires = "tls_cert", value_name = "FILE")]
+    #[arg(long, requires = "tls_cert", value_name = "FILE", help_heading = API)]
     pub tls_key: Option<PathBuf>,
     /// Bearer token every request must carry; needed to listen beyond loopback.
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = API)]
     pub token: Option<String>,
-    /// Backend of the transmit port (default: the platform's, AF_XDP on Linux).
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
     /// Largest request body, in bytes.
-    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", help_heading = API)]
     pub max_body: usize,
+    /// Backend of the transmit port (default: the platform's, AF_XDP on Linux).
+    #[arg(long, value_parser = backend(&[SERVE_BACKENDS]), help_heading = TUNING)]
+    pub backend: Option<Backend>,
     /// One transmit worker per core, e.g. 0,1.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
     pub cores: Vec<usize>,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
@@ -75,70 +123,76 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct PortsArgs {
+    /// Print the interfaces as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
+    /// Frame sizes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518",
+        help_heading = SEND
+    )]
+    pub sizes: Vec<usize>,
     /// Interface to sweep on.
     #[arg(
         short,
         long,
         value_name = "IFACE",
         required_unless_present = "lab",
-        conflicts_with = "lab"
+        conflicts_with = "lab",
+        help_heading = WHERE
     )]
     pub interface: Option<String>,
     /// Create a veth lab for the sweep and remove it afterwards.
-    #[arg(long)]
+    #[arg(long, help_heading = WHERE)]
     pub lab: bool,
     /// Name of the lab --lab creates (default: a fresh one, so two sweeps never share a lab).
-    #[arg(long, requires = "lab")]
+    #[arg(long, requires = "lab", help_heading = WHERE)]
     pub lab_name: Option<String>,
-    /// Frame sizes, FCS included.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "64,128,256,512,1024,1280,1518"
-    )]
-    pub sizes: Vec<usize>,
+    /// Backend; the platform's (AF_XDP on Linux) when left out.
+    #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
+    pub backend: Option<Backend>,
     /// Length of each measured run.
-    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s", help_heading = PACE)]
     pub duration: std::time::Duration,
     /// Measured runs per size.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..), help_heading = PACE)]
     pub repeat: u32,
     /// Unmeasured run before each size.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_parser = parse_duration, default_value = "1s", help_heading = PACE)]
     pub warmup: std::time::Duration,
-    /// One worker per core, e.g. 0,1.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub cores: Vec<usize>,
-    /// The queue each worker drives (default 0,1,…).
-    #[arg(long, value_delimiter = ',')]
-    pub queues: Option<Vec<u32>>,
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
     /// Link speed for % of line rate when the port does not report it (veth has none).
-    #[arg(long, value_parser = parse_link_speed)]
+    #[arg(long, value_parser = parse_link_speed, help_heading = PACE)]
     pub link_speed: Option<u64>,
     /// Count at a sink on this interface (with --sink-netns when it lives in a namespace).
-    #[arg(long, conflicts_with = "lab")]
+    #[arg(long, conflicts_with = "lab", help_heading = RECEIVE)]
     pub sink_iface: Option<String>,
-    #[arg(long, requires = "sink_iface")]
+    /// Network namespace of --sink-iface.
+    #[arg(long, requires = "sink_iface", help_heading = RECEIVE)]
     pub sink_netns: Option<String>,
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
-    pub batch: u32,
     /// Write the result file (JSON); `-` prints it on stdout instead of the table.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub json: Option<std::path::PathBuf>,
     /// Write the table as CSV (and FILE.repetitions.csv with the raw counts).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub csv: Option<std::path::PathBuf>,
     /// Plot Kpps and Mbps against frame size (.svg or .png).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub plot: Option<std::path::PathBuf>,
+    /// One worker per core, e.g. 0,1.
+    #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
+    pub cores: Vec<usize>,
+    /// The queue each worker drives (default 0,1,…).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048), help_heading = TUNING)]
+    pub batch: u32,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
 }
@@ -156,13 +210,17 @@ pub struct CompareArgs {
 #[derive(Debug, Subcommand)]
 pub enum LabAction {
     /// Create netns <name>-sink, veth <name>0 <-> <name>1 and the sink on <name>1.
+    #[command(after_help = examples::LAB_UP)]
     Up(LabUpArgs),
     /// Remove the lab; safe to run twice.
+    #[command(after_help = examples::LAB_DOWN)]
     Down(LabNameArgs),
     /// Show the lab, its DUT and impairments, and what its sink has counted.
+    #[command(after_help = examples::LAB_STATUS)]
     Status(LabStatusArgs),
     /// Impair the DUT's egress toward the sink (loss, duplicates, delay, jitter, reorder, rate,
     /// queue limit), replacing what was set before.
+    #[command(after_help = examples::LAB_IMPAIR)]
     Impair(LabImpairArgs),
     /// The delay line's process, started by `lab impair` (not for direct use).
     #[command(hide = true)]
@@ -234,6 +292,7 @@ pub struct LabUpArgs {
 pub struct LabStatusArgs {
     #[command(flatten)]
     pub name: LabNameArgs,
+    /// Print the status as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -246,8 +305,15 @@ pub struct RxArgs {
     /// Network namespace the interface lives in.
     #[arg(long)]
     pub netns: Option<String>,
-    /// Native (drv) or generic (skb) XDP.
-    #[arg(long, value_enum, default_value = "drv")]
+    /// Native (drv) or generic (skb) XDP for the receive program.
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv",
+        help_heading = RECEIVE
+    )]
     pub mode: XdpAttach,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
@@ -255,7 +321,7 @@ pub struct RxArgs {
     #[command(flatten)]
     pub receiver: ReceiverArgs,
     /// Print the flows as JSON on stdout at the end.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
 }
 
@@ -263,16 +329,16 @@ pub struct RxArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ReceiverArgs {
     /// Flow ids tracked (a table entry each, 128 bytes per CPU); higher ids count as untracked.
-    #[arg(long, default_value_t = 4096, value_name = "N")]
+    #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RECEIVE)]
     pub rx_flows: u32,
     /// Flow ids (from 0) that also get a latency histogram for percentiles (15 KiB per CPU each).
-    #[arg(long, default_value_t = 256, value_name = "N")]
+    #[arg(long, default_value_t = 256, value_name = "N", help_heading = RECEIVE)]
     pub rx_hist_flows: u32,
     /// Clock both ends stamp with: monotonic (one host) or tai (two hosts synced by PTP).
-    #[arg(long, value_enum, default_value = "monotonic")]
+    #[arg(long, value_enum, default_value = "monotonic", help_heading = RECEIVE)]
     pub clock: ClockArg,
     /// Pass the frames on to the stack (for a capture) instead of dropping them.
-    #[arg(long)]
+    #[arg(long, help_heading = RECEIVE)]
     pub rx_pass: bool,
 }
 
@@ -296,8 +362,14 @@ pub struct SinkArgs {
     /// Network namespace the interface lives in.
     #[arg(long)]
     pub netns: Option<String>,
-    /// Native (drv) or generic (skb) XDP.
-    #[arg(long, value_enum, default_value = "drv")]
+    /// Native (drv) or generic (skb) XDP for the sink program.
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv"
+    )]
     pub mode: XdpAttach,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
@@ -334,32 +406,33 @@ pub enum ProtoArg {
 
 #[derive(Debug, Args)]
 pub struct TxArgs {
-    #[command(flatten)]
-    pub send: SendArgs,
+    // Declared first so that the help starts with what is sent.
     #[command(flatten)]
     pub stream: StreamArgs,
+    #[command(flatten)]
+    pub send: SendArgs,
     /// max | 1.5M, 200k (frames/s) | 500Mbps (frame bytes) | 1Gbps-l1 (on the wire) | 50% (of
     /// line rate). Split evenly across workers; applies to every stream of a --stream file.
-    #[arg(long)]
+    #[arg(long, help_heading = PACE)]
     pub rate: Option<String>,
     /// Frames per burst (with --bursts-per-sec).
-    #[arg(long, requires = "bursts_per_sec")]
+    #[arg(long, requires = "bursts_per_sec", help_heading = PACE)]
     pub burst: Option<u64>,
     /// Bursts each second (with --burst).
-    #[arg(long, requires = "burst")]
+    #[arg(long, requires = "burst", help_heading = PACE)]
     pub bursts_per_sec: Option<f64>,
     /// Link speed for % rates and % of line, when the port does not report it: 1G, 10G, 25G,
     /// 40G, 100G, 2.5G, 100M.
-    #[arg(long, value_parser = parse_link_speed)]
+    #[arg(long, value_parser = parse_link_speed, help_heading = PACE)]
     pub link_speed: Option<u64>,
     /// Frames to send in all (across workers); default: the stream's own count, else until stopped.
-    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..), help_heading = PACE)]
     pub count: Option<u64>,
     /// One worker per core, e.g. 0,1.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
     pub cores: Vec<usize>,
     /// MTU of the pcap and null ports (frames may be MTU + 18 bytes).
-    #[arg(long, default_value_t = 1500, conflicts_with = "interface")]
+    #[arg(long, default_value_t = 1500, conflicts_with = "interface", help_heading = WHERE)]
     pub mtu: u32,
     /// Receive on IFACE[@NETNS] and report per flow loss, order and latency (turns the signature
     /// on); without a value, the lab's receive end (with -i on a lab).
@@ -368,7 +441,9 @@ pub struct TxArgs {
         value_name = "IFACE[@NETNS]",
         num_args = 0..=1,
         default_missing_value = "",
-        conflicts_with_all = ["pcap", "null"]
+        conflicts_with_all = ["pcap", "null"],
+        help_heading = RECEIVE,
+        display_order = 0
     )]
     pub rx: Option<String>,
 }
@@ -378,41 +453,41 @@ pub struct ReplayArgs {
     /// The capture: pcap (µs or ns) or pcapng, Ethernet link type.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+    /// Times the capture is sent: a number, or inf (until --count, --duration or Ctrl-C).
+    #[arg(long = "loop", value_name = "N|inf", default_value = "1", help_heading = SEND)]
+    pub loops: String,
+    /// Rewrite every frame's destination MAC (e.g. a lab's receive end).
+    #[arg(long, value_parser = NonEmptyStringValueParser::new(), help_heading = SEND)]
+    pub dst_mac: Option<String>,
+    /// Rewrite every frame's source MAC.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new(), help_heading = SEND)]
+    pub src_mac: Option<String>,
     #[command(flatten)]
     pub send: SendArgs,
     /// The capture's own timing scaled (1x, 2.5x, 0.5x), or max: as fast as the port goes.
-    #[arg(long, default_value = "1x", conflicts_with = "rate")]
+    #[arg(long, default_value = "1x", conflicts_with = "rate", help_heading = PACE)]
     pub speed: String,
     /// A fixed rate instead of the capture's timing: 1.5M, 200k (frames/s), 500Mbps, 1Gbps-l1,
     /// 50%, max.
-    #[arg(long)]
+    #[arg(long, help_heading = PACE)]
     pub rate: Option<String>,
-    /// Times the capture is sent: a number, or inf (until --count, --duration or Ctrl-C).
-    #[arg(long = "loop", value_name = "N|inf", default_value = "1")]
-    pub loops: String,
     /// Frames to send in all (across workers); stops inside a loop when it comes first.
-    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..), help_heading = PACE)]
     pub count: Option<u64>,
+    /// Link speed for % rates and % of line, when the port does not report it.
+    #[arg(long, value_parser = parse_link_speed, help_heading = PACE)]
+    pub link_speed: Option<u64>,
     /// Stream the frames from the mapped file, copying each into a port buffer as it is sent
     /// (live: into the program's ring of frame entries, before each call), even when the
     /// capture would fit the buffers (captures over 65,536 frames or 64 MiB of frames always
     /// stream).
-    #[arg(long)]
+    #[arg(long, help_heading = TUNING)]
     pub stream: bool,
-    /// Rewrite every frame's destination MAC (e.g. a lab's receive end).
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
-    pub dst_mac: Option<String>,
-    /// Rewrite every frame's source MAC.
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
-    pub src_mac: Option<String>,
-    /// Link speed for % rates and % of line, when the port does not report it.
-    #[arg(long, value_parser = parse_link_speed)]
-    pub link_speed: Option<u64>,
     /// One worker per core, e.g. 0,1; worker w sends frames w, w+W, … of the capture.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
+    #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
     pub cores: Vec<usize>,
     /// MTU of the pcap and null ports (frames may be MTU + 14 bytes, + 4 a VLAN tag).
-    #[arg(long, default_value_t = 1500, conflicts_with = "interface")]
+    #[arg(long, default_value_t = 1500, conflicts_with = "interface", help_heading = WHERE)]
     pub mtu: u32,
     /// Receive on IFACE[@NETNS] and count what arrives (a capture carries no signature: the
     /// port's totals); without a value, the lab's receive end (with -i on a lab).
@@ -421,7 +496,9 @@ pub struct ReplayArgs {
         value_name = "IFACE[@NETNS]",
         num_args = 0..=1,
         default_missing_value = "",
-        conflicts_with_all = ["pcap", "null"]
+        conflicts_with_all = ["pcap", "null"],
+        help_heading = RECEIVE,
+        display_order = 0
     )]
     pub rx: Option<String>,
 }
@@ -430,56 +507,56 @@ pub struct ReplayArgs {
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// Interface to transmit on.
-    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"])]
+    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"], help_heading = WHERE)]
     pub interface: Option<String>,
     /// Write the frames to this pcap file instead of an interface.
-    #[arg(long, value_name = "FILE", conflicts_with = "null")]
+    #[arg(long, value_name = "FILE", conflicts_with = "null", help_heading = WHERE)]
     pub pcap: Option<PathBuf>,
     /// Count and discard the frames (the generator's own speed).
-    #[arg(long)]
+    #[arg(long, help_heading = WHERE)]
     pub null: bool,
     /// Backend; chosen from -i/--pcap/--null when left out.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = backend(PORT_BACKENDS), help_heading = WHERE)]
     pub backend: Option<Backend>,
-    /// Stop after this long, e.g. 10s, 500ms, 2m.
-    #[arg(short = 'd', long, value_parser = parse_duration)]
+    /// Stop after this long, e.g. 10s, 500ms, 2min.
+    #[arg(short = 'd', long, value_parser = parse_duration, help_heading = PACE)]
     pub duration: Option<std::time::Duration>,
-    /// The queue each worker drives, when it differs from its position (default 0,1,…).
-    #[arg(long, value_delimiter = ',')]
-    pub queues: Option<Vec<u32>>,
-    /// Frames per submit.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048))]
-    pub batch: u32,
-    /// Print the report as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// No live status line on stderr.
-    #[arg(short, long)]
-    pub quiet: bool,
-    #[command(flatten)]
-    pub afxdp: AfXdpArgs,
     /// With --rx: how long to wait for frames still on their way after the last one left.
-    #[arg(long, value_parser = parse_duration, default_value = "500ms")]
+    #[arg(long, value_parser = parse_duration, default_value = "500ms", help_heading = RECEIVE)]
     pub drain: std::time::Duration,
     /// With --rx IFACE: native (drv) or generic (skb) XDP for the receive program.
-    #[arg(long, value_enum, default_value = "drv")]
+    #[arg(long, value_enum, default_value = "drv", help_heading = RECEIVE)]
     pub rx_mode: XdpAttach,
     #[command(flatten)]
     pub receiver: ReceiverArgs,
+    /// Print the report as JSON on stdout.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+    /// No live status line on stderr.
+    #[arg(short, long, help_heading = OUTPUT)]
+    pub quiet: bool,
+    /// The queue each worker drives, when it differs from its position (default 0,1,…).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048), help_heading = TUNING)]
+    pub batch: u32,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
 }
 
 /// How AF_XDP binds (Linux).
 #[derive(Debug, Clone, Args)]
 pub struct AfXdpArgs {
     /// AF_XDP bind: zero-copy when the driver offers it, else copy (auto); or force one.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", help_heading = TUNING)]
     pub xdp_mode: XdpModeArg,
     /// Pass-through XDP program for drivers that need one for zero-copy TX: only when needed
     /// (auto), or always in driver (drv) or generic (skb) mode.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", help_heading = TUNING)]
     pub attach: AttachArg,
     /// Kick the kernel after every batch instead of only when the ring asks.
-    #[arg(long)]
+    #[arg(long, help_heading = TUNING)]
     pub no_need_wakeup: bool,
 }
 
@@ -500,42 +577,51 @@ pub enum AttachArg {
 #[derive(Debug, Args)]
 pub struct StreamArgs {
     /// A TOML stream file; the template flags below are then refused (the file sets every key).
-    #[arg(long, value_name = "FILE.toml")]
+    #[arg(long, value_name = "FILE.toml", help_heading = SEND)]
     pub stream: Option<PathBuf>,
-    #[command(flatten)]
+    // The heading is set here, not on each template flag: every arg after this one names its own.
+    #[command(flatten, next_help_heading = SEND)]
     pub template: TemplateFlags,
 }
 
 /// The template flags. Each one is the stream-spec key of the same name (`--src-ip` is
-/// `src-ip`), and [`TemplateFlags::spec`] lays the given ones over the seed stream through the
-/// spec's own serde names, so a flag cannot drift from the key it sets.
+/// `src-ip`, a test checks it), parsed by clap straight into the spec's typed value (the
+/// value's `FromStr`, as a stream file reads it); [`TemplateFlags::spec`] lays the given ones
+/// over the seed stream.
 #[derive(Debug, Default, Args, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct TemplateFlags {
-    /// Frame size in bytes, FCS included (64 puts 60 bytes on the wire buffer).
+    /// Frame size in bytes, FCS included (64 puts 60 bytes on the wire buffer) [default: 64].
     #[arg(short, long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
-    /// fixed | inc:MIN-MAX[:STEP] | random:MIN-MAX | imix | imix:SIZExWEIGHT,…
+    /// fixed | inc:MIN-MAX[:STEP] | random:MIN-MAX | imix | imix:SIZExWEIGHT,… [default: fixed]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size_mode: Option<SizeMode>,
+    /// Source MAC (default: the port's on an interface, else 02:00:00:00:00:01).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_mac: Option<Mac>,
-    /// Default: the lab's peer MAC on a lab interface, else broadcast.
+    /// Destination MAC (default: the lab's peer on a lab interface, else broadcast).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_mac: Option<Mac>,
+    /// Source address (default: the lab's on a lab interface, else 198.18.0.1; 2001:2::1 with
+    /// --ipv6).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_ip: Option<IpAddr>,
+    /// Destination address (default: the lab's peer on a lab interface, else 198.18.0.2;
+    /// 2001:2::2 with --ipv6).
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_ip: Option<IpAddr>,
+    /// UDP or TCP source port; the ICMP echo id [default: 49152].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub src_port: Option<u16>,
+    /// UDP or TCP destination port [default: 9].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dst_port: Option<u16>,
@@ -552,19 +638,21 @@ pub struct TemplateFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub signature: bool,
+    /// The header after IP [default: udp].
     #[arg(long, value_enum)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proto: Option<ProtoArg>,
-    /// TCP flags, e.g. SA or syn,ack (with --proto tcp).
+    /// TCP flags, e.g. SA or syn,ack (with --proto tcp) [default: S].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_flags: Option<TcpFlags>,
-    /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX
+    /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX [default: inc]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
     /// FIELD:inc|dec|random:START-END[:STEP][,mask=M] (repeatable). Fields: src-mac, dst-mac,
-    /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH].
+    /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH]. Default:
+    /// ip-id:inc:0-9 (ten distinct frames) when no field varies and the stream is IPv4.
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vary: Vec<Vary>,
@@ -624,6 +712,32 @@ impl TemplateFlags {
     }
 }
 
+/// The backends that send on an interface here: the only ones `sweep` offers.
+#[cfg(target_os = "linux")]
+pub(crate) const INTERFACE_BACKENDS: &[Backend] =
+    &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+#[cfg(not(target_os = "linux"))]
+pub(crate) const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
+
+/// What `tx` and `replay` offer: this platform's interface backends, the pcap and null ports.
+const PORT_BACKENDS: &[&[Backend]] = &[INTERFACE_BACKENDS, &[Backend::Pcap, Backend::Null]];
+
+/// `serve` transmits on the config's interfaces, on Linux.
+const SERVE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+
+/// A `--backend` that offers (in help and completions) only `offered`. The others still parse,
+/// hidden, so that the command refuses them with its own line saying what it takes.
+pub(crate) fn backend(
+    offered: &'static [&'static [Backend]],
+) -> impl TypedValueParser<Value = Backend> {
+    let values = Backend::value_variants().iter().filter_map(move |b| {
+        let value = b.to_possible_value()?;
+        Some(value.hide(!offered.iter().any(|o| o.contains(b))))
+    });
+    PossibleValuesParser::new(values)
+        .map(|name| Backend::from_str(&name, false).expect("a possible value names a backend"))
+}
+
 /// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
 pub fn parse_link_speed(text: &str) -> Result<u64, String> {
     text.parse::<linerate_report::LinkSpeed>()
@@ -631,7 +745,8 @@ pub fn parse_link_speed(text: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+/// Reads `10s`, `500ms`, `2min`, `1h` or a bare number of seconds (docs/usage.md, "Numbers and
+/// units").
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     linerate_stream::parse_duration(text)
 }

@@ -30,7 +30,7 @@ pub fn run(action: &LabAction) -> Result<()> {
                 DutArg::Xdp => DutKind::Xdp,
             });
             let lab = Lab::up_with_dut(&config, dut)?;
-            print_lab(&lab, None, None, false)
+            print_lab(&lab, None, None, None)
         }
         LabAction::Down(args) => {
             Lab::down(&args.name)?;
@@ -39,6 +39,13 @@ pub fn run(action: &LabAction) -> Result<()> {
         LabAction::Status(args) => {
             let name = &args.name.name;
             let lab = Lab::find(name)?.ok_or_else(|| LabError::NotFound { name: name.clone() })?;
+            // A receiver that died without putting the sink back is noticed (and the sink put
+            // back) here, as by every run that counts at the sink.
+            let end = if nix::unistd::geteuid().is_root() {
+                Some(receive_end(&lab)?)
+            } else {
+                None
+            };
             // Without root the pinned counters cannot be opened; the lab is no less whole.
             let counters = match lab.sink_counters() {
                 Ok(c) => Some(c),
@@ -52,10 +59,16 @@ pub fn run(action: &LabAction) -> Result<()> {
                 Some(_) => lab.impair_counters().ok(),
                 None => None,
             };
+            let attached = match end {
+                Some(linerate_xdp::ReceiveEnd::InUse) => "receiver",
+                _ => "sink",
+            };
             if args.json {
-                print_json(&LabJson::new(&lab, counters, impaired))
+                let mut json = LabJson::new(&lab, counters, impaired);
+                json.receive_end = end.map(|_| attached);
+                print_json(&json)
             } else {
-                print_lab(&lab, counters, impaired, true)
+                print_lab(&lab, counters, impaired, Some(attached))
             }
         }
         LabAction::Impair(args) => {
@@ -121,6 +134,19 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
 }
 
 /// The lab whose sender end is `iface`, if it is one.
+/// What runs on `lab`'s receive end, after putting the sink back if a receiver that died left
+/// its program there (said in one line on stderr).
+pub fn receive_end(lab: &Lab) -> Result<linerate_xdp::ReceiveEnd> {
+    let end = lab.receive_end()?;
+    if end == linerate_xdp::ReceiveEnd::Restored {
+        eprintln!(
+            "linerate: lab {}'s receive end still ran the program of a receiver that was killed before it could put the sink back: the sink is back and counts from now",
+            lab.name
+        );
+    }
+    Ok(end)
+}
+
 pub fn lab_of(iface: &str) -> Result<Option<Lab>> {
     let Some(name) = iface.strip_suffix('0') else {
         return Ok(None);
@@ -150,6 +176,9 @@ struct LabJson {
     /// None when they could not be read (not root).
     sink_packets: Option<u64>,
     sink_bytes: Option<u64>,
+    /// What runs on the receive end: "sink", or "receiver" while a running receiver holds it
+    /// (the sink counts nothing meanwhile); None when it could not be read (not root).
+    receive_end: Option<&'static str>,
     /// None for the direct pair.
     dut: Option<DutJson>,
 }
@@ -190,6 +219,7 @@ impl LabJson {
             queues: lab.queues,
             sink_packets: c.map(|c| c.packets),
             sink_bytes: c.map(|c| c.bytes),
+            receive_end: None,
             dut: lab.dut.as_ref().map(|d| {
                 let i = &d.impairments;
                 DutJson {
@@ -220,12 +250,17 @@ fn print_lab(
     lab: &Lab,
     counters: Option<SinkCounters>,
     impaired: Option<ImpairCounters>,
-    status: bool,
+    attached: Option<&str>,
 ) -> Result<()> {
+    let status = attached.is_some();
+    let attached = match attached {
+        Some("receiver") => "a running receiver attached: the sink counts nothing until it ends",
+        _ => "XDP sink attached",
+    };
     let mut text = format!(
         "lab       {} ({} queue(s) per end)\n\
          sender    {}  {}  {}  (root namespace: transmit here)\n\
-         receiver  {}  {}  {}  (namespace {}, XDP sink attached)\n",
+         receiver  {}  {}  {}  (namespace {}, {attached})\n",
         lab.name,
         lab.queues,
         lab.sender,

@@ -50,6 +50,8 @@ fn main() -> ExitCode {
         Command::Serve(_) => Err(usage(
             "linerate serve runs on Linux for now (its receive side and captures are Linux's)",
         )),
+        Command::Completions(args) => cli::completions(&args),
+        Command::Man(args) => cli::man(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -82,12 +84,20 @@ fn clap_error(err: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// clap's message up to its usage block, on one line: the first line alone often ends in
-/// "cannot be used with:" or "were not provided:" and leaves out the argument it is about.
+/// clap's message on one line: every paragraph but the usage block and the pointer to --help.
+/// The first line alone often ends in "cannot be used with:" and leaves out the argument it is
+/// about, and the "tip: a similar argument exists" paragraph is what a typo needs.
 fn clap_line(text: &str) -> String {
     let mut line = String::new();
-    for part in text.lines().take_while(|l| !l.trim().is_empty()) {
+    let paragraphs = text.split("\n\n").filter(|p| {
+        let p = p.trim_start();
+        !p.starts_with("Usage:") && !p.starts_with("For more information")
+    });
+    for part in paragraphs.flat_map(str::lines) {
         let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
         let part = part.strip_prefix("error: ").unwrap_or(part);
         if !line.is_empty() && !line.ends_with(':') {
             line.push(';');

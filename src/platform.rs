@@ -141,6 +141,14 @@ pub fn receiver_of(iface: &str) -> Result<Option<Receiver>> {
     let Some(lab) = crate::lab::lab_of(iface)? else {
         return Ok(None);
     };
+    // A sink that does not run would report every frame lost: a running receiver's program
+    // there is refused, and one left by a receiver that died is replaced by the sink first.
+    if crate::lab::receive_end(&lab)? == linerate_xdp::ReceiveEnd::InUse {
+        return Err(linerate_xdp::XdpError::ReceiveEndBusy {
+            lab: lab.name.clone(),
+        }
+        .into());
+    }
     let dir = lab.pin_dir();
     let sink = linerate_xdp::PinnedSink::open(&dir)?;
     Ok(Some(Receiver {

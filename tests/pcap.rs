@@ -330,3 +330,43 @@ fn a_pcap_file_is_never_written_through_a_symbolic_link() {
     assert!(line.contains("symbolic link"), "{line}");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
 }
+
+/// Issue 25: a capture every reader accepts. The file is in the host's byte order (pypcapfile
+/// read 0 frames of the big-endian files linerate wrote before), and tcpdump, dpkt, scapy and
+/// pypcapfile all read the same 21 frames, each decoded by scapy down to UDP.
+#[test]
+fn every_reader_reads_the_same_frames_of_a_tx_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("out.pcap");
+    linerate_ok(&[
+        "tx",
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "-n",
+        "21",
+        "--size",
+        "128",
+    ]);
+    let bytes = std::fs::read(&pcap).unwrap();
+    let magic = u32::from_ne_bytes(bytes[..4].try_into().unwrap());
+    assert_eq!(magic, 0xa1b2_3c4d, "a nanosecond pcap in host order");
+    // tx --pcap writes what the port hands the NIC: the frame without its FCS.
+    let tcpdump_lens: Vec<usize> = tcpdump(&pcap).iter().map(|f| frame_len(f)).collect();
+    assert_eq!(tcpdump_lens, vec![124; 21]);
+    let Some(read) = common::python_readers(&pcap) else {
+        return;
+    };
+    for reader in ["dpkt", "scapy", "pypcapfile"] {
+        assert_eq!(
+            read[reader],
+            serde_json::json!(vec![124; 21]),
+            "{reader}: {read}"
+        );
+    }
+    for layers in read["scapy_layers"].as_array().unwrap() {
+        assert!(
+            layers.as_str().unwrap().starts_with("Ether / IP / UDP"),
+            "{layers}"
+        );
+    }
+}

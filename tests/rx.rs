@@ -22,6 +22,25 @@ fn settle(want: u64, mut read: impl FnMut() -> u64) -> u64 {
     }
 }
 
+/// Sends `n` broadcast frames of 60 bytes with no signature on `iface`, with trafgen.
+fn unsigned_frames(iface: &str, n: u32) {
+    let out = std::process::Command::new("trafgen")
+        .args(["-o", iface, "-n", &n.to_string(), "-q", "-c", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write as _;
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"{ fill(0xff, 6), 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5, fill(0, 46) }")?;
+            c.wait_with_output()
+        })
+        .expect("run trafgen (scripts/setup.sh installs netsniff-ng)");
+    assert!(out.status.success(), "trafgen: {out:?}");
+}
+
 #[test]
 fn the_receiver_borrows_the_labs_receive_end_and_gives_it_back() {
     if !root_or_skip("receive side on a lab") {
@@ -33,9 +52,18 @@ fn the_receiver_borrows_the_labs_receive_end_and_gives_it_back() {
     let before = sink_packets();
     {
         let rx = Receiver::swap_into(&lab.pin_dir(), RxConfig::default()).unwrap();
-        // Frames without a signature: the receiver counts them as other, the sink sees nothing.
-        let out = linerate(&["tx", "-i", &lab.sender, "-n", "100", "--cores", "0"]);
-        assert!(out.status.code().is_some(), "{out:?}");
+        // A second receiver is refused, and so is a run that would count at the absent sink.
+        assert!(matches!(
+            Receiver::swap_into(&lab.pin_dir(), RxConfig::default()),
+            Err(linerate_rx::RxError::Xdp(
+                linerate_xdp::XdpError::ReceiveEndBusy { .. }
+            ))
+        ));
+        let err = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "100", "--cores", "0"]);
+        assert!(err.contains("in use by another receiver"), "{err}");
+        // Frames without a signature (trafgen's): the receiver counts them as other, the sink
+        // sees nothing.
+        unsigned_frames(&lab.sender, 100);
         let other = settle(100, || rx.read().unwrap().global.other_frames);
         assert_eq!(other, 100);
         assert!(rx.read().unwrap().flows.is_empty());
@@ -457,4 +485,115 @@ fn the_flow_report_tells_a_duts_loss_duplicates_and_delay() {
     // The delay line holds every frame 1 ms; its own cost and the path add well under 1 ms.
     assert!(min >= 1_000_000, "min {min} ns below the 1 ms delay: {f}");
     assert!(p50 < 2_000_000, "p50 {p50} ns: {f}");
+}
+
+/// Issue 27 #3: a receive end has one owner at a time. A second receiver — here a whole second
+/// `tx --rx` — is refused in one line (exit 2) before it touches the link, and the first run,
+/// which shared the end unseen before, counts every frame it sent.
+#[test]
+fn a_second_receiver_on_a_labs_receive_end_is_refused_and_the_first_counts_all() {
+    if !root_or_skip("receive side on a lab") {
+        return;
+    }
+    let lab = common::lab("rxo", 2);
+    let first = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "tx",
+            "-i",
+            &lab.sender,
+            "--rx",
+            "-n",
+            "20000",
+            "--rate",
+            "10k",
+        ])
+        .args(["--cores", "0", "--json", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first holds the receive end for its 2 s; the second comes while it does.
+    std::thread::sleep(Duration::from_millis(600));
+    let err = linerate_usage_error(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "--rx",
+        "-n",
+        "100",
+        "--cores",
+        "1",
+        "--queues",
+        "1",
+    ]);
+    assert!(err.contains("in use by another receiver"), "{err}");
+    // Nor may a plain run count at a sink that is not there.
+    let err = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "100", "--cores", "1"]);
+    assert!(err.contains("in use by another receiver"), "{err}");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report = common::json(&String::from_utf8_lossy(&out.stdout));
+    let flow = &flows(&report)[0];
+    assert_eq!(flow["tx_frames"], 20000, "{report}");
+    assert_eq!(flow["rx_frames"], 20000, "{report}");
+    assert_eq!(flow["lost"], 0, "{report}");
+}
+
+/// Issue 27 #4: a receiver killed (SIGKILL) while it held the lab's receive end leaves its
+/// program on the sink's link. The next command that counts at the sink notices, puts the sink
+/// back and says so; no run reports loss it did not measure.
+#[test]
+fn a_killed_receiver_does_not_poison_the_lab() {
+    if !root_or_skip("receive side on a lab") {
+        return;
+    }
+    let lab = common::lab("rxk", 1);
+    let mut victim = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tx", "-i", &lab.sender, "--rx", "-d", "30s", "--rate", "1k"])
+        .args(["--cores", "0", "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = |json: bool| {
+        let mut args = vec!["lab", "status", "--name", &lab.name];
+        if json {
+            args.push("--json");
+        }
+        linerate(&args)
+    };
+    // Wait until the receiver holds the end.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let out = common::json(&String::from_utf8_lossy(&status(true).stdout));
+        if out["receive_end"] == "receiver" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the receiver never took the end: {out}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let out = status(false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the sink is back"), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("XDP sink attached"),
+        "{out:?}"
+    );
+    let report = common::json(&common::linerate_ok(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1000",
+        "--cores",
+        "0",
+        "--json",
+        "-q",
+    ]));
+    assert_eq!(report["sink"]["packets"], 1000, "{report}");
+    assert_eq!(report["sink"]["lost"], 0, "{report}");
 }

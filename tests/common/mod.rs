@@ -339,3 +339,31 @@ pub fn with_full_stdout(args: &[&str]) -> std::process::Output {
         .output()
         .expect("run linerate")
 }
+
+/// The frame lengths dpkt, scapy and pypcapfile read from `pcap` (tests/common/pcap_readers.py,
+/// with the project's virtualenv), and scapy's summary of each frame; `None` where the
+/// virtualenv is missing outside CI (under CI=true a missing one fails).
+pub fn python_readers(pcap: &Path) -> Option<serde_json::Value> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join(".venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no virtualenv at {}: scripts/setup.sh makes it",
+            python.display()
+        );
+        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+        return None;
+    }
+    let out = Command::new(&python)
+        .arg(root.join("tests/common/pcap_readers.py"))
+        .arg(pcap)
+        .output()
+        .expect("run tests/common/pcap_readers.py");
+    assert!(
+        out.status.success(),
+        "the readers failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("one JSON object"))
+}

@@ -310,6 +310,12 @@ impl Lab {
         Ok(PinnedSink::open(&pin_dir(&self.name))?.counters()?)
     }
 
+    /// What runs on the receive end: the sink, or a running receiver's program; a program left
+    /// by a receiver that died is replaced by the sink here ([`PinnedSink::receive_end`]).
+    pub fn receive_end(&self) -> Result<linerate_xdp::ReceiveEnd, LabError> {
+        Ok(PinnedSink::open(&pin_dir(&self.name))?.receive_end()?)
+    }
+
     /// Sets the impairments of lab `name`'s DUT egress (replacing any before; the default
     /// clears them), holding the lab's lock meanwhile. `delay_line` is the linerate binary, which
     /// runs the delay line as `<it> lab delay-line --name <name>` when delay is asked for.

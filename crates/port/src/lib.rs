@@ -13,6 +13,7 @@ pub mod iface;
 mod info;
 mod null;
 mod pcap;
+pub mod savefile;
 
 pub use drain::drain_polling;
 pub use error::PortError;

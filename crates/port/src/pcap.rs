@@ -5,17 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-use pcap_file::{DataLink, TsResolution};
+use pcap_file::pcap::{PcapPacket, PcapWriter};
 
 use crate::{Port, PortError, PortInfo, QueueConfig, SlotMemory, TxDesc, TxQueue};
 
 type Writer = PcapWriter<SharedFile>;
 
-/// The largest record the file declares it holds: Wireshark's and tcpdump's maximum, above the
-/// largest frame a plan builds (`MAX_FRAME_SIZE`, 65553 with the FCS), which 65535 was not.
-const SNAPLEN: u32 = 262_144;
-const _: () = assert!(linerate_wire::MAX_FRAME_SIZE <= SNAPLEN as usize);
+// The snaplen the file declares must hold the largest frame a plan builds (`MAX_FRAME_SIZE`,
+// 65553 with the FCS), which 65535 did not.
+const _: () = assert!(linerate_wire::MAX_FRAME_SIZE <= crate::savefile::SNAPLEN as usize);
 
 /// The file under the pcap writer, reachable from outside it so `drain` can flush and report a
 /// failed flush instead of losing it in a `Drop`.
@@ -73,12 +71,8 @@ impl PcapPort {
                     e
                 })
             })?;
-        let header = PcapHeader {
-            datalink: DataLink::ETHERNET,
-            ts_resolution: TsResolution::NanoSecond,
-            snaplen: SNAPLEN,
-            ..PcapHeader::default()
-        };
+        // Host byte order, as libpcap writes: some readers (pypcapfile) read nothing else.
+        let header = crate::savefile::pcap_header();
         let file = SharedFile(Arc::new(Mutex::new(BufWriter::with_capacity(
             1 << 20,
             file,
@@ -120,10 +114,10 @@ impl Port for PcapPort {
     }
 
     fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
-        if config.slot_size > SNAPLEN {
+        if config.slot_size > crate::savefile::SNAPLEN {
             return Err(PortError::FrameTooLarge {
                 len: config.slot_size,
-                slot_size: SNAPLEN,
+                slot_size: crate::savefile::SNAPLEN,
             });
         }
         Ok(Box::new(PcapQueue {
@@ -216,6 +210,7 @@ impl TxQueue for PcapQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pcap_file::TsResolution;
     use pcap_file::pcap::PcapReader;
 
     #[test]
@@ -246,6 +241,8 @@ mod tests {
 
         let mut reader = PcapReader::new(File::open(&path).unwrap()).unwrap();
         assert_eq!(reader.header().ts_resolution, TsResolution::NanoSecond);
+        // Host order, as libpcap writes: pypcapfile reads no other (issue 25).
+        assert_eq!(reader.header().endianness, pcap_file::Endianness::native());
         let mut seen = Vec::new();
         while let Some(packet) = reader.next_packet() {
             let packet = packet.unwrap();

@@ -9,6 +9,14 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// A result file named on the command line that cannot be read: missing, a directory, no
+    /// permission — the user's to fix, unlike a failed write.
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{}: cannot write here: {why}", path.display())]
     Output { path: PathBuf, why: String },
     #[error("{}: cannot be written: {source}", path.display())]

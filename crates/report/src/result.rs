@@ -236,7 +236,7 @@ impl SweepResult {
 
     /// Reads a file written by `linerate sweep --json`, naming the file in every error.
     pub fn load(path: &Path) -> Result<Self, ReportError> {
-        let text = fs::read_to_string(path).map_err(|source| ReportError::Io {
+        let text = fs::read_to_string(path).map_err(|source| ReportError::Unreadable {
             path: path.to_path_buf(),
             source,
         })?;

@@ -340,6 +340,10 @@ fn bad_files_are_refused_with_their_name() {
     }
     let err = SweepResult::load(&dir.path().join("missing.json")).unwrap_err();
     assert!(err.to_string().contains("missing.json"));
+    assert!(
+        err.is_usage(),
+        "a file named that is not there is the user's to fix"
+    );
 
     // Valid shape but inconsistent: measured at the sink without rx counts.
     let mut r = lab_sweep();

@@ -152,10 +152,14 @@ pub struct Latency {
     pub min: u64,
     pub mean: f64,
     pub max: u64,
-    /// Percentiles from the histogram (within 0.8 %), when the flow has one.
+    /// Percentiles from the histogram (within 0.8 %), when the flow has one; never outside
+    /// [min, max].
     pub p50: Option<u64>,
     pub p99: Option<u64>,
     pub p999: Option<u64>,
+    /// A percentile fell in the histogram's last bucket (latencies of 2^35 ns, 34.4 s, and
+    /// more share it): it is only known to lie between 34.4 s and `max`, and reads as `max`.
+    pub saturated: bool,
     /// RFC 3550 interarrival jitter of the CPU that received most of the flow.
     pub jitter: f64,
 }
@@ -194,14 +198,30 @@ impl FlowStats {
                 }
                 hist::to_hdr(&total)
             });
-            let q = |p: f64| hdr.as_ref().map(|h| h.value_at_quantile(p));
+            let min = timed.clone().map(|c| c.lat_min).min().unwrap_or(0);
+            let max = timed.clone().map(|c| c.lat_max).max().unwrap_or(0);
+            let mut saturated = false;
+            let mut q = |p: f64| {
+                hdr.as_ref().map(|h| {
+                    let v = h.value_at_quantile(p);
+                    // The last bucket is open-ended: its midpoint says nothing of the values
+                    // in it, so a percentile there is the largest latency seen.
+                    if hist::bucket(v) == hist::BUCKETS - 1 {
+                        saturated = true;
+                        return max;
+                    }
+                    v.clamp(min, max)
+                })
+            };
+            let (p50, p99, p999) = (q(0.5), q(0.99), q(0.999));
             Latency {
-                min: timed.clone().map(|c| c.lat_min).min().unwrap_or(0),
-                max: timed.clone().map(|c| c.lat_max).max().unwrap_or(0),
+                min,
+                max,
                 mean: sum(|c| c.lat_sum) as f64 / lat_count as f64,
-                p50: q(0.5),
-                p99: q(0.99),
-                p999: q(0.999),
+                p50,
+                p99,
+                p999,
+                saturated,
                 jitter: timed
                     .max_by_key(|c| c.lat_count)
                     .map_or(0.0, |c| c.jitter16 as f64 / 16.0),
@@ -402,6 +422,35 @@ mod tests {
         }
         let j = f.jitter16 as f64 / 16.0;
         assert!((j - 2000.0).abs() < 20.0, "{j}");
+    }
+
+    /// Issue 27 #11: latencies beyond the histogram's range read 34.2 s at p50, below a
+    /// minimum of 40 s. A percentile is never outside [min, max], and one in the open-ended
+    /// last bucket is marked.
+    #[test]
+    fn percentiles_beyond_the_histogram_stay_within_min_and_max() {
+        let forty_s = 40_000_000_000;
+        let mut f = run(&[0, 1, 2]);
+        (f.lat_min, f.lat_max, f.lat_sum, f.lat_count) = (forty_s, forty_s + 5, 3 * forty_s, 3);
+        let mut h = vec![0u64; hist::BUCKETS];
+        h[hist::bucket(forty_s)] = 3;
+        let l = FlowStats::merge(0, &[f], Some(&[h])).latency.unwrap();
+        assert!(l.saturated);
+        for p in [l.p50, l.p99, l.p999] {
+            assert_eq!(p, Some(forty_s + 5));
+        }
+        // Within range, percentiles are the histogram's, clamped: a lone 1000 ns frame.
+        let mut f = run(&[0]);
+        (f.lat_min, f.lat_max, f.lat_sum, f.lat_count) = (1000, 1000, 1000, 1);
+        let mut h = vec![0u64; hist::BUCKETS];
+        h[hist::bucket(1000)] = 1;
+        let l = FlowStats::merge(0, &[f], Some(&[h])).latency.unwrap();
+        assert!(!l.saturated);
+        assert_eq!(
+            l.p50,
+            Some(1000),
+            "the bucket's midpoint is clamped to the exact value"
+        );
     }
 
     #[test]

@@ -16,6 +16,15 @@ fn us(v: f64) -> String {
     }
 }
 
+/// A percentile; one past the histogram's range (it reads as the max) is marked `≥`.
+fn pct(l: &Latency, v: u64) -> String {
+    if l.saturated && v == l.max {
+        format!("≥{}", ns(crate::hist::bounds(crate::hist::BUCKETS - 1).0))
+    } else {
+        ns(v)
+    }
+}
+
 fn latency_cells(l: Option<&Latency>) -> [String; 7] {
     let dash = || "-".to_string();
     match l {
@@ -23,9 +32,9 @@ fn latency_cells(l: Option<&Latency>) -> [String; 7] {
         Some(l) => [
             ns(l.min),
             us(l.mean),
-            l.p50.map_or_else(dash, ns),
-            l.p99.map_or_else(dash, ns),
-            l.p999.map_or_else(dash, ns),
+            l.p50.map_or_else(dash, |v| pct(l, v)),
+            l.p99.map_or_else(dash, |v| pct(l, v)),
+            l.p999.map_or_else(dash, |v| pct(l, v)),
             ns(l.max),
             us(l.jitter),
         ],

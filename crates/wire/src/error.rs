@@ -68,4 +68,45 @@ pub enum WireError {
         room: usize,
         frame_size: usize,
     },
+
+    #[error("a header stack starts with an ethernet header, not {first}")]
+    StackStart { first: &'static str },
+
+    #[error("header {position} ({header}) cannot follow {after}: after {after} comes {allowed}")]
+    StackOrder {
+        position: usize,
+        header: &'static str,
+        after: &'static str,
+        allowed: &'static str,
+    },
+
+    #[error(
+        "the header stack ends with {last}, which does not carry a payload: end it with udp, tcp, icmp or arp"
+    )]
+    StackEnd { last: &'static str },
+
+    #[error("header {position} (mpls): label {label:#x} is out of range 0..=0xfffff")]
+    MplsLabelOutOfRange { position: usize, label: u32 },
+
+    #[error("header {position} (mpls): traffic class {tc} is out of range 0..=7")]
+    MplsTcOutOfRange { position: usize, tc: u8 },
+
+    #[error("header {position} (vxlan): VNI {vni:#x} is out of range 0..=0xffffff")]
+    VniOutOfRange { position: usize, vni: u32 },
+
+    #[error("NVGRE VSID {vsid:#x} is out of range 0..=0xffffff")]
+    VsidOutOfRange { vsid: u32 },
+
+    #[error(
+        "header {position} (udp) over ipv6 cannot send a zero checksum (RFC 8200 section 8.1): let linerate compute it"
+    )]
+    UdpZeroChecksumOverIpv6 { position: usize },
+
+    #[error(
+        "header {position} (udp) carries the payload, so it has no well-known port: give its destination port"
+    )]
+    UdpPortMissing { position: usize },
+
+    #[error("the word at byte {offset} cannot be patched: {reason}")]
+    WordNotPatchable { offset: usize, reason: &'static str },
 }

@@ -1,6 +1,6 @@
 //! Frame layouts, builders, checksums (full and incremental, RFC 1624) and field patches.
 //! Templates are built once from a `FrameSpec`; the hot path only applies `Patch`es in place.
-//! No I/O here.
+//! No I/O here. Frames with tunnels and stacked headers are described and built by `stack`.
 
 pub mod checksum;
 mod error;
@@ -12,6 +12,9 @@ pub mod quantity;
 pub mod signature;
 mod spec;
 mod text;
+pub mod stack;
+mod stack_emit;
+pub mod tunnel;
 pub mod units;
 
 pub use error::WireError;
@@ -20,6 +23,9 @@ pub use field::{Field, FieldLoc, FieldValue, parse_value};
 pub use mac::{Mac, MacAddr, format_mac, parse_mac};
 pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
 pub use spec::{Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
+pub use stack::{
+    ChecksumSpan, GreSpec, HeaderSpec, Layer, LayerKind, StackFrame, StackSpec, VlanTpid,
+};
 pub use units::{LinkSpeed, MAX_FRAME_SIZE};
 
 #[cfg(test)]

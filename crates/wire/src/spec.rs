@@ -223,7 +223,7 @@ impl Payload {
     }
 
     /// Fills `buf`, the payload of a frame of `frame_size`.
-    fn fill(&self, buf: &mut [u8], frame_size: usize) -> Result<(), WireError> {
+    pub(crate) fn fill(&self, buf: &mut [u8], frame_size: usize) -> Result<(), WireError> {
         match self {
             Payload::Fixed(b) => buf.fill(*b),
             Payload::Increment => buf.iter_mut().enumerate().for_each(|(i, b)| *b = i as u8),

@@ -91,6 +91,11 @@ pub enum XdpError {
         netns: String,
         source: std::io::Error,
     },
+
+    #[error(
+        "the receive end of lab {lab} is in use by another receiver (a `tx --rx`, `rx` or `serve` still running): wait for it to end, or use another lab"
+    )]
+    ReceiveEndBusy { lab: String },
 }
 
 impl XdpError {
@@ -103,6 +108,7 @@ impl XdpError {
                 | Self::NotRoot { .. }
                 | Self::AlreadyAttached { .. }
                 | Self::ModeUnsupported { .. }
+                | Self::ReceiveEndBusy { .. }
         )
     }
 }

@@ -61,6 +61,11 @@ const SINK_ABI: [MapAbi; 1] = [MapAbi::of::<u32, SinkCounters>(SINK_MAP)];
 /// File names under a pin directory.
 const PIN_LINK: &str = "link";
 const PIN_MAP: &str = "counters";
+/// The sink's program, pinned so it can be put back on the link after a receiver that had
+/// swapped itself in died without doing so (its reference to the sink was the last one).
+const PIN_PROG: &str = "prog";
+/// Where the receive-end locks live (bpffs holds no plain files).
+const LOCK_DIR: &str = "/run/linerate";
 /// Where bpffs lives, and its magic number (`BPF_FS_MAGIC` in linux/magic.h).
 const BPFFS: &str = "/sys/fs/bpf";
 const BPF_FS_MAGIC: u64 = 0xcafe_4a11;
@@ -127,8 +132,15 @@ impl Sink {
                 message: format!("the sink object has no map {SINK_MAP}"),
             })?;
         let map_path = dir.join(PIN_MAP);
+        let prog_path = dir.join(PIN_PROG);
+        let program = self.object.progs().next().ok_or_else(|| XdpError::Read {
+            message: "the sink object has no program".into(),
+        })?;
         obj_pin(map.as_fd().as_raw_fd(), &map_path)?;
-        if let Err(e) = obj_pin(self.link.as_raw_fd(), &dir.join(PIN_LINK)) {
+        let pinned = obj_pin(program.as_fd().as_raw_fd(), &prog_path)
+            .and_then(|()| obj_pin(self.link.as_raw_fd(), &dir.join(PIN_LINK)));
+        if let Err(e) = pinned {
+            let _ = std::fs::remove_file(&prog_path);
             let _ = std::fs::remove_file(&map_path);
             return Err(e);
         }
@@ -201,7 +213,15 @@ impl PinnedSink {
     /// keeps an fd to a defunct link.
     pub fn unpin(dir: &Path) -> Result<(), XdpError> {
         detach_pinned_link(&dir.join(PIN_LINK))?;
-        for name in [PIN_LINK, PIN_MAP] {
+        if let Err(e) = std::fs::remove_file(ReceiveEndLock::path(dir))
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            eprintln!(
+                "linerate: removing the receive-end lock of {}: {e}",
+                dir.display()
+            );
+        }
+        for name in [PIN_LINK, PIN_PROG, PIN_MAP] {
             let path = dir.join(name);
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
@@ -225,6 +245,125 @@ impl PinnedSink {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// What runs on the sink's link now. When a receiver swapped itself in and died without
+    /// putting the sink back (SIGKILL, a crash), the link still runs its program, and every
+    /// later count of the sink would read as loss: the sink is put back here, and the answer
+    /// says so. A receiver that is alive (it holds the receive-end lock) is left alone.
+    pub fn receive_end(&self) -> Result<ReceiveEnd, XdpError> {
+        let link_path = self.dir.join(PIN_LINK);
+        let Some(link) = open_pinned_link(&link_path)? else {
+            return Err(XdpError::NotPinned {
+                dir: self.dir.clone(),
+            });
+        };
+        // A lab made before the program was pinned cannot be checked: take it as it is.
+        let Some(sink) = open_pinned_link(&self.dir.join(PIN_PROG))? else {
+            return Ok(ReceiveEnd::Sink);
+        };
+        let running = link_prog_id(&link).map_err(|e| pin_error(&link_path, e))?;
+        if running == prog_id(&sink).map_err(|e| pin_error(&link_path, e))? {
+            return Ok(ReceiveEnd::Sink);
+        }
+        let Some(_lock) = ReceiveEndLock::try_take(&self.dir)? else {
+            return Ok(ReceiveEnd::InUse);
+        };
+        update_link(&link, sink.as_raw_fd()).map_err(|e| pin_error(&link_path, e))?;
+        Ok(ReceiveEnd::Restored)
+    }
+}
+
+/// What runs on a lab's receive end, as [`PinnedSink::receive_end`] found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReceiveEnd {
+    /// The sink, counting.
+    Sink,
+    /// A receiver that died had left its program there: the sink is back, counting from now.
+    Restored,
+    /// A running receiver holds it: the sink counts nothing until that receiver ends.
+    InUse,
+}
+
+/// Who holds a lab's receive end: an exclusive flock on /run/linerate/rx-<lab>.lock, taken
+/// before the link is touched, so a second receiver is refused instead of swapping itself in
+/// over the first (whose counts would then miss what the second saw). The kernel releases it
+/// when its holder exits, however it exits; whoever removes the lab removes the file.
+#[derive(Debug)]
+pub struct ReceiveEndLock {
+    _file: nix::fcntl::Flock<File>,
+}
+
+impl ReceiveEndLock {
+    fn path(dir: &Path) -> PathBuf {
+        let lab = dir.file_name().unwrap_or_default().to_string_lossy();
+        Path::new(LOCK_DIR).join(format!("rx-{lab}.lock"))
+    }
+
+    /// Takes the lock of the receive end pinned under `dir`, or `None` while another holds it.
+    pub fn try_take(dir: &Path) -> Result<Option<ReceiveEndLock>, XdpError> {
+        use std::os::unix::fs::MetadataExt;
+        let path = Self::path(dir);
+        std::fs::create_dir_all(LOCK_DIR).map_err(|e| pin_error(Path::new(LOCK_DIR), e))?;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| pin_error(&path, e))?;
+            let file =
+                match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+                    Ok(file) => file,
+                    Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(None),
+                    Err((_, errno)) => return Err(pin_error(&path, errno.into())),
+                };
+            // A lab removed (and its lock file with it) between the open and the lock: lock the
+            // file at the path now, so one receive end never has two holders.
+            let held = file.metadata().map_err(|e| pin_error(&path, e))?;
+            let there = std::fs::metadata(&path).ok();
+            if there.is_some_and(|m| m.dev() == held.dev() && m.ino() == held.ino()) {
+                return Ok(Some(ReceiveEndLock { _file: file }));
+            }
+        }
+    }
+
+    /// Takes the lock or says who is in the way.
+    pub fn take(dir: &Path) -> Result<ReceiveEndLock, XdpError> {
+        Self::try_take(dir)?.ok_or_else(|| XdpError::ReceiveEndBusy {
+            lab: dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
+        })
+    }
+}
+
+/// The id of the program a bpf_link runs.
+fn link_prog_id(link: &OwnedFd) -> io::Result<u32> {
+    // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
+    let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
+    // SAFETY: info and len are ours and sized as the call expects; link is a live fd.
+    let ret = unsafe { libbpf_sys::bpf_link_get_info_by_fd(link.as_raw_fd(), &mut info, &mut len) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(info.prog_id)
+}
+
+/// The id of a program.
+fn prog_id(prog: &OwnedFd) -> io::Result<u32> {
+    // SAFETY: bpf_prog_info is plain integers and pointers the kernel fills only when their
+    // lengths are non-zero; zeroes ask for nothing.
+    let mut info: libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: info and len are ours and sized as the call expects; prog is a live fd.
+    let ret = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(info.id)
 }
 
 /// A pinned link (a lab's sink) running another program for as long as this lives: the link's
@@ -235,6 +374,8 @@ pub struct LinkSwap {
     link: OwnedFd,
     original: OwnedFd,
     path: PathBuf,
+    // Declared last: released after the original program is back.
+    _lock: ReceiveEndLock,
 }
 
 impl fmt::Debug for LinkSwap {
@@ -246,33 +387,36 @@ impl fmt::Debug for LinkSwap {
 }
 
 impl LinkSwap {
-    /// Puts `program` on the link pinned under `dir` (as [`Sink::pin`] pins it).
+    /// Puts `program` on the link pinned under `dir` (as [`Sink::pin`] pins it), holding the
+    /// receive end's lock: a second swap while this one lives is refused
+    /// ([`XdpError::ReceiveEndBusy`]) before the link is touched.
     pub fn new(dir: &Path, program: BorrowedFd<'_>) -> Result<LinkSwap, XdpError> {
+        let lock = ReceiveEndLock::take(dir)?;
         let path = dir.join(PIN_LINK);
         let link = open_pinned_link(&path)?.ok_or_else(|| XdpError::NotPinned {
             dir: dir.to_owned(),
         })?;
-        // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
-        let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
-        // SAFETY: info and len are ours and sized as the call expects.
-        let ret =
-            unsafe { libbpf_sys::bpf_link_get_info_by_fd(link.as_raw_fd(), &mut info, &mut len) };
-        if ret < 0 {
-            return Err(pin_error(&path, io::Error::from_raw_os_error(-ret)));
-        }
-        // SAFETY: a plain syscall on an id; it returns a fresh fd or a negative errno.
-        let ret = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(info.prog_id) };
-        if ret < 0 {
-            return Err(pin_error(&path, io::Error::from_raw_os_error(-ret)));
-        }
-        // SAFETY: bpf_prog_get_fd_by_id returned a fresh fd that nothing else owns.
-        let original = unsafe { OwnedFd::from_raw_fd(ret) };
+        // What goes back is the sink, even when a receiver that died left its own program on
+        // the link; a lab made before the sink's program was pinned gives what runs now.
+        let original = match open_pinned_link(&dir.join(PIN_PROG))? {
+            Some(sink) => sink,
+            None => {
+                let id = link_prog_id(&link).map_err(|e| pin_error(&path, e))?;
+                // SAFETY: a plain syscall on an id; it returns a fresh fd or a negative errno.
+                let ret = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+                if ret < 0 {
+                    return Err(pin_error(&path, io::Error::from_raw_os_error(-ret)));
+                }
+                // SAFETY: bpf_prog_get_fd_by_id returned a fresh fd that nothing else owns.
+                unsafe { OwnedFd::from_raw_fd(ret) }
+            }
+        };
         update_link(&link, program.as_raw_fd()).map_err(|e| pin_error(&path, e))?;
         Ok(LinkSwap {
             link,
             original,
             path,
+            _lock: lock,
         })
     }
 }

@@ -11,9 +11,9 @@ mod modifier;
 pub mod quantity;
 pub mod signature;
 mod spec;
-mod text;
 pub mod stack;
 mod stack_emit;
+mod text;
 pub mod tunnel;
 pub mod units;
 

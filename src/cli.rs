@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use linerate_stream::StreamSpec;
+use std::net::IpAddr;
+
+use linerate_stream::{Proto, SizeMode, StreamSpec, Vary};
+use linerate_wire::{Mac, Payload, TcpFlags};
 
 #[cfg(test)]
 mod doc_commands;
@@ -517,7 +520,7 @@ pub struct SendArgs {
     /// Backend; chosen from -i/--pcap/--null when left out.
     #[arg(long, value_parser = backend(PORT_BACKENDS), help_heading = WHERE)]
     pub backend: Option<Backend>,
-    /// Stop after this long, e.g. 10s, 500ms, 2m.
+    /// Stop after this long, e.g. 10s, 500ms, 2min.
     #[arg(short = 'd', long, value_parser = parse_duration, help_heading = PACE)]
     pub duration: Option<std::time::Duration>,
     /// With --rx: how long to wait for frames still on their way after the last one left.
@@ -584,8 +587,9 @@ pub struct StreamArgs {
 }
 
 /// The template flags. Each one is the stream-spec key of the same name (`--src-ip` is
-/// `src-ip`), and [`TemplateFlags::spec`] lays the given ones over the seed stream through the
-/// spec's own serde names, so a flag cannot drift from the key it sets.
+/// `src-ip`, a test checks it), parsed by clap straight into the spec's typed value (the
+/// value's `FromStr`, as a stream file reads it); [`TemplateFlags::spec`] lays the given ones
+/// over the seed stream.
 #[derive(Debug, Default, Args, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct TemplateFlags {
@@ -594,27 +598,27 @@ pub struct TemplateFlags {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<usize>,
     /// fixed | inc:MIN-MAX[:STEP] | random:MIN-MAX | imix | imix:SIZExWEIGHT,… [default: fixed]
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub size_mode: Option<String>,
+    pub size_mode: Option<SizeMode>,
     /// Source MAC (default: the port's on an interface, else 02:00:00:00:00:01).
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub src_mac: Option<String>,
+    pub src_mac: Option<Mac>,
     /// Destination MAC (default: the lab's peer on a lab interface, else broadcast).
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dst_mac: Option<String>,
+    pub dst_mac: Option<Mac>,
     /// Source address (default: the lab's on a lab interface, else 198.18.0.1; 2001:2::1 with
     /// --ipv6).
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub src_ip: Option<String>,
+    pub src_ip: Option<IpAddr>,
     /// Destination address (default: the lab's peer on a lab interface, else 198.18.0.2;
     /// 2001:2::2 with --ipv6).
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dst_ip: Option<String>,
+    pub dst_ip: Option<IpAddr>,
     /// UDP or TCP source port; the ICMP echo id [default: 49152].
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -641,19 +645,19 @@ pub struct TemplateFlags {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proto: Option<ProtoArg>,
     /// TCP flags, e.g. SA or syn,ack (with --proto tcp) [default: S].
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tcp_flags: Option<String>,
+    pub tcp_flags: Option<TcpFlags>,
     /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX [default: inc]
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub payload: Option<String>,
+    pub payload: Option<Payload>,
     /// FIELD:inc|dec|random:START-END[:STEP][,mask=M] (repeatable). Fields: src-mac, dst-mac,
     /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH]. Default:
     /// ip-id:inc:0-9 (ten distinct frames) when no field varies and the stream is IPv4.
-    #[arg(long, value_parser = NonEmptyStringValueParser::new())]
+    #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub vary: Vec<String>,
+    pub vary: Vec<Vary>,
 }
 
 impl TemplateFlags {
@@ -680,16 +684,33 @@ impl TemplateFlags {
         } else {
             StreamSpec::default()
         };
-        let mut table = serde_json::to_value(base)?;
-        let serde_json::Value::Object(flags) = serde_json::to_value(self)? else {
-            unreachable!("a struct serializes to a map");
-        };
-        table
-            .as_object_mut()
-            .expect("a struct serializes to a map")
-            .extend(flags);
-        // Cannot fail for a key the spec has; a flag without one is caught by the unit test.
-        Ok(serde_json::from_value(table)?)
+        let proto = self.proto.map(|p| match p {
+            ProtoArg::Udp => Proto::Udp,
+            ProtoArg::Tcp => Proto::Tcp,
+            ProtoArg::Icmp => Proto::Icmp,
+        });
+        Ok(StreamSpec {
+            size: self.size.unwrap_or(base.size),
+            size_mode: self.size_mode.clone().unwrap_or(base.size_mode),
+            src_mac: self.src_mac.or(base.src_mac),
+            dst_mac: self.dst_mac.or(base.dst_mac),
+            src_ip: self.src_ip.or(base.src_ip),
+            dst_ip: self.dst_ip.or(base.dst_ip),
+            src_port: self.src_port.unwrap_or(base.src_port),
+            dst_port: self.dst_port.unwrap_or(base.dst_port),
+            vlan: self.vlan.or(base.vlan),
+            ipv6: self.ipv6 || base.ipv6,
+            signature: self.signature || base.signature,
+            proto: proto.unwrap_or(base.proto),
+            tcp_flags: self.tcp_flags.unwrap_or(base.tcp_flags),
+            payload: self.payload.clone().unwrap_or(base.payload),
+            vary: if self.vary.is_empty() {
+                base.vary
+            } else {
+                self.vary.clone()
+            },
+            ..base
+        })
     }
 }
 
@@ -726,7 +747,8 @@ pub fn parse_link_speed(text: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds.
+/// Reads `10s`, `500ms`, `2min`, `1h` or a bare number of seconds (docs/usage.md, "Numbers and
+/// units").
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     linerate_stream::parse_duration(text)
 }
@@ -796,17 +818,17 @@ mod tests {
         .unwrap();
         let expected = StreamSpec {
             size: 128,
-            size_mode: "imix".into(),
-            src_mac: "02:00:00:00:00:07".into(),
-            dst_mac: "02:00:00:00:00:08".into(),
-            src_ip: "10.0.0.1".into(),
-            dst_ip: "10.0.0.2".into(),
+            size_mode: "imix".parse().unwrap(),
+            src_mac: Some("02:00:00:00:00:07".parse().unwrap()),
+            dst_mac: Some("02:00:00:00:00:08".parse().unwrap()),
+            src_ip: Some("10.0.0.1".parse().unwrap()),
+            dst_ip: Some("10.0.0.2".parse().unwrap()),
             src_port: 7,
             dst_port: 8,
             vlan: Some(5),
-            proto: linerate_stream::Proto::Tcp,
-            tcp_flags: "SA".into(),
-            payload: "fixed:0xab".into(),
+            proto: Proto::Tcp,
+            tcp_flags: "SA".parse().unwrap(),
+            payload: "fixed:0xab".parse().unwrap(),
             ..StreamSpec::seed()
         };
         assert_eq!(spec, expected);
@@ -815,7 +837,7 @@ mod tests {
             .spec()
             .unwrap();
         assert!(v6.ipv6);
-        assert_eq!(v6.vary, vec!["src-port:inc:1-2".to_string()]);
+        assert_eq!(v6.vary, vec!["src-port:inc:1-2".parse().unwrap()]);
         assert_eq!(
             template(&["--size", "99", "--ipv6"]).given(),
             vec!["ipv6".to_string(), "size".to_string()]

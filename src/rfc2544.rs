@@ -120,16 +120,10 @@ fn template(args: &Rfc2544Args) -> StreamSpec {
         signature: true,
         ..StreamSpec::seed()
     };
-    for (field, given) in [
-        (&mut spec.src_mac, &args.src_mac),
-        (&mut spec.dst_mac, &args.dst_mac),
-        (&mut spec.src_ip, &args.src_ip),
-        (&mut spec.dst_ip, &args.dst_ip),
-    ] {
-        if let Some(v) = given {
-            v.clone_into(field);
-        }
-    }
+    spec.src_mac = args.src_mac.or(spec.src_mac);
+    spec.dst_mac = args.dst_mac.or(spec.dst_mac);
+    spec.src_ip = args.src_ip.map(Into::into).or(spec.src_ip);
+    spec.dst_ip = args.dst_ip.map(Into::into).or(spec.dst_ip);
     spec
 }
 

@@ -771,9 +771,7 @@ async fn get_metrics(State(app): State<Arc<App>>, body: Bytes) -> Result<Respons
 /// Bytes (FCS included) of `frames` frames of a stream: its size schedule's sum for each whole
 /// lap, its first sizes for the rest (a lap's order is what the plan sends).
 fn bytes_of(spec: &linerate_stream::StreamSpec, frames: u64) -> u64 {
-    let schedule = linerate_stream::SizeMode::parse(&spec.size_mode, spec.size)
-        .map(|m| m.schedule(spec.seed))
-        .unwrap_or_else(|_| vec![spec.size]);
+    let schedule = spec.size_mode.with_size(spec.size).schedule(spec.seed);
     let lap: u64 = schedule.iter().map(|&s| s as u64).sum();
     let len = schedule.len().max(1) as u64;
     let rest: u64 = schedule[..(frames % len) as usize]
@@ -792,7 +790,7 @@ mod tests {
     fn a_flows_bytes_follow_its_size_schedule_lap_by_lap() {
         let spec = |size_mode: &str| StreamSpec {
             size: 64,
-            size_mode: size_mode.into(),
+            size_mode: size_mode.parse().unwrap(),
             ..StreamSpec::default()
         };
         assert_eq!(bytes_of(&spec("fixed"), 10), 640);

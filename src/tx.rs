@@ -15,11 +15,12 @@ use crate::usage;
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
     let mut streams = streams(&args.stream)?;
+    let rate: Option<linerate_stream::Rate> = args.rate.as_deref().map(str::parse).transpose()?;
     for s in &mut streams {
         // A receiver counts per flow only what carries the signature.
         s.signature |= args.rx.is_some();
-        if let Some(rate) = &args.rate {
-            s.rate = rate.clone();
+        if let Some(rate) = rate {
+            s.rate = rate;
         }
         if let (Some(frames), Some(per_second)) = (args.burst, args.bursts_per_sec) {
             s.bursts = Some(linerate_stream::Bursts { frames, per_second });

@@ -26,7 +26,7 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
     let xsk = XskPort::open(&lab.sender, XskOptions::default()).expect("open");
     let port = FaultyPort::new(xsk, 1, 1000, Fault::Panic);
     let spec = StreamSpec {
-        dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
+        dst_mac: Some(lab.receiver_mac.into()),
         ..StreamSpec::default()
     };
     let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linerate_stream::{Rate, SizeMode, VarySpec, parse_duration};
+use linerate_stream::{Rate, SizeMode, Vary, parse_duration};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, rest)) = data.split_first() else {
@@ -14,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     };
     match which % 4 {
         0 => {
-            let _ = VarySpec::parse(text, which & 0x80 != 0);
+            if let Ok(vary) = text.parse::<Vary>() {
+                // What is written out reads back the same.
+                assert_eq!(vary.to_string().parse::<Vary>().ok(), Some(vary));
+                let _ = vary.resolve(which & 0x80 != 0);
+            }
         }
         1 => {
             if let Ok(rate) = Rate::parse(text) {
@@ -25,13 +29,16 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         2 => {
-            if let Ok(mode) = SizeMode::parse(text, 64) {
-                let schedule = mode.schedule(u64::from(which));
+            if let Ok(mode) = text.parse::<SizeMode>() {
+                // What is written out reads back the same.
+                assert_eq!(mode.to_string().parse::<SizeMode>().ok(), Some(mode.clone()));
+                let sizes = mode.with_size(64);
+                let schedule = sizes.schedule(u64::from(which));
                 assert!(!schedule.is_empty());
                 assert!(
                     schedule
                         .iter()
-                        .all(|&s| (mode.min()..=mode.max()).contains(&s))
+                        .all(|&s| (sizes.min()..=sizes.max()).contains(&s))
                 );
             }
         }

@@ -92,16 +92,16 @@ pub struct Rfc2544Args {
     pub max_burst: Option<u64>,
     /// Source MAC of the trials' frames (default: the port's).
     #[arg(long)]
-    pub src_mac: Option<String>,
+    pub src_mac: Option<linerate_wire::Mac>,
     /// Destination MAC: the DUT's port (default: the lab's DUT on a lab, else broadcast).
     #[arg(long)]
-    pub dst_mac: Option<String>,
+    pub dst_mac: Option<linerate_wire::Mac>,
     /// Source IPv4 address (default 198.18.0.1, RFC 2544's benchmarking range; a lab's own).
     #[arg(long)]
-    pub src_ip: Option<String>,
+    pub src_ip: Option<std::net::Ipv4Addr>,
     /// Destination IPv4 address (default 198.18.0.2; a lab's own).
     #[arg(long)]
-    pub dst_ip: Option<String>,
+    pub dst_ip: Option<std::net::Ipv4Addr>,
     #[arg(long, value_enum)]
     pub backend: Option<crate::cli::Backend>,
     /// One worker per core, e.g. 0,1.

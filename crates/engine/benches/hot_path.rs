@@ -49,7 +49,7 @@ fn cached(c: &mut Criterion) {
 
 fn patched(c: &mut Criterion) {
     let spec = StreamSpec {
-        vary: vec!["src-port:random:0-65535".into()],
+        vary: vec!["src-port:random:0-65535".parse().unwrap()],
         ..StreamSpec::default()
     };
     bench_plan(c, "random_u16_patch_64B", spec);

@@ -306,7 +306,7 @@ mod tests {
         let lane = |name: &str, port: u16, rate: &str, count| StreamSpec {
             name: name.into(),
             src_port: port,
-            rate: rate.into(),
+            rate: rate.parse().unwrap(),
             count,
             mode: Mode::Interleaved,
             ..StreamSpec::seed()

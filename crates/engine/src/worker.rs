@@ -571,9 +571,9 @@ mod tests {
             .map(|&(port, rate, count, vary)| StreamSpec {
                 name: format!("p{port}"),
                 src_port: port,
-                rate: rate.into(),
+                rate: rate.parse().unwrap(),
                 count: Some(count),
-                vary: vary.iter().map(|v| v.to_string()).collect(),
+                vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
                 mode: Mode::Interleaved,
                 ..StreamSpec::default()
             })

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use linerate_wire::quantity;
+
 use crate::LabError;
 
 /// Impairments of the DUT's egress toward the sink. Shares are percent (0 to 100).
@@ -78,57 +80,25 @@ impl Impairments {
         Ok(value)
     }
 
-    /// A time: `1ms`, `250us`, `2s`, `500ns` or `0` (0 to 10 s).
+    /// A time in the one duration grammar (`linerate_wire::quantity`): `1ms`, `250us`, `2s`,
+    /// `500ns` or `0`, 0 to 10 s. A bare number other than 0 is refused: a delay is typed in
+    /// milliseconds more often than in seconds, so the unit is asked for, not guessed.
     pub fn parse_time(flag: &'static str, text: &str) -> Result<Duration, LabError> {
-        let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let value: f64 = number
-            .parse()
-            .map_err(|_| bad(flag, text, "not a time (e.g. 1ms, 250us)"))?;
-        let scale = match unit.trim() {
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" => 1e-6,
-            "ns" => 1e-9,
-            "" if value == 0.0 => 0.0,
-            "" => return Err(bad(flag, text, "give a unit: s, ms, us or ns")),
-            _ => return Err(bad(flag, text, "unknown unit (use s, ms, us or ns)")),
-        };
-        let seconds = value * scale;
-        if !seconds.is_finite() || seconds > MAX_DELAY.as_secs_f64() {
+        let time = quantity::parse_duration(text).map_err(|e| bad(flag, text, e.why))?;
+        if quantity::split(text).is_some_and(|(_, unit)| unit.is_empty()) && !time.is_zero() {
+            return Err(bad(flag, text, "give a unit: s, ms, us or ns"));
+        }
+        if time > MAX_DELAY {
             return Err(bad(flag, text, "a time is 0 to 10 s"));
         }
-        Ok(Duration::from_nanos((seconds * 1e9).round() as u64))
+        Ok(time)
     }
 
-    /// A rate in bits per second: `100M`, `100Mbit`, `100Mbps`, `1G`, `500k` (8 kbit/s to
-    /// 100 Gbit/s).
+    /// A rate in the one bandwidth grammar (`linerate_wire::quantity`): `100M`, `100Mbit`,
+    /// `100Mbps`, `1G`, `500k` (8 kbit/s to 100 Gbit/s).
     pub fn parse_rate(flag: &'static str, text: &str) -> Result<u64, LabError> {
-        let t = text.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let value: f64 = number
-            .parse()
-            .map_err(|_| bad(flag, text, "not a rate (e.g. 100M, 1Gbit)"))?;
-        let lower = unit.trim().to_ascii_lowercase();
-        let prefix = lower
-            .strip_suffix("bit")
-            .or_else(|| lower.strip_suffix("bps"))
-            .unwrap_or(&lower);
-        let scale = match prefix {
-            "" => 1.0,
-            "k" => 1e3,
-            "m" => 1e6,
-            "g" => 1e9,
-            _ => return Err(bad(flag, text, "unknown unit (use k, M or G bit/s)")),
-        };
-        let bps = value * scale;
-        if !bps.is_finite() || bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
+        let bps = quantity::parse_bandwidth(text).map_err(|e| bad(flag, text, e.why))?;
+        if bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
             return Err(bad(flag, text, "a rate is 8 kbit/s to 100 Gbit/s"));
         }
         Ok(bps.round() as u64)
@@ -327,6 +297,9 @@ mod tests {
             Impairments::parse_time("--delay", "0").unwrap(),
             Duration::ZERO
         );
+        // `m` is no unit: minutes, milli and mega each have their own spelling.
+        let e = Impairments::parse_time("--delay", "2m").unwrap_err();
+        assert!(e.to_string().contains("min or ms"), "{e}");
         for bad in ["11s", "5", "1h", "-1ms", "ms"] {
             assert!(Impairments::parse_time("--delay", bad).is_err(), "{bad}");
         }

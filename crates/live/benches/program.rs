@@ -63,7 +63,7 @@ fn main() {
         .iter()
         .map(|(_, vary, signature)| {
             let spec = StreamSpec {
-                vary: vary.iter().map(|v| (*v).to_owned()).collect(),
+                vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
                 signature: *signature,
                 ..StreamSpec::default()
             };

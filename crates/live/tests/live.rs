@@ -27,18 +27,18 @@ fn lab(queues: u32) -> LabGuard {
 /// A stream from the lab's sender to its receiver.
 fn spec(lab: &Lab) -> StreamSpec {
     StreamSpec {
-        src_mac: linerate_wire::format_mac(&lab.sender_mac),
-        dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
-        src_ip: lab.sender_ip.to_string(),
-        dst_ip: lab.receiver_ip.to_string(),
+        src_mac: Some(lab.sender_mac.into()),
+        dst_mac: Some(lab.receiver_mac.into()),
+        src_ip: Some(lab.sender_ip.into()),
+        dst_ip: Some(lab.receiver_ip.into()),
         ..StreamSpec::default()
     }
 }
 
 fn plan(lab: &Lab, vary: &[&str], size_mode: &str) -> Plan {
     let spec = StreamSpec {
-        vary: vary.iter().map(|s| s.to_string()).collect(),
-        size_mode: size_mode.into(),
+        vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
+        size_mode: size_mode.parse().unwrap(),
         ..spec(lab)
     };
     Plan::compile(&[spec], &Limits::default()).expect("plan")
@@ -450,8 +450,8 @@ fn signed_frames_caught_at_the_receiver_carry_the_engines_sequence_and_valid_che
         let lab = lab(workers as u32);
         let one = StreamSpec {
             signature: true,
-            vary: vec!["dst-port:random:2000-2999".into()],
-            size_mode: "inc:64-96:4".into(),
+            vary: vec!["dst-port:random:2000-2999".parse().unwrap()],
+            size_mode: "inc:64-96:4".parse().unwrap(),
             ..spec(&lab)
         };
         let step = |port: u16, count, next| StreamSpec {
@@ -500,7 +500,7 @@ fn a_rate_of_100_kpps_for_two_seconds_delivers_200_000_frames() {
     }
     let lab = lab(1);
     let spec = StreamSpec {
-        rate: "100k".into(),
+        rate: "100k".parse().unwrap(),
         ..spec(&lab)
     };
     let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
@@ -669,7 +669,7 @@ fn interleaved_streams_are_sent_merged() {
     let lab = lab(1);
     let lane = |port, rate: &str| StreamSpec {
         src_port: port,
-        rate: rate.into(),
+        rate: rate.parse().unwrap(),
         mode: linerate_stream::Mode::Interleaved,
         ..spec(&lab)
     };

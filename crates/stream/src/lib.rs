@@ -10,6 +10,7 @@ mod plan;
 mod rate;
 mod size;
 mod spec;
+mod text;
 mod vary;
 
 pub use capture::{
@@ -23,6 +24,6 @@ pub use plan::{
     lanes_for_worker, merge,
 };
 pub use rate::{PS_PER_S, Rate, parse_duration};
-pub use size::SizeMode;
+pub use size::{SizeMode, Sizes};
 pub use spec::{Bursts, Limits, Mode, Next, Proto, SpecFile, StreamSpec};
-pub use vary::VarySpec;
+pub use vary::{Vary, VarySpec};

@@ -190,7 +190,7 @@ mod tests {
     #[test]
     fn frames_per_second() {
         let p = pacing_of(&plan(StreamSpec {
-            rate: "100k".into(),
+            rate: "100k".parse().unwrap(),
             ..StreamSpec::seed()
         }))
         .unwrap();
@@ -202,8 +202,8 @@ mod tests {
     #[test]
     fn bit_rates_follow_each_frame_size() {
         let spec = StreamSpec {
-            rate: "1Gbps-l1".into(),
-            size_mode: "imix:64x1,1518x1".into(),
+            rate: "1Gbps-l1".parse().unwrap(),
+            size_mode: "imix:64x1,1518x1".parse().unwrap(),
             ..StreamSpec::seed()
         };
         let p = pacing_of(&plan(spec)).unwrap();
@@ -228,7 +228,7 @@ mod tests {
         assert!(p.offsets_ps.iter().all(|&o| o == 0));
         assert_eq!(p.due_ps(10), 50_000_000_000);
         let spec = StreamSpec {
-            rate: "1k".into(),
+            rate: "1k".parse().unwrap(),
             bursts: Some(Bursts {
                 frames: 100,
                 per_second: 20.0,
@@ -248,13 +248,13 @@ mod tests {
             ..Limits::default()
         };
         let fast = StreamSpec {
-            rate: "2M".into(),
+            rate: "2M".parse().unwrap(),
             ..StreamSpec::seed()
         };
         let err = Plan::compile(&[fast], &limits).unwrap_err().to_string();
         assert!(err.contains("above the link"), "{err}");
         let line = StreamSpec {
-            rate: "100%".into(),
+            rate: "100%".parse().unwrap(),
             ..StreamSpec::seed()
         };
         let p = pacing_of(&Plan::compile(std::slice::from_ref(&line), &limits).unwrap()).unwrap();

@@ -1,3 +1,4 @@
+use linerate_wire::quantity;
 use linerate_wire::units::wire_bytes;
 
 use crate::StreamError;
@@ -32,11 +33,7 @@ impl Rate {
         if text.eq_ignore_ascii_case("max") {
             return Ok(Self::Max);
         }
-        let number_end = text
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
-            .unwrap_or(text.len());
-        let (number, unit) = text.split_at(number_end);
-        let value: f64 = number.parse().map_err(|_| fail("not a number"))?;
+        let (value, unit) = quantity::split(text).ok_or_else(|| fail("not a number"))?;
         if !value.is_finite() || value <= 0.0 {
             return Err(fail("a rate must be more than zero"));
         }
@@ -55,19 +52,27 @@ impl Rate {
         } else {
             (lower.as_str(), 'p')
         };
-        let scale = match prefix {
-            "" => 1.0,
-            "k" => 1e3,
-            "m" => 1e6,
-            "g" => 1e9,
-            _ => return Err(fail("unknown unit")),
-        };
+        let scale = quantity::prefix(prefix).ok_or_else(|| fail("unknown unit"))?;
         let v = value * scale;
         Ok(match kind {
             'l' => Self::L1(v),
             'b' => Self::L2(v),
             _ => Self::Pps(v),
         })
+    }
+
+    /// What every rate must hold, however it was made (text, or an OTG document).
+    pub fn check(&self) -> Result<(), &'static str> {
+        match *self {
+            Self::Max => Ok(()),
+            Self::Pps(v) | Self::L2(v) | Self::L1(v) | Self::Percent(v)
+                if !(v.is_finite() && v > 0.0) =>
+            {
+                Err("a rate must be more than zero")
+            }
+            Self::Percent(p) if p > 100.0 => Err("more than 100 % of line rate"),
+            _ => Ok(()),
+        }
     }
 
     /// Time one frame of `size` bytes (FCS included) takes at this rate, in picoseconds; 0 for max.
@@ -85,40 +90,43 @@ impl Rate {
     }
 }
 
-/// Reads `10s`, `500ms`, `2m`, `1h` or a bare number of seconds: a run's duration, more than
-/// zero and at most a year.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (e.g. 10s, 500ms, 2m)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" => value / 1e6,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "'{text}': unknown unit '{unit}' (use ms, s, m or h)"
-            ));
-        }
-    };
-    if !seconds.is_finite() || seconds <= 0.0 {
-        return Err(format!("'{text}' must be more than zero"));
+impl std::str::FromStr for Rate {
+    type Err = StreamError;
+
+    fn from_str(s: &str) -> Result<Self, StreamError> {
+        Self::parse(s)
     }
+}
+
+/// The form `parse` reads back: `max`, `1.5M` (frames/s), `500Mbps`, `1Gbps-l1`, `50%`.
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Self::Max => f.write_str("max"),
+            Self::Pps(v) => f.write_str(&quantity::with_prefix(v)),
+            Self::L2(v) => write!(f, "{}bps", quantity::with_prefix(v)),
+            Self::L1(v) => write!(f, "{}bps-l1", quantity::with_prefix(v)),
+            Self::Percent(v) => write!(f, "{v}%"),
+        }
+    }
+}
+
+linerate_wire::serde_as_text!(Rate);
+
+/// Reads a run's duration in the one duration grammar ([`quantity::parse_duration`]: `10s`,
+/// `500ms`, `2min`, `1h` or a bare number of seconds): more than zero and at most a year.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     const YEAR: f64 = 365.0 * 24.0 * 3600.0;
+    let seconds = quantity::parse_seconds(text).map_err(|e| e.to_string())?;
+    let text = text.trim();
     if seconds > YEAR {
         return Err(format!("'{text}' is longer than a year"));
     }
-    // A positive value below a nanosecond would become a zero duration.
-    let duration = std::time::Duration::from_secs_f64(seconds);
+    let duration = quantity::parse_duration(text).map_err(|e| e.to_string())?;
     if duration.is_zero() {
-        return Err(format!("'{text}' is shorter than a nanosecond"));
+        return Err(format!(
+            "'{text}' must be more than zero (and at least a nanosecond)"
+        ));
     }
     Ok(duration)
 }
@@ -132,7 +140,9 @@ mod tests {
         use std::time::Duration;
         assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration(" 2m "), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration(" 2min "), Ok(Duration::from_secs(120)));
+        // `m` alone is not a unit anywhere: minutes here, mega in a rate, milli elsewhere.
+        assert!(parse_duration("2m").unwrap_err().contains("min or ms"));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         // "0.0000000001" was found by the cli_strings fuzz target: a zero duration, accepted.
         for bad in [
@@ -161,6 +171,17 @@ mod tests {
         assert_eq!(Rate::parse("500Mbps").unwrap(), Rate::L2(5e8));
         assert_eq!(Rate::parse("1Gbps-l1").unwrap(), Rate::L1(1e9));
         assert_eq!(Rate::parse("50%").unwrap(), Rate::Percent(50.0));
+    }
+
+    #[test]
+    fn a_rate_writes_what_it_reads() {
+        for text in [
+            "max", "1.5M", "200k", "1k", "1.5k", "500Mbps", "1Gbps-l1", "50%", "0.5",
+        ] {
+            let rate = Rate::parse(text).unwrap();
+            assert_eq!(rate.to_string(), text);
+            assert_eq!(Rate::parse(&rate.to_string()).unwrap(), rate);
+        }
     }
 
     #[test]

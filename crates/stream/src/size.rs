@@ -1,21 +1,19 @@
+use std::fmt;
+use std::str::FromStr;
+
 use crate::StreamError;
 
 /// How frame sizes follow one another. Sizes count the 4-byte FCS, as every line-rate table does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum SizeMode {
-    Fixed(usize),
+    /// Every frame the stream's `size`.
+    #[default]
+    Fixed,
     /// min, min+step, …, up to max, then again.
-    Inc {
-        min: usize,
-        max: usize,
-        step: usize,
-    },
+    Inc { min: usize, max: usize, step: usize },
     /// Uniform in min..=max; the plan draws a fixed pseudo-random schedule so runs repeat.
-    Random {
-        min: usize,
-        max: usize,
-    },
-    /// Weighted mix, spread evenly (7:4:1 of 64/594/1518 by default).
+    Random { min: usize, max: usize },
+    /// Weighted mix of (size, weight), spread evenly (7:4:1 of 64/594/1518 by default).
     Imix(Vec<(usize, usize)>),
 }
 
@@ -23,10 +21,14 @@ pub enum SizeMode {
 /// enough to stay resident in the slots.
 pub(crate) const RANDOM_SCHEDULE: usize = 1024;
 
-impl SizeMode {
-    /// Reads `fixed`, `inc:MIN-MAX[:STEP]`, `random:MIN-MAX`, `imix` or `imix:SIZExWEIGHT,…`;
-    /// `fixed` takes `size` (the `--size` value).
-    pub fn parse(input: &str, size: usize) -> Result<Self, StreamError> {
+/// The mix `imix` alone stands for.
+const DEFAULT_IMIX: [(usize, usize); 3] = [(64, 7), (594, 4), (1518, 1)];
+
+/// Reads `fixed`, `inc:MIN-MAX[:STEP]`, `random:MIN-MAX`, `imix` or `imix:SIZExWEIGHT,…`.
+impl FromStr for SizeMode {
+    type Err = StreamError;
+
+    fn from_str(input: &str) -> Result<Self, StreamError> {
         let fail = |why: &str| StreamError::SizeMode {
             input: input.to_owned(),
             why: why.to_owned(),
@@ -35,95 +37,150 @@ impl SizeMode {
         let number = |s: &str| s.trim().parse::<usize>().map_err(|_| fail("not a number"));
         let range = |s: &str| -> Result<(usize, usize), StreamError> {
             let (a, b) = s.split_once('-').ok_or_else(|| fail("expected MIN-MAX"))?;
-            let (a, b) = (number(a)?, number(b)?);
-            if a > b {
-                return Err(fail("MIN is above MAX"));
-            }
-            Ok((a, b))
+            Ok((number(a)?, number(b)?))
         };
-        match mode {
-            "fixed" if rest.is_empty() => Ok(Self::Fixed(size)),
+        let mode = match mode {
+            "fixed" if rest.is_empty() => Self::Fixed,
             "inc" => {
                 let (range_part, step) = match rest.rsplit_once(':') {
                     Some((r, s)) => (r, number(s)?),
                     None => (rest, 1),
                 };
-                if step == 0 {
-                    return Err(fail("STEP must be at least 1"));
-                }
                 let (min, max) = range(range_part)?;
+                Self::Inc { min, max, step }
+            }
+            "random" => {
+                let (min, max) = range(rest)?;
+                Self::Random { min, max }
+            }
+            "imix" if rest.is_empty() => Self::Imix(DEFAULT_IMIX.to_vec()),
+            "imix" => Self::Imix(
+                rest.split(',')
+                    .map(|part| {
+                        let (s, w) = part
+                            .split_once('x')
+                            .ok_or_else(|| fail("expected SIZExWEIGHT"))?;
+                        Ok((number(s)?, number(w)?))
+                    })
+                    .collect::<Result<_, StreamError>>()?,
+            ),
+            _ => return Err(fail("unknown mode")),
+        };
+        mode.check().map_err(|why| fail(&why))?;
+        Ok(mode)
+    }
+}
+
+/// The form `from_str` reads back.
+impl fmt::Display for SizeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Fixed => f.write_str("fixed"),
+            Self::Inc { min, max, step: 1 } => write!(f, "inc:{min}-{max}"),
+            Self::Inc { min, max, step } => write!(f, "inc:{min}-{max}:{step}"),
+            Self::Random { min, max } => write!(f, "random:{min}-{max}"),
+            Self::Imix(mix) if mix[..] == DEFAULT_IMIX => f.write_str("imix"),
+            Self::Imix(mix) => {
+                let parts: Vec<String> = mix.iter().map(|(s, w)| format!("{s}x{w}")).collect();
+                write!(f, "imix:{}", parts.join(","))
+            }
+        }
+    }
+}
+
+linerate_wire::serde_as_text!(SizeMode);
+
+impl SizeMode {
+    /// What every mode must hold, however it was made (text, or an OTG document).
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Self::Fixed => {}
+            Self::Inc { min, max, step } => {
+                if *step == 0 {
+                    return Err("STEP must be at least 1".into());
+                }
+                if min > max {
+                    return Err("MIN is above MAX".into());
+                }
                 // Every size of the cycle becomes a pre-built frame: refuse by arithmetic what
                 // would be built and then refused (inc:64-65553 was 2 GB of frames).
                 let sizes = (max - min) / step + 1;
                 if sizes as u64 > crate::CACHE_LIMIT {
                     let least = (max - min).div_ceil(crate::CACHE_LIMIT as usize - 1);
-                    return Err(fail(&format!(
+                    return Err(format!(
                         "{sizes} sizes, but a cycle holds at most {} pre-built frames: use a STEP of at least {least} (inc:{min}-{max}:{least})",
                         crate::CACHE_LIMIT
-                    )));
+                    ));
                 }
-                Ok(Self::Inc { min, max, step })
             }
-            "random" => {
-                let (min, max) = range(rest)?;
-                Ok(Self::Random { min, max })
-            }
-            "imix" if rest.is_empty() => Ok(Self::Imix(vec![(64, 7), (594, 4), (1518, 1)])),
-            "imix" => {
-                let mut mix = Vec::new();
-                for part in rest.split(',') {
-                    let (s, w) = part
-                        .split_once('x')
-                        .ok_or_else(|| fail("expected SIZExWEIGHT"))?;
-                    let (s, w) = (number(s)?, number(w)?);
-                    if w == 0 {
-                        return Err(fail("a weight of 0 adds nothing"));
-                    }
-                    mix.push((s, w));
+            Self::Random { min, max } if min > max => return Err("MIN is above MAX".into()),
+            Self::Random { .. } => {}
+            Self::Imix(mix) => {
+                if mix.is_empty() {
+                    return Err("expected SIZExWEIGHT".into());
+                }
+                if mix.iter().any(|m| m.1 == 0) {
+                    return Err("a weight of 0 adds nothing".into());
                 }
                 // Every entry of the mix becomes a pre-built frame of the cycle.
                 let total = mix.iter().try_fold(0usize, |t, m| t.checked_add(m.1));
                 if total.is_none_or(|t| t as u64 > crate::CACHE_LIMIT) {
-                    return Err(fail(&format!(
+                    return Err(format!(
                         "the weights add up to more than {}",
                         crate::CACHE_LIMIT
-                    )));
+                    ));
                 }
-                Ok(Self::Imix(mix))
             }
-            _ => Err(fail("unknown mode")),
         }
+        Ok(())
     }
 
+    /// The sizes of a stream whose `size` (the `--size` value) a fixed mode sends.
+    pub fn with_size(&self, size: usize) -> Sizes {
+        Sizes {
+            mode: self.clone(),
+            size,
+        }
+    }
+}
+
+/// A stream's frame sizes: its mode and the size a fixed mode sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizes {
+    mode: SizeMode,
+    size: usize,
+}
+
+impl Sizes {
     pub fn min(&self) -> usize {
-        match self {
-            Self::Fixed(s) => *s,
-            Self::Inc { min, .. } | Self::Random { min, .. } => *min,
-            Self::Imix(mix) => mix.iter().map(|m| m.0).min().unwrap_or(0),
+        match &self.mode {
+            SizeMode::Fixed => self.size,
+            SizeMode::Inc { min, .. } | SizeMode::Random { min, .. } => *min,
+            SizeMode::Imix(mix) => mix.iter().map(|m| m.0).min().unwrap_or(0),
         }
     }
 
     pub fn max(&self) -> usize {
-        match self {
-            Self::Fixed(s) => *s,
-            Self::Inc { max, .. } | Self::Random { max, .. } => *max,
-            Self::Imix(mix) => mix.iter().map(|m| m.0).max().unwrap_or(0),
+        match &self.mode {
+            SizeMode::Fixed => self.size,
+            SizeMode::Inc { max, .. } | SizeMode::Random { max, .. } => *max,
+            SizeMode::Imix(mix) => mix.iter().map(|m| m.0).max().unwrap_or(0),
         }
     }
 
     /// The repeating schedule of sizes, one entry per frame.
     pub fn schedule(&self, seed: u64) -> Vec<usize> {
-        match self {
-            Self::Fixed(s) => vec![*s],
-            Self::Inc { min, max, step } => (*min..=*max).step_by(*step).collect(),
-            Self::Random { min, max } => {
+        match &self.mode {
+            SizeMode::Fixed => vec![self.size],
+            SizeMode::Inc { min, max, step } => (*min..=*max).step_by(*step).collect(),
+            SizeMode::Random { min, max } => {
                 let mut rng = linerate_wire::Rng::new(seed ^ 0x5153_495a_4553);
                 let span = (*max - *min + 1) as u64;
                 (0..RANDOM_SCHEDULE)
                     .map(|_| *min + (rng.next_u64() % span) as usize)
                     .collect()
             }
-            Self::Imix(mix) => smooth_weighted(mix),
+            SizeMode::Imix(mix) => smooth_weighted(mix),
         }
     }
 }
@@ -155,34 +212,42 @@ mod tests {
 
     #[test]
     fn parses_every_form() {
-        assert_eq!(SizeMode::parse("fixed", 128).unwrap(), SizeMode::Fixed(128));
+        assert_eq!("fixed".parse::<SizeMode>().unwrap(), SizeMode::Fixed);
         assert_eq!(
-            SizeMode::parse("inc:64-80:8", 64).unwrap().schedule(0),
+            "inc:64-80:8"
+                .parse::<SizeMode>()
+                .unwrap()
+                .with_size(64)
+                .schedule(0),
             vec![64, 72, 80]
         );
         assert_eq!(
-            SizeMode::parse("imix:64x2,1518x1", 64).unwrap(),
+            "imix:64x2,1518x1".parse::<SizeMode>().unwrap(),
             SizeMode::Imix(vec![(64, 2), (1518, 1)])
         );
-        assert!(SizeMode::parse("inc:80-64", 64).is_err());
-        assert!(SizeMode::parse("zigzag", 64).is_err());
-        assert!(SizeMode::parse("imix:64x0", 64).is_err());
+        assert!("inc:80-64".parse::<SizeMode>().is_err());
+        assert!("zigzag".parse::<SizeMode>().is_err());
+        assert!("imix:64x0".parse::<SizeMode>().is_err());
         // 65490 sizes would be 65490 pre-built frames: refused before any is built, with a STEP
         // that fits.
-        let err = SizeMode::parse("inc:64-65553", 64).unwrap_err().to_string();
+        let err = "inc:64-65553".parse::<SizeMode>().unwrap_err().to_string();
         assert!(
             err.contains("65490 sizes") && err.contains("STEP of at least 16"),
             "{err}"
         );
-        let fits = SizeMode::parse("inc:64-65553:16", 64).unwrap();
-        assert!(fits.schedule(0).len() as u64 <= crate::CACHE_LIMIT);
-        let over = SizeMode::parse("inc:64-65553:15", 64);
+        let fits = "inc:64-65553:16".parse::<SizeMode>().unwrap();
+        assert!(fits.with_size(64).schedule(0).len() as u64 <= crate::CACHE_LIMIT);
+        let over = "inc:64-65553:15".parse::<SizeMode>();
         assert!(over.is_err());
     }
 
     #[test]
     fn imix_keeps_its_weights_and_interleaves() {
-        let schedule = SizeMode::parse("imix", 64).unwrap().schedule(0);
+        let schedule = "imix"
+            .parse::<SizeMode>()
+            .unwrap()
+            .with_size(64)
+            .schedule(0);
         assert_eq!(schedule.len(), 12);
         assert_eq!(schedule.iter().filter(|&&s| s == 64).count(), 7);
         assert_eq!(schedule.iter().filter(|&&s| s == 594).count(), 4);
@@ -196,11 +261,11 @@ mod tests {
 
     #[test]
     fn random_schedule_stays_in_range_and_repeats_per_seed() {
-        let mode = SizeMode::parse("random:64-1518", 64).unwrap();
-        let a = mode.schedule(7);
+        let mode = "random:64-1518".parse::<SizeMode>().unwrap();
+        let a = mode.with_size(64).schedule(7);
         assert_eq!(a.len(), RANDOM_SCHEDULE);
         assert!(a.iter().all(|s| (64..=1518).contains(s)));
-        assert_eq!(a, mode.schedule(7));
-        assert_ne!(a, mode.schedule(8));
+        assert_eq!(a, mode.with_size(64).schedule(7));
+        assert_ne!(a, mode.with_size(64).schedule(8));
     }
 }

@@ -2,11 +2,13 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use linerate_wire::{
-    FrameSpec, IpSpec, L4Spec, MacAddr, Payload, TcpFlags, VlanTag, parse_mac, units,
+    Field, FieldValue, FrameSpec, IpSpec, L4Spec, Mac, MacAddr, Payload, TcpFlags, VaryMode,
+    VlanTag, units,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::{Rate, SizeMode, StreamError, VarySpec};
+use crate::size::Sizes;
+use crate::{Rate, SizeMode, StreamError, Vary, VarySpec};
 
 /// Layer 4 of the template frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -54,31 +56,36 @@ pub struct Bursts {
 #[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
 pub struct StreamSpec {
     pub name: String,
-    /// Empty: the port's own MAC, else 02:00:00:00:00:01.
-    pub src_mac: String,
-    /// Empty: the port fills it in (the lab's peer MAC), else broadcast.
-    pub dst_mac: String,
+    /// None: the port's own MAC, else 02:00:00:00:00:01.
+    #[serde(with = "crate::text::optional")]
+    pub src_mac: Option<Mac>,
+    /// None: the port fills it in (the lab's peer MAC), else broadcast.
+    #[serde(with = "crate::text::optional")]
+    pub dst_mac: Option<Mac>,
     pub vlan: Option<u16>,
     pub vlan_pcp: u8,
     pub ipv6: bool,
-    /// Empty: the lab's addresses on a lab, else 198.18.0.1 / 198.18.0.2 and 2001:2::1 /
-    /// 2001:2::2 (the RFC 2544 / RFC 5180 benchmarking ranges).
-    pub src_ip: String,
-    pub dst_ip: String,
+    /// None: the lab's addresses on a lab, else 198.18.0.1 / 198.18.0.2 and 2001:2::1 /
+    /// 2001:2::2 (the RFC 2544 / RFC 5180 benchmarking ranges). The version must be the
+    /// stream's (`ipv6`).
+    #[serde(with = "crate::text::optional_ip")]
+    pub src_ip: Option<IpAddr>,
+    #[serde(with = "crate::text::optional_ip")]
+    pub dst_ip: Option<IpAddr>,
     pub ttl: u8,
     pub ip_id: u16,
     pub dscp: u8,
     pub proto: Proto,
     pub src_port: u16,
     pub dst_port: u16,
-    pub tcp_flags: String,
-    pub payload: String,
+    pub tcp_flags: TcpFlags,
+    pub payload: Payload,
     /// Frame size, FCS included.
     pub size: usize,
     /// `fixed`, `inc:MIN-MAX[:STEP]`, `random:MIN-MAX`, `imix`, `imix:SIZExWEIGHT,…`.
-    pub size_mode: String,
+    pub size_mode: SizeMode,
     /// `FIELD:MODE:START-END[:STEP][,mask=M]`, applied in order.
-    pub vary: Vec<String>,
+    pub vary: Vec<Vary>,
     /// Frames this stream sends before `next`; none means it never ends by itself.
     pub count: Option<u64>,
     pub next: Next,
@@ -86,7 +93,7 @@ pub struct StreamSpec {
     pub loops: Option<u64>,
     pub bursts: Option<Bursts>,
     /// `max`, `1.5M` (frames/s), `500Mbps` (L2), `1Gbps-l1` (L1), `50%` (of line rate).
-    pub rate: String,
+    pub rate: Rate,
     /// Seed for random payloads, random sizes and random fields.
     pub seed: u64,
     /// Stamp the receive side's signature (flow id, sequence, transmit time) into the last 18
@@ -101,29 +108,32 @@ impl Default for StreamSpec {
     fn default() -> Self {
         Self {
             name: "stream0".into(),
-            src_mac: String::new(),
-            dst_mac: String::new(),
+            src_mac: None,
+            dst_mac: None,
             vlan: None,
             vlan_pcp: 0,
             ipv6: false,
-            src_ip: String::new(),
-            dst_ip: String::new(),
+            src_ip: None,
+            dst_ip: None,
             ttl: 64,
             ip_id: 0,
             dscp: 0,
             proto: Proto::Udp,
             src_port: 49152,
             dst_port: 9,
-            tcp_flags: "S".into(),
-            payload: "inc".into(),
+            tcp_flags: TcpFlags {
+                syn: true,
+                ..TcpFlags::default()
+            },
+            payload: Payload::Increment,
             size: 64,
-            size_mode: "fixed".into(),
+            size_mode: SizeMode::Fixed,
             vary: Vec::new(),
             count: None,
             next: Next::Stop,
             loops: None,
             bursts: None,
-            rate: "max".into(),
+            rate: Rate::Max,
             seed: 1,
             signature: false,
             mode: Mode::Sequence,
@@ -136,89 +146,30 @@ impl StreamSpec {
     /// identification counts 0..9), then back to the first.
     pub fn seed() -> Self {
         Self {
-            vary: vec!["ip-id:inc:0-9".into()],
+            vary: vec![Vary {
+                field: Field::IpId,
+                mode: VaryMode::Inc,
+                start: FieldValue::Int(0),
+                end: FieldValue::Int(9),
+                step: 1,
+                mask: None,
+            }],
             ..Self::default()
         }
     }
 
-    /// Checks everything that can be checked without a port, and turns the text fields into
-    /// the wire crate's values.
+    /// Checks everything that can be checked without a port, and fills in what the port
+    /// decides (addresses left out).
     pub(crate) fn resolve(&self, limits: &Limits) -> Result<Resolved, StreamError> {
-        let invalid = |why: String| StreamError::Invalid {
-            stream: self.name.clone(),
-            why,
-        };
-        let src_mac = match (self.src_mac.as_str(), limits.default_src_mac) {
-            ("", Some(mac)) => mac,
-            ("", None) => [0x02, 0, 0, 0, 0, 0x01],
-            (text, _) => parse_mac(text)?,
-        };
-        let dst_mac = match (self.dst_mac.as_str(), limits.default_dst_mac) {
-            ("", Some(mac)) => mac,
-            ("", None) => [0xff; 6],
-            (text, _) => parse_mac(text)?,
-        };
-        let ip = if self.ipv6 {
-            IpSpec::V6 {
-                src: parse_ip6(
-                    &self.src_ip,
-                    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1),
-                    "src-ip",
-                )?,
-                dst: parse_ip6(
-                    &self.dst_ip,
-                    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2),
-                    "dst-ip",
-                )?,
-                hop_limit: self.ttl,
-                flow_label: 0,
-            }
-        } else {
-            IpSpec::V4 {
-                src: parse_ip4(&self.src_ip, limits.default_ipv4.0, "src-ip")?,
-                dst: parse_ip4(&self.dst_ip, limits.default_ipv4.1, "dst-ip")?,
-                ttl: self.ttl,
-                id: self.ip_id,
-                dscp: self.dscp,
-            }
-        };
-        let l4 = match self.proto {
-            Proto::Udp => L4Spec::Udp {
-                src_port: self.src_port,
-                dst_port: self.dst_port,
-            },
-            Proto::Tcp => L4Spec::Tcp {
-                src_port: self.src_port,
-                dst_port: self.dst_port,
-                seq: 1,
-                ack: 0,
-                flags: TcpFlags::parse(&self.tcp_flags)?,
-                window: 65535,
-            },
-            Proto::Icmp => L4Spec::IcmpEcho {
-                id: self.src_port,
-                seq: 0,
-            },
-        };
-        let vlan = self.vlan.map(|id| VlanTag {
-            id,
-            pcp: self.vlan_pcp,
-        });
-        if self.vlan.is_some_and(|id| id > 4095) {
-            return Err(invalid(format!(
-                "VLAN id {} is over 4095",
-                self.vlan.unwrap_or(0)
-            )));
-        }
-        let frame = FrameSpec {
-            src_mac,
-            dst_mac,
-            vlan,
-            ip,
-            l4,
-            payload: Payload::parse(&self.payload)?,
-        };
-        let sizes = SizeMode::parse(&self.size_mode, self.size)?;
+        self.check_counts()?;
+        let frame = self.frame(limits)?;
+        let sizes = self.size_mode.with_size(self.size);
+        self.size_mode
+            .check()
+            .map_err(|why| StreamError::SizeMode {
+                input: self.size_mode.to_string(),
+                why,
+            })?;
         let min = frame.min_frame_size();
         if sizes.min() < min {
             return Err(StreamError::SizeTooSmall {
@@ -238,38 +189,142 @@ impl StreamSpec {
         let vary = self
             .vary
             .iter()
-            .map(|v| VarySpec::parse(v, self.ipv6))
+            .map(|v| v.resolve(self.ipv6))
             .collect::<Result<Vec<_>, _>>()?;
-        crate::vary::check_overlaps(&vary, &frame.layout(sizes.min())).map_err(invalid)?;
+        crate::vary::check_overlaps(&vary, &frame.layout(sizes.min()))
+            .map_err(|why| self.invalid(why))?;
+        Ok(Resolved {
+            frame,
+            sizes,
+            vary,
+            rate: self.rate,
+        })
+    }
+
+    fn invalid(&self, why: String) -> StreamError {
+        StreamError::Invalid {
+            stream: self.name.clone(),
+            why,
+        }
+    }
+
+    /// Counts, loops and bursts that would send nothing or overflow a schedule.
+    fn check_counts(&self) -> Result<(), StreamError> {
         if self.count == Some(0) {
-            return Err(invalid(
-                "count 0 sends nothing; leave it out to send until stopped".into(),
-            ));
+            return Err(
+                self.invalid("count 0 sends nothing; leave it out to send until stopped".into())
+            );
         }
         if self.loops == Some(0) {
-            return Err(invalid("loops 0 sends nothing".into()));
+            return Err(self.invalid("loops 0 sends nothing".into()));
         }
-        let rate = Rate::parse(&self.rate)?;
+        self.rate.check().map_err(|why| StreamError::Rate {
+            input: self.rate.to_string(),
+            why: why.into(),
+        })?;
         if let Some(b) = self.bursts
             && (b.frames == 0 || b.per_second <= 0.0 || !b.per_second.is_finite())
         {
-            return Err(invalid("bursts need frames ≥ 1 and per-second > 0".into()));
+            return Err(self.invalid("bursts need frames ≥ 1 and per-second > 0".into()));
         }
         if let Some(b) = self.bursts
             && b.frames > crate::CACHE_LIMIT
         {
-            return Err(invalid(format!(
+            return Err(self.invalid(format!(
                 "a burst of {} frames is over the {} a schedule holds",
                 b.frames,
                 crate::CACHE_LIMIT
             )));
         }
-        Ok(Resolved {
-            frame,
-            sizes,
-            vary,
-            rate,
+        Ok(())
+    }
+
+    /// The template frame: the spec's headers, with what it leaves out taken from the port.
+    fn frame(&self, limits: &Limits) -> Result<FrameSpec, StreamError> {
+        if self.vlan.is_some_and(|id| id > 4095) {
+            return Err(self.invalid(format!("VLAN id {} is over 4095", self.vlan.unwrap_or(0))));
+        }
+        let ip = if self.ipv6 {
+            IpSpec::V6 {
+                src: ip6(self.src_ip, "src-ip")?.unwrap_or(DEFAULT_IPV6.0),
+                dst: ip6(self.dst_ip, "dst-ip")?.unwrap_or(DEFAULT_IPV6.1),
+                hop_limit: self.ttl,
+                flow_label: 0,
+            }
+        } else {
+            IpSpec::V4 {
+                src: ip4(self.src_ip, "src-ip")?.unwrap_or(limits.default_ipv4.0),
+                dst: ip4(self.dst_ip, "dst-ip")?.unwrap_or(limits.default_ipv4.1),
+                ttl: self.ttl,
+                id: self.ip_id,
+                dscp: self.dscp,
+            }
+        };
+        let l4 = match self.proto {
+            Proto::Udp => L4Spec::Udp {
+                src_port: self.src_port,
+                dst_port: self.dst_port,
+            },
+            Proto::Tcp => L4Spec::Tcp {
+                src_port: self.src_port,
+                dst_port: self.dst_port,
+                seq: 1,
+                ack: 0,
+                flags: self.tcp_flags,
+                window: 65535,
+            },
+            Proto::Icmp => L4Spec::IcmpEcho {
+                id: self.src_port,
+                seq: 0,
+            },
+        };
+        Ok(FrameSpec {
+            src_mac: self
+                .src_mac
+                .map(Mac::octets)
+                .or(limits.default_src_mac)
+                .unwrap_or([0x02, 0, 0, 0, 0, 0x01]),
+            dst_mac: self
+                .dst_mac
+                .map(Mac::octets)
+                .or(limits.default_dst_mac)
+                .unwrap_or([0xff; 6]),
+            vlan: self.vlan.map(|id| VlanTag {
+                id,
+                pcp: self.vlan_pcp,
+            }),
+            ip,
+            l4,
+            payload: self.payload.clone(),
         })
+    }
+}
+
+/// IPv6 source and destination when the spec leaves them out (RFC 5180's benchmarking range).
+const DEFAULT_IPV6: (Ipv6Addr, Ipv6Addr) = (
+    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1),
+    Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2),
+);
+
+fn ip4(addr: Option<IpAddr>, what: &str) -> Result<Option<Ipv4Addr>, StreamError> {
+    match addr {
+        None => Ok(None),
+        Some(IpAddr::V4(a)) => Ok(Some(a)),
+        Some(IpAddr::V6(a)) => Err(StreamError::Invalid {
+            stream: what.into(),
+            why: format!("'{a}' is IPv6 but the stream is IPv4: add --ipv6"),
+        }),
+    }
+}
+
+fn ip6(addr: Option<IpAddr>, what: &str) -> Result<Option<Ipv6Addr>, StreamError> {
+    match addr {
+        None => Ok(None),
+        Some(IpAddr::V6(a)) => Ok(Some(a)),
+        Some(IpAddr::V4(a)) => Err(StreamError::Invalid {
+            stream: what.into(),
+            why: format!("'{a}' is not an IPv6 address (form: 2001:2::1)"),
+        }),
     }
 }
 
@@ -354,7 +409,7 @@ fn lcm(a: u64, b: u64) -> Option<u64> {
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub frame: FrameSpec,
-    pub sizes: SizeMode,
+    pub sizes: Sizes,
     pub vary: Vec<VarySpec>,
     pub rate: Rate,
 }
@@ -386,33 +441,6 @@ impl Default for Limits {
             link_mbps: None,
         }
     }
-}
-
-fn parse_ip4(text: &str, default: Ipv4Addr, what: &str) -> Result<Ipv4Addr, StreamError> {
-    if text.is_empty() {
-        return Ok(default);
-    }
-    match text.parse::<IpAddr>() {
-        Ok(IpAddr::V4(a)) => Ok(a),
-        Ok(IpAddr::V6(_)) => Err(StreamError::Invalid {
-            stream: what.into(),
-            why: format!("'{text}' is IPv6 but the stream is IPv4: add --ipv6"),
-        }),
-        Err(_) => Err(StreamError::Invalid {
-            stream: what.into(),
-            why: format!("'{text}' is not an IPv4 address (form: 198.18.0.1)"),
-        }),
-    }
-}
-
-fn parse_ip6(text: &str, default: Ipv6Addr, what: &str) -> Result<Ipv6Addr, StreamError> {
-    if text.is_empty() {
-        return Ok(default);
-    }
-    text.parse::<Ipv6Addr>().map_err(|_| StreamError::Invalid {
-        stream: what.into(),
-        why: format!("'{text}' is not an IPv6 address (form: 2001:2::1)"),
-    })
 }
 
 /// A TOML stream file: one or more `[[stream]]` tables, run in order or (with a top-level
@@ -472,10 +500,7 @@ impl SpecFile {
         }
         let mut file: Self = toml::from_str(text).map_err(|e| StreamError::Toml {
             path: path.into(),
-            why: e.message().to_owned()
-                + &e.span()
-                    .map(|s| format!(" (at line {})", line_of(text, s.start)))
-                    .unwrap_or_default(),
+            why: toml_error(text, &e),
         })?;
         if file.streams.is_empty() {
             return Err(StreamError::Toml {
@@ -511,8 +536,23 @@ impl SpecFile {
     }
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+/// toml's message, with the key whose value it refused (a value's own grammar does not know
+/// which key it was read for) and the line.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else {
+        return e.message().to_owned();
+    };
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let key = text[line_start..start]
+        .split_once('=')
+        .map(|(key, _)| key.trim())
+        .filter(|key| !key.is_empty() && !e.message().contains(key));
+    let line = text[..start].matches('\n').count() + 1;
+    match key {
+        Some(key) => format!("{key}: {} (at line {line})", e.message()),
+        None => format!("{} (at line {line})", e.message()),
+    }
 }
 
 #[cfg(test)]
@@ -567,28 +607,74 @@ mod tests {
     }
 
     #[test]
-    fn bad_addresses_say_what_form_is_expected() {
+    fn bad_values_name_the_key_the_text_and_the_form() {
+        let err = |body: &str| {
+            SpecFile::parse(&format!("[[stream]]\n{body}\n"), "t.toml")
+                .unwrap_err()
+                .to_string()
+        };
+        for (body, words) in [
+            (
+                "src-ip = \"300.1.1.1\"",
+                &["src-ip", "300.1.1.1", "198.18.0.1"][..],
+            ),
+            (
+                "dst-mac = \"02:00:00\"",
+                &["dst-mac", "02:00:00", "02:00:00:00:00:01"],
+            ),
+            ("rate = \"fast\"", &["rate", "fast", "500Mbps"]),
+            ("size-mode = \"zigzag\"", &["size-mode", "zigzag", "imix"]),
+            (
+                "vary = [\"src-port:up:1-2\"]",
+                &["vary", "src-port:up:1-2", "inc, dec"],
+            ),
+            ("tcp-flags = \"SX\"", &["tcp-flags", "SX"]),
+            ("payload = \"fixed:300\"", &["payload", "fixed:300"]),
+        ] {
+            let err = err(body);
+            assert!(words.iter().all(|w| err.contains(w)), "{body}: {err}");
+        }
+        // An address of the other IP version is refused with the stream, not the file.
         let s = StreamSpec {
-            src_ip: "300.1.1.1".into(),
+            src_ip: Some("2001:2::1".parse().unwrap()),
             ..StreamSpec::default()
         };
         let err = s.resolve(&Limits::default()).unwrap_err().to_string();
-        assert!(
-            err.contains("300.1.1.1") && err.contains("198.18.0.1"),
-            "{err}"
+        assert!(err.contains("2001:2::1") && err.contains("--ipv6"), "{err}");
+    }
+
+    #[test]
+    fn an_empty_address_still_means_the_port_decides() {
+        let file = SpecFile::parse(
+            "[[stream]]\nsrc-mac = \"\"\nsrc-ip = \"\"\ndst-ip = \"10.0.0.2\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let s = &file.streams[0];
+        assert_eq!((s.src_mac, s.src_ip), (None, None));
+        assert_eq!(s.dst_ip, Some("10.0.0.2".parse().unwrap()));
+    }
+
+    #[test]
+    fn a_spec_written_out_reads_back_the_same() {
+        let file = SpecFile::parse(
+            "[[stream]]\nsrc-mac = \"02:00:00:00:00:07\"\ndst-ip = \"10.0.0.2\"\nproto = \"tcp\"\ntcp-flags = \"syn,ack\"\npayload = \"pattern:abcd\"\nsize-mode = \"inc:64-128:8\"\nvary = [\"src-port:inc:1-9:2,mask=0xf\", \"dst-ip:random:10.0.0.1-10.0.0.9\"]\nrate = \"1.5Mpps\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let text = toml::to_string(&file).unwrap();
+        assert_eq!(
+            SpecFile::parse(&text, "again.toml").unwrap(),
+            file,
+            "{text}"
         );
-        let s = StreamSpec {
-            dst_mac: "02:00:00".into(),
-            ..StreamSpec::default()
-        };
-        assert!(s.resolve(&Limits::default()).is_err());
     }
 
     #[test]
     fn two_vary_on_the_same_bits_are_refused() {
         let resolve = |vary: &[&str]| {
             StreamSpec {
-                vary: vary.iter().map(|v| v.to_string()).collect(),
+                vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
                 ..StreamSpec::default()
             }
             .resolve(&Limits::default())
@@ -625,7 +711,7 @@ mod limit_tests {
     fn jumbo(size: usize, vary: &[&str], count: Option<u64>) -> StreamSpec {
         StreamSpec {
             size,
-            vary: vary.iter().map(|v| v.to_string()).collect(),
+            vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
             count,
             ..StreamSpec::default()
         }
@@ -664,7 +750,7 @@ mod limit_tests {
         let many = vec![
             StreamSpec {
                 mode: Mode::Interleaved,
-                rate: "1k".into(),
+                rate: "1k".parse().unwrap(),
                 ..StreamSpec::default()
             };
             MAX_STREAMS + 1

@@ -1,19 +1,37 @@
-use linerate_wire::{Field, Layout, Modifier, VaryMode, parse_value};
+use std::fmt;
+use std::str::FromStr;
+
+use linerate_wire::{Field, FieldValue, Layout, Modifier, VaryMode};
 
 use crate::StreamError;
 
-/// One variable field as the user asked for it: which field, how it moves, over what range.
+/// One variable field as a person writes it (`src-port:inc:1000-1999:2,mask=0xff`): which
+/// field, how it moves, over which values in the field's own notation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vary {
+    pub field: Field,
+    pub mode: VaryMode,
+    pub start: FieldValue,
+    pub end: FieldValue,
+    pub step: u64,
+    /// The field bits this variation owns; none: all of them.
+    pub mask: Option<u64>,
+}
+
+/// One variable field, checked against the stream's IP version, ready for the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VarySpec {
     pub field: Field,
     pub modifier: Modifier,
 }
 
-impl VarySpec {
-    /// Reads `FIELD:MODE:START-END[:STEP][,mask=M]`, e.g. `src-port:inc:1000-1999`,
-    /// `dst-ip:random:198.18.0.1-198.18.0.254`, `src-mac:dec:02:00:00:00:00:01-02:00:00:00:00:ff:2`.
-    /// Values use the field's own notation; ranges of MACs use `:` between octets.
-    pub fn parse(input: &str, ipv6: bool) -> Result<Self, StreamError> {
+/// Reads `FIELD:MODE:START-END[:STEP][,mask=M]`, e.g. `src-port:inc:1000-1999`,
+/// `dst-ip:random:198.18.0.1-198.18.0.254`, `src-mac:dec:02:00:00:00:00:01-02:00:00:00:00:ff:2`.
+/// Values use the field's own notation; ranges of MACs use `:` between octets.
+impl FromStr for Vary {
+    type Err = StreamError;
+
+    fn from_str(input: &str) -> Result<Self, StreamError> {
         let fail = |why: String| StreamError::Vary {
             input: input.to_owned(),
             why,
@@ -29,13 +47,8 @@ impl VarySpec {
             None => (input, None),
         };
         let mut parts = body.splitn(3, ':');
-        let field = parts.next().unwrap_or_default();
-        let mode = parts.next().ok_or_else(|| fail("missing MODE".into()))?;
-        let range = parts
-            .next()
-            .ok_or_else(|| fail("missing START-END".into()))?;
-        let field = Field::parse(field)?;
-        let mode = match mode {
+        let field = Field::parse(parts.next().unwrap_or_default())?;
+        let mode = match parts.next().ok_or_else(|| fail("missing MODE".into()))? {
             "inc" => VaryMode::Inc,
             "dec" => VaryMode::Dec,
             "random" | "rand" => VaryMode::Random,
@@ -45,47 +58,118 @@ impl VarySpec {
                 )));
             }
         };
-        let parse_range = |range: &str| -> Result<(u64, u64), StreamError> {
-            match range.split_once('-') {
-                Some((a, b)) => Ok((parse_value(&field, a, ipv6)?, parse_value(&field, b, ipv6)?)),
-                None => {
-                    let v = parse_value(&field, range, ipv6)?;
-                    Ok((v, v))
-                }
-            }
-        };
-        // A trailing `:STEP` is ambiguous with MAC and IPv6 notation, so the whole text is tried
-        // as a range first and only then split at its last colon.
-        let ((start, end), step) = match parse_range(range) {
-            Ok(r) => (r, 1),
-            Err(first) => match range.rsplit_once(':') {
-                Some((r, step)) if parse_int(step).is_some() => {
-                    (parse_range(r)?, parse_int(step).unwrap_or(1))
-                }
-                _ => return Err(first),
-            },
-        };
-        if end < start {
-            return Err(fail("END is below START".into()));
-        }
-        if step == 0 {
-            return Err(fail("STEP must be at least 1".into()));
-        }
-        let count = ((end - start) / step)
-            .checked_add(1)
-            .ok_or_else(|| fail("the range holds more than 2^64 - 1 values".into()))?;
-        let modifier = Modifier {
+        let range = parts
+            .next()
+            .ok_or_else(|| fail("missing START-END".into()))?;
+        let ((start, end), step) = parse_range_step(&field, range)?;
+        let vary = Self {
+            field,
             mode,
-            start: if mode == VaryMode::Dec {
-                start + (count - 1) * step
+            start,
+            end,
+            step,
+            mask,
+        };
+        // Checked now in the IP version its addresses are written in; again in the stream's.
+        vary.resolve(matches!(start, FieldValue::Ipv6(_)))?;
+        Ok(vary)
+    }
+}
+
+/// `START-END[:STEP]` or a single value. A trailing `:STEP` is ambiguous with MAC and IPv6
+/// notation, so the whole text is tried as a range first and only then split at its last colon.
+fn parse_range_step(
+    field: &Field,
+    range: &str,
+) -> Result<((FieldValue, FieldValue), u64), StreamError> {
+    let parse_range = |range: &str| -> Result<(FieldValue, FieldValue), StreamError> {
+        match range.split_once('-') {
+            Some((a, b)) => Ok((FieldValue::parse(field, a)?, FieldValue::parse(field, b)?)),
+            None => {
+                let v = FieldValue::parse(field, range)?;
+                Ok((v, v))
+            }
+        }
+    };
+    match parse_range(range) {
+        Ok(r) => Ok((r, 1)),
+        Err(first) => match range.rsplit_once(':') {
+            Some((r, step)) if parse_int(step).is_some() => {
+                Ok((parse_range(r)?, parse_int(step).unwrap_or(1)))
+            }
+            _ => Err(first),
+        },
+    }
+}
+
+/// The form `from_str` reads back. An IPv6 end followed by a step is written in full (eight
+/// groups), so that the step cannot be read as the address's last group.
+impl fmt::Display for Vary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = match self.mode {
+            VaryMode::Inc => "inc",
+            VaryMode::Dec => "dec",
+            VaryMode::Random => "random",
+        };
+        write!(f, "{}:{mode}:{}", self.field.name(), self.start)?;
+        match (self.end, self.step) {
+            (end, 1) if end == self.start => {}
+            (end, 1) => write!(f, "-{end}")?,
+            (FieldValue::Ipv6(a), step) => {
+                let groups: Vec<String> = a.segments().iter().map(|g| format!("{g:x}")).collect();
+                write!(f, "-{}:{step}", groups.join(":"))?;
+            }
+            (end, step) => write!(f, "-{end}:{step}")?,
+        }
+        match self.mask {
+            Some(mask) => write!(f, ",mask={mask:#x}"),
+            None => Ok(()),
+        }
+    }
+}
+
+linerate_wire::serde_as_text!(Vary);
+
+impl Vary {
+    /// The modifier the plan applies to a frame of this IP version.
+    pub fn resolve(&self, ipv6: bool) -> Result<VarySpec, StreamError> {
+        let fail = |why: &str| StreamError::Vary {
+            input: self.to_string(),
+            why: why.to_owned(),
+        };
+        let start = self.start.bits(&self.field, ipv6)?;
+        let end = self.end.bits(&self.field, ipv6)?;
+        if end < start {
+            return Err(fail("END is below START"));
+        }
+        if self.step == 0 {
+            return Err(fail("STEP must be at least 1"));
+        }
+        let count = ((end - start) / self.step)
+            .checked_add(1)
+            .ok_or_else(|| fail("the range holds more than 2^64 - 1 values"))?;
+        let modifier = Modifier {
+            mode: self.mode,
+            start: if self.mode == VaryMode::Dec {
+                start + (count - 1) * self.step
             } else {
                 start
             },
-            step,
+            step: self.step,
             count,
-            mask: mask.unwrap_or(u64::MAX),
+            mask: self.mask.unwrap_or(u64::MAX),
         };
-        Ok(Self { field, modifier })
+        Ok(VarySpec {
+            field: self.field,
+            modifier,
+        })
+    }
+}
+
+impl VarySpec {
+    /// Reads the text form of a [`Vary`] for a stream of this IP version.
+    pub fn parse(input: &str, ipv6: bool) -> Result<Self, StreamError> {
+        input.parse::<Vary>()?.resolve(ipv6)
     }
 }
 
@@ -173,6 +257,31 @@ mod tests {
         );
         let v = VarySpec::parse("ip-id:random:0-65535,mask=0x0fff", false).unwrap();
         assert_eq!(v.modifier.mask, 0x0fff);
+    }
+
+    #[test]
+    fn the_text_form_reads_back() {
+        for text in [
+            "src-port:inc:1000-1999",
+            "dst-port:dec:10-20:5",
+            "ip-id:random:0-65535,mask=0xfff",
+            "src-mac:inc:02:00:00:00:00:01-02:00:00:00:00:10:2",
+            "dst-ip:inc:2001:2::1-2001:2::9:2",
+            "dst-ip:inc:10.0.0.1-10.0.0.9:2",
+            "ttl:inc:7",
+        ] {
+            let vary: Vary = text.parse().unwrap();
+            let again: Vary = vary.to_string().parse().unwrap();
+            assert_eq!(again, vary, "{text} -> {vary}");
+        }
+        // The IPv6 end keeps its step apart: 2001:2::9 step 2, not 2001:2::9:2 step 1.
+        let v: Vary = "dst-ip:inc:2001:2::1-2001:2::9:2".parse().unwrap();
+        assert_eq!(v.step, 1);
+        let stepped = Vary { step: 2, ..v };
+        assert_eq!(stepped.to_string().parse::<Vary>().unwrap().step, 2);
+        // The stream's IP version decides: an IPv6 range in an IPv4 stream is refused.
+        assert!(v.resolve(false).is_err());
+        assert!(v.resolve(true).is_ok());
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Named fields, where they sit in a frame, and the in-place write that keeps checksums right.
 
 use crate::header::{at, ethernet, get_be, ipv4, ipv6, set_be, tcp, udp, vlan};
-use crate::mac::{mac_to_u64, parse_mac};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::mac::{MacAddr, format_mac, mac_to_u64, parse_mac};
 use crate::spec::parse_uint;
 use crate::{L4Proto, Layout, WireError, checksum};
 
@@ -331,44 +333,98 @@ fn update_at(frame: &mut [u8], c: usize, delta: u32, udp: bool) {
     bytes.copy_from_slice(&new.to_be_bytes());
 }
 
-/// Parses one value of `field` in its natural notation: a MAC for src-mac/dst-mac (→ 48 bits),
-/// dotted IPv4 or an IPv6 address for src-ip/dst-ip (IPv6 → its low 64 bits, as the upper half
-/// comes from the template), decimal or 0x-hex for the rest.
-pub fn parse_value(field: &Field, s: &str, ipv6: bool) -> Result<u64, WireError> {
-    let t = s.trim();
-    let value = match field {
-        Field::SrcMac | Field::DstMac => mac_to_u64(&parse_mac(t)?),
-        Field::SrcIp | Field::DstIp if ipv6 => {
-            let a: std::net::Ipv6Addr = t.parse().map_err(|_| WireError::BadIp {
+/// A value of a variable field in the field's own notation: a MAC, an IPv4 or IPv6 address,
+/// or an integer. Read without knowing the stream's IP version; [`FieldValue::bits`] checks it
+/// against the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValue {
+    Int(u64),
+    Mac(MacAddr),
+    Ipv4(Ipv4Addr),
+    Ipv6(Ipv6Addr),
+}
+
+impl FieldValue {
+    /// Reads `s` in `field`'s notation; an address field takes either IP version.
+    pub fn parse(field: &Field, s: &str) -> Result<Self, WireError> {
+        let t = s.trim();
+        let value = match field {
+            Field::SrcMac | Field::DstMac => Self::Mac(parse_mac(t)?),
+            Field::SrcIp | Field::DstIp => match t.parse::<IpAddr>() {
+                Ok(IpAddr::V4(a)) => Self::Ipv4(a),
+                Ok(IpAddr::V6(a)) => Self::Ipv6(a),
+                Err(_) => {
+                    return Err(WireError::BadIp {
+                        field: field.name(),
+                        input: s.to_string(),
+                        expected: "an address like 192.0.2.1 or 2001:db8::1",
+                    });
+                }
+            },
+            _ => Self::Int(parse_uint(t).ok_or_else(|| WireError::BadValue {
                 field: field.name(),
                 input: s.to_string(),
-                expected: "an IPv6 address like 2001:db8::1",
-            })?;
-            get_be(&a.octets(), IPV6_LOW)
+                reason: "expected a decimal or 0x-hex integer".into(),
+            })?),
+        };
+        // Integers are checked now; addresses when the IP version is known.
+        if let Self::Int(_) = value {
+            value.bits(field, false)?;
         }
-        Field::SrcIp | Field::DstIp => {
-            let a: std::net::Ipv4Addr = t.parse().map_err(|_| WireError::BadIp {
-                field: field.name(),
-                input: s.to_string(),
-                expected: "a dotted IPv4 address like 192.0.2.1",
-            })?;
-            u64::from(u32::from(a))
-        }
-        _ => parse_uint(t).ok_or_else(|| WireError::BadValue {
-            field: field.name(),
-            input: s.to_string(),
-            reason: "expected a decimal or 0x-hex integer".into(),
-        })?,
-    };
-    let max = field.max_for(ipv6);
-    if value > max {
-        return Err(WireError::ValueTooLarge {
-            field: field.name(),
-            value,
-            max,
-        });
+        Ok(value)
     }
-    Ok(value)
+
+    /// The bits the field holds in a frame of this IP version: an IPv6 address is its low 64
+    /// bits (the upper half comes from the template).
+    pub fn bits(&self, field: &Field, ipv6: bool) -> Result<u64, WireError> {
+        let family = |input: String, expected| WireError::BadIp {
+            field: field.name(),
+            input,
+            expected,
+        };
+        let value = match (*self, ipv6) {
+            (Self::Int(v), _) => v,
+            (Self::Mac(m), _) => mac_to_u64(&m),
+            (Self::Ipv4(a), false) => u64::from(u32::from(a)),
+            (Self::Ipv6(a), true) => get_be(&a.octets(), IPV6_LOW),
+            (Self::Ipv4(a), true) => {
+                return Err(family(a.to_string(), "an IPv6 address like 2001:db8::1"));
+            }
+            (Self::Ipv6(a), false) => {
+                return Err(family(
+                    a.to_string(),
+                    "a dotted IPv4 address like 192.0.2.1",
+                ));
+            }
+        };
+        let max = field.max_for(ipv6);
+        if value > max {
+            return Err(WireError::ValueTooLarge {
+                field: field.name(),
+                value,
+                max,
+            });
+        }
+        Ok(value)
+    }
+}
+
+/// The notation [`FieldValue::parse`] reads.
+impl std::fmt::Display for FieldValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Int(v) => write!(f, "{v}"),
+            Self::Mac(m) => f.write_str(&format_mac(m)),
+            Self::Ipv4(a) => write!(f, "{a}"),
+            Self::Ipv6(a) => write!(f, "{a}"),
+        }
+    }
+}
+
+/// Reads a value in the field's own notation (MAC, dotted IPv4, IPv6, decimal or 0x-hex) into
+/// the bits it holds in a frame of this IP version.
+pub fn parse_value(field: &Field, s: &str, ipv6: bool) -> Result<u64, WireError> {
+    FieldValue::parse(field, s)?.bits(field, ipv6)
 }
 
 #[cfg(test)]

@@ -8,17 +8,19 @@ mod field;
 pub mod header;
 mod mac;
 mod modifier;
+pub mod quantity;
 pub mod signature;
 mod spec;
 pub mod stack;
 mod stack_emit;
+mod text;
 pub mod tunnel;
 pub mod units;
 
 pub use error::WireError;
 pub use etherparse;
-pub use field::{Field, FieldLoc, parse_value};
-pub use mac::{MacAddr, format_mac, parse_mac};
+pub use field::{Field, FieldLoc, FieldValue, parse_value};
+pub use mac::{Mac, MacAddr, format_mac, parse_mac};
 pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
 pub use spec::{Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
 pub use stack::{

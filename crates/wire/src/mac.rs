@@ -32,6 +32,39 @@ pub fn format_mac(m: &MacAddr) -> String {
         .join(":")
 }
 
+/// A MAC address as a person writes it (`02:00:00:00:00:01`): read once at the edge (a flag,
+/// a stream file, an OTG document) and carried as its octets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Mac(pub MacAddr);
+
+impl Mac {
+    pub const fn octets(self) -> MacAddr {
+        self.0
+    }
+}
+
+impl From<MacAddr> for Mac {
+    fn from(octets: MacAddr) -> Self {
+        Self(octets)
+    }
+}
+
+impl std::str::FromStr for Mac {
+    type Err = WireError;
+
+    fn from_str(s: &str) -> Result<Self, WireError> {
+        parse_mac(s).map(Self)
+    }
+}
+
+impl std::fmt::Display for Mac {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_mac(&self.0))
+    }
+}
+
+crate::serde_as_text!(Mac);
+
 pub(crate) fn mac_to_u64(m: &MacAddr) -> u64 {
     m.iter().fold(0, |acc, &b| (acc << 8) | u64::from(b))
 }

@@ -107,6 +107,26 @@ impl TcpFlags {
     }
 }
 
+impl std::str::FromStr for TcpFlags {
+    type Err = WireError;
+
+    fn from_str(s: &str) -> Result<Self, WireError> {
+        Self::parse(s)
+    }
+}
+
+/// The letters `parse` reads (`SA`), in bit order; no flags is the empty string.
+impl std::fmt::Display for TcpFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bits = self.bits();
+        TCP_FLAG_NAMES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| bits & (1 << i) != 0)
+            .try_for_each(|(_, (_, letter))| write!(f, "{letter}"))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum L4Spec {
     Udp {
@@ -234,6 +254,30 @@ impl Payload {
         Ok(())
     }
 }
+
+impl std::str::FromStr for Payload {
+    type Err = WireError;
+
+    fn from_str(s: &str) -> Result<Self, WireError> {
+        Self::parse(s)
+    }
+}
+
+/// The form `parse` reads back.
+impl std::fmt::Display for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+        match self {
+            Payload::Fixed(b) => write!(f, "fixed:{b:#04x}"),
+            Payload::Increment => f.write_str("inc"),
+            Payload::Random { seed } => write!(f, "random:{seed}"),
+            Payload::Pattern(p) => write!(f, "pattern:{}", hex(p)),
+            Payload::Raw(r) => write!(f, "raw:{}", hex(r)),
+        }
+    }
+}
+
+crate::serde_as_text!(TcpFlags, Payload);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum L4Proto {
@@ -381,7 +425,17 @@ impl FrameSpec {
         self.validate(frame_size)?;
         let layout = self.layout(frame_size);
         let mut b = vec![0u8; layout.len];
+        self.emit_ethernet(&mut b, &layout);
+        self.emit_ip(&mut b, &layout);
+        self.emit_l4(&mut b, &layout);
+        self.payload
+            .fill(&mut b[layout.payload_offset..], frame_size)?;
+        checksum::fill_frame(&mut b, &layout);
+        Ok(Frame { bytes: b, layout })
+    }
 
+    /// Addresses, the optional 802.1Q tag and the EtherType of the IP header.
+    fn emit_ethernet(&self, b: &mut [u8], layout: &Layout) {
         b[ethernet::field::DST].copy_from_slice(&self.dst_mac);
         b[ethernet::field::SRC].copy_from_slice(&self.src_mac);
         let ethertype = if layout.ipv6 {
@@ -391,21 +445,19 @@ impl FrameSpec {
         };
         let type_at = match (&self.vlan, layout.vlan_offset) {
             (Some(v), Some(t)) => {
-                set_be(
-                    &mut b,
-                    at(t, vlan::field::TPID),
-                    ethernet::ETHERTYPE_VLAN.into(),
-                );
+                set_be(b, at(t, vlan::field::TPID), ethernet::ETHERTYPE_VLAN.into());
                 let tci = (u16::from(v.pcp) << vlan::PCP_SHIFT) | v.id;
-                set_be(&mut b, at(t, vlan::field::TCI), tci.into());
+                set_be(b, at(t, vlan::field::TCI), tci.into());
                 at(t, vlan::field::ETHERTYPE)
             }
             _ => ethernet::field::ETHERTYPE,
         };
-        set_be(&mut b, type_at, ethertype.into());
+        set_be(b, type_at, ethertype.into());
+    }
 
+    /// The IPv4 or IPv6 header, its length running to the end of the buffer.
+    fn emit_ip(&self, b: &mut [u8], layout: &Layout) {
         let ip = layout.ip_offset;
-        let l4_len = layout.len - layout.l4_offset;
         match &self.ip {
             IpSpec::V4 {
                 src,
@@ -417,9 +469,9 @@ impl FrameSpec {
                 use ipv4::field as f;
                 b[ip + f::VER_IHL] = ipv4::VER_IHL;
                 b[ip + f::DSCP_ECN] = dscp << ipv4::DSCP_SHIFT;
-                set_be(&mut b, at(ip, f::LENGTH), (layout.len - ip) as u64);
-                set_be(&mut b, at(ip, f::IDENT), (*id).into());
-                set_be(&mut b, at(ip, f::FLG_OFF), ipv4::FLAG_DF.into());
+                set_be(b, at(ip, f::LENGTH), (layout.len - ip) as u64);
+                set_be(b, at(ip, f::IDENT), (*id).into());
+                set_be(b, at(ip, f::FLG_OFF), ipv4::FLAG_DF.into());
                 b[ip + f::TTL] = *ttl;
                 b[ip + f::PROTOCOL] = layout.l4.ip_proto();
                 b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
@@ -433,22 +485,25 @@ impl FrameSpec {
             } => {
                 use ipv6::field as f;
                 let vtf = (6u32 << ipv6::VERSION_SHIFT) | flow_label;
-                set_be(&mut b, at(ip, f::VER_TC_FLOW), vtf.into());
-                set_be(&mut b, at(ip, f::LENGTH), l4_len as u64);
+                set_be(b, at(ip, f::VER_TC_FLOW), vtf.into());
+                set_be(b, at(ip, f::LENGTH), (layout.len - layout.l4_offset) as u64);
                 b[ip + f::NXT_HDR] = layout.l4.ip_proto();
                 b[ip + f::HOP_LIMIT] = *hop_limit;
                 b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
                 b[at(ip, f::DST_ADDR)].copy_from_slice(&dst.octets());
             }
         }
+    }
 
+    /// The UDP, TCP or ICMP echo header (checksums are filled last, over the whole frame).
+    fn emit_l4(&self, b: &mut [u8], layout: &Layout) {
         let l4 = layout.l4_offset;
         match &self.l4 {
             L4Spec::Udp { src_port, dst_port } => {
                 use udp::field as f;
-                set_be(&mut b, at(l4, f::SRC_PORT), (*src_port).into());
-                set_be(&mut b, at(l4, f::DST_PORT), (*dst_port).into());
-                set_be(&mut b, at(l4, f::LENGTH), l4_len as u64);
+                set_be(b, at(l4, f::SRC_PORT), (*src_port).into());
+                set_be(b, at(l4, f::DST_PORT), (*dst_port).into());
+                set_be(b, at(l4, f::LENGTH), (layout.len - l4) as u64);
             }
             L4Spec::Tcp {
                 src_port,
@@ -459,13 +514,13 @@ impl FrameSpec {
                 window,
             } => {
                 use tcp::field as f;
-                set_be(&mut b, at(l4, f::SRC_PORT), (*src_port).into());
-                set_be(&mut b, at(l4, f::DST_PORT), (*dst_port).into());
-                set_be(&mut b, at(l4, f::SEQ_NUM), (*seq).into());
-                set_be(&mut b, at(l4, f::ACK_NUM), (*ack).into());
+                set_be(b, at(l4, f::SRC_PORT), (*src_port).into());
+                set_be(b, at(l4, f::DST_PORT), (*dst_port).into());
+                set_be(b, at(l4, f::SEQ_NUM), (*seq).into());
+                set_be(b, at(l4, f::ACK_NUM), (*ack).into());
                 b[l4 + f::DATA_OFF] = tcp::DATA_OFF_5;
                 b[l4 + f::FLAGS] = flags.bits();
-                set_be(&mut b, at(l4, f::WIN_SIZE), (*window).into());
+                set_be(b, at(l4, f::WIN_SIZE), (*window).into());
             }
             L4Spec::IcmpEcho { id, seq } => {
                 use icmp::field as f;
@@ -475,15 +530,10 @@ impl FrameSpec {
                     icmp::V4_ECHO_REQUEST
                 };
                 b[l4 + f::CODE] = 0;
-                set_be(&mut b, at(l4, f::ECHO_IDENT), (*id).into());
-                set_be(&mut b, at(l4, f::ECHO_SEQNO), (*seq).into());
+                set_be(b, at(l4, f::ECHO_IDENT), (*id).into());
+                set_be(b, at(l4, f::ECHO_SEQNO), (*seq).into());
             }
         }
-
-        self.payload
-            .fill(&mut b[layout.payload_offset..], frame_size)?;
-        checksum::fill_frame(&mut b, &layout);
-        Ok(Frame { bytes: b, layout })
     }
 }
 

@@ -8,6 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::header::{ethernet, vlan};
+use crate::quantity;
 
 /// The frame check sequence the NIC appends to every buffer.
 pub const FCS_LEN: usize = 4;
@@ -92,23 +93,13 @@ impl FromStr for LinkSpeed {
         let bad = || ParseLinkSpeedError {
             input: input.to_string(),
         };
-        let s = input.trim();
-        // Accept the spellings people paste from ethtool and spec sheets: 10G, 10g, 10Gb/s, 10GbE.
-        let lower = s.to_ascii_lowercase();
-        let lower = ["bps", "b/s", "be", "b"]
-            .iter()
-            .find_map(|suffix| lower.strip_suffix(suffix))
-            .unwrap_or(&lower);
-        let (number, scale) = if let Some(n) = lower.strip_suffix('g') {
-            (n, 1000.0)
-        } else if let Some(n) = lower.strip_suffix('m') {
-            (n, 1.0)
-        } else {
-            return Err(bad());
-        };
-        let value: f64 = number.trim().parse().map_err(|_| bad())?;
-        let mbps = value * scale;
-        if !mbps.is_finite() || mbps < 1.0 || mbps.fract() != 0.0 || mbps > 1e9 {
+        // The bandwidth grammar (10G, 10g, 10Gb/s, 10GbE, 100M), in whole Mbit/s: a link
+        // speed names its prefix, M or G.
+        let bps = quantity::parse_bandwidth(input).map_err(|_| bad())?;
+        let prefixed =
+            quantity::split(input).is_some_and(|(_, unit)| unit.starts_with(['m', 'M', 'g', 'G']));
+        let mbps = bps / 1e6;
+        if !prefixed || mbps < 1.0 || mbps.fract() != 0.0 || mbps > 1e9 {
             return Err(bad());
         }
         Ok(Self { mbps: mbps as u64 })

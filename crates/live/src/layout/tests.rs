@@ -7,8 +7,8 @@ use linerate_stream::{Limits, StreamSpec};
 
 fn plan(vary: &[&str], size_mode: &str) -> Plan {
     let spec = StreamSpec {
-        vary: vary.iter().map(|s| s.to_string()).collect(),
-        size_mode: size_mode.into(),
+        vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
+        size_mode: size_mode.parse().unwrap(),
         ..StreamSpec::default()
     };
     Plan::compile(&[spec], &Limits::default()).expect("plan")
@@ -91,15 +91,15 @@ fn the_model_sends_the_plans_frames_on_recycled_pages() {
 #[test]
 fn the_model_stamps_the_engines_signature() {
     let signed = |vary: &[&str], size_mode: &str, count: Option<u64>, port: u16| StreamSpec {
-        vary: vary.iter().map(|s| s.to_string()).collect(),
-        size_mode: size_mode.into(),
+        vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
+        size_mode: size_mode.parse().unwrap(),
         signature: true,
         count,
         src_port: port,
         ..StreamSpec::default()
     };
     let lane = |port, rate: &str| StreamSpec {
-        rate: rate.into(),
+        rate: rate.parse().unwrap(),
         mode: linerate_stream::Mode::Interleaved,
         ..signed(&[], "fixed", None, port)
     };
@@ -202,7 +202,7 @@ fn limits_split_exactly() {
 fn lanes_are_sent_merged_or_refused_where_the_layout_is_built() {
     let lane = |port, count| StreamSpec {
         src_port: port,
-        rate: "1k".into(),
+        rate: "1k".parse().unwrap(),
         count,
         mode: linerate_stream::Mode::Interleaved,
         ..StreamSpec::default()

@@ -290,16 +290,16 @@ mod tests {
         }
         let signed = |port: u16, size_mode: &str, count: Option<u64>, next, mode| StreamSpec {
             src_port: port,
-            size_mode: size_mode.into(),
+            size_mode: size_mode.parse().unwrap(),
             signature: true,
-            vary: vec!["dst-port:random:1-65535".into()],
+            vary: vec!["dst-port:random:1-65535".parse().unwrap()],
             count,
             next,
             mode,
             rate: if mode == Mode::Interleaved {
-                format!("{}k", 5 << port)
+                linerate_stream::Rate::Pps(f64::from(5u32 << port) * 1e3)
             } else {
-                "max".into()
+                linerate_stream::Rate::Max
             },
             ..StreamSpec::default()
         };

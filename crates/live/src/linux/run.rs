@@ -261,9 +261,9 @@ mod tests {
         })
         .expect("lab up");
         let spec = StreamSpec {
-            dst_mac: linerate_wire::format_mac(&lab.receiver_mac),
+            dst_mac: Some(lab.receiver_mac.into()),
             // Paced, so calls are short and the panic comes early.
-            rate: "200k".into(),
+            rate: "200k".parse().unwrap(),
             ..StreamSpec::default()
         };
         let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");

@@ -300,7 +300,7 @@ impl Rfc2544 {
                     count: None,
                 };
                 let out = trial
-                    .run_spec(trial.spec(size, "max".into()), end)
+                    .run_spec(trial.spec(size, linerate_stream::Rate::Max), end)
                     .map_err(|e| match e {
                         TrialError::Stopped => Rfc2544Error::Stopped,
                         e => e.into(),

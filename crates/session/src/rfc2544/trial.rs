@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use linerate_bench::{LatencySummary, Load, Trial, TrialOutput, TrialReport};
 use linerate_engine::{Observer, Snapshot};
 use linerate_report::rfc2544::Logged;
-use linerate_stream::StreamSpec;
+use linerate_stream::{Rate, StreamSpec};
 
 use super::Rfc2544Observer;
 use crate::error::SessionError;
@@ -51,8 +51,8 @@ pub(super) struct SessionTrial<'a> {
 }
 
 impl SessionTrial<'_> {
-    /// The trials' stream at `size` and `rate` (the one place a trial's rate is set as text).
-    pub fn spec(&self, size: u32, rate: String) -> StreamSpec {
+    /// The trials' stream at `size` and `rate` (the one place a trial's rate is set).
+    pub fn spec(&self, size: u32, rate: Rate) -> StreamSpec {
         StreamSpec {
             size: size as usize,
             rate,
@@ -112,7 +112,7 @@ impl Trial for SessionTrial<'_> {
 
     fn run(&mut self, load: &Load) -> Result<TrialOutput, TrialError> {
         if self.learning > 0 {
-            let spec = self.spec(load.size, "10k".into());
+            let spec = self.spec(load.size, Rate::Pps(1e4));
             let end = End {
                 duration: None,
                 count: Some(self.learning),
@@ -130,9 +130,9 @@ impl Trial for SessionTrial<'_> {
             count: Some(count),
         };
         let rate = if self.unpaced == Some(load.rate) {
-            "max".to_owned()
+            Rate::Max
         } else {
-            format!("{:.3}", load.rate)
+            Rate::Pps(load.rate)
         };
         let out = self.run_spec(self.spec(load.size, rate), end)?;
         let (tx, rx) = tx_rx(&out).ok_or(TrialError::NoFlow)?;

@@ -1,5 +1,5 @@
 use super::*;
-use linerate_stream::{Limits, Plan};
+use linerate_stream::{Limits, Mode, Plan, Proto, Rate, StreamSpec};
 use serde_json::json;
 
 /// What snappi 1.60.0 serialises for its README quickstart (ports renamed to a lab's, an rx port
@@ -27,6 +27,15 @@ fn quickstart() -> Value {
         "tx_rx": {"choice": "port", "port": {"rx_names": ["prx"], "tx_name": "ptx"}}
       }]
     })
+}
+
+/// A typed value as the text it reads back from; none as empty.
+fn text<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map(T::to_string).unwrap_or_default()
+}
+
+fn varies(s: &StreamSpec) -> Vec<String> {
+    s.vary.iter().map(|v| v.to_string()).collect()
 }
 
 fn map(v: &Value) -> Result<Mapped, Refusals> {
@@ -62,23 +71,23 @@ fn the_quickstart_maps_field_by_field() {
     );
     let s = &m.streams[0];
     assert_eq!(
-        (s.src_mac.as_str(), s.dst_mac.as_str()),
-        ("00:11:22:33:44:55", "00:11:22:33:44:66")
+        (text(&s.src_mac), text(&s.dst_mac)),
+        ("00:11:22:33:44:55".into(), "00:11:22:33:44:66".into())
     );
     assert_eq!(
-        (s.src_ip.as_str(), s.dst_ip.as_str()),
-        ("10.1.1.1", "20.1.1.1")
+        (text(&s.src_ip), text(&s.dst_ip)),
+        ("10.1.1.1".into(), "20.1.1.1".into())
     );
     assert_eq!(
         (s.src_port, s.dst_port, s.size, s.count),
         (5010, 6010, 128, Some(100))
     );
     assert_eq!(
-        s.vary,
+        varies(s),
         vec!["src-port:inc:5010-5030:5", "dst-port:inc:6010-6030:5"]
     );
-    assert_eq!(s.payload, "raw:2e2e515549434b53544152");
-    assert_eq!(s.rate, "1000");
+    assert_eq!(s.payload.to_string(), "raw:2e2e515549434b53544152");
+    assert_eq!(s.rate, Rate::Pps(1000.0));
     assert!(s.signature && m.flows[0].metrics);
     assert_eq!(m.duration, None);
     compiles(&m);
@@ -135,8 +144,8 @@ fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
     };
     let m = with_src(json!({"choice": "values", "values": ["10.0.0.9", "10.0.0.6", "10.0.0.3"]}))
         .unwrap();
-    assert_eq!(m.streams[0].src_ip, "10.0.0.9");
-    assert_eq!(m.streams[0].vary[0], "src-ip:dec:10.0.0.3-10.0.0.9:3");
+    assert_eq!(text(&m.streams[0].src_ip), "10.0.0.9");
+    assert_eq!(varies(&m.streams[0])[0], "src-ip:dec:10.0.0.3-10.0.0.9:3");
     compiles(&m);
     let err = with_src(json!({"choice": "values", "values": ["10.0.0.1", "10.0.0.2", "10.0.0.7"]}))
         .unwrap_err()
@@ -146,16 +155,19 @@ fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
         "{err}"
     );
     let m = with_src(json!({"choice": "decrement", "decrement": {"start": "10.0.1.0", "step": "0.0.0.2", "count": 4}})).unwrap();
-    assert_eq!(m.streams[0].vary[0], "src-ip:dec:10.0.0.250-10.0.1.0:2");
-    assert_eq!(m.streams[0].src_ip, "10.0.1.0");
+    assert_eq!(varies(&m.streams[0])[0], "src-ip:dec:10.0.0.250-10.0.1.0:2");
+    assert_eq!(text(&m.streams[0].src_ip), "10.0.1.0");
     let m = with_src(json!({"choice": "increment", "increment": {"start": "10.0.0.1", "step": "0.0.0.1", "count": 1}})).unwrap();
-    assert!(m.streams[0].vary.len() == 2 && m.streams[0].src_ip == "10.0.0.1");
+    assert!(m.streams[0].vary.len() == 2 && text(&m.streams[0].src_ip) == "10.0.0.1");
     let err = with_src(json!({"choice": "increment", "increment": {"start": "255.255.255.254", "step": "0.0.0.1", "count": 5}}))
         .unwrap_err()
         .to_string();
     assert!(err.contains("wraps"), "{err}");
     let m = with_src(json!({"choice": "random", "random": {"min": "10.0.0.1", "max": "10.0.0.100", "seed": 7, "count": 1}})).unwrap();
-    assert_eq!(m.streams[0].vary[0], "src-ip:random:10.0.0.1-10.0.0.100");
+    assert_eq!(
+        varies(&m.streams[0])[0],
+        "src-ip:random:10.0.0.1-10.0.0.100"
+    );
     // The field's seed is the stream's: another seed, another draw.
     assert_eq!(m.streams[0].seed, 7);
     compiles(&m);
@@ -200,8 +212,11 @@ fn ipv6_tcp_and_vlan() {
     let s = &m.streams[0];
     assert!(s.ipv6 && s.proto == Proto::Tcp);
     assert_eq!((s.vlan, s.vlan_pcp, s.src_port), (Some(100), 5, 80));
-    assert_eq!(s.vary, vec!["src-ip:inc:2001:db8::1-2001:db8::4"]);
-    assert_eq!((s.tcp_flags.as_str(), s.rate.as_str()), ("SA", "1%"));
+    assert_eq!(varies(s), vec!["src-ip:inc:2001:db8::1-2001:db8::4"]);
+    assert_eq!(
+        (s.tcp_flags.to_string(), s.rate),
+        ("SA".into(), Rate::Percent(1.0))
+    );
     assert_eq!(m.duration, Some(Duration::from_millis(500)));
     assert_eq!(m.port("a").unwrap().link_mbps, Some(1000));
     compiles(&m);
@@ -251,18 +266,18 @@ fn sizes_rates_and_bursts() {
         json!({"choice": "increment", "increment": {"start": 64, "end": 128, "step": 32}}),
     )
     .unwrap();
-    assert_eq!(m.streams[0].size_mode, "inc:64-128:32");
+    assert_eq!(m.streams[0].size_mode.to_string(), "inc:64-128:32");
     compiles(&m);
     let m = with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "imix"}})).unwrap();
-    assert_eq!(m.streams[0].size_mode, "imix:64x7,570x4,1518x1");
+    assert_eq!(m.streams[0].size_mode.to_string(), "imix:64x7,570x4,1518x1");
     let m = with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "custom", "custom": [{"size": 100, "weight": 3}, {"size": 200, "weight": 1}]}})).unwrap();
-    assert_eq!(m.streams[0].size_mode, "imix:100x3,200x1");
+    assert_eq!(m.streams[0].size_mode.to_string(), "imix:100x3,200x1");
     assert!(with("size", json!({"choice": "weight_pairs", "weight_pairs": {"choice": "predefined", "predefined": "tcp_imix"}})).is_err());
     // uint64 rates arrive as strings from snappi.
     let m = with("rate", json!({"choice": "pps", "pps": "10000"})).unwrap();
-    assert_eq!(m.streams[0].rate, "10000");
+    assert_eq!(m.streams[0].rate, Rate::Pps(10000.0));
     let m = with("rate", json!({"choice": "mbps", "mbps": 50})).unwrap();
-    assert_eq!(m.streams[0].rate, "50Mbps");
+    assert_eq!(m.streams[0].rate, Rate::L2(50e6));
     assert!(with("rate", json!({"choice": "percentage", "percentage": 150})).is_err());
     // 3 bursts of 10 at 10 kpps with 1 ms between them: 1 ms of frames + 1 ms of gap.
     let mut c = quickstart();
@@ -337,4 +352,55 @@ fn device_endpoints_and_metrics_without_enable_are_refused() {
     c["flows"][0]["metrics"]["enable"] = json!(true);
     let m = map(&c).unwrap();
     assert!(m.flows[0].latency && !m.flows[0].timestamps);
+}
+
+#[test]
+fn values_that_do_not_fit_are_refused_by_path_never_defaulted() {
+    let with = |at: &[&str], v: Value| {
+        let mut c = quickstart();
+        let mut node = &mut c["flows"][0];
+        for key in at {
+            node = match key.parse::<usize>() {
+                Ok(i) => &mut node[i],
+                Err(_) => &mut node[*key],
+            };
+        }
+        *node = v;
+        map(&c)
+    };
+    let err = with(
+        &["packet", "2", "udp", "src_port"],
+        json!({"choice": "value", "value": 70000}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("flows[0].packet[2].udp.src_port.value"),
+        "{err}"
+    );
+    let err = with(
+        &["packet", "1", "ipv4", "time_to_live"],
+        json!({"choice": "value", "value": "lots"}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("ipv4.time_to_live.value"), "{err}");
+    // A size mode linerate cannot build is refused at the size, not when the plan compiles.
+    let err = with(
+        &["size"],
+        json!({"choice": "increment", "increment": {"start": 64, "end": 128, "step": 0}}),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("flows[0].size.increment") && err.contains("STEP"),
+        "{err}"
+    );
+    // Typed through: a TTL lands as its value.
+    let m = with(
+        &["packet", "1", "ipv4", "time_to_live"],
+        json!({"choice": "value", "value": 7}),
+    )
+    .unwrap();
+    assert_eq!(m.streams[0].ttl, 7);
 }

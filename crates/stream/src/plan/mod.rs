@@ -1,11 +1,16 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use linerate_wire::{Patch, Rng, checksum, signature, units};
+use linerate_wire::Patch;
+
+mod compile;
+mod lanes;
+
+use compile::{compile_interleaved, compile_one, compile_sequence};
+pub use lanes::{Merged, lane_counts, lanes_for_worker, merge};
 
 use crate::mapped::MappedFrames;
-use crate::spec::Resolved;
-use crate::{Limits, Mode, Next, Pacing, Rate, StreamError, StreamSpec};
+use crate::{Limits, Mode, Pacing, StreamError, StreamSpec};
 
 /// Most distinct frames a plan pre-builds. Variable fields whose period would push the cycle past
 /// this are patched per frame instead. 4096 frames of 2 KiB fit any UMEM comfortably.
@@ -290,533 +295,20 @@ impl Cycle {
     }
 }
 
-/// Builds one frame of `size` bytes (FCS included), with the signature's template for `flow`
-/// written before the checksums are computed, so stamping later keeps them valid.
-fn build_frame(r: &Resolved, size: usize, flow: Option<u16>) -> Result<Vec<u8>, StreamError> {
-    let mut f = r.frame.build(size)?;
-    if let Some(flow) = flow {
-        signature::write_template(&mut f.bytes, flow);
-        checksum::fill_frame(&mut f.bytes, &f.layout);
-    }
-    Ok(f.bytes)
-}
-
-/// Refuses a signature that does not fit the stream's smallest frame, or that a variable field
-/// would overwrite.
-fn check_signature(
-    spec: &StreamSpec,
-    r: &Resolved,
-    patches: &[Patch],
-    names: &[String],
-) -> Result<(), StreamError> {
-    let min = r.sizes.min();
-    let layout = r.frame.build(min)?.layout;
-    let invalid = |why: String| StreamError::Invalid {
-        stream: spec.name.clone(),
-        why,
-    };
-    if !signature::fits(&layout) {
-        return Err(invalid(format!(
-            "the signature takes the last {} bytes of the payload: frames of this stream must be at least {} B (the smallest here is {min} B)",
-            signature::LEN,
-            layout.payload_offset + signature::LEN + units::FCS_LEN
-        )));
-    }
-    let start = layout.len - signature::LEN;
-    for (patch, name) in patches.iter().zip(names) {
-        if usize::from(patch.loc.offset) + usize::from(patch.loc.width) > start {
-            return Err(invalid(format!(
-                "{name} overlaps the signature, the last {} bytes of a {min} B frame: move the field or drop signature",
-                signature::LEN
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// How many frames each lane sends in the whole run when `limit` caps the total: the first
-/// `limit` frames of the lanes' schedules merged by due time (ties go to the earlier lane),
-/// which is the order the engine sends them in.
-pub fn lane_counts(lanes: &[Lane], limit: Option<u64>) -> Vec<Option<u64>> {
-    let own: Vec<Option<u64>> = lanes.iter().map(|l| l.cycle.count).collect();
-    let Some(limit) = limit else {
-        return own;
-    };
-    if own.iter().all(Option::is_some) && own.iter().flatten().sum::<u64>() <= limit {
-        return own;
-    }
-    // Frames of lane `i` due at or before `t` (capped by its count); `t = None` is "before 0".
-    let sent_by = |i: usize, t: Option<u64>| -> u64 {
-        let cap = own[i].unwrap_or(u64::MAX).min(limit);
-        let Some(t) = t else {
-            return 0;
-        };
-        let p = &lanes[i].pacing;
-        // The first frame index due after `t`, by bisection (due times never decrease).
-        let (mut lo, mut hi) = (0u64, cap);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if due_saturating(p, mid) <= t {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
-    };
-    let total = |t: Option<u64>| -> u64 {
-        (0..lanes.len())
-            .map(|i| sent_by(i, t))
-            .fold(0u64, u64::saturating_add)
-    };
-    // The earliest instant by which `limit` frames are due.
-    let (mut lo, mut hi) = (0u64, u64::MAX);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if total(Some(mid)) >= limit {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    let before = lo.checked_sub(1);
-    let mut left = limit - total(before);
-    (0..lanes.len())
-        .map(|i| {
-            let base = sent_by(i, before);
-            let extra = (sent_by(i, Some(lo)) - base).min(left);
-            left -= extra;
-            Some(base + extra)
-        })
-        .collect()
-}
-
-/// One worker's share of every lane (see `Cycle::for_worker` and `lane_counts`).
-pub fn lanes_for_worker(
-    lanes: &[Lane],
-    worker: usize,
-    workers: usize,
-    limit: Option<u64>,
-) -> Vec<WorkerPlan<'_>> {
-    lanes
-        .iter()
-        .zip(lane_counts(lanes, limit))
-        .map(|(lane, count)| lane.cycle.for_worker(worker, workers, count))
-        .collect()
-}
-
-/// Most frames a merged schedule of lanes may hold (see `merge`).
-const MERGE_LIMIT: u64 = SEQUENCE_LIMIT;
-
-/// Lanes merged into one cycle on one schedule, and which lane each of its frames belongs to.
-#[derive(Debug, Clone)]
-pub struct Merged {
-    pub cycle: Cycle,
-    pub pacing: Pacing,
-    /// The lane of frame `n` is `lane_of[n % lane_of.len()]` (one entry per frame of the cycle).
-    pub lane_of: Vec<u32>,
-}
-
-/// The lanes' schedules merged ahead of time into one cycle, when their rates allow it: every
-/// lane endless and without per-frame patches, and the schedules repeating together within
-/// `MERGE_LIMIT` frames. Frames are in due order, ties to the earlier lane — the order the
-/// lanes loop sends them in — so a worker sends many streams at the cost of one. None: the
-/// lanes loop (a heap of lanes) sends them.
-pub fn merge(lanes: &[Lane]) -> Option<Merged> {
-    if lanes
-        .iter()
-        .any(|l| l.cycle.count.is_some() || !l.cycle.patches.is_empty())
-    {
-        return None;
-    }
-    // The schedules' common period, and the frames each lane sends in it.
-    let period = lanes
-        .iter()
-        .try_fold(1u64, |h, l| lcm(h, l.pacing.cycle_ps))?;
-    let mut per_period = Vec::with_capacity(lanes.len());
-    let mut total = 0u64;
-    for l in lanes {
-        let n = (period / l.pacing.cycle_ps).checked_mul(l.pacing.cycle_frames)?;
-        total = total.checked_add(n).filter(|&t| t <= MERGE_LIMIT)?;
-        per_period.push(n);
-    }
-    // Periods until every lane's frames line up with its own frame cycle again.
-    let laps = lanes.iter().zip(&per_period).try_fold(1u64, |m, (l, &n)| {
-        let p = l.cycle.frames.len() as u64;
-        lcm(m, p / gcd(p, n))
-    })?;
-    if total.checked_mul(laps)? > MERGE_LIMIT {
-        return None;
-    }
-    let mut order: Vec<(u64, u32, u64)> = Vec::with_capacity(total as usize);
-    for (i, (l, &n)) in lanes.iter().zip(&per_period).enumerate() {
-        order.extend((0..n).map(|k| (l.pacing.due_ps(k), i as u32, k)));
-    }
-    order.sort_unstable();
-    let mut frames = Vec::with_capacity((total * laps) as usize);
-    let mut lane_of = Vec::with_capacity(frames.capacity());
-    // Signed lanes keep their own flow and sequence: lane i's frame k of lap l is its frame
-    // l * per_period + k, and the merged cycle holds laps * per_period of its frames.
-    let signed = lanes.iter().any(|l| l.cycle.stamp.is_some());
-    let mut stamp = Stamp::default();
-    for lap in 0..laps {
-        for &(_, i, k) in &order {
-            let cycle = &lanes[i as usize].cycle;
-            let n = lap * per_period[i as usize] + k;
-            frames.push(cycle.frames[(n % cycle.frames.len() as u64) as usize].clone());
-            lane_of.push(i);
-            if let Some(lane_stamp) = &cycle.stamp {
-                stamp.flows.push(lane_stamp.flow);
-                stamp
-                    .seq_map
-                    .push((n as u32, (laps * per_period[i as usize]) as u32));
-            }
-        }
-    }
-    let offsets_ps: Vec<u64> = order.iter().map(|o| o.0).collect();
-    let mut burst = 1;
-    let mut run = 1;
-    for w in offsets_ps.windows(2) {
-        run = if w[0] == w[1] { run + 1 } else { 1 };
-        burst = burst.max(run);
-    }
-    Some(Merged {
-        cycle: Cycle {
-            frames,
-            patches: Vec::new(),
-            count: None,
-            seed: lanes[0].cycle.seed,
-            stamp: signed.then_some(stamp),
-        },
-        pacing: Pacing {
-            cycle_frames: total,
-            cycle_ps: period,
-            offsets_ps,
-            burst,
-        },
-        lane_of,
-    })
-}
-
-/// One stream on its own: its cycle, its schedule (None: max rate) and what it became.
-fn compile_one(
-    spec: &StreamSpec,
-    resolved: &Resolved,
-    limits: &Limits,
-    flow: u16,
-) -> Result<(Cycle, Option<Pacing>, StreamInfo), StreamError> {
-    let schedule = resolved.sizes.schedule(spec.seed);
-    let layout = resolved.frame.build(resolved.sizes.min())?.layout;
-    let mut patches = Vec::new();
-    for vary in &resolved.vary {
-        patches.push(Patch {
-            loc: vary.field.locate(&layout)?,
-            modifier: vary.modifier,
-        });
-    }
-    let flow = spec.signature.then_some(flow);
-    if flow.is_some() {
-        let names: Vec<String> = resolved.vary.iter().map(|v| v.field.name()).collect();
-        check_signature(spec, resolved, &patches, &names)?;
-    }
-    // goto-first restarts every field after `count` frames: the cycle is exactly `count` long
-    // and every field must be folded into it.
-    let looping = spec.next == Next::GotoFirst && spec.count.is_some();
-    let mut period = schedule.len() as u64;
-    let mut cached = Vec::new();
-    let mut patched = Vec::new();
-    if let (true, Some(count)) = (looping, spec.count) {
-        if count > CACHE_LIMIT {
-            return Err(StreamError::Invalid {
-                stream: spec.name.clone(),
-                why: format!(
-                    "goto-first after {count} frames: at most {CACHE_LIMIT} frames can loop; use a smaller count or next = \"stop\""
-                ),
-            });
-        }
-        period = count;
-        for (p, v) in patches.iter().zip(&resolved.vary) {
-            let target = if p.modifier.period().is_some() {
-                &mut cached
-            } else {
-                &mut patched
-            };
-            target.push((*p, v.field.name()));
-        }
-    } else {
-        for (p, v) in patches.iter().zip(&resolved.vary) {
-            match p.modifier.period().and_then(|q| lcm(period, q)) {
-                Some(l) if l <= CACHE_LIMIT => {
-                    period = l;
-                    cached.push((*p, v.field.name()));
-                }
-                _ => patched.push((*p, v.field.name())),
-            }
-        }
-    }
-    let mut templates = HashMap::new();
-    let mut rng = Rng::new(spec.seed);
-    let mut frames = Vec::with_capacity(period as usize);
-    for k in 0..period {
-        let size = schedule[(k % schedule.len() as u64) as usize];
-        let template = match templates.get(&size) {
-            Some(t) => t,
-            None => {
-                let frame = build_frame(resolved, size, flow)?;
-                templates.entry(size).or_insert(frame)
-            }
-        };
-        let mut frame: Vec<u8> = template.clone();
-        for (patch, _) in &cached {
-            patch.apply(&mut frame, k, &mut rng);
-        }
-        frames.push(frame);
-    }
-    let count = match (spec.next, spec.count, spec.loops) {
-        (Next::GotoFirst, Some(c), Some(loops)) => {
-            Some(c.checked_mul(loops).ok_or_else(|| StreamError::Invalid {
-                stream: spec.name.clone(),
-                why: format!("{c} frames × {loops} loops is more than 2^64 - 1 frames"),
-            })?)
-        }
-        (Next::GotoFirst, _, _) => None,
-        (_, c, _) => c,
-    };
-    let cycle = Cycle {
-        frames,
-        patches: patched.iter().map(|p| p.0).collect(),
-        count,
-        seed: spec.seed,
-        stamp: flow.map(|flow| Stamp {
-            flow,
-            ..Stamp::default()
-        }),
-    };
-    let info = StreamInfo {
-        name: spec.name.clone(),
-        cached: cached.into_iter().map(|p| p.1).collect(),
-        patched: patched.into_iter().map(|p| p.1).collect(),
-    };
-    let pacing = Pacing::for_stream(spec, resolved, &schedule, limits)?;
-    Ok((cycle, pacing, info))
-}
-
-/// Streams in sequence are flattened: each stream's frames, evaluated for its own frame index,
-/// one after another. Random fields are drawn here, so they repeat from one loop to the next.
-fn compile_sequence(
-    streams: &[StreamSpec],
-    resolved: &[Resolved],
-    limits: &Limits,
-) -> Result<Plan, StreamError> {
-    let mut reached = Vec::new();
-    let mut looped = false;
-    for (i, s) in streams.iter().enumerate() {
-        let count = s.count.ok_or_else(|| StreamError::Invalid {
-            stream: s.name.clone(),
-            why: "every stream of a sequence needs a count".into(),
-        })?;
-        reached.push((i, count));
-        match s.next {
-            Next::Next => continue,
-            Next::Stop => break,
-            Next::GotoFirst => {
-                looped = true;
-                break;
-            }
-        }
-    }
-    if reached.len() < streams.len() {
-        let lost = &streams[reached.len()];
-        return Err(StreamError::Invalid {
-            stream: lost.name.clone(),
-            why: format!(
-                "never reached: stream '{}' before it stops or loops",
-                streams[reached.len() - 1].name
-            ),
-        });
-    }
-    let total = reached
-        .iter()
-        .try_fold(0u64, |sum, r| sum.checked_add(r.1))
-        .ok_or_else(|| StreamError::Invalid {
-            stream: streams[0].name.clone(),
-            why: "the counts add up to more than 2^64 - 1 frames".into(),
-        })?;
-    if total > SEQUENCE_LIMIT {
-        return Err(StreamError::Invalid {
-            stream: streams[0].name.clone(),
-            why: format!(
-                "the sequence holds {total} frames; at most {SEQUENCE_LIMIT} can be pre-built"
-            ),
-        });
-    }
-    let mut frames = Vec::with_capacity(total as usize);
-    let mut infos = Vec::new();
-    let mut timing = Vec::new();
-    let signed = streams.iter().any(|s| s.signature);
-    if signed && !streams.iter().all(|s| s.signature) {
-        return Err(StreamError::Invalid {
-            stream: streams[0].name.clone(),
-            why: "some streams of the sequence carry the signature and some not: a receiver would count the unsigned ones as other traffic; set signature on all or none".into(),
-        });
-    }
-    let mut stamp = Stamp::default();
-    for &(i, count) in &reached {
-        let (spec, r) = (&streams[i], &resolved[i]);
-        let schedule = r.sizes.schedule(spec.seed);
-        let layout = r.frame.build(r.sizes.min())?.layout;
-        let patches = r
-            .vary
-            .iter()
-            .map(|v| {
-                Ok(Patch {
-                    loc: v.field.locate(&layout)?,
-                    modifier: v.modifier,
-                })
-            })
-            .collect::<Result<Vec<_>, StreamError>>()?;
-        let flow = signed.then_some(i as u16);
-        if signed {
-            let names: Vec<String> = r.vary.iter().map(|v| v.field.name()).collect();
-            check_signature(spec, r, &patches, &names)?;
-        }
-        let mut rng = Rng::new(spec.seed);
-        for k in 0..count {
-            let size = schedule[(k % schedule.len() as u64) as usize];
-            let mut frame = build_frame(r, size, flow)?;
-            for p in &patches {
-                p.apply(&mut frame, k, &mut rng);
-            }
-            frames.push(frame);
-            if signed {
-                stamp.flows.push(i as u16);
-                stamp.seq_map.push((k as u32, count as u32));
-            }
-        }
-        infos.push(StreamInfo {
-            name: spec.name.clone(),
-            cached: r.vary.iter().map(|v| v.field.name()).collect(),
-            patched: Vec::new(),
-        });
-        timing.push((spec, r, schedule, count));
-    }
-    let last = &streams[reached.last().map_or(0, |r| r.0)];
-    let count = match (looped, last.loops) {
-        (true, Some(loops)) => {
-            Some(
-                total
-                    .checked_mul(loops)
-                    .ok_or_else(|| StreamError::Invalid {
-                        stream: last.name.clone(),
-                        why: format!("{total} frames × {loops} loops is more than 2^64 - 1 frames"),
-                    })?,
-            )
-        }
-        (true, None) => None,
-        (false, _) => Some(total),
-    };
-    Ok(Plan {
-        shape: Shape::Cycle {
-            cycle: Cycle {
-                frames,
-                patches: Vec::new(),
-                count,
-                seed: streams[0].seed,
-                stamp: signed.then_some(stamp),
-            },
-            pacing: Pacing::for_sequence(&timing, limits)?,
-        },
-        streams: infos,
-    })
-}
-
-/// Interleaved streams: each compiled on its own into a lane with its own frames, patches, count
-/// and schedule. Every lane needs a real rate (a `max` lane would crowd out the others), and
-/// `next`/`loops` belong to sequences.
-fn compile_interleaved(
-    streams: &[StreamSpec],
-    resolved: &[Resolved],
-    limits: &Limits,
-) -> Result<Plan, StreamError> {
-    if streams.iter().any(|s| s.signature) && !streams.iter().all(|s| s.signature) {
-        return Err(StreamError::Invalid {
-            stream: streams[0].name.clone(),
-            why: "some streams carry the signature and some not: a receiver would count the unsigned ones as other traffic; set signature on all or none".into(),
-        });
-    }
-    let mut lanes = Vec::with_capacity(streams.len());
-    let mut infos = Vec::with_capacity(streams.len());
-    let mut wire_bps = 0.0;
-    for (i, (spec, r)) in streams.iter().zip(resolved).enumerate() {
-        let invalid = |why: &str| StreamError::Invalid {
-            stream: spec.name.clone(),
-            why: why.into(),
-        };
-        if spec.next != Next::Stop || spec.loops.is_some() {
-            return Err(invalid(
-                "next and loops order streams in a sequence, but interleaved streams all run at once: remove them (or drop mode = \"interleaved\")",
-            ));
-        }
-        if matches!(r.rate, Rate::Max) {
-            return Err(invalid(
-                "interleaved streams each need a rate (e.g. 20k, 100Mbps, 10%), not max: a max stream would crowd out the others",
-            ));
-        }
-        let (cycle, pacing, mut info) = compile_one(spec, r, limits, i as u16)?;
-        let pacing = pacing.ok_or_else(|| invalid("the rate is too high to schedule"))?;
-        let bits: usize = cycle.frames.iter().map(|f| (f.len() + 24) * 8).sum();
-        wire_bps += pacing.pps() * bits as f64 / cycle.frames.len() as f64;
-        // Unnamed streams all default to "stream0": number them so the report tells them apart.
-        if spec.name == StreamSpec::default().name {
-            info.name = format!("stream{i}");
-        }
-        lanes.push(Lane { cycle, pacing });
-        infos.push(info);
-    }
-    if let Some(mbps) = limits.link_mbps
-        && wire_bps > mbps as f64 * 1e6 * 1.000_001
-    {
-        return Err(StreamError::Invalid {
-            stream: streams[0].name.clone(),
-            why: format!(
-                "the interleaved streams together ask for {:.1} Mbit/s on the wire, above the link's {mbps} Mbit/s",
-                wire_bps / 1e6
-            ),
-        });
-    }
-    let shape = if lanes.len() == 1 {
-        let Lane { cycle, pacing } = lanes.remove(0);
-        Shape::Cycle {
-            cycle,
-            pacing: Some(pacing),
-        }
-    } else {
-        Shape::Lanes(lanes)
-    };
-    Ok(Plan {
-        shape,
-        streams: infos,
-    })
-}
-
-fn due_saturating(p: &Pacing, n: u64) -> u64 {
-    (n / p.cycle_frames)
-        .saturating_mul(p.cycle_ps)
-        .saturating_add(p.offsets_ps[(n % p.cycle_frames) as usize])
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }
 
-fn lcm(a: u64, b: u64) -> Option<u64> {
+pub(crate) fn lcm(a: u64, b: u64) -> Option<u64> {
     (a / gcd(a, b)).checked_mul(b)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Next;
     use linerate_wire::Field;
+    use linerate_wire::Rng;
 
     /// The cycle of a plan that is not lanes.
     pub(crate) fn cycle(plan: &Plan) -> &Cycle {
@@ -847,7 +339,7 @@ mod tests {
 
     fn spec(vary: &[&str]) -> StreamSpec {
         StreamSpec {
-            vary: vary.iter().map(|s| s.to_string()).collect(),
+            vary: vary.iter().map(|s| s.parse().unwrap()).collect(),
             ..StreamSpec::default()
         }
     }
@@ -1040,6 +532,7 @@ mod tests {
 mod interleaved_tests {
     use super::tests::signed;
     use super::*;
+    use crate::Next;
 
     #[test]
     fn merged_interleaved_streams_keep_each_flows_sequence() {
@@ -1080,7 +573,7 @@ mod interleaved_tests {
         StreamSpec {
             name: name.into(),
             src_port,
-            rate: rate.into(),
+            rate: rate.parse().unwrap(),
             count,
             mode: Mode::Interleaved,
             ..StreamSpec::seed()
@@ -1278,7 +771,7 @@ mod interleaved_tests {
         // Counts, patches, and rates without a short common period are left to the lanes loop.
         assert!(merged(&[lane("a", 1, "20k", Some(5)), lane("b", 2, "5k", None)]).is_none());
         let mut patched = lane("b", 2, "5k", None);
-        patched.vary = vec!["dst-port:random:1-9".into()];
+        patched.vary = vec!["dst-port:random:1-9".parse().unwrap()];
         assert!(merged(&[lane("a", 1, "20k", None), patched]).is_none());
         assert!(merged(&[lane("a", 1, "7001", None), lane("b", 2, "11003", None)]).is_none());
     }

@@ -1,0 +1,246 @@
+//! The `Config` node: its ports, `layer1`, captures and the flows, and what linerate asks of
+//! them together (one transmit port, one receive port, one end time).
+
+use std::time::Duration;
+
+use linerate_stream::Mode;
+
+use super::{Cx, FlowPlan, Location, Mapped, PortPlan, hint, int, is_empty, speed_mbps};
+use crate::model::*;
+
+impl Cx {
+    pub(super) fn config(&mut self, c: &Config) -> Mapped {
+        for (key, value) in &c.rest {
+            if !is_empty(value) {
+                self.refuse(key.clone(), hint(key));
+            }
+        }
+        if let Some(o) = &c.options {
+            self.rest("options", &o.rest);
+            if let Some(p) = &o.port_options {
+                self.rest("options.port_options", &p.rest);
+                if p.data_integrity == Some(true) {
+                    self.refuse(
+                        "options.port_options.data_integrity",
+                        "payload integrity checking is not supported",
+                    );
+                }
+            }
+        }
+        let mut ports = self.ports(&c.ports);
+        self.layer1(&c.layer1, &mut ports);
+        self.captures(&c.captures, &mut ports);
+        let (mut streams, flows, seconds) = self.flows(&c.flows, &ports);
+        let (tx_port, rx_port) = self.one_port_each_way(&flows);
+        // One port signs all its frames or none (a receiver would count the unsigned ones as
+        // other traffic): any flow with metrics signs every flow.
+        let signed = flows.iter().any(|f| f.metrics);
+        let interleaved = streams.len() > 1;
+        for s in &mut streams {
+            s.signature = signed;
+            if interleaved {
+                s.mode = Mode::Interleaved;
+            }
+        }
+        Mapped {
+            ports,
+            tx_port,
+            rx_port,
+            streams,
+            flows,
+            duration: seconds.map(Duration::from_secs_f64),
+        }
+    }
+
+    fn ports(&mut self, given: &[Port]) -> Vec<PortPlan> {
+        let mut ports: Vec<PortPlan> = Vec::new();
+        for (i, p) in given.iter().enumerate() {
+            let path = format!("ports[{i}]");
+            self.rest(&path, &p.rest);
+            if p.name.is_empty() {
+                self.refuse(format!("{path}.name"), "a port needs a name");
+            }
+            if ports.iter().any(|q| q.name == p.name) {
+                self.refuse(
+                    format!("{path}.name"),
+                    format!("port name '{}' is used twice", p.name),
+                );
+            }
+            let location = match p.location.as_deref().map(Location::parse) {
+                Some(Some(l)) => l,
+                Some(None) => {
+                    self.refuse(
+                        format!("{path}.location"),
+                        format!(
+                            "'{}' is not an interface: write IFACE or IFACE@NETNS (e.g. lr0, lr1@lr-sink)",
+                            p.location.as_deref().unwrap_or_default()
+                        ),
+                    );
+                    continue;
+                }
+                None => {
+                    self.refuse(
+                        format!("{path}.location"),
+                        "a port needs a location: IFACE or IFACE@NETNS",
+                    );
+                    continue;
+                }
+            };
+            ports.push(PortPlan {
+                name: p.name.clone(),
+                location,
+                link_mbps: None,
+                capture: false,
+            });
+        }
+        ports
+    }
+
+    fn layer1(&mut self, given: &[Layer1], ports: &mut [PortPlan]) {
+        for (i, l) in given.iter().enumerate() {
+            let path = format!("layer1[{i}]");
+            self.rest(&path, &l.rest);
+            let mbps = match l.speed.as_deref() {
+                None => None,
+                Some(s) => match speed_mbps(s) {
+                    Some(m) => Some(m),
+                    None => {
+                        self.refuse(format!("{path}.speed"), format!("unknown speed '{s}'"));
+                        None
+                    }
+                },
+            };
+            if let Some(mtu) = &l.mtu
+                && int(mtu) != Some(1500)
+            {
+                self.refuse(
+                    format!("{path}.mtu"),
+                    "linerate does not set the MTU: it uses the interface's (set it with ip link)",
+                );
+            }
+            for (j, name) in l.port_names.iter().enumerate() {
+                match ports.iter_mut().find(|p| &p.name == name) {
+                    Some(p) => p.link_mbps = mbps.or(p.link_mbps),
+                    None => self.refuse(
+                        format!("{path}.port_names[{j}]"),
+                        format!("no port is named '{name}'"),
+                    ),
+                }
+            }
+        }
+    }
+
+    fn captures(&mut self, given: &[Capture], ports: &mut [PortPlan]) {
+        for (i, cap) in given.iter().enumerate() {
+            let path = format!("captures[{i}]");
+            self.rest(&path, &cap.rest);
+            if let Some(f) = cap.format.as_deref()
+                && f != "pcap"
+            {
+                self.refuse(
+                    format!("{path}.format"),
+                    format!("captures are pcap files ('{f}' is not supported)"),
+                );
+            }
+            if cap.packet_size.as_ref().is_some_and(|v| !is_empty(v)) {
+                self.refuse(
+                    format!("{path}.packet_size"),
+                    "captures keep whole frames (packet_size is not supported)",
+                );
+            }
+            for (j, name) in cap.port_names.iter().enumerate() {
+                match ports.iter_mut().find(|p| &p.name == name) {
+                    Some(p) => p.capture = true,
+                    None => self.refuse(
+                        format!("{path}.port_names[{j}]"),
+                        format!("no port is named '{name}'"),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Every flow mapped, and the `fixed_seconds` they all share.
+    fn flows(
+        &mut self,
+        given: &[Flow],
+        ports: &[PortPlan],
+    ) -> (Vec<linerate_stream::StreamSpec>, Vec<FlowPlan>, Option<f64>) {
+        let mut streams = Vec::new();
+        let mut flows: Vec<FlowPlan> = Vec::new();
+        let mut seconds: Option<(usize, f64)> = None;
+        let mut any_seconds_missing: Option<usize> = None;
+        for (i, f) in given.iter().enumerate() {
+            let path = format!("flows[{i}]");
+            if flows.iter().any(|g| g.name == f.name) {
+                self.refuse(
+                    format!("{path}.name"),
+                    format!("flow name '{}' is used twice", f.name),
+                );
+            }
+            let Some((plan, spec, secs)) = self.flow(&path, f, ports) else {
+                continue;
+            };
+            match (secs, seconds) {
+                (Some(s), None) => seconds = Some((i, s)),
+                (Some(s), Some((j, t))) if s != t => self.refuse(
+                    format!("{path}.duration.fixed_seconds.seconds"),
+                    format!(
+                        "{s} s, but flows[{j}] runs {t} s: linerate ends every flow of a run at one time, so fixed_seconds must be the same on every flow"
+                    ),
+                ),
+                (None, _) => any_seconds_missing = any_seconds_missing.or(Some(i)),
+                _ => {}
+            }
+            streams.push(spec);
+            flows.push(plan);
+        }
+        if let (Some((i, _)), Some(j)) = (seconds, any_seconds_missing) {
+            self.refuse(
+                format!("flows[{j}].duration"),
+                format!(
+                    "flows[{i}] runs fixed_seconds and this flow does not: linerate ends every flow of a run at one time, so fixed_seconds must be on every flow or none"
+                ),
+            );
+        }
+        (streams, flows, seconds.map(|(_, s)| s))
+    }
+
+    /// Every flow leaves by one port and arrives at one: the signature's flow id is the flow's
+    /// index on its port, so two transmit ports would give a receiver two flows 0.
+    fn one_port_each_way(&mut self, flows: &[FlowPlan]) -> (Option<String>, Option<String>) {
+        let tx_port = flows.first().map(|f| f.tx_port.clone());
+        for (i, f) in flows.iter().enumerate() {
+            if Some(&f.tx_port) != tx_port.as_ref() {
+                self.refuse(
+                    format!("flows[{i}].tx_rx.port.tx_name"),
+                    format!(
+                        "'{}', but flows[0] transmits on '{}': linerate runs every flow of a config on one transmit port",
+                        f.tx_port,
+                        tx_port.as_deref().unwrap_or_default()
+                    ),
+                );
+            }
+        }
+        let rx_port = flows.iter().find_map(|f| f.rx_port.clone());
+        for (i, f) in flows.iter().enumerate() {
+            if f.rx_port.is_some() && f.rx_port != rx_port {
+                self.refuse(
+                    format!("flows[{i}].tx_rx.port.rx_names"),
+                    format!(
+                        "'{}', but another flow receives on '{}': linerate receives every flow of a config on one port",
+                        f.rx_port.as_deref().unwrap_or_default(),
+                        rx_port.as_deref().unwrap_or_default()
+                    ),
+                );
+            }
+            if rx_port.is_some() && rx_port == Some(f.tx_port.clone()) {
+                self.refuse(
+                    format!("flows[{i}].tx_rx.port.rx_names"),
+                    "the receive port is the transmit port: give the far end of the link",
+                );
+            }
+        }
+        (tx_port, rx_port)
+    }
+}

@@ -1,0 +1,265 @@
+//! The `Flow` node: its endpoints, its metrics, and the order of its `packet` headers, each of
+//! which its own module maps.
+
+use linerate_stream::{Rate, StreamSpec};
+use linerate_wire::Payload;
+
+use super::{Cx, FlowPlan, PortPlan};
+use crate::model::*;
+
+/// Where a header may stand: ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp,
+/// then custom bytes.
+#[derive(PartialEq, PartialOrd, Clone, Copy)]
+enum Stage {
+    Start,
+    Eth,
+    Vlan,
+    Ip,
+    L4,
+    Custom,
+}
+
+impl Stage {
+    fn of(choice: &str) -> Option<Self> {
+        Some(match choice {
+            "ethernet" => Stage::Eth,
+            "vlan" => Stage::Vlan,
+            "ipv4" | "ipv6" => Stage::Ip,
+            "udp" | "tcp" | "icmp" => Stage::L4,
+            "custom" => Stage::Custom,
+            _ => return None,
+        })
+    }
+
+    fn may_follow(self, before: Stage) -> bool {
+        match self {
+            Stage::Eth => before == Stage::Start,
+            Stage::Vlan => before == Stage::Eth,
+            Stage::Ip => matches!(before, Stage::Eth | Stage::Vlan),
+            Stage::L4 => before == Stage::Ip,
+            Stage::Custom => matches!(before, Stage::L4 | Stage::Custom),
+            Stage::Start => false,
+        }
+    }
+}
+
+impl Cx {
+    pub(super) fn flow(
+        &mut self,
+        path: &str,
+        f: &Flow,
+        ports: &[PortPlan],
+    ) -> Option<(FlowPlan, StreamSpec, Option<f64>)> {
+        let before = self.refusals.len();
+        self.seed = None;
+        self.rest(path, &f.rest);
+        if f.name.is_empty() {
+            self.refuse(format!("{path}.name"), "a flow needs a name");
+        }
+        let mut spec = StreamSpec {
+            name: f.name.clone(),
+            size: 64,
+            rate: Rate::Pps(1000.0),
+            payload: Payload::Increment,
+            ..StreamSpec::default()
+        };
+        let (tx_port, rx_port) = self.endpoints(path, f.tx_rx.as_ref(), ports)?;
+        let link_mbps = ports
+            .iter()
+            .find(|p| p.name == tx_port)
+            .and_then(|p| p.link_mbps);
+        self.headers(path, &f.packet, &mut spec);
+        self.size(path, f.size.as_ref(), &mut spec);
+        let pps = self.rate(path, f.rate.as_ref(), &mut spec);
+        let seconds = self.duration(path, f.duration.as_ref(), &mut spec, pps, link_mbps);
+        let (metrics, timestamps, latency) = self.metrics(path, f.metrics.as_ref());
+        if let Some((_, seed)) = self.seed.take() {
+            spec.seed = seed;
+        }
+        if self.refusals.len() > before {
+            return None;
+        }
+        let plan = FlowPlan {
+            name: f.name.clone(),
+            tx_port,
+            rx_port,
+            metrics,
+            timestamps,
+            latency,
+        };
+        Some((plan, spec, seconds))
+    }
+
+    /// The transmit port and the receive port, when given.
+    fn endpoints(
+        &mut self,
+        path: &str,
+        tx_rx: Option<&FlowTxRx>,
+        ports: &[PortPlan],
+    ) -> Option<(String, Option<String>)> {
+        let Some(t) = tx_rx else {
+            self.refuse(format!("{path}.tx_rx"), "a flow needs tx_rx");
+            return None;
+        };
+        let p = format!("{path}.tx_rx");
+        self.rest(&p, &t.rest);
+        let port = match (t.choice.as_deref(), &t.port) {
+            (Some("port") | None, Some(port)) => port,
+            (Some("device"), _) => {
+                self.refuse(
+                    format!("{p}.device"),
+                    "device endpoints need emulated devices, which linerate does not have: use tx_rx.port",
+                );
+                return None;
+            }
+            (choice, _) => {
+                self.refuse(
+                    format!("{p}.choice"),
+                    format!(
+                        "'{}' without its port: use tx_rx.port",
+                        choice.unwrap_or("port")
+                    ),
+                );
+                return None;
+            }
+        };
+        let p = format!("{p}.port");
+        self.rest(&p, &port.rest);
+        let known = |n: &str| ports.iter().any(|q| q.name == n);
+        if !known(&port.tx_name) {
+            self.refuse(
+                format!("{p}.tx_name"),
+                format!("no port is named '{}'", port.tx_name),
+            );
+        }
+        let mut rx: Vec<&String> = port.rx_names.iter().collect();
+        if let Some(r) = &port.rx_name
+            && !rx.contains(&r)
+        {
+            rx.push(r);
+        }
+        for (j, r) in port.rx_names.iter().enumerate() {
+            if !known(r) {
+                self.refuse(
+                    format!("{p}.rx_names[{j}]"),
+                    format!("no port is named '{r}'"),
+                );
+            }
+        }
+        if rx.len() > 1 {
+            self.refuse(
+                format!("{p}.rx_names"),
+                "one receive port per flow (linerate's receiver is one interface)",
+            );
+        }
+        Some((port.tx_name.clone(), rx.first().map(|r| (*r).clone())))
+    }
+
+    /// (metrics, timestamps, latency) as the flow enables them.
+    fn metrics(&mut self, path: &str, m: Option<&FlowMetrics>) -> (bool, bool, bool) {
+        let Some(m) = m else {
+            return (false, false, false);
+        };
+        let p = format!("{path}.metrics");
+        self.rest(&p, &m.rest);
+        let latency = match &m.latency {
+            Some(l) => {
+                self.rest(&format!("{p}.latency"), &l.rest);
+                if let Some(mode) = l.mode.as_deref()
+                    && !matches!(mode, "store_forward" | "cut_through")
+                {
+                    self.refuse(
+                        format!("{p}.latency.mode"),
+                        format!("unknown mode '{mode}'"),
+                    );
+                }
+                l.enable.unwrap_or(false)
+            }
+            None => false,
+        };
+        let enable = m.enable.unwrap_or(false);
+        if !enable && (latency || m.timestamps == Some(true)) {
+            self.refuse(
+                format!("{p}.enable"),
+                "latency and timestamps need metrics.enable = true",
+            );
+        }
+        (enable, m.timestamps.unwrap_or(false), latency)
+    }
+
+    /// The `packet` headers in order, each mapped by its own module onto `spec`.
+    fn headers(&mut self, path: &str, packet: &[FlowHeader], spec: &mut StreamSpec) {
+        if packet.is_empty() {
+            self.refuse(
+                format!("{path}.packet"),
+                "a flow needs headers: ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp",
+            );
+            return;
+        }
+        let mut stage = Stage::Start;
+        let mut payload: Vec<u8> = Vec::new();
+        for (i, h) in packet.iter().enumerate() {
+            let p = format!("{path}.packet[{i}]");
+            self.rest(&p, &h.rest);
+            let choice = h.choice.clone().unwrap_or_else(|| implied_choice(h).into());
+            let Some(want) = Stage::of(&choice) else {
+                self.refuse(
+                    format!("{p}.choice"),
+                    format!(
+                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them"
+                    ),
+                );
+                return;
+            };
+            if !want.may_follow(stage) {
+                self.refuse(
+                    format!("{p}.choice"),
+                    format!(
+                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes"
+                    ),
+                );
+                return;
+            }
+            stage = want;
+            let at = format!("{p}.{choice}");
+            let mapped = match choice.as_str() {
+                "ethernet" => self.ethernet(&at, h.ethernet.as_ref(), spec),
+                "vlan" => self.vlan(&at, h.vlan.as_ref(), spec),
+                "ipv4" => self.ipv4(&at, h.ipv4.as_ref(), spec),
+                "ipv6" => self.ipv6(&at, h.ipv6.as_ref(), spec),
+                "udp" => self.udp(&at, h.udp.as_ref(), spec),
+                "tcp" => self.tcp(&at, h.tcp.as_ref(), spec),
+                "icmp" => self.icmp(&p, h.icmp.as_ref(), spec),
+                _ => self.custom(&at, h.custom.as_ref(), &mut payload),
+            };
+            if mapped.is_none() {
+                return;
+            }
+        }
+        if stage < Stage::L4 {
+            self.refuse(
+                format!("{path}.packet"),
+                "linerate builds IP frames: give ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp",
+            );
+        }
+        if !payload.is_empty() {
+            spec.payload = Payload::Raw(payload);
+        }
+    }
+}
+
+/// The header a `FlowHeader` without `choice` holds: the first one given, else ethernet.
+fn implied_choice(h: &FlowHeader) -> &'static str {
+    [
+        ("vlan", h.vlan.is_some()),
+        ("ipv4", h.ipv4.is_some()),
+        ("ipv6", h.ipv6.is_some()),
+        ("udp", h.udp.is_some()),
+        ("tcp", h.tcp.is_some()),
+        ("icmp", h.icmp.is_some()),
+        ("custom", h.custom.is_some()),
+    ]
+    .iter()
+    .find(|(_, s)| *s)
+    .map_or("ethernet", |(c, _)| c)
+}

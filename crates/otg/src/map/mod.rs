@@ -1,0 +1,232 @@
+//! A `Config` onto linerate: the ports and where they are, one `StreamSpec` per flow (its index
+//! is the flow id the signature carries), and what each flow's metrics report. Everything the
+//! config asks that linerate cannot do is refused by its JSON path, all in one answer.
+
+use std::time::Duration;
+
+use linerate_stream::StreamSpec;
+use serde_json::Value;
+
+use crate::error::{Refusal, Refusals};
+use crate::model::*;
+
+mod config;
+mod custom;
+mod duration;
+mod ethernet;
+mod flow;
+mod icmp;
+mod ipv4;
+mod ipv6;
+mod pattern;
+mod rate;
+mod size;
+mod tcp;
+mod udp;
+mod vlan;
+
+/// Where a port is: an interface of this host, in a network namespace when given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub iface: String,
+    pub netns: Option<String>,
+}
+
+impl Location {
+    /// `IFACE` or `IFACE@NETNS`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let ok = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 64
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
+        };
+        match text.split_once('@') {
+            Some((i, n)) if ok(i) && ok(n) && i.len() < 16 => Some(Self {
+                iface: i.into(),
+                netns: Some(n.into()),
+            }),
+            None if ok(text) && text.len() < 16 => Some(Self {
+                iface: text.into(),
+                netns: None,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.netns {
+            Some(n) => write!(f, "{}@{n}", self.iface),
+            None => f.write_str(&self.iface),
+        }
+    }
+}
+
+/// One configured port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortPlan {
+    pub name: String,
+    pub location: Location,
+    /// From `layer1.speed`.
+    pub link_mbps: Option<u64>,
+    /// A capture is configured on it.
+    pub capture: bool,
+}
+
+/// What a flow reports, besides its stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowPlan {
+    pub name: String,
+    pub tx_port: String,
+    pub rx_port: Option<String>,
+    /// `metrics.enable`: the flow's frames carry the signature and the receiver counts them.
+    pub metrics: bool,
+    pub timestamps: bool,
+    pub latency: bool,
+}
+
+/// A config as linerate runs it.
+#[derive(Debug, Clone)]
+pub struct Mapped {
+    pub ports: Vec<PortPlan>,
+    /// The one port every flow transmits on (None: no flows).
+    pub tx_port: Option<String>,
+    /// The one port flows name as their receive port (None: no flow names one).
+    pub rx_port: Option<String>,
+    /// One per flow, in the config's order; the index is the flow id.
+    pub streams: Vec<StreamSpec>,
+    pub flows: Vec<FlowPlan>,
+    /// `fixed_seconds` (the same on every flow): the run ends then.
+    pub duration: Option<Duration>,
+}
+
+impl Mapped {
+    pub fn port(&self, name: &str) -> Option<&PortPlan> {
+        self.ports.iter().find(|p| p.name == name)
+    }
+}
+
+/// Reads a request body as a `Config`; a body that is not JSON, or whose values have the wrong
+/// type, is refused with the path of the first bad value.
+pub fn parse_config(body: &[u8]) -> Result<Config, Refusals> {
+    parse_json(body)
+}
+
+/// Any request model from JSON, a type error naming its path.
+pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refusals> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let path = if path == "." { "body".into() } else { path };
+        let why = if inner.is_syntax() || inner.is_eof() {
+            format!("malformed JSON: {inner}")
+        } else {
+            inner.to_string()
+        };
+        Refusals::one(path, why)
+    })
+}
+
+/// The config mapped, or every refusal it earned.
+pub fn map_config(config: &Config) -> Result<Mapped, Refusals> {
+    let mut cx = Cx::default();
+    let mapped = cx.config(config);
+    if cx.refusals.is_empty() {
+        Ok(mapped)
+    } else {
+        Err(Refusals(cx.refusals))
+    }
+}
+
+#[derive(Default)]
+struct Cx {
+    refusals: Vec<Refusal>,
+    /// The flow's `random.seed`, with the path that gave it: linerate draws every random
+    /// field of a stream from one seed.
+    seed: Option<(String, u64)>,
+}
+
+impl Cx {
+    fn refuse(&mut self, path: impl Into<String>, why: impl Into<String>) {
+        self.refusals.push(Refusal {
+            path: path.into(),
+            why: why.into(),
+        });
+    }
+
+    /// Refuses every key of `rest` that asks for something.
+    fn rest(&mut self, path: &str, rest: &Rest) {
+        for (key, value) in rest {
+            if !is_empty(value) {
+                self.refuse(format!("{path}.{key}"), hint(key));
+            }
+        }
+    }
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+/// Why a top-level or well-known key is refused, when there is more to say than its name.
+fn hint(key: &str) -> &'static str {
+    match key {
+        "devices" => {
+            "emulated devices (interfaces, BGP, ISIS, OSPF, RSVP, DHCP, …) are not supported: linerate is a stateless generator of flows between ports"
+        }
+        "lags" => "LAGs are not supported: give a flow one transmit port",
+        "lldp" => "LLDP is not supported",
+        "events" | "stateful_flows" | "egress_only_tracking" => "not supported by linerate",
+        "metric_tags" => "metric tags (tagged metrics) are not supported",
+        "payload" => {
+            "flow payload patterns are not supported: linerate fills the payload with an incrementing byte (a custom header after the L4 header sets its first bytes)"
+        }
+        "egress_packet" => "egress tracking is not supported",
+        _ => "not supported by linerate",
+    }
+}
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn int(v: &Value) -> Option<u128> {
+    match v {
+        Value::Number(n) => n.as_u64().map(u128::from),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// `layer1.speed` in Mbit/s.
+pub fn speed_mbps(speed: &str) -> Option<u64> {
+    Some(match speed {
+        "speed_10_fd_mbps" | "speed_10_hd_mbps" => 10,
+        "speed_100_fd_mbps" | "speed_100_hd_mbps" => 100,
+        "speed_1_gbps" => 1_000,
+        "speed_10_gbps" => 10_000,
+        "speed_25_gbps" => 25_000,
+        "speed_40_gbps" => 40_000,
+        "speed_50_gbps" => 50_000,
+        "speed_100_gbps" => 100_000,
+        "speed_200_gbps" => 200_000,
+        "speed_400_gbps" => 400_000,
+        "speed_800_gbps" => 800_000,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -32,7 +32,23 @@ fn ratio(flag: &str, text: &str) -> Result<f64> {
         .ok_or_else(|| usage(format!("{flag} {text}: not a number or a percentage")))
 }
 
+/// Learning frames (RFC 2544 §23) teach a bridge a handful of addresses; more than this is a
+/// typo, and would run for hours before the first trial.
+const MAX_LEARNING_FRAMES: u64 = 10_000_000;
+
 fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
+    if let Some(b @ (crate::cli::Backend::Null | crate::cli::Backend::Pcap)) = args.backend {
+        return Err(usage(format!(
+            "rfc2544 measures a device between two ports: the {} backend has no wire to send on; use afxdp, afpacket or live",
+            format!("{b:?}").to_lowercase()
+        )));
+    }
+    if args.learning_frames > MAX_LEARNING_FRAMES {
+        return Err(usage(format!(
+            "--learning-frames {}: at most {MAX_LEARNING_FRAMES} (a bridge learns from a few frames per address)",
+            args.learning_frames
+        )));
+    }
     if args.sizes.is_empty() {
         return Err(usage("--sizes needs at least one size"));
     }

@@ -29,8 +29,13 @@ pub fn run(args: &RxArgs) -> Result<()> {
     );
     let start = Instant::now();
     let mut last = (start, 0u64);
+    let mut gone = false;
     while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
+        if !rx.attached() {
+            gone = true;
+            break;
+        }
         let now = Instant::now();
         if now - last.0 >= Duration::from_secs(1) {
             let t = rx.read()?;
@@ -56,5 +61,13 @@ pub fn run(args: &RxArgs) -> Result<()> {
         args.netns.as_deref(),
         start.elapsed(),
         &totals,
-    )
+    )?;
+    if gone {
+        // The counts so far are printed; the run itself failed (exit 1).
+        anyhow::bail!(
+            "{} went away during the run (deleted, or moved to another namespace): the counts above are up to then",
+            args.interface
+        );
+    }
+    Ok(())
 }

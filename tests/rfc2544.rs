@@ -278,6 +278,40 @@ fn bad_input_is_one_line_and_exit_code_2() {
     assert!(line.contains("--max-rate"), "{line}");
     let line = linerate_usage_error(&["rfc2544", "all", "-i", "nosuch0"]);
     assert!(line.contains("--rx"), "{line}");
+    // Issue 27 #9: caught up front, not late ("cut short … interrupted") or never.
+    let line = with(&["--backend", "null"]);
+    assert!(line.contains("no wire"), "{line}");
+    let line = with(&["--learning-frames", "99999999999"]);
+    assert!(line.contains("--learning-frames"), "{line}");
+}
+
+/// Issue 27 #9: a `--max-rate` below `--min-rate`, or a rate in % on a port that reports no
+/// link speed, is refused before the first trial (exit 2), not found by it.
+#[test]
+fn rates_that_cannot_run_are_refused_before_the_first_trial() {
+    if !root_or_skip("rates_that_cannot_run_are_refused_before_the_first_trial") {
+        return;
+    }
+    let lab = common::lab("rcr", 1);
+    let base = [
+        "rfc2544",
+        "throughput",
+        "-i",
+        &lab.sender,
+        "--rx",
+        "--sizes",
+        "64",
+    ];
+    let with = |extra: &[&str]| linerate_usage_error(&[&base[..], extra].concat());
+    let line = with(&["--max-rate", "10k", "--min-rate", "20k"]);
+    assert!(line.contains("--min-rate is above the max load"), "{line}");
+    let line = with(&["--max-rate", "50%"]);
+    assert!(
+        line.contains("--max-rate 50%") && line.contains("link speed"),
+        "{line}"
+    );
+    let line = with(&["--max-rate", "10k", "--min-rate", "1%"]);
+    assert!(line.contains("--min-rate 1%"), "{line}");
 }
 
 /// Ctrl-C in the middle of a search keeps the trials so far: the JSON is written, marked
@@ -340,4 +374,60 @@ fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
     // was never reached.
     assert!(v["sizes"].as_array().unwrap().len() <= 1, "{v}");
     assert!(rest.iter().any(|l| l.contains("interrupted")), "{rest:?}");
+}
+
+/// Issue 27 #5: the receive link taken down mid-run ended rc 0 with "no rate meets it" for
+/// every size. The receive link is checked around every trial: the run ends (exit 1) with the
+/// trials so far, written and marked interrupted, saying which link died.
+#[test]
+fn a_receive_link_taken_down_mid_run_ends_it_with_the_trials_so_far() {
+    use std::io::{BufRead, BufReader};
+    if !root_or_skip("a_receive_link_taken_down_mid_run_ends_it_with_the_trials_so_far") {
+        return;
+    }
+    let lab = common::lab("rcd", 1);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("down.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["rfc2544", "throughput", "-i", &lab.sender, "--rx"])
+        .args([
+            "--sizes",
+            "64,128",
+            "--trial",
+            "300ms",
+            "--initial-trial",
+            "50ms",
+        ])
+        .args(["--max-rate", "10k", "--drain", "50ms", "--json"])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start linerate rfc2544");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = 0;
+    for line in lines.by_ref() {
+        if line.expect("stderr").contains("trial ") {
+            seen += 1;
+            if seen == 2 {
+                break;
+            }
+        }
+    }
+    assert_eq!(seen, 2, "the run ended before two trials");
+    let down = std::process::Command::new("ip")
+        .args(["-n", &lab.netns, "link", "set", &lab.receiver, "down"])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = child.wait().expect("wait for linerate");
+    assert_eq!(status.code(), Some(1), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("is down or has no carrier")),
+        "{rest:?}"
+    );
+    let v = json(&std::fs::read_to_string(&file).expect("the JSON is written"));
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert!(v["trials"].as_array().unwrap().len() >= 2, "{v}");
 }

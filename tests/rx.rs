@@ -597,3 +597,65 @@ fn a_killed_receiver_does_not_poison_the_lab() {
     assert_eq!(report["sink"]["packets"], 1000, "{report}");
     assert_eq!(report["sink"]["lost"], 0, "{report}");
 }
+
+/// Issue 27 #18: `tx -i X --rx X` was accepted and reported 100 % loss; a port does not receive
+/// what it sends. Refused in one line (exit 2) before anything is sent.
+#[test]
+fn receiving_on_the_transmit_port_is_refused() {
+    if !root_or_skip("receive side on a lab") {
+        return;
+    }
+    let lab = common::lab("rxx", 1);
+    let err = linerate_usage_error(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "--rx",
+        &lab.sender,
+        "-n",
+        "10",
+        "--cores",
+        "0",
+    ]);
+    assert!(err.contains("is the port that transmits"), "{err}");
+}
+
+/// Issue 27 #8: `rx` kept reporting, rc 0, after its interface was deleted. It now ends with
+/// the counts so far and one line saying the interface went away (exit 1).
+#[test]
+fn rx_ends_when_its_interface_goes_away() {
+    if !root_or_skip("linerate rx on a veth pair") {
+        return;
+    }
+    let pair = common::VethPair::new(&linerate_lab::unique_name("rxg"));
+    let netns = pair.name.clone();
+    let b = pair.b();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["rx", "-i", &b, "--netns", &netns, "-d", "30s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !common::xdp_attached(&b, Some(&netns)) {
+        assert!(Instant::now() < deadline, "rx never attached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let deleted = std::process::Command::new("ip")
+        .args(["link", "del", &pair.a()])
+        .status()
+        .unwrap();
+    assert!(deleted.success());
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "rx ran on for {:?} after its interface went",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("went away during the run"), "{stderr}");
+    // The counts so far are still printed.
+    common::json(&String::from_utf8_lossy(&out.stdout));
+}

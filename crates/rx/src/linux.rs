@@ -145,6 +145,13 @@ impl Receiver {
         Ok(rx)
     }
 
+    /// Still attached to its interface: false once the interface was deleted (or moved out
+    /// of its namespace), after which nothing more arrives. A lab's borrowed receive end and a
+    /// loaded-only program always answer true.
+    pub fn attached(&self) -> bool {
+        self.link.as_ref().is_none_or(XdpLink::attached)
+    }
+
     /// The program, for `BPF_PROG_RUN` (tests, the cost benchmark).
     pub fn program(&mut self) -> libbpf_rs::ProgramMut<'_> {
         self.object

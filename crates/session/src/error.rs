@@ -20,6 +20,9 @@ pub enum SessionError {
     /// A worker ended the run early; holds the report so far.
     #[error(transparent)]
     Interrupted(#[from] linerate_engine::Interrupted),
+    /// The receive link died between runs: what it would count is not a measurement.
+    #[error("{0}")]
+    ReceiveLink(String),
     #[error(transparent)]
     Stream(#[from] StreamError),
     #[error(transparent)]
@@ -69,7 +72,7 @@ impl SessionError {
             Self::Usage(_) | Self::Stream(_) => true,
             Self::Port(e) => e.is_usage(),
             Self::Engine(e) => e.is_usage(),
-            Self::Interrupted(_) => false,
+            Self::Interrupted(_) | Self::ReceiveLink(_) => false,
             Self::Rx(e) => e.is_usage(),
             Self::Context { source, .. } => source.is_usage(),
             #[cfg(any(target_os = "linux", target_os = "macos"))]

@@ -13,7 +13,7 @@ use linerate_port::PortInfo;
 use linerate_stream::{Plan, StreamSpec};
 
 use crate::compile::compile;
-use crate::error::Result;
+use crate::error::{Result, SessionError};
 use crate::flows::{FlowSent, RunFlows, sent_per_flow};
 use crate::options::{Clock, End, PortOptions, RxTarget};
 use crate::receiver::RunReceiver;
@@ -143,10 +143,24 @@ impl PortSession {
 
     /// Attaches the receiver; from now on each run reports per flow what came back.
     pub fn receive(&mut self, target: &RxTarget) -> Result<()> {
+        // A port does not receive what it sends: the receiver would count nothing and every
+        // frame would read as lost (issue 27 #18).
+        if let (Some(at), Some(iface)) = (&target.at, &self.interface)
+            && at == iface
+        {
+            return Err(SessionError::usage(format!(
+                "--rx {at} is the port that transmits: receive at the far end of its link (e.g. --rx IFACE@NETNS, or --rx alone on a lab)"
+            )));
+        }
         let rx = RunReceiver::start(target, self.interface.as_deref())?;
         self.rx = Some(Arc::new(rx));
         self.rx_used = false;
         Ok(())
+    }
+
+    /// Checks the receiver's link (see [`RunReceiver::check_link`]); fine without a receiver.
+    pub fn check_receiver(&self) -> Result<()> {
+        self.rx.as_ref().map_or(Ok(()), |rx| rx.check_link())
     }
 
     /// The receiver, to read its live per-flow totals from another thread while a run is in

@@ -615,6 +615,13 @@ impl Loader {
                 "frame {k} was captured cut to {len} of its {orig_len} bytes (snaplen {snaplen}): replaying it would send a different frame; capture with -s 0"
             ));
         }
+        // A record cannot hold more of a frame than the frame had: the lengths are corrupt, and
+        // which of the two is right cannot be told.
+        if len as u64 > u64::from(orig_len) {
+            return Err(format!(
+                "frame {k} holds {len} bytes but says the frame on the wire was {orig_len}: the file is damaged"
+            ));
+        }
         if snaplen != 0 && len as u64 > u64::from(snaplen) {
             return Err(format!(
                 "frame {k} holds {len} bytes, more than the file's snaplen {snaplen}: the file is damaged"
@@ -757,6 +764,25 @@ mod tests {
             .unwrap();
         }
         w.into_inner()
+    }
+
+    /// Issue 27 #20: a record whose captured length exceeds the frame's original length was
+    /// accepted; it is damaged.
+    #[test]
+    fn a_record_longer_than_its_frame_is_refused_as_damaged() {
+        // Written by hand: pcap-file's writer refuses such a record.
+        let mut file = pcap(&[], false, DataLink::ETHERNET, 65535);
+        let f = frame(1, 60);
+        for word in [0u32, 0, 60, 59] {
+            file.extend_from_slice(&word.to_be_bytes());
+        }
+        file.extend_from_slice(&f);
+        let err = Capture::parse(&file, 1500).unwrap_err().to_string();
+        assert!(
+            err.contains("frame 1 holds 60 bytes but says the frame on the wire was 59"),
+            "{err}"
+        );
+        assert!(err.contains("damaged"), "{err}");
     }
 
     #[test]

@@ -472,6 +472,21 @@ impl Drop for XdpLink {
 }
 
 impl XdpLink {
+    /// The link still holds its interface: false once the interface was deleted (or moved to
+    /// another namespace), which detaches every XDP link on it and leaves the program seeing
+    /// nothing more.
+    pub fn attached(&self) -> bool {
+        // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
+        let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
+        let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
+        // SAFETY: info and len are ours and sized as the call expects; the fd is live.
+        let ret = unsafe {
+            libbpf_sys::bpf_link_get_info_by_fd(self.link.as_raw_fd(), &mut info, &mut len)
+        };
+        // SAFETY: an XDP link's info fills the union's xdp member (the only kind made here).
+        ret == 0 && unsafe { info.__bindgen_anon_1.xdp.ifindex } != 0
+    }
+
     /// Pins the link at `path` (bpffs, mounted first if it is not): the program then stays
     /// attached after this process exits, until [`unpin_link`].
     pub fn pin(&mut self, path: &Path) -> Result<(), XdpError> {
@@ -759,6 +774,52 @@ fn link_xdp(
     }
     // SAFETY: bpf_link_create returned a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(ret) })
+}
+
+/// Whether `iface` (in `netns`) is up with carrier, as the kernel says through a socket made
+/// inside the namespace (sysfs would show the caller's namespace): `None` when there is no such
+/// interface any more.
+pub fn link_running(iface: &str, netns: Option<&str>) -> Result<Option<bool>, XdpError> {
+    let name = CString::new(iface).map_err(|_| XdpError::UnknownInterface {
+        iface: iface.into(),
+        netns: netns.map(str::to_owned),
+    })?;
+    in_netns(netns, move || {
+        let socket = nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Inet,
+            nix::sys::socket::SockType::Datagram,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .map_err(|e| XdpError::Read {
+            message: format!("a socket to ask for {iface}'s state: {e}"),
+        })?;
+        // SAFETY: ifreq is a plain C struct; zeroes are a valid empty request.
+        let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+        let bytes = name.as_bytes_with_nul();
+        if bytes.len() > req.ifr_name.len() {
+            return Ok(None);
+        }
+        for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+            *d = *s as libc::c_char;
+        }
+        // SAFETY: SIOCGIFFLAGS reads the name from and writes the flags into `req`, which is
+        // ours and as large as the call expects; the socket is live.
+        let ret = unsafe { libc::ioctl(socket.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) };
+        if ret < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENODEV) => Ok(None),
+                _ => Err(XdpError::Read {
+                    message: format!("the state of {iface}: {e}"),
+                }),
+            };
+        }
+        // SAFETY: SIOCGIFFLAGS filled the union's flags member.
+        let flags = i32::from(unsafe { req.ifr_ifru.ifru_flags });
+        let running = libc::IFF_UP | libc::IFF_RUNNING;
+        Ok(Some(flags & running == running))
+    })
 }
 
 /// Runs `f` in network namespace `netns` (None: right here). setns(2) changes the calling

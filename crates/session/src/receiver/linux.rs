@@ -17,6 +17,8 @@ pub struct RunReceiver {
     pub at: String,
     /// It took the lab's receive end from the sink (which then counts nothing this run).
     pub lab_end: bool,
+    /// The receive interface and its namespace, to check its link between runs.
+    link: (String, Option<String>),
 }
 
 impl RunReceiver {
@@ -40,6 +42,7 @@ impl RunReceiver {
                 rx,
                 at: "the lab's receive end".into(),
                 lab_end: true,
+                link: (lab.receiver.clone(), Some(lab.netns.clone())),
             });
         };
         let (iface, netns) = match at.split_once('@') {
@@ -56,6 +59,7 @@ impl RunReceiver {
             rx,
             at: at.clone(),
             lab_end: false,
+            link: (iface.to_owned(), netns.map(str::to_owned)),
         })
     }
 
@@ -63,6 +67,31 @@ impl RunReceiver {
     /// Safe from any thread while a run is in progress: it only reads the program's maps.
     pub fn read(&self) -> Result<RxTotals> {
         Ok(self.rx.read()?)
+    }
+
+    /// Checks that the receive interface still carries frames to the program: not deleted,
+    /// up, with carrier. A run on a dead receive link would read as 100 % loss, and a search
+    /// would report "no rate meets it" for what it never measured.
+    pub fn check_link(&self) -> Result<()> {
+        let (iface, netns) = &self.link;
+        let state = if self.rx.attached() {
+            linerate_xdp::link_running(iface, netns.as_deref())?
+        } else {
+            None
+        };
+        let at = match netns {
+            Some(ns) => format!("{iface} in {ns}"),
+            None => iface.clone(),
+        };
+        match state {
+            Some(true) => Ok(()),
+            Some(false) => Err(SessionError::ReceiveLink(format!(
+                "the receive interface {at} is down or has no carrier: nothing can arrive"
+            ))),
+            None => Err(SessionError::ReceiveLink(format!(
+                "the receive interface {at} went away (deleted, or moved to another namespace)"
+            ))),
+        }
     }
 
     /// Clears the counts, so the next run's sequence numbers start afresh.

@@ -101,12 +101,34 @@ pub struct Measured {
 impl Rfc2544 {
     /// Every size compiles for this port before the first frame.
     pub fn check(&self, port: &PortSession) -> Result<(), SessionError> {
+        let link = port.link_mbps();
+        // Frames per second of a given rate at a size; a % without a link speed is refused
+        // here, before the first trial, not found when a trial is cut short by it.
+        let pps = |flag: &str, rate: &Rate, size: usize| {
+            rate.interval_ps(size, link)
+                .map(|ps| 1e12 / ps)
+                .map_err(|e| SessionError::usage(format!("{flag} {rate}: {e} (--link-speed)")))
+        };
         for s in &self.sizes {
+            let size = s.get() as usize;
             port.compile(&[StreamSpec {
-                size: s.get() as usize,
+                size,
                 ..self.template.clone()
             }])
-            .map_err(|e| e.context(format!("size {}", s.get())))?;
+            .map_err(|e| e.context(format!("size {size}")))?;
+            let max = match &self.max {
+                MaxRate::Given(r) => Some(pps("--max-rate", r, size)?),
+                MaxRate::Line => link.map(|mbps| line_rate_pps(size, mbps)),
+            };
+            let Some(min) = &self.min else { continue };
+            let min = pps("--min-rate", min, size)?;
+            if let Some(max) = max
+                && min > max
+            {
+                return Err(SessionError::usage(format!(
+                    "--min-rate is above the max load at {size} B ({min:.0} > {max:.0} frames/s): lower --min-rate or raise --max-rate"
+                )));
+            }
         }
         Ok(())
     }

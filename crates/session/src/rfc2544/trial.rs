@@ -70,6 +70,7 @@ impl SessionTrial<'_> {
         if self.stopped() {
             return Err(TrialError::Stopped);
         }
+        self.port.check_receiver()?;
         let start = Instant::now();
         let run = RunOptions {
             end,
@@ -81,6 +82,9 @@ impl SessionTrial<'_> {
         if self.stopped() {
             return Err(TrialError::Stopped);
         }
+        // A trial whose receive link died is no measurement: the run ends with the trials so
+        // far (issue 27 #5).
+        self.port.check_receiver()?;
         if let Some(w) = out.report.workers.first() {
             self.mode.clone_from(&w.mode);
         }

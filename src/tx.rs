@@ -94,6 +94,9 @@ fn print_report(
     sink: Option<SinkResult>,
     flows: Option<&RunFlows>,
 ) -> Result<()> {
+    if let Some(warning) = flows.and_then(RunFlows::foreign_warning) {
+        eprintln!("linerate: warning: {warning}");
+    }
     if args.send.json {
         output::print_json(&output::TxJson {
             report,

@@ -24,6 +24,15 @@ fn settle(want: u64, mut read: impl FnMut() -> u64) -> u64 {
 
 /// Sends `n` broadcast frames of 60 bytes with no signature on `iface`, with trafgen.
 fn unsigned_frames(iface: &str, n: u32) {
+    trafgen(
+        iface,
+        n,
+        b"{ fill(0xff, 6), 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5, fill(0, 46) }",
+    );
+}
+
+/// Sends with trafgen: `n` frames of `config` (trafgen's packet syntax) on `iface`.
+fn trafgen(iface: &str, n: u32, config: &[u8]) {
     let out = std::process::Command::new("trafgen")
         .args(["-o", iface, "-n", &n.to_string(), "-q", "-c", "-"])
         .stdin(std::process::Stdio::piped())
@@ -31,10 +40,7 @@ fn unsigned_frames(iface: &str, n: u32) {
         .spawn()
         .and_then(|mut c| {
             use std::io::Write as _;
-            c.stdin
-                .take()
-                .expect("stdin")
-                .write_all(b"{ fill(0xff, 6), 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5, fill(0, 46) }")?;
+            c.stdin.take().expect("stdin").write_all(config)?;
             c.wait_with_output()
         })
         .expect("run trafgen (scripts/setup.sh installs netsniff-ng)");
@@ -658,4 +664,65 @@ fn rx_ends_when_its_interface_goes_away() {
     assert!(stderr.contains("went away during the run"), "{stderr}");
     // The counts so far are still printed.
     common::json(&String::from_utf8_lossy(&out.stdout));
+}
+
+/// Issue 27 #7: frames of signed flows the run did not send (another sender on the link) were in
+/// no flow, not in "other" and not in the total, without a word. They are counted apart
+/// (`rx.foreign`), in the receive end's total, and said in one warning line.
+#[test]
+fn frames_of_flows_the_run_did_not_send_are_counted_and_said() {
+    if !root_or_skip("receive side on a lab") {
+        return;
+    }
+    let lab = common::lab("rxf", 2);
+    // Twelve signed frames, their flow id rewritten to 5 (the receive program reads the id and
+    // the magic, not the checksum the rewrite breaks).
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("foreign.pcap");
+    common::linerate_ok(&[
+        "tx",
+        "--pcap",
+        pcap.to_str().unwrap(),
+        "--signature",
+        "-n",
+        "12",
+    ]);
+    let mut config = String::new();
+    for mut f in common::frames::read(&pcap) {
+        let flow = f.len() - 8;
+        f[flow..flow + 2].copy_from_slice(&5u16.to_be_bytes());
+        let bytes: Vec<String> = f.iter().map(|b| format!("{b:#04x}")).collect();
+        config.push_str(&format!("{{ {} }}\n", bytes.join(", ")));
+    }
+    let first = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "tx",
+            "-i",
+            &lab.sender,
+            "--rx",
+            "-n",
+            "20000",
+            "--rate",
+            "10k",
+        ])
+        .args(["--cores", "0", "--json", "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    trafgen(&lab.sender, 12, config.as_bytes());
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let report = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(report["rx"]["foreign"]["frames"], 12, "{report}");
+    assert_eq!(report["rx"]["foreign"]["flows"], 1, "{report}");
+    let flow = &flows(&report)[0];
+    assert_eq!(flow["rx_frames"], 20000, "{report}");
+    assert_eq!(report["sink"]["packets"], 20012, "{report}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("12 frame(s) of 1 signed flow(s) this run did not send"),
+        "{stderr}"
+    );
 }

@@ -15,20 +15,59 @@ pub struct RunFlows {
     pub lab_end: bool,
     pub flows: Vec<FlowReport>,
     pub other: linerate_rx::RxGlobal,
+    /// Frames of signed flows this run did not send: another sender stamping linerate's
+    /// signature on the same link. In no flow of the run, but counted in its total.
+    pub foreign: Foreign,
+}
+
+/// Frames that carried the signature of a flow the run did not send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Foreign {
+    pub flows: u32,
+    pub frames: u64,
+    pub bytes: u64,
 }
 
 impl RunFlows {
     /// Frames the receive end saw in all, flows or not: what the lab's sink would have counted.
     pub fn all_frames(&self) -> (u64, u64) {
         let g = &self.other;
-        self.flows.iter().fold(
+        let frames = self.flows.iter().fold(
             (
                 g.other_frames + g.untracked_frames,
                 g.other_bytes + g.untracked_bytes,
             ),
             |(f, b), r| (f + r.rx_frames, b + r.rx_bytes),
+        );
+        (
+            frames.0 + self.foreign.frames,
+            frames.1 + self.foreign.bytes,
         )
     }
+
+    /// The line a report adds when frames of flows this run did not send arrived.
+    pub fn foreign_warning(&self) -> Option<String> {
+        let f = &self.foreign;
+        (f.frames > 0).then(|| {
+            format!(
+                "{} frame(s) of {} signed flow(s) this run did not send arrived at {}: another sender stamps linerate's signature on this link; they are in no flow above, and in the receive end's total",
+                f.frames, f.flows, self.at
+            )
+        })
+    }
+}
+
+/// The frames of the flows `totals` saw that `sent` does not name.
+pub(crate) fn foreign(sent: &[FlowSent], totals: &RxTotals) -> Foreign {
+    totals
+        .flows
+        .iter()
+        .filter(|f| !sent.iter().any(|s| s.0 == f.flow))
+        .fold(Foreign::default(), |acc, f| Foreign {
+            flows: acc.flows + 1,
+            frames: acc.frames + f.frames,
+            bytes: acc.bytes + f.bytes,
+        })
 }
 
 /// Frames a receiver counted in all: flows, frames without the signature and untracked flows.

@@ -24,7 +24,7 @@ mod sweep;
 
 pub use compile::{MIN_PPS, compile};
 pub use error::{Result, SessionError};
-pub use flows::{FlowSent, RunFlows, all_frames, lone_reports, sent_per_flow};
+pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};
 #[cfg(target_os = "macos")]
 pub use macos::capture;
 pub use options::{

@@ -123,6 +123,7 @@ impl RunReceiver {
             lab_end: self.lab_end,
             flows: against(tx, &totals),
             other: totals.global,
+            foreign: crate::flows::foreign(tx, &totals),
         })
     }
 
@@ -141,6 +142,7 @@ impl RunReceiver {
             lab_end: self.lab_end,
             flows: lone_reports(&totals),
             other: totals.global,
+            foreign: Default::default(),
         })
     }
 }

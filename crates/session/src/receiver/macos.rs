@@ -131,6 +131,7 @@ impl RunReceiver {
             lab_end: false,
             flows: against(tx, &totals),
             other: totals.global,
+            foreign: crate::flows::foreign(tx, &totals),
         })
     }
 
@@ -149,6 +150,7 @@ impl RunReceiver {
             lab_end: false,
             flows: lone_reports(&totals),
             other: totals.global,
+            foreign: Default::default(),
         })
     }
 }

@@ -54,6 +54,13 @@ trait Fill {
     /// Writes the next `descs.len()` frames' descriptors (and whatever bytes they need); their
     /// bytes.
     fn fill<Q: TxQueue + ?Sized>(&mut self, queue: &mut Q, descs: &mut [TxDesc]) -> u64;
+
+    /// Why the frames just filled must not be sent (their source failed under them); checked
+    /// after each fill, before the submit.
+    #[inline]
+    fn broken(&self) -> Option<PortError> {
+        None
+    }
 }
 
 impl Fill for Cursor<'_> {
@@ -110,6 +117,15 @@ impl Fill for Streamer<'_> {
             }
         }
         bytes
+    }
+
+    #[inline]
+    fn broken(&self) -> Option<PortError> {
+        self.frames.cut_short().then(|| {
+            PortError::SourceCut(
+                "the capture was cut short (truncated) while it was streamed: the report is up to then; do not rewrite a capture while it is replayed".into(),
+            )
+        })
     }
 }
 
@@ -326,6 +342,9 @@ fn send_loop<Q: TxQueue + ?Sized, F: Fill>(
             p.sent(u64::from(n), log);
         }
         let bytes = cursor.fill(queue, &mut descs[..n as usize]);
+        if let Some(e) = cursor.broken() {
+            return Err(e);
+        }
         queue.submit(&descs[..n as usize])?;
         in_flight += n;
         tally.submitted(n, bytes);

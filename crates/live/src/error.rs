@@ -55,6 +55,12 @@ pub enum LiveError {
 
     #[error("the live backend runs on Linux only: use --backend pcap or bpf here")]
     NotLinux,
+
+    /// A streamed capture cut short under the sender: the run ends with the report so far.
+    #[error(
+        "the capture was cut short (truncated) while it was streamed: the report is up to then; do not rewrite a capture while it is replayed"
+    )]
+    CaptureCut,
 }
 
 impl Usage for LiveError {

@@ -204,6 +204,12 @@ impl<'a> Ring<'a> {
         }
     }
 
+    /// The capture was cut short under its map since the ring was made: what was written
+    /// since the last check may hold zeros for the file's vanished bytes.
+    pub fn cut_short(&self) -> bool {
+        self.frames.cut_short()
+    }
+
     /// The program's index moved from `before` to `after`: as many frames were taken.
     pub fn advance(&mut self, before: u32, after: u32) -> u64 {
         let taken =

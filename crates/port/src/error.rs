@@ -47,6 +47,10 @@ pub enum PortError {
         #[source]
         source: std::io::Error,
     },
+    /// What the frames are copied from failed under the sender (a streamed capture cut short
+    /// by another process): the run ends with the report so far.
+    #[error("{0}")]
+    SourceCut(String),
     #[error("{backend} is not supported here: {why}")]
     Unsupported { backend: &'static str, why: String },
     #[error("{context}: {source}")]

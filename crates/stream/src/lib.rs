@@ -11,6 +11,8 @@ mod rate;
 mod size;
 mod spec;
 mod text;
+#[cfg(target_os = "linux")]
+mod truncation;
 mod vary;
 
 pub use capture::{

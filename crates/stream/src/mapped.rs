@@ -34,6 +34,9 @@ pub(crate) fn unpack(span: u64) -> (usize, usize) {
 /// A capture file mapped read-only, with where each frame lies in it and the addresses a
 /// replay writes over its own.
 pub struct MappedFrames {
+    // Declared before the map: unregistered before the map goes.
+    #[cfg(target_os = "linux")]
+    guard: Option<crate::truncation::Guard>,
     map: Mmap,
     /// Per frame in file order, its offset and length (`pack`).
     spans: Vec<u64>,
@@ -84,6 +87,8 @@ impl MappedFrames {
             ));
         }
         Ok(Self {
+            #[cfg(target_os = "linux")]
+            guard: crate::truncation::Guard::register(map.as_ptr(), map.len()),
             map,
             spans,
             max_len,
@@ -91,6 +96,20 @@ impl MappedFrames {
             dst_mac: None,
             src_mac: None,
         })
+    }
+
+    /// The file was cut short (truncated by another process) while mapped: bytes read from
+    /// past its new end since are zeros, and what was copied since the last check must not be
+    /// sent. Checked by the sender after each batch it copies (Linux; elsewhere never).
+    #[inline]
+    pub fn cut_short(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self
+            .guard
+            .as_ref()
+            .is_some_and(crate::truncation::Guard::cut);
+        #[cfg(not(target_os = "linux"))]
+        false
     }
 
     /// Frames in the capture.

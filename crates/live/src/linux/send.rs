@@ -89,6 +89,10 @@ impl Sender<'_> {
                     self.slot.win_len.store(len, Ordering::Relaxed);
                     let before = self.slot.index.load(Ordering::Relaxed);
                     ring.write(before, want, bytes.bytes);
+                    // Bytes read past a capture cut short are zeros: none of them is sent.
+                    if ring.cut_short() {
+                        return Err(LiveError::CaptureCut);
+                    }
                     self.call(want)?;
                     ring.advance(before, self.slot.index.load(Ordering::Relaxed));
                 }

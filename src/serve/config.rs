@@ -1,0 +1,208 @@
+//! A config's life: the port thread that opens, compiles and runs it, and set_config/get_config.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use linerate_otg as otg;
+use linerate_session::{
+    End, PortOptions, ReceiverOptions, RunOptions, RunReceiver, RxAttach, RxTarget, Session,
+};
+
+use super::api::{Fail, warnings};
+use super::capture::CaptureState;
+use super::{App, Cmd, DRAIN, RunResult, blocking, one_line};
+use crate::cli::ServeArgs;
+
+/// The thread that owns the transmit port of a config: it opens the port and compiles the plan
+/// once, then runs the plan each time it is told to start. Dropping the handle ends it (the
+/// port and its programs go with it).
+#[derive(Debug)]
+pub(super) struct PortThread {
+    pub(super) cmd: Option<mpsc::Sender<Cmd>>,
+    pub(super) thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for PortThread {
+    fn drop(&mut self) {
+        self.cmd.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl PortThread {
+    /// Opens the config's session (its transmit port and, when a flow names a receive port,
+    /// the receive program there) and compiles its flows, on the thread that will run them;
+    /// returns once that is done, with the receiver's handle for reading counts from any thread.
+    fn start(
+        app: &ServeArgs,
+        mapped: Arc<otg::Mapped>,
+    ) -> Result<(PortThread, Option<Arc<RunReceiver>>)> {
+        let tx_name = mapped.tx_port.clone().context("no flows")?;
+        let port = mapped.port(&tx_name).context("tx port")?.clone();
+        let mut options = PortOptions::interface(&port.location.iface);
+        if let Some(b) = app.backend {
+            options.backend = b.into();
+        }
+        options.afxdp = (&app.afxdp).into();
+        options.cores = app.cores.clone();
+        options.link_speed = port.link_mbps;
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Option<Arc<RunReceiver>>>>();
+        let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
+        let thread = std::thread::Builder::new()
+            .name("otg-port".into())
+            .spawn(move || {
+                let setup = || -> Result<_> {
+                    let mut session = Session::open(std::slice::from_ref(&options))
+                        .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
+                    let tx = session.port_mut(0);
+                    if let Some(target) = rx_target(&mapped, &port.location.iface)? {
+                        tx.receive(&target).context("the receive port")?;
+                    }
+                    let plan = tx.compile(&mapped.streams).context("flows")?;
+                    Ok((session, plan))
+                };
+                let (mut session, plan) = match setup() {
+                    Ok((session, plan)) => {
+                        let _ = ready_tx.send(Ok(session.port(0).rx_handle()));
+                        (session, plan)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
+                    let run = RunOptions {
+                        end: End {
+                            duration: mapped.duration,
+                            count: None,
+                        },
+                        stop: &stop,
+                        observer: progress.as_ref(),
+                        drain: DRAIN,
+                    };
+                    let outcome = session.port_mut(0).run_plan(&plan, run);
+                    let result = match outcome {
+                        Ok(o) => RunResult {
+                            per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
+                            frames: o.report.completed,
+                            bytes: o.report.bytes,
+                            error: None,
+                        },
+                        Err(e) => RunResult {
+                            error: Some(format!("{:#}", anyhow::Error::from(e))),
+                            ..RunResult::default()
+                        },
+                    };
+                    progress.frames.store(result.frames, Ordering::Relaxed);
+                    progress.bytes.store(result.bytes, Ordering::Relaxed);
+                    *progress.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                    *progress.ended.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(Instant::now());
+                    progress.running.store(false, Ordering::Release);
+                }
+            })
+            .context("start the port thread")?;
+        let handle = PortThread {
+            cmd: Some(cmd_tx),
+            thread: Some(thread),
+        };
+        match ready_rx.recv() {
+            Ok(Ok(rx)) => Ok((handle, rx)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(anyhow::anyhow!("the port thread ended before it was ready")),
+        }
+    }
+}
+
+/// Where the receive program goes: the lab's receive end (no `at`: the lab's sink is swapped out
+/// while the config lasts and comes back when it is dropped) or `IFACE@NETNS`; None when no
+/// flow names a receive port.
+pub(super) fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<RxTarget>> {
+    let Some(rx) = mapped.rx_port.as_deref().and_then(|r| mapped.port(r)) else {
+        return Ok(None);
+    };
+    let lab_end = linerate_session::lab_of(tx_iface)?.is_some_and(|lab| {
+        lab.receiver == rx.location.iface && rx.location.netns.as_deref() == Some(&lab.netns)
+    });
+    Ok(Some(RxTarget {
+        at: (!lab_end).then(|| rx.location.to_string()),
+        attach: RxAttach::Drv,
+        receiver: ReceiverOptions {
+            // A capture on the receive port needs the frames to reach the stack.
+            pass: rx.capture,
+            ..ReceiverOptions::default()
+        },
+    }))
+}
+
+pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Result<Response, Fail> {
+    let config = otg::parse_config(&body)?;
+    let mapped = Arc::new(otg::map_config(&config)?);
+    if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
+        && tx.location.netns.is_some()
+    {
+        return Err(Fail::bad(format!(
+            "the transmit port '{}' is in a network namespace ({}): linerate serve sends from \
+             its own namespace; give the interface there",
+            tx.name, tx.location
+        )));
+    }
+    let raw: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| Fail::bad(e.to_string()))?;
+    let old = {
+        let mut inner = app.lock();
+        if inner.run.progress.running.load(Ordering::Acquire) {
+            return Err(Fail::conflict(
+                "traffic is being transmitted: stop it (set_control_state flow_transmit stop) \
+                 before set_config",
+            ));
+        }
+        std::mem::take(&mut *inner)
+    };
+    let args = Arc::clone(&app);
+    let made = blocking(
+        move || -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
+            // The old config's port, receiver and captures go first: the new one may use them.
+            drop(old);
+            match mapped.tx_port {
+                Some(_) => {
+                    let (port, rx) = PortThread::start(&args.args, Arc::clone(&mapped))?;
+                    Ok((Some(port), rx))
+                }
+                None => Ok((None, None)),
+            }
+        },
+    )
+    .await?;
+    let (port, rx) = made.map_err(|e| Fail::bad(one_line(&e)))?;
+    let mapped = otg::map_config(&config)?;
+    let mut inner = app.lock();
+    inner.captures = mapped
+        .ports
+        .iter()
+        .filter(|p| p.capture)
+        .map(|p| (p.name.clone(), CaptureState::default()))
+        .collect();
+    inner.mapped = Some(Arc::new(mapped));
+    inner.config = Some(raw);
+    inner.port = port;
+    inner.rx = rx;
+    Ok(warnings())
+}
+
+pub(super) async fn get_config(State(app): State<Arc<App>>) -> Response {
+    let config = app
+        .lock()
+        .config
+        .clone()
+        .unwrap_or_else(|| serde_json::json!({}));
+    axum::Json(config).into_response()
+}

@@ -10,11 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use linerate_otg as otg;
 
-use super::App;
 use super::capture::get_capture;
 use super::config::{get_config, set_config};
 use super::control::{get_version, set_control_state};
 use super::metrics::get_metrics;
+use super::{App, BODY_WAIT};
 
 pub(super) fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -41,9 +41,75 @@ pub(super) fn router(app: Arc<App>) -> Router {
                 ],
             )
         })
+        // Outermost runs first: who may ask is settled before a byte of the body is read.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            read_body,
+        ))
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), auth))
         .layer(DefaultBodyLimit::max(app.args.max_body))
         .with_state(app)
+}
+
+/// What a connection from another local user meets on a loopback listen without a token:
+/// every request refused, its body never read.
+pub(super) fn forbidden(owner: u32) -> Router {
+    Router::new().fallback(move || async move {
+        otg_error(
+            StatusCode::FORBIDDEN,
+            "validation",
+            vec![format!(
+                "this linerate serve is driven only by the user who started it (uid {owner}) \
+                 and root: ask them, or have it started with --token T and send \
+                 'Authorization: Bearer T'"
+            )],
+        )
+    })
+}
+
+/// Reads the whole body, within [`BODY_WAIT`] and `--max-body`, before any handler runs: a
+/// client that stalls mid-body loses its request (408), not a task and the bytes it sent so far
+/// for as long as it likes; one over the limit gets the OTG error body of a 413.
+async fn read_body(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let read = tokio::time::timeout(BODY_WAIT, axum::body::to_bytes(body, app.args.max_body));
+    match read.await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, bytes.into())).await,
+        Ok(Err(e)) if is_transport(&e) => otg_error(
+            StatusCode::BAD_REQUEST,
+            "validation",
+            vec![format!("the body could not be read: {e}")],
+        ),
+        Ok(Err(_)) => otg_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "validation",
+            vec![format!(
+                "body: over the {} bytes this server takes (--max-body)",
+                app.args.max_body
+            )],
+        ),
+        Err(_) => otg_error(
+            StatusCode::REQUEST_TIMEOUT,
+            "validation",
+            vec![format!(
+                "body: not all of it arrived within {} s",
+                BODY_WAIT.as_secs()
+            )],
+        ),
+    }
+}
+
+/// Whether reading a body failed in HTTP itself (a broken chunk, a closed connection) rather
+/// than on the length limit.
+fn is_transport(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<hyper::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 /// Every request carries the bearer token when the server was given one; compared in constant
@@ -55,8 +121,10 @@ pub(super) async fn auth(State(app): State<Arc<App>>, req: Request, next: Next) 
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
+            .and_then(|v| v.split_once(' '))
+            // The scheme's name is case-insensitive (RFC 7235).
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token.trim_start_matches(' '));
         if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
             return otg_error(
                 StatusCode::UNAUTHORIZED,

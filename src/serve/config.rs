@@ -12,10 +12,11 @@ use linerate_otg as otg;
 use linerate_session::{
     End, PortOptions, ReceiverOptions, RunOptions, RunReceiver, RxAttach, RxTarget, Session,
 };
+use linerate_stream::MAX_STREAMS;
 
 use super::api::{Fail, warnings};
 use super::capture::CaptureState;
-use super::{App, Cmd, DRAIN, RunResult, blocking, one_line};
+use super::{App, Cmd, DRAIN, Inner, RunResult, blocking, one_line};
 use crate::cli::ServeArgs;
 
 /// The thread that owns the transmit port of a config: it opens the port and compiles the plan
@@ -144,7 +145,15 @@ pub(super) fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<R
 }
 
 pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Result<Response, Fail> {
+    // One config is built at a time: two interleaved would each tear down what the other set
+    // up (a config whose receiver is gone).
+    let Ok(_building) = app.configuring.try_lock() else {
+        return Err(Fail::conflict(
+            "another set_config is being applied: send this one once it has answered",
+        ));
+    };
     let config = otg::parse_config(&body)?;
+    check_cost(&config)?;
     let mapped = Arc::new(otg::map_config(&config)?);
     if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
         && tx.location.netns.is_some()
@@ -157,6 +166,7 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
     }
     let raw: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| Fail::bad(e.to_string()))?;
+    drop(config);
     let old = {
         let mut inner = app.lock();
         if inner.run.progress.running.load(Ordering::Acquire) {
@@ -168,34 +178,97 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
         std::mem::take(&mut *inner)
     };
     let args = Arc::clone(&app);
-    let made = blocking(
-        move || -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
-            // The old config's port, receiver and captures go first: the new one may use them.
-            drop(old);
-            match mapped.tx_port {
-                Some(_) => {
-                    let (port, rx) = PortThread::start(&args.args, Arc::clone(&mapped))?;
-                    Ok((Some(port), rx))
-                }
-                None => Ok((None, None)),
-            }
-        },
-    )
+    let new = Arc::clone(&mapped);
+    let made = blocking(move || {
+        let previous = old.mapped.clone().zip(old.config.clone());
+        // The old config's port, receiver and captures go first: the new one may use them.
+        drop(old);
+        open(&args.args, &new).map_err(|e| {
+            // Given back as it was set, so a failed set_config leaves the one that worked.
+            let restored = previous.map(|(mapped, raw)| {
+                open(&args.args, &mapped).map(|(port, rx)| applied(mapped, raw, port, rx))
+            });
+            (e, restored)
+        })
+    })
     .await?;
-    let (port, rx) = made.map_err(|e| Fail::bad(one_line(&e)))?;
-    let mapped = otg::map_config(&config)?;
-    let mut inner = app.lock();
-    inner.captures = mapped
-        .ports
-        .iter()
-        .filter(|p| p.capture)
-        .map(|p| (p.name.clone(), CaptureState::default()))
-        .collect();
-    inner.mapped = Some(Arc::new(mapped));
-    inner.config = Some(raw);
-    inner.port = port;
-    inner.rx = rx;
-    Ok(warnings())
+    match made {
+        Ok((port, rx)) => {
+            *app.lock() = applied(mapped, raw, port, rx);
+            Ok(warnings())
+        }
+        Err((e, restored)) => {
+            let kept = match restored {
+                Some(Ok(previous)) => {
+                    *app.lock() = previous;
+                    "the previous config is still set".to_owned()
+                }
+                Some(Err(again)) => format!(
+                    "the previous config could not be set again either ({}): no config is set",
+                    one_line(&again)
+                ),
+                None => "no config is set".to_owned(),
+            };
+            release_freed();
+            Err(Fail::bad(format!("{}; {kept}", one_line(&e))))
+        }
+    }
+}
+
+/// The port thread and receiver of a config (none when it has no flows).
+fn open(
+    args: &ServeArgs,
+    mapped: &Arc<otg::Mapped>,
+) -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
+    match mapped.tx_port {
+        Some(_) => {
+            let (port, rx) = PortThread::start(args, Arc::clone(mapped))?;
+            Ok((Some(port), rx))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+/// The state of a config that was set: its port, receiver and an empty capture per port that
+/// has one.
+fn applied(
+    mapped: Arc<otg::Mapped>,
+    raw: serde_json::Value,
+    port: Option<PortThread>,
+    rx: Option<Arc<RunReceiver>>,
+) -> Inner {
+    Inner {
+        captures: mapped
+            .ports
+            .iter()
+            .filter(|p| p.capture)
+            .map(|p| (p.name.clone(), CaptureState::default()))
+            .collect(),
+        mapped: Some(mapped),
+        config: Some(raw),
+        port,
+        rx,
+        ..Inner::default()
+    }
+}
+
+/// Refuses, by counting before anything is built, a config over what one plan holds: each flow
+/// costs the receive side and the plan memory of its own whatever its frames.
+fn check_cost(config: &otg::Config) -> Result<(), Fail> {
+    let flows = config.flows.len();
+    if flows > MAX_STREAMS {
+        return Err(Fail::bad(format!(
+            "flows: {flows} flows, over the {MAX_STREAMS} one config holds"
+        )));
+    }
+    Ok(())
+}
+
+/// Gives the memory a refused config built back to the system: freed blocks stay in the
+/// allocator's arenas otherwise, and repeated refusals would grow the server for good.
+fn release_freed() {
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe { libc::malloc_trim(0) };
 }
 
 pub(super) async fn get_config(State(app): State<Arc<App>>) -> Response {

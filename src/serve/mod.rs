@@ -31,6 +31,8 @@ use config::PortThread;
 use linerate_session::RunReceiver;
 use listen::{serve, tls_config};
 
+/// How long a client has to send a request's whole body once its head has arrived.
+const BODY_WAIT: Duration = Duration::from_secs(10);
 /// How long `stop` waits for the workers to drain before it answers.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 /// How long a run waits after its last frame for the frames still on their way to the
@@ -45,27 +47,13 @@ const CAPTURE_BYTES: usize = 256 << 20;
 type Captured = Arc<Mutex<Vec<(SystemTime, Vec<u8>)>>>;
 
 pub fn run(args: ServeArgs) -> Result<()> {
-    if !args.listen.ip().is_loopback() && args.token.is_none() {
-        return Err(crate::usage(format!(
-            "--listen {} is reachable from other hosts: give --token T (clients send \
-             'Authorization: Bearer T') or listen on 127.0.0.1",
+    check(&args)?;
+    if args.http && args.token.is_some() && !args.listen.ip().is_loopback() {
+        eprintln!(
+            "linerate serve: warning: --http on {}: the bearer token travels in clear text \
+             (drop --http for TLS)",
             args.listen
-        )));
-    }
-    if args.token.as_deref().is_some_and(|t| t.len() < 16) {
-        return Err(crate::usage(
-            "--token needs at least 16 characters (a guessable token guards nothing)",
-        ));
-    }
-    // Checked here, not at the first set_config: a config's ports are interfaces, and the
-    // other backends would fail there as a 500 naming flags serve does not have (pcap) or send
-    // nowhere (null).
-    if let Some(b @ (Backend::Pcap | Backend::Null | Backend::Bpf)) = args.backend {
-        return Err(crate::usage(format!(
-            "--backend {}: serve transmits on the config's interfaces; use afxdp, afpacket or live",
-            clap::ValueEnum::to_possible_value(&b)
-                .map_or_else(String::new, |v| v.get_name().to_owned())
-        )));
+        );
     }
     let tls = if args.http {
         None
@@ -79,6 +67,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .context("start the HTTP runtime")?;
     let app = Arc::new(App {
         inner: Mutex::new(Inner::default()),
+        configuring: tokio::sync::Mutex::new(()),
+        owner: owner(&args),
         args,
     });
     let result = runtime.block_on(serve(Arc::clone(&app), tls));
@@ -88,9 +78,78 @@ pub fn run(args: ServeArgs) -> Result<()> {
     result
 }
 
+/// Who may drive a loopback listen without a token: the user who started serve (and root), as
+/// the kernel's socket table says of the client's end. None: the token (or nothing) decides.
+fn owner(args: &ServeArgs) -> Option<u32> {
+    (args.listen.ip().is_loopback() && args.token.is_none())
+        .then(|| nix::unistd::geteuid().as_raw())
+}
+
+/// Refuses at start what would only fail later (a 500 at the first metrics call, a 413 for every
+/// POST, a port thread that cannot pin its worker).
+fn check(args: &ServeArgs) -> Result<()> {
+    if !args.listen.ip().is_loopback() && args.token.is_none() {
+        return Err(crate::usage(format!(
+            "--listen {} is reachable from other hosts: give --token T (clients send \
+             'Authorization: Bearer T') or listen on 127.0.0.1",
+            args.listen
+        )));
+    }
+    // Bytes a header carries as they are: spaces would be trimmed by clients and proxies, and
+    // a two-byte character is half the guessing it looks like.
+    let printable = |t: &str| t.bytes().all(|b| b.is_ascii_graphic());
+    if let Some(t) = args.token.as_deref()
+        && (t.len() < 16 || !printable(t))
+    {
+        return Err(crate::usage(
+            "--token needs at least 16 characters, each printable ASCII other than a space \
+             (a guessable token guards nothing)",
+        ));
+    }
+    // Checked here, not at the first set_config: a config's ports are interfaces, and the
+    // other backends would fail there as a 500 naming flags serve does not have (pcap) or send
+    // nowhere (null).
+    if let Some(b @ (Backend::Pcap | Backend::Null | Backend::Bpf)) = args.backend {
+        return Err(crate::usage(format!(
+            "--backend {}: serve transmits on the config's interfaces; use afxdp, afpacket or live",
+            clap::ValueEnum::to_possible_value(&b)
+                .map_or_else(String::new, |v| v.get_name().to_owned())
+        )));
+    }
+    if args.max_body == 0 {
+        return Err(crate::usage(
+            "--max-body 0 would refuse every request with a body: give a size in bytes",
+        ));
+    }
+    check_cores(&args.cores)
+}
+
+/// Each core once, and each one this process may run on.
+fn check_cores(cores: &[usize]) -> Result<()> {
+    linerate_session::workers(cores, None, None).map_err(|e| crate::usage(e.to_string()))?;
+    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .context("read this process's CPU set")?;
+    match cores.iter().find(|&&c| !allowed.is_set(c).unwrap_or(false)) {
+        Some(c) => Err(crate::usage(format!(
+            "--cores {c}: this process may not run on core {c} (it may run on {})",
+            (0..nix::sched::CpuSet::count())
+                .filter(|&i| allowed.is_set(i).unwrap_or(false))
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[derive(Debug)]
 struct App {
     inner: Mutex<Inner>,
+    /// Held by the set_config that is building a config: a second one at the same time is
+    /// refused (409), not interleaved with the first's teardown and setup.
+    configuring: tokio::sync::Mutex<()>,
+    /// The uid (besides root) a loopback connection must come from; None: any.
+    owner: Option<u32>,
     args: ServeArgs,
 }
 

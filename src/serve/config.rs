@@ -152,8 +152,8 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
             "another set_config is being applied: send this one once it has answered",
         ));
     };
+    check_cost(&body)?;
     let config = otg::parse_config(&body)?;
-    check_cost(&config)?;
     let mapped = Arc::new(otg::map_config(&config)?);
     if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
         && tx.location.netns.is_some()
@@ -252,16 +252,52 @@ fn applied(
     }
 }
 
-/// Refuses, by counting before anything is built, a config over what one plan holds: each flow
-/// costs the receive side and the plan memory of its own whatever its frames.
-fn check_cost(config: &otg::Config) -> Result<(), Fail> {
-    let flows = config.flows.len();
+/// Refuses, by counting before any flow is built, a config of more flows than one plan holds
+/// (each flow costs the receive side and the plan their share whatever its frames; the frames'
+/// own bytes are bounded when the plan is compiled, before any is built).
+fn check_cost(body: &[u8]) -> Result<(), Fail> {
+    // A body whose flows are not a list is refused by the typed parse, with its path.
+    let flows = serde_json::from_slice::<Shape>(body).map_or(0, |s| s.flows.0);
     if flows > MAX_STREAMS {
         return Err(Fail::bad(format!(
             "flows: {flows} flows, over the {MAX_STREAMS} one config holds"
         )));
     }
     Ok(())
+}
+
+/// A config read only for its number of flows.
+#[derive(serde::Deserialize)]
+struct Shape {
+    #[serde(default)]
+    flows: Counted,
+}
+
+/// The length of a JSON list, each element skipped as it is read.
+#[derive(Default)]
+struct Counted(usize);
+
+impl<'de> serde::Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Count;
+        impl<'de> serde::de::Visitor<'de> for Count {
+            type Value = Counted;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Counted, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Counted(n))
+            }
+        }
+        d.deserialize_seq(Count)
+    }
 }
 
 /// Gives the memory a refused config built back to the system: freed blocks stay in the

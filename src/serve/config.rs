@@ -186,7 +186,7 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
         open(&args.args, &new).map_err(|e| {
             // Given back as it was set, so a failed set_config leaves the one that worked.
             let restored = previous.map(|(mapped, raw)| {
-                open(&args.args, &mapped).map(|(port, rx)| applied(mapped, raw, port, rx))
+                open(&args.args, &mapped).map(|(port, rx)| Box::new(applied(mapped, raw, port, rx)))
             });
             (e, restored)
         })
@@ -200,7 +200,7 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
         Err((e, restored)) => {
             let kept = match restored {
                 Some(Ok(previous)) => {
-                    *app.lock() = previous;
+                    *app.lock() = *previous;
                     "the previous config is still set".to_owned()
                 }
                 Some(Err(again)) => format!(

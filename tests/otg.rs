@@ -120,6 +120,9 @@ fn http(url: &str, request: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    // A server that never answers fails the test, not hangs it.
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
     s.write_all(request.as_bytes()).expect("write");
     let mut answer = String::new();
     s.read_to_string(&mut answer).expect("read");
@@ -342,14 +345,14 @@ fn a_token_sent_in_clear_beyond_loopback_is_warned_about() {
         .spawn()
         .expect("start linerate serve");
     let stderr = child.stderr.take().expect("stderr");
+    let _server = Server(child);
     let mut lines = BufReader::new(stderr).lines();
     let first = lines.next().expect("a line").expect("stderr");
-    let second = lines.next().expect("a line").expect("stderr");
-    drop(Server(child));
     assert!(
         first.contains("warning") && first.contains("clear"),
         "{first}"
     );
+    let second = lines.next().expect("a line").expect("stderr");
     assert!(second.contains("http://"), "{second}");
 }
 
@@ -535,7 +538,11 @@ fn one_set_config_at_a_time_and_a_failed_one_keeps_the_last_that_worked() {
         assert_eq!(code, 200, "{body}");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
-            let (_, body) = post(&url, "/monitor/metrics", r#"{"choice": "flow", "flow": {}}"#);
+            let (_, body) = post(
+                &url,
+                "/monitor/metrics",
+                r#"{"choice": "flow", "flow": {}}"#,
+            );
             let m: serde_json::Value = serde_json::from_str(&body).expect("metrics JSON");
             let f = &m["flow_metrics"][0];
             if f["transmit"] == "stopped" && f["frames_tx"] == 1000 {

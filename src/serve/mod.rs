@@ -1,7 +1,8 @@
 //! `linerate serve`: the Open Traffic Generator HTTP API (models v1.60.0, what snappi 1.60.0
-//! speaks; docs/otg.md). The OTG side (models, mapping, refusals) is `linerate-otg`; this file is
-//! the HTTP server (axum on hyper, TLS by rustls with a certificate made at start), the state of
-//! the one config, and the threads that send, receive and capture. The HTTP side never waits on
+//! speaks; docs/otg.md). The OTG side (models, mapping, refusals) is `linerate-otg`; these modules
+//! are the HTTP server (axum on hyper, TLS by rustls with a certificate made at start: `listen`,
+//! `api`), the state of the one config (here, `config`), and the threads that send, receive and
+//! capture (`control`, `metrics`, `capture`). The HTTP side never waits on
 //! a worker: a transmit runs on the config's own port thread (a `Session`, opened once per
 //! config), the receive program's counters are read from any thread, and a capture is a packet
 //! socket read by its own thread.

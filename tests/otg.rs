@@ -404,6 +404,31 @@ fn another_local_user_is_refused_and_the_one_who_started_it_is_served() {
     let (code, body) = get(&url, "/config");
     assert_eq!(code, 200);
     assert!(body.contains("\"lo\""), "{body}");
+    // Started by sudo, it serves the user who ran sudo.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--http"])
+        .env("SUDO_UID", "65534")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start linerate serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let _sudo = Server(child);
+    let first = BufReader::new(stderr)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("stderr");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http"))
+        .expect("a URL");
+    let out = Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .args(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{url}/capabilities/version"))
+        .output()
+        .expect("run setpriv curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
 }
 
 #[test]

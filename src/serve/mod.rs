@@ -82,8 +82,19 @@ pub fn run(args: ServeArgs) -> Result<()> {
 /// Who may drive a loopback listen without a token: the user who started serve (and root), as
 /// the kernel's socket table says of the client's end. None: the token (or nothing) decides.
 fn owner(args: &ServeArgs) -> Option<u32> {
+    let sudo = std::env::var("SUDO_UID").ok();
     (args.listen.ip().is_loopback() && args.token.is_none())
-        .then(|| nix::unistd::geteuid().as_raw())
+        .then(|| started_by(nix::unistd::geteuid().as_raw(), sudo.as_deref()))
+}
+
+/// `sudo linerate serve` was started by the user who ran sudo: their snappi script, run without
+/// sudo, is served. Only root's SUDO_UID counts (anyone else's would only name who may use
+/// their own unprivileged server).
+fn started_by(euid: u32, sudo_uid: Option<&str>) -> u32 {
+    match sudo_uid.and_then(|u| u.parse().ok()) {
+        Some(uid) if euid == 0 => uid,
+        _ => euid,
+    }
 }
 
 /// Refuses at start what would only fail later (a 500 at the first metrics call, a 413 for every
@@ -223,4 +234,17 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 
 fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::started_by;
+
+    #[test]
+    fn the_user_who_ran_sudo_is_the_one_who_started_it() {
+        assert_eq!(started_by(0, Some("1000")), 1000);
+        assert_eq!(started_by(0, None), 0);
+        assert_eq!(started_by(0, Some("x")), 0);
+        assert_eq!(started_by(1000, Some("1001")), 1000);
+    }
 }

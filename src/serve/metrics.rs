@@ -15,31 +15,42 @@ use linerate_rx::RxTotals;
 use super::api::Fail;
 use super::{App, Progress, RunResult, blocking};
 
+/// What the metrics are read from, taken from the state at once: the config, its receiver, the
+/// run's progress and which captures run.
+type Current = (
+    Arc<otg::Mapped>,
+    Option<Arc<linerate_session::RunReceiver>>,
+    Arc<Progress>,
+    BTreeMap<String, bool>,
+);
+
+fn current(app: &App) -> Result<Current, Fail> {
+    let inner = app.lock();
+    let captures: BTreeMap<String, bool> = inner
+        .captures
+        .iter()
+        .map(|(k, c)| {
+            let failed = c.failed.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            (k.clone(), c.running.is_some() && !failed)
+        })
+        .collect();
+    Ok((
+        inner
+            .mapped
+            .clone()
+            .ok_or_else(|| Fail::bad("no config: set_config first"))?,
+        inner.rx.clone(),
+        Arc::clone(&inner.run.progress),
+        captures,
+    ))
+}
+
 pub(super) async fn get_metrics(
     State(app): State<Arc<App>>,
     body: Bytes,
 ) -> Result<Response, Fail> {
     let req: otg::MetricsRequest = otg::parse_json(&body)?;
-    let (mapped, rx, progress, captures) = {
-        let inner = app.lock();
-        let captures: BTreeMap<String, bool> = inner
-            .captures
-            .iter()
-            .map(|(k, c)| {
-                let failed = c.failed.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-                (k.clone(), c.running.is_some() && !failed)
-            })
-            .collect();
-        (
-            inner
-                .mapped
-                .clone()
-                .ok_or_else(|| Fail::bad("no config: set_config first"))?,
-            inner.rx.clone(),
-            Arc::clone(&inner.run.progress),
-            captures,
-        )
-    };
+    let (mapped, rx, progress, captures) = current(&app)?;
     let failed = progress
         .result
         .lock()

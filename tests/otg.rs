@@ -432,6 +432,58 @@ fn another_local_user_is_refused_and_the_one_who_started_it_is_served() {
 }
 
 #[test]
+fn another_users_idle_connections_do_not_take_the_owners_slots() {
+    use std::io::{Read, Write};
+    if !root_or_skip("connections as nobody") {
+        return;
+    }
+    let (_server, url) = serve(&["--http", "--max-connections", "2"]);
+    let addr = url.trim_start_matches("http://");
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    let hold = format!(
+        "import socket, time\n\
+         s = [socket.create_connection(('{host}', {port})) for _ in range(20)]\n\
+         print('held', flush=True)\n\
+         time.sleep(15)\n"
+    );
+    // The system's python: nobody cannot read a user's own (pyenv, a virtualenv under /root).
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIPPED: no /usr/bin/python3 to hold connections as nobody");
+        return;
+    }
+    let mut nobody = Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .args(["/usr/bin/python3", "-c", &hold])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3 as nobody");
+    let mut held = String::new();
+    BufReader::new(nobody.stdout.take().expect("stdout"))
+        .read_line(&mut held)
+        .expect("read");
+    assert_eq!(held.trim(), "held");
+    // Answered while nobody's connections are still held (they are for 15 s).
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(3)))
+        .expect("timeout");
+    s.write_all(b"GET /capabilities/version HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let mut answer = Vec::new();
+    let read = s.read_to_end(&mut answer);
+    let _ = nobody.kill();
+    let _ = nobody.wait();
+    assert!(
+        read.is_ok(),
+        "no answer while another user held connections: {read:?}"
+    );
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+#[test]
 fn a_config_of_too_many_flows_is_refused_before_it_costs_memory() {
     let (server, url) = serve(&["--http"]);
     let flow = |i: usize| {

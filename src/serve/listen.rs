@@ -14,6 +14,8 @@ use crate::cli::ServeArgs;
 /// How long a client has to send a request's head (and, idle, its next one) before its
 /// connection is closed.
 const HEAD_WAIT: Duration = Duration::from_secs(30);
+/// Connections of users who may not drive the server that are answered (403) at once.
+const REFUSED_AT_ONCE: usize = 8;
 
 pub(super) fn tls_config(args: &ServeArgs) -> Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
@@ -86,6 +88,7 @@ pub(super) async fn serve(app: Arc<App>, tls: Option<Arc<rustls::ServerConfig>>)
     let slots = Arc::new(tokio::sync::Semaphore::new(usize::from(
         app.args.max_connections,
     )));
+    let refused = Arc::new(tokio::sync::Semaphore::new(REFUSED_AT_ONCE));
     loop {
         // Past the cap, connections wait in the kernel's backlog until one ends.
         let slot = tokio::select! {
@@ -108,6 +111,17 @@ pub(super) async fn serve(app: Arc<App>, tls: Option<Arc<rustls::ServerConfig>>)
         let allowed = app
             .owner
             .is_none_or(|owner| peer_uid(peer, local).is_some_and(|uid| uid == owner || uid == 0));
+        // Another user's connections never take a slot of the owner's: they have a few of
+        // their own, and past those are closed at once.
+        let slot = if allowed {
+            slot
+        } else {
+            drop(slot);
+            match Arc::clone(&refused).try_acquire_owned() {
+                Ok(slot) => slot,
+                Err(_) => continue,
+            }
+        };
         let service = TowerToHyperService::new(if allowed {
             router.clone()
         } else {

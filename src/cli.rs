@@ -119,6 +119,9 @@ pub struct ServeArgs {
     /// One transmit worker per core, e.g. 0,1.
     #[arg(long, value_delimiter = ',', default_value = "0", help_heading = TUNING)]
     pub cores: Vec<usize>,
+    /// Connections served at once; more wait in the kernel's backlog until one ends.
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_connections: u16,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
 }

@@ -120,6 +120,9 @@ fn http(url: &str, request: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let addr = url.trim_start_matches("http://");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    // A server that never answers fails the test, not hangs it.
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
     s.write_all(request.as_bytes()).expect("write");
     let mut answer = String::new();
     s.read_to_string(&mut answer).expect("read");
@@ -151,7 +154,7 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
     assert_eq!((error.code, error.kind.as_str()), (401, "validation"));
     assert_eq!(get("Authorization: Bearer 0123456789abcdef0124\r\n").0, 401);
     let big = "x".repeat(5000);
-    let (code, _) = http(
+    let (code, body) = http(
         &url,
         &format!(
             "POST /config HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big}",
@@ -159,6 +162,12 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
         ),
     );
     assert_eq!(code, 413);
+    assert!(
+        otg_error(413, &body).errors[0].contains("--max-body"),
+        "{body}"
+    );
+    // The scheme's name is case-insensitive (RFC 7235).
+    assert_eq!(get(&format!("Authorization: bearer {token}\r\n")).0, 200);
     let (code, body) = http(
         &url,
         &format!(
@@ -240,4 +249,397 @@ fn sigterm_mid_transmit_stops_the_traffic_gives_the_lab_back_and_exits() {
     let before = sink.counters().expect("counters").packets;
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(sink.counters().expect("counters").packets, before);
+}
+
+/// A request with a body on a plain-HTTP server; the status code and the body.
+fn post(url: &str, path: &str, body: &str) -> (u16, String) {
+    http(
+        url,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+fn get(url: &str, path: &str) -> (u16, String) {
+    http(
+        url,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// The body parsed as an OTG error of `code`.
+fn otg_error(code: u16, body: &str) -> linerate_otg::ErrorBody {
+    let error: linerate_otg::ErrorBody = serde_json::from_str(body)
+        .unwrap_or_else(|e| panic!("not an OTG error body ({e}): {body}"));
+    assert_eq!(error.code, i32::from(code), "{body}");
+    error
+}
+
+#[test]
+fn flags_that_would_fail_later_are_refused_at_start() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--cores", "99"], "--cores 99"),
+        (&["--cores", "0,0"], "core 0 twice"),
+        (&["--max-body", "0"], "--max-body 0"),
+        (&["--token", "                "], "printable ASCII"),
+        (&["--token", "éééééééé"], "printable ASCII"),
+    ];
+    for (args, words) in cases {
+        let line = linerate_usage_error(&[&["serve"], args].concat());
+        assert!(line.contains(words), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn a_tls_certificate_that_is_empty_or_not_the_keys_is_refused_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("linerate-otg-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+    std::fs::write(path("empty.pem"), "").expect("write");
+    let line = linerate_usage_error(&[
+        "serve",
+        "--tls-cert",
+        &path("empty.pem"),
+        "--tls-key",
+        &path("empty.pem"),
+    ]);
+    assert!(line.contains(&path("empty.pem")), "{line}");
+    assert!(line.contains("no PEM certificate"), "{line}");
+    for n in ["1", "2"] {
+        let made = Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+            .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"])
+            .args(["-subj", "/CN=localhost", "-keyout"])
+            .args([
+                path(&format!("key{n}.pem")),
+                "-out".into(),
+                path(&format!("cert{n}.pem")),
+            ])
+            .stderr(Stdio::null())
+            .status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("SKIPPED the key mismatch: no openssl to make certificates");
+            return;
+        }
+    }
+    let line = linerate_usage_error(&[
+        "serve",
+        "--tls-cert",
+        &path("cert1.pem"),
+        "--tls-key",
+        &path("key2.pem"),
+    ]);
+    assert!(line.contains(&path("cert1.pem")), "{line}");
+    assert!(line.contains(&path("key2.pem")), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_token_sent_in_clear_beyond_loopback_is_warned_about() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--http"])
+        .args(["--token", "0123456789abcdef0123"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start linerate serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let _server = Server(child);
+    let mut lines = BufReader::new(stderr).lines();
+    let first = lines.next().expect("a line").expect("stderr");
+    assert!(
+        first.contains("warning") && first.contains("clear"),
+        "{first}"
+    );
+    let second = lines.next().expect("a line").expect("stderr");
+    assert!(second.contains("http://"), "{second}");
+}
+
+#[test]
+fn tls_serves_clients_with_no_alpn_or_http_1_0() {
+    let (_server, url) = serve(&[]);
+    for flag in ["--http1.0", "--no-alpn", "--http1.1"] {
+        let out = Command::new("curl")
+            .args(["-sk", flag, "-o", "/dev/null", "-w", "%{http_code}"])
+            .arg(format!("{url}/capabilities/version"))
+            .output();
+        let Ok(out) = out else {
+            eprintln!("SKIPPED: no curl");
+            return;
+        };
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "200", "curl {flag}");
+    }
+}
+
+#[test]
+fn another_local_user_is_refused_and_the_one_who_started_it_is_served() {
+    if !root_or_skip("a request as nobody") {
+        return;
+    }
+    let (_server, url) = serve(&["--http"]);
+    let config = r#"{"ports": [{"name": "p", "location": "lo"}]}"#;
+    let out = Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .args([
+            "curl",
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            "-H",
+            "Content-Type: application/json",
+        ])
+        .args(["-d", config])
+        .arg(format!("{url}/config"))
+        .output()
+        .expect("run setpriv curl");
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = out.rsplit_once('\n').expect("a status line");
+    assert_eq!(code, "403", "{out}");
+    let error = otg_error(403, body);
+    assert!(error.errors[0].contains("uid 0"), "{body}");
+    // Nothing was configured; the user who started it (root here) is served.
+    assert_eq!(get(&url, "/config"), (200, "{}".to_owned()));
+    assert_eq!(post(&url, "/config", config).0, 200);
+    let (code, body) = get(&url, "/config");
+    assert_eq!(code, 200);
+    assert!(body.contains("\"lo\""), "{body}");
+    // Started by sudo, it serves the user who ran sudo.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--http"])
+        .env("SUDO_UID", "65534")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start linerate serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let _sudo = Server(child);
+    let first = BufReader::new(stderr)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("stderr");
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http"))
+        .expect("a URL");
+    let out = Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .args(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"])
+        .arg(format!("{url}/capabilities/version"))
+        .output()
+        .expect("run setpriv curl");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200");
+}
+
+#[test]
+fn another_users_idle_connections_do_not_take_the_owners_slots() {
+    use std::io::{Read, Write};
+    if !root_or_skip("connections as nobody") {
+        return;
+    }
+    let (_server, url) = serve(&["--http", "--max-connections", "2"]);
+    let addr = url.trim_start_matches("http://");
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    let hold = format!(
+        "import socket, time\n\
+         s = [socket.create_connection(('{host}', {port})) for _ in range(20)]\n\
+         print('held', flush=True)\n\
+         time.sleep(15)\n"
+    );
+    // The system's python: nobody cannot read a user's own (pyenv, a virtualenv under /root).
+    if !Path::new("/usr/bin/python3").exists() {
+        eprintln!("SKIPPED: no /usr/bin/python3 to hold connections as nobody");
+        return;
+    }
+    let mut nobody = Command::new("setpriv")
+        .args(["--reuid", "nobody", "--regid", "nogroup", "--clear-groups"])
+        .args(["/usr/bin/python3", "-c", &hold])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3 as nobody");
+    let mut held = String::new();
+    BufReader::new(nobody.stdout.take().expect("stdout"))
+        .read_line(&mut held)
+        .expect("read");
+    assert_eq!(held.trim(), "held");
+    // Answered while nobody's connections are still held (they are for 15 s).
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(3)))
+        .expect("timeout");
+    s.write_all(b"GET /capabilities/version HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    let mut answer = Vec::new();
+    let read = s.read_to_end(&mut answer);
+    let _ = nobody.kill();
+    let _ = nobody.wait();
+    assert!(
+        read.is_ok(),
+        "no answer while another user held connections: {read:?}"
+    );
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+}
+
+#[test]
+fn a_config_of_too_many_flows_is_refused_before_it_costs_memory() {
+    let (server, url) = serve(&["--http"]);
+    let flow = |i: usize| {
+        serde_json::json!({
+            "name": format!("f{i}"),
+            "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+            "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+            "rate": {"choice": "pps", "pps": "100"}
+        })
+    };
+    let config = serde_json::json!({
+        "ports": [{"name": "tx", "location": "lo"}, {"name": "rx", "location": "lo"}],
+        "flows": (0..8000).map(flow).collect::<Vec<_>>()
+    })
+    .to_string();
+    for _ in 0..3 {
+        let (code, body) = post(&url, "/config", &config);
+        assert_eq!(code, 400, "{body}");
+        assert!(otg_error(400, &body).errors[0].contains("4096"), "{body}");
+    }
+    // 8,000 such flows once took 1.17 GB before they were refused; counted first, the server
+    // stays about its size at start.
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", server.0.id())).expect("status");
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    assert!(rss_kb < 100 << 10, "RSS {rss_kb} kB after three refusals");
+}
+
+#[test]
+fn a_stalled_body_is_answered_408_and_idle_connections_wait_past_the_cap() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let (_server, url) = serve(&["--http", "--max-connections", "2"]);
+    let addr = url.trim_start_matches("http://").to_owned();
+    // Two idle connections fill the cap: a third is not answered until one goes.
+    let idle: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut third = std::net::TcpStream::connect(&addr).expect("connect");
+    third
+        .write_all(b"GET /capabilities/version HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .expect("write");
+    third
+        .set_read_timeout(Some(Duration::from_millis(800)))
+        .expect("timeout");
+    let mut answer = Vec::new();
+    assert!(
+        third.read_to_end(&mut answer).is_err() && answer.is_empty(),
+        "answered past the cap: {}",
+        String::from_utf8_lossy(&answer)
+    );
+    drop(idle);
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    third
+        .read_to_end(&mut answer)
+        .expect("an answer once a slot is free");
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    // A body that stops arriving is given up on, with an OTG error.
+    let started = Instant::now();
+    let (code, body) = http(
+        &url,
+        "POST /config HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"ports\":",
+    );
+    assert_eq!(code, 408, "{body}");
+    otg_error(408, &body);
+    assert!(
+        started.elapsed() >= Duration::from_secs(9),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn one_set_config_at_a_time_and_a_failed_one_keeps_the_last_that_worked() {
+    if !root_or_skip("linerate serve on a lab") {
+        return;
+    }
+    let lab = common::lab("otc", 1);
+    let (_server, url) = serve(&["--http"]);
+    let config = |tx: &str| {
+        serde_json::json!({
+            "ports": [
+                {"name": "tx", "location": tx},
+                {"name": "rx", "location": format!("{}@{}", lab.receiver, lab.netns)}
+            ],
+            "flows": [{
+                "name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "tx", "rx_names": ["rx"]}},
+                "packet": [{"choice": "ethernet"}, {"choice": "ipv4"}, {"choice": "udp"}],
+                "rate": {"choice": "pps", "pps": "10000"},
+                "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": 1000}},
+                "metrics": {"enable": true}
+            }]
+        })
+        .to_string()
+    };
+    let good = config(&lab.sender);
+    // Two at once: one is applied, the other refused while it is.
+    let barrier = std::sync::Barrier::new(2);
+    let mut codes: Vec<(u16, String)> = std::thread::scope(|s| {
+        let both: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    post(&url, "/config", &good)
+                })
+            })
+            .collect();
+        both.into_iter()
+            .map(|t| t.join().expect("thread"))
+            .collect()
+    });
+    codes.sort();
+    assert_eq!((codes[0].0, codes[1].0), (200, 409), "{codes:?}");
+    assert!(otg_error(409, &codes[1].1).errors[0].contains("set_config"));
+    let sends_all = || {
+        let start = r#"{"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}"#;
+        let (code, body) = post(&url, "/control/state", start);
+        assert_eq!(code, 200, "{body}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (_, body) = post(
+                &url,
+                "/monitor/metrics",
+                r#"{"choice": "flow", "flow": {}}"#,
+            );
+            let m: serde_json::Value = serde_json::from_str(&body).expect("metrics JSON");
+            let f = &m["flow_metrics"][0];
+            if f["transmit"] == "stopped" && f["frames_tx"] == 1000 {
+                assert_eq!(f["frames_rx"], 1000, "{body}");
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{body}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    // The config left in place has its receiver: every frame is counted.
+    sends_all();
+    // One whose port cannot be opened is refused, and the one before still works.
+    let (code, body) = post(&url, "/config", &config("lrnosuch0"));
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        otg_error(400, &body).errors[0].contains("the previous config is still set"),
+        "{body}"
+    );
+    let (_, now) = get(&url, "/config");
+    assert!(now.contains(&format!("\"{}\"", lab.sender)), "{now}");
+    sends_all();
 }

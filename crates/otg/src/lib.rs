@@ -2,7 +2,7 @@
 //! serves it: hand-written serde models of that subset (each names its OpenAPI schema), the
 //! mapping of a `Config` onto linerate `StreamSpec`s and port bindings with a refusal naming the
 //! JSON path of every field it cannot honour, and the metrics/error bodies. No I/O: the HTTP
-//! server and the ports are the binary's (`src/serve.rs`).
+//! server and the ports are the binary's (`src/serve/`).
 
 mod error;
 mod map;

@@ -125,14 +125,16 @@ pub struct FlowPort {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FlowHeader {
     pub choice: Option<String>,
-    pub ethernet: Option<FlowEthernet>,
-    pub vlan: Option<FlowVlan>,
-    pub ipv4: Option<FlowIpv4>,
-    pub ipv6: Option<FlowIpv6>,
-    pub udp: Option<FlowUdp>,
-    pub tcp: Option<FlowTcp>,
-    pub icmp: Option<FlowIcmp>,
-    pub custom: Option<FlowCustom>,
+    // Boxed: each header is kilobytes of patterns, and a header holds one of them; inline, every
+    // header of every flow cost 28 KB whatever it carried.
+    pub ethernet: Option<Box<FlowEthernet>>,
+    pub vlan: Option<Box<FlowVlan>>,
+    pub ipv4: Option<Box<FlowIpv4>>,
+    pub ipv6: Option<Box<FlowIpv6>>,
+    pub udp: Option<Box<FlowUdp>>,
+    pub tcp: Option<Box<FlowTcp>>,
+    pub icmp: Option<Box<FlowIcmp>>,
+    pub custom: Option<Box<FlowCustom>>,
     #[serde(flatten)]
     pub rest: Rest,
 }

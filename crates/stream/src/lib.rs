@@ -27,5 +27,5 @@ pub use plan::{
 };
 pub use rate::{PS_PER_S, Rate, parse_duration};
 pub use size::{SizeMode, Sizes};
-pub use spec::{Bursts, Limits, Mode, Next, Proto, SpecFile, StreamSpec};
+pub use spec::{Bursts, Limits, MAX_STREAMS, Mode, Next, Proto, SpecFile, StreamSpec};
 pub use vary::{Vary, VarySpec};

@@ -1,0 +1,183 @@
+//! The HTTP surface: routes, who may call them, and the OTG error bodies every refusal carries.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use linerate_otg as otg;
+
+use super::capture::get_capture;
+use super::config::{get_config, set_config};
+use super::control::{get_version, set_control_state};
+use super::metrics::get_metrics;
+use super::{App, BODY_WAIT};
+
+pub(super) fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/config", post(set_config).get(get_config))
+        .route("/control/state", post(set_control_state))
+        .route("/monitor/metrics", post(get_metrics))
+        .route("/monitor/capture", post(get_capture))
+        .route("/capabilities/version", get(get_version))
+        .fallback(|| async {
+            otg_error(
+                StatusCode::NOT_FOUND,
+                "validation",
+                vec!["no such OTG endpoint here (docs/otg.md lists what linerate serves)".into()],
+            )
+        })
+        .method_not_allowed_fallback(|| async {
+            otg_error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "validation",
+                vec![
+                    "not served here: update_config, append_config and delete_config are not \
+                     supported (set the whole config again with POST /config)"
+                        .into(),
+                ],
+            )
+        })
+        // Outermost runs first: who may ask is settled before a byte of the body is read.
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&app),
+            read_body,
+        ))
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), auth))
+        .layer(DefaultBodyLimit::max(app.args.max_body))
+        .with_state(app)
+}
+
+/// What a connection from another local user meets on a loopback listen without a token:
+/// every request refused, its body never read.
+pub(super) fn forbidden(owner: u32) -> Router {
+    Router::new().fallback(move || async move {
+        otg_error(
+            StatusCode::FORBIDDEN,
+            "validation",
+            vec![format!(
+                "this linerate serve is driven only by the user who started it (uid {owner}) \
+                 and root: ask them, or have it started with --token T and send \
+                 'Authorization: Bearer T'"
+            )],
+        )
+    })
+}
+
+/// Reads the whole body, within [`BODY_WAIT`] and `--max-body`, before any handler runs: a
+/// client that stalls mid-body loses its request (408), not a task and the bytes it sent so far
+/// for as long as it likes; one over the limit gets the OTG error body of a 413.
+async fn read_body(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    let read = tokio::time::timeout(BODY_WAIT, axum::body::to_bytes(body, app.args.max_body));
+    match read.await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, bytes.into())).await,
+        Ok(Err(e)) if is_transport(&e) => otg_error(
+            StatusCode::BAD_REQUEST,
+            "validation",
+            vec![format!("the body could not be read: {e}")],
+        ),
+        Ok(Err(_)) => otg_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "validation",
+            vec![format!(
+                "body: over the {} bytes this server takes (--max-body)",
+                app.args.max_body
+            )],
+        ),
+        Err(_) => otg_error(
+            StatusCode::REQUEST_TIMEOUT,
+            "validation",
+            vec![format!(
+                "body: not all of it arrived within {} s",
+                BODY_WAIT.as_secs()
+            )],
+        ),
+    }
+}
+
+/// Whether reading a body failed in HTTP itself (a broken chunk, a closed connection) rather
+/// than on the length limit.
+fn is_transport(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<hyper::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Every request carries the bearer token when the server was given one; compared in constant
+/// time so the answer's timing tells nothing about the token.
+pub(super) async fn auth(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
+    use subtle::ConstantTimeEq;
+    if let Some(token) = &app.args.token {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' '))
+            // The scheme's name is case-insensitive (RFC 7235).
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map_or("", |(_, token)| token.trim_start_matches(' '));
+        if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+            return otg_error(
+                StatusCode::UNAUTHORIZED,
+                "validation",
+                vec!["missing or wrong bearer token (Authorization: Bearer …)".into()],
+            );
+        }
+    }
+    next.run(req).await
+}
+
+pub(super) fn otg_error(status: StatusCode, kind: &str, errors: Vec<String>) -> Response {
+    let body = otg::ErrorBody {
+        code: i32::from(status.as_u16()),
+        kind: kind.into(),
+        errors,
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// An answer that is not a success: a 4xx for what the client asked, a 5xx for the system.
+#[derive(Debug)]
+pub(super) struct Fail(pub(super) StatusCode, pub(super) Vec<String>);
+
+impl Fail {
+    pub(super) fn bad(why: impl Into<String>) -> Self {
+        Fail(StatusCode::BAD_REQUEST, vec![why.into()])
+    }
+    pub(super) fn conflict(why: impl Into<String>) -> Self {
+        Fail(StatusCode::CONFLICT, vec![why.into()])
+    }
+}
+
+impl From<otg::Refusals> for Fail {
+    fn from(r: otg::Refusals) -> Self {
+        Fail(
+            StatusCode::BAD_REQUEST,
+            r.0.iter().map(ToString::to_string).collect(),
+        )
+    }
+}
+
+impl IntoResponse for Fail {
+    fn into_response(self) -> Response {
+        let kind = if self.0.is_server_error() {
+            "internal"
+        } else {
+            "validation"
+        };
+        otg_error(self.0, kind, self.1)
+    }
+}
+
+pub(super) fn warnings() -> Response {
+    axum::Json(otg::Warning::default()).into_response()
+}

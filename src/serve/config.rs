@@ -1,0 +1,317 @@
+//! A config's life: the port thread that opens, compiles and runs it, and set_config/get_config.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, mpsc};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use linerate_otg as otg;
+use linerate_session::{
+    End, PortOptions, ReceiverOptions, RunOptions, RunReceiver, RxAttach, RxTarget, Session,
+};
+use linerate_stream::MAX_STREAMS;
+
+use super::api::{Fail, warnings};
+use super::capture::CaptureState;
+use super::{App, Cmd, DRAIN, Inner, RunResult, blocking, one_line};
+use crate::cli::ServeArgs;
+
+/// The thread that owns the transmit port of a config: it opens the port and compiles the plan
+/// once, then runs the plan each time it is told to start. Dropping the handle ends it (the
+/// port and its programs go with it).
+#[derive(Debug)]
+pub(super) struct PortThread {
+    pub(super) cmd: Option<mpsc::Sender<Cmd>>,
+    pub(super) thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for PortThread {
+    fn drop(&mut self) {
+        self.cmd.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl PortThread {
+    /// Opens the config's session (its transmit port and, when a flow names a receive port,
+    /// the receive program there) and compiles its flows, on the thread that will run them;
+    /// returns once that is done, with the receiver's handle for reading counts from any thread.
+    fn start(
+        app: &ServeArgs,
+        mapped: Arc<otg::Mapped>,
+    ) -> Result<(PortThread, Option<Arc<RunReceiver>>)> {
+        let tx_name = mapped.tx_port.clone().context("no flows")?;
+        let port = mapped.port(&tx_name).context("tx port")?.clone();
+        let mut options = PortOptions::interface(&port.location.iface);
+        if let Some(b) = app.backend {
+            options.backend = b.into();
+        }
+        options.afxdp = (&app.afxdp).into();
+        options.cores = app.cores.clone();
+        options.link_speed = port.link_mbps;
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Option<Arc<RunReceiver>>>>();
+        let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
+        let thread = std::thread::Builder::new()
+            .name("otg-port".into())
+            .spawn(move || {
+                let setup = || -> Result<_> {
+                    let mut session = Session::open(std::slice::from_ref(&options))
+                        .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
+                    let tx = session.port_mut(0);
+                    if let Some(target) = rx_target(&mapped, &port.location.iface)? {
+                        tx.receive(&target).context("the receive port")?;
+                    }
+                    let plan = tx.compile(&mapped.streams).context("flows")?;
+                    Ok((session, plan))
+                };
+                let (mut session, plan) = match setup() {
+                    Ok((session, plan)) => {
+                        let _ = ready_tx.send(Ok(session.port(0).rx_handle()));
+                        (session, plan)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
+                    let run = RunOptions {
+                        end: End {
+                            duration: mapped.duration,
+                            count: None,
+                        },
+                        stop: &stop,
+                        observer: progress.as_ref(),
+                        drain: DRAIN,
+                    };
+                    let outcome = session.port_mut(0).run_plan(&plan, run);
+                    let result = match outcome {
+                        Ok(o) => RunResult {
+                            per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
+                            frames: o.report.completed,
+                            bytes: o.report.bytes,
+                            error: None,
+                        },
+                        Err(e) => RunResult {
+                            error: Some(format!("{:#}", anyhow::Error::from(e))),
+                            ..RunResult::default()
+                        },
+                    };
+                    progress.frames.store(result.frames, Ordering::Relaxed);
+                    progress.bytes.store(result.bytes, Ordering::Relaxed);
+                    *progress.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                    *progress.ended.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Some(Instant::now());
+                    progress.running.store(false, Ordering::Release);
+                }
+            })
+            .context("start the port thread")?;
+        let handle = PortThread {
+            cmd: Some(cmd_tx),
+            thread: Some(thread),
+        };
+        match ready_rx.recv() {
+            Ok(Ok(rx)) => Ok((handle, rx)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(anyhow::anyhow!("the port thread ended before it was ready")),
+        }
+    }
+}
+
+/// Where the receive program goes: the lab's receive end (no `at`: the lab's sink is swapped out
+/// while the config lasts and comes back when it is dropped) or `IFACE@NETNS`; None when no
+/// flow names a receive port.
+pub(super) fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<RxTarget>> {
+    let Some(rx) = mapped.rx_port.as_deref().and_then(|r| mapped.port(r)) else {
+        return Ok(None);
+    };
+    let lab_end = linerate_session::lab_of(tx_iface)?.is_some_and(|lab| {
+        lab.receiver == rx.location.iface && rx.location.netns.as_deref() == Some(&lab.netns)
+    });
+    Ok(Some(RxTarget {
+        at: (!lab_end).then(|| rx.location.to_string()),
+        attach: RxAttach::Drv,
+        receiver: ReceiverOptions {
+            // A capture on the receive port needs the frames to reach the stack.
+            pass: rx.capture,
+            ..ReceiverOptions::default()
+        },
+    }))
+}
+
+pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Result<Response, Fail> {
+    // One config is built at a time: two interleaved would each tear down what the other set
+    // up (a config whose receiver is gone).
+    let Ok(_building) = app.configuring.try_lock() else {
+        return Err(Fail::conflict(
+            "another set_config is being applied: send this one once it has answered",
+        ));
+    };
+    check_cost(&body)?;
+    let config = otg::parse_config(&body)?;
+    let mapped = Arc::new(otg::map_config(&config)?);
+    if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
+        && tx.location.netns.is_some()
+    {
+        return Err(Fail::bad(format!(
+            "the transmit port '{}' is in a network namespace ({}): linerate serve sends from \
+             its own namespace; give the interface there",
+            tx.name, tx.location
+        )));
+    }
+    let raw: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| Fail::bad(e.to_string()))?;
+    drop(config);
+    let old = {
+        let mut inner = app.lock();
+        if inner.run.progress.running.load(Ordering::Acquire) {
+            return Err(Fail::conflict(
+                "traffic is being transmitted: stop it (set_control_state flow_transmit stop) \
+                 before set_config",
+            ));
+        }
+        std::mem::take(&mut *inner)
+    };
+    let args = Arc::clone(&app);
+    let new = Arc::clone(&mapped);
+    let made = blocking(move || {
+        let previous = old.mapped.clone().zip(old.config.clone());
+        // The old config's port, receiver and captures go first: the new one may use them.
+        drop(old);
+        open(&args.args, &new).map_err(|e| {
+            // Given back as it was set, so a failed set_config leaves the one that worked.
+            let restored = previous.map(|(mapped, raw)| {
+                open(&args.args, &mapped).map(|(port, rx)| Box::new(applied(mapped, raw, port, rx)))
+            });
+            (e, restored)
+        })
+    })
+    .await?;
+    match made {
+        Ok((port, rx)) => {
+            *app.lock() = applied(mapped, raw, port, rx);
+            Ok(warnings())
+        }
+        Err((e, restored)) => {
+            let kept = match restored {
+                Some(Ok(previous)) => {
+                    *app.lock() = *previous;
+                    "the previous config is still set".to_owned()
+                }
+                Some(Err(again)) => format!(
+                    "the previous config could not be set again either ({}): no config is set",
+                    one_line(&again)
+                ),
+                None => "no config is set".to_owned(),
+            };
+            release_freed();
+            Err(Fail::bad(format!("{}; {kept}", one_line(&e))))
+        }
+    }
+}
+
+/// The port thread and receiver of a config (none when it has no flows).
+fn open(
+    args: &ServeArgs,
+    mapped: &Arc<otg::Mapped>,
+) -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
+    match mapped.tx_port {
+        Some(_) => {
+            let (port, rx) = PortThread::start(args, Arc::clone(mapped))?;
+            Ok((Some(port), rx))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+/// The state of a config that was set: its port, receiver and an empty capture per port that
+/// has one.
+fn applied(
+    mapped: Arc<otg::Mapped>,
+    raw: serde_json::Value,
+    port: Option<PortThread>,
+    rx: Option<Arc<RunReceiver>>,
+) -> Inner {
+    Inner {
+        captures: mapped
+            .ports
+            .iter()
+            .filter(|p| p.capture)
+            .map(|p| (p.name.clone(), CaptureState::default()))
+            .collect(),
+        mapped: Some(mapped),
+        config: Some(raw),
+        port,
+        rx,
+        ..Inner::default()
+    }
+}
+
+/// Refuses, by counting before any flow is built, a config of more flows than one plan holds
+/// (each flow costs the receive side and the plan their share whatever its frames; the frames'
+/// own bytes are bounded when the plan is compiled, before any is built).
+fn check_cost(body: &[u8]) -> Result<(), Fail> {
+    // A body whose flows are not a list is refused by the typed parse, with its path.
+    let flows = serde_json::from_slice::<Shape>(body).map_or(0, |s| s.flows.0);
+    if flows > MAX_STREAMS {
+        return Err(Fail::bad(format!(
+            "flows: {flows} flows, over the {MAX_STREAMS} one config holds"
+        )));
+    }
+    Ok(())
+}
+
+/// A config read only for its number of flows.
+#[derive(serde::Deserialize)]
+struct Shape {
+    #[serde(default)]
+    flows: Counted,
+}
+
+/// The length of a JSON list, each element skipped as it is read.
+#[derive(Default)]
+struct Counted(usize);
+
+impl<'de> serde::Deserialize<'de> for Counted {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Count;
+        impl<'de> serde::de::Visitor<'de> for Count {
+            type Value = Counted;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Counted, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Counted(n))
+            }
+        }
+        d.deserialize_seq(Count)
+    }
+}
+
+/// Gives the memory a refused config built back to the system: freed blocks stay in the
+/// allocator's arenas otherwise, and repeated refusals would grow the server for good.
+fn release_freed() {
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe { libc::malloc_trim(0) };
+}
+
+pub(super) async fn get_config(State(app): State<Arc<App>>) -> Response {
+    let config = app
+        .lock()
+        .config
+        .clone()
+        .unwrap_or_else(|| serde_json::json!({}));
+    axum::Json(config).into_response()
+}

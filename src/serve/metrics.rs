@@ -1,0 +1,382 @@
+//! get_metrics: flow and port counts read from the receive program and the transmit's progress.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use linerate_otg as otg;
+use linerate_rx::RxTotals;
+
+use super::api::Fail;
+use super::{App, Progress, RunResult, blocking};
+
+/// What the metrics are read from, taken from the state at once: the config, its receiver, the
+/// run's progress and which captures run.
+type Current = (
+    Arc<otg::Mapped>,
+    Option<Arc<linerate_session::RunReceiver>>,
+    Arc<Progress>,
+    BTreeMap<String, bool>,
+);
+
+fn current(app: &App) -> Result<Current, Fail> {
+    let inner = app.lock();
+    let captures: BTreeMap<String, bool> = inner
+        .captures
+        .iter()
+        .map(|(k, c)| {
+            let failed = c.failed.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+            (k.clone(), c.running.is_some() && !failed)
+        })
+        .collect();
+    Ok((
+        inner
+            .mapped
+            .clone()
+            .ok_or_else(|| Fail::bad("no config: set_config first"))?,
+        inner.rx.clone(),
+        Arc::clone(&inner.run.progress),
+        captures,
+    ))
+}
+
+pub(super) async fn get_metrics(
+    State(app): State<Arc<App>>,
+    body: Bytes,
+) -> Result<Response, Fail> {
+    let req: otg::MetricsRequest = otg::parse_json(&body)?;
+    let (mapped, rx, progress, captures) = current(&app)?;
+    let failed = progress
+        .result
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|r| r.error.clone());
+    if let Some(e) = failed {
+        return Err(Fail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            vec![format!("the last transmit failed: {e}")],
+        ));
+    }
+    // The receive program's maps are read off the runtime's threads.
+    let totals = match rx {
+        Some(rx) => Some(
+            blocking(move || rx.read())
+                .await?
+                .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![e.to_string()]))?,
+        ),
+        None => None,
+    };
+    let locations: Vec<_> = mapped
+        .ports
+        .iter()
+        .map(|p| (p.name.clone(), p.location.clone()))
+        .collect();
+    let links: BTreeMap<String, bool> = blocking(move || {
+        locations
+            .into_iter()
+            .map(|(name, location)| (name, link_up(&location)))
+            .collect()
+    })
+    .await?;
+    let view = View {
+        mapped: &mapped,
+        totals: totals.as_ref(),
+        progress: &progress,
+        captures: &captures,
+        links: &links,
+    };
+    let response = match (req.choice.as_deref(), &req.flow, &req.port) {
+        (Some("flow") | None, Some(f), _) => {
+            for (i, name) in f.flow_names.iter().enumerate() {
+                if !mapped.flows.iter().any(|g| &g.name == name) {
+                    return Err(Fail::bad(format!(
+                        "flow.flow_names[{i}]: no flow is named '{name}'"
+                    )));
+                }
+            }
+            otg::MetricsResponse {
+                choice: "flow_metrics".into(),
+                flow_metrics: Some(view.flows(&f.flow_names)),
+                port_metrics: None,
+            }
+        }
+        (Some("port") | None, _, p) => {
+            let names = p.as_ref().map(|p| p.port_names.clone()).unwrap_or_default();
+            for (i, name) in names.iter().enumerate() {
+                if mapped.port(name).is_none() {
+                    return Err(Fail::bad(format!(
+                        "port.port_names[{i}]: no port is named '{name}'"
+                    )));
+                }
+            }
+            otg::MetricsResponse {
+                choice: "port_metrics".into(),
+                port_metrics: Some(view.ports(&names)),
+                flow_metrics: None,
+            }
+        }
+        (Some(other), _, _) => {
+            return Err(Fail::bad(format!(
+                "choice: '{other}' metrics are not supported (port and flow are)"
+            )));
+        }
+    };
+    Ok(axum::Json(response).into_response())
+}
+
+/// Bytes (FCS included) of `frames` frames of a stream: its size schedule's sum for each whole
+/// lap, its first sizes for the rest (a lap's order is what the plan sends).
+pub(super) fn bytes_of(spec: &linerate_stream::StreamSpec, frames: u64) -> u64 {
+    let schedule = spec.size_mode.with_size(spec.size).schedule(spec.seed);
+    let lap: u64 = schedule.iter().map(|&s| s as u64).sum();
+    let len = schedule.len().max(1) as u64;
+    let rest: u64 = schedule[..(frames % len) as usize]
+        .iter()
+        .map(|&s| s as u64)
+        .sum();
+    frames / len * lap + rest
+}
+
+/// What the metrics are read from at one moment.
+pub(super) struct View<'a> {
+    mapped: &'a otg::Mapped,
+    totals: Option<&'a RxTotals>,
+    progress: &'a Progress,
+    captures: &'a BTreeMap<String, bool>,
+    /// Each port's link, up or not, read when the metrics were asked for.
+    links: &'a BTreeMap<String, bool>,
+}
+
+impl View<'_> {
+    fn running(&self) -> bool {
+        self.progress.running.load(Ordering::Acquire)
+    }
+
+    /// Seconds the run has lasted (to now while it runs).
+    fn elapsed(&self) -> Option<f64> {
+        let started = (*self
+            .progress
+            .started
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()))?;
+        let ended = *self
+            .progress
+            .ended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        Some(
+            ended
+                .unwrap_or_else(Instant::now)
+                .duration_since(started)
+                .as_secs_f64(),
+        )
+    }
+
+    fn result(&self) -> Option<RunResult> {
+        self.progress
+            .result
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Frames flow `id` sent: the report's count after the run; while it runs, the whole
+    /// port's count for a lone flow, else the receiver's estimate from the sequence numbers
+    /// (highest seen + 1: a frame the flow has certainly sent).
+    fn flow_tx(&self, id: u16) -> u64 {
+        if let Some(r) = self.result() {
+            return r
+                .per_flow
+                .iter()
+                .find(|(f, _)| *f == id)
+                .map_or(0, |(_, n)| *n);
+        }
+        if self.mapped.flows.len() == 1 {
+            return self.progress.frames.load(Ordering::Relaxed);
+        }
+        self.totals
+            .and_then(|t| t.flow(id))
+            .map_or(0, |f| f.unique() + f.estimated_loss())
+    }
+
+    fn flows(&self, names: &[String]) -> Vec<otg::FlowMetric> {
+        let running = self.running();
+        let elapsed = self.elapsed().unwrap_or(0.0);
+        let rate = |n: u64| {
+            if running && elapsed > 0.0 {
+                n as f64 / elapsed
+            } else {
+                0.0
+            }
+        };
+        self.mapped
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| names.is_empty() || names.contains(&f.name))
+            .map(|(id, f)| {
+                let id = id as u16;
+                let spec = &self.mapped.streams[usize::from(id)];
+                let stats = self.totals.and_then(|t| t.flow(id)).filter(|_| f.metrics);
+                let frames_tx = self.flow_tx(id);
+                // Bytes with the FCS, as frame sizes are counted.
+                let bytes_tx = match self.result() {
+                    Some(r) if self.mapped.flows.len() == 1 => r.bytes + 4 * r.frames,
+                    _ => bytes_of(spec, frames_tx),
+                };
+                let frames_rx = stats.map_or(0, |s| s.frames);
+                let unique = stats.map_or(0, |s| s.unique());
+                let loss = if frames_tx > 0 && !running && f.metrics {
+                    frames_tx.saturating_sub(unique) as f64 * 100.0 / frames_tx as f64
+                } else {
+                    0.0
+                };
+                otg::FlowMetric {
+                    name: f.name.clone(),
+                    port_tx: f.tx_port.clone(),
+                    port_rx: f.rx_port.clone().unwrap_or_default(),
+                    transmit: if running { "started" } else { "stopped" }.into(),
+                    frames_tx,
+                    frames_rx,
+                    bytes_tx,
+                    bytes_rx: stats.map_or(0, |s| s.bytes + 4 * s.frames),
+                    frames_tx_rate: rate(frames_tx),
+                    frames_rx_rate: rate(frames_rx),
+                    loss,
+                    timestamps: stats
+                        .filter(|_| f.timestamps)
+                        .map(|s| otg::MetricTimestamp {
+                            first_timestamp_ns: s.first_ns as f64,
+                            last_timestamp_ns: s.last_ns as f64,
+                        }),
+                    latency: stats
+                        .filter(|_| f.latency)
+                        .and_then(|s| s.latency.as_ref())
+                        .map(|l| otg::MetricLatency {
+                            minimum_ns: l.min as f64,
+                            maximum_ns: l.max as f64,
+                            average_ns: l.mean,
+                        }),
+                }
+            })
+            .collect()
+    }
+
+    fn ports(&self, names: &[String]) -> Vec<otg::PortMetric> {
+        let running = self.running();
+        let elapsed = self.elapsed().unwrap_or(0.0);
+        let rate = |n: u64| {
+            if running && elapsed > 0.0 {
+                n as f64 / elapsed
+            } else {
+                0.0
+            }
+        };
+        let (tx_frames, tx_bytes) = match self.result() {
+            Some(r) => (r.frames, r.bytes + 4 * r.frames),
+            None => {
+                let f = self.progress.frames.load(Ordering::Relaxed);
+                (f, self.progress.bytes.load(Ordering::Relaxed) + 4 * f)
+            }
+        };
+        let (rx_frames, rx_bytes) = self.totals.map_or((0, 0), |t| {
+            let g = &t.global;
+            t.flows.iter().fold(
+                (
+                    g.other_frames + g.untracked_frames,
+                    g.other_bytes + g.untracked_bytes,
+                ),
+                |(f, b), s| (f + s.frames, b + s.bytes),
+            )
+        });
+        let rx_bytes = rx_bytes + 4 * rx_frames;
+        self.mapped
+            .ports
+            .iter()
+            .filter(|p| names.is_empty() || names.contains(&p.name))
+            .map(|p| {
+                let is_tx = self.mapped.tx_port.as_deref() == Some(p.name.as_str());
+                let is_rx = self.mapped.rx_port.as_deref() == Some(p.name.as_str());
+                let (ft, bt) = if is_tx { (tx_frames, tx_bytes) } else { (0, 0) };
+                let (fr, br) = if is_rx { (rx_frames, rx_bytes) } else { (0, 0) };
+                otg::PortMetric {
+                    name: p.name.clone(),
+                    location: p.location.to_string(),
+                    link: if self.links.get(&p.name).copied().unwrap_or(false) {
+                        "up"
+                    } else {
+                        "down"
+                    }
+                    .into(),
+                    capture: if self.captures.get(&p.name).copied().unwrap_or(false) {
+                        "started"
+                    } else {
+                        "stopped"
+                    }
+                    .into(),
+                    frames_tx: ft,
+                    frames_rx: fr,
+                    bytes_tx: bt,
+                    bytes_rx: br,
+                    frames_tx_rate: rate(ft),
+                    frames_rx_rate: rate(fr),
+                    bytes_tx_rate: rate(bt),
+                    bytes_rx_rate: rate(br),
+                    transmit: if is_tx && running {
+                        "started"
+                    } else {
+                        "stopped"
+                    }
+                    .into(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Whether the port's interface is up and running (operstate up: `IFF_RUNNING` with `IFF_UP`),
+/// asked of the kernel inside the port's network namespace — sysfs shows the namespace it was
+/// mounted in, not the port's. An interface that cannot be found is not up.
+pub(super) fn link_up(location: &linerate_otg::Location) -> bool {
+    use nix::net::if_::InterfaceFlags;
+    let iface = location.iface.as_str();
+    linerate_xdp::in_netns(location.netns.as_deref(), || {
+        let Ok(addrs) = nix::ifaddrs::getifaddrs() else {
+            return Ok(false);
+        };
+        let up = InterfaceFlags::IFF_UP | InterfaceFlags::IFF_RUNNING;
+        Ok(addrs
+            .filter(|a| a.interface_name == iface)
+            .any(|a| a.flags.contains(up)))
+    })
+    .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bytes_of;
+    use linerate_stream::StreamSpec;
+
+    #[test]
+    fn a_flows_bytes_follow_its_size_schedule_lap_by_lap() {
+        let spec = |size_mode: &str| StreamSpec {
+            size: 64,
+            size_mode: size_mode.parse().unwrap(),
+            ..StreamSpec::default()
+        };
+        assert_eq!(bytes_of(&spec("fixed"), 10), 640);
+        // 64, 96, 128, 64, 96: two whole laps and two more.
+        assert_eq!(bytes_of(&spec("inc:64-128:32"), 8), 2 * 288 + 64 + 96);
+        // IMIX 7 × 64, 4 × 570, 1 × 1518 in a lap of 12, whatever its order.
+        assert_eq!(
+            bytes_of(&spec("imix:64x7,570x4,1518x1"), 24),
+            2 * (7 * 64 + 4 * 570 + 1518)
+        );
+    }
+}

@@ -124,12 +124,13 @@ pub(super) async fn get_capture(
             .mapped
             .as_ref()
             .ok_or_else(|| Fail::bad("no config: set_config first"))?;
-        if mapped.port(&req.port_name).is_none() {
+        let Some(port) = mapped.port(&req.port_name) else {
             return Err(Fail::bad(format!(
                 "port_name: no port is named '{}'",
                 req.port_name
             )));
-        }
+        };
+        let format = port.capture_format;
         let capture = inner.captures.get(&req.port_name).ok_or_else(|| {
             Fail::bad(format!(
                 "port_name: port '{}' has no capture in the config",
@@ -145,11 +146,19 @@ pub(super) async fn get_capture(
         if let Some(why) = failed {
             return Err(Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![why]));
         }
-        Arc::clone(&capture.frames)
+        (Arc::clone(&capture.frames), format)
     };
-    let pcap = blocking(move || socket::pcap(&frames.lock().unwrap_or_else(|p| p.into_inner())))
-        .await?
-        .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
+    let (frames, format) = frames;
+    let name = req.port_name.clone();
+    let pcap = blocking(move || {
+        socket::pcap(
+            &frames.lock().unwrap_or_else(|p| p.into_inner()),
+            format,
+            &name,
+        )
+    })
+    .await?
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,
@@ -217,22 +226,30 @@ mod socket {
         Ok(())
     }
 
-    pub fn pcap(frames: &[(SystemTime, Vec<u8>)]) -> Result<Vec<u8>> {
-        use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
-        let mut out = Vec::new();
-        let header = PcapHeader {
-            snaplen: 65535,
-            ..PcapHeader::default()
+    /// The capture file of `frames` (read without their FCS): each frame with its FCS as the
+    /// wire carried it, so a frame of an OTG flow of `size` 128 is 128 bytes, as ixia-c's
+    /// captures show them; in the host's byte order, as libpcap writes (docs/otg.md).
+    pub fn pcap(
+        frames: &[(SystemTime, Vec<u8>)],
+        format: linerate_otg::CaptureFormat,
+        interface: &str,
+    ) -> Result<Vec<u8>> {
+        use linerate_port::savefile::{SaveFormat, SaveOptions, write_capture};
+        let options = SaveOptions {
+            format: match format {
+                linerate_otg::CaptureFormat::Pcap => SaveFormat::Pcap,
+                linerate_otg::CaptureFormat::Pcapng => SaveFormat::Pcapng,
+            },
+            fcs: true,
+            interface: Some(interface.to_owned()),
         };
-        let mut w = PcapWriter::with_header(&mut out, header).context("pcap header")?;
-        for (at, data) in frames {
-            let ts = at
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .unwrap_or_default();
-            w.write_packet(&PcapPacket::new(ts, data.len() as u32, data))
-                .context("pcap frame")?;
-        }
-        w.into_writer();
+        let mut out = Vec::new();
+        write_capture(
+            &mut out,
+            frames.iter().map(|(at, f)| (*at, f.as_slice())),
+            &options,
+        )
+        .context("writing the capture")?;
         Ok(out)
     }
 }

@@ -128,6 +128,52 @@ def test_udp_ports_and_ipv4_patterns_frame_by_frame(api, lab):
         assert udp.dport == 6030 - 5 * (i % 5)
 
 
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_captured_frames_are_the_flow_size_with_their_fcs_in_every_reader(api, lab, tmp_path, fmt):
+    # Issue 25: a capture of a 128-byte flow showed 124-byte frames (no FCS), big-endian
+    # (pypcapfile read none of them), and pcapng was refused.
+    import struct
+    import zlib
+
+    c = config(api, lab, capture=True)
+    c.captures[0].format = fmt
+    f = flow(c, "cap128", size=128)
+    f.rate.pps = 2000
+    f.duration.fixed_packets.packets = 21
+    f.packet.ethernet().ipv4().udp()
+    api.set_config(c)
+    capture(api, "start")
+    m = run_to_end(api, 21)["cap128"]
+    capture(api, "stop")
+    assert m.frames_rx == 21
+    req = api.capture_request()
+    req.port_name = "rx"
+    data = api.get_capture(req).read()
+    path = tmp_path / ("cap." + fmt)
+    path.write_bytes(data)
+    if fmt == "pcap":
+        assert struct.unpack("=I", data[:4])[0] == 0xA1B23C4D, "a nanosecond pcap in host order"
+        reader = dpkt.pcap.Reader(io.BytesIO(data))
+    else:
+        reader = dpkt.pcapng.Reader(io.BytesIO(data))
+    frames = [raw for _, raw in reader if dpkt.ethernet.Ethernet(raw).type == 0x0800]
+    assert len(frames) == 21
+    for raw in frames:
+        assert len(raw) == 128
+        # The FCS as the wire carries it: the frame's CRC-32, least significant byte first.
+        assert struct.unpack("<I", raw[-4:])[0] == zlib.crc32(raw[:-4]) & 0xFFFFFFFF
+    from scapy.all import UDP, rdpcap
+
+    ours = [p for p in rdpcap(str(path)) if p.haslayer(UDP)]
+    assert len(ours) == 21 and all(len(p) == 128 for p in ours)
+    if fmt == "pcap":
+        from pcapfile import savefile
+
+        with open(path, "rb") as fh:
+            cap = savefile.load_savefile(fh, layers=0, verbose=False)
+        assert sum(1 for p in cap.packets if p.packet_len == 128) == 21
+
+
 def test_ipv6_tcp_and_vlan_frame_by_frame(api, lab):
     c = config(api, lab, capture=True)
     f = flow(c, "v6")

@@ -10,7 +10,9 @@ mod model;
 mod response;
 
 pub use error::{ErrorBody, Refusal, Refusals};
-pub use map::{FlowPlan, Location, Mapped, PortPlan, map_config, parse_config, parse_json};
+pub use map::{
+    CaptureFormat, FlowPlan, Location, Mapped, PortPlan, map_config, parse_config, parse_json,
+};
 pub use model::*;
 pub use response::*;
 

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use linerate_stream::Mode;
 
-use super::{Cx, FlowPlan, Location, Mapped, PortPlan, hint, int, is_empty, speed_mbps};
+use super::{
+    CaptureFormat, Cx, FlowPlan, Location, Mapped, PortPlan, hint, int, is_empty, speed_mbps,
+};
 use crate::model::*;
 
 impl Cx {
@@ -91,6 +93,7 @@ impl Cx {
                 location,
                 link_mbps: None,
                 capture: false,
+                capture_format: CaptureFormat::Pcap,
             });
         }
         ports
@@ -134,14 +137,17 @@ impl Cx {
         for (i, cap) in given.iter().enumerate() {
             let path = format!("captures[{i}]");
             self.rest(&path, &cap.rest);
-            if let Some(f) = cap.format.as_deref()
-                && f != "pcap"
-            {
-                self.refuse(
-                    format!("{path}.format"),
-                    format!("captures are pcap files ('{f}' is not supported)"),
-                );
-            }
+            let format = match cap.format.as_deref() {
+                None | Some("pcap") => CaptureFormat::Pcap,
+                Some("pcapng") => CaptureFormat::Pcapng,
+                Some(f) => {
+                    self.refuse(
+                        format!("{path}.format"),
+                        format!("captures are pcap or pcapng files ('{f}' is neither)"),
+                    );
+                    CaptureFormat::Pcap
+                }
+            };
             if cap.packet_size.as_ref().is_some_and(|v| !is_empty(v)) {
                 self.refuse(
                     format!("{path}.packet_size"),
@@ -150,7 +156,10 @@ impl Cx {
             }
             for (j, name) in cap.port_names.iter().enumerate() {
                 match ports.iter_mut().find(|p| &p.name == name) {
-                    Some(p) => p.capture = true,
+                    Some(p) => {
+                        p.capture = true;
+                        p.capture_format = format;
+                    }
                     None => self.refuse(
                         format!("{path}.port_names[{j}]"),
                         format!("no port is named '{name}'"),

@@ -223,14 +223,14 @@ impl Cx {
             stage = want;
             let at = format!("{p}.{choice}");
             let mapped = match choice.as_str() {
-                "ethernet" => self.ethernet(&at, h.ethernet.as_ref(), spec),
-                "vlan" => self.vlan(&at, h.vlan.as_ref(), spec),
-                "ipv4" => self.ipv4(&at, h.ipv4.as_ref(), spec),
-                "ipv6" => self.ipv6(&at, h.ipv6.as_ref(), spec),
-                "udp" => self.udp(&at, h.udp.as_ref(), spec),
-                "tcp" => self.tcp(&at, h.tcp.as_ref(), spec),
-                "icmp" => self.icmp(&p, h.icmp.as_ref(), spec),
-                _ => self.custom(&at, h.custom.as_ref(), &mut payload),
+                "ethernet" => self.ethernet(&at, h.ethernet.as_deref(), spec),
+                "vlan" => self.vlan(&at, h.vlan.as_deref(), spec),
+                "ipv4" => self.ipv4(&at, h.ipv4.as_deref(), spec),
+                "ipv6" => self.ipv6(&at, h.ipv6.as_deref(), spec),
+                "udp" => self.udp(&at, h.udp.as_deref(), spec),
+                "tcp" => self.tcp(&at, h.tcp.as_deref(), spec),
+                "icmp" => self.icmp(&p, h.icmp.as_deref(), spec),
+                _ => self.custom(&at, h.custom.as_deref(), &mut payload),
             };
             if mapped.is_none() {
                 return;

@@ -73,6 +73,16 @@ pub struct PortPlan {
     pub link_mbps: Option<u64>,
     /// A capture is configured on it.
     pub capture: bool,
+    /// The file its capture is read out as (`captures[].format`).
+    pub capture_format: CaptureFormat,
+}
+
+/// A capture's file format, as `captures[].format` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CaptureFormat {
+    #[default]
+    Pcap,
+    Pcapng,
 }
 
 /// What a flow reports, besides its stream.

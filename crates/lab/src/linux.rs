@@ -541,25 +541,14 @@ pub(crate) fn in_netns<T: Send>(
     f: impl FnOnce() -> Result<T, LabError> + Send,
 ) -> Result<T, LabError> {
     let file = open_netns(netns)?;
-    std::thread::scope(|scope| {
-        scope
-            .spawn(move || {
-                use std::os::fd::AsFd;
-                nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).map_err(
-                    |errno| match errno {
-                        nix::errno::Errno::EPERM => LabError::NotRoot {
-                            what: format!("entering network namespace {netns}"),
-                        },
-                        errno => LabError::Io {
-                            what: format!("entering network namespace {netns}"),
-                            source: errno.into(),
-                        },
-                    },
-                )?;
-                f()
-            })
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    linerate_xdp::in_netns_file(file, f, |errno| match errno {
+        nix::errno::Errno::EPERM => LabError::NotRoot {
+            what: format!("entering network namespace {netns}"),
+        },
+        errno => LabError::Io {
+            what: format!("entering network namespace {netns}"),
+            source: errno.into(),
+        },
     })
 }
 
@@ -571,20 +560,13 @@ fn marker_mac(name: &str) -> Option<[u8; 6]> {
         .and_then(parse_mac)
 }
 
+/// A MAC as `ip link` and the marker write it: linerate_wire's one grammar.
 pub(crate) fn parse_mac(text: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = text.split(':');
-    for byte in &mut mac {
-        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
+    linerate_wire::parse_mac(text).ok()
 }
 
 pub(crate) fn fmt_mac(mac: &[u8; 6]) -> String {
-    mac.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    linerate_wire::format_mac(mac)
 }
 
 /// Test/CLI guard: creates a lab, holds its lock for as long as it lives (no other command

@@ -90,7 +90,7 @@ impl Interface {
         Ok(Self {
             name: name.into(),
             ifindex,
-            mac: read("address").and_then(|s| parse_mac(&s)),
+            mac: read("address").and_then(|s| linerate_wire::parse_mac(&s).ok()),
             mtu,
             up: flags & libc::IFF_UP as u32 != 0,
             driver,
@@ -162,15 +162,6 @@ fn count_queues(dir: &Path) -> (u32, u32) {
         }
     }
     (tx, rx)
-}
-
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.split(':');
-    for byte in &mut mac {
-        *byte = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    parts.next().is_none().then_some(mac)
 }
 
 /// `struct ethtool_drvinfo` from linux/ethtool.h (not in libc).

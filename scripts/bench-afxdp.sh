@@ -102,7 +102,7 @@ run_tool() {
     if [[ $1 == xdpsock ]]; then
         measure nice -n "$niceness" env ${preload:+LD_PRELOAD="$preload"} taskset -c 0 "$xdpsock" -t -c -i "${lab}0" -q 0 -s "$size" -Q
     else
-        measure nice -n "$niceness" "$1" tx -q -i "${lab}0" --size "$size" -d "${long}s" --cores 0
+        measure nice -n "$niceness" "$1" tx -q -i "${lab}0" --backend afxdp --size "$size" -d "${long}s" --cores 0
     fi
 }
 

@@ -54,8 +54,8 @@ tools=("linerate afxdp 1w" "linerate afxdp 2w" "linerate live 1w" "linerate live
 run_tool() {
     local tool=$1 size=$2 long=$((warmup + duration + 5))
     case $tool in
-        "linerate afxdp 1w") measure "$lr" tx -q -i "${lab}0" --size "$size" -d "${long}s" --cores 0 ;;
-        "linerate afxdp 2w") measure "$lr" tx -q -i "${lab}0" --size "$size" -d "${long}s" --cores 0,1 ;;
+        "linerate afxdp 1w") measure "$lr" tx -q -i "${lab}0" --backend afxdp --size "$size" -d "${long}s" --cores 0 ;;
+        "linerate afxdp 2w") measure "$lr" tx -q -i "${lab}0" --backend afxdp --size "$size" -d "${long}s" --cores 0,1 ;;
         "linerate live 1w") measure "$lr" tx -q -i "${lab}0" --backend live --size "$size" -d "${long}s" --cores 0 ;;
         "linerate live 2w") measure "$lr" tx -q -i "${lab}0" --backend live --size "$size" -d "${long}s" --cores 0,1 ;;
         "trafgen 1w") measure trafgen -o "${lab}0" -i "$work/$size.cfg" -P 1 -Q -C ;;

@@ -7,7 +7,7 @@
 # differences measured, and a ratio within one round cancels most of that drift. Each figure is
 # given twice: packets per second of wall time, and per second of CPU time the sender got.
 #
-#   bench-afxdp.sh [--size 64] [--duration 3] [--warmup 1] [--rounds 7] [--nice -20] [--xdpsock PATH] [--preload LIB] [BINARY ...]
+#   bench-afxdp.sh [--size 64] [--duration 3] [--warmup 1] [--rounds 7] [--nice -20] [--xdpsock PATH] [--preload LIB] [--backend afxdp] [BINARY ...]
 #
 # BINARY defaults to target/release/linerate. xdpsock is bpf-examples' AF_XDP-example, run as
 # `xdpsock -t -c -i IFACE -q 0 -s SIZE -Q` (copy mode, its defaults otherwise); --preload sets
@@ -25,6 +25,8 @@ duration=3
 warmup=1
 rounds=7
 niceness=-20
+# The linerate backend the binaries run (live compares old and new live-frame builds the same way).
+backend=afxdp
 xdpsock=
 preload=
 binaries=()
@@ -35,6 +37,7 @@ while (($#)); do
         --warmup) warmup=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --nice) niceness=$2; shift 2 ;;
+        --backend) backend=$2; shift 2 ;;
         --xdpsock) xdpsock=$(realpath -- "$2"); shift 2 ;;
         --preload) preload=$(realpath -- "$2"); shift 2 ;;
         -*) bench_unknown "$1" ;;
@@ -102,7 +105,7 @@ run_tool() {
     if [[ $1 == xdpsock ]]; then
         measure nice -n "$niceness" env ${preload:+LD_PRELOAD="$preload"} taskset -c 0 "$xdpsock" -t -c -i "${lab}0" -q 0 -s "$size" -Q
     else
-        measure nice -n "$niceness" "$1" tx -q -i "${lab}0" --backend afxdp --size "$size" -d "${long}s" --cores 0
+        measure nice -n "$niceness" "$1" tx -q -i "${lab}0" --backend "$backend" --size "$size" -d "${long}s" --cores 0
     fi
 }
 

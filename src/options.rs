@@ -15,6 +15,7 @@ use crate::usage;
 impl From<cli::Backend> for Backend {
     fn from(b: cli::Backend) -> Self {
         match b {
+            cli::Backend::Auto => Backend::Auto,
             cli::Backend::Afxdp => Backend::Afxdp,
             cli::Backend::Afpacket => Backend::Afpacket,
             cli::Backend::Bpf => Backend::Bpf,

@@ -139,6 +139,9 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
         ..PortOptions::interface(&args.interface)
     }])?;
     let port = session.port_mut(0);
+    if let Some(c) = port.choice() {
+        eprintln!("linerate: {c}");
+    }
     // One flow per trial: a small table keeps the receiver's clearing between trials cheap.
     let receiver = ReceiverOptions {
         flows: 16,
@@ -180,6 +183,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
                 target
             },
             backend: port.info().backend.to_string(),
+            backend_choice: port.choice().map(crate::sweep::choice_json),
             mode: measured.mode,
             link_speed_mbps: link,
             cores: args.cores.clone(),

@@ -67,6 +67,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     };
     let backend = options::backend_or_default(args.backend);
     let port = Sender::open_interface(backend, &iface, (&args.afxdp).into())?;
+    if let Some(c) = port.choice() {
+        eprintln!("linerate: {c}");
+    }
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
         None => Sink::of_lab(&iface)?,
@@ -106,6 +109,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let mut context =
         Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &swept.mode, &iface);
     context.driver = info.driver.clone();
+    context.backend_choice = port.choice().map(choice_json);
     context.link_speed_mbps = link;
     context.cores = args.cores.clone();
     context.queues = sweep.workers.iter().map(|w| w.queue).collect();
@@ -134,6 +138,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             result.points.len(),
             args.sizes.len()
         ))),
+    }
+}
+
+/// The report's record of what `--backend auto` chose.
+pub fn choice_json(c: &linerate_port::ladder::Choice) -> linerate_report::BackendChoice {
+    linerate_report::BackendChoice {
+        backend: c.rung.backend().into(),
+        why: c.why.clone(),
     }
 }
 

@@ -16,3 +16,8 @@ mod umem;
 pub use error::AfXdpError;
 pub use port::{AttachMode, XdpMode, XskOptions, XskPort};
 pub use queue::XskQueue;
+
+/// The kernel has AF_XDP sockets: one opens (and is closed at once).
+pub fn available() -> bool {
+    sys::xdp_socket().is_ok()
+}

@@ -22,6 +22,7 @@ fn context(link_speed_mbps: Option<u64>) -> Context {
         duration_s: 5.0,
         repeat: 3,
         warmup_s: 1.0,
+        backend_choice: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //! sweep, rfc2544, serve). Its options are its own typed values; it holds no argument parser
 //! and prints nothing but warnings a run cannot return.
 
+mod auto;
 mod compile;
 mod error;
 mod flows;
@@ -36,7 +37,7 @@ pub use receiver::RunReceiver;
 pub use receiver::{start_capture, warn_drops};
 pub use sender::Sender;
 pub use session::{Outcome, PortSession, RunOptions, Session};
+pub use sink::{Counters, Sink, SinkResult, TempLab};
 #[cfg(target_os = "linux")]
 pub use sink::{lab_of, receive_end};
-pub use sink::{Counters, Sink, SinkResult, TempLab};
 pub use sweep::{Cut, Sweep, SweepObserver, Swept, plans as sweep_plans};

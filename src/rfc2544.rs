@@ -131,7 +131,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
     let procedure = check(args)?;
     let outputs = Outputs::reserve(args)?;
     let mut session = Session::open(&[PortOptions {
-        backend: crate::options::backend_or_default(args.backend),
+        backend: crate::options::backend_or_default(args.backend, &args.afxdp),
         cores: args.cores.clone(),
         link_speed: args.link_speed,
         clock: args.clock.into(),

@@ -65,7 +65,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         (None, Some(i)) => i.clone(),
         (None, None) => return Err(usage("give -i IFACE or --lab")),
     };
-    let backend = options::backend_or_default(args.backend);
+    let backend = options::backend_or_default(args.backend, &args.afxdp);
     let port = Sender::open_interface(backend, &iface, (&args.afxdp).into())?;
     if let Some(c) = port.choice() {
         eprintln!("linerate: {c}");

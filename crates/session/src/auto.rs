@@ -121,3 +121,40 @@ fn facts(iface: &str) -> Result<PortFacts> {
         af_xdp: linerate_afxdp::available(),
     })
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use linerate_live::LiveError;
+
+    /// Only live's refusal of a plan sends `auto` down the ladder: a link that is down, or the
+    /// engine's own refusal, stays the run's error.
+    #[test]
+    fn only_lives_refusal_of_a_plan_goes_down_the_ladder() {
+        let refused = EngineError::from(LiveError::Unsupported {
+            why: "2 interleaved streams".into(),
+        });
+        assert_eq!(live_refusal(&refused), Some("2 interleaved streams"));
+        let down = EngineError::from(LiveError::Down {
+            iface: "lr0".into(),
+            state: "down".into(),
+        });
+        assert_eq!(live_refusal(&down), None);
+        assert_eq!(live_refusal(&EngineError::NoWorkers), None);
+        let facts = PortFacts {
+            name: "lr0".into(),
+            driver: Some("veth".into()),
+            xdp_features: Some(0x7),
+            virtual_device: true,
+            kernel: (6, 18),
+            af_xdp: true,
+        };
+        let auto = Auto {
+            facts,
+            afxdp: AfXdpOptions::default(),
+        };
+        // Without `auto`'s facts (a backend asked by name) nothing reopens.
+        assert!(after_refusal(None, &refused).unwrap().is_none());
+        assert!(after_refusal(Some(&auto), &down).unwrap().is_none());
+    }
+}

@@ -117,7 +117,7 @@ impl Sender {
             open(backend, iface, afxdp)
         } else {
             Err(SessionError::usage(format!(
-                "the {backend:?} backend has no interface: use --backend afxdp, afpacket or live (Linux), or bpf (macOS, FreeBSD)"
+                "the {backend:?} backend has no interface: use --backend auto, afxdp, afpacket or live (Linux), or bpf (macOS, FreeBSD)"
             )))
         }
     }

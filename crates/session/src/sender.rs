@@ -41,6 +41,7 @@ impl Sender {
         }
     }
 
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn chosen(
         port: Box<dyn Transmitter>,
         choice: Choice,

@@ -139,9 +139,6 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
         ..PortOptions::interface(&args.interface)
     }])?;
     let port = session.port_mut(0);
-    if let Some(c) = port.choice() {
-        eprintln!("linerate: {c}");
-    }
     // One flow per trial: a small table keeps the receiver's clearing between trials cheap.
     let receiver = ReceiverOptions {
         flows: 16,
@@ -321,7 +318,11 @@ impl Outputs {
         if self.json_stdout {
             output::print(&json)
         } else {
-            output::print(&tables(r))
+            output::print(&format!(
+                "{}{}",
+                crate::sweep::choice_line(r.context.backend_choice.as_ref()),
+                tables(r)
+            ))
         }
     }
 }

@@ -67,9 +67,6 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     };
     let backend = options::backend_or_default(args.backend, &args.afxdp);
     let port = Sender::open_interface(backend, &iface, (&args.afxdp).into())?;
-    if let Some(c) = port.choice() {
-        eprintln!("linerate: {c}");
-    }
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
         None => Sink::of_lab(&iface)?,
@@ -149,6 +146,13 @@ pub fn choice_json(c: &linerate_port::ladder::Choice) -> linerate_report::Backen
     }
 }
 
+/// The line above a table that states what `--backend auto` chose, as `tx`'s report does.
+pub fn choice_line(c: Option<&linerate_report::BackendChoice>) -> String {
+    c.map_or_else(String::new, |c| {
+        format!("backend {}: {}\n", c.backend, c.why)
+    })
+}
+
 fn stopped() -> anyhow::Error {
     Interrupted("stopped by a signal".into()).into()
 }
@@ -212,7 +216,11 @@ impl Outputs {
         if self.json_stdout {
             output::print(&result.to_json())
         } else {
-            output::println(&render_table(result))
+            output::println(&format!(
+                "{}{}",
+                choice_line(result.context.backend_choice.as_ref()),
+                render_table(result)
+            ))
         }
     }
 }

@@ -418,6 +418,8 @@ fn the_flow_report_tells_a_duts_loss_duplicates_and_delay() {
             "tx",
             "-i",
             &sender,
+            "--backend",
+            "afxdp",
             "--rx",
             "-n",
             &n.to_string(),

@@ -418,8 +418,6 @@ fn the_flow_report_tells_a_duts_loss_duplicates_and_delay() {
             "tx",
             "-i",
             &sender,
-            "--backend",
-            "afxdp",
             "--rx",
             "-n",
             &n.to_string(),

@@ -211,6 +211,12 @@ fn plots_are_written_as_svg_and_png() {
             .unwrap()
             .contains("line rate 10G")
     );
+    // The legend names what was measured, not the lab's generated interface name.
+    let lab_svg = std::fs::read_to_string(dir.path().join("lab.svg")).unwrap();
+    assert!(
+        lab_svg.contains("afxdp copy · bench · driver n/a"),
+        "{lab_svg}"
+    );
 
     let names = vec!["linux".to_string(), "macos".to_string()];
     let both = [lab_sweep(), linked];

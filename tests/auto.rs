@@ -1,6 +1,7 @@
 //! `--backend auto`, the default on an interface (root): on the lab's veth it picks live and
 //! says why in one line of the report and in the JSON; a backend asked for by name prints no
-//! such line; a plan live cannot lay out goes down the ladder to AF_XDP and says so.
+//! such line; a plan live cannot lay out goes down the ladder to AF_XDP and says so. And the
+//! terse report: ring and pacing counters with `-v` only.
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -44,6 +45,20 @@ fn tx_without_a_backend_picks_live_on_the_lab_and_says_why() {
     let why = report["backend_choice"]["why"].as_str().unwrap();
     assert!(why.contains("has no AF_XDP zero-copy"), "{report}");
     assert_eq!(report["sink"]["packets"], 1000, "{report}");
+
+    // An AF_XDP flag names AF_XDP: auto would otherwise pick a backend it does not apply to.
+    let out = linerate_ok(&[
+        "tx",
+        "-q",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1000",
+        "--xdp-mode",
+        "copy",
+    ]);
+    assert!(!out.contains("backend "), "{out}");
+    assert!(out.contains("(afxdp, copy)"), "{out}");
 }
 
 #[test]
@@ -59,6 +74,27 @@ fn a_backend_asked_by_name_prints_no_choice() {
     assert!(out.contains("received  1000 frames"), "{out}");
     let report = json(&linerate_ok(&[&args[..], &["afxdp", "--json"]].concat()));
     assert!(report.get("backend_choice").is_none(), "{report}");
+    // The JSON has every counter; the text report has them with -v alone.
+    assert!(
+        report["workers"][0]["stats"]["tx_ring_empty_descs"].is_u64(),
+        "{report}"
+    );
+    assert!(report["pacing"].is_null(), "unpaced: {report}");
+    assert!(!out.contains("tx_ring_empty_descs"), "{out}");
+    let paced = [&args[..], &["afxdp", "--rate", "100k"]].concat();
+    let terse = linerate_ok(&paced);
+    assert!(terse.contains("pacing    asked 100.000 kpps"), "{terse}");
+    assert!(
+        !terse.contains("lateness") && !terse.contains("kicks"),
+        "{terse}"
+    );
+    let verbose = linerate_ok(&[&paced[..], &["-v"]].concat());
+    assert!(verbose.contains("lateness  p50 "), "{verbose}");
+    assert!(
+        verbose.contains("worker 0 tx_ring_empty_descs: "),
+        "{verbose}"
+    );
+    assert!(verbose.contains("worker 0 kicks_busy: "), "{verbose}");
 }
 
 /// Interleaved streams with counts do not merge into the one cycle live's program sends:

@@ -4,6 +4,13 @@
 #
 #   sweep.sh [IFACE] [extra `linerate sweep` arguments...]
 #
+# It sweeps every backend this machine has (live, afxdp, afpacket; one that cannot send here is
+# skipped with linerate's reason), one after the other, each into results/sweep-<host>-<date>/
+# <backend>.{json,csv,txt}, then prints their comparison (a column per backend, the first the
+# baseline) and plots it to results/sweep-<host>-<date>.svg. Given --backend, or any of --json,
+# --csv and --plot, it runs that one sweep alone, as `linerate sweep` would (without --backend:
+# auto, the fastest path the interface takes).
+#
 # Without IFACE the sweep runs in a veth lab that linerate creates and removes. With IFACE (a real
 # NIC) the TX IRQs are pinned first (scripts/pin-cores.sh, away from the worker cores) and put
 # back afterwards, even when the sweep fails or is interrupted. Extra arguments go to
@@ -70,7 +77,8 @@ done
 # Files written as root in a user's checkout should belong to that user.
 give_back() {
     if [[ -n ${SUDO_UID:-} && -n ${SUDO_GID:-} ]]; then
-        chown "$SUDO_UID:$SUDO_GID" results results/sweep-"$host-$stamp"* 2>/dev/null || true
+        chown -R "$SUDO_UID:$SUDO_GID" results/sweep-"$host-$stamp"* 2>/dev/null || true
+        chown "$SUDO_UID:$SUDO_GID" results 2>/dev/null || true
     fi
 }
 
@@ -89,11 +97,38 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [[ -z $iface ]]; then
-    target/release/linerate sweep --lab "${outputs[@]}" "${extra[@]}"
-else
+where=(--lab)
+if [[ -n $iface ]]; then
+    where=(-i "$iface")
     pinned=1
     ./scripts/pin-cores.sh "$iface" "$(worker_cores)"
-    target/release/linerate sweep -i "$iface" "${outputs[@]}" "${extra[@]}"
 fi
-log "results in $base.*"
+
+if has_flag --backend || has_flag --json || has_flag --csv || has_flag --plot; then
+    target/release/linerate sweep "${where[@]}" "${outputs[@]}" "${extra[@]}"
+    log "results in $base.*"
+    exit 0
+fi
+
+mkdir -p "$base"
+swept=()
+for backend in live afxdp afpacket; do
+    log "sweeping with --backend $backend"
+    if target/release/linerate sweep "${where[@]}" --backend "$backend" \
+        --json "$base/$backend.json" --csv "$base/$backend.csv" "${extra[@]}" \
+        >"$base/$backend.txt"; then
+        swept+=("$base/$backend.json")
+    else
+        log "$backend skipped: it cannot sweep here (its reason is above)"
+    fi
+done
+if ((${#swept[@]} == 0)); then
+    log "no backend could sweep here"
+    exit 1
+fi
+if ((${#swept[@]} == 1)); then
+    cat "${swept[0]%.json}.txt"
+else
+    target/release/linerate compare "${swept[@]}" --plot "$base.svg"
+fi
+log "results in $base/ and $base.svg"

@@ -113,7 +113,7 @@ pub struct ServeArgs {
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", help_heading = API)]
     pub max_body: usize,
-    /// Backend of the transmit port (default: the platform's, AF_XDP on Linux).
+    /// Backend of the transmit port (default: AF_XDP).
     #[arg(long, value_parser = backend(&[SERVE_BACKENDS]), help_heading = TUNING)]
     pub backend: Option<Backend>,
     /// One transmit worker per core, e.g. 0,1.
@@ -159,7 +159,7 @@ pub struct SweepArgs {
     /// Name of the lab --lab creates (default: a fresh one, so two sweeps never share a lab).
     #[arg(long, requires = "lab", help_heading = WHERE)]
     pub lab_name: Option<String>,
-    /// Backend; the platform's (AF_XDP on Linux) when left out.
+    /// Backend; the platform's when left out (auto on Linux: the fastest this interface takes).
     #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
     pub backend: Option<Backend>,
     /// Length of each measured run.
@@ -386,7 +386,10 @@ pub struct SinkArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
-    /// Linux AF_XDP (the default with -i on Linux).
+    /// Linux: the fastest path this interface takes, chosen from its driver and kernel
+    /// (AF_XDP zero-copy, else live, else AF_XDP copy, else AF_PACKET); the default with -i.
+    Auto,
+    /// Linux AF_XDP.
     Afxdp,
     /// Linux AF_PACKET TX ring with qdisc bypass: every interface (VLAN, bond, dummy, wireless),
     /// CAP_NET_RAW alone.
@@ -540,6 +543,9 @@ pub struct SendArgs {
     /// No live status line on stderr.
     #[arg(short, long, help_heading = OUTPUT)]
     pub quiet: bool,
+    /// Add the ring and pacing counters to the report (JSON always has them).
+    #[arg(short, long, help_heading = OUTPUT)]
+    pub verbose: bool,
     /// The queue each worker drives, when it differs from its position (default 0,1,…).
     #[arg(long, value_delimiter = ',', help_heading = TUNING)]
     pub queues: Option<Vec<u32>>,
@@ -719,8 +725,12 @@ impl TemplateFlags {
 
 /// The backends that send on an interface here: the only ones `sweep` offers.
 #[cfg(target_os = "linux")]
-pub(crate) const INTERFACE_BACKENDS: &[Backend] =
-    &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+pub(crate) const INTERFACE_BACKENDS: &[Backend] = &[
+    Backend::Auto,
+    Backend::Afxdp,
+    Backend::Afpacket,
+    Backend::Live,
+];
 #[cfg(not(target_os = "linux"))]
 pub(crate) const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
 
@@ -728,7 +738,12 @@ pub(crate) const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
 const PORT_BACKENDS: &[&[Backend]] = &[INTERFACE_BACKENDS, &[Backend::Pcap, Backend::Null]];
 
 /// `serve` transmits on the config's interfaces, on Linux.
-const SERVE_BACKENDS: &[Backend] = &[Backend::Afxdp, Backend::Afpacket, Backend::Live];
+const SERVE_BACKENDS: &[Backend] = &[
+    Backend::Auto,
+    Backend::Afxdp,
+    Backend::Afpacket,
+    Backend::Live,
+];
 
 /// A `--backend` that offers (in help and completions) only `offered`. The others still parse,
 /// hidden, so that the command refuses them with its own line saying what it takes.

@@ -15,6 +15,7 @@ use crate::usage;
 impl From<cli::Backend> for Backend {
     fn from(b: cli::Backend) -> Self {
         match b {
+            cli::Backend::Auto => Backend::Auto,
             cli::Backend::Afxdp => Backend::Afxdp,
             cli::Backend::Afpacket => Backend::Afpacket,
             cli::Backend::Bpf => Backend::Bpf,
@@ -93,9 +94,22 @@ impl From<Search> for linerate_report::rfc2544::Search {
     }
 }
 
-/// The backend asked for, else the platform's.
-pub fn backend_or_default(backend: Option<cli::Backend>) -> Backend {
-    backend.map_or_else(Backend::platform_default, Backend::from)
+/// The backend asked for, else the platform's (see [`interface_default`]).
+pub fn backend_or_default(backend: Option<cli::Backend>, afxdp: &AfXdpArgs) -> Backend {
+    backend.map_or_else(|| interface_default(afxdp), Backend::from)
+}
+
+/// The platform's backend on an interface, unless an AF_XDP flag was given: that names AF_XDP,
+/// where `auto` might choose a backend the flag does not apply to.
+fn interface_default(afxdp: &AfXdpArgs) -> Backend {
+    let asked = afxdp.xdp_mode != XdpModeArg::Auto
+        || afxdp.attach != AttachArg::Auto
+        || afxdp.no_need_wakeup;
+    if asked && cfg!(target_os = "linux") {
+        Backend::Afxdp
+    } else {
+        Backend::platform_default()
+    }
 }
 
 /// The backend `tx` and `replay` use: the one asked, else the one -i, --pcap or --null implies.
@@ -106,7 +120,7 @@ pub fn send_backend(send: &SendArgs, nothing: &str) -> Result<Backend> {
             (Some(b), _, _, _) => b.into(),
             (None, _, Some(_), _) => Backend::Pcap,
             (None, _, _, true) => Backend::Null,
-            (None, Some(_), _, _) => Backend::platform_default(),
+            (None, Some(_), _, _) => interface_default(&send.afxdp),
             (None, None, None, false) => return Err(usage(nothing)),
         },
     )

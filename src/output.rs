@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use linerate_engine::{Observer, Report, Snapshot};
+use linerate_port::ladder::Choice;
 use linerate_report::OutputFile;
 use linerate_session::{RunFlows, SinkResult};
 use linerate_stream::Plan;
@@ -143,6 +144,33 @@ pub struct TxJson<'a> {
     /// Per flow, what the receiver (`--rx`) saw against what was sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rx: Option<&'a RunFlows>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_choice: Option<ChoiceJson<'a>>,
+}
+
+/// What `--backend auto` chose and why.
+#[derive(Debug, Serialize)]
+pub struct ChoiceJson<'a> {
+    pub backend: &'static str,
+    pub why: &'a str,
+}
+
+impl<'a> ChoiceJson<'a> {
+    pub fn of(choice: Option<&'a Choice>) -> Option<Self> {
+        choice.map(|c| ChoiceJson {
+            backend: c.rung.backend(),
+            why: &c.why,
+        })
+    }
+}
+
+/// What the human report shows beyond its summary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Detail<'a> {
+    /// `--backend auto`'s choice, stated in one line.
+    pub choice: Option<&'a Choice>,
+    /// `-v`: the ring and pacing counters too.
+    pub verbose: bool,
 }
 
 /// Everything a command prints on stdout goes through here: written and flushed at once, so a
@@ -264,17 +292,26 @@ pub fn print_lone(
 
 /// The human report. Written, not printed: a closed stdout (`| head`) is an error the caller
 /// ends quietly on, not a panic.
-pub fn print_tx(report: &Report, plan: &Plan, sink: Option<&SinkResult>) -> Result<()> {
-    print(&tx_text(report, plan, sink)?)
+pub fn print_tx(
+    report: &Report,
+    plan: &Plan,
+    sink: Option<&SinkResult>,
+    detail: Detail<'_>,
+) -> Result<()> {
+    print(&tx_text(report, plan, sink, detail)?)
 }
 
 fn tx_text(
     report: &Report,
     plan: &Plan,
     sink: Option<&SinkResult>,
+    detail: Detail<'_>,
 ) -> std::result::Result<String, std::fmt::Error> {
     use std::fmt::Write as _;
     let mut out = String::new();
+    if let Some(c) = detail.choice {
+        writeln!(out, "{c}")?;
+    }
     let avg = if report.completed > 0 {
         report.bytes as f64 / report.completed as f64 + 4.0
     } else {
@@ -327,7 +364,7 @@ fn tx_text(
             s.rate_error_pct()
         )?;
     }
-    if let Some(p) = &report.pacing {
+    if let Some(p) = report.pacing.as_ref().filter(|_| detail.verbose) {
         writeln!(
             out,
             "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches",
@@ -348,12 +385,13 @@ fn tx_text(
             s.packets, s.bytes, s.lab
         )?;
     }
-    workers_text(&mut out, report)?;
+    workers_text(&mut out, report, detail.verbose)?;
     Ok(out)
 }
 
-/// The per-worker and per-core lines of the report: rates, backend counters, CPU time.
-fn workers_text(out: &mut String, report: &Report) -> std::fmt::Result {
+/// The per-worker and per-core lines of the report: rates, CPU time, and with `verbose` the
+/// backend's ring counters.
+fn workers_text(out: &mut String, report: &Report, verbose: bool) -> std::fmt::Result {
     use std::fmt::Write as _;
     if report.workers.len() > 1 {
         for w in &report.workers {
@@ -368,7 +406,7 @@ fn workers_text(out: &mut String, report: &Report) -> std::fmt::Result {
             )?;
         }
     }
-    for w in &report.workers {
+    for w in report.workers.iter().filter(|_| verbose) {
         for (k, v) in &w.stats {
             writeln!(out, "worker {} {k}: {v}", w.worker)?;
         }

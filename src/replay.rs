@@ -48,6 +48,8 @@ struct ReplayJson<'a> {
     /// are "other".
     #[serde(skip_serializing_if = "Option::is_none")]
     rx: Option<&'a RunFlows>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backend_choice: Option<output::ChoiceJson<'a>>,
 }
 
 pub fn run(args: &ReplayArgs) -> Result<()> {
@@ -122,13 +124,29 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         Ok(outcome) => outcome,
         Err(e) => {
             if let Some(i) = e.interrupted() {
-                print_report(args, &i.report, &plan, &described, None, None)?;
+                print_report(
+                    args,
+                    &i.report,
+                    &plan,
+                    &described,
+                    None,
+                    None,
+                    session.choice(),
+                )?;
             }
             return Err(anyhow::Error::from(e).context(format!("replay on {name}")));
         }
     };
     output::finish_send(args.send.pcap.as_deref(), &report, sink, |sink| {
-        print_report(args, &report, &plan, &described, sink, flows.as_ref())
+        print_report(
+            args,
+            &report,
+            &plan,
+            &described,
+            sink,
+            flows.as_ref(),
+            session.choice(),
+        )
     })
 }
 
@@ -208,6 +226,7 @@ fn print_report(
     capture: &CaptureJson,
     sink: Option<SinkResult>,
     flows: Option<&RunFlows>,
+    choice: Option<&linerate_port::ladder::Choice>,
 ) -> Result<()> {
     if args.send.json {
         return output::print_json(&ReplayJson {
@@ -215,6 +234,7 @@ fn print_report(
             capture,
             sink,
             rx: flows,
+            backend_choice: output::ChoiceJson::of(choice),
         });
     }
     let pace = match (&capture.rate, &capture.speed) {
@@ -244,8 +264,20 @@ fn print_report(
             capture.reordered
         ));
     }
+    // The choice leads the report, as it does tx's.
+    if let Some(c) = choice {
+        text.insert_str(0, &format!("{c}\n"));
+    }
     output::print(&text)?;
-    output::print_tx(report, plan, sink.as_ref())?;
+    output::print_tx(
+        report,
+        plan,
+        sink.as_ref(),
+        output::Detail {
+            choice: None,
+            verbose: args.send.verbose,
+        },
+    )?;
     match flows {
         Some(f) => {
             let (frames, bytes) = f.all_frames();

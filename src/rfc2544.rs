@@ -147,7 +147,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
     let procedure = check(args)?;
     let outputs = Outputs::reserve(args)?;
     let mut session = Session::open(&[PortOptions {
-        backend: crate::options::backend_or_default(args.backend),
+        backend: crate::options::backend_or_default(args.backend, &args.afxdp),
         cores: args.cores.clone(),
         link_speed: args.link_speed,
         clock: args.clock.into(),
@@ -196,6 +196,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
                 target
             },
             backend: port.info().backend.to_string(),
+            backend_choice: port.choice().map(crate::sweep::choice_json),
             mode: measured.mode,
             link_speed_mbps: link,
             cores: args.cores.clone(),
@@ -333,7 +334,11 @@ impl Outputs {
         if self.json_stdout {
             output::print(&json)
         } else {
-            output::print(&tables(r))
+            output::print(&format!(
+                "{}{}",
+                crate::sweep::choice_line(r.context.backend_choice.as_ref()),
+                tables(r)
+            ))
         }
     }
 }

@@ -65,7 +65,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         (None, Some(i)) => i.clone(),
         (None, None) => return Err(usage("give -i IFACE or --lab")),
     };
-    let backend = options::backend_or_default(args.backend);
+    let backend = options::backend_or_default(args.backend, &args.afxdp);
     let port = Sender::open_interface(backend, &iface, (&args.afxdp).into())?;
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
@@ -106,6 +106,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let mut context =
         Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &swept.mode, &iface);
     context.driver = info.driver.clone();
+    context.backend_choice = port.choice().map(choice_json);
     context.link_speed_mbps = link;
     context.cores = args.cores.clone();
     context.queues = sweep.workers.iter().map(|w| w.queue).collect();
@@ -135,6 +136,21 @@ pub fn run(args: &SweepArgs) -> Result<()> {
             args.sizes.len()
         ))),
     }
+}
+
+/// The report's record of what `--backend auto` chose.
+pub fn choice_json(c: &linerate_port::ladder::Choice) -> linerate_report::BackendChoice {
+    linerate_report::BackendChoice {
+        backend: c.rung.backend().into(),
+        why: c.why.clone(),
+    }
+}
+
+/// The line above a table that states what `--backend auto` chose, as `tx`'s report does.
+pub fn choice_line(c: Option<&linerate_report::BackendChoice>) -> String {
+    c.map_or_else(String::new, |c| {
+        format!("backend {}: {}\n", c.backend, c.why)
+    })
 }
 
 fn stopped() -> anyhow::Error {
@@ -200,7 +216,11 @@ impl Outputs {
         if self.json_stdout {
             output::print(&result.to_json())
         } else {
-            output::println(&render_table(result))
+            output::println(&format!(
+                "{}{}",
+                choice_line(result.context.backend_choice.as_ref()),
+                render_table(result)
+            ))
         }
     }
 }

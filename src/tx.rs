@@ -1,6 +1,7 @@
 //! `linerate tx`: builds the streams, opens one port, runs them, prints the report.
 
 use anyhow::Result;
+use linerate_port::ladder::Choice;
 use linerate_session::{
     Backend, Outcome, PortOptions, PortSession, RunFlows, RunOptions, SinkResult,
 };
@@ -71,7 +72,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         Err(e) => {
             // A worker ended the run early: the report so far still goes out, then the cause.
             if let Some(i) = e.interrupted() {
-                print_report(args, &i.report, &plan, None, None)?;
+                print_report(args, &i.report, &plan, None, None, session.choice())?;
             }
             return Err(anyhow::Error::from(e).context(format!("transmit on {name}")));
         }
@@ -83,7 +84,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         ..
     } = outcome;
     output::finish_send(args.send.pcap.as_deref(), &report, sink, |sink| {
-        print_report(args, &report, &plan, sink, flows.as_ref())
+        print_report(args, &report, &plan, sink, flows.as_ref(), session.choice())
     })
 }
 
@@ -93,6 +94,7 @@ fn print_report(
     plan: &Plan,
     sink: Option<SinkResult>,
     flows: Option<&RunFlows>,
+    choice: Option<&Choice>,
 ) -> Result<()> {
     if let Some(warning) = flows.and_then(RunFlows::foreign_warning) {
         eprintln!("linerate: warning: {warning}");
@@ -103,9 +105,14 @@ fn print_report(
             streams: output::streams(plan),
             sink,
             rx: flows,
+            backend_choice: output::ChoiceJson::of(choice),
         })
     } else {
-        output::print_tx(report, plan, sink.as_ref())?;
+        let detail = output::Detail {
+            choice,
+            verbose: args.send.verbose,
+        };
+        output::print_tx(report, plan, sink.as_ref(), detail)?;
         match flows {
             Some(f) => output::print(&format!(
                 "received  at {}\n{}",

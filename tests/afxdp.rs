@@ -22,6 +22,8 @@ fn exact_delivery(cores: &str) {
     let before = lab.sink_counters().unwrap();
     let out = linerate_ok(&[
         "tx",
+        "--backend",
+        "afxdp",
         "-q",
         "--json",
         "-i",
@@ -71,6 +73,8 @@ fn frames_caught_at_the_receiver_decode_as_asked() {
         &pair,
         1000,
         &[
+            "--backend",
+            "afxdp",
             "-n",
             "1000",
             "--dst-mac",
@@ -111,15 +115,27 @@ fn bad_input_leaves_nothing_attached() {
         return;
     }
     let lab = lab(2);
-    let line = linerate_usage_error(&["tx", "-i", "nosuchif0", "-n", "1"]);
+    let line = linerate_usage_error(&["tx", "--backend", "afxdp", "-i", "nosuchif0", "-n", "1"]);
     assert!(
         line.contains("nosuchif0") && line.contains("does not exist"),
         "{line}"
     );
-    let line = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--queues", "5"]);
+    let line = linerate_usage_error(&[
+        "tx",
+        "--backend",
+        "afxdp",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1",
+        "--queues",
+        "5",
+    ]);
     assert!(line.contains("queue 5"), "{line}");
     let line = linerate_usage_error(&[
         "tx",
+        "--backend",
+        "afxdp",
         "-i",
         &lab.sender,
         "-n",
@@ -130,10 +146,29 @@ fn bad_input_leaves_nothing_attached() {
         "1,1",
     ]);
     assert!(line.contains("twice"), "{line}");
-    let line = linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--size", "1519"]);
+    let line = linerate_usage_error(&[
+        "tx",
+        "--backend",
+        "afxdp",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1",
+        "--size",
+        "1519",
+    ]);
     assert!(line.contains("1519") && line.contains("MTU 1500"), "{line}");
-    let line =
-        linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "1", "--xdp-mode", "zerocopy"]);
+    let line = linerate_usage_error(&[
+        "tx",
+        "--backend",
+        "afxdp",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1",
+        "--xdp-mode",
+        "zerocopy",
+    ]);
     assert!(line.contains("zero-copy"), "{line}");
     // An unprivileged user: one line that says to use root, exit 2.
     let out = Command::new("setpriv")
@@ -144,7 +179,7 @@ fn bad_input_leaves_nothing_attached() {
             "--inh-caps=-all",
         ])
         .arg(env!("CARGO_BIN_EXE_linerate"))
-        .args(["tx", "-i", &lab.sender, "-n", "1"])
+        .args(["tx", "--backend", "afxdp", "-i", &lab.sender, "-n", "1"])
         .output()
         .expect("setpriv (util-linux)");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -161,7 +196,16 @@ fn bad_input_leaves_nothing_attached() {
     );
     // The lab's own sink is still the only program on the receiver, and still counts.
     assert!(xdp_attached(&lab.receiver, Some(&lab.netns)));
-    let out = linerate(&["tx", "-q", "-i", &lab.sender, "-n", "10"]);
+    let out = linerate(&[
+        "tx",
+        "--backend",
+        "afxdp",
+        "-q",
+        "-i",
+        &lab.sender,
+        "-n",
+        "10",
+    ]);
     assert!(out.status.success());
 }
 
@@ -183,6 +227,8 @@ fn sending_with_a_pass_program(lab: &LabGuard) -> std::process::Child {
     let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
             "tx",
+            "--backend",
+            "afxdp",
             "-q",
             "--json",
             "-i",

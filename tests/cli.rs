@@ -156,9 +156,12 @@ fn the_help_is_grouped_and_ends_in_examples() {
     }
     // What a command refuses, its help does not offer.
     let offered = [
-        ("serve", "[possible values: afxdp, afpacket, live]"),
-        ("sweep", "[possible values: afxdp, afpacket, live]"),
-        ("tx", "[possible values: afxdp, afpacket, live, pcap, null]"),
+        ("serve", "[possible values: auto, afxdp, afpacket, live]"),
+        ("sweep", "[possible values: auto, afxdp, afpacket, live]"),
+        (
+            "tx",
+            "[possible values: auto, afxdp, afpacket, live, pcap, null]",
+        ),
     ];
     for (command, values) in offered {
         let help = common::linerate_ok(&[command, "-h"]);

@@ -215,7 +215,16 @@ fn a_user_without_root_gets_the_truth_and_exit_2() {
         .args(["--memlock=65536:65536", "setpriv"])
         .args(["--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock"])
         .arg(&bin)
-        .args(["tx", "-q", "-i", &lab.sender, "-n", "10"])
+        .args([
+            "tx",
+            "-q",
+            "--backend",
+            "afxdp",
+            "-i",
+            &lab.sender,
+            "-n",
+            "10",
+        ])
         .output()
         .expect("prlimit and setpriv (util-linux)");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -74,7 +74,17 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
 fn interface_lost_mid_run(delete: bool) {
     let lab = common::lab(if delete { "rd" } else { "rn" }, 1);
     let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["tx", "-q", "--json", "-i", &lab.sender, "-d", "20s"])
+        .args([
+            "tx",
+            "-q",
+            "--json",
+            "--backend",
+            "afxdp",
+            "-i",
+            &lab.sender,
+            "-d",
+            "20s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -58,8 +58,10 @@ fn a_lab_sweep_counts_at_the_sink_and_compares() {
     let one = sweep(&lab.sender, &a, "0");
     let at_sink = lab.sink_counters().unwrap().since(before);
     assert_eq!(one["measured_at"], "sink");
-    assert_eq!(one["context"]["backend"], "afxdp");
-    assert_eq!(one["context"]["mode"], "copy");
+    // Without --backend the sweep measures auto's choice, which on the lab's veth is live.
+    assert_eq!(one["context"]["backend"], "live");
+    assert_eq!(one["context"]["mode"], "live (redirect)");
+    assert_eq!(one["context"]["backend_choice"]["backend"], "live");
     let mut counted = 0;
     for point in one["points"].as_array().unwrap() {
         let reps = point["repetitions"].as_array().unwrap();

@@ -48,9 +48,10 @@ impl PortThread {
         let tx_name = mapped.tx_port.clone().context("no flows")?;
         let port = mapped.port(&tx_name).context("tx port")?.clone();
         let mut options = PortOptions::interface(&port.location.iface);
-        if let Some(b) = app.backend {
-            options.backend = b.into();
-        }
+        // serve keeps AF_XDP unless told: its runs are the OTG client's, not auto's to reroute.
+        options.backend = app
+            .backend
+            .map_or(linerate_session::Backend::Afxdp, Into::into);
         options.afxdp = (&app.afxdp).into();
         options.cores = app.cores.clone();
         options.link_speed = port.link_mbps;

@@ -123,7 +123,7 @@ fn check(args: &ServeArgs) -> Result<()> {
     // nowhere (null).
     if let Some(b @ (Backend::Pcap | Backend::Null | Backend::Bpf)) = args.backend {
         return Err(crate::usage(format!(
-            "--backend {}: serve transmits on the config's interfaces; use afxdp, afpacket or live",
+            "--backend {}: serve transmits on the config's interfaces; use auto, afxdp, afpacket or live",
             clap::ValueEnum::to_possible_value(&b)
                 .map_or_else(String::new, |v| v.get_name().to_owned())
         )));

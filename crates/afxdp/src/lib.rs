@@ -16,3 +16,12 @@ mod umem;
 pub use error::AfXdpError;
 pub use port::{AttachMode, XdpMode, XskOptions, XskPort};
 pub use queue::XskQueue;
+
+/// The kernel has AF_XDP sockets: one opens (and is closed at once), or is refused for want of
+/// privilege rather than for want of the address family.
+pub fn available() -> bool {
+    match sys::xdp_socket() {
+        Ok(_) => true,
+        Err(e) => e.raw_os_error() != Some(libc::EAFNOSUPPORT),
+    }
+}

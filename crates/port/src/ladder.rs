@@ -43,11 +43,29 @@ pub enum Rung {
     Afpacket,
 }
 
+impl Rung {
+    /// The backend this rung opens, as `--backend` names it.
+    pub fn backend(self) -> &'static str {
+        match self {
+            Rung::AfxdpZeroCopy | Rung::AfxdpCopy => "afxdp",
+            Rung::Live => "live",
+            Rung::Afpacket => "afpacket",
+        }
+    }
+}
+
 /// What `auto` chose and why, in one line for the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
     pub rung: Rung,
     pub why: String,
+}
+
+/// The report's line: `backend live: lr0 (veth) has no AF_XDP zero-copy; …`.
+impl std::fmt::Display for Choice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "backend {}: {}", self.rung.backend(), self.why)
+    }
 }
 
 /// The first rung these facts allow. `live_refuses` is why live cannot take this run, when it

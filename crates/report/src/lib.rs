@@ -18,7 +18,9 @@ pub use host::{HostInfo, interface_driver, interface_link_speed_mbps, rfc3339_ut
 pub use output::OutputFile;
 pub use plot::{Curve, Panel, PlotFormat, plot_compare, plot_panels, plot_sweep};
 pub use rate::{LinkSpeed, WIRE_OVERHEAD, line_rate_pps, wire_mbps};
-pub use result::{Context, FORMAT, MeasuredAt, Repetition, SizePoint, Summary, SweepResult};
+pub use result::{
+    BackendChoice, Context, FORMAT, MeasuredAt, Repetition, SizePoint, Summary, SweepResult,
+};
 pub use table::{
     context_line, csv_repetitions, csv_summary, format_cores, render_table, repetitions_csv_path,
     write_csv,

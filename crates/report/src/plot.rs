@@ -53,7 +53,7 @@ pub fn plot_sweep(result: &SweepResult, path: &Path) -> Result<(), ReportError> 
         "linerate sweep: {} {} on {} ({}), {}",
         c.backend, c.mode, c.interface, c.hostname, c.os
     );
-    let series = vec![series_of(&c.interface, result)];
+    let series = vec![series_of(&series_name(c), result)];
     let links: Vec<u64> = c.link_speed_mbps.into_iter().collect();
     render(path, &title, &series, &links)
 }
@@ -86,6 +86,18 @@ pub fn plot_compare(
         &format!("linerate compare: {}", names.join(" vs ")),
         &series,
         &links,
+    )
+}
+
+/// A sweep's legend: what was measured (backend and mode, the host, the driver), not the
+/// interface's name, which on a lab is generated anew each run.
+fn series_name(c: &crate::Context) -> String {
+    format!(
+        "{} {} · {} · {}",
+        c.backend,
+        c.mode,
+        c.hostname,
+        c.driver.as_deref().unwrap_or("driver n/a")
     )
 }
 

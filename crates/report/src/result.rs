@@ -62,6 +62,16 @@ pub struct Context {
     pub duration_s: f64,
     pub repeat: u32,
     pub warmup_s: f64,
+    /// Why `--backend auto` chose `backend`; absent when it was asked for by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_choice: Option<BackendChoice>,
+}
+
+/// What `--backend auto` chose and why, as the report states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendChoice {
+    pub backend: String,
+    pub why: String,
 }
 
 /// All repetitions at one frame size.

@@ -22,6 +22,7 @@ fn context(link_speed_mbps: Option<u64>) -> Context {
         duration_s: 5.0,
         repeat: 3,
         warmup_s: 1.0,
+        backend_choice: None,
     }
 }
 
@@ -209,6 +210,12 @@ fn plots_are_written_as_svg_and_png() {
         std::fs::read_to_string(dir.path().join("nic.svg"))
             .unwrap()
             .contains("line rate 10G")
+    );
+    // The legend names what was measured, not the lab's generated interface name.
+    let lab_svg = std::fs::read_to_string(dir.path().join("lab.svg")).unwrap();
+    assert!(
+        lab_svg.contains("afxdp copy · bench · driver n/a"),
+        "{lab_svg}"
     );
 
     let names = vec!["linux".to_string(), "macos".to_string()];

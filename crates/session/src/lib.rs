@@ -3,6 +3,7 @@
 //! sweep, rfc2544, serve). Its options are its own typed values; it holds no argument parser
 //! and prints nothing but warnings a run cannot return.
 
+mod auto;
 mod compile;
 mod error;
 mod flows;

@@ -11,6 +11,9 @@ use crate::error::{Result, SessionError};
 /// Where frames go: a kernel-bypass backend on an interface, a pcap file or nowhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
+    /// The fastest this interface takes (Linux): `linerate_port::ladder` decides from its facts
+    /// when the port opens, and the port keeps the choice and why for the report.
+    Auto,
     /// AF_XDP sockets (Linux).
     Afxdp,
     /// AF_PACKET with PACKET_TX_RING (Linux).
@@ -26,10 +29,10 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The platform's interface backend: AF_XDP on Linux, `/dev/bpf` elsewhere.
+    /// The platform's interface backend: the ladder's choice on Linux, `/dev/bpf` elsewhere.
     pub fn platform_default() -> Backend {
         if cfg!(target_os = "linux") {
-            Backend::Afxdp
+            Backend::Auto
         } else {
             Backend::Bpf
         }
@@ -37,7 +40,10 @@ impl Backend {
 
     /// True for the backends that send on an interface.
     pub fn has_interface(self) -> bool {
-        matches!(self, Self::Afxdp | Self::Afpacket | Self::Bpf | Self::Live)
+        matches!(
+            self,
+            Self::Auto | Self::Afxdp | Self::Afpacket | Self::Bpf | Self::Live
+        )
     }
 }
 

@@ -174,6 +174,11 @@ impl PortSession {
         self.sender.info()
     }
 
+    /// What `--backend auto` chose and why, for the report; None for a backend asked by name.
+    pub fn choice(&self) -> Option<&linerate_port::ladder::Choice> {
+        self.sender.choice()
+    }
+
     /// The workers each run starts.
     pub fn workers(&self) -> &[WorkerSpec] {
         &self.workers

@@ -115,6 +115,7 @@ impl Context {
             duration_s: 0.0,
             repeat: 0,
             warmup_s: 0.0,
+            backend_choice: None,
         }
     }
 }

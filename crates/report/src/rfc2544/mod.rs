@@ -136,6 +136,9 @@ pub struct Context {
     pub interface: String,
     pub rx: String,
     pub backend: String,
+    /// Why `--backend auto` chose `backend`; absent when it was asked for by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend_choice: Option<crate::BackendChoice>,
     pub mode: String,
     pub link_speed_mbps: Option<u64>,
     pub cores: Vec<usize>,

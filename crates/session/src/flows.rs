@@ -58,6 +58,7 @@ impl RunFlows {
 }
 
 /// The frames of the flows `totals` saw that `sent` does not name.
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(crate) fn foreign(sent: &[FlowSent], totals: &RxTotals) -> Foreign {
     totals
         .flows

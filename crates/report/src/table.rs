@@ -157,9 +157,43 @@ pub(crate) fn markdown_table(header: &[String], rows: &[Vec<String>], right: &[b
     out
 }
 
-const SUMMARY_COLUMNS: &str = "size,kpps_median,kpps_min,kpps_max,mbps,pct_of_line,line_rate_kpps,repetitions,measured_at,backend,mode,interface,cores";
-const REPETITION_COLUMNS: &str =
-    "size,repetition,tx_frames,tx_bytes,rx_frames,rx_bytes,elapsed_s,kpps";
+const SUMMARY_COLUMNS: [&str; 13] = [
+    "size",
+    "kpps_median",
+    "kpps_min",
+    "kpps_max",
+    "mbps",
+    "pct_of_line",
+    "line_rate_kpps",
+    "repetitions",
+    "measured_at",
+    "backend",
+    "mode",
+    "interface",
+    "cores",
+];
+const REPETITION_COLUMNS: [&str; 8] = [
+    "size",
+    "repetition",
+    "tx_frames",
+    "tx_bytes",
+    "rx_frames",
+    "rx_bytes",
+    "elapsed_s",
+    "kpps",
+];
+
+/// Rows written by the csv crate (quoting is its business), header first.
+fn csv_of<const N: usize>(header: [&str; N], rows: impl Iterator<Item = [String; N]>) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let written = std::iter::once(header.map(str::to_owned))
+        .chain(rows)
+        .try_for_each(|row| w.write_record(&row));
+    // Writing into memory cannot fail, nor can its bytes be anything but the UTF-8 given.
+    written.expect("CSV into memory");
+    let bytes = w.into_inner().expect("CSV into memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
+}
 
 /// One row per frame size with the summary numbers; unknown values are empty cells.
 pub fn csv_summary(result: &SweepResult) -> String {
@@ -169,61 +203,45 @@ pub fn csv_summary(result: &SweepResult) -> String {
         crate::MeasuredAt::Sink => "sink",
         crate::MeasuredAt::TxCompletions => "tx_completions",
     };
-    let mut out = String::from(SUMMARY_COLUMNS);
-    out.push('\n');
-    for p in &result.points {
-        let opt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "{},{:.3},{:.3},{:.3},{:.3},{},{},{},{},{},{},{},{}",
-            p.size,
-            p.kpps_median(),
-            p.kpps_min(),
-            p.kpps_max(),
-            p.mbps_median(),
+    let opt = |v: Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or_default();
+    let rows = result.points.iter().map(|p| {
+        [
+            p.size.to_string(),
+            format!("{:.3}", p.kpps_median()),
+            format!("{:.3}", p.kpps_min()),
+            format!("{:.3}", p.kpps_max()),
+            format!("{:.3}", p.mbps_median()),
             opt(p.pct_of_line(link)),
             opt(p.line_rate_kpps(link)),
-            p.repetitions.len(),
-            measured_at,
-            csv_field(&c.backend),
-            csv_field(&c.mode),
-            csv_field(&c.interface),
-            csv_field(&format_cores(&c.cores)),
-        );
-    }
-    out
+            p.repetitions.len().to_string(),
+            measured_at.to_owned(),
+            c.backend.clone(),
+            c.mode.clone(),
+            c.interface.clone(),
+            format_cores(&c.cores),
+        ]
+    });
+    csv_of(SUMMARY_COLUMNS, rows)
 }
 
 /// One row per measured run with the raw counts, for anyone who wants to redo the arithmetic.
 pub fn csv_repetitions(result: &SweepResult) -> String {
-    let mut out = String::from(REPETITION_COLUMNS);
-    out.push('\n');
-    for p in &result.points {
-        for (i, r) in p.repetitions.iter().enumerate() {
-            let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{},{},{},{},{},{},{},{:.3}",
-                p.size,
-                i + 1,
-                r.tx_frames,
-                r.tx_bytes,
+    let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let rows = result.points.iter().flat_map(|p| {
+        p.repetitions.iter().enumerate().map(move |(i, r)| {
+            [
+                p.size.to_string(),
+                (i + 1).to_string(),
+                r.tx_frames.to_string(),
+                r.tx_bytes.to_string(),
                 opt(r.rx_frames),
                 opt(r.rx_bytes),
-                r.elapsed_s,
-                r.kpps()
-            );
-        }
-    }
-    out
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+                r.elapsed_s.to_string(),
+                format!("{:.3}", r.kpps()),
+            ]
+        })
+    });
+    csv_of(REPETITION_COLUMNS, rows)
 }
 
 /// Where [`write_csv`] puts the raw repetitions: `F.csv` → `F.repetitions.csv`.

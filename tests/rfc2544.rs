@@ -314,42 +314,37 @@ fn rates_that_cannot_run_are_refused_before_the_first_trial() {
     assert!(line.contains("--min-rate 1%"), "{line}");
 }
 
-/// Ctrl-C in the middle of a search keeps the trials so far: the JSON is written, marked
-/// interrupted, with every trial done, and the exit code is 130.
-#[test]
-fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
+type StderrLines = std::io::Lines<std::io::BufReader<std::process::ChildStderr>>;
+
+/// A short throughput search from `sender` to its lab's receive end writing its JSON to `file`,
+/// started and read until two trials are done (stderr is no terminal: a line per trial); the
+/// rest of its stderr is left to read.
+fn two_trials_in(sender: &str, file: &std::path::Path) -> (std::process::Child, StderrLines) {
     use std::io::{BufRead, BufReader};
-    if !root_or_skip("ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted") {
-        return;
-    }
-    let lab = dut_lab("rc", Impairments::default());
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = dir.path().join("cut.json");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
         .args([
             "rfc2544",
             "throughput",
             "-i",
-            &lab.sender,
+            sender,
             "--rx",
             "--sizes",
             "64,128",
+        ])
+        .args([
             "--trial",
             "300ms",
             "--initial-trial",
             "50ms",
             "--max-rate",
             "10k",
-            "--drain",
-            "50ms",
-            "--json",
         ])
-        .arg(&file)
+        .args(["--drain", "50ms", "--json"])
+        .arg(file)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start linerate rfc2544");
-    // Stderr is no terminal: a line per trial. Two trials done, then the signal.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = 0;
     for line in lines.by_ref() {
@@ -361,6 +356,20 @@ fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
         }
     }
     assert_eq!(seen, 2, "the run ended before two trials");
+    (child, lines)
+}
+
+/// Ctrl-C in the middle of a search keeps the trials so far: the JSON is written, marked
+/// interrupted, with every trial done, and the exit code is 130.
+#[test]
+fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
+    if !root_or_skip("ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted") {
+        return;
+    }
+    let lab = dut_lab("rc", Impairments::default());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("cut.json");
+    let (mut child, lines) = two_trials_in(&lab.sender, &file);
     // SAFETY: kill(2) on our own child's pid; the child has not been reaped yet.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
@@ -381,40 +390,13 @@ fn ctrl_c_keeps_the_trials_so_far_and_marks_the_result_interrupted() {
 /// trials so far, written and marked interrupted, saying which link died.
 #[test]
 fn a_receive_link_taken_down_mid_run_ends_it_with_the_trials_so_far() {
-    use std::io::{BufRead, BufReader};
     if !root_or_skip("a_receive_link_taken_down_mid_run_ends_it_with_the_trials_so_far") {
         return;
     }
     let lab = common::lab("rcd", 1);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let file = dir.path().join("down.json");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["rfc2544", "throughput", "-i", &lab.sender, "--rx"])
-        .args([
-            "--sizes",
-            "64,128",
-            "--trial",
-            "300ms",
-            "--initial-trial",
-            "50ms",
-        ])
-        .args(["--max-rate", "10k", "--drain", "50ms", "--json"])
-        .arg(&file)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start linerate rfc2544");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut seen = 0;
-    for line in lines.by_ref() {
-        if line.expect("stderr").contains("trial ") {
-            seen += 1;
-            if seen == 2 {
-                break;
-            }
-        }
-    }
-    assert_eq!(seen, 2, "the run ended before two trials");
+    let (mut child, lines) = two_trials_in(&lab.sender, &file);
     let down = std::process::Command::new("ip")
         .args(["-n", &lab.netns, "link", "set", &lab.receiver, "down"])
         .status()

@@ -341,6 +341,25 @@ fn the_status_line_shows_the_receiver_and_json_and_quiet_runs_stay_clean() {
     common::json(&String::from_utf8_lossy(&quiet.stdout));
 }
 
+/// `linerate rx -i IFACE --netns NETNS -d DURATION --json` started and waited for until its
+/// program is attached: until then, frames would go uncounted.
+fn lone_rx(iface: &str, netns: &str, duration: &str) -> std::process::Child {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "rx", "-i", iface, "--netns", netns, "-d", duration, "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !common::xdp_attached(iface, Some(netns)) {
+        assert!(Instant::now() < deadline, "rx never attached");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 #[test]
 fn a_lone_receiver_counts_flows_and_stray_frames_apart() {
     if !root_or_skip("linerate rx on a veth pair") {
@@ -349,18 +368,7 @@ fn a_lone_receiver_counts_flows_and_stray_frames_apart() {
     let pair = common::VethPair::new(&linerate_lab::unique_name("rxl"));
     let netns = pair.name.clone();
     let b = pair.b();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["rx", "-i", &b, "--netns", &netns, "-d", "4s", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Until the program is attached, frames would go uncounted.
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !common::xdp_attached(&b, Some(&netns)) {
-        assert!(Instant::now() < deadline, "rx never attached");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = lone_rx(&b, &netns, "4s");
     let mac = pair.b_mac();
     let a = pair.a();
     common::linerate_ok(&[
@@ -641,17 +649,7 @@ fn rx_ends_when_its_interface_goes_away() {
     let pair = common::VethPair::new(&linerate_lab::unique_name("rxg"));
     let netns = pair.name.clone();
     let b = pair.b();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["rx", "-i", &b, "--netns", &netns, "-d", "30s", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while !common::xdp_attached(&b, Some(&netns)) {
-        assert!(Instant::now() < deadline, "rx never attached");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = lone_rx(&b, &netns, "30s");
     let deleted = std::process::Command::new("ip")
         .args(["link", "del", &pair.a()])
         .status()

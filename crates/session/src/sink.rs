@@ -173,14 +173,18 @@ pub fn lab_of(iface: &str) -> Result<Option<linerate_lab::Lab>> {
 /// its program there (said in one line on stderr).
 #[cfg(target_os = "linux")]
 pub fn receive_end(lab: &linerate_lab::Lab) -> Result<linerate_xdp::ReceiveEnd> {
-    let end = lab.receive_end()?;
+    Ok(said(lab.receive_end()?, &lab.name))
+}
+
+/// `end` as found on lab `name`'s receive end, with the line a sink put back deserves.
+#[cfg(target_os = "linux")]
+fn said(end: linerate_xdp::ReceiveEnd, name: &str) -> linerate_xdp::ReceiveEnd {
     if end == linerate_xdp::ReceiveEnd::Restored {
         eprintln!(
-            "linerate: lab {}'s receive end still ran the program of a receiver that was killed before it could put the sink back: the sink is back and counts from now",
-            lab.name
+            "linerate: lab {name}'s receive end still ran the program of a receiver that was killed before it could put the sink back: the sink is back and counts from now"
         );
     }
-    Ok(end)
+    end
 }
 
 #[cfg(target_os = "linux")]
@@ -192,13 +196,13 @@ impl Sink {
         let Some(lab) = lab_of(iface)? else {
             return Ok(None);
         };
-        if receive_end(&lab)? == linerate_xdp::ReceiveEnd::InUse {
+        let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir())?;
+        if said(sink.receive_end()?, &lab.name) == linerate_xdp::ReceiveEnd::InUse {
             return Err(linerate_xdp::XdpError::ReceiveEndBusy {
                 lab: lab.name.clone(),
             }
             .into());
         }
-        let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir())?;
         Ok(Some(Sink {
             name: lab.name.clone(),
             peer_mac: lab.dst_mac(),

@@ -70,6 +70,7 @@ impl SessionTrial<'_> {
         if self.stopped() {
             return Err(TrialError::Stopped);
         }
+        // The link may have died during the last drain: no trial (up to --trial long) on it.
         self.port.check_receiver()?;
         let start = Instant::now();
         let run = RunOptions {

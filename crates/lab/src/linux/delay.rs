@@ -310,10 +310,25 @@ pub fn run_delay_line(name: &str) -> Result<std::convert::Infallible, LabError> 
     // A real-time priority, so a wake-up for a release is not queued behind busy threads (a
     // sender spinning, a compiler): the delay is what the user asked, not the scheduler's. The
     // line sleeps between frames, and the kernel's RT throttling keeps 5 % of each core for the
-    // rest even if it is flooded. Without the privilege it runs as it is.
+    // rest even if it is flooded. A cgroup without a real-time budget (`cpu.rt_runtime_us` 0,
+    // as CI runners and containers often have) refuses it even to root: then the highest nice
+    // weight, which under the fair scheduler still lets the line preempt a spinning sender and
+    // keep up with the arrivals (with plain weight it fell behind: a 1 ms delay measured 12 ms).
     let param = libc::sched_param { sched_priority: 10 };
     // SAFETY: param is a valid sched_param for the call; pid 0 is this process.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        let fifo = io::Error::last_os_error();
+        // SAFETY: setpriority on this process (who 0) with a plain integer.
+        let nice = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -20) };
+        eprintln!(
+            "delay line: SCHED_FIFO refused ({fifo}); {}",
+            if nice == 0 {
+                "running at nice -20".to_string()
+            } else {
+                format!("nice -20 refused too ({})", io::Error::last_os_error())
+            }
+        );
+    }
     println!("ready");
     forward(&imp, &rx, &tx)
 }

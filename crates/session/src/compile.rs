@@ -18,6 +18,17 @@ pub fn compile(
     lab: Option<&Sink>,
     link_mbps: Option<u64>,
 ) -> Result<Plan> {
+    compile_from(streams, info, lab, link_mbps, 0)
+}
+
+/// [`compile`], the streams' flow ids starting at `first_flow`.
+pub fn compile_from(
+    streams: &[StreamSpec],
+    info: &PortInfo,
+    lab: Option<&Sink>,
+    link_mbps: Option<u64>,
+    first_flow: u16,
+) -> Result<Plan> {
     let defaults = Limits::default();
     let limits = Limits {
         mtu: info.mtu,
@@ -30,6 +41,7 @@ pub fn compile(
         default_dst_mac: lab.map(|l| l.peer_mac),
         default_ipv4: lab.map_or(defaults.default_ipv4, |l| l.ips),
         link_mbps: link_mbps.or(info.link_speed.map(|s| s.mbps())),
+        first_flow,
     };
     let plan = Plan::compile(streams, &limits)?;
     let rates: Vec<Option<f64>> = match &plan.shape {

@@ -102,7 +102,12 @@ pub fn sent_per_flow(
     plan: &linerate_stream::Plan,
     report: &linerate_engine::Report,
 ) -> Vec<FlowSent> {
-    let name = |i: usize| plan.streams.get(i).map(|s| s.name.clone());
+    let base = plan.first_flow;
+    let name = |flow: u16| {
+        plan.streams
+            .get(usize::from(flow.wrapping_sub(base)))
+            .map(|s| s.name.clone())
+    };
     match &plan.shape {
         // A capture's frames carry no signature: no flow to count.
         linerate_stream::Shape::Streamed { .. } => Vec::new(),
@@ -110,7 +115,10 @@ pub fn sent_per_flow(
             .per_stream
             .iter()
             .enumerate()
-            .map(|(i, s)| (i as u16, name(i), s.frames))
+            .map(|(i, s)| {
+                let flow = base + i as u16;
+                (flow, name(flow), s.frames)
+            })
             .collect(),
         linerate_stream::Shape::Cycle { cycle, .. } => {
             let workers = report.workers.len();
@@ -122,7 +130,7 @@ pub fn sent_per_flow(
             }
             per_flow
                 .into_iter()
-                .map(|(flow, n)| (flow, name(flow as usize), n))
+                .map(|(flow, n)| (flow, name(flow), n))
                 .collect()
         }
     }

@@ -9,6 +9,8 @@ mod error;
 mod flows;
 #[cfg(target_os = "macos")]
 mod macos;
+mod multi;
+mod netns;
 mod options;
 #[cfg_attr(target_os = "linux", path = "receiver/linux.rs")]
 #[cfg_attr(target_os = "macos", path = "receiver/macos.rs")]
@@ -28,6 +30,8 @@ pub use error::{Result, SessionError};
 pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};
 #[cfg(target_os = "macos")]
 pub use macos::capture;
+pub use multi::{PortOutcome, PortRun};
+pub use netns::split as split_netns;
 pub use options::{
     AfXdpOptions, Backend, Clock, End, PortOptions, ReceiverOptions, RxAttach, RxTarget, XdpAttach,
     XdpMode, workers,

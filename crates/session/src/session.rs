@@ -12,7 +12,7 @@ use linerate_engine::{Observer, Report, RunConfig, WorkerSpec};
 use linerate_port::PortInfo;
 use linerate_stream::{Plan, StreamSpec};
 
-use crate::compile::compile;
+use crate::compile::compile_from;
 use crate::error::{Result, SessionError};
 use crate::flows::{FlowSent, RunFlows, sent_per_flow};
 use crate::options::{Clock, End, PortOptions, RxTarget};
@@ -112,6 +112,10 @@ pub struct PortSession {
     link_speed: Option<u64>,
     clock: Clock,
     interface: Option<String>,
+    /// The namespace of `interface` (`IFACE@NETNS`): opened and run from inside it.
+    netns: Option<String>,
+    /// The signature's flow id of this port's first stream (see `Limits::first_flow`).
+    first_flow: u16,
     lab: Option<Sink>,
     rx: Option<Arc<RunReceiver>>,
     /// The receiver has counted a run since it was attached or cleared.
@@ -123,10 +127,22 @@ impl PortSession {
     pub fn open(options: &PortOptions) -> Result<PortSession> {
         let workers = options.workers()?;
         let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
-        let sender = Sender::open(options, queues)?;
-        let lab = match &options.interface {
-            Some(iface) => Sink::of_lab(iface)?,
-            None => None,
+        let (interface, netns) = match &options.interface {
+            Some(at) => {
+                let (iface, ns) = crate::netns::split("-i", at)?;
+                (Some(iface.to_owned()), ns.map(str::to_owned))
+            }
+            None => (None, None),
+        };
+        let options = PortOptions {
+            interface: interface.clone(),
+            ..options.clone()
+        };
+        let sender = crate::netns::within(netns.as_deref(), || Sender::open(&options, queues))?;
+        // A lab's sender end is in the root namespace: an interface elsewhere lends no lab.
+        let lab = match (&interface, &netns) {
+            (Some(iface), None) => Sink::of_lab(iface)?,
+            _ => None,
         };
         Ok(PortSession {
             sender,
@@ -134,7 +150,9 @@ impl PortSession {
             batch: options.batch,
             link_speed: options.link_speed,
             clock: options.clock,
-            interface: options.interface.clone(),
+            interface,
+            netns,
+            first_flow: 0,
             lab,
             rx: None,
             rx_used: false,
@@ -193,11 +211,12 @@ impl PortSession {
     /// Compiles streams for this port (its MTU, MAC, the lab's addresses, the link speed) with
     /// the port's stamp clock. Every check of the streams happens here, before a frame.
     pub fn compile(&self, streams: &[StreamSpec]) -> Result<Plan> {
-        let mut plan = compile(
+        let mut plan = compile_from(
             streams,
             self.sender.info(),
             self.lab.as_ref(),
             self.link_speed,
+            self.first_flow,
         )?;
         plan.set_stamp_clock(self.clock == Clock::Tai);
         Ok(plan)
@@ -230,23 +249,9 @@ impl PortSession {
         run: RunOptions<'_>,
         counted: Counted,
     ) -> Result<Outcome> {
-        if let Some(rx) = &self.rx
-            && self.rx_used
-        {
-            rx.reset()
-                .map_err(|e| e.context("clear the receiver before the run"))?;
-        }
-        let config = RunConfig {
-            workers: self.workers.clone(),
-            batch: self.batch,
-            duration: run.end.duration,
-            count: run.end.count,
-            stop: Arc::clone(run.stop),
-            tick: Duration::from_secs(1),
-        };
+        self.clear_receiver()?;
         let before = self.lab.as_ref().map(Sink::read).transpose()?;
-        self.rx_used = true;
-        let report = self.sender.run(plan, &config, run.observer)?;
+        let report = self.send(plan, &run)?;
         let sent = sent_per_flow(plan, &report);
         let flows = match (&self.rx, counted) {
             (Some(rx), Counted::PerFlow) => Some(rx.finish(&sent, run.drain)?),
@@ -268,6 +273,51 @@ impl PortSession {
             flows,
             sink,
         })
+    }
+
+    /// Clears what the receiver counted in an earlier run, so this run's sequence numbers start
+    /// afresh; marks it used.
+    pub(crate) fn clear_receiver(&mut self) -> Result<()> {
+        if let Some(rx) = &self.rx
+            && self.rx_used
+        {
+            rx.reset()
+                .map_err(|e| e.context("clear the receiver before the run"))?;
+        }
+        self.rx_used = self.rx.is_some();
+        Ok(())
+    }
+
+    /// Sends `plan` until `run.end`: the engine's run on this port's workers, from inside the
+    /// port's namespace when it has one.
+    pub(crate) fn send(&self, plan: &Plan, run: &RunOptions<'_>) -> Result<Report> {
+        let config = RunConfig {
+            workers: self.workers.clone(),
+            batch: self.batch,
+            duration: run.end.duration,
+            count: run.end.count,
+            stop: Arc::clone(run.stop),
+            tick: Duration::from_secs(1),
+        };
+        let (sender, observer) = (&self.sender, run.observer);
+        crate::netns::within(self.netns.as_deref(), move || {
+            sender.run(plan, &config, observer)
+        })
+    }
+
+    /// The receiver, when the port has one.
+    pub(crate) fn receiver(&self) -> Option<&RunReceiver> {
+        self.rx.as_deref()
+    }
+
+    /// Numbers this port's flows from `first` on (see `Limits::first_flow`).
+    pub fn set_first_flow(&mut self, first: u16) {
+        self.first_flow = first;
+    }
+
+    /// The interface, without its namespace, and the namespace.
+    pub fn interface(&self) -> (Option<&str>, Option<&str>) {
+        (self.interface.as_deref(), self.netns.as_deref())
     }
 }
 

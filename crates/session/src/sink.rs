@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::error::Result;
 
 /// Reads a sink's (packets, bytes).
-pub type Counters = Box<dyn Fn() -> Result<(u64, u64)>>;
+pub type Counters = Box<dyn Fn() -> Result<(u64, u64)> + Send + Sync>;
 
 /// A sink counting every frame that arrives: a lab's (its name, the MAC and addresses of its
 /// ends) or an interface's.
@@ -259,14 +259,14 @@ mod tests {
     #[test]
     fn settle_waits_for_the_frames_still_on_their_way() {
         // Ten more frames arrive at each read, up to the 100 the sender completed.
-        let seen = std::cell::Cell::new(0u64);
+        let seen = std::sync::atomic::AtomicU64::new(0);
         let sink = Sink {
             name: "lab".into(),
             peer_mac: [0; 6],
             ips: (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST),
             counters: Box::new(move || {
-                let n = (seen.get() + 10).min(100);
-                seen.set(n);
+                let n = (seen.load(std::sync::atomic::Ordering::Relaxed) + 10).min(100);
+                seen.store(n, std::sync::atomic::Ordering::Relaxed);
                 Ok((n, n * 64))
             }),
         };

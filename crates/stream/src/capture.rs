@@ -315,6 +315,7 @@ impl Capture {
                 cached: Vec::new(),
                 patched: Vec::new(),
             }],
+            first_flow: 0,
         })
     }
 }

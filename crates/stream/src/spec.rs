@@ -428,6 +428,10 @@ pub struct Limits {
     pub default_ipv4: (Ipv4Addr, Ipv4Addr),
     /// The link's speed in Mbit/s, when known: rates in % need it, and no rate may exceed it.
     pub link_mbps: Option<u64>,
+    /// The signature's flow id of the first stream; stream `i` is flow `first_flow + i`. A
+    /// session of several ports numbers its flows across all of them, so a port that receives
+    /// from several others tells every flow apart.
+    pub first_flow: u16,
 }
 
 impl Default for Limits {
@@ -439,6 +443,7 @@ impl Default for Limits {
             default_dst_mac: None,
             default_ipv4: (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2)),
             link_mbps: None,
+            first_flow: 0,
         }
     }
 }

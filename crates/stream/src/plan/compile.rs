@@ -285,14 +285,14 @@ pub(super) fn compile_sequence(
     for &(i, count) in &reached {
         let (spec, r) = (&streams[i], &resolved[i]);
         let schedule = r.sizes.schedule(spec.seed);
-        let flow = signed.then_some(i as u16);
+        let flow = signed.then_some(limits.first_flow + i as u16);
         for (k, frame) in stream_frames(spec, r, &schedule, count, flow)?
             .into_iter()
             .enumerate()
         {
             frames.push(frame);
             if signed {
-                stamp.flows.push(i as u16);
+                stamp.flows.push(limits.first_flow + i as u16);
                 stamp.seq_map.push((k as u32, count as u32));
             }
         }
@@ -330,6 +330,7 @@ pub(super) fn compile_sequence(
             pacing: Pacing::for_sequence(&timing, limits)?,
         },
         streams: infos,
+        first_flow: limits.first_flow,
     })
 }
 
@@ -365,7 +366,7 @@ pub(super) fn compile_interleaved(
                 "interleaved streams each need a rate (e.g. 20k, 100Mbps, 10%), not max: a max stream would crowd out the others",
             ));
         }
-        let (cycle, pacing, mut info) = compile_one(spec, r, limits, i as u16)?;
+        let (cycle, pacing, mut info) = compile_one(spec, r, limits, limits.first_flow + i as u16)?;
         let pacing = pacing.ok_or_else(|| invalid("the rate is too high to schedule"))?;
         let bits: usize = cycle.frames.iter().map(|f| (f.len() + 24) * 8).sum();
         wire_bps += pacing.pps() * bits as f64 / cycle.frames.len() as f64;
@@ -399,5 +400,6 @@ pub(super) fn compile_interleaved(
     Ok(Plan {
         shape,
         streams: infos,
+        first_flow: limits.first_flow,
     })
 }

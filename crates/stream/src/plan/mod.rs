@@ -37,6 +37,8 @@ pub struct Plan {
     pub shape: Shape,
     /// What each stream became, in the order of the spec (lane `i` is stream `i`).
     pub streams: Vec<StreamInfo>,
+    /// The flow id of stream 0 (`Limits::first_flow`): stream `i` is flow `first_flow + i`.
+    pub first_flow: u16,
 }
 
 /// How a plan's frames leave: the two shapes a backend may be asked to send. A backend that
@@ -182,10 +184,11 @@ impl Plan {
             }
             compile_interleaved(streams, &resolved, limits)
         } else if streams.len() == 1 {
-            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits, 0)?;
+            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits, limits.first_flow)?;
             Ok(Plan {
                 shape: Shape::Cycle { cycle, pacing },
                 streams: vec![info],
+                first_flow: limits.first_flow,
             })
         } else {
             compile_sequence(streams, &resolved, limits)

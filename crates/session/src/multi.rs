@@ -1,0 +1,153 @@
+//! Runs over several ports at once: every port sends its own streams at the same time (both
+//! directions of a router test, a switch's every port), and every port that receives counts
+//! the flows sent toward it, whichever port sent them. Flows are numbered across the session,
+//! so a receiver tells apart flows from several senders.
+
+use linerate_engine::Report;
+use linerate_stream::{Plan, StreamSpec};
+
+use crate::error::{Result, SessionError};
+use crate::flows::{FlowSent, RunFlows, sent_per_flow};
+use crate::session::{RunOptions, Session};
+
+/// What one port sends in a run over several ports.
+#[derive(Debug, Clone)]
+pub struct PortRun {
+    /// The sending port's index in the session.
+    pub port: usize,
+    pub streams: Vec<StreamSpec>,
+    /// For each stream, the port whose receiver counts it (None: no port of the session).
+    pub to: Vec<Option<usize>>,
+}
+
+/// What a run over several ports did, per port.
+#[derive(Debug)]
+pub struct PortOutcome {
+    pub port: usize,
+    /// The engine's report, when the port sent.
+    pub report: Option<Report>,
+    /// Frames each flow this port sent.
+    pub sent: Vec<FlowSent>,
+    /// Per flow sent toward this port what its receiver saw, when it has a receiver.
+    pub flows: Option<RunFlows>,
+}
+
+impl Session {
+    /// Compiles every port's streams, flows numbered across the ports in order: the first
+    /// port's streams are flows 0…, the next port's follow.
+    pub fn compile_all(&mut self, runs: &[PortRun]) -> Result<Vec<Plan>> {
+        let mut next = 0u32;
+        let mut plans = Vec::with_capacity(runs.len());
+        for (i, r) in runs.iter().enumerate() {
+            if r.port >= self.ports().len() {
+                return Err(SessionError::usage(format!(
+                    "run {i} names port {} of a session of {}",
+                    r.port,
+                    self.ports().len()
+                )));
+            }
+            if runs[..i].iter().any(|o| o.port == r.port) {
+                return Err(SessionError::usage(format!(
+                    "port {} is given two runs: put all its streams in one",
+                    r.port
+                )));
+            }
+            if r.to.len() != r.streams.len() {
+                return Err(SessionError::usage(format!(
+                    "port {}: {} streams but {} destinations",
+                    r.port,
+                    r.streams.len(),
+                    r.to.len()
+                )));
+            }
+            let first = u16::try_from(next).map_err(|_| {
+                SessionError::usage("more than 65,536 flows in one session: the signature numbers flows in 16 bits")
+            })?;
+            let port = self.port_mut(r.port);
+            port.set_first_flow(first);
+            plans.push(port.compile(&r.streams)?);
+            next += r.streams.len() as u32;
+        }
+        Ok(plans)
+    }
+
+    /// Runs every port's plan (from [`Session::compile_all`]) at once, each on its own thread
+    /// with its own workers, until `run.end`; then each port with a receiver waits up to
+    /// `run.drain` for, and reports, the flows sent toward it. A port that fails stops the
+    /// others (the shared stop flag) and its error is the run's.
+    pub fn run_all(
+        &mut self,
+        runs: &[PortRun],
+        plans: &[Plan],
+        run: RunOptions<'_>,
+    ) -> Result<Vec<PortOutcome>> {
+        for i in 0..self.ports().len() {
+            self.port_mut(i).clear_receiver()?;
+        }
+        let stop = run.stop;
+        let ports = self.ports();
+        let reports: Vec<Result<Report>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = runs
+                .iter()
+                .zip(plans)
+                .map(|(r, plan)| {
+                    let port = &ports[r.port];
+                    scope.spawn(move || {
+                        let report = port.send(plan, &run);
+                        if report.is_err() {
+                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        report
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut sent_by: Vec<(usize, Report, Vec<FlowSent>)> = Vec::with_capacity(runs.len());
+        for ((r, plan), report) in runs.iter().zip(plans).zip(reports) {
+            let report = report.map_err(|e| e.context(format!("port {}", r.port)))?;
+            let sent = sent_per_flow(plan, &report);
+            sent_by.push((r.port, report, sent));
+        }
+        // Flow id → receiving port.
+        let mut toward: Vec<(u16, usize)> = Vec::new();
+        for (r, plan) in runs.iter().zip(plans) {
+            for (i, to) in r.to.iter().enumerate() {
+                if let Some(to) = to {
+                    toward.push((plan.first_flow + i as u16, *to));
+                }
+            }
+        }
+        let mut outcomes = Vec::with_capacity(ports.len());
+        for (index, port) in ports.iter().enumerate() {
+            let flows = match port.receiver() {
+                Some(rx) => {
+                    let tx: Vec<FlowSent> = sent_by
+                        .iter()
+                        .flat_map(|(_, _, sent)| sent.iter().cloned())
+                        .filter(|s| toward.iter().any(|&(f, to)| f == s.0 && to == index))
+                        .collect();
+                    Some(rx.finish(&tx, run.drain)?)
+                }
+                None => None,
+            };
+            let (report, sent) = match sent_by.iter().position(|(p, _, _)| *p == index) {
+                Some(k) => {
+                    let (_, report, sent) = &sent_by[k];
+                    (Some(report.clone()), sent.clone())
+                }
+                None => (None, Vec::new()),
+            };
+            outcomes.push(PortOutcome {
+                port: index,
+                report,
+                sent,
+                flows,
+            });
+        }
+        Ok(outcomes)
+    }
+}

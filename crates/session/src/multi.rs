@@ -61,7 +61,9 @@ impl Session {
                 )));
             }
             let first = u16::try_from(next).map_err(|_| {
-                SessionError::usage("more than 65,536 flows in one session: the signature numbers flows in 16 bits")
+                SessionError::usage(
+                    "more than 65,536 flows in one session: the signature numbers flows in 16 bits",
+                )
             })?;
             let port = self.port_mut(r.port);
             port.set_first_flow(first);

@@ -67,7 +67,10 @@ mod tests {
     #[test]
     fn an_interface_may_name_its_namespace_after_an_at() {
         assert_eq!(split("-i", "eth1").unwrap(), ("eth1", None));
-        assert_eq!(split("-i", "lab1@lab-sink").unwrap(), ("lab1", Some("lab-sink")));
+        assert_eq!(
+            split("-i", "lab1@lab-sink").unwrap(),
+            ("lab1", Some("lab-sink"))
+        );
         for bad in ["@ns", "eth1@", "eth1@a/b"] {
             let e = split("-i", bad).unwrap_err();
             assert!(e.is_usage() && e.to_string().contains("IFACE@NETNS"), "{e}");

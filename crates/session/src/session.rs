@@ -164,13 +164,35 @@ impl PortSession {
         // A port does not receive what it sends: the receiver would count nothing and every
         // frame would read as lost (issue 27 #18).
         if let (Some(at), Some(iface)) = (&target.at, &self.interface)
-            && at == iface
+            && crate::netns::split("--rx", at)? == (iface.as_str(), self.netns.as_deref())
         {
             return Err(SessionError::usage(format!(
                 "--rx {at} is the port that transmits: receive at the far end of its link (e.g. --rx IFACE@NETNS, or --rx alone on a lab)"
             )));
         }
         let rx = RunReceiver::start(target, self.interface.as_deref())?;
+        self.rx = Some(Arc::new(rx));
+        self.rx_used = false;
+        Ok(())
+    }
+
+    /// Attaches a receiver on the port's own interface: in a run over several ports it counts
+    /// what the others send toward it (not what it sends itself, which leaves by the same link).
+    pub fn receive_here(&mut self, target: &RxTarget) -> Result<()> {
+        let Some(iface) = &self.interface else {
+            return Err(SessionError::usage(
+                "a port without an interface (pcap, null) receives nothing",
+            ));
+        };
+        let at = match &self.netns {
+            Some(ns) => format!("{iface}@{ns}"),
+            None => iface.clone(),
+        };
+        let target = RxTarget {
+            at: Some(at),
+            ..target.clone()
+        };
+        let rx = RunReceiver::start(&target, None)?;
         self.rx = Some(Arc::new(rx));
         self.rx_used = false;
         Ok(())

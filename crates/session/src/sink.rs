@@ -169,6 +169,24 @@ pub fn lab_of(iface: &str) -> Result<Option<linerate_lab::Lab>> {
     }
 }
 
+/// The lab whose receive end is `iface` in `netns` (`<name>1` in `<name>-sink`), if it is one.
+#[cfg(target_os = "linux")]
+pub fn lab_at(iface: &str, netns: Option<&str>) -> Result<Option<linerate_lab::Lab>> {
+    use linerate_lab::{Lab, LabError};
+    let (Some(name), Some(ns)) = (iface.strip_suffix('1'), netns) else {
+        return Ok(None);
+    };
+    if linerate_lab::validate_name(name).is_err() {
+        return Ok(None);
+    }
+    match Lab::find(name) {
+        Ok(Some(lab)) if lab.receiver == iface && lab.netns == ns => Ok(Some(lab)),
+        Ok(_) => Ok(None),
+        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// What runs on `lab`'s receive end, after putting the sink back if a receiver that died left
 /// its program there (said in one line on stderr).
 #[cfg(target_os = "linux")]

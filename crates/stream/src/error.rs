@@ -31,6 +31,8 @@ pub enum StreamError {
     Rate { input: String, why: String },
     #[error("stream '{stream}': {why}")]
     Invalid { stream: String, why: String },
+    #[error("host '{host}': {why}")]
+    Host { host: String, why: String },
     #[error("cannot read stream file {path}: {why}")]
     File { path: String, why: String },
     #[error("capture {path}: {why}")]

@@ -4,6 +4,7 @@
 
 mod capture;
 mod error;
+mod host;
 mod mapped;
 mod pacing;
 mod plan;
@@ -19,6 +20,7 @@ pub use capture::{
     Capture, CaptureFormat, Frames, Hold, MAX_CAPTURE_BYTES, MAX_CAPTURE_FRAMES, Replay, Speed,
 };
 pub use error::StreamError;
+pub use host::{HostSpec, check_hosts};
 pub use mapped::{MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
 pub use pacing::Pacing;
 pub use plan::{

@@ -99,6 +99,12 @@ pub struct StreamSpec {
     /// Stamp the receive side's signature (flow id, sequence, transmit time) into the last 18
     /// bytes of every frame (`linerate_wire::signature`).
     pub signature: bool,
+    /// The host it leaves from (`[[host]]`, `--host`): its port, MAC, VLAN and address are the
+    /// stream's source.
+    pub from: Option<String>,
+    /// The host it goes to: its address is the destination, the MAC is the next hop's as
+    /// resolved by ARP/ND.
+    pub to: Option<String>,
     /// Copied from the file's top-level `mode`; not a key of a `[[stream]]` table.
     #[serde(skip)]
     pub mode: Mode,
@@ -136,6 +142,8 @@ impl Default for StreamSpec {
             rate: Rate::Max,
             seed: 1,
             signature: false,
+            from: None,
+            to: None,
             mode: Mode::Sequence,
         }
     }
@@ -457,6 +465,9 @@ pub struct SpecFile {
     pub mode: Mode,
     #[serde(rename = "stream")]
     pub streams: Vec<StreamSpec>,
+    /// `[[host]]` tables: the emulated hosts streams go from and to.
+    #[serde(rename = "host", default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<crate::HostSpec>,
 }
 
 /// Largest stream file read. `toml` holds a parsed file in up to some seventy times its size
@@ -522,6 +533,7 @@ impl SpecFile {
         for s in &mut file.streams {
             s.mode = file.mode;
         }
+        crate::host::check_hosts(&file.hosts, &file.streams)?;
         Ok(file)
     }
 

@@ -37,29 +37,31 @@ impl RunReceiver {
                      lab's sender: give --rx IFACE[@NETNS]",
                 ));
             };
-            let rx = Receiver::swap_into(&lab.pin_dir(), config)?;
-            return Ok(RunReceiver {
-                rx,
-                at: "the lab's receive end".into(),
-                lab_end: true,
-                link: (lab.receiver.clone(), Some(lab.netns.clone())),
-            });
+            return Self::lab_end(&lab, config);
         };
-        let (iface, netns) = match at.split_once('@') {
-            Some((i, n)) if !i.is_empty() && !n.is_empty() => (i, Some(n)),
-            Some(_) => {
-                return Err(SessionError::usage(format!(
-                    "--rx {at}: write IFACE or IFACE@NETNS"
-                )));
-            }
-            None => (at.as_str(), None),
-        };
+        let (iface, netns) = crate::netns::split("--rx", at)?;
+        // A lab's receive end named outright (`<name>1@<name>-sink`, a port of a two-port
+        // test) carries the lab's sink: it is borrowed as `--rx` alone borrows it.
+        if let Some(lab) = crate::sink::lab_at(iface, netns)? {
+            return Self::lab_end(&lab, config);
+        }
         let rx = Receiver::attach(iface, netns, target.attach.into(), config)?;
         Ok(RunReceiver {
             rx,
             at: at.clone(),
             lab_end: false,
             link: (iface.to_owned(), netns.map(str::to_owned)),
+        })
+    }
+
+    /// Takes `lab`'s receive end from its sink for as long as the receiver lives.
+    fn lab_end(lab: &linerate_lab::Lab, config: linerate_rx::RxConfig) -> Result<RunReceiver> {
+        let rx = Receiver::swap_into(&lab.pin_dir(), config)?;
+        Ok(RunReceiver {
+            rx,
+            at: "the lab's receive end".into(),
+            lab_end: true,
+            link: (lab.receiver.clone(), Some(lab.netns.clone())),
         })
     }
 

@@ -184,7 +184,8 @@ impl Plan {
             }
             compile_interleaved(streams, &resolved, limits)
         } else if streams.len() == 1 {
-            let (cycle, pacing, info) = compile_one(first, &resolved[0], limits, limits.first_flow)?;
+            let (cycle, pacing, info) =
+                compile_one(first, &resolved[0], limits, limits.first_flow)?;
             Ok(Plan {
                 shape: Shape::Cycle { cycle, pacing },
                 streams: vec![info],

@@ -46,6 +46,10 @@ int impair(struct __sk_buff *skb)
 	__u32 key = 0;
 	struct impair_counters *c = bpf_map_lookup_elem(&impair_counters, &key);
 
+	/* ARP is the router's own resolution, not the test's traffic: never impaired or counted,
+	 * so a lossy link does not also cost the router its neighbour. */
+	if (skb->protocol == __builtin_bswap16(0x0806))
+		return TC_ACT_OK;
 	if (skb->mark == IMPAIR_MARK_DELAYED) {
 		skb->mark = 0;
 		return TC_ACT_OK;

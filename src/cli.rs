@@ -21,6 +21,7 @@ pub(crate) const SEND: &str = "What to send";
 pub(crate) const WHERE: &str = "Where to send";
 pub(crate) const PACE: &str = "How fast and how long";
 pub(crate) const RECEIVE: &str = "Receive";
+pub(crate) const HOSTS: &str = "Hosts: several ports, both directions";
 pub(crate) const OUTPUT: &str = "Output";
 pub(crate) const TUNING: &str = "Workers and backend tuning";
 const API: &str = "The API";
@@ -454,6 +455,19 @@ pub struct TxArgs {
         display_order = 0
     )]
     pub rx: Option<String>,
+    /// An emulated host, a [[host]] table's keys as KEY=VALUE pairs:
+    /// name=NAME,port=IFACE[@NETNS],ipv4=A.B.C.D/LEN[,gateway=GW][,ipv6=ADDR/LEN][,gateway6=GW][,mac=MAC][,vlan=ID].
+    /// Repeat for each host. linerate answers ARP/ND and ping for it and resolves its gateway
+    /// before sending; the hosts' ports are the run's ports (no -i).
+    #[arg(long, value_name = "KEY=VALUE,…", help_heading = HOSTS)]
+    pub host: Vec<linerate_stream::HostSpec>,
+    /// A flow between two hosts, FROM:TO: the template stream from FROM's port to TO's address
+    /// (repeat; --flow west:east --flow east:west runs both directions at once).
+    #[arg(long, value_name = "FROM:TO", help_heading = HOSTS)]
+    pub flow: Vec<String>,
+    /// How long each host's gateway (or on-link destination) may take to answer ARP/ND.
+    #[arg(long, default_value = "3s", value_parser = parse_duration, help_heading = HOSTS)]
+    pub resolve_timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

@@ -33,8 +33,9 @@ pub struct LabConfig {
 /// to `<name>d1` (facing the sink).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DutKind {
-    /// Kernel IPv4 routing (ip_forward, /32 routes, static neighbours): frames are sent to
-    /// `<name>d0`'s MAC and leave with the TTL one lower and the sink's MAC.
+    /// Kernel IPv4 routing between two subnets (ip_forward, an address on each end, neighbours
+    /// learnt by ARP as any router learns them): frames are sent to `<name>d0`'s MAC and leave
+    /// with the TTL one lower and the sink's MAC.
     Router,
     /// A Linux bridge with both DUT ends as ports: frames pass unchanged.
     Bridge,
@@ -79,6 +80,9 @@ pub struct Dut {
     /// `<name>d1`, peer of the receiver: where impairments sit (its egress).
     pub egress: String,
     pub ingress_mac: [u8; 6],
+    /// The router's own addresses on `ingress` and `egress`, the gateways of the sender's and
+    /// the receiver's subnets (see [`routed_addresses`]); None for the bridge and XDP DUTs.
+    pub gateways: Option<(Ipv4Addr, Ipv4Addr)>,
     /// What `linerate lab impair` set last (none when never or cleared).
     pub impairments: Impairments,
     /// Whether the delay line's process runs (false when no delay line is wanted).
@@ -246,14 +250,32 @@ pub fn validate_name(name: &str) -> Result<(), LabError> {
 /// name always gets the same pair; two names rarely share one (and a clash only duplicates a
 /// connected route: frames still go out the interface they are sent on).
 pub fn addresses(name: &str) -> (Ipv4Addr, Ipv4Addr) {
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + 4 * (fnv1a(name) % (1 << 15));
+    (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
+}
+
+fn fnv1a(name: &str) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for b in name.bytes() {
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    let block = hash % (1 << 15);
-    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + 4 * block;
-    (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
+    hash
+}
+
+/// A router lab's four addresses, each side a /30 of its own on the two halves of the RFC 2544
+/// range (RFC 2544 appendix C puts 198.18 on one side of a DUT and 198.19 on the other):
+/// block k = FNV-1a-32(name) mod 16384, (sender 198.18.0.0 + 4k + 1, the router's ingress
+/// + 2, the router's egress 198.19.0.0 + 4k + 1, the receiver + 2).
+pub fn routed_addresses(name: &str) -> (Ipv4Addr, Ipv4Addr, Ipv4Addr, Ipv4Addr) {
+    let a = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + 4 * (fnv1a(name) % (1 << 14));
+    let b = a + (1 << 16);
+    (
+        Ipv4Addr::from(a + 1),
+        Ipv4Addr::from(a + 2),
+        Ipv4Addr::from(b + 1),
+        Ipv4Addr::from(b + 2),
+    )
 }
 
 /// A short lab name that no other test running now uses: up to 4 characters of `prefix` (kept to

@@ -147,6 +147,14 @@ impl LabLock {
 }
 
 impl Lab {
+    /// Behind a router the receiver is on a subnet of its own ([`crate::routed_addresses`]).
+    fn route_receiver(&mut self) {
+        if self.dut.as_ref().is_some_and(|d| d.gateways.is_some()) {
+            let (sender, _, _, receiver) = crate::routed_addresses(&self.name);
+            (self.sender_ip, self.receiver_ip) = (sender, receiver);
+        }
+    }
+
     /// The plain facts of a lab named `name` as `Lab::up` builds it; the MACs are filled in from
     /// the interfaces.
     fn layout(name: &str, queues: u32) -> Lab {
@@ -193,6 +201,7 @@ impl Lab {
         }
         let mut layout = Lab::layout(name, config.queues);
         layout.dut = dut.map(|kind| dut::layout(name, kind));
+        layout.route_receiver();
         if is_ours(&layout) {
             return Err(LabError::Exists { name: name.into() });
         }
@@ -302,6 +311,7 @@ impl Lab {
         };
         lab.queues = tx_queues(&lab.sender)?;
         lab.dut = dut::find(&lab)?;
+        lab.route_receiver();
         Ok(Some(lab))
     }
 

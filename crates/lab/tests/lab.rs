@@ -222,31 +222,40 @@ fn dut_labs_as_ip_and_tc_see_them() {
             addr.contains(&format!("inet {}/30", lab.receiver_ip)),
             "{addr}"
         );
-        let toward_sink = match kind {
-            DutKind::Router => dut.ingress_mac,
-            _ => lab.receiver_mac,
-        };
+        let mac = |m: [u8; 6]| m.map(|b| format!("{b:02x}")).join(":");
         let neigh = show("ip", &["neigh", "show", "dev", &lab.sender]);
-        assert!(
-            neigh.contains(&format!(
-                "{} lladdr {} PERMANENT",
-                lab.receiver_ip,
-                toward_sink.map(|b| format!("{b:02x}")).join(":")
-            )),
-            "{neigh}"
-        );
         match kind {
             DutKind::Router => {
+                // Two subnets, one each side, the router's own address on each: its routes are
+                // the connected ones, and it has no neighbour it did not learn.
+                let (ingress_ip, egress_ip) = dut.gateways.expect("a router has gateways");
+                assert_eq!(lab.receiver_ip.octets()[..2], [198, 19]);
+                assert_eq!(lab.sender_ip.octets()[..2], [198, 18]);
+                let addrs = show("ip", &["-n", &dut_ns, "-4", "addr", "show"]);
+                for part in [
+                    format!("inet {ingress_ip}/30"),
+                    format!("inet {egress_ip}/30"),
+                ] {
+                    assert!(addrs.contains(&part), "{part} in {addrs}");
+                }
                 let routes = show("ip", &["-n", &dut_ns, "route", "show"]);
                 assert!(
-                    routes.contains(&format!(
-                        "{} dev {} scope link",
-                        lab.receiver_ip, dut.egress
-                    )),
+                    routes.contains(&format!("dev {} proto kernel scope link", dut.egress)),
                     "{routes}"
                 );
+                let learnt = show("ip", &["-n", &dut_ns, "neigh", "show"]);
+                assert!(!learnt.contains("PERMANENT"), "{learnt}");
+                assert!(!neigh.contains("PERMANENT"), "{neigh}");
             }
             _ => {
+                assert!(
+                    neigh.contains(&format!(
+                        "{} lladdr {} PERMANENT",
+                        lab.receiver_ip,
+                        mac(lab.receiver_mac)
+                    )),
+                    "{neigh}"
+                );
                 let bridge = show(
                     "ip",
                     &[

@@ -46,6 +46,11 @@ pub fn impair_object() -> &'static [u8] {
     &IMPAIR_OBJ.0
 }
 
+/// The compiled `bpf/pass.bpf.c`, 8-byte aligned, for `linerate-lab` (its router's ends).
+pub fn pass_object() -> &'static [u8] {
+    &PASS_OBJ.0
+}
+
 /// The compiled `bpf/rx.bpf.c`, 8-byte aligned, for `linerate-rx` to load.
 pub fn rx_object() -> &'static [u8] {
     &RX_OBJ.0

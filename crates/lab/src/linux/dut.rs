@@ -46,6 +46,10 @@ pub(crate) fn layout(name: &str, kind: DutKind) -> Dut {
         ingress: format!("{name}d0"),
         egress: format!("{name}d1"),
         ingress_mac: [0; 6],
+        gateways: (kind == DutKind::Router).then(|| {
+            let (_, ingress, egress, _) = crate::routed_addresses(name);
+            (ingress, egress)
+        }),
         impairments: Impairments::default(),
         delay_line_running: false,
     }
@@ -54,6 +58,7 @@ pub(crate) fn layout(name: &str, kind: DutKind) -> Dut {
 /// Pins under the lab's pin directory.
 const DUT_LINK_PIN: &str = "dut-link";
 const IMPAIR_MAP_PIN: &str = "impair-counters";
+const ROUTER_PASS_PINS: [&str; 2] = ["router-pass-0", "router-pass-1"];
 
 /// The record of the impairments in force, for `lab status` and the delay line.
 pub(crate) fn impair_path(name: &str) -> PathBuf {
@@ -140,6 +145,9 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     if dut.kind == DutKind::Xdp {
         attach_xdp_dut(lab, dut)?;
     }
+    if dut.kind == DutKind::Router {
+        attach_router_pass(lab, dut)?;
+    }
     sink.set_up(&lab.receiver)?;
     for dev in [&dut.egress, &dut.ingress] {
         inside.set_up(dev)?;
@@ -147,20 +155,19 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     if dut.kind == DutKind::Bridge {
         inside.set_up(&bridge(&lab.name))?;
     }
-    if dut.kind == DutKind::Router {
+    if let Some((ingress_ip, egress_ip)) = dut.gateways {
         write_sysctl_in(dut_ns, "/proc/sys/net/ipv4/ip_forward", "1")?;
-        // Routes need their device up. /32s: the DUT's ends carry no address of their own.
-        for (addr, dev, mac) in [
-            (lab.receiver_ip, &dut.egress, receiver_mac),
-            (lab.sender_ip, &dut.ingress, sender_mac),
-        ] {
-            inside.add_host_route(dev, addr)?;
-            inside.set_neighbour(dev, addr, mac)?;
-        }
+        // An address on each end and its connected route, no neighbour entry: the router ARPs
+        // for the sink (whose namespace's stack answers: the sink passes ARP) and for the
+        // sender as a router in a rack would.
+        inside.add_address(&dut.ingress, ingress_ip, 30)?;
+        inside.add_address(&dut.egress, egress_ip, 30)?;
+    } else {
+        // A bridge or the XDP DUT: one subnet, and static neighbours, so no ARP frame reaches
+        // the sink.
+        root.set_neighbour(&lab.sender, lab.receiver_ip, toward_sink)?;
+        sink.set_neighbour(&lab.receiver, lab.sender_ip, toward_sender)?;
     }
-    // Static neighbours: no ARP frames either.
-    root.set_neighbour(&lab.sender, lab.receiver_ip, toward_sink)?;
-    sink.set_neighbour(&lab.receiver, lab.sender_ip, toward_sender)?;
     root.set_up(&lab.sender)?;
     Ok(())
 }
@@ -204,6 +211,24 @@ fn add_bridge(inside: &mut Rtnl, lab: &Lab, dut: &Dut) -> Result<(), LabError> {
 
 /// Loads `bpf/dut_fwd.bpf.c`, points its devmap at the DUT's egress and attaches it to the
 /// DUT's ingress (native XDP), pinned so it outlives this process.
+/// `bpf/pass.bpf.c` on both router ends. A veth delivers XDP frames (XDP_TX, a redirect) only
+/// to a peer that runs XDP: with it, what a port of the lab sends from XDP — the hosts' ARP and
+/// ND answers, live frames — reaches the router as a NIC's would. Every frame passes on to the
+/// router's stack unchanged.
+fn attach_router_pass(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
+    let object =
+        linerate_xdp::load_object_checked("pass", linerate_xdp::pass_object(), &[], |_| Ok(()))?;
+    for (end, pin) in [
+        (&dut.ingress, ROUTER_PASS_PINS[0]),
+        (&dut.egress, ROUTER_PASS_PINS[1]),
+    ] {
+        let mut link =
+            linerate_xdp::attach_object(&object, end, Some(&dut.netns), AttachMode::Drv)?;
+        link.pin(&pin_dir(&lab.name).join(pin))?;
+    }
+    Ok(())
+}
+
 fn attach_xdp_dut(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
     let object = linerate_xdp::load_object_checked(
         "dut_fwd",
@@ -295,6 +320,8 @@ pub(crate) fn remove(name: &str) -> Vec<Result<(), LabError>> {
     vec![
         delay::stop(name),
         linerate_xdp::unpin_link(&dir.join(DUT_LINK_PIN)).map_err(LabError::from),
+        linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PINS[0])).map_err(LabError::from),
+        linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PINS[1])).map_err(LabError::from),
         linerate_xdp::unpin(&dir.join(IMPAIR_MAP_PIN)).map_err(LabError::from),
         remove_file(&impair_path(name)),
     ]

@@ -28,9 +28,6 @@ use netlink_packet_route::link::{
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
-use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
-};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::{AddressFamily, neighbour::NeighbourHeader};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
@@ -469,32 +466,6 @@ impl Rtnl {
         .map_err(|r| {
             r.into_error(
                 format!("setting the neighbour {addr} on {name}{}", self.place),
-                None,
-            )
-        })?;
-        Ok(())
-    }
-
-    /// `ip route add ADDR/32 dev NAME`: a link-scope host route in the main table.
-    pub(crate) fn add_host_route(&mut self, name: &str, addr: Ipv4Addr) -> Result<(), LabError> {
-        let mut request = RouteMessage::default();
-        request.header.address_family = AddressFamily::Inet;
-        request.header.destination_prefix_length = 32;
-        request.header.table = RouteHeader::RT_TABLE_MAIN;
-        request.header.protocol = RouteProtocol::Boot;
-        request.header.scope = RouteScope::Link;
-        request.header.kind = RouteType::Unicast;
-        request.attributes = vec![
-            RouteAttribute::Destination(RouteAddress::Inet(addr)),
-            RouteAttribute::Oif(self.ifindex(name)?),
-        ];
-        self.call(
-            RouteNetlinkMessage::NewRoute(request),
-            NLM_F_CREATE | NLM_F_EXCL,
-        )
-        .map_err(|r| {
-            r.into_error(
-                format!("adding the route {addr}/32 via {name}{}", self.place),
                 None,
             )
         })?;

@@ -4,9 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use etherparse::{
-    ArpHardwareId, ArpOperation, ArpPacket, EtherType, Icmpv6Type, PacketBuilder,
-};
+use etherparse::{ArpHardwareId, ArpOperation, ArpPacket, EtherType, Icmpv6Type, PacketBuilder};
 
 use crate::{Host, HostError, MacAddr};
 
@@ -20,7 +18,9 @@ const OPT_SLLA: [u8; 2] = [1, 1];
 pub fn request(host: &Host, target: IpAddr) -> Result<Vec<u8>, HostError> {
     match (host.source_for(target)?, target) {
         (IpAddr::V4(src), IpAddr::V4(dst)) => Ok(arp_request(host.mac, host.vlan, src, dst)),
-        (IpAddr::V6(src), IpAddr::V6(dst)) => Ok(neighbour_solicitation(host.mac, host.vlan, src, dst)),
+        (IpAddr::V6(src), IpAddr::V6(dst)) => {
+            Ok(neighbour_solicitation(host.mac, host.vlan, src, dst))
+        }
         _ => unreachable!("source_for answers in the target's family"),
     }
 }

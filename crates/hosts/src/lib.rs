@@ -274,14 +274,20 @@ mod tests {
         let mut h = host();
         h.validate().unwrap();
         h.vlan = Some(4095);
-        assert!(matches!(h.validate(), Err(HostError::BadVlan { vlan: 4095, .. })));
+        assert!(matches!(
+            h.validate(),
+            Err(HostError::BadVlan { vlan: 4095, .. })
+        ));
         h.vlan = Some(100);
         h.ipv4.as_mut().unwrap().gateway = Some("198.18.1.1".parse().unwrap());
         let err = h.validate().unwrap_err();
         assert!(err.to_string().contains("198.18.1.1"), "{err}");
         h.ipv4.as_mut().unwrap().gateway = None;
         h.ipv6.as_mut().unwrap().prefix = 129;
-        assert!(matches!(h.validate(), Err(HostError::BadPrefix { max: 128, .. })));
+        assert!(matches!(
+            h.validate(),
+            Err(HostError::BadPrefix { max: 128, .. })
+        ));
     }
 
     #[test]
@@ -292,7 +298,10 @@ mod tests {
             h.link_local(),
             "fe80::21b:21ff:feaa:bbcc".parse::<Ipv6Addr>().unwrap()
         );
-        assert_eq!(h.source_for(ip("fe80::1")).unwrap(), IpAddr::V6(h.link_local()));
+        assert_eq!(
+            h.source_for(ip("fe80::1")).unwrap(),
+            IpAddr::V6(h.link_local())
+        );
         assert_eq!(h.source_for(ip("2001:2::1")).unwrap(), ip("2001:2::10"));
     }
 }

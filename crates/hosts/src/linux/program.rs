@@ -20,12 +20,10 @@ pub struct HostProgram {
 impl HostProgram {
     /// Loads the program without attaching it (for `BPF_PROG_RUN` tests).
     pub fn load() -> Result<HostProgram, HostError> {
-        let object = linerate_xdp::load_object_checked(
-            "host",
-            linerate_xdp::host_object(),
-            &ABI,
-            |_| Ok(()),
-        )?;
+        let object =
+            linerate_xdp::load_object_checked("host", linerate_xdp::host_object(), &ABI, |_| {
+                Ok(())
+            })?;
         Ok(HostProgram {
             link: None,
             table: HostTable::from_object(&object)?,

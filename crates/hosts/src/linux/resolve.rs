@@ -66,10 +66,12 @@ pub fn resolve(
     let deadline = Instant::now() + timeout;
     loop {
         for t in pending.iter_mut().filter(|t| t.mac.is_none()) {
-            socket.write_all(&t.frame).map_err(|source| HostError::Send {
-                iface: iface.to_owned(),
-                source,
-            })?;
+            socket
+                .write_all(&t.frame)
+                .map_err(|source| HostError::Send {
+                    iface: iface.to_owned(),
+                    source,
+                })?;
             t.tries += 1;
         }
         let retry_at = (Instant::now() + RETRY).min(deadline);

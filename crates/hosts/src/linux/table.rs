@@ -85,7 +85,9 @@ impl HostTable {
                     return Err(map_error(name, format!("a {}-byte key", key.len())));
                 };
                 // Gone between the walk and the lookup: nothing to report.
-                let Some(value) = map.lookup(&key, MapFlags::ANY).map_err(|e| map_error(name, e))?
+                let Some(value) = map
+                    .lookup(&key, MapFlags::ANY)
+                    .map_err(|e| map_error(name, e))?
                 else {
                     continue;
                 };
@@ -119,7 +121,11 @@ impl HostTable {
     }
 
     /// The entry learned for `addr` on `vlan`, with when it was last written.
-    pub(crate) fn learned(&self, addr: IpAddr, vlan: Option<u16>) -> Result<Option<Neigh>, HostError> {
+    pub(crate) fn learned(
+        &self,
+        addr: IpAddr,
+        vlan: Option<u16>,
+    ) -> Result<Option<Neigh>, HostError> {
         let (map, name) = match addr {
             IpAddr::V4(_) => (&self.neigh_v4, NEIGH_V4),
             IpAddr::V6(_) => (&self.neigh_v6, NEIGH_V6),

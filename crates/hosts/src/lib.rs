@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 pub use error::HostError;
 #[cfg(target_os = "linux")]
-pub use linux::{HostProgram, HostTable, RETRY, resolve};
+pub use linux::{HostProgram, HostTable, RETRY, answer_mode, resolve};
 
 /// An Ethernet address, as `linerate_wire::MacAddr`.
 pub type MacAddr = [u8; 6];

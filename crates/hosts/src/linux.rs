@@ -5,6 +5,6 @@ mod program;
 mod resolve;
 mod table;
 
-pub use program::HostProgram;
+pub use program::{HostProgram, answer_mode};
 pub use resolve::{RETRY, resolve};
 pub use table::HostTable;

@@ -1,7 +1,7 @@
 //! `bpf/host.bpf.c` on a port that only transmits: the hosts answer, everything else is dropped.
 
 use libbpf_rs::Object;
-use linerate_xdp::{AttachMode, XdpError, XdpLink};
+use linerate_xdp::{AttachMode, XdpError, XdpLink, xdp_act};
 
 use crate::HostError;
 use crate::abi::ABI;
@@ -32,9 +32,9 @@ impl HostProgram {
     }
 
     /// Loads the program and attaches it to `iface` in network namespace `netns` (None = ours),
-    /// in the driver where the driver runs XDP, else on the generic path.
+    /// in the mode [`answer_mode`] picks.
     pub fn attach(iface: &str, netns: Option<&str>) -> Result<HostProgram, HostError> {
-        match Self::attach_mode(iface, netns, AttachMode::Drv) {
+        match Self::attach_mode(iface, netns, answer_mode(iface, netns)?) {
             Err(HostError::Xdp(XdpError::ModeUnsupported { .. })) => {
                 Self::attach_mode(iface, netns, AttachMode::Skb)
             }
@@ -42,8 +42,7 @@ impl HostProgram {
         }
     }
 
-    /// [`HostProgram::attach`] in `mode`. A veth port answers in driver mode only if its peer
-    /// takes XDP frames (GRO on, or an XDP program of its own), as any XDP_TX on a veth.
+    /// [`HostProgram::attach`] in `mode`.
     pub fn attach_mode(
         iface: &str,
         netns: Option<&str>,
@@ -77,4 +76,28 @@ impl HostProgram {
             .next()
             .expect("the host object holds its program")
     }
+}
+
+/// The XDP mode in which answers sent back with XDP_TX from `iface` (in `netns`) reach the wire:
+/// the driver's, unless the driver says it cannot transmit XDP frames (no
+/// `NETDEV_XDP_ACT_NDO_XMIT`), then the generic one. A veth says so when its peer neither runs
+/// XDP nor has GRO on: its XDP_TX frames would be dropped unseen. For any program that includes
+/// `bpf/hosts.h`, the receiver's too.
+pub fn answer_mode(iface: &str, netns: Option<&str>) -> Result<AttachMode, HostError> {
+    let features = linerate_xdp::in_netns(netns, || {
+        let index = linerate_xdp::ifindex(iface).map_err(|e| match e {
+            XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
+                iface,
+                netns: netns.map(str::to_owned),
+            },
+            e => e,
+        })?;
+        // 0: a kernel before 6.3, which does not report features; the driver's mode it is.
+        Ok(linerate_xdp::xdp_features(index).unwrap_or(0))
+    })?;
+    Ok(if features != 0 && features & xdp_act::NDO_XMIT == 0 {
+        AttachMode::Skb
+    } else {
+        AttachMode::Drv
+    })
 }

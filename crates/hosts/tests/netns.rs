@@ -1,13 +1,15 @@
 //! Emulated hosts against a real kernel: a veth pair between two network namespaces, the host
-//! program on one end, kernel addresses on the other (and a VLAN subinterface). The kernel must
-//! ping the hosts and learn them as neighbours the ordinary way (not permanent entries), and the
-//! hosts must resolve the kernel's addresses. Needs root; with CI=true a non-root run fails.
+//! program on one end, kernel addresses on the other. The kernel must ping the hosts and learn
+//! them as neighbours the ordinary way (not permanent entries), and the hosts must resolve the
+//! kernel's addresses. The VLAN host meets a neighbour played on a packet socket, which needs no
+//! 802.1Q in the kernel. Needs root; with CI=true a non-root run fails.
 #![cfg(target_os = "linux")]
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use etherparse::{ArpOperation, Icmpv4Type, Icmpv6Type, NetSlice, SlicedPacket, TransportSlice};
 use linerate_hosts::{
     Host, HostError, HostProgram, Ipv4Iface, Ipv6Iface, MacAddr, answer_mode, frames, resolve,
 };
@@ -16,7 +18,7 @@ use linerate_xdp::AttachMode;
 const VLAN: u16 = 100;
 
 /// Two namespaces joined by a veth pair: `port` in `ns` (the hosts' side), `peer` in `peer_ns`
-/// with addresses, and `vlan` on it. Removed on drop, also when a test panics.
+/// with addresses. Removed on drop, also when a test panics.
 struct Net {
     ns: String,
     peer_ns: String,
@@ -421,5 +423,305 @@ mod ping {
             "{}",
             std::io::Error::last_os_error()
         );
+    }
+}
+
+/// A VLAN host, against a neighbour played in user space on the peer's end (this kernel may
+/// have no 802.1Q; a packet socket sees the tag either way): tagged requests get tagged answers
+/// from the host's MAC, other VLANs get none, and the host resolves the neighbour on its VLAN.
+#[test]
+fn a_vlan_host_answers_and_resolves_on_its_vlan() {
+    if !linerate_lab::root_or_skip("a_vlan_host_answers_and_resolves_on_its_vlan") {
+        return;
+    }
+    let net = Net::up();
+    let hosts = hosts();
+    let program = attach(&net, &hosts);
+    let h2 = &hosts[1];
+    let (h2_v4, h2_v6) = (h2.ipv4.unwrap().addr, h2.ipv6.unwrap().addr);
+    let wire = wire::Wire::open(&net);
+    let vlan = Some(VLAN);
+
+    wire.send(&frames::arp_request(wire::MAC, vlan, wire::V4, h2_v4));
+    let reply = wire.expect(
+        VLAN,
+        |p| matches!(&p.net, Some(NetSlice::Arp(a)) if a.operation() == ArpOperation::REPLY),
+    );
+    let reply = SlicedPacket::from_ethernet(&reply).unwrap();
+    let Some(NetSlice::Arp(arp)) = &reply.net else {
+        unreachable!()
+    };
+    assert_eq!(
+        (arp.sender_hw_addr(), arp.sender_protocol_addr()),
+        (&h2.mac[..], &h2_v4.octets()[..])
+    );
+    assert_eq!(arp.target_hw_addr(), wire::MAC);
+
+    wire.send(&frames::neighbour_solicitation(
+        wire::MAC,
+        vlan,
+        wire::V6,
+        h2_v6,
+    ));
+    let na = wire.expect(VLAN, |p| {
+        matches!(&p.transport, Some(TransportSlice::Icmpv6(i)) if matches!(i.icmp_type(), Icmpv6Type::NeighborAdvertisement(_)))
+    });
+    let na = SlicedPacket::from_ethernet(&na).unwrap();
+    assert_eq!(
+        na.link
+            .as_ref()
+            .unwrap()
+            .to_header()
+            .unwrap()
+            .ethernet2()
+            .unwrap()
+            .source,
+        h2.mac
+    );
+
+    for dst in [IpAddr::V4(h2_v4), IpAddr::V6(h2_v6)] {
+        wire.send(&wire::echo_request(vlan, dst, h2.mac));
+        wire.expect(VLAN, |p| match &p.transport {
+            Some(TransportSlice::Icmpv4(i)) => matches!(i.icmp_type(), Icmpv4Type::EchoReply(_)),
+            Some(TransportSlice::Icmpv6(i)) => matches!(i.icmp_type(), Icmpv6Type::EchoReply(_)),
+            _ => false,
+        });
+    }
+    let c = program.table().counters().unwrap();
+    assert_eq!(
+        (c.arp_replies, c.nd_replies, c.echo_replies),
+        (1, 1, 2),
+        "{c:?}"
+    );
+
+    // The host is on VLAN 100 only: untagged and VLAN 101 requests for its address go unanswered.
+    wire.send(&frames::arp_request(wire::MAC, None, wire::V4, h2_v4));
+    wire.send(&frames::arp_request(
+        wire::MAC,
+        Some(VLAN + 1),
+        wire::V4,
+        h2_v4,
+    ));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(program.table().counters().unwrap().arp_replies, 1);
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let macs = std::thread::scope(|scope| {
+        scope.spawn(|| wire.answer(VLAN, &stop));
+        let macs = resolve(
+            &net.port,
+            Some(&net.ns),
+            program.table(),
+            &hosts,
+            &[
+                (1, h2.next_hop("203.0.113.1".parse().unwrap()).unwrap()),
+                (1, wire::V6.into()),
+            ],
+            Duration::from_secs(3),
+        );
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        macs
+    });
+    assert_eq!(macs.unwrap(), vec![wire::MAC; 2]);
+    assert_eq!(
+        program.table().neighbour(wire::V4.into(), None).unwrap(),
+        None,
+        "learned on VLAN 100 only"
+    );
+}
+
+/// A neighbour in user space: a packet socket on the peer's end of the veth pair.
+mod wire {
+    use std::fs::File;
+    use std::io::Write;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    use std::os::fd::OwnedFd;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    use etherparse::{
+        ArpHardwareId, ArpOperation, ArpPacket, EtherType, Icmpv6Type, NetSlice, PacketBuilder,
+        SlicedPacket, TransportSlice,
+    };
+    use linerate_hosts::MacAddr;
+
+    use super::Net;
+
+    pub const MAC: MacAddr = [0x02, 0x4c, 0x52, 0, 0, 0x99];
+    pub const V4: Ipv4Addr = Ipv4Addr::new(198, 18, 100, 1);
+    pub const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0x100, 0, 0, 0, 0, 1);
+    const ETH_P_ALL: u16 = 0x0003;
+
+    pub struct Wire {
+        fd: OwnedFd,
+        out: File,
+    }
+
+    /// A frame received: its bytes without the tag, kept alive for the slices over them.
+    pub struct Frame {
+        bytes: Vec<u8>,
+    }
+
+    impl Wire {
+        pub fn open(net: &Net) -> Wire {
+            let peer = net.peer.clone();
+            let fd = linerate_xdp::in_netns(Some(&net.peer_ns), move || {
+                let fd = linerate_sys::raw_socket(libc::AF_PACKET, i32::from(ETH_P_ALL.to_be()))
+                    .unwrap();
+                let addr = libc::sockaddr_ll {
+                    sll_family: libc::AF_PACKET as u16,
+                    sll_protocol: ETH_P_ALL.to_be(),
+                    sll_ifindex: linerate_sys::if_index(&peer).unwrap() as i32,
+                    sll_hatype: 0,
+                    sll_pkttype: 0,
+                    sll_halen: 0,
+                    sll_addr: [0; 8],
+                };
+                linerate_sys::bind(&fd, &addr).unwrap();
+                linerate_sys::set_opt(&fd, libc::SOL_PACKET, libc::PACKET_AUXDATA, &1i32).unwrap();
+                let timeout = libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 20_000,
+                };
+                linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout).unwrap();
+                Ok(fd)
+            })
+            .unwrap();
+            let out = File::from(fd.try_clone().unwrap());
+            Wire { fd, out }
+        }
+
+        pub fn send(&self, frame: &[u8]) {
+            (&self.out).write_all(frame).unwrap();
+        }
+
+        /// The next frame that arrives (not one this socket sent), with its VLAN (None: untagged).
+        fn recv(&self) -> Option<(Frame, Option<u16>)> {
+            let mut buf = vec![0u8; 2048];
+            let got = linerate_sys::recv_packet(&self.fd, &mut buf).ok()?;
+            if got.pkttype == libc::PACKET_OUTGOING as u8 {
+                return None;
+            }
+            buf.truncate(got.len);
+            // The stack takes the tag out (to the aux data); where it does not, it is inline.
+            let mut vlan = got.vlan.map(|(_, tci)| tci & 0x0fff);
+            if vlan.is_none() && buf.len() >= 18 && buf[12..14] == [0x81, 0x00] {
+                vlan = Some(u16::from_be_bytes([buf[14], buf[15]]) & 0x0fff);
+                buf.drain(12..16);
+            }
+            Some((Frame { bytes: buf }, vlan))
+        }
+
+        /// Waits up to a second for a frame on `vlan` that `want` accepts; its untagged bytes.
+        pub fn expect(&self, vlan: u16, want: impl Fn(&SlicedPacket<'_>) -> bool) -> Vec<u8> {
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while Instant::now() < deadline {
+                let Some((frame, tag)) = self.recv() else {
+                    continue;
+                };
+                if tag == Some(vlan)
+                    && SlicedPacket::from_ethernet(&frame.bytes).is_ok_and(|p| want(&p))
+                {
+                    return frame.bytes;
+                }
+            }
+            panic!("nothing expected arrived on VLAN {vlan}");
+        }
+
+        /// Answers ARP requests for V4 and solicitations for V6 on `vlan` until `stop`.
+        pub fn answer(&self, vlan: u16, stop: &AtomicBool) {
+            while !stop.load(Ordering::Relaxed) {
+                let Some((frame, Some(tag))) = self.recv() else {
+                    continue;
+                };
+                let Ok(p) = SlicedPacket::from_ethernet(&frame.bytes) else {
+                    continue;
+                };
+                if tag != vlan {
+                    continue;
+                }
+                if let Some(NetSlice::Arp(a)) = &p.net
+                    && a.operation() == ArpOperation::REQUEST
+                    && a.target_protocol_addr() == V4.octets()
+                {
+                    let reply = ArpPacket::new(
+                        ArpHardwareId::ETHERNET,
+                        EtherType::IPV4,
+                        ArpOperation::REPLY,
+                        &MAC,
+                        &V4.octets(),
+                        a.sender_hw_addr(),
+                        a.sender_protocol_addr(),
+                    )
+                    .unwrap();
+                    let dst: MacAddr = a.sender_hw_addr().try_into().unwrap();
+                    let mut out = Vec::new();
+                    PacketBuilder::ethernet2(MAC, dst)
+                        .arp(reply)
+                        .write_to_vec(&mut out)
+                        .unwrap();
+                    self.send(&tagged(Some(vlan), out));
+                }
+                if let (Some(NetSlice::Ipv6(ip)), Some(TransportSlice::Icmpv6(i))) =
+                    (&p.net, &p.transport)
+                    && i.icmp_type() == Icmpv6Type::NeighborSolicitation
+                    && i.payload()[..16] == V6.octets()
+                {
+                    let src = p
+                        .link
+                        .as_ref()
+                        .unwrap()
+                        .to_header()
+                        .unwrap()
+                        .ethernet2()
+                        .unwrap()
+                        .source;
+                    let mut payload = V6.octets().to_vec();
+                    payload.extend_from_slice(&[2, 1]);
+                    payload.extend_from_slice(&MAC);
+                    let na = etherparse::icmpv6::NeighborAdvertisementHeader {
+                        router: true,
+                        solicited: true,
+                        r#override: true,
+                    };
+                    let mut out = Vec::new();
+                    PacketBuilder::ethernet2(MAC, src)
+                        .ipv6(V6.octets(), ip.header().source(), 255)
+                        .icmpv6(Icmpv6Type::NeighborAdvertisement(na))
+                        .write_to_vec(&mut out, &payload)
+                        .unwrap();
+                    self.send(&tagged(Some(vlan), out));
+                }
+            }
+        }
+    }
+
+    /// An echo request from the neighbour to `dst` (whose MAC is `mac`).
+    pub fn echo_request(vlan: Option<u16>, dst: IpAddr, mac: MacAddr) -> Vec<u8> {
+        let mut out = Vec::new();
+        let eth = PacketBuilder::ethernet2(MAC, mac);
+        let payload = [0x5a; 32];
+        match dst {
+            IpAddr::V4(d) => eth
+                .ipv4(V4.octets(), d.octets(), 64)
+                .icmpv4_echo_request(1, 1)
+                .write_to_vec(&mut out, &payload)
+                .unwrap(),
+            IpAddr::V6(d) => eth
+                .ipv6(V6.octets(), d.octets(), 64)
+                .icmpv6_echo_request(1, 1)
+                .write_to_vec(&mut out, &payload)
+                .unwrap(),
+        }
+        tagged(vlan, out)
+    }
+
+    pub fn tagged(vlan: Option<u16>, mut frame: Vec<u8>) -> Vec<u8> {
+        if let Some(v) = vlan {
+            let mut t = vec![0x81, 0x00];
+            t.extend_from_slice(&v.to_be_bytes());
+            frame.splice(12..12, t);
+        }
+        frame
     }
 }

@@ -4,6 +4,7 @@
 //! [`resolve`] asks for a host's next hops and reads the answers from the same maps. What the
 //! hosts transmit, and the session that owns the ports, live elsewhere.
 
+#[cfg(target_os = "linux")]
 mod abi;
 mod error;
 pub mod frames;

@@ -599,7 +599,7 @@ mod wire {
         fn recv(&self) -> Option<(Frame, Option<u16>)> {
             let mut buf = vec![0u8; 2048];
             let got = linerate_sys::recv_packet(&self.fd, &mut buf).ok()?;
-            if got.pkttype == libc::PACKET_OUTGOING as u8 {
+            if got.pkttype == libc::PACKET_OUTGOING {
                 return None;
             }
             buf.truncate(got.len);

@@ -12,9 +12,13 @@
  *
  * crates/rx mirrors every structure here (RxFlow, RxGlobal) and holds a Rust model of this
  * program (FlowState::observe) that the tests hold it to, frame for frame. Keep both in step;
- * the loader refuses an object whose map sizes differ from the Rust types. */
+ * the loader refuses an object whose map sizes differ from the Rust types.
+ *
+ * The port's emulated hosts come first (hosts.h): the ARP, ND and pings they answer or consume
+ * are theirs, not "other"; without hosts, nothing is theirs and every frame goes on as before. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "hosts.h"
 
 #define SIG_LEN 18
 #define SIG_MAGIC 0x4c527367u
@@ -160,6 +164,11 @@ static __always_inline void sequence(struct rx_flow *f, __u32 seq)
 SEC("xdp")
 int rx(struct xdp_md *ctx)
 {
+	int host = hosts_answer(ctx);
+
+	if (host != HOSTS_NOT_MINE)
+		return host;
+
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	__u64 len = end - data;

@@ -5,7 +5,9 @@
 
 use std::env;
 
-const PROGRAMS: &[&str] = &["sink", "pass", "live_tx", "rx", "dut_fwd", "impair"];
+const PROGRAMS: &[&str] = &["sink", "pass", "live_tx", "rx", "dut_fwd", "impair", "host"];
+/// Headers the programs include: a change to one rebuilds them all.
+const HEADERS: &[&str] = &["hosts.h"];
 
 fn main() {
     if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
@@ -32,6 +34,9 @@ fn build_bpf() {
         Ok("s390x") => "s390x-linux-gnu",
         _ => "x86_64-linux-gnu",
     };
+    for name in HEADERS {
+        println!("cargo:rerun-if-changed={}", bpf_dir.join(name).display());
+    }
     for name in PROGRAMS {
         let src = bpf_dir.join(format!("{name}.bpf.c"));
         let obj = out.join(format!("{name}.bpf.o"));

@@ -152,6 +152,12 @@ impl Receiver {
         self.link.as_ref().is_none_or(XdpLink::attached)
     }
 
+    /// The port's emulated hosts: the maps of `bpf/hosts.h` in this program, which answers ARP,
+    /// neighbour solicitations and pings for the hosts added to them, before counting.
+    pub fn hosts(&self) -> Result<linerate_hosts::HostTable, linerate_hosts::HostError> {
+        linerate_hosts::HostTable::from_object(&self.object)
+    }
+
     /// The program, for `BPF_PROG_RUN` (tests, the cost benchmark).
     pub fn program(&mut self) -> libbpf_rs::ProgramMut<'_> {
         self.object

@@ -34,6 +34,14 @@ static DUT_FWD_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/dut_fwd.bpf.o")));
 static IMPAIR_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/impair.bpf.o")));
+static HOST_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/host.bpf.o")));
+
+/// The compiled `bpf/host.bpf.c` (a transmit-only port's emulated hosts), 8-byte aligned, for
+/// `linerate-hosts`.
+pub fn host_object() -> &'static [u8] {
+    &HOST_OBJ.0
+}
 
 /// The compiled `bpf/dut_fwd.bpf.c` (the lab's XDP DUT), 8-byte aligned, for `linerate-lab`.
 pub fn dut_fwd_object() -> &'static [u8] {

@@ -1,0 +1,146 @@
+//! Resolving hosts' next hops: ARP requests and neighbour solicitations sent from the hosts on
+//! an AF_PACKET socket, the answers read from the neighbours the port's XDP code learns.
+
+use std::fs::File;
+use std::io::Write;
+use std::net::IpAddr;
+use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
+
+use linerate_xdp::XdpError;
+
+use crate::linux::HostTable;
+use crate::{Host, HostError, MacAddr, frames};
+
+/// How long a request waits for its answer before it is sent again.
+pub const RETRY: Duration = Duration::from_millis(500);
+/// How often the table is read while waiting.
+const POLL: Duration = Duration::from_millis(2);
+
+/// One address to resolve and how far it got.
+struct Target {
+    addr: IpAddr,
+    vlan: Option<u16>,
+    frame: Vec<u8>,
+    /// When its entry was written before the first request went out (None: no entry): an entry
+    /// written since is an answer, an older one is not.
+    before: Option<u64>,
+    tries: u32,
+    mac: Option<MacAddr>,
+}
+
+/// Sends ARP requests / neighbour solicitations from each host for `targets` (host index,
+/// next-hop address) out of `iface` (in network namespace `netns` if given), again every
+/// [`RETRY`] until `timeout`, reading the answers from `table` (the maps of the program on that
+/// port). Only an answer that arrives after the call started counts. Returns the MACs in the
+/// order of `targets`, or [`HostError::Unresolved`] naming the first address that did not
+/// answer.
+pub fn resolve(
+    iface: &str,
+    netns: Option<&str>,
+    table: &HostTable,
+    hosts: &[Host],
+    targets: &[(usize, IpAddr)],
+    timeout: Duration,
+) -> Result<Vec<MacAddr>, HostError> {
+    let mut pending = Vec::with_capacity(targets.len());
+    for &(index, addr) in targets {
+        let host = hosts.get(index).ok_or(HostError::NoSuchHost {
+            index,
+            hosts: hosts.len(),
+        })?;
+        host.validate()?;
+        pending.push(Target {
+            addr,
+            vlan: host.vlan,
+            frame: frames::request(host, addr)?,
+            before: table.learned(addr, host.vlan)?.map(|n| n.ktime_ns),
+            tries: 0,
+            mac: None,
+        });
+    }
+    if pending.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut socket = open(iface, netns)?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        for t in pending.iter_mut().filter(|t| t.mac.is_none()) {
+            socket
+                .write_all(&t.frame)
+                .map_err(|source| HostError::Send {
+                    iface: iface.to_owned(),
+                    source,
+                })?;
+            t.tries += 1;
+        }
+        let retry_at = (Instant::now() + RETRY).min(deadline);
+        loop {
+            if answered(table, &mut pending)? {
+                return Ok(pending.iter().filter_map(|t| t.mac).collect());
+            }
+            let now = Instant::now();
+            if now >= retry_at {
+                break;
+            }
+            std::thread::sleep(POLL.min(retry_at - now));
+        }
+        if Instant::now() >= deadline {
+            let t = pending
+                .iter()
+                .find(|t| t.mac.is_none())
+                .expect("an unanswered target kept the loop going");
+            return Err(HostError::Unresolved {
+                addr: t.addr,
+                iface: iface.to_owned(),
+                tries: t.tries,
+            });
+        }
+    }
+}
+
+/// Reads the table for the targets still waiting; true once every one has its answer.
+fn answered(table: &HostTable, pending: &mut [Target]) -> Result<bool, HostError> {
+    for t in pending.iter_mut().filter(|t| t.mac.is_none()) {
+        if let Some(n) = table.learned(t.addr, t.vlan)?
+            && Some(n.ktime_ns) != t.before
+        {
+            t.mac = Some(n.mac);
+        }
+    }
+    Ok(pending.iter().all(|t| t.mac.is_some()))
+}
+
+/// An AF_PACKET socket that sends on `iface` of `netns` and receives nothing (protocol 0). It
+/// keeps its interface after the thread that opened it has left the namespace.
+fn open(iface: &str, netns: Option<&str>) -> Result<File, HostError> {
+    let socket = linerate_xdp::in_netns(netns, || {
+        let index = linerate_xdp::ifindex(iface).map_err(|e| match e {
+            XdpError::UnknownInterface { iface, .. } => XdpError::UnknownInterface {
+                iface,
+                netns: netns.map(str::to_owned),
+            },
+            e => e,
+        })?;
+        Ok(packet_socket(index))
+    })?;
+    socket.map(File::from).map_err(|source| HostError::Send {
+        iface: iface.to_owned(),
+        source,
+    })
+}
+
+fn packet_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
+    let fd = linerate_sys::raw_socket(libc::AF_PACKET, 0)?;
+    let addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: 0,
+        sll_ifindex: ifindex as i32,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    linerate_sys::bind(&fd, &addr)?;
+    Ok(fd)
+}

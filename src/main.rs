@@ -18,6 +18,8 @@ mod serve;
 mod signal;
 mod sweep;
 mod tx;
+#[cfg(target_os = "linux")]
+mod tx_hosts;
 mod usage;
 
 use std::process::ExitCode;

@@ -15,7 +15,25 @@ use crate::usage;
 
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
-    let mut streams = streams(&args.stream)?;
+    let (mut streams, mut hosts) = streams(&args.stream)?;
+    hosts.extend(args.host.iter().cloned());
+    if !args.flow.is_empty() {
+        if args.stream.stream.is_some() {
+            return Err(usage(
+                "--flow makes streams from the template flags: with --stream, give each [[stream]] from and to",
+            ));
+        }
+        streams = crate::tx_hosts::flows(args, &streams[0])?;
+    }
+    if !hosts.is_empty() || streams.iter().any(|s| s.from.is_some()) {
+        linerate_stream::check_hosts(&hosts, &streams)?;
+        if args.rx.is_some() {
+            return Err(usage(
+                "with hosts every port receives what the others send toward it: drop --rx",
+            ));
+        }
+        return hosts_run(args, &hosts, streams);
+    }
     let rate: Option<linerate_stream::Rate> = args.rate.as_deref().map(str::parse).transpose()?;
     for s in &mut streams {
         // A receiver counts per flow only what carries the signature.
@@ -124,8 +142,29 @@ fn print_report(
     }
 }
 
-/// The streams to send: a TOML file, or the one stream of the template flags.
-fn streams(args: &StreamArgs) -> Result<Vec<StreamSpec>> {
+#[cfg(target_os = "linux")]
+fn hosts_run(
+    args: &TxArgs,
+    hosts: &[linerate_stream::HostSpec],
+    streams: Vec<StreamSpec>,
+) -> Result<()> {
+    crate::tx_hosts::run(args, hosts, streams)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn hosts_run(
+    _args: &TxArgs,
+    _hosts: &[linerate_stream::HostSpec],
+    _streams: Vec<StreamSpec>,
+) -> Result<()> {
+    Err(usage(
+        "emulated hosts (--host, [[host]]) answer ARP/ND in XDP: they need Linux",
+    ))
+}
+
+/// The streams to send and the hosts they go between: a TOML file, or the one stream of the
+/// template flags.
+fn streams(args: &StreamArgs) -> Result<(Vec<StreamSpec>, Vec<linerate_stream::HostSpec>)> {
     match &args.stream {
         Some(path) => {
             let given = args.template.given();
@@ -135,8 +174,9 @@ fn streams(args: &StreamArgs) -> Result<Vec<StreamSpec>> {
                     given.join(", --")
                 )));
             }
-            Ok(SpecFile::load(path)?.streams)
+            let file = SpecFile::load(path)?;
+            Ok((file.streams, file.hosts))
         }
-        None => Ok(vec![args.template.spec()?]),
+        None => Ok((vec![args.template.spec()?], Vec::new())),
     }
 }

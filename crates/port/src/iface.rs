@@ -39,7 +39,12 @@ pub struct Interface {
 
 impl Interface {
     /// Reads `name` from the live sysfs, asking ethtool for the driver of a virtual device.
+    /// On a thread that entered another network namespace (a port named `IFACE@NETNS`), sysfs
+    /// still shows the process's own: the kernel is asked through the thread's sockets instead.
     pub fn read(name: &str) -> Result<Self, PortError> {
+        if in_other_netns() {
+            return Self::read_by_ioctl(name);
+        }
         let mut iface = Self::read_in(Path::new(SYSFS_NET), name)?;
         if iface.driver.is_none() {
             iface.driver = ethtool_driver(name);
@@ -148,6 +153,143 @@ impl Interface {
 }
 
 /// `queues/tx-*` and `queues/rx-*` entries.
+/// This thread's network namespace is not the process's (it entered another with setns).
+fn in_other_netns() -> bool {
+    let ns = |p: &str| fs::read_link(p).ok();
+    let (thread, process) = (ns("/proc/thread-self/ns/net"), ns("/proc/self/ns/net"));
+    thread.is_some() && process.is_some() && thread != process
+}
+
+impl Interface {
+    /// The facts sysfs gives, from the kernel's ioctls on a socket of this thread's namespace:
+    /// index, MAC, MTU, flags, and from ethtool the driver, whether a bus is behind it, and the
+    /// channel counts.
+    fn read_by_ioctl(name: &str) -> Result<Self, PortError> {
+        let unknown = || PortError::NoSuchInterface(name.into());
+        let c_name = CString::new(name).map_err(|_| unknown())?;
+        if name.is_empty() || c_name.as_bytes().len() >= libc::IFNAMSIZ {
+            return Err(unknown());
+        }
+        // SAFETY: if_nametoindex reads the NUL-terminated name and nothing else.
+        let ifindex = unsafe { libc::if_nametoindex(c_name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(unknown());
+        }
+        // SAFETY: ifreq is plain C data; the kernel fills the union member each request names.
+        let mac = ifreq(name, libc::SIOCGIFHWADDR, |_| {}).map(|r| unsafe {
+            let d = r.ifr_ifru.ifru_hwaddr.sa_data;
+            [d[0], d[1], d[2], d[3], d[4], d[5]].map(|b| b as u8)
+        });
+        // SAFETY: as above; SIOCGIFMTU fills ifru_mtu.
+        let mtu = ifreq(name, libc::SIOCGIFMTU, |_| {})
+            .map(|r| unsafe { r.ifr_ifru.ifru_mtu } as u32)
+            .ok_or_else(unknown)?;
+        // SAFETY: as above; SIOCGIFFLAGS fills ifru_flags.
+        let flags = ifreq(name, libc::SIOCGIFFLAGS, |_| {})
+            .map_or(0, |r| unsafe { r.ifr_ifru.ifru_flags } as u16 as u32);
+        let info = drvinfo(name);
+        let driver = info
+            .as_ref()
+            .map(|i| cstr(&i.driver))
+            .filter(|d| !d.is_empty());
+        // No bus behind it: what sysfs shows as no `device` link.
+        let virtual_device = info.as_ref().is_none_or(|i| cstr(&i.bus_info).is_empty());
+        let (tx_queues, rx_queues) = channels(name);
+        Ok(Self {
+            name: name.into(),
+            ifindex,
+            mac,
+            mtu,
+            up: flags & libc::IFF_UP as u32 != 0,
+            has_link: driver.as_deref() == Some("veth"),
+            driver,
+            virtual_device,
+            tx_queues,
+            rx_queues,
+            // The negotiated speed of a device in another namespace is not asked: % rates there
+            // need --link-speed.
+            speed: None,
+            xdp_features: None,
+        })
+    }
+}
+
+/// `SIOCGIFFLAGS` of `name` in this thread's namespace, its low 16 bits (`IFF_UP`,
+/// `IFF_RUNNING` when operationally up, …); None when there is no such interface.
+pub fn link_flags(name: &str) -> Option<u32> {
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains('\0') {
+        return None;
+    }
+    // SAFETY: SIOCGIFFLAGS fills ifru_flags, a plain short.
+    ifreq(name, libc::SIOCGIFFLAGS, |_| {}).map(|r| unsafe { r.ifr_ifru.ifru_flags } as u16 as u32)
+}
+
+/// Runs ioctl `request` on `name` with an `ifreq` that `fill` may prepare; the filled ifreq.
+fn ifreq(
+    name: &str,
+    request: libc::c_ulong,
+    fill: impl FnOnce(&mut libc::ifreq),
+) -> Option<libc::ifreq> {
+    // SAFETY: ifreq is plain C data for which all-zero bytes are a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, &src) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *dst = src as libc::c_char;
+    }
+    fill(&mut ifr);
+    // SAFETY: socket() takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: ifr names the interface (NUL-terminated: callers keep names under IFNAMSIZ) and
+    // any pointer `fill` put in it points at live, writable memory the kernel fills.
+    let rc = unsafe { libc::ioctl(fd, request as _, &mut ifr) };
+    // SAFETY: fd is ours and closed once.
+    unsafe { libc::close(fd) };
+    (rc >= 0).then_some(ifr)
+}
+
+fn cstr(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// `struct ethtool_channels` from linux/ethtool.h (not in libc).
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+const ETHTOOL_GCHANNELS: u32 = 0x0000_003c;
+
+/// TX and RX queues from `ETHTOOL_GCHANNELS` (combined channels count for both); (0, 0) when
+/// the driver does not say, which [`Interface::bindable_queues`] takes as one.
+fn channels(name: &str) -> (u32, u32) {
+    let mut ch = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
+    let asked = ifreq(name, libc::SIOCETHTOOL, |ifr| {
+        ifr.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
+    });
+    match asked {
+        Some(_) => (
+            ch.tx_count + ch.combined_count,
+            ch.rx_count + ch.combined_count,
+        ),
+        None => (0, 0),
+    }
+}
+
 fn count_queues(dir: &Path) -> (u32, u32) {
     let (mut tx, mut rx) = (0u32, 0u32);
     if let Ok(entries) = fs::read_dir(dir.join("queues")) {
@@ -183,11 +325,9 @@ struct EthtoolDrvinfo {
 
 const ETHTOOL_GDRVINFO: u32 = 0x0000_0003;
 
-/// The driver name through `SIOCETHTOOL`/`ETHTOOL_GDRVINFO` ("veth" for a veth pair): virtual
-/// devices have no `device/driver` link.
-fn ethtool_driver(name: &str) -> Option<String> {
-    let name = CString::new(name).ok()?;
-    if name.as_bytes().len() >= libc::IFNAMSIZ {
+/// `ETHTOOL_GDRVINFO` of `name`, when the driver answers.
+fn drvinfo(name: &str) -> Option<EthtoolDrvinfo> {
+    if name.len() >= libc::IFNAMSIZ || name.contains('\0') {
         return None;
     }
     let mut info = EthtoolDrvinfo {
@@ -204,28 +344,18 @@ fn ethtool_driver(name: &str) -> Option<String> {
         eedump_len: 0,
         regdump_len: 0,
     };
-    // SAFETY: ifreq is plain C data for which all-zero bytes are a valid value.
-    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, &src) in ifr.ifr_name.iter_mut().zip(name.as_bytes()) {
-        *dst = src as libc::c_char;
-    }
-    ifr.ifr_ifru.ifru_data = (&mut info as *mut EthtoolDrvinfo).cast();
-    // SAFETY: socket() takes no pointers.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: ifr names the interface (NUL-terminated: the name is shorter than IFNAMSIZ) and
-    // points at a live, writable ethtool_drvinfo that the kernel fills.
-    let rc = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL as _, &mut ifr) };
-    // SAFETY: fd is ours and closed once.
-    unsafe { libc::close(fd) };
-    if rc < 0 {
-        return None;
-    }
-    let end = info.driver.iter().position(|&b| b == 0).unwrap_or(32);
-    let driver = String::from_utf8_lossy(&info.driver[..end]).into_owned();
-    (!driver.is_empty()).then_some(driver)
+    ifreq(name, libc::SIOCETHTOOL, |ifr| {
+        ifr.ifr_ifru.ifru_data = (&mut info as *mut EthtoolDrvinfo).cast();
+    })?;
+    Some(info)
+}
+
+/// The driver name through `SIOCETHTOOL`/`ETHTOOL_GDRVINFO` ("veth" for a veth pair): virtual
+/// devices have no `device/driver` link.
+fn ethtool_driver(name: &str) -> Option<String> {
+    drvinfo(name)
+        .map(|i| cstr(&i.driver))
+        .filter(|d| !d.is_empty())
 }
 
 #[cfg(test)]

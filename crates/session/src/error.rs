@@ -45,6 +45,9 @@ pub enum SessionError {
     Live(linerate_live::LiveError),
     #[cfg(target_os = "linux")]
     #[error(transparent)]
+    Hosts(#[from] linerate_hosts::HostError),
+    #[cfg(target_os = "linux")]
+    #[error(transparent)]
     AfPacket(linerate_afpacket::AfPacketError),
     #[cfg(any(target_os = "macos", target_os = "freebsd"))]
     #[error(transparent)]
@@ -81,6 +84,8 @@ impl SessionError {
             Self::Xdp(e) => e.is_usage(),
             #[cfg(target_os = "linux")]
             Self::Live(e) => e.is_usage(),
+            #[cfg(target_os = "linux")]
+            Self::Hosts(e) => e.is_usage(),
             #[cfg(target_os = "linux")]
             Self::AfPacket(e) => e.is_usage(),
             #[cfg(any(target_os = "macos", target_os = "freebsd"))]

@@ -7,6 +7,8 @@ mod auto;
 mod compile;
 mod error;
 mod flows;
+#[cfg(target_os = "linux")]
+mod hosts;
 #[cfg(target_os = "macos")]
 mod macos;
 mod multi;
@@ -28,6 +30,8 @@ mod sweep;
 pub use compile::{MIN_PPS, compile};
 pub use error::{Result, SessionError};
 pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};
+#[cfg(target_os = "linux")]
+pub use hosts::{HostSession, ports_of};
 #[cfg(target_os = "macos")]
 pub use macos::capture;
 pub use multi::{PortOutcome, PortRun};

@@ -332,6 +332,14 @@ impl PortSession {
         self.rx.as_deref()
     }
 
+    /// The maps of the hosts the port's receiver answers for.
+    #[cfg(target_os = "linux")]
+    pub fn hosts_table(&self) -> Result<linerate_hosts::HostTable> {
+        self.receiver()
+            .ok_or_else(|| SessionError::usage("the port has no receiver to answer for its hosts"))?
+            .hosts()
+    }
+
     /// Numbers this port's flows from `first` on (see `Limits::first_flow`).
     pub fn set_first_flow(&mut self, first: u16) {
         self.first_flow = first;

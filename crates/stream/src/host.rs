@@ -116,33 +116,6 @@ impl HostSpec {
             IpAddr::V6(_) => self.ipv6.map(|n| IpAddr::V6(n.addr())),
         }
     }
-
-    /// Where a frame to `dst` goes first: `dst` itself when it is on the host's prefix, else
-    /// the gateway; an error when it is off-link and there is no gateway.
-    pub fn next_hop(&self, dst: IpAddr) -> Result<IpAddr, StreamError> {
-        let (on_link, gateway) = match dst {
-            IpAddr::V4(d) => (
-                self.ipv4.is_some_and(|n| n.contains(&d)),
-                self.gateway.map(IpAddr::V4),
-            ),
-            IpAddr::V6(d) => (
-                self.ipv6.is_some_and(|n| n.contains(&d)) || is_link_local(d),
-                self.gateway6.map(IpAddr::V6),
-            ),
-        };
-        if on_link {
-            return Ok(dst);
-        }
-        gateway.ok_or_else(|| {
-            bad(
-                &self.name,
-                format!(
-                    "{dst} is off its prefix and it has no {}",
-                    if dst.is_ipv4() { "gateway" } else { "gateway6" }
-                ),
-            )
-        })
-    }
 }
 
 fn is_link_local(a: Ipv6Addr) -> bool {
@@ -272,22 +245,6 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t, h);
-    }
-
-    #[test]
-    fn the_next_hop_is_the_destination_on_link_else_the_gateway() {
-        let h = west();
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert_eq!(h.next_hop(ip("198.18.0.9")).unwrap(), ip("198.18.0.9"));
-        assert_eq!(h.next_hop(ip("198.19.0.1")).unwrap(), ip("198.18.0.254"));
-        assert_eq!(h.next_hop(ip("2001:3::1")).unwrap(), ip("2001:2::fe"));
-        assert_eq!(h.next_hop(ip("fe80::1")).unwrap(), ip("fe80::1"));
-        let alone: HostSpec = "name=a,port=p,ipv4=10.0.0.1/24".parse().unwrap();
-        let e = alone.next_hop(ip("10.0.1.1")).unwrap_err().to_string();
-        assert!(
-            e.contains("off its prefix") && e.contains("no gateway"),
-            "{e}"
-        );
     }
 
     #[test]

@@ -84,26 +84,20 @@ impl LivePort {
     /// Why frames redirected to the interface now would be dropped: it is administratively
     /// down, or has no carrier (a veth whose peer is down), or is gone. None: it can carry them.
     pub fn not_running(&self) -> Option<String> {
-        let read = |what: &str| {
-            std::fs::read_to_string(format!("/sys/class/net/{}/{what}", self.iface))
-                .map(|s| s.trim().to_owned())
-        };
-        let Ok(flags) = read("flags") else {
+        // Asked of the kernel on a socket, not read from sysfs: a port in another namespace is
+        // run from a thread inside it, where sysfs still shows the process's own.
+        let Some(flags) = linerate_port::iface::link_flags(&self.iface) else {
             return Some("gone".into());
         };
-        let up = u32::from_str_radix(flags.trim_start_matches("0x"), 16)
-            .is_ok_and(|f| f & libc::IFF_UP as u32 != 0);
-        if !up {
+        if flags & libc::IFF_UP as u32 == 0 {
             return Some("down".into());
         }
-        // Reading carrier of a down interface fails (EINVAL); up, it is 0 or 1.
-        match read("carrier").as_deref() {
-            Ok("1") => None,
-            _ => Some(format!(
-                "without carrier (operstate {})",
-                read("operstate").unwrap_or_else(|_| "unknown".into())
-            )),
+        // IFF_RUNNING: operationally up, which a link without carrier is not (SIOCGIFFLAGS
+        // carries 16 bits: IFF_LOWER_UP is not among them).
+        if flags & libc::IFF_RUNNING as u32 == 0 {
+            return Some("without carrier".into());
         }
+        None
     }
 
     pub fn ifindex(&self) -> u32 {

@@ -96,6 +96,11 @@ impl RunReceiver {
         }
     }
 
+    /// The maps of the hosts this receiver answers for (`bpf/hosts.h` in its program).
+    pub fn hosts(&self) -> Result<linerate_hosts::HostTable> {
+        Ok(self.rx.hosts()?)
+    }
+
     /// Clears the counts, so the next run's sequence numbers start afresh.
     pub fn reset(&self) -> Result<()> {
         Ok(self.rx.reset()?)

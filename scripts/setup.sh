@@ -14,9 +14,9 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 
 if [[ $(uname -s) == Linux ]]; then
     # wireshark-common brings dumpcap, the pcapng writer the replay tests capture with
-    # (tcpdump 4.99 writes pcap only).
+    # (tcpdump 4.99 writes pcap only). iputils-ping: the hosts tests ping linerate's hosts from a router.
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
-              linux-libc-dev libc6-dev procps util-linux wireshark-common bpftool)
+              linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -159,11 +159,15 @@ impl Host {
                 .ipv4
                 .map(|v4| IpAddr::V4(v4.addr))
                 .ok_or_else(|| self.no_address(target)),
-            IpAddr::V6(t) if t.is_unicast_link_local() => Ok(IpAddr::V6(self.link_local())),
-            IpAddr::V6(_) => self
-                .ipv6
-                .map(|v6| IpAddr::V6(v6.addr))
-                .ok_or_else(|| self.no_address(target)),
+            // The link-local address comes with an IPv6 one: without, the host answers for neither.
+            IpAddr::V6(t) => {
+                let v6 = self.ipv6.ok_or_else(|| self.no_address(target))?;
+                Ok(IpAddr::V6(if t.is_unicast_link_local() {
+                    self.link_local()
+                } else {
+                    v6.addr
+                }))
+            }
         }
     }
 

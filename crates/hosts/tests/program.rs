@@ -480,3 +480,27 @@ fn the_receiver_answers_for_its_hosts_and_counts_the_rest() {
     );
     assert_eq!(table.counters().unwrap().arp_replies, 1);
 }
+
+#[test]
+fn a_removed_or_cleared_host_is_answered_no_more() {
+    if !root_or_skip() {
+        return;
+    }
+    let mut program = program(None);
+    let request = arp_request(None, HOST_V4);
+    assert_eq!(run(&mut program, &request).0, XDP_TX);
+    program.table().remove(&host(None)).unwrap();
+    assert_eq!(run(&mut program, &request).0, XDP_DROP);
+    // Removing twice is no error.
+    program.table().remove(&host(None)).unwrap();
+
+    program.table().add(&host(None)).unwrap();
+    assert_eq!(run(&mut program, &request).0, XDP_TX);
+    assert_eq!(program.table().neighbours().unwrap().len(), 1);
+    program.table().clear().unwrap();
+    assert!(program.table().neighbours().unwrap().is_empty());
+    let ns = frames::neighbour_solicitation(PEER_MAC, None, PEER_V6, HOST_V6);
+    assert_eq!(run(&mut program, &request).0, XDP_DROP);
+    assert_eq!(run(&mut program, &ns).0, XDP_DROP);
+    assert_eq!(counters(&program).arp_replies, 2, "counters stay");
+}

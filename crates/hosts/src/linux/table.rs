@@ -71,6 +71,27 @@ impl HostTable {
         Ok(())
     }
 
+    /// Forgets every host and every learned neighbour (counters stay): for a port whose hosts
+    /// are declared anew.
+    pub fn clear(&self) -> Result<(), HostError> {
+        for (map, name) in [
+            (&self.hosts_v4, HOSTS_V4),
+            (&self.hosts_v6, HOSTS_V6),
+            (&self.neigh_v4, NEIGH_V4),
+            (&self.neigh_v6, NEIGH_V6),
+        ] {
+            let keys: Vec<Vec<u8>> = map.keys().collect();
+            for key in keys {
+                if let Err(e) = map.delete(&key)
+                    && e.kind() != libbpf_rs::ErrorKind::NotFound
+                {
+                    return Err(map_error(name, format!("clearing: {e}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The MAC learned for `addr` on `vlan`, if any.
     pub fn neighbour(&self, addr: IpAddr, vlan: Option<u16>) -> Result<Option<MacAddr>, HostError> {
         Ok(self.learned(addr, vlan)?.map(|n| n.mac))

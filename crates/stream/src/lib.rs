@@ -3,6 +3,7 @@
 //! Nothing here does I/O on the network or knows about ports.
 
 mod capture;
+mod encap;
 mod error;
 mod mapped;
 mod pacing;
@@ -10,6 +11,7 @@ mod plan;
 mod rate;
 mod size;
 mod spec;
+mod template;
 mod text;
 #[cfg(target_os = "linux")]
 mod truncation;
@@ -18,6 +20,7 @@ mod vary;
 pub use capture::{
     Capture, CaptureFormat, Frames, Hold, MAX_CAPTURE_BYTES, MAX_CAPTURE_FRAMES, Replay, Speed,
 };
+pub use encap::{ENCAP_FORM, Encap, OuterHeader};
 pub use error::StreamError;
 pub use mapped::{MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
 pub use pacing::Pacing;

@@ -61,3 +61,7 @@ pub(crate) fn outer_checksum_over(frame: &StackFrame, loc: &FieldLoc) -> Option<
         .map(|c| frame.layers[c.layer].kind)
         .map(LayerKind::name)
 }
+
+#[cfg(test)]
+#[path = "template_tests.rs"]
+mod tests;

@@ -104,10 +104,7 @@ pub struct StreamSpec {
     /// Outer headers the stream's frame is sent inside (a tunnel), outermost first:
     /// `ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=100`. The stream's own fields and `vary`
     /// describe the frame inside.
-    #[serde(
-        with = "crate::text::optional",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(with = "crate::text::optional")]
     pub encap: Option<Encap>,
     /// Copied from the file's top-level `mode`; not a key of a `[[stream]]` table.
     #[serde(skip)]

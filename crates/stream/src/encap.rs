@@ -153,8 +153,7 @@ impl OuterHeader {
 
     /// Sets `key` to the text `value`; the error says what the key takes.
     fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let header = self.name();
-        let unknown = || format!("{header} has no key '{key}'");
+        let unknown = || format!("no key '{key}'");
         match self {
             OuterHeader::Ethernet { src, dst } => match key {
                 "src" => *src = Some(mac(value)?),

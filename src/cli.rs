@@ -6,7 +6,7 @@ use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueP
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 
-use linerate_stream::{Proto, SizeMode, StreamSpec, Vary};
+use linerate_stream::{Encap, Proto, SizeMode, StreamSpec, Vary};
 use linerate_wire::{Mac, Payload, TcpFlags};
 
 #[cfg(test)]
@@ -681,6 +681,12 @@ pub struct TemplateFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vary: Vec<Vary>,
+    /// Send the stream inside a tunnel: its outer headers, outermost first, e.g.
+    /// ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=100 (headers: ethernet, vlan, mpls, ipv4, ipv6,
+    /// gre, nvgre, udp, vxlan, gtpv1u; docs/usage.md). The other flags describe the inner frame.
+    #[arg(long, value_name = "HEADER[:KEY=VALUE,…]/…")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encap: Option<Encap>,
 }
 
 impl TemplateFlags {
@@ -732,6 +738,7 @@ impl TemplateFlags {
             } else {
                 self.vary.clone()
             },
+            encap: self.encap.clone().or(base.encap),
             ..base
         })
     }

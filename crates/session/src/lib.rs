@@ -40,4 +40,4 @@ pub use session::{Outcome, PortSession, RunOptions, Session};
 pub use sink::{Counters, Sink, SinkResult, TempLab};
 #[cfg(target_os = "linux")]
 pub use sink::{lab_of, receive_end};
-pub use sweep::{Cut, Sweep, SweepObserver, Swept, plans as sweep_plans};
+pub use sweep::{Cut, Series, Sweep, SweepObserver, Swept, plans as sweep_plans};

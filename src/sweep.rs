@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use anyhow::Result;
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use linerate_engine::{Observer, Snapshot};
-use clap::ValueEnum;
 use linerate_report::{
     BackendSweeps, Context, MeasuredAt, OutputFile, ReportError, Skipped, SweepResult,
     compare as compare_results, csv_repetitions, csv_summary, names_from_paths, plot_backends,
@@ -185,9 +185,8 @@ fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipp
             .map(|v| v.get_name().to_owned())
             .unwrap_or_default();
         let backend = Backend::from(wanted);
-        let opened =
-            linerate_session::workers(&args.cores, args.queues.as_deref(), Some(backend))
-                .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into()));
+        let opened = linerate_session::workers(&args.cores, args.queues.as_deref(), Some(backend))
+            .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into()));
         match opened {
             Ok(sender) => senders.push(sender),
             Err(e) if *backends == Backends::All => {
@@ -209,7 +208,13 @@ fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipp
 }
 
 /// Where and how `sender` ran, for its result.
-fn context(args: &SweepArgs, sender: &Sender, mode: &str, iface: &str, link: Option<u64>) -> Context {
+fn context(
+    args: &SweepArgs,
+    sender: &Sender,
+    mode: &str,
+    iface: &str,
+    link: Option<u64>,
+) -> Context {
     let info = sender.info();
     let mut context = Context::collect(env!("CARGO_PKG_VERSION"), info.backend, mode, iface);
     context.driver = info.driver.clone();

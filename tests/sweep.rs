@@ -379,8 +379,7 @@ fn backend_reps<'a>(
 
 #[test]
 fn a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each() {
-    if !root_or_skip("a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each")
-    {
+    if !root_or_skip("a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each") {
         return;
     }
     let lab = common::lab("swm", 2);
@@ -426,7 +425,10 @@ fn a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each() {
             let reps = backend_reps(&result, size, backend);
             assert_eq!(reps.len(), 2, "{backend} at {size} B");
             for r in reps {
-                assert_eq!(r["rx_frames"], r["tx_frames"], "{backend} lost a frame: {r}");
+                assert_eq!(
+                    r["rx_frames"], r["tx_frames"],
+                    "{backend} lost a frame: {r}"
+                );
                 assert_eq!(
                     r["rx_bytes"].as_u64().unwrap(),
                     r["rx_frames"].as_u64().unwrap() * (size - 4)
@@ -478,7 +480,9 @@ fn a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each() {
     }
     for size in [64, 256] {
         assert!(
-            table.lines().any(|l| l.starts_with(&format!("| {size:>4} |"))),
+            table
+                .lines()
+                .any(|l| l.starts_with(&format!("| {size:>4} |"))),
             "no row for {size} in {table}"
         );
     }
@@ -534,13 +538,19 @@ fn backends_is_all_or_a_list_and_not_with_backend() {
         "--backends",
         "all",
     ]);
-    assert!(line.contains("--backends") && line.contains("--backend"), "{line}");
+    assert!(
+        line.contains("--backends") && line.contains("--backend"),
+        "{line}"
+    );
     let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "auto"]);
     assert!(line.contains("`auto`"), "{line}");
     let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "live,live"]);
     assert!(line.contains("twice"), "{line}");
     let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "pcap"]);
-    assert!(line.contains("`pcap`") && line.contains("afpacket"), "{line}");
+    assert!(
+        line.contains("`pcap`") && line.contains("afpacket"),
+        "{line}"
+    );
     let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends"]);
     assert!(line.contains("--backends"), "{line}");
 }

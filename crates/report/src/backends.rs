@@ -43,7 +43,10 @@ pub fn backend_label(c: &Context) -> String {
 
 impl BackendSweeps {
     pub fn labels(&self) -> Vec<String> {
-        self.sweeps.iter().map(|s| backend_label(&s.context)).collect()
+        self.sweeps
+            .iter()
+            .map(|s| backend_label(&s.context))
+            .collect()
     }
 
     pub fn interrupted(&self) -> bool {

@@ -407,9 +407,18 @@ fn a_backends_sweep_has_a_column_per_backend_everywhere() {
     // 2100 against 250 Kpps: the median of each, and their ratio.
     let row = lines.iter().find(|l| l.starts_with("|   64 |")).unwrap();
     assert!(row.contains("2100.00") && row.contains("250.00"), "{row}");
-    assert!(row.contains("0.12×") && row.contains("live is 8.4× afxdp copy"), "{row}");
-    assert!(table.contains("not in every sweep, left out: 1518 B"), "{table}");
-    assert!(table.contains("afpacket: skipped, no CAP_NET_RAW"), "{table}");
+    assert!(
+        row.contains("0.12×") && row.contains("live is 8.4× afxdp copy"),
+        "{row}"
+    );
+    assert!(
+        table.contains("not in every sweep, left out: 1518 B"),
+        "{table}"
+    );
+    assert!(
+        table.contains("afpacket: skipped, no CAP_NET_RAW"),
+        "{table}"
+    );
     assert!(table.contains(INTERLEAVED), "{table}");
 
     let json: serde_json::Value = serde_json::from_str(&b.to_json()).unwrap();
@@ -419,7 +428,10 @@ fn a_backends_sweep_has_a_column_per_backend_everywhere() {
     let at_64 = &json["points"][0];
     assert_eq!(at_64["size"], 64);
     assert_eq!(at_64["backends"]["live"]["summary"]["kpps_median"], 2100.0);
-    assert_eq!(at_64["backends"]["afxdp"]["repetitions"][0]["rx_frames"], 1_250_000);
+    assert_eq!(
+        at_64["backends"]["afxdp"]["repetitions"][0]["rx_frames"],
+        1_250_000
+    );
     // At 1518 B only live measured: the other key is absent, not zero.
     assert_eq!(json["points"][1]["size"], 1518);
     assert!(json["points"][1]["backends"].get("afxdp").is_none());
@@ -444,6 +456,9 @@ fn a_backends_sweep_has_a_column_per_backend_everywhere() {
     let svg = dir.path().join("b.svg");
     plot_backends(&b, &svg).unwrap();
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.contains("live live (redirect) · bench"), "legend of live");
+    assert!(
+        text.contains("live live (redirect) · bench"),
+        "legend of live"
+    );
     assert!(text.contains("afxdp copy · bench"), "legend of afxdp");
 }

@@ -165,7 +165,10 @@ impl Sweep<'_> {
             return Err(Cut::Stopped);
         }
         if let Some(warning) = rx.as_ref().and_then(SinkResult::shared_warning) {
-            observer.warn(&format!("{}{size} B, run {rep}: {warning}", self.who(backend)));
+            observer.warn(&format!(
+                "{}{size} B, run {rep}: {warning}",
+                self.who(backend)
+            ));
         }
         let mode = report
             .workers

@@ -13,7 +13,7 @@ use linerate_report::{
     compare as compare_results, csv_repetitions, csv_summary, names_from_paths, plot_backends,
     plot_compare, plot_sweep, render_table, repetitions_csv_path,
 };
-use linerate_session::{Backend, Cut, Sender, Sink, Sweep, SweepObserver, TempLab};
+use linerate_session::{Backend, Cut, PortNeeds, Sender, Sink, Sweep, SweepObserver, TempLab};
 
 use crate::cli::{Backends, CompareArgs, SweepArgs};
 use crate::options;
@@ -171,9 +171,13 @@ pub fn run(args: &SweepArgs) -> Result<()> {
 /// of `--backends` that opens here. With `all`, one that cannot send here is skipped with its
 /// reason, said now and kept for the report; a backend named in a list must open.
 fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipped>)> {
+    let needs = PortNeeds {
+        queues: args.queues.is_some(),
+        workers: args.cores.len(),
+    };
     let Some(backends) = &args.backends else {
         let backend = options::backend_or_default(args.backend, &args.afxdp);
-        let port = Sender::open_interface(backend, iface, (&args.afxdp).into())?;
+        let port = Sender::open_interface(backend, iface, (&args.afxdp).into(), needs)?;
         return Ok((vec![port], Vec::new()));
     };
     let mut senders = Vec::new();
@@ -186,7 +190,7 @@ fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipp
             .unwrap_or_default();
         let backend = Backend::from(wanted);
         let opened = linerate_session::workers(&args.cores, args.queues.as_deref(), Some(backend))
-            .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into()));
+            .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into(), needs));
         match opened {
             Ok(sender) => senders.push(sender),
             Err(e) if *backends == Backends::All => {

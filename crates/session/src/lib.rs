@@ -23,6 +23,7 @@ mod session;
 mod sink;
 mod sweep;
 
+pub use auto::PortNeeds;
 pub use compile::{MIN_PPS, compile};
 pub use error::{Result, SessionError};
 pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};

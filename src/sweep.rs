@@ -52,15 +52,28 @@ impl SweepObserver for BarObserver<'_> {
     }
 }
 
-pub fn run(args: &SweepArgs) -> Result<()> {
-    if args.sizes.is_empty() {
+fn check_sizes(sizes: &[usize]) -> Result<()> {
+    if sizes.is_empty() {
         return Err(usage("--sizes needs at least one size"));
     }
-    for (i, size) in args.sizes.iter().enumerate() {
-        if args.sizes[..i].contains(size) {
+    for (i, size) in sizes.iter().enumerate() {
+        if sizes[..i].contains(size) {
             return Err(usage(format!("--sizes names {size} twice")));
         }
     }
+    Ok(())
+}
+
+fn progress_bar(steps: u64) -> ProgressBar {
+    ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    )
+}
+
+pub fn run(args: &SweepArgs) -> Result<()> {
+    check_sizes(&args.sizes)?;
     // Every output is checked and reserved before the first frame: a bad path costs nothing.
     let outputs = Outputs::reserve(args)?;
     // With --backends each backend checks the workers for itself as it opens.
@@ -94,11 +107,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         .map(|s| linerate_session::sweep_plans(&args.sizes, s, sink.as_ref(), link))
         .collect::<Result<Vec<_>, _>>()?;
     let steps = (args.sizes.len() * senders.len()) as u64 * u64::from(args.repeat + 1);
-    let bar = ProgressBar::new(steps).with_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = progress_bar(steps);
     let sweep = Sweep {
         senders: senders.iter().collect(),
         interface: &iface,
@@ -131,19 +140,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     } else {
         MeasuredAt::TxCompletions
     };
-    let queues: Vec<u32> = sweep.workers.iter().map(|w| w.queue).collect();
     let results: Vec<SweepResult> = senders
         .iter()
         .zip(swept.series)
-        .map(|(sender, series)| {
-            let mut context = context(args, sender, &series.mode, &iface, link);
-            context.queues = queues.clone();
-            SweepResult {
-                context,
-                measured_at,
-                points: series.points,
-                interrupted: cut.is_some(),
-            }
+        .map(|(sender, series)| SweepResult {
+            context: context(args, sender, &series.mode, &sweep, link),
+            measured_at,
+            points: series.points,
+            interrupted: cut.is_some(),
         })
         .collect();
     drop(sweep);
@@ -211,16 +215,22 @@ fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipp
     Ok((senders, skipped))
 }
 
-/// Where and how `sender` ran, for its result.
+/// Where and how `sender` ran in `sweep`, for its result.
 fn context(
     args: &SweepArgs,
     sender: &Sender,
     mode: &str,
-    iface: &str,
+    sweep: &Sweep,
     link: Option<u64>,
 ) -> Context {
     let info = sender.info();
-    let mut context = Context::collect(env!("CARGO_PKG_VERSION"), info.backend, mode, iface);
+    let mut context = Context::collect(
+        env!("CARGO_PKG_VERSION"),
+        info.backend,
+        mode,
+        sweep.interface,
+    );
+    context.queues = sweep.workers.iter().map(|w| w.queue).collect();
     context.driver = info.driver.clone();
     context.backend_choice = sender.choice().map(choice_json);
     context.link_speed_mbps = link;

@@ -75,22 +75,25 @@ impl BackendSweeps {
     /// the runs were ordered.
     pub fn render(&self) -> String {
         let labels = self.labels();
-        let mut out = match compare(&self.sweeps, &labels) {
-            Ok(c) => c.render_with(&self.sweeps),
-            // One backend left, or a cut left the backends no size in common: each its own table.
-            Err(_) => self
-                .sweeps
-                .iter()
-                .zip(&labels)
-                .map(|(s, label)| format!("{label}:\n{}", render_table(s)))
-                .collect(),
+        let (mut out, marked) = match compare(&self.sweeps, &labels) {
+            Ok(c) => (c.render_with(&self.sweeps), false),
+            // One backend left, or a cut left the backends no size in common: each its own
+            // table, which marks an interrupted sweep itself.
+            Err(_) => (
+                self.sweeps
+                    .iter()
+                    .zip(&labels)
+                    .map(|(s, label)| format!("{label}:\n{}", render_table(s)))
+                    .collect(),
+                true,
+            ),
         };
         for s in &self.skipped {
             out.push_str(&format!("{}: skipped, {}\n", s.backend, s.why));
         }
         out.push_str(INTERLEAVED);
         out.push('\n');
-        if self.interrupted() && self.sweeps.len() > 1 {
+        if self.interrupted() && !marked {
             out.push_str(
                 "INTERRUPTED: stopped before the end; only repetitions that ran their full duration are shown\n",
             );

@@ -462,3 +462,25 @@ fn a_backends_sweep_has_a_column_per_backend_everywhere() {
     );
     assert!(text.contains("afxdp copy · bench"), "legend of afxdp");
 }
+
+#[test]
+fn a_backends_sweep_of_one_backend_or_cut_short_still_reads() {
+    let mut b = two_backends();
+    for s in &mut b.sweeps {
+        s.interrupted = true;
+    }
+    let table = b.render();
+    assert_eq!(table.matches("INTERRUPTED").count(), 1, "{table}");
+    // Only live left (the others skipped): its own table, headed by its name.
+    b.sweeps.truncate(1);
+    let table = b.render();
+    assert!(
+        table.starts_with("live:\n| Size | Max Rate (Kpps)"),
+        "{table}"
+    );
+    assert_eq!(table.matches("INTERRUPTED").count(), 1, "{table}");
+    assert!(
+        table.contains("afpacket: skipped, no CAP_NET_RAW"),
+        "{table}"
+    );
+}

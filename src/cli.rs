@@ -1,4 +1,7 @@
+mod backends;
 pub mod rfc2544;
+
+pub use backends::Backends;
 
 use std::path::PathBuf;
 
@@ -163,6 +166,10 @@ pub struct SweepArgs {
     /// Backend; the platform's when left out (auto on Linux: the fastest this interface takes).
     #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
     pub backend: Option<Backend>,
+    /// Several backends in one run, interleaved, a column each: all (every one that sends
+    /// here) or a list, e.g. live,afpacket.
+    #[arg(long, value_name = "all|LIST", value_parser = backends::parse_backends, conflicts_with = "backend", help_heading = WHERE)]
+    pub backends: Option<Backends>,
     /// Length of each measured run.
     #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s", help_heading = PACE)]
     pub duration: std::time::Duration,

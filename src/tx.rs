@@ -23,7 +23,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
                 "--flow makes streams from the template flags: with --stream, give each [[stream]] from and to",
             ));
         }
-        streams = crate::tx_hosts::flows(args, &streams[0])?;
+        streams = flows(args, &streams[0])?;
     }
     if !hosts.is_empty() || streams.iter().any(|s| s.from.is_some()) {
         linerate_stream::check_hosts(&hosts, &streams)?;
@@ -140,6 +140,25 @@ fn print_report(
             None => Ok(()),
         }
     }
+}
+
+/// The template stream once per `--flow FROM:TO`, named FROM-TO.
+pub fn flows(args: &TxArgs, template: &StreamSpec) -> Result<Vec<StreamSpec>> {
+    args.flow
+        .iter()
+        .map(|f| {
+            let (from, to) = f
+                .split_once(':')
+                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+                .ok_or_else(|| usage(format!("--flow {f}: write FROM:TO (two host names)")))?;
+            Ok(StreamSpec {
+                name: format!("{from}-{to}"),
+                from: Some(from.to_owned()),
+                to: Some(to.to_owned()),
+                ..template.clone()
+            })
+        })
+        .collect()
 }
 
 #[cfg(target_os = "linux")]

@@ -13,25 +13,6 @@ use crate::output::{self, LiveStatus, StreamJson};
 use crate::signal::stop_flag;
 use crate::usage;
 
-/// The template stream once per `--flow FROM:TO`, named FROM-TO.
-pub fn flows(args: &TxArgs, template: &StreamSpec) -> Result<Vec<StreamSpec>> {
-    args.flow
-        .iter()
-        .map(|f| {
-            let (from, to) = f
-                .split_once(':')
-                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-                .ok_or_else(|| usage(format!("--flow {f}: write FROM:TO (two host names)")))?;
-            Ok(StreamSpec {
-                name: format!("{from}-{to}"),
-                from: Some(from.to_owned()),
-                to: Some(to.to_owned()),
-                ..template.clone()
-            })
-        })
-        .collect()
-}
-
 #[derive(Serialize)]
 struct PortJson<'a> {
     port: &'a str,

@@ -2,6 +2,7 @@
 //! router DUT, two subnets, neighbours learnt by ARP — and linerate's hosts on both sides. The
 //! hosts resolve their gateway, the router learns them from linerate's answers, both
 //! directions run at once and every flow is counted exactly at the far port.
+#![cfg(target_os = "linux")]
 
 mod common;
 

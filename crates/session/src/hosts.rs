@@ -28,6 +28,8 @@ pub struct HostSession {
     pub hosts: Vec<Host>,
     /// The port of each host.
     pub host_port: Vec<usize>,
+    /// Next hops whose MAC was given (host index, next hop): never resolved.
+    given: HashMap<(usize, IpAddr), MacAddr>,
 }
 
 /// The ports `hosts` live on, each once, in the order they are first named.
@@ -99,7 +101,18 @@ impl HostSession {
             ports,
             hosts: out,
             host_port,
+            given: HashMap::new(),
         })
+    }
+
+    /// Gives host `host`'s next hop `hop` the MAC `mac`: streams through it take that MAC and
+    /// it is not resolved (an OTG `gateway_mac` of choice `value`).
+    pub fn give_neighbour(&mut self, host: &str, hop: IpAddr, mac: MacAddr) -> Result<()> {
+        let i = self.hosts.iter().position(|h| h.name == host).ok_or_else(|| {
+            SessionError::usage(format!("gateway MAC for {host:?}: no host of that name"))
+        })?;
+        self.given.insert((i, hop), mac);
+        Ok(())
     }
 
     /// The index of the host named `name`.
@@ -161,12 +174,13 @@ impl HostSession {
         placed: &[(usize, StreamSpec, usize, IpAddr)],
         timeout: Duration,
     ) -> Result<HashMap<(usize, IpAddr), MacAddr>> {
-        let mut macs = HashMap::new();
+        let mut macs = self.given.clone();
         for (i, port) in self.ports.iter().enumerate() {
             let mut targets: Vec<(usize, IpAddr)> = placed
                 .iter()
                 .filter(|(f, ..)| self.host_port[*f] == i)
                 .map(|(f, _, _, hop)| (*f, *hop))
+                .filter(|t| !self.given.contains_key(t))
                 .collect();
             targets.sort();
             targets.dedup();

@@ -108,9 +108,13 @@ impl HostSession {
     /// Gives host `host`'s next hop `hop` the MAC `mac`: streams through it take that MAC and
     /// it is not resolved (an OTG `gateway_mac` of choice `value`).
     pub fn give_neighbour(&mut self, host: &str, hop: IpAddr, mac: MacAddr) -> Result<()> {
-        let i = self.hosts.iter().position(|h| h.name == host).ok_or_else(|| {
-            SessionError::usage(format!("gateway MAC for {host:?}: no host of that name"))
-        })?;
+        let i = self
+            .hosts
+            .iter()
+            .position(|h| h.name == host)
+            .ok_or_else(|| {
+                SessionError::usage(format!("gateway MAC for {host:?}: no host of that name"))
+            })?;
         self.given.insert((i, hop), mac);
         Ok(())
     }

@@ -158,7 +158,9 @@ impl Cx {
             (Some(other), _) => {
                 self.refuse(
                     format!("{p}.choice"),
-                    format!("'{other}' is not supported: connect the ethernet to a port (port_name)"),
+                    format!(
+                        "'{other}' is not supported: connect the ethernet to a port (port_name)"
+                    ),
                 );
                 None
             }
@@ -177,7 +179,10 @@ impl Cx {
         let p = format!("{at}.vlans[0]");
         self.rest(&p, &v.rest);
         if v.tpid.as_deref().is_some_and(|t| t != "x8100") {
-            self.refuse(format!("{p}.tpid"), "linerate tags with TPID 0x8100 (x8100)");
+            self.refuse(
+                format!("{p}.tpid"),
+                "linerate tags with TPID 0x8100 (x8100)",
+            );
         }
         if v.priority.as_ref().is_some_and(|pr| int(pr) != Some(0)) {
             self.refuse(
@@ -200,7 +205,10 @@ impl Cx {
         let before = self.refusals.len();
         self.rest(ap, &a.rest);
         if a.name.is_empty() {
-            self.refuse(format!("{ap}.name"), "an address needs a name flows can refer to");
+            self.refuse(
+                format!("{ap}.name"),
+                "an address needs a name flows can refer to",
+            );
         }
         let addr = self.ip(&format!("{ap}.address"), a.address.as_deref(), family);
         let gateway = self.ip(&format!("{ap}.gateway"), a.gateway.as_deref(), family);
@@ -273,7 +281,11 @@ impl Cx {
             text.parse::<Ipv6Addr>().ok().map(IpAddr::V6)
         };
         if parsed.is_none() {
-            let which = if family.max_prefix == 32 { "IPv4" } else { "IPv6" };
+            let which = if family.max_prefix == 32 {
+                "IPv4"
+            } else {
+                "IPv6"
+            };
             self.refuse(path, format!("'{text}' is not an {which} address"));
         }
         parsed
@@ -326,7 +338,6 @@ pub(super) fn is_control_plane(key: &str) -> bool {
             | "dhcpv6_interfaces"
     )
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -413,9 +424,15 @@ mod tests {
         // Flows between hosts: each leaves by its host's port, no single tx/rx port.
         assert_eq!((m.tx_port.as_deref(), m.rx_port.as_deref()), (None, None));
         let s = &m.streams[1];
-        assert_eq!((s.from.as_deref(), s.to.as_deref()), (Some("ip2"), Some("ip1")));
+        assert_eq!(
+            (s.from.as_deref(), s.to.as_deref()),
+            (Some("ip2"), Some("ip1"))
+        );
         assert_eq!(s.dst_mac, None, "ethernet.dst is left to resolution");
-        assert_eq!((m.flows[1].tx_port.as_str(), m.flows[1].rx_port.as_deref()), ("p2", Some("p1")));
+        assert_eq!(
+            (m.flows[1].tx_port.as_str(), m.flows[1].rx_port.as_deref()),
+            ("p2", Some("p1"))
+        );
         assert!(s.signature);
         // One flow per port: not interleaved.
         assert_eq!(s.mode, linerate_stream::Mode::default());
@@ -460,18 +477,27 @@ mod tests {
         c["flows"][1]["tx_rx"]["device"]["tx_names"] = json!(["e2"]);
         for (path, says) in [
             ("devices[0].bgp", "control planes"),
-            ("devices[1].ethernets[0].dhcpv4_interfaces", "control planes"),
+            (
+                "devices[1].ethernets[0].dhcpv4_interfaces",
+                "control planes",
+            ),
             ("devices[0].ethernets[0].mtu", "MTU"),
             ("devices[0].ethernets[0].vlans[0].id", "1 to 4094"),
             ("devices[0].ethernets[0].vlans[1]", "one VLAN tag"),
             ("devices[0].ethernets[0].connection.choice", "lag_name"),
-            ("devices[1].ethernets[0].ipv4_addresses[0]", "gateway: 10.0.0.1"),
+            (
+                "devices[1].ethernets[0].ipv4_addresses[0]",
+                "gateway: 10.0.0.1",
+            ),
             (
                 "devices[1].ethernets[0].ipv4_addresses[0].gateway_mac.value",
                 "unicast",
             ),
             ("flows[0].tx_rx.device.bidirectional", "each direction"),
-            ("flows[1].tx_rx.device.tx_names[0]", "no ipv4 or ipv6 address"),
+            (
+                "flows[1].tx_rx.device.tx_names[0]",
+                "no ipv4 or ipv6 address",
+            ),
         ] {
             let why = refused_at(&c, path);
             assert!(why.contains(says), "{path}: {why}");
@@ -493,8 +519,6 @@ mod tests {
         c["flows"][0]["tx_rx"]["device"]["rx_names"] = json!(["ip2", "ip1"]);
         assert!(refused_at(&c, "flows[0].tx_rx.device.rx_names").contains("one address"));
         c["devices"][0]["ethernets"][0]["connection"] = json!({"port_name": "nope"});
-        assert!(
-            refused_at(&c, "devices[0].ethernets[0].connection.port_name").contains("'nope'")
-        );
+        assert!(refused_at(&c, "devices[0].ethernets[0].connection.port_name").contains("'nope'"));
     }
 }

@@ -43,6 +43,13 @@ impl Stage {
     }
 }
 
+/// Where a flow leaves and arrives: its ports, and its hosts when it goes between devices.
+struct Endpoints<'h> {
+    tx_port: String,
+    rx_port: Option<String>,
+    between: Option<(&'h HostPlan, &'h HostPlan)>,
+}
+
 impl Cx {
     pub(super) fn flow(
         &mut self,
@@ -64,7 +71,11 @@ impl Cx {
             payload: Payload::Increment,
             ..StreamSpec::default()
         };
-        let (tx_port, rx_port, between) = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts)?;
+        let Endpoints {
+            tx_port,
+            rx_port,
+            between,
+        } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts)?;
         let link_mbps = ports
             .iter()
             .find(|p| p.name == tx_port)
@@ -104,7 +115,7 @@ impl Cx {
         tx_rx: Option<&FlowTxRx>,
         ports: &[PortPlan],
         hosts: &'h [HostPlan],
-    ) -> Option<(String, Option<String>, Option<(&'h HostPlan, &'h HostPlan)>)> {
+    ) -> Option<Endpoints<'h>> {
         let Some(t) = tx_rx else {
             self.refuse(format!("{path}.tx_rx"), "a flow needs tx_rx");
             return None;
@@ -122,7 +133,11 @@ impl Cx {
             }
             (Some("device"), _, Some(d)) => {
                 let (from, to) = self.device_endpoints(&format!("{p}.device"), d, hosts)?;
-                return Some((from.port.clone(), Some(to.port.clone()), Some((from, to))));
+                return Some(Endpoints {
+                    tx_port: from.port.clone(),
+                    rx_port: Some(to.port.clone()),
+                    between: Some((from, to)),
+                });
             }
             (choice, ..) => {
                 self.refuse(
@@ -164,7 +179,11 @@ impl Cx {
                 "one receive port per flow (linerate's receiver is one interface)",
             );
         }
-        Some((port.tx_name.clone(), rx.first().map(|r| (*r).clone()), None))
+        Some(Endpoints {
+            tx_port: port.tx_name.clone(),
+            rx_port: rx.first().map(|r| (*r).clone()),
+            between: None,
+        })
     }
 
     /// The host a flow leaves from and the one it goes to, by their address objects' names.

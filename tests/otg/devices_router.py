@@ -4,6 +4,7 @@ OTG_LOCATION, OTG_WEST_PORT / OTG_EAST_PORT (port locations), OTG_WEST / OTG_EAS
 each device, with OTG_WEST_GW / OTG_EAST_GW its gateway) and OTG_ROUTER_MACS (the router's MAC on
 the west side, then on the east side). A flow each way by device endpoints; raises on failure.
 """
+import ipaddress
 import os
 import time
 
@@ -12,21 +13,21 @@ import snappi
 FRAMES = 10_000
 
 
-def main():
-    env = os.environ
-    api = snappi.api(location=env["OTG_LOCATION"], verify=False)
+def config(api, env, west_gw=None, west_prefix=None):
     c = api.config()
     c.ports.port(name="west", location=env["OTG_WEST_PORT"]).port(
         name="east", location=env["OTG_EAST_PORT"]
     )
     for side in ("west", "east"):
         addr, prefix = env[f"OTG_{side.upper()}"].split("/")
+        gateway = env[f"OTG_{side.upper()}_GW"]
+        if side == "west" and west_gw:
+            gateway, prefix = west_gw, west_prefix
         d = c.devices.add(name=f"{side}-dev")
         e = d.ethernets.add(name=f"{side}-eth")
         e.connection.port_name = side
         ip = e.ipv4_addresses.add(
-            name=f"{side}-ip4", address=addr, prefix=int(prefix),
-            gateway=env[f"OTG_{side.upper()}_GW"],
+            name=f"{side}-ip4", address=addr, prefix=int(prefix), gateway=gateway,
         )
         ip.gateway_mac.choice = "auto"
     for src, dst in (("west", "east"), ("east", "west")):
@@ -38,7 +39,13 @@ def main():
         f.rate.pps = 20_000
         f.duration.fixed_packets.packets = FRAMES
         f.metrics.enable = True
-    api.set_config(c)
+    return c
+
+
+def main():
+    env = os.environ
+    api = snappi.api(location=env["OTG_LOCATION"], verify=False)
+    api.set_config(config(api, env))
 
     # Set_config resolved each device's gateway: the router's MAC on its side.
     req = api.states_request()
@@ -84,6 +91,18 @@ def main():
         # Each port counts the flow toward it, and what else reached it (the router's ARP).
         assert m.frames_rx >= FRAMES, f"port {m.name}: received {m.frames_rx}"
         assert m.link == "up", m
+
+    # A gateway nobody answers for (the /30's broadcast, inside a /29): set_config fails
+    # naming it, and the config that worked stays set.
+    west = ipaddress.ip_interface(env["OTG_WEST"])
+    silent = str(west.network.broadcast_address)
+    try:
+        api.set_config(config(api, env, west_gw=silent, west_prefix=29))
+    except Exception as e:  # snappi raises its own type per status
+        assert "400" in str(e) and silent in str(e), str(e)
+    else:
+        raise AssertionError(f"set_config with the silent gateway {silent} succeeded")
+    assert api.get_config().devices[0].ethernets[0].ipv4_addresses[0].gateway == env["OTG_WEST_GW"]
     print("devices through the router: ok")
 
 

@@ -3,6 +3,7 @@
 //! resolved at set_config (one that does not answer fails it, naming the address) and every
 //! port sending at once at start; and get_states, the neighbours the hosts resolved.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -226,10 +227,22 @@ pub(super) async fn get_states(State(app): State<Arc<App>>, body: Bytes) -> Resu
             .await?
             .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![format!("{e:#}")]))?
     };
+    let response = states(&mapped, &learnt, v6, &asked.ethernet_names);
+    Ok(axum::Json(response).into_response())
+}
+
+/// Per address object of the family with a gateway (of the ethernets named, or all), the
+/// gateway and its MAC: given, or as its port's hosts learnt it.
+fn states(
+    mapped: &otg::Mapped,
+    learnt: &BTreeMap<String, Vec<Neighbour>>,
+    v6: bool,
+    ethernets: &[String],
+) -> otg::StatesResponse {
     let rows = mapped
         .hosts
         .iter()
-        .filter(|h| asked.ethernet_names.is_empty() || asked.ethernet_names.contains(&h.ethernet))
+        .filter(|h| ethernets.is_empty() || ethernets.contains(&h.ethernet))
         .filter_map(|h| Some((h, gateway(h).filter(|g| g.is_ipv6() == v6)?)))
         .map(|(h, gw)| {
             let mac = h.gateway_mac.map(|m| m.octets()).or_else(|| {
@@ -245,34 +258,37 @@ pub(super) async fn get_states(State(app): State<Arc<App>>, body: Bytes) -> Resu
                 mac.map(|m| linerate_wire::Mac(m).to_string()),
             )
         });
-    let mut response = otg::StatesResponse {
-        choice: key.into(),
-        ..otg::StatesResponse::default()
-    };
     if v6 {
-        response.ipv6_neighbors = Some(
-            rows.map(
-                |(ethernet_name, gw, link_layer_address)| otg::Neighborsv6State {
-                    ethernet_name,
-                    ipv6_address: gw.to_string(),
-                    link_layer_address,
-                },
-            )
-            .collect(),
-        );
+        otg::StatesResponse {
+            choice: "ipv6_neighbors".into(),
+            ipv6_neighbors: Some(
+                rows.map(
+                    |(ethernet_name, gw, link_layer_address)| otg::Neighborsv6State {
+                        ethernet_name,
+                        ipv6_address: gw.to_string(),
+                        link_layer_address,
+                    },
+                )
+                .collect(),
+            ),
+            ..otg::StatesResponse::default()
+        }
     } else {
-        response.ipv4_neighbors = Some(
-            rows.map(
-                |(ethernet_name, gw, link_layer_address)| otg::Neighborsv4State {
-                    ethernet_name,
-                    ipv4_address: gw.to_string(),
-                    link_layer_address,
-                },
-            )
-            .collect(),
-        );
+        otg::StatesResponse {
+            choice: "ipv4_neighbors".into(),
+            ipv4_neighbors: Some(
+                rows.map(
+                    |(ethernet_name, gw, link_layer_address)| otg::Neighborsv4State {
+                        ethernet_name,
+                        ipv4_address: gw.to_string(),
+                        link_layer_address,
+                    },
+                )
+                .collect(),
+            ),
+            ..otg::StatesResponse::default()
+        }
     }
-    Ok(axum::Json(response).into_response())
 }
 
 /// What each OTG port's hosts learnt, read from its receiver's maps.
@@ -285,4 +301,74 @@ fn neighbours(counting: &Counting) -> Result<std::collections::BTreeMap<String, 
         out.insert(name.clone(), rx.hosts()?.neighbours()?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ethernets on two ports: one IPv4 address resolved by auto, one IPv6 address whose
+    /// gateway MAC is given.
+    fn mapped() -> otg::Mapped {
+        let config = serde_json::json!({
+            "ports": [{"name": "p1", "location": "a0"}, {"name": "p2", "location": "a1@ns"}],
+            "devices": [
+                {"name": "d1", "ethernets": [{"name": "e1", "connection": {"port_name": "p1"},
+                    "vlans": [{"name": "v", "id": 7}],
+                    "ipv4_addresses": [{"name": "v4", "address": "10.0.0.2", "gateway": "10.0.0.1", "prefix": 24}]}]},
+                {"name": "d2", "ethernets": [{"name": "e2", "connection": {"port_name": "p2"},
+                    "ipv6_addresses": [{"name": "v6", "address": "2001:2::2", "gateway": "2001:2::1",
+                        "gateway_mac": {"choice": "value", "value": "02:00:00:00:00:09"}}]}]}
+            ]
+        });
+        otg::map_config(&otg::parse_config(config.to_string().as_bytes()).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn neighbours_are_each_gateway_with_its_learnt_or_given_mac() {
+        let m = mapped();
+        let learnt = BTreeMap::from([(
+            "p1".to_owned(),
+            vec![
+                // Another VLAN's entry for the same address is not this ethernet's.
+                Neighbour {
+                    addr: "10.0.0.1".parse().unwrap(),
+                    vlan: None,
+                    mac: [2, 0, 0, 0, 0, 1],
+                },
+                Neighbour {
+                    addr: "10.0.0.1".parse().unwrap(),
+                    vlan: Some(7),
+                    mac: [2, 0, 0, 0, 0, 7],
+                },
+            ],
+        )]);
+        let v4 = states(&m, &learnt, false, &[]).ipv4_neighbors.unwrap();
+        assert_eq!(
+            v4,
+            [otg::Neighborsv4State {
+                ethernet_name: "e1".into(),
+                ipv4_address: "10.0.0.1".into(),
+                link_layer_address: Some("02:00:00:00:00:07".into()),
+            }]
+        );
+        let v6 = states(&m, &learnt, true, &[]).ipv6_neighbors.unwrap();
+        assert_eq!(v6[0].ipv6_address, "2001:2::1");
+        assert_eq!(
+            v6[0].link_layer_address.as_deref(),
+            Some("02:00:00:00:00:09")
+        );
+        // Unresolved: the gateway without a MAC; filtered by ethernet.
+        let none = BTreeMap::new();
+        let v4 = states(&m, &none, false, &["e1".into()])
+            .ipv4_neighbors
+            .unwrap();
+        assert_eq!(v4[0].link_layer_address, None);
+        assert!(
+            states(&m, &none, false, &["e2".into()])
+                .ipv4_neighbors
+                .unwrap()
+                .is_empty()
+        );
+    }
 }

@@ -150,7 +150,8 @@ impl HostSession {
             spec.vlan = spec.vlan.or(self.hosts[f].vlan);
             placed.push((f, spec, t, hop));
         }
-        let macs = self.resolve(&placed, timeout)?;
+        let wanted: Vec<(usize, IpAddr)> = placed.iter().map(|(f, .., hop)| (*f, *hop)).collect();
+        let macs = self.resolve(&wanted, timeout)?;
         let mut runs: Vec<PortRun> = Vec::new();
         for (f, mut spec, t, hop) in placed {
             spec.dst_mac = Some(Mac(macs[&(f, hop)]));
@@ -175,15 +176,15 @@ impl HostSession {
     /// The MAC of every (host, next hop), resolved per port in one call each.
     fn resolve(
         &self,
-        placed: &[(usize, StreamSpec, usize, IpAddr)],
+        wanted: &[(usize, IpAddr)],
         timeout: Duration,
     ) -> Result<HashMap<(usize, IpAddr), MacAddr>> {
         let mut macs = self.given.clone();
         for (i, port) in self.ports.iter().enumerate() {
-            let mut targets: Vec<(usize, IpAddr)> = placed
+            let mut targets: Vec<(usize, IpAddr)> = wanted
                 .iter()
-                .filter(|(f, ..)| self.host_port[*f] == i)
-                .map(|(f, _, _, hop)| (*f, *hop))
+                .filter(|(f, _)| self.host_port[*f] == i)
+                .copied()
                 .filter(|t| !self.given.contains_key(t))
                 .collect();
             targets.sort();
@@ -198,6 +199,23 @@ impl HostSession {
             macs.extend(targets.into_iter().zip(found));
         }
         Ok(macs)
+    }
+
+    /// Resolves every host's gateways but those given, whether or not a stream goes through
+    /// them (an OTG device's neighbours are known once its config is set). One that does not
+    /// answer within `timeout` is an error naming it.
+    pub fn resolve_gateways(&self, timeout: Duration) -> Result<()> {
+        let wanted: Vec<(usize, IpAddr)> = self
+            .hosts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, h)| {
+                let v4 = h.ipv4.and_then(|v| v.gateway).map(IpAddr::V4);
+                let v6 = h.ipv6.and_then(|v| v.gateway).map(IpAddr::V6);
+                [v4, v6].into_iter().flatten().map(move |g| (i, g))
+            })
+            .collect();
+        self.resolve(&wanted, timeout).map(drop)
     }
 
     /// What each port's hosts learned: the neighbours they resolved and those that asked

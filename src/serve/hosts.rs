@@ -1,7 +1,7 @@
 //! A config with devices: its hosts' session — every port a host lives on, each answering
 //! ARP, ND and ping for its hosts and counting the flows sent toward it — with the gateways
 //! resolved at set_config (one that does not answer fails it, naming the address) and every
-//! port sending at once at start; and get_states, the neighbours the hosts resolved.
+//! port sending at once at start; and get_states, the gateways the hosts resolved.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -60,6 +60,10 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
                 session.give_neighbour(&h.spec.name, gateway, mac.octets())?;
             }
         }
+        // Every gateway, so get_states knows them all; then each flow's next hop.
+        session
+            .resolve_gateways(RESOLVE_WAIT)
+            .context("the devices' gateways")?;
         let mut runs = session
             .runs(&mapped.streams, RESOLVE_WAIT)
             .context("the devices' next hops")?;

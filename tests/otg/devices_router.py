@@ -13,7 +13,7 @@ import snappi
 FRAMES = 10_000
 
 
-def config(api, env, west_gw=None, west_prefix=None):
+def config(api, env, west_gw=None, west_prefix=None, flows=True):
     c = api.config()
     c.ports.port(name="west", location=env["OTG_WEST_PORT"]).port(
         name="east", location=env["OTG_EAST_PORT"]
@@ -30,7 +30,7 @@ def config(api, env, west_gw=None, west_prefix=None):
             name=f"{side}-ip4", address=addr, prefix=int(prefix), gateway=gateway,
         )
         ip.gateway_mac.choice = "auto"
-    for src, dst in (("west", "east"), ("east", "west")):
+    for src, dst in (("west", "east"), ("east", "west")) if flows else ():
         f = c.flows.add(name=f"{src}-{dst}")
         f.tx_rx.device.tx_names = [f"{src}-ip4"]
         f.tx_rx.device.rx_names = [f"{dst}-ip4"]
@@ -45,21 +45,21 @@ def config(api, env, west_gw=None, west_prefix=None):
 def main():
     env = os.environ
     api = snappi.api(location=env["OTG_LOCATION"], verify=False)
-    api.set_config(config(api, env))
-
-    # Set_config resolved each device's gateway: the router's MAC on its side.
-    req = api.states_request()
-    req.ipv4_neighbors.ethernet_names = []
-    neighbors = {
-        n.ethernet_name: (n.ipv4_address, n.link_layer_address)
-        for n in api.get_states(req).ipv4_neighbors
-    }
     west_mac, east_mac = env["OTG_ROUTER_MACS"].split(",")
     want = {
         "west-eth": (env["OTG_WEST_GW"], west_mac),
         "east-eth": (env["OTG_EAST_GW"], east_mac),
     }
-    assert neighbors == want, f"ipv4_neighbors {neighbors}, want {want}"
+    # set_config resolves each device's gateway, flows or none: the router's MAC on its side.
+    for flows in (False, True):
+        api.set_config(config(api, env, flows=flows))
+        req = api.states_request()
+        req.ipv4_neighbors.ethernet_names = []
+        neighbors = {
+            n.ethernet_name: (n.ipv4_address, n.link_layer_address)
+            for n in api.get_states(req).ipv4_neighbors
+        }
+        assert neighbors == want, f"ipv4_neighbors {neighbors}, want {want} (flows: {flows})"
 
     cs = api.control_state()
     cs.traffic.flow_transmit.state = "start"

@@ -98,6 +98,64 @@ fn snappi_drives_linerate_serve_on_a_lab() {
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
+/// Two OTG devices on a router lab's two ends (issue 23): the router is never configured by
+/// the test, the devices resolve its MACs by ARP (get_states shows them), and a flow each way
+/// by device endpoints arrives whole (tests/otg/devices_router.py asserts it).
+#[test]
+fn snappi_devices_resolve_a_router_and_flows_cross_it_both_ways() {
+    if !root_or_skip("OTG devices through a router") {
+        return;
+    }
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if !python.exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no virtualenv at {}: scripts/setup.sh makes it",
+            python.display()
+        );
+        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+        return;
+    }
+    let lab = linerate_lab::LabGuard::up_with_dut(
+        &linerate_lab::LabConfig {
+            name: linerate_lab::unique_name("otd"),
+            queues: 1,
+        },
+        Some(linerate_lab::DutKind::Router),
+    )
+    .expect("lab up with a router DUT");
+    let dut = lab.dut.clone().expect("a DUT");
+    let (gw_west, gw_east) = dut.gateways.expect("the router's gateways");
+    let (west, _, _, east) = linerate_lab::routed_addresses(&lab.name);
+    let egress_mac = Command::new("ip")
+        .args(["netns", "exec", &dut.netns, "cat"])
+        .arg(format!("/sys/class/net/{}/address", dut.egress))
+        .output()
+        .expect("read the router's egress MAC");
+    let egress_mac = String::from_utf8_lossy(&egress_mac.stdout)
+        .trim()
+        .to_owned();
+    let ingress_mac = dut.ingress_mac.map(|b| format!("{b:02x}")).join(":");
+    let (server, url) = serve(&["--cores", "0,1"]);
+    let status = Command::new(&python)
+        .arg("tests/otg/devices_router.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_WEST_PORT", &lab.sender)
+        .env("OTG_EAST_PORT", format!("{}@{}", lab.receiver, lab.netns))
+        .env("OTG_WEST", format!("{west}/30"))
+        .env("OTG_WEST_GW", gw_west.to_string())
+        .env("OTG_EAST", format!("{east}/30"))
+        .env("OTG_EAST_GW", gw_east.to_string())
+        .env("OTG_ROUTER_MACS", format!("{ingress_mac},{egress_mac}"))
+        .status()
+        .expect("run tests/otg/devices_router.py");
+    assert!(status.success(), "the devices script failed (output above)");
+    drop(server);
+    // SIGTERM gave the lab's receive end back to its sink.
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 #[test]
 fn listening_beyond_loopback_needs_a_token() {
     let line = linerate_usage_error(&["serve", "--listen", "0.0.0.0:8443"]);

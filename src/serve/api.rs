@@ -13,6 +13,7 @@ use linerate_otg as otg;
 use super::capture::get_capture;
 use super::config::{get_config, set_config};
 use super::control::{get_version, set_control_state};
+use super::hosts::get_states;
 use super::metrics::get_metrics;
 use super::{App, BODY_WAIT};
 
@@ -22,6 +23,7 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/control/state", post(set_control_state))
         .route("/monitor/metrics", post(get_metrics))
         .route("/monitor/capture", post(get_capture))
+        .route("/monitor/states", post(get_states))
         .route("/capabilities/version", get(get_version))
         .fallback(|| async {
             otg_error(

@@ -1,6 +1,6 @@
 //! A config's life: the port thread that opens, compiles and runs it, and set_config/get_config.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::Instant;
 
@@ -10,13 +10,13 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use linerate_otg as otg;
 use linerate_session::{
-    End, PortOptions, ReceiverOptions, RunOptions, RunReceiver, RxAttach, RxTarget, Session,
+    End, PortOptions, ReceiverOptions, RunOptions, RxAttach, RxTarget, Session,
 };
-use linerate_stream::MAX_STREAMS;
+use linerate_stream::{MAX_STREAMS, Plan};
 
 use super::api::{Fail, warnings};
 use super::capture::CaptureState;
-use super::{App, Cmd, DRAIN, Inner, RunResult, blocking, one_line};
+use super::{App, Cmd, Counting, DRAIN, Inner, Progress, RunResult, blocking, one_line};
 use crate::cli::ServeArgs;
 
 /// The thread that owns the transmit port of a config: it opens the port and compiles the plan
@@ -38,42 +38,22 @@ impl Drop for PortThread {
 }
 
 impl PortThread {
-    /// Opens the config's session (its transmit port and, when a flow names a receive port,
-    /// the receive program there) and compiles its flows, on the thread that will run them;
-    /// returns once that is done, with the receiver's handle for reading counts from any thread.
-    fn start(
-        app: &ServeArgs,
-        mapped: Arc<otg::Mapped>,
-    ) -> Result<(PortThread, Option<Arc<RunReceiver>>)> {
-        let tx_name = mapped.tx_port.clone().context("no flows")?;
-        let port = mapped.port(&tx_name).context("tx port")?.clone();
-        let mut options = PortOptions::interface(&port.location.iface);
-        // serve keeps AF_XDP unless told: its runs are the OTG client's, not auto's to reroute.
-        options.backend = app
-            .backend
-            .map_or(linerate_session::Backend::Afxdp, Into::into);
-        options.afxdp = (&app.afxdp).into();
-        options.cores = app.cores.clone();
-        options.link_speed = port.link_mbps;
-        let (ready_tx, ready_rx) = mpsc::channel::<Result<Option<Arc<RunReceiver>>>>();
+    /// Runs `setup` on a thread of its own (it opens the config's ports and compiles its
+    /// flows there), then `run` each time the thread is told to start; returns once setup is
+    /// done, with what it made for counting.
+    pub(super) fn spawn<S: 'static>(
+        setup: impl FnOnce() -> Result<(S, Counting)> + Send + 'static,
+        mut run: impl FnMut(&mut S, &Arc<AtomicBool>, &Progress) -> RunResult + Send + 'static,
+    ) -> Result<(PortThread, Counting)> {
+        let (ready_tx, ready_rx) = mpsc::channel::<Result<Counting>>();
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
         let thread = std::thread::Builder::new()
             .name("otg-port".into())
             .spawn(move || {
-                let setup = || -> Result<_> {
-                    let mut session = Session::open(std::slice::from_ref(&options))
-                        .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
-                    let tx = session.port_mut(0);
-                    if let Some(target) = rx_target(&mapped, &port.location.iface)? {
-                        tx.receive(&target).context("the receive port")?;
-                    }
-                    let plan = tx.compile(&mapped.streams).context("flows")?;
-                    Ok((session, plan))
-                };
-                let (mut session, plan) = match setup() {
-                    Ok((session, plan)) => {
-                        let _ = ready_tx.send(Ok(session.port(0).rx_handle()));
-                        (session, plan)
+                let mut state = match setup() {
+                    Ok((state, counting)) => {
+                        let _ = ready_tx.send(Ok(counting));
+                        state
                     }
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -81,28 +61,7 @@ impl PortThread {
                     }
                 };
                 while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
-                    let run = RunOptions {
-                        end: End {
-                            duration: mapped.duration,
-                            count: None,
-                        },
-                        stop: &stop,
-                        observer: progress.as_ref(),
-                        drain: DRAIN,
-                    };
-                    let outcome = session.port_mut(0).run_plan(&plan, run);
-                    let result = match outcome {
-                        Ok(o) => RunResult {
-                            per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
-                            frames: o.report.completed,
-                            bytes: o.report.bytes,
-                            error: None,
-                        },
-                        Err(e) => RunResult {
-                            error: Some(format!("{:#}", anyhow::Error::from(e))),
-                            ..RunResult::default()
-                        },
-                    };
+                    let result = run(&mut state, &stop, &progress);
                     progress.frames.store(result.frames, Ordering::Relaxed);
                     progress.bytes.store(result.bytes, Ordering::Relaxed);
                     *progress.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
@@ -117,11 +76,65 @@ impl PortThread {
             thread: Some(thread),
         };
         match ready_rx.recv() {
-            Ok(Ok(rx)) => Ok((handle, rx)),
+            Ok(Ok(counting)) => Ok((handle, counting)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(anyhow::anyhow!("the port thread ended before it was ready")),
         }
     }
+
+    /// Opens the config's session (its transmit port and, when a flow names a receive port,
+    /// the receive program there) and compiles its flows, on the thread that will run them.
+    fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortThread, Counting)> {
+        let tx_name = mapped.tx_port.clone().context("no flows")?;
+        let port = mapped.port(&tx_name).context("tx port")?.clone();
+        let mut options = PortOptions::interface(&port.location.iface);
+        options.backend = backend(app);
+        options.afxdp = (&app.afxdp).into();
+        options.cores = app.cores.clone();
+        options.link_speed = port.link_mbps;
+        let run_mapped = Arc::clone(&mapped);
+        let setup = move || -> Result<_> {
+            let mut session = Session::open(std::slice::from_ref(&options))
+                .with_context(|| format!("port '{}' ({})", port.name, port.location))?;
+            let tx = session.port_mut(0);
+            if let Some(target) = rx_target(&mapped, &port.location.iface)? {
+                tx.receive(&target).context("the receive port")?;
+            }
+            let plan = tx.compile(&mapped.streams).context("flows")?;
+            let counting = Counting::one_port(&mapped, session.port(0).rx_handle());
+            Ok(((session, plan), counting))
+        };
+        let run = move |(session, plan): &mut (Session, Plan),
+                        stop: &Arc<AtomicBool>,
+                        progress: &Progress| {
+            let run = RunOptions {
+                end: End {
+                    duration: run_mapped.duration,
+                    count: None,
+                },
+                stop,
+                observer: progress,
+                drain: DRAIN,
+            };
+            match session.port_mut(0).run_plan(plan, run) {
+                Ok(o) => RunResult {
+                    per_flow: o.sent.iter().map(|(id, _, n)| (*id, *n)).collect(),
+                    frames: o.report.completed,
+                    bytes: o.report.bytes,
+                    per_port: vec![(0, o.report.completed, o.report.bytes)],
+                    error: None,
+                },
+                Err(e) => RunResult::failed(e.into()),
+            }
+        };
+        PortThread::spawn(setup, run)
+    }
+}
+
+/// serve keeps AF_XDP unless told: its runs are the OTG client's, not auto's to reroute.
+pub(super) fn backend(app: &ServeArgs) -> linerate_session::Backend {
+    app.backend
+        .map_or(linerate_session::Backend::Afxdp, Into::into)
 }
 
 /// Where the receive program goes: the lab's receive end (no `at`: the lab's sink is swapped out
@@ -156,6 +169,8 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
     check_cost(&body)?;
     let config = otg::parse_config(&body)?;
     let mapped = Arc::new(otg::map_config(&config)?);
+    // Hosts' ports may be in a namespace (the session sends from there); a lone transmit port
+    // is this namespace's.
     if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
         && tx.location.netns.is_some()
     {
@@ -187,15 +202,15 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
         open(&args.args, &new).map_err(|e| {
             // Given back as it was set, so a failed set_config leaves the one that worked.
             let restored = previous.map(|(mapped, raw)| {
-                open(&args.args, &mapped).map(|(port, rx)| Box::new(applied(mapped, raw, port, rx)))
+                open(&args.args, &mapped).map(|(port, c)| Box::new(applied(mapped, raw, port, c)))
             });
             (e, restored)
         })
     })
     .await?;
     match made {
-        Ok((port, rx)) => {
-            *app.lock() = applied(mapped, raw, port, rx);
+        Ok((port, counting)) => {
+            *app.lock() = applied(mapped, raw, port, counting);
             Ok(warnings())
         }
         Err((e, restored)) => {
@@ -216,27 +231,26 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
     }
 }
 
-/// The port thread and receiver of a config (none when it has no flows).
-fn open(
-    args: &ServeArgs,
-    mapped: &Arc<otg::Mapped>,
-) -> Result<(Option<PortThread>, Option<Arc<RunReceiver>>)> {
-    match mapped.tx_port {
-        Some(_) => {
-            let (port, rx) = PortThread::start(args, Arc::clone(mapped))?;
-            Ok((Some(port), rx))
-        }
-        None => Ok((None, None)),
-    }
+/// The port thread of a config and where it counts (none when it has neither flows nor
+/// devices).
+fn open(args: &ServeArgs, mapped: &Arc<otg::Mapped>) -> Result<(Option<PortThread>, Counting)> {
+    let (port, counting) = if !mapped.hosts.is_empty() {
+        super::hosts::start(args, Arc::clone(mapped))?
+    } else if mapped.tx_port.is_some() {
+        PortThread::start(args, Arc::clone(mapped))?
+    } else {
+        return Ok((None, Counting::default()));
+    };
+    Ok((Some(port), counting))
 }
 
-/// The state of a config that was set: its port, receiver and an empty capture per port that
-/// has one.
+/// The state of a config that was set: its port thread, where it counts and an empty capture
+/// per port that has one.
 fn applied(
     mapped: Arc<otg::Mapped>,
     raw: serde_json::Value,
     port: Option<PortThread>,
-    rx: Option<Arc<RunReceiver>>,
+    counting: Counting,
 ) -> Inner {
     Inner {
         captures: mapped
@@ -248,7 +262,7 @@ fn applied(
         mapped: Some(mapped),
         config: Some(raw),
         port,
-        rx,
+        counting: Arc::new(counting),
         ..Inner::default()
     }
 }

@@ -13,13 +13,13 @@ use linerate_otg as otg;
 use linerate_rx::RxTotals;
 
 use super::api::Fail;
-use super::{App, Progress, RunResult, blocking};
+use super::{App, Counting, Progress, RunResult, blocking};
 
-/// What the metrics are read from, taken from the state at once: the config, its receiver, the
-/// run's progress and which captures run.
+/// What the metrics are read from, taken from the state at once: the config, where it counts,
+/// the run's progress and which captures run.
 type Current = (
     Arc<otg::Mapped>,
-    Option<Arc<linerate_session::RunReceiver>>,
+    Arc<Counting>,
     Arc<Progress>,
     BTreeMap<String, bool>,
 );
@@ -39,7 +39,7 @@ fn current(app: &App) -> Result<Current, Fail> {
             .mapped
             .clone()
             .ok_or_else(|| Fail::bad("no config: set_config first"))?,
-        inner.rx.clone(),
+        Arc::clone(&inner.counting),
         Arc::clone(&inner.run.progress),
         captures,
     ))
@@ -50,7 +50,7 @@ pub(super) async fn get_metrics(
     body: Bytes,
 ) -> Result<Response, Fail> {
     let req: otg::MetricsRequest = otg::parse_json(&body)?;
-    let (mapped, rx, progress, captures) = current(&app)?;
+    let (mapped, counting, progress, captures) = current(&app)?;
     let failed = progress
         .result
         .lock()
@@ -63,15 +63,16 @@ pub(super) async fn get_metrics(
             vec![format!("the last transmit failed: {e}")],
         ));
     }
-    // The receive program's maps are read off the runtime's threads.
-    let totals = match rx {
-        Some(rx) => Some(
-            blocking(move || rx.read())
-                .await?
-                .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![e.to_string()]))?,
-        ),
-        None => None,
-    };
+    // The receive programs' maps are read off the runtime's threads.
+    let receivers = counting.receivers.clone();
+    let totals: Vec<Option<RxTotals>> = blocking(move || {
+        receivers
+            .iter()
+            .map(|rx| rx.as_ref().map(|rx| rx.read()).transpose())
+            .collect::<Result<_, _>>()
+    })
+    .await?
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![e.to_string()]))?;
     let locations: Vec<_> = mapped
         .ports
         .iter()
@@ -86,7 +87,8 @@ pub(super) async fn get_metrics(
     .await?;
     let view = View {
         mapped: &mapped,
-        totals: totals.as_ref(),
+        counting: &counting,
+        totals: &totals,
         progress: &progress,
         captures: &captures,
         links: &links,
@@ -146,7 +148,9 @@ pub(super) fn bytes_of(spec: &linerate_stream::StreamSpec, frames: u64) -> u64 {
 /// What the metrics are read from at one moment.
 pub(super) struct View<'a> {
     mapped: &'a otg::Mapped,
-    totals: Option<&'a RxTotals>,
+    counting: &'a Counting,
+    /// Each receiver's counts, by session port.
+    totals: &'a [Option<RxTotals>],
     progress: &'a Progress,
     captures: &'a BTreeMap<String, bool>,
     /// Each port's link, up or not, read when the metrics were asked for.
@@ -186,22 +190,30 @@ impl View<'_> {
             .clone()
     }
 
-    /// Frames flow `id` sent: the report's count after the run; while it runs, the whole
+    /// What the receiver of flow `index` (config order) counted of it.
+    fn flow_rx(&self, index: usize) -> Option<&linerate_rx::FlowStats> {
+        let at = self.counting.flows.get(index)?;
+        self.totals.get(at.rx?)?.as_ref()?.flow(at.id)
+    }
+
+    /// Frames flow `index` sent: the report's count after the run; while it runs, the whole
     /// port's count for a lone flow, else the receiver's estimate from the sequence numbers
     /// (highest seen + 1: a frame the flow has certainly sent).
-    fn flow_tx(&self, id: u16) -> u64 {
+    fn flow_tx(&self, index: usize) -> u64 {
+        let Some(at) = self.counting.flows.get(index) else {
+            return 0;
+        };
         if let Some(r) = self.result() {
             return r
                 .per_flow
                 .iter()
-                .find(|(f, _)| *f == id)
+                .find(|(f, _)| *f == at.id)
                 .map_or(0, |(_, n)| *n);
         }
         if self.mapped.flows.len() == 1 {
             return self.progress.frames.load(Ordering::Relaxed);
         }
-        self.totals
-            .and_then(|t| t.flow(id))
+        self.flow_rx(index)
             .map_or(0, |f| f.unique() + f.estimated_loss())
     }
 
@@ -220,11 +232,10 @@ impl View<'_> {
             .iter()
             .enumerate()
             .filter(|(_, f)| names.is_empty() || names.contains(&f.name))
-            .map(|(id, f)| {
-                let id = id as u16;
-                let spec = &self.mapped.streams[usize::from(id)];
-                let stats = self.totals.and_then(|t| t.flow(id)).filter(|_| f.metrics);
-                let frames_tx = self.flow_tx(id);
+            .map(|(index, f)| {
+                let spec = &self.mapped.streams[index];
+                let stats = self.flow_rx(index).filter(|_| f.metrics);
+                let frames_tx = self.flow_tx(index);
                 // Bytes with the FCS, as frame sizes are counted.
                 let bytes_tx = match self.result() {
                     Some(r) if self.mapped.flows.len() == 1 => r.bytes + 4 * r.frames,
@@ -268,6 +279,32 @@ impl View<'_> {
             .collect()
     }
 
+    /// Frames and bytes (FCS included) session port `port` sent: its report's after the run;
+    /// while it runs, the progress of a lone sender, else the sum of its flows' estimates.
+    fn port_tx(&self, port: usize) -> (u64, u64) {
+        if let Some(r) = self.result() {
+            return r
+                .per_port
+                .iter()
+                .find(|(p, ..)| *p == port)
+                .map_or((0, 0), |(_, f, b)| (*f, b + 4 * f));
+        }
+        if self.counting.receivers.len() <= 1 {
+            let f = self.progress.frames.load(Ordering::Relaxed);
+            return (f, self.progress.bytes.load(Ordering::Relaxed) + 4 * f);
+        }
+        self.counting
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, at)| at.tx == port)
+            .map(|(i, _)| {
+                let f = self.flow_tx(i);
+                (f, bytes_of(&self.mapped.streams[i], f))
+            })
+            .fold((0, 0), |(f, b), (g, c)| (f + g, b + c))
+    }
+
     fn ports(&self, names: &[String]) -> Vec<otg::PortMetric> {
         let running = self.running();
         let elapsed = self.elapsed().unwrap_or(0.0);
@@ -278,33 +315,23 @@ impl View<'_> {
                 0.0
             }
         };
-        let (tx_frames, tx_bytes) = match self.result() {
-            Some(r) => (r.frames, r.bytes + 4 * r.frames),
-            None => {
-                let f = self.progress.frames.load(Ordering::Relaxed);
-                (f, self.progress.bytes.load(Ordering::Relaxed) + 4 * f)
-            }
-        };
-        let (rx_frames, rx_bytes) = self.totals.map_or((0, 0), |t| {
-            let g = &t.global;
-            t.flows.iter().fold(
-                (
-                    g.other_frames + g.untracked_frames,
-                    g.other_bytes + g.untracked_bytes,
-                ),
-                |(f, b), s| (f + s.frames, b + s.bytes),
-            )
-        });
-        let rx_bytes = rx_bytes + 4 * rx_frames;
         self.mapped
             .ports
             .iter()
             .filter(|p| names.is_empty() || names.contains(&p.name))
             .map(|p| {
-                let is_tx = self.mapped.tx_port.as_deref() == Some(p.name.as_str());
-                let is_rx = self.mapped.rx_port.as_deref() == Some(p.name.as_str());
-                let (ft, bt) = if is_tx { (tx_frames, tx_bytes) } else { (0, 0) };
-                let (fr, br) = if is_rx { (rx_frames, rx_bytes) } else { (0, 0) };
+                let at = self
+                    .counting
+                    .ports
+                    .get(&p.name)
+                    .copied()
+                    .unwrap_or_default();
+                let is_tx = at.tx.is_some();
+                let (ft, bt) = at.tx.map_or((0, 0), |i| self.port_tx(i));
+                let (fr, br) = at
+                    .rx
+                    .and_then(|i| self.totals.get(i)?.as_ref())
+                    .map_or((0, 0), port_rx);
                 otg::PortMetric {
                     name: p.name.clone(),
                     location: p.location.to_string(),
@@ -338,6 +365,19 @@ impl View<'_> {
             })
             .collect()
     }
+}
+
+/// Frames and bytes (FCS included) a receiver counted: every flow's and what was no flow.
+fn port_rx(t: &RxTotals) -> (u64, u64) {
+    let g = &t.global;
+    let (f, b) = t.flows.iter().fold(
+        (
+            g.other_frames + g.untracked_frames,
+            g.other_bytes + g.untracked_bytes,
+        ),
+        |(f, b), s| (f + s.frames, b + s.bytes),
+    );
+    (f, b + 4 * f)
 }
 
 /// Whether the port's interface is up and running (operstate up: `IFF_RUNNING` with `IFF_UP`),

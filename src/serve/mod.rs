@@ -23,6 +23,7 @@ mod api;
 mod capture;
 mod config;
 mod control;
+mod hosts;
 mod listen;
 mod metrics;
 
@@ -184,7 +185,7 @@ struct Inner {
     config: Option<serde_json::Value>,
     mapped: Option<Arc<otg::Mapped>>,
     port: Option<PortThread>,
-    rx: Option<Arc<RunReceiver>>,
+    counting: Arc<Counting>,
     run: RunState,
     captures: BTreeMap<String, CaptureState>,
 }
@@ -212,7 +213,86 @@ struct RunResult {
     per_flow: Vec<(u16, u64)>,
     frames: u64,
     bytes: u64,
+    /// Per sending port of the session: (its index, frames, bytes).
+    per_port: Vec<(usize, u64, u64)>,
     error: Option<String>,
+}
+
+impl RunResult {
+    fn failed(e: anyhow::Error) -> Self {
+        RunResult {
+            error: Some(format!("{e:#}")),
+            ..RunResult::default()
+        }
+    }
+}
+
+/// Where a config's flows and ports are counted: the session's receivers, and which flow id,
+/// sending port and receiver each flow and OTG port has.
+#[derive(Debug, Default)]
+struct Counting {
+    /// The session's receivers, by session port.
+    receivers: Vec<Option<Arc<RunReceiver>>>,
+    /// Per flow, in the config's order.
+    flows: Vec<FlowAt>,
+    /// Per OTG port that sends or receives.
+    ports: BTreeMap<String, PortAt>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct FlowAt {
+    /// Its id in the signature.
+    id: u16,
+    /// The session port that sends it.
+    tx: usize,
+    /// The receiver that counts it.
+    rx: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PortAt {
+    /// The session port it sends as.
+    tx: Option<usize>,
+    /// Its receiver.
+    rx: Option<usize>,
+}
+
+impl Counting {
+    /// A config without devices: session port 0 sends every flow (ids in config order), and
+    /// its receiver, when a flow names a receive port, counts them at that port.
+    fn one_port(mapped: &otg::Mapped, rx: Option<Arc<RunReceiver>>) -> Self {
+        let counted = rx.is_some().then_some(0);
+        let mut ports = BTreeMap::new();
+        if let Some(tx) = &mapped.tx_port {
+            ports.insert(
+                tx.clone(),
+                PortAt {
+                    tx: Some(0),
+                    rx: None,
+                },
+            );
+        }
+        if let Some(rx) = &mapped.rx_port {
+            ports.insert(
+                rx.clone(),
+                PortAt {
+                    tx: None,
+                    rx: counted,
+                },
+            );
+        }
+        Counting {
+            receivers: vec![rx],
+            flows: (0..mapped.flows.len())
+                .map(|i| FlowAt {
+                    id: i as u16,
+                    tx: 0,
+                    rx: counted,
+                })
+                .collect(),
+            ports,
+        }
+    }
 }
 
 impl Observer for Progress {

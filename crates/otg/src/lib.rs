@@ -11,7 +11,8 @@ mod response;
 
 pub use error::{ErrorBody, Refusal, Refusals};
 pub use map::{
-    CaptureFormat, FlowPlan, Location, Mapped, PortPlan, map_config, parse_config, parse_json,
+    CaptureFormat, FlowPlan, HostPlan, Location, Mapped, PortPlan, map_config, parse_config,
+    parse_json,
 };
 pub use model::*;
 pub use response::*;

@@ -21,9 +21,11 @@ pub struct Config {
     #[serde(default)]
     pub captures: Vec<Capture>,
     #[serde(default)]
+    pub devices: Vec<Device>,
+    #[serde(default)]
     pub flows: Vec<Flow>,
     pub options: Option<ConfigOptions>,
-    /// lags, devices, events, lldp, stateful_flows, egress_only_tracking, …
+    /// lags, events, lldp, stateful_flows, egress_only_tracking, …
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -85,6 +87,77 @@ pub struct Capture {
     pub rest: Rest,
 }
 
+/// Device: an emulated host's interfaces. Its control planes (bgp, isis, ospfv2, …) land in
+/// `rest` and are refused.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Device {
+    pub name: String,
+    #[serde(default)]
+    pub ethernets: Vec<DeviceEthernet>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Device.Ethernet
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeviceEthernet {
+    pub name: String,
+    pub connection: Option<EthernetConnection>,
+    pub mac: Option<String>,
+    pub mtu: Option<Value>,
+    #[serde(default)]
+    pub vlans: Vec<DeviceVlan>,
+    #[serde(default)]
+    pub ipv4_addresses: Vec<DeviceIp>,
+    #[serde(default)]
+    pub ipv6_addresses: Vec<DeviceIp>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Ethernet.Connection
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EthernetConnection {
+    pub choice: Option<String>,
+    pub port_name: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Device.Vlan
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeviceVlan {
+    pub name: String,
+    pub id: Option<Value>,
+    pub priority: Option<Value>,
+    pub tpid: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Device.Ipv4 and Device.Ipv6 (the same keys; the addresses are read by family).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeviceIp {
+    pub name: String,
+    pub address: Option<String>,
+    pub prefix: Option<Value>,
+    pub gateway: Option<String>,
+    pub gateway_mac: Option<DeviceGatewayMac>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Device.Ipv4GatewayMAC and Device.Ipv6GatewayMAC: `auto` (resolved; the `auto` key is the
+/// state snappi echoes) or `value` (given, never resolved).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DeviceGatewayMac {
+    pub choice: Option<String>,
+    pub auto: Option<String>,
+    pub value: Option<String>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
 /// Flow
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Flow {
@@ -105,6 +178,21 @@ pub struct Flow {
 pub struct FlowTxRx {
     pub choice: Option<String>,
     pub port: Option<FlowPort>,
+    pub device: Option<FlowRouter>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Router: a flow between device address objects.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowRouter {
+    /// `mesh` or `one_to_one`: the same for one name each way.
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub tx_names: Vec<String>,
+    #[serde(default)]
+    pub rx_names: Vec<String>,
+    pub bidirectional: Option<bool>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -620,6 +708,26 @@ pub struct FlowMetricsRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CaptureRequest {
     pub port_name: String,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// States.Request
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatesRequest {
+    pub choice: Option<String>,
+    pub ipv4_neighbors: Option<NeighborsStatesRequest>,
+    pub ipv6_neighbors: Option<NeighborsStatesRequest>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Neighborsv4.States.Request and Neighborsv6.States.Request
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NeighborsStatesRequest {
+    /// Empty: every ethernet.
+    #[serde(default)]
+    pub ethernet_names: Vec<String>,
     #[serde(flatten)]
     pub rest: Rest,
 }

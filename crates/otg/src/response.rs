@@ -85,3 +85,33 @@ pub struct MetricLatency {
     pub maximum_ns: f64,
     pub average_ns: f64,
 }
+
+/// States.Response
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatesResponse {
+    /// `ipv4_neighbors` or `ipv6_neighbors`.
+    pub choice: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ipv6_neighbors: Option<Vec<Neighborsv6State>>,
+}
+
+/// Neighborsv4.State
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Neighborsv4State {
+    pub ethernet_name: String,
+    pub ipv4_address: String,
+    /// Absent while the neighbour is unresolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_layer_address: Option<String>,
+}
+
+/// Neighborsv6.State
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Neighborsv6State {
+    pub ethernet_name: String,
+    pub ipv6_address: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_layer_address: Option<String>,
+}

@@ -28,6 +28,8 @@ pub struct HostSession {
     pub hosts: Vec<Host>,
     /// The port of each host.
     pub host_port: Vec<usize>,
+    /// Next hops whose MAC was given (host index, next hop): never resolved.
+    given: HashMap<(usize, IpAddr), MacAddr>,
 }
 
 /// The ports `hosts` live on, each once, in the order they are first named.
@@ -99,7 +101,22 @@ impl HostSession {
             ports,
             hosts: out,
             host_port,
+            given: HashMap::new(),
         })
+    }
+
+    /// Gives host `host`'s next hop `hop` the MAC `mac`: streams through it take that MAC and
+    /// it is not resolved (an OTG `gateway_mac` of choice `value`).
+    pub fn give_neighbour(&mut self, host: &str, hop: IpAddr, mac: MacAddr) -> Result<()> {
+        let i = self
+            .hosts
+            .iter()
+            .position(|h| h.name == host)
+            .ok_or_else(|| {
+                SessionError::usage(format!("gateway MAC for {host:?}: no host of that name"))
+            })?;
+        self.given.insert((i, hop), mac);
+        Ok(())
     }
 
     /// The index of the host named `name`.
@@ -133,7 +150,8 @@ impl HostSession {
             spec.vlan = spec.vlan.or(self.hosts[f].vlan);
             placed.push((f, spec, t, hop));
         }
-        let macs = self.resolve(&placed, timeout)?;
+        let wanted: Vec<(usize, IpAddr)> = placed.iter().map(|(f, .., hop)| (*f, *hop)).collect();
+        let macs = self.resolve(&wanted, timeout)?;
         let mut runs: Vec<PortRun> = Vec::new();
         for (f, mut spec, t, hop) in placed {
             spec.dst_mac = Some(Mac(macs[&(f, hop)]));
@@ -158,15 +176,16 @@ impl HostSession {
     /// The MAC of every (host, next hop), resolved per port in one call each.
     fn resolve(
         &self,
-        placed: &[(usize, StreamSpec, usize, IpAddr)],
+        wanted: &[(usize, IpAddr)],
         timeout: Duration,
     ) -> Result<HashMap<(usize, IpAddr), MacAddr>> {
-        let mut macs = HashMap::new();
+        let mut macs = self.given.clone();
         for (i, port) in self.ports.iter().enumerate() {
-            let mut targets: Vec<(usize, IpAddr)> = placed
+            let mut targets: Vec<(usize, IpAddr)> = wanted
                 .iter()
-                .filter(|(f, ..)| self.host_port[*f] == i)
-                .map(|(f, _, _, hop)| (*f, *hop))
+                .filter(|(f, _)| self.host_port[*f] == i)
+                .copied()
+                .filter(|t| !self.given.contains_key(t))
                 .collect();
             targets.sort();
             targets.dedup();
@@ -180,6 +199,23 @@ impl HostSession {
             macs.extend(targets.into_iter().zip(found));
         }
         Ok(macs)
+    }
+
+    /// Resolves every host's gateways but those given, whether or not a stream goes through
+    /// them (an OTG device's neighbours are known once its config is set). One that does not
+    /// answer within `timeout` is an error naming it.
+    pub fn resolve_gateways(&self, timeout: Duration) -> Result<()> {
+        let wanted: Vec<(usize, IpAddr)> = self
+            .hosts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, h)| {
+                let v4 = h.ipv4.and_then(|v| v.gateway).map(IpAddr::V4);
+                let v6 = h.ipv6.and_then(|v| v.gateway).map(IpAddr::V6);
+                [v4, v6].into_iter().flatten().map(move |g| (i, g))
+            })
+            .collect();
+        self.resolve(&wanted, timeout).map(drop)
     }
 
     /// What each port's hosts learned: the neighbours they resolved and those that asked

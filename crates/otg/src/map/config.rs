@@ -1,12 +1,13 @@
 //! The `Config` node: its ports, `layer1`, captures and the flows, and what linerate asks of
-//! them together (one transmit port, one receive port, one end time).
+//! them together (one end time; without devices, one transmit port and one receive port).
 
 use std::time::Duration;
 
 use linerate_stream::Mode;
 
 use super::{
-    CaptureFormat, Cx, FlowPlan, Location, Mapped, PortPlan, hint, int, is_empty, speed_mbps,
+    CaptureFormat, Cx, FlowPlan, HostPlan, Location, Mapped, PortPlan, hint, int, is_empty,
+    speed_mbps,
 };
 use crate::model::*;
 
@@ -32,20 +33,26 @@ impl Cx {
         let mut ports = self.ports(&c.ports);
         self.layer1(&c.layer1, &mut ports);
         self.captures(&c.captures, &mut ports);
-        let (mut streams, flows, seconds) = self.flows(&c.flows, &ports);
-        let (tx_port, rx_port) = self.one_port_each_way(&flows);
+        let hosts = self.devices(&c.devices, &ports);
+        let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
+        // Between hosts every port sends its own flows and receives those sent toward it.
+        let (tx_port, rx_port) = if hosts.is_empty() {
+            self.one_port_each_way(&flows)
+        } else {
+            (None, None)
+        };
         // One port signs all its frames or none (a receiver would count the unsigned ones as
         // other traffic): any flow with metrics signs every flow.
         let signed = flows.iter().any(|f| f.metrics);
-        let interleaved = streams.len() > 1;
-        for s in &mut streams {
+        for (s, f) in streams.iter_mut().zip(&flows) {
             s.signature = signed;
-            if interleaved {
+            if flows.iter().filter(|g| g.tx_port == f.tx_port).count() > 1 {
                 s.mode = Mode::Interleaved;
             }
         }
         Mapped {
             ports,
+            hosts,
             tx_port,
             rx_port,
             streams,
@@ -174,6 +181,7 @@ impl Cx {
         &mut self,
         given: &[Flow],
         ports: &[PortPlan],
+        hosts: &[HostPlan],
     ) -> (Vec<linerate_stream::StreamSpec>, Vec<FlowPlan>, Option<f64>) {
         let mut streams = Vec::new();
         let mut flows: Vec<FlowPlan> = Vec::new();
@@ -187,7 +195,7 @@ impl Cx {
                     format!("flow name '{}' is used twice", f.name),
                 );
             }
-            let Some((plan, spec, secs)) = self.flow(&path, f, ports) else {
+            let Some((plan, spec, secs)) = self.flow(&path, f, ports, hosts) else {
                 continue;
             };
             match (secs, seconds) {

@@ -4,7 +4,7 @@
 use linerate_stream::{Rate, StreamSpec};
 use linerate_wire::Payload;
 
-use super::{Cx, FlowPlan, PortPlan};
+use super::{Cx, FlowPlan, HostPlan, PortPlan};
 use crate::model::*;
 
 /// Where a header may stand: ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp,
@@ -43,12 +43,20 @@ impl Stage {
     }
 }
 
+/// Where a flow leaves and arrives: its ports, and its hosts when it goes between devices.
+struct Endpoints<'h> {
+    tx_port: String,
+    rx_port: Option<String>,
+    between: Option<(&'h HostPlan, &'h HostPlan)>,
+}
+
 impl Cx {
     pub(super) fn flow(
         &mut self,
         path: &str,
         f: &Flow,
         ports: &[PortPlan],
+        hosts: &[HostPlan],
     ) -> Option<(FlowPlan, StreamSpec, Option<f64>)> {
         let before = self.refusals.len();
         self.seed = None;
@@ -63,12 +71,21 @@ impl Cx {
             payload: Payload::Increment,
             ..StreamSpec::default()
         };
-        let (tx_port, rx_port) = self.endpoints(path, f.tx_rx.as_ref(), ports)?;
+        let Endpoints {
+            tx_port,
+            rx_port,
+            between,
+        } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts)?;
         let link_mbps = ports
             .iter()
             .find(|p| p.name == tx_port)
             .and_then(|p| p.link_mbps);
         self.headers(path, &f.packet, &mut spec);
+        if let Some((from, to)) = between {
+            self.host_family(path, &spec, from, to);
+            spec.from = Some(from.spec.name.clone());
+            spec.to = Some(to.spec.name.clone());
+        }
         self.size(path, f.size.as_ref(), &mut spec);
         let pps = self.rate(path, f.rate.as_ref(), &mut spec);
         let seconds = self.duration(path, f.duration.as_ref(), &mut spec, pps, link_mbps);
@@ -90,33 +107,43 @@ impl Cx {
         Some((plan, spec, seconds))
     }
 
-    /// The transmit port and the receive port, when given.
-    fn endpoints(
+    /// The transmit port and the receive port, when given, and the hosts of a flow between
+    /// device addresses.
+    fn endpoints<'h>(
         &mut self,
         path: &str,
         tx_rx: Option<&FlowTxRx>,
         ports: &[PortPlan],
-    ) -> Option<(String, Option<String>)> {
+        hosts: &'h [HostPlan],
+    ) -> Option<Endpoints<'h>> {
         let Some(t) = tx_rx else {
             self.refuse(format!("{path}.tx_rx"), "a flow needs tx_rx");
             return None;
         };
         let p = format!("{path}.tx_rx");
         self.rest(&p, &t.rest);
-        let port = match (t.choice.as_deref(), &t.port) {
-            (Some("port") | None, Some(port)) => port,
-            (Some("device"), _) => {
+        let port = match (t.choice.as_deref(), &t.port, &t.device) {
+            (Some("port") | None, Some(port), _) if hosts.is_empty() => port,
+            (Some("port") | None, Some(_), _) => {
                 self.refuse(
-                    format!("{p}.device"),
-                    "device endpoints need emulated devices, which linerate does not have: use tx_rx.port",
+                    format!("{p}.port"),
+                    "with devices, every flow goes between their addresses: use tx_rx.device",
                 );
                 return None;
             }
-            (choice, _) => {
+            (Some("device"), _, Some(d)) => {
+                let (from, to) = self.device_endpoints(&format!("{p}.device"), d, hosts)?;
+                return Some(Endpoints {
+                    tx_port: from.port.clone(),
+                    rx_port: Some(to.port.clone()),
+                    between: Some((from, to)),
+                });
+            }
+            (choice, ..) => {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "'{}' without its port: use tx_rx.port",
+                        "'{}' without its endpoints: give tx_rx.port or tx_rx.device",
                         choice.unwrap_or("port")
                     ),
                 );
@@ -152,7 +179,79 @@ impl Cx {
                 "one receive port per flow (linerate's receiver is one interface)",
             );
         }
-        Some((port.tx_name.clone(), rx.first().map(|r| (*r).clone())))
+        Some(Endpoints {
+            tx_port: port.tx_name.clone(),
+            rx_port: rx.first().map(|r| (*r).clone()),
+            between: None,
+        })
+    }
+
+    /// The host a flow leaves from and the one it goes to, by their address objects' names.
+    fn device_endpoints<'h>(
+        &mut self,
+        p: &str,
+        d: &FlowRouter,
+        hosts: &'h [HostPlan],
+    ) -> Option<(&'h HostPlan, &'h HostPlan)> {
+        self.rest(p, &d.rest);
+        if let Some(mode) = d.mode.as_deref()
+            && !matches!(mode, "mesh" | "one_to_one")
+        {
+            self.refuse(format!("{p}.mode"), format!("unknown mode '{mode}'"));
+        }
+        if d.bidirectional == Some(true) {
+            self.refuse(
+                format!("{p}.bidirectional"),
+                "give each direction its own flow (each is counted on its own)",
+            );
+        }
+        let mut one = |key: &str, names: &[String]| -> Option<&'h HostPlan> {
+            if names.len() != 1 {
+                self.refuse(
+                    format!("{p}.{key}"),
+                    "name one address object (linerate maps a flow to one stream between two hosts)",
+                );
+                return None;
+            }
+            let found = hosts.iter().find(|h| h.spec.name == names[0]);
+            if found.is_none() {
+                self.refuse(
+                    format!("{p}.{key}[0]"),
+                    format!(
+                        "no ipv4 or ipv6 address object is named '{}' (flows go between device addresses)",
+                        names[0]
+                    ),
+                );
+            }
+            found
+        };
+        let from = one("tx_names", &d.tx_names);
+        let to = one("rx_names", &d.rx_names);
+        let (from, to) = (from?, to?);
+        if from.spec.name == to.spec.name {
+            self.refuse(format!("{p}.rx_names[0]"), "a flow goes to another address");
+            return None;
+        }
+        Some((from, to))
+    }
+
+    /// The flow's IP header is of its hosts' family.
+    fn host_family(&mut self, path: &str, spec: &StreamSpec, from: &HostPlan, to: &HostPlan) {
+        let p = format!("{path}.tx_rx.device");
+        for (key, h) in [("tx_names", from), ("rx_names", to)] {
+            let v6 = h.spec.ipv6.is_some();
+            if v6 != spec.ipv6 {
+                self.refuse(
+                    format!("{p}.{key}[0]"),
+                    format!(
+                        "'{}' is an {} address but the flow's packet is {}",
+                        h.spec.name,
+                        if v6 { "IPv6" } else { "IPv4" },
+                        if spec.ipv6 { "ipv6" } else { "ipv4" }
+                    ),
+                );
+            }
+        }
     }
 
     /// (metrics, timestamps, latency) as the flow enables them.

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use linerate_stream::StreamSpec;
+use linerate_stream::{HostSpec, StreamSpec};
+use linerate_wire::Mac;
 use serde_json::Value;
 
 use crate::error::{Refusal, Refusals};
@@ -12,6 +13,7 @@ use crate::model::*;
 
 mod config;
 mod custom;
+mod device;
 mod duration;
 mod ethernet;
 mod flow;
@@ -90,6 +92,19 @@ pub enum CaptureFormat {
     Pcapng,
 }
 
+/// One emulated host: an IPv4 or IPv6 address object of a device's ethernet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPlan {
+    /// Named by the address object; its port is the ethernet's port's location.
+    pub spec: HostSpec,
+    /// The ethernet it is an address of.
+    pub ethernet: String,
+    /// The OTG port the ethernet is connected to.
+    pub port: String,
+    /// `gateway_mac.value`: the gateway's MAC, given (never resolved).
+    pub gateway_mac: Option<Mac>,
+}
+
 /// What a flow reports, besides its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowPlan {
@@ -106,7 +121,11 @@ pub struct FlowPlan {
 #[derive(Debug, Clone)]
 pub struct Mapped {
     pub ports: Vec<PortPlan>,
-    /// The one port every flow transmits on (None: no flows).
+    /// The devices' hosts. When there are any, every flow goes from one to another (its
+    /// stream's `from` and `to`), on as many ports as they live on, and `tx_port`/`rx_port` are
+    /// None.
+    pub hosts: Vec<HostPlan>,
+    /// The one port every flow transmits on (None: no flows, or hosts).
     pub tx_port: Option<String>,
     /// The one port flows name as their receive port (None: no flow names one).
     pub rx_port: Option<String>,
@@ -194,8 +213,8 @@ fn is_empty(v: &Value) -> bool {
 /// Why a top-level or well-known key is refused, when there is more to say than its name.
 fn hint(key: &str) -> &'static str {
     match key {
-        "devices" => {
-            "emulated devices (interfaces, BGP, ISIS, OSPF, RSVP, DHCP, …) are not supported: linerate is a stateless generator of flows between ports"
+        k if device::is_control_plane(k) => {
+            "control planes (BGP, ISIS, OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices are hosts that answer ARP, ND and ping"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
         "lldp" => "LLDP is not supported",

@@ -103,7 +103,7 @@ fn every_refusal_names_its_path_in_one_answer() {
     c["flows"][0]["tx_rx"]["port"]["tx_name"] = json!("nope");
     let paths = refusal_paths(&c);
     for want in [
-        "devices",
+        "devices[0].bgp",
         "flows[0].packet[1].ipv4.options",
         "flows[0].packet[2].udp.src_port.metric_tags",
         "flows[0].tx_rx.port.tx_name",
@@ -344,7 +344,8 @@ fn device_endpoints_and_metrics_without_enable_are_refused() {
     let mut c = quickstart();
     c["flows"][0]["tx_rx"] =
         json!({"choice": "device", "device": {"tx_names": ["d"], "rx_names": ["e"]}});
-    assert!(refusal_paths(&c).contains(&"flows[0].tx_rx.device".to_string()));
+    // Without devices no address object has those names.
+    assert!(refusal_paths(&c).contains(&"flows[0].tx_rx.device.tx_names[0]".to_string()));
     let mut c = quickstart();
     c["flows"][0]["metrics"] =
         json!({"enable": false, "latency": {"enable": true, "mode": "cut_through"}});

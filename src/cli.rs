@@ -269,8 +269,12 @@ pub struct LabImpairArgs {
     /// Queue limit in frames (tbf's queue, or a pfifo alone).
     #[arg(long, value_name = "N")]
     pub limit: Option<String>,
+    /// Rate limit of the reverse direction, the DUT's egress toward the sender (tbf), for
+    /// bidirectional tests; the other impairments stay on the forward direction.
+    #[arg(long, value_name = "R")]
+    pub reverse_rate: Option<String>,
     /// Remove every impairment.
-    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit"])]
+    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit", "reverse_rate"])]
     pub clear: bool,
 }
 

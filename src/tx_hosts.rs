@@ -13,25 +13,6 @@ use crate::output::{self, LiveStatus, StreamJson};
 use crate::signal::stop_flag;
 use crate::usage;
 
-/// The template stream once per `--flow FROM:TO`, named FROM-TO.
-pub fn flows(args: &TxArgs, template: &StreamSpec) -> Result<Vec<StreamSpec>> {
-    args.flow
-        .iter()
-        .map(|f| {
-            let (from, to) = f
-                .split_once(':')
-                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-                .ok_or_else(|| usage(format!("--flow {f}: write FROM:TO (two host names)")))?;
-            Ok(StreamSpec {
-                name: format!("{from}-{to}"),
-                from: Some(from.to_owned()),
-                to: Some(to.to_owned()),
-                ..template.clone()
-            })
-        })
-        .collect()
-}
-
 #[derive(Serialize)]
 struct PortJson<'a> {
     port: &'a str,
@@ -75,7 +56,7 @@ pub fn run(args: &TxArgs, hosts: &[HostSpec], mut streams: Vec<StreamSpec>) -> R
     let base = options::send_port(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     let rx = options::send_rx("", &args.send);
     let mut hs = linerate_session::HostSession::open(hosts, &base, &rx)?;
-    let runs = hs.runs(&streams, args.resolve_timeout)?;
+    let runs = hs.runs(&streams, args.hosts.resolve_timeout)?;
     let plans = hs.session.compile_all(&runs)?;
     let stop = stop_flag()?;
     let live = LiveStatus::new(None, true);

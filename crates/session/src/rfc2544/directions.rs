@@ -1,6 +1,7 @@
 //! Per direction, when several directions run at once: each direction's own throughput search
-//! (the load still offered on every direction, the trial judged by this one alone), and its
-//! latency and frame loss taken from the aggregate tests' trials.
+//! (the load still offered on every direction, the trial judged by this one alone), its
+//! latency and frame loss taken from the aggregate tests' trials, and the aggregate frame loss
+//! rows summed over the directions.
 
 use linerate_bench::{FrameSize, LatencySummary};
 use linerate_report::rfc2544::{DirectionLoss, DirectionResult, Logged, SizeResult};
@@ -73,6 +74,43 @@ pub(super) fn results(names: &[String], log: &[Logged]) -> Vec<DirectionResult> 
             }
         })
         .collect()
+}
+
+/// The aggregate frame loss rows as RFC 2544 §26.3 counts them, input and output summed over the
+/// directions (the test's own rows hold its judging, worst, direction's).
+pub(super) fn sum_loss(r: &mut SizeResult, log: &[Logged]) {
+    let Some(loss) = &mut r.loss else { return };
+    let trials = log
+        .iter()
+        .filter(|l| l.test == "loss" && l.direction.is_none() && l.directions.len() > 1);
+    for (row, l) in loss.rows.iter_mut().zip(trials) {
+        row.tx = l.directions.iter().map(|d| d.tx).sum();
+        row.rx = l.directions.iter().map(|d| d.rx).sum();
+        row.loss_percent = super::loss_ratio(row.tx, row.rx) * 100.0;
+    }
+}
+
+/// The latency of one trial over every direction: min and max over them, the mean weighted by
+/// frames, each percentile the highest direction's (a bound on the pooled one: no more than
+/// that share of every direction's frames, so of all, lies above it).
+pub(super) fn pooled(directions: &[LatencySummary]) -> Option<LatencySummary> {
+    let mut out = combine(directions)?;
+    out.p50_ns = directions
+        .iter()
+        .map(|t| t.p50_ns)
+        .max()
+        .unwrap_or(out.p50_ns);
+    out.p99_ns = directions
+        .iter()
+        .map(|t| t.p99_ns)
+        .max()
+        .unwrap_or(out.p99_ns);
+    out.p999_ns = directions
+        .iter()
+        .map(|t| t.p999_ns)
+        .max()
+        .unwrap_or(out.p999_ns);
+    Some(out)
 }
 
 /// Latency over several trials: min and max over them, the mean weighted by frames, the

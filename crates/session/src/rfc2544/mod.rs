@@ -201,6 +201,7 @@ impl Rfc2544 {
             .loads(s, link, trial, &mut r)
             .and_then(|(min, max)| self.tests(size, min, max, trial, &mut r));
         r.directions = directions::results(&trial.ports.directions(), &trial.log[first..]);
+        directions::sum_loss(&mut r, &trial.log[first..]);
         let e = e.and_then(|()| self.direction_throughputs(size, trial, &mut r));
         (r, e.err())
     }

@@ -320,7 +320,14 @@ impl Trial for SessionTrial<'_> {
         };
         let ran = self.run_load(load.size, rate, end)?;
         let judged = ran.judged(self.judge).ok_or(TrialError::NoFlow)?;
-        let (tx, rx, latency, loss) = (judged.tx, judged.rx, judged.latency, judged.loss_ratio);
+        let (tx, rx, mut latency, loss) = (judged.tx, judged.rx, judged.latency, judged.loss_ratio);
+        let several = ran.directions.len() > 1;
+        if several && self.judge.is_none() {
+            // The aggregate's latency is every direction's frames'.
+            let each: Vec<LatencySummary> =
+                ran.directions.iter().filter_map(|d| d.latency).collect();
+            latency = super::directions::pooled(&each);
+        }
         let trial = TrialReport {
             size: load.size,
             rate_fps: load.rate,
@@ -331,7 +338,6 @@ impl Trial for SessionTrial<'_> {
             loss_ratio: loss,
             latency,
         };
-        let several = ran.directions.len() > 1;
         let line = format!(
             "trial {}: {:.0} fps{}{} → {}",
             self.log.len() + 1,

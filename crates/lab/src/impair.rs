@@ -355,13 +355,14 @@ mod tests {
             reorder: 5.0,
             rate_bps: Some(100_000_000),
             limit: Some(1000),
+            reverse_rate_bps: Some(30_000_000),
             ..Default::default()
         };
         fine.validate().unwrap();
         assert_eq!(Impairments::from_text(&fine.to_text()), fine);
         assert_eq!(
             fine.describe(),
-            "loss 1%, delay 1ms ± 100us, reorder 5%, rate 100 Mbit/s, limit 1000 frames"
+            "loss 1%, delay 1ms ± 100us, reorder 5%, rate 100 Mbit/s, limit 1000 frames, reverse rate 30 Mbit/s"
         );
         assert_eq!(Impairments::default().describe(), "none");
     }

@@ -124,3 +124,117 @@ fn loss(o: &mut String, r: &Rfc2544Result) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_bench::{BinaryResult, GoalStatus, SearchGoal};
+
+    use super::super::{
+        Context, DirectionLoss, DirectionResult, Rfc2544Result, Search, SizeResult, Test,
+        Throughput, csv, tables,
+    };
+
+    fn binary(fps: f64) -> Option<Throughput> {
+        Some(Throughput::Binary {
+            goals: vec![BinaryResult {
+                size: 512,
+                loss_ratio: 0.0,
+                status: GoalStatus::Regular,
+                throughput_fps: Some(fps),
+                failed_fps: None,
+                trial_time_s: 1.0,
+                trials: Vec::new(),
+            }],
+        })
+    }
+
+    fn result() -> Rfc2544Result {
+        let direction = |name: &str, fps: f64, rx: u64| DirectionResult {
+            direction: name.into(),
+            throughput: binary(fps),
+            latency: None,
+            loss: vec![DirectionLoss {
+                rate_fps: 6000.0,
+                tx: 6000,
+                rx,
+                loss_percent: (6000 - rx) as f64 / 60.0,
+            }],
+        };
+        Rfc2544Result {
+            context: Context {
+                linerate_version: "0",
+                test: Test::Throughput,
+                search: Search::Binary,
+                interface: "a0, b0".into(),
+                rx: "each host's port".into(),
+                backend: "afxdp".into(),
+                backend_choice: None,
+                mode: "copy".into(),
+                link_speed_mbps: None,
+                cores: vec![0],
+                trial_s: 1.0,
+                initial_trial_s: 1.0,
+                drain_s: 0.2,
+                learning_frames: 0,
+                goals: vec![SearchGoal::new(0.0, std::time::Duration::from_secs(1)).unwrap()],
+                directions: vec!["west-east".into(), "east-west".into()],
+                os: String::new(),
+                kernel: String::new(),
+                cpu_model: String::new(),
+                hostname: String::new(),
+                date: String::new(),
+            },
+            sizes: vec![SizeResult {
+                size: 512,
+                max_load_fps: 12000.0,
+                max_load_from: "given",
+                min_load_fps: 2000.0,
+                throughput: binary(5000.0),
+                latency: None,
+                latency_skipped: None,
+                loss: None,
+                back_to_back: None,
+                directions: vec![
+                    direction("west-east", 5000.0, 5100),
+                    direction("east-west", 7500.0, 6000),
+                ],
+            }],
+            interrupted: false,
+            total_time_s: 1.0,
+            trial_time_s: 1.0,
+            trials: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_aggregate_is_every_direction_at_the_load_and_each_direction_has_its_rows() {
+        let r = result();
+        let text = tables(&r);
+        let row = |first: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(first))
+                .unwrap_or_else(|| panic!("no {first} row: {text}"))
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            text.contains("2 directions at once (west-east, east-west)"),
+            "{text}"
+        );
+        // 512-byte frames: 5000 fps per direction, 10000 in all.
+        assert_eq!(row("aggregate")[4], "10000", "{text}");
+        assert_eq!(row("west-east")[4], "5000", "{text}");
+        assert_eq!(row("east-west")[4], "7500", "{text}");
+        assert!(text.contains("Frame loss rate per direction"), "{text}");
+        let csv = csv(&r);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].ends_with(",direction"), "{csv}");
+        let of = |d: &str| lines.iter().filter(|l| l.ends_with(d)).count();
+        // Per direction: its throughput row and its loss row; the aggregate's row names none.
+        assert_eq!((of(",west-east"), of(",east-west")), (2, 2), "{csv}");
+        assert!(
+            lines[1].starts_with("throughput,512,0,regular,5000.000") && lines[1].ends_with(',')
+        );
+    }
+}

@@ -4,10 +4,10 @@
 //! aggregate and each direction.
 
 use anyhow::Result;
-use linerate_session::rfc2544::{Ports, Rfc2544};
+use linerate_session::rfc2544::Rfc2544;
 
 use crate::cli::rfc2544::Rfc2544Args;
-use crate::rfc2544::{Outputs, Where, measure, port_options, rx_target, template};
+use crate::rfc2544::template;
 use crate::usage;
 
 /// Checks the hosts' flags, opens the hosts' ports, resolves each direction's next hop, then
@@ -66,6 +66,9 @@ fn open_and_measure(
     procedure: &Rfc2544,
     streams: &[linerate_stream::StreamSpec],
 ) -> Result<()> {
+    use crate::rfc2544::{Outputs, Where, measure, port_options, rx_target};
+    use linerate_session::rfc2544::Ports;
+
     let outputs = Outputs::reserve(args)?;
     let h = &args.hosts;
     let rx = rx_target(args, streams.len() as u32);

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The main job: build linerate in release mode and sweep frame sizes at max rate, printing the
-# max-rate table and writing results/sweep-<host>-<date>.{json,csv,svg}.
+# The main job: build linerate in release mode and sweep frame sizes at max rate with every
+# backend this machine has, printing the max-rate table (a column per backend) and writing
+# results/sweep-<host>-<date>.{json,csv,svg,txt}.
 #
 #   sweep.sh [IFACE] [extra `linerate sweep` arguments...]
 #
-# It sweeps every backend this machine has (live, afxdp, afpacket; one that cannot send here is
-# skipped with linerate's reason), one after the other, each into results/sweep-<host>-<date>/
-# <backend>.{json,csv,txt}, then prints their comparison (a column per backend, the first the
-# baseline) and plots it to results/sweep-<host>-<date>.svg. Given --backend, or any of --json,
-# --csv and --plot, it runs that one sweep alone, as `linerate sweep` would (without --backend:
-# auto, the fastest path the interface takes).
+# It runs `linerate sweep --backends all`: live, afxdp and afpacket in one run, interleaved (at
+# each size the backends take turns, repetition by repetition, so drift falls on all alike); one
+# that cannot send here is skipped with linerate's reason. The table compares them against the
+# first (live) and the plot has one labelled series each. Given --backend it sweeps that one
+# backend alone, and given --backends LIST those backends.
 #
 # Without IFACE the sweep runs in a veth lab that linerate creates and removes. With IFACE (a real
 # NIC) the TX IRQs are pinned first (scripts/pin-cores.sh, away from the worker cores) and put
@@ -104,31 +104,10 @@ if [[ -n $iface ]]; then
     ./scripts/pin-cores.sh "$iface" "$(worker_cores)"
 fi
 
-if has_flag --backend || has_flag --json || has_flag --csv || has_flag --plot; then
-    target/release/linerate sweep "${where[@]}" "${outputs[@]}" "${extra[@]}"
-    log "results in $base.*"
-    exit 0
+backends=()
+if ! has_flag --backend && ! has_flag --backends; then
+    backends=(--backends all)
 fi
-
-mkdir -p "$base"
-swept=()
-for backend in live afxdp afpacket; do
-    log "sweeping with --backend $backend"
-    if target/release/linerate sweep "${where[@]}" --backend "$backend" \
-        --json "$base/$backend.json" --csv "$base/$backend.csv" "${extra[@]}" \
-        >"$base/$backend.txt"; then
-        swept+=("$base/$backend.json")
-    else
-        log "$backend skipped: it cannot sweep here (its reason is above)"
-    fi
-done
-if ((${#swept[@]} == 0)); then
-    log "no backend could sweep here"
-    exit 1
-fi
-if ((${#swept[@]} == 1)); then
-    cat "${swept[0]%.json}.txt"
-else
-    target/release/linerate compare "${swept[@]}" --plot "$base.svg"
-fi
-log "results in $base/ and $base.svg"
+target/release/linerate sweep "${where[@]}" "${backends[@]}" "${outputs[@]}" "${extra[@]}" |
+    tee -i "$base.txt"
+log "results in $base.*"

@@ -1,5 +1,8 @@
+mod backends;
 mod hosts;
 pub mod rfc2544;
+
+pub use backends::Backends;
 
 use std::path::PathBuf;
 
@@ -7,7 +10,7 @@ use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueP
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::IpAddr;
 
-use linerate_stream::{Proto, SizeMode, StreamSpec, Vary};
+use linerate_stream::{Encap, Proto, SizeMode, StreamSpec, Vary};
 use linerate_wire::{Mac, Payload, TcpFlags};
 
 pub use hosts::HostsArgs;
@@ -166,6 +169,10 @@ pub struct SweepArgs {
     /// Backend; the platform's when left out (auto on Linux: the fastest this interface takes).
     #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
     pub backend: Option<Backend>,
+    /// Several backends in one run, interleaved, a column each: all (every one that sends
+    /// here) or a list, e.g. live,afpacket.
+    #[arg(long, value_name = "all|LIST", value_parser = backends::parse_backends, conflicts_with = "backend", help_heading = WHERE)]
+    pub backends: Option<Backends>,
     /// Length of each measured run.
     #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s", help_heading = PACE)]
     pub duration: std::time::Duration,
@@ -677,6 +684,12 @@ pub struct TemplateFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vary: Vec<Vary>,
+    /// Send the stream inside a tunnel: its outer headers, outermost first, e.g.
+    /// ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=100 (headers: ethernet, vlan, mpls, ipv4, ipv6,
+    /// gre, nvgre, udp, vxlan, gtpv1u; docs/usage.md). The other flags describe the inner frame.
+    #[arg(long, value_name = "HEADER[:KEY=VALUE,…]/…")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encap: Option<Encap>,
 }
 
 impl TemplateFlags {
@@ -728,6 +741,7 @@ impl TemplateFlags {
             } else {
                 self.vary.clone()
             },
+            encap: self.encap.clone().or(base.encap),
             ..base
         })
     }

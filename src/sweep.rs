@@ -1,58 +1,86 @@
 //! `linerate sweep` and `linerate compare`: max rate at each frame size, measured at the sink
-//! when there is one, and side-by-side comparisons of the result files.
+//! when there is one — on one backend, or on several interleaved (`--backends`) — and
+//! side-by-side comparisons of the result files.
 
 use std::path::Path;
 
 use anyhow::Result;
+use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use linerate_engine::{Observer, Snapshot};
 use linerate_report::{
-    Context, MeasuredAt, OutputFile, SweepResult, compare as compare_results, csv_repetitions,
-    csv_summary, names_from_paths, plot_compare, plot_sweep, render_table, repetitions_csv_path,
+    BackendSweeps, Context, MeasuredAt, OutputFile, ReportError, Skipped, SweepResult,
+    compare as compare_results, csv_repetitions, csv_summary, names_from_paths, plot_backends,
+    plot_compare, plot_sweep, render_table, repetitions_csv_path,
 };
-use linerate_session::{Backend, Cut, Sender, Sink, Sweep, SweepObserver, TempLab};
+use linerate_session::{Backend, Cut, PortNeeds, Sender, Sink, Sweep, SweepObserver, TempLab};
 
-use crate::cli::{CompareArgs, SweepArgs};
+use crate::cli::{Backends, CompareArgs, SweepArgs};
 use crate::options;
 use crate::output::{self, draw, reserve_plot};
 use crate::signal::stop_flag;
 use crate::usage::{Interrupted, usage};
 
 /// Shows the current rate on the progress bar while a run goes.
-struct BarObserver<'a>(&'a ProgressBar);
+struct BarObserver<'a> {
+    bar: &'a ProgressBar,
+    /// Several backends take turns: the prefix names the one running.
+    several: bool,
+}
 
 impl Observer for BarObserver<'_> {
     fn tick(&self, s: &Snapshot) {
-        self.0.set_message(format!("{:.3} Mpps", s.pps() / 1e6));
+        self.bar.set_message(format!("{:.3} Mpps", s.pps() / 1e6));
     }
 }
 
 impl SweepObserver for BarObserver<'_> {
-    fn run_starts(&self, size: usize) {
-        self.0.set_prefix(format!("{size} B"));
+    fn run_starts(&self, size: usize, backend: &str) {
+        if self.several {
+            self.bar.set_prefix(format!("{size} B {backend}"));
+        } else {
+            self.bar.set_prefix(format!("{size} B"));
+        }
     }
 
     fn run_done(&self) {
-        self.0.inc(1);
+        self.bar.inc(1);
     }
 
     fn warn(&self, text: &str) {
-        self.0.suspend(|| eprintln!("linerate: warning: {text}"));
+        self.bar.suspend(|| eprintln!("linerate: warning: {text}"));
     }
 }
 
-pub fn run(args: &SweepArgs) -> Result<()> {
-    if args.sizes.is_empty() {
+fn check_sizes(sizes: &[usize]) -> Result<()> {
+    if sizes.is_empty() {
         return Err(usage("--sizes needs at least one size"));
     }
-    for (i, size) in args.sizes.iter().enumerate() {
-        if args.sizes[..i].contains(size) {
+    for (i, size) in sizes.iter().enumerate() {
+        if sizes[..i].contains(size) {
             return Err(usage(format!("--sizes names {size} twice")));
         }
     }
+    Ok(())
+}
+
+fn progress_bar(steps: u64) -> ProgressBar {
+    ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    )
+}
+
+pub fn run(args: &SweepArgs) -> Result<()> {
+    check_sizes(&args.sizes)?;
     // Every output is checked and reserved before the first frame: a bad path costs nothing.
     let outputs = Outputs::reserve(args)?;
-    let backend = args.backend.map(Backend::from);
+    // With --backends each backend checks the workers for itself as it opens.
+    let backend = match args.backends {
+        None => args.backend.map(Backend::from),
+        Some(_) => None,
+    };
     let workers = linerate_session::workers(&args.cores, args.queues.as_deref(), backend)?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
     let lab = if args.lab {
@@ -65,22 +93,23 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         (None, Some(i)) => i.clone(),
         (None, None) => return Err(usage("give -i IFACE or --lab")),
     };
-    let backend = options::backend_or_default(args.backend, &args.afxdp);
-    let port = Sender::open_interface(backend, &iface, (&args.afxdp).into())?;
+    let (senders, skipped) = open_senders(args, &iface)?;
+    let first = &senders[0];
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
         None => Sink::of_lab(&iface)?,
     };
-    let link = args.link_speed.or(port.info().link_speed.map(|s| s.mbps()));
-    let plans = linerate_session::sweep_plans(&args.sizes, &port, sink.as_ref(), link)?;
-    let steps = args.sizes.len() as u64 * u64::from(args.repeat + 1);
-    let bar = ProgressBar::new(steps).with_style(
-        ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let link = args
+        .link_speed
+        .or(first.info().link_speed.map(|s| s.mbps()));
+    let plans = senders
+        .iter()
+        .map(|s| linerate_session::sweep_plans(&args.sizes, s, sink.as_ref(), link))
+        .collect::<Result<Vec<_>, _>>()?;
+    let steps = (args.sizes.len() * senders.len()) as u64 * u64::from(args.repeat + 1);
+    let bar = progress_bar(steps);
     let sweep = Sweep {
-        sender: &port,
+        senders: senders.iter().collect(),
         interface: &iface,
         sink: sink.as_ref(),
         workers,
@@ -90,52 +119,126 @@ pub fn run(args: &SweepArgs) -> Result<()> {
         repeat: args.repeat,
         stop: stop_flag()?,
     };
-    let swept = sweep.run(&args.sizes, &plans, &BarObserver(&bar));
+    let observer = BarObserver {
+        bar: &bar,
+        several: args.backends.is_some(),
+    };
+    let swept = sweep.run(&args.sizes, &plans, &observer);
     bar.finish_and_clear();
     let cut = swept.cut.map(|c| match c {
         Cut::Stopped => stopped(),
         Cut::Failed(e) => e.into(),
     });
-    if swept.points.is_empty() {
+    if swept.series.iter().all(|s| s.points.is_empty()) {
         return Err(match cut {
             Some(e) if !e.is::<Interrupted>() => e,
             _ => Interrupted("stopped before any measurement: nothing written".into()).into(),
         });
     }
-    let info = port.info();
-    let mut context =
-        Context::collect(env!("CARGO_PKG_VERSION"), info.backend, &swept.mode, &iface);
-    context.driver = info.driver.clone();
-    context.backend_choice = port.choice().map(choice_json);
-    context.link_speed_mbps = link;
-    context.cores = args.cores.clone();
-    context.queues = sweep.workers.iter().map(|w| w.queue).collect();
-    context.duration_s = args.duration.as_secs_f64();
-    context.repeat = args.repeat;
-    context.warmup_s = args.warmup.as_secs_f64();
-    let result = SweepResult {
-        context,
-        measured_at: if sink.is_some() {
-            MeasuredAt::Sink
-        } else {
-            MeasuredAt::TxCompletions
-        },
-        points: swept.points,
-        interrupted: cut.is_some(),
+    let measured_at = if sink.is_some() {
+        MeasuredAt::Sink
+    } else {
+        MeasuredAt::TxCompletions
     };
+    let results: Vec<SweepResult> = senders
+        .iter()
+        .zip(swept.series)
+        .map(|(sender, series)| SweepResult {
+            context: context(args, sender, &series.mode, &sweep, link),
+            measured_at,
+            points: series.points,
+            interrupted: cut.is_some(),
+        })
+        .collect();
     drop(sweep);
     drop(sink);
-    drop(port);
+    drop(senders);
     drop(lab);
-    outputs.write(&result)?;
+    let measured = results.iter().map(|r| r.points.len()).max().unwrap_or(0);
+    match args.backends {
+        None => outputs.write(&One(&results[0]))?,
+        Some(_) => outputs.write(&BackendSweeps {
+            sweeps: results,
+            skipped,
+        })?,
+    }
     match cut {
         None => Ok(()),
         Some(e) => Err(e.context(format!(
-            "sweep cut short after {} of {} size(s); what was measured is written, marked interrupted",
-            result.points.len(),
+            "sweep cut short after {measured} of {} size(s); what was measured is written, marked interrupted",
             args.sizes.len()
         ))),
     }
+}
+
+/// The senders of the run: the one backend (`--backend`, or the platform's default), or each
+/// of `--backends` that opens here. With `all`, one that cannot send here is skipped with its
+/// reason, said now and kept for the report; a backend named in a list must open.
+fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipped>)> {
+    let needs = PortNeeds {
+        queues: args.queues.is_some(),
+        workers: args.cores.len(),
+    };
+    let Some(backends) = &args.backends else {
+        let backend = options::backend_or_default(args.backend, &args.afxdp);
+        let port = Sender::open_interface(backend, iface, (&args.afxdp).into(), needs)?;
+        return Ok((vec![port], Vec::new()));
+    };
+    let mut senders = Vec::new();
+    let mut skipped = Vec::new();
+    let mut first_error = None;
+    for wanted in backends.wanted() {
+        let name = wanted
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        let backend = Backend::from(wanted);
+        let opened = linerate_session::workers(&args.cores, args.queues.as_deref(), Some(backend))
+            .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into(), needs));
+        match opened {
+            Ok(sender) => senders.push(sender),
+            Err(e) if *backends == Backends::All => {
+                eprintln!("linerate: note: {name} skipped: it cannot send on {iface} here: {e}");
+                skipped.push(Skipped {
+                    backend: name,
+                    why: e.to_string(),
+                });
+                first_error.get_or_insert(e);
+            }
+            Err(e) => return Err(anyhow::Error::from(e).context(format!("--backends {name}"))),
+        }
+    }
+    if let (true, Some(e)) = (senders.is_empty(), first_error) {
+        // The first reason keeps its kind (a usage error exits 2); the others are said above.
+        return Err(anyhow::Error::from(e).context(format!("no backend can send on {iface} here")));
+    }
+    Ok((senders, skipped))
+}
+
+/// Where and how `sender` ran in `sweep`, for its result.
+fn context(
+    args: &SweepArgs,
+    sender: &Sender,
+    mode: &str,
+    sweep: &Sweep,
+    link: Option<u64>,
+) -> Context {
+    let info = sender.info();
+    let mut context = Context::collect(
+        env!("CARGO_PKG_VERSION"),
+        info.backend,
+        mode,
+        sweep.interface,
+    );
+    context.queues = sweep.workers.iter().map(|w| w.queue).collect();
+    context.driver = info.driver.clone();
+    context.backend_choice = sender.choice().map(choice_json);
+    context.link_speed_mbps = link;
+    context.cores = args.cores.clone();
+    context.duration_s = args.duration.as_secs_f64();
+    context.repeat = args.repeat;
+    context.warmup_s = args.warmup.as_secs_f64();
+    context
 }
 
 /// The report's record of what `--backend auto` chose.
@@ -193,35 +296,83 @@ impl Outputs {
     }
 
     /// Writes every file, then the table (or the JSON) on stdout, and names each file on stderr.
-    fn write(self, result: &SweepResult) -> Result<()> {
+    fn write(self, result: &dyn Written) -> Result<()> {
         let mut wrote = Vec::new();
         if let Some(out) = self.json {
             wrote.push(out.path().to_owned());
-            out.write(result.to_json().as_bytes())?;
+            out.write(result.json().as_bytes())?;
         }
         if let Some((summary, raw)) = self.csv {
+            let (summary_text, raw_text) = result.csv();
             wrote.push(summary.path().to_owned());
-            summary.write(csv_summary(result).as_bytes())?;
+            summary.write(summary_text.as_bytes())?;
             wrote.push(raw.path().to_owned());
-            raw.write(csv_repetitions(result).as_bytes())?;
+            raw.write(raw_text.as_bytes())?;
         }
         if let Some(out) = self.plot {
             wrote.push(out.path().to_owned());
-            draw(&out, |p| plot_sweep(result, p))?;
+            draw(&out, |p| result.plot(p))?;
             out.commit()?;
         }
         for path in &wrote {
             eprintln!("wrote {}", path.display());
         }
         if self.json_stdout {
-            output::print(&result.to_json())
+            output::print(&result.json())
         } else {
-            output::println(&format!(
-                "{}{}",
-                choice_line(result.context.backend_choice.as_ref()),
-                render_table(result)
-            ))
+            output::println(&result.table())
         }
+    }
+}
+
+/// What a sweep writes: one backend's result, or several side by side (`--backends`).
+trait Written {
+    fn json(&self) -> String;
+    /// The summary and the raw repetitions.
+    fn csv(&self) -> (String, String);
+    fn plot(&self, path: &Path) -> Result<(), ReportError>;
+    fn table(&self) -> String;
+}
+
+struct One<'a>(&'a SweepResult);
+
+impl Written for One<'_> {
+    fn json(&self) -> String {
+        self.0.to_json()
+    }
+
+    fn csv(&self) -> (String, String) {
+        (csv_summary(self.0), csv_repetitions(self.0))
+    }
+
+    fn plot(&self, path: &Path) -> Result<(), ReportError> {
+        plot_sweep(self.0, path)
+    }
+
+    fn table(&self) -> String {
+        format!(
+            "{}{}",
+            choice_line(self.0.context.backend_choice.as_ref()),
+            render_table(self.0)
+        )
+    }
+}
+
+impl Written for BackendSweeps {
+    fn json(&self) -> String {
+        self.to_json()
+    }
+
+    fn csv(&self) -> (String, String) {
+        (self.csv_summary(), self.csv_repetitions())
+    }
+
+    fn plot(&self, path: &Path) -> Result<(), ReportError> {
+        plot_backends(self, path)
+    }
+
+    fn table(&self) -> String {
+        self.render()
     }
 }
 

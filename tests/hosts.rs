@@ -2,6 +2,7 @@
 //! router DUT, two subnets, neighbours learnt by ARP — and linerate's hosts on both sides. The
 //! hosts resolve their gateway, the router learns them from linerate's answers, both
 //! directions run at once and every flow is counted exactly at the far port.
+#![cfg(target_os = "linux")]
 
 mod common;
 
@@ -256,5 +257,158 @@ fn hosts_and_flows_are_checked_before_anything_opens() {
     ] {
         let e = common::linerate_usage_error(&args);
         assert!(e.contains(says), "{args:?}: {e}");
+    }
+}
+
+/// Namespaces and links a test made with `ip`, removed when it ends however it ends.
+struct Netns(Vec<String>);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip");
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// IPv6 (neighbour discovery): a router built here in a namespace of its own, forwarding
+/// between two subnets, no neighbour entry made by hand. The hosts resolve its addresses by ND,
+/// it learns theirs from their advertisements, and both directions arrive whole. (A VLAN-tagged
+/// host is tested against a neighbour played on a packet socket in crates/hosts/tests: this
+/// kernel has no 802.1Q, `CONFIG_VLAN_8021Q` unset, so no Linux router here ends a VLAN.)
+#[test]
+fn ipv6_hosts_resolve_a_router_by_nd_and_count_exactly() {
+    if !root_or_skip("IPv6 and VLAN hosts through a router") {
+        return;
+    }
+    let p = linerate_lab::unique_name("h6");
+    let (r, a, b) = (format!("{p}r"), format!("{p}a"), format!("{p}b"));
+    let _guard = Netns(vec![r.clone(), a.clone(), b.clone()]);
+    for ns in [&r, &a, &b] {
+        ip(&["netns", "add", ns]);
+    }
+    let (ra, pa, rb, pb) = (
+        format!("{p}ra"),
+        format!("{p}pa"),
+        format!("{p}rb"),
+        format!("{p}pb"),
+    );
+    ip(&[
+        "-n", &r, "link", "add", &ra, "type", "veth", "peer", "name", &pa, "netns", &a,
+    ]);
+    ip(&[
+        "-n", &r, "link", "add", &rb, "type", "veth", "peer", "name", &pb, "netns", &b,
+    ]);
+    // The ports' own stack stays quiet: linerate's hosts speak for them.
+    for (ns, dev) in [(&a, &pa), (&b, &pb)] {
+        ip(&[
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            &format!("net.ipv6.conf.{dev}.disable_ipv6=1"),
+        ]);
+        ip(&["-n", ns, "link", "set", dev, "up"]);
+    }
+    ip(&[
+        "netns",
+        "exec",
+        &r,
+        "sysctl",
+        "-qw",
+        "net.ipv6.conf.all.forwarding=1",
+    ]);
+    for dev in [&ra, &rb] {
+        ip(&["-n", &r, "link", "set", dev, "up"]);
+    }
+    ip(&[
+        "-n",
+        &r,
+        "addr",
+        "add",
+        "2001:2:0:a::1/64",
+        "dev",
+        &ra,
+        "nodad",
+    ]);
+    ip(&[
+        "-n",
+        &r,
+        "addr",
+        "add",
+        "2001:2:0:b::1/64",
+        "dev",
+        &rb,
+        "nodad",
+    ]);
+    let west = format!("name=w,port={pa}@{a},ipv6=2001:2:0:a::10/64,gateway6=2001:2:0:a::1");
+    let east = format!("name=e,port={pb}@{b},ipv6=2001:2:0:b::10/64,gateway6=2001:2:0:b::1");
+    let n = 20_000u64;
+    let out = common::linerate_ok(&[
+        "tx",
+        "--host",
+        &west,
+        "--host",
+        &east,
+        "--flow",
+        "w:e",
+        "--flow",
+        "e:w",
+        "--ipv6",
+        "-s",
+        "128",
+        "-n",
+        &n.to_string(),
+        "--rate",
+        "20k",
+        "--cores",
+        "0,1",
+        "--json",
+        "-q",
+    ]);
+    let json = common::json(&out);
+    for port in json["ports"].as_array().unwrap() {
+        let f = &port["rx"]["flows"][0];
+        assert_eq!(
+            (f["tx_frames"].as_u64(), f["rx_frames"].as_u64()),
+            (Some(n), Some(n)),
+            "{f}"
+        );
+        assert_eq!(f["lost"], 0, "{f}");
+    }
+    let neighbours = json["neighbours"].as_array().unwrap();
+    for gw in ["2001:2:0:a::1", "2001:2:0:b::1"] {
+        assert!(
+            neighbours.iter().any(|x| x["addr"] == gw),
+            "{gw} in {neighbours:?}"
+        );
+    }
+    let learnt = String::from_utf8_lossy(
+        &Command::new("ip")
+            .args(["-n", &r, "-6", "neigh", "show"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    for (addr, dev) in [("2001:2:0:a::10", &ra), ("2001:2:0:b::10", &rb)] {
+        let line = learnt
+            .lines()
+            .find(|l| l.starts_with(&format!("{addr} dev {dev} ")))
+            .unwrap_or_else(|| panic!("{addr} on {dev} in {learnt}"));
+        assert!(
+            !line.contains("PERMANENT") && line.contains("lladdr"),
+            "{line}"
+        );
     }
 }

@@ -359,3 +359,198 @@ fn a_sweep_whose_port_fails_mid_run_still_writes_what_it_measured() {
     let reps = result["points"][0]["repetitions"].as_array().unwrap();
     assert!(!reps.is_empty(), "{result}");
 }
+
+/// The `--backends` file's repetitions of `backend` at `size`.
+fn backend_reps<'a>(
+    result: &'a serde_json::Value,
+    size: u64,
+    backend: &str,
+) -> &'a Vec<serde_json::Value> {
+    let point = result["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["size"] == size)
+        .unwrap_or_else(|| panic!("no point at {size} B in {result}"));
+    point["backends"][backend]["repetitions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {backend} at {size} B in {point}"))
+}
+
+#[test]
+fn a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each() {
+    if !root_or_skip("a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each") {
+        return;
+    }
+    let lab = common::lab("swm", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("m.json"), dir.path().join("m.csv"));
+    let before = lab.sink_counters().unwrap();
+    let table = linerate_ok(&[
+        "sweep",
+        "-i",
+        &lab.sender,
+        "--backends",
+        "live,afpacket",
+        "--sizes",
+        "64,256",
+        "-d",
+        "200ms",
+        "--repeat",
+        "2",
+        "--warmup",
+        "50ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let at_sink = lab.sink_counters().unwrap().since(before);
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(result["format"], "linerate-sweep-backends/1");
+    assert_eq!(result["measured_at"], "sink");
+    let backends: Vec<&str> = result["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["live", "afpacket"]);
+    assert_eq!(result["backends"][0]["context"]["mode"], "live (redirect)");
+    assert_eq!(result["skipped"], serde_json::json!([]));
+    let mut counted = 0;
+    for size in [64, 256] {
+        for backend in ["live", "afpacket"] {
+            let reps = backend_reps(&result, size, backend);
+            assert_eq!(reps.len(), 2, "{backend} at {size} B");
+            for r in reps {
+                assert_eq!(
+                    r["rx_frames"], r["tx_frames"],
+                    "{backend} lost a frame: {r}"
+                );
+                assert_eq!(
+                    r["rx_bytes"].as_u64().unwrap(),
+                    r["rx_frames"].as_u64().unwrap() * (size - 4)
+                );
+                counted += r["rx_frames"].as_u64().unwrap();
+            }
+        }
+    }
+    // The sink also saw the warm-ups, which the file does not count.
+    assert!(
+        at_sink.packets > counted && counted > 0,
+        "sink {} vs file {counted}",
+        at_sink.packets
+    );
+
+    let mut reader = csv::Reader::from_path(&csv).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+    };
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    for (row, size) in rows.iter().zip([64, 256]) {
+        assert_eq!(&row[column("size")], size.to_string());
+        for backend in ["live", "afpacket"] {
+            let point = result["points"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["size"] == size)
+                .unwrap();
+            let median = point["backends"][backend]["summary"]["kpps_median"]
+                .as_f64()
+                .unwrap();
+            assert_eq!(
+                row[column(&format!("{backend}_kpps_median"))],
+                format!("{median:.3}")
+            );
+            assert_eq!(&row[column(&format!("{backend}_repetitions"))], "2");
+        }
+    }
+
+    let header_line = table.lines().next().unwrap();
+    for column in ["live Kpps", "afpacket Kpps", "afpacket/live"] {
+        assert!(header_line.contains(column), "no {column} in {table}");
+    }
+    for size in [64, 256] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(&format!("| {size:>4} |"))),
+            "no row for {size} in {table}"
+        );
+    }
+    assert!(table.contains("interleaved"), "{table}");
+
+    // `all` skips, with its reason, a backend that cannot run as asked: live takes no --queues.
+    let out = common::linerate(&[
+        "sweep",
+        "-i",
+        &lab.sender,
+        "--backends",
+        "all",
+        "--queues",
+        "0",
+        "--sizes",
+        "64",
+        "-d",
+        "100ms",
+        "--repeat",
+        "1",
+        "--warmup",
+        "10ms",
+        "--json",
+        "-",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("live skipped"), "{stderr}");
+    let all = common::json(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(all["skipped"][0]["backend"], "live");
+    let why = all["skipped"][0]["why"].as_str().unwrap();
+    assert!(why.contains("--queues"), "{why}");
+    let backends: Vec<&str> = all["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["backend"].as_str().unwrap())
+        .collect();
+    assert_eq!(backends, ["afxdp", "afpacket"]);
+    for backend in backends {
+        assert_eq!(backend_reps(&all, 64, backend).len(), 1);
+    }
+}
+
+#[test]
+fn backends_is_all_or_a_list_and_not_with_backend() {
+    let line = linerate_usage_error(&[
+        "sweep",
+        "-i",
+        "lo",
+        "--backend",
+        "live",
+        "--backends",
+        "all",
+    ]);
+    assert!(
+        line.contains("--backends") && line.contains("--backend"),
+        "{line}"
+    );
+    let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "auto"]);
+    assert!(line.contains("`auto`"), "{line}");
+    let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "live,live"]);
+    assert!(line.contains("twice"), "{line}");
+    let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends", "pcap"]);
+    assert!(
+        line.contains("`pcap`") && line.contains("afpacket"),
+        "{line}"
+    );
+    let line = linerate_usage_error(&["sweep", "-i", "lo", "--backends"]);
+    assert!(line.contains("--backends"), "{line}");
+}

@@ -135,6 +135,10 @@ pub struct FlowHeader {
     pub tcp: Option<Box<FlowTcp>>,
     pub icmp: Option<Box<FlowIcmp>>,
     pub custom: Option<Box<FlowCustom>>,
+    pub vxlan: Option<Box<FlowVxlan>>,
+    pub gre: Option<Box<FlowGre>>,
+    pub mpls: Option<Box<FlowMpls>>,
+    pub gtpv1: Option<Box<FlowGtpv1>>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -267,6 +271,61 @@ pub struct FlowUdp {
     pub dst_port: Option<Pattern>,
     pub length: Option<Pattern>,
     pub checksum: Option<ChecksumPattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Vxlan
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowVxlan {
+    pub flags: Option<Pattern>,
+    pub reserved0: Option<Pattern>,
+    pub vni: Option<Pattern>,
+    pub reserved1: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Gre (RFC 2784: no key or sequence number in the model)
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowGre {
+    pub checksum_present: Option<Pattern>,
+    pub reserved0: Option<Pattern>,
+    pub version: Option<Pattern>,
+    pub protocol: Option<Pattern>,
+    pub checksum: Option<ChecksumPattern>,
+    pub reserved1: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Mpls
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowMpls {
+    pub label: Option<Pattern>,
+    pub traffic_class: Option<Pattern>,
+    pub bottom_of_stack: Option<Pattern>,
+    pub time_to_live: Option<Pattern>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Gtpv1 (`squence_number` is the schema's spelling)
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowGtpv1 {
+    pub version: Option<Pattern>,
+    pub protocol_type: Option<Pattern>,
+    pub reserved: Option<Pattern>,
+    pub e_flag: Option<Pattern>,
+    pub s_flag: Option<Pattern>,
+    pub pn_flag: Option<Pattern>,
+    pub message_type: Option<Pattern>,
+    pub message_length: Option<Pattern>,
+    pub teid: Option<Pattern>,
+    pub squence_number: Option<Pattern>,
+    pub n_pdu_number: Option<Pattern>,
+    pub next_extension_header_type: Option<Pattern>,
+    pub extension_headers: Option<Vec<Value>>,
     #[serde(flatten)]
     pub rest: Rest,
 }

@@ -89,6 +89,34 @@ pub fn plot_compare(
     )
 }
 
+/// Draws the backends of one `sweep --backends` run on the same axes, one colour each, each
+/// named by its backend, mode, host and driver.
+pub fn plot_backends(sweeps: &crate::BackendSweeps, path: &Path) -> Result<(), ReportError> {
+    let series: Vec<Series> = sweeps
+        .sweeps
+        .iter()
+        .map(|r| series_of(&series_name(&r.context), r))
+        .collect();
+    let mut links: Vec<u64> = sweeps
+        .sweeps
+        .iter()
+        .filter_map(|r| r.context.link_speed_mbps)
+        .collect();
+    links.sort_unstable();
+    links.dedup();
+    let title = match sweeps.sweeps.first() {
+        Some(c) => format!(
+            "linerate sweep: {} on {} ({}), {}",
+            sweeps.labels().join(" vs "),
+            c.context.driver.as_deref().unwrap_or("driver n/a"),
+            c.context.hostname,
+            c.context.os
+        ),
+        None => "linerate sweep".into(),
+    };
+    render(path, &title, &series, &links)
+}
+
 /// A sweep's legend: what was measured (backend and mode, the host, the driver), not the
 /// interface's name, which on a lab is generated anew each run.
 fn series_name(c: &crate::Context) -> String {

@@ -374,3 +374,113 @@ fn an_interrupted_sweep_says_so_in_the_file_and_the_table() {
     let back = SweepResult::from_json(&r.to_json(), Path::new("x.json")).unwrap();
     assert!(back.interrupted);
 }
+
+/// Live and AF_XDP copy swept together; live stopped (cut) before 1518 B.
+fn two_backends() -> BackendSweeps {
+    let mut live = sweep(
+        None,
+        MeasuredAt::Sink,
+        &[(64, &[2000.0, 2200.0]), (1518, &[400.0])],
+    );
+    live.context.backend = "live".into();
+    live.context.mode = "live (redirect)".into();
+    let copy = sweep(None, MeasuredAt::Sink, &[(64, &[250.0, 250.0])]);
+    BackendSweeps {
+        sweeps: vec![live, copy],
+        skipped: vec![Skipped {
+            backend: "afpacket".into(),
+            why: "no CAP_NET_RAW".into(),
+        }],
+    }
+}
+
+#[test]
+fn a_backends_sweep_has_a_column_per_backend_everywhere() {
+    let b = two_backends();
+    assert_eq!(b.labels(), ["live", "afxdp copy"]);
+
+    let table = b.render();
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].contains("| live Kpps |"), "{table}");
+    assert!(lines[0].contains("| afxdp copy Kpps |"), "{table}");
+    assert!(lines[0].contains("| afxdp copy/live |"), "{table}");
+    // 2100 against 250 Kpps: the median of each, and their ratio.
+    let row = lines.iter().find(|l| l.starts_with("|   64 |")).unwrap();
+    assert!(row.contains("2100.00") && row.contains("250.00"), "{row}");
+    assert!(
+        row.contains("0.12×") && row.contains("live is 8.4× afxdp copy"),
+        "{row}"
+    );
+    assert!(
+        table.contains("not in every sweep, left out: 1518 B"),
+        "{table}"
+    );
+    assert!(
+        table.contains("afpacket: skipped, no CAP_NET_RAW"),
+        "{table}"
+    );
+    assert!(table.contains(INTERLEAVED), "{table}");
+
+    let json: serde_json::Value = serde_json::from_str(&b.to_json()).unwrap();
+    assert_eq!(json["format"], BACKENDS_FORMAT);
+    assert_eq!(json["backends"][1]["label"], "afxdp copy");
+    assert_eq!(json["skipped"][0]["backend"], "afpacket");
+    let at_64 = &json["points"][0];
+    assert_eq!(at_64["size"], 64);
+    assert_eq!(at_64["backends"]["live"]["summary"]["kpps_median"], 2100.0);
+    assert_eq!(
+        at_64["backends"]["afxdp"]["repetitions"][0]["rx_frames"],
+        1_250_000
+    );
+    // At 1518 B only live measured: the other key is absent, not zero.
+    assert_eq!(json["points"][1]["size"], 1518);
+    assert!(json["points"][1]["backends"].get("afxdp").is_none());
+
+    let csv = b.csv_summary();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    for column in ["live_kpps_median", "afxdp_kpps_median", "afxdp_mode"] {
+        assert!(header.contains(&column), "{header:?}");
+    }
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let row_1518: Vec<&str> = lines.nth(1).unwrap().split(',').collect();
+    assert_eq!(row_1518[at("live_kpps_median")], "400.000");
+    assert_eq!(row_1518[at("afxdp_kpps_median")], "");
+    let raw = b.csv_repetitions();
+    assert!(raw.starts_with("backend,size,repetition,"), "{raw}");
+    // 2 + 1 live runs and 2 AF_XDP runs, under a header.
+    assert_eq!(raw.lines().count(), 6, "{raw}");
+    assert!(raw.contains("\nafxdp,64,2,"), "{raw}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("b.svg");
+    plot_backends(&b, &svg).unwrap();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.contains("live live (redirect) · bench"),
+        "legend of live"
+    );
+    assert!(text.contains("afxdp copy · bench"), "legend of afxdp");
+}
+
+#[test]
+fn a_backends_sweep_of_one_backend_or_cut_short_still_reads() {
+    let mut b = two_backends();
+    for s in &mut b.sweeps {
+        s.interrupted = true;
+    }
+    let table = b.render();
+    assert_eq!(table.matches("INTERRUPTED").count(), 1, "{table}");
+    // Only live left (the others skipped): its own table, headed by its name.
+    b.sweeps.truncate(1);
+    let table = b.render();
+    assert!(
+        table.starts_with("live:\n| Size | Max Rate (Kpps)"),
+        "{table}"
+    );
+    assert_eq!(table.matches("INTERRUPTED").count(), 1, "{table}");
+    assert!(
+        table.contains("afpacket: skipped, no CAP_NET_RAW"),
+        "{table}"
+    );
+}

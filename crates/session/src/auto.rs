@@ -1,8 +1,11 @@
 //! `--backend auto`: reads an interface's facts, lets `linerate_port::ladder` choose the rung,
-//! and opens it. Live is the one rung that can refuse after the choice — when it opens (a veth
-//! whose peer has no XDP program) or when a run's plan is one its program cannot lay out
-//! (`LiveError::Unsupported`, raised before any frame is sent) — and then the ladder goes on
-//! down with that reason, which the report states.
+//! and opens it. What the run asks that is known before the port opens ([`PortNeeds`]: AF_XDP
+//! queues, more workers than live's program serves) rules live out in the choice itself, with
+//! the reason. The rest can only be known after: live refuses when it opens (a veth whose peer
+//! has no XDP program) or when a run's plan is one its program cannot lay out
+//! (`LiveError::Unsupported`, raised before any frame is sent; the plan is compiled for the
+//! open port, so it cannot be asked earlier), and then the ladder goes on down with that
+//! reason, which the report states.
 
 use linerate_engine::{EngineError, Transmitter};
 use linerate_port::ladder::{Choice, PortFacts};
@@ -19,18 +22,43 @@ pub(crate) struct Auto {
     afxdp: AfXdpOptions,
 }
 
-/// Opens the rung the ladder chooses for `iface`; `queues` says `--queues` was given, which
-/// names AF_XDP queues and so rules live out.
+/// What a run asks of its port that is known before the port opens, for `auto` to choose by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortNeeds {
+    /// `--queues` was given: it names AF_XDP queues.
+    pub queues: bool,
+    /// Transmit workers (one per core).
+    pub workers: usize,
+}
+
 #[cfg(target_os = "linux")]
-pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, queues: bool) -> Result<Sender> {
+impl PortNeeds {
+    /// Why the live backend cannot take such a run, when it cannot.
+    fn not_live(&self) -> Option<String> {
+        use linerate_live::layout::MAX_WORKERS;
+        if self.queues {
+            Some("--queues names AF_XDP queues, and live frames leave on each worker's CPU".into())
+        } else if self.workers > MAX_WORKERS {
+            Some(format!(
+                "{} workers, and its program serves at most {MAX_WORKERS}",
+                self.workers
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// Opens the rung the ladder chooses for `iface` and a run that `needs` what it says.
+#[cfg(target_os = "linux")]
+pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, needs: PortNeeds) -> Result<Sender> {
     use linerate_port::ladder::{Rung, choose};
     let auto = Auto {
         facts: facts(iface)?,
         afxdp,
     };
-    let not_live = queues
-        .then_some("--queues names AF_XDP queues, and live frames leave on each worker's CPU");
-    let first = choose(&auto.facts, not_live);
+    let not_live = needs.not_live();
+    let first = choose(&auto.facts, not_live.as_deref());
     match open_rung(&first, iface, afxdp) {
         Ok(port) => Ok(Sender::chosen(port, first, auto)),
         Err(e) if first.rung == Rung::Live => {
@@ -44,7 +72,7 @@ pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, queues: bool) -> Result<Sen
 
 /// Elsewhere there is one interface backend.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, _queues: bool) -> Result<Sender> {
+pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, _needs: PortNeeds) -> Result<Sender> {
     crate::sender::open(crate::options::Backend::Bpf, iface, afxdp)
 }
 
@@ -126,6 +154,41 @@ fn facts(iface: &str) -> Result<PortFacts> {
 mod tests {
     use super::*;
     use linerate_live::LiveError;
+    use linerate_port::ladder::{Rung, choose};
+
+    /// What is known before the port opens rules live out in the choice, which says why; a
+    /// plain run on the same interface gets live.
+    #[test]
+    fn needs_known_up_front_pass_over_live_with_the_reason() {
+        let veth = PortFacts {
+            name: "lr0".into(),
+            driver: Some("veth".into()),
+            xdp_features: Some(0x7),
+            virtual_device: true,
+            kernel: (6, 18),
+            af_xdp: true,
+        };
+        let plain = PortNeeds {
+            queues: false,
+            workers: 2,
+        };
+        assert_eq!(plain.not_live(), None);
+        assert_eq!(choose(&veth, plain.not_live().as_deref()).rung, Rung::Live);
+        let many = PortNeeds {
+            queues: false,
+            workers: linerate_live::layout::MAX_WORKERS + 1,
+        };
+        let choice = choose(&veth, many.not_live().as_deref());
+        assert_eq!(choice.rung, Rung::AfxdpCopy);
+        assert!(choice.why.contains("65 workers"), "{}", choice.why);
+        let queues = PortNeeds {
+            queues: true,
+            workers: 1,
+        };
+        let choice = choose(&veth, queues.not_live().as_deref());
+        assert_eq!(choice.rung, Rung::AfxdpCopy);
+        assert!(choice.why.contains("--queues"), "{}", choice.why);
+    }
 
     /// Only live's refusal of a plan sends `auto` down the ladder: a link that is down, or the
     /// engine's own refusal, stays the run's error.

@@ -119,7 +119,7 @@ impl HostSession {
         for s in streams {
             let (Some(from), Some(to)) = (&s.from, &s.to) else {
                 return Err(SessionError::usage(format!(
-                    "stream {}: with hosts every stream names the host it leaves from and the one it goes to (from, to)",
+                    "stream {}: with hosts every stream names the host it leaves from and the one it goes to (from and to in a [[stream]], --flow FROM:TO on the command line)",
                     s.name
                 )));
             };

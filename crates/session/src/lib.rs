@@ -27,6 +27,7 @@ mod session;
 mod sink;
 mod sweep;
 
+pub use auto::PortNeeds;
 pub use compile::{MIN_PPS, compile};
 pub use error::{Result, SessionError};
 pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};
@@ -48,4 +49,4 @@ pub use session::{Outcome, PortSession, RunOptions, Session};
 pub use sink::{Counters, Sink, SinkResult, TempLab};
 #[cfg(target_os = "linux")]
 pub use sink::{lab_of, receive_end};
-pub use sweep::{Cut, Sweep, SweepObserver, Swept, plans as sweep_plans};
+pub use sweep::{Cut, Series, Sweep, SweepObserver, Swept, plans as sweep_plans};

@@ -34,7 +34,7 @@ fn counting(
     ips: (std::net::Ipv4Addr, std::net::Ipv4Addr),
     t: CaptureThread,
 ) -> Sink {
-    let warned = std::cell::Cell::new(0u64);
+    let warned = std::sync::atomic::AtomicU64::new(0);
     Sink {
         name,
         peer_mac,
@@ -42,13 +42,13 @@ fn counting(
         counters: Box::new(move || {
             let counts = t.frames_bytes()?;
             let drops = t.drops();
-            if drops > warned.get() {
+            let before = warned.fetch_max(drops, std::sync::atomic::Ordering::Relaxed);
+            if drops > before {
                 eprintln!(
                     "linerate: warning: the bpf buffer on {iface} overflowed: {} frame(s) \
                      arrived but were not counted (the receiver fell behind)",
-                    drops - warned.get()
+                    drops - before
                 );
-                warned.set(drops);
             }
             Ok(counts)
         }),

@@ -102,7 +102,11 @@ impl Sender {
                     .ok_or_else(|| SessionError::usage("this backend needs -i IFACE"))?;
                 match b {
                     Backend::Auto => {
-                        crate::auto::open(iface, options.afxdp, options.queues.is_some())
+                        let needs = crate::auto::PortNeeds {
+                            queues: options.queues.is_some(),
+                            workers: options.cores.len(),
+                        };
+                        crate::auto::open(iface, options.afxdp, needs)
                     }
                     b => open(b, iface, options.afxdp),
                 }
@@ -110,10 +114,16 @@ impl Sender {
         }
     }
 
-    /// Opens an interface with `backend`; the file backends have none.
-    pub fn open_interface(backend: Backend, iface: &str, afxdp: AfXdpOptions) -> Result<Sender> {
+    /// Opens an interface with `backend` for a run that `needs` what it says (which `auto`
+    /// chooses by); the file backends have none.
+    pub fn open_interface(
+        backend: Backend,
+        iface: &str,
+        afxdp: AfXdpOptions,
+        needs: crate::auto::PortNeeds,
+    ) -> Result<Sender> {
         if backend == Backend::Auto {
-            crate::auto::open(iface, afxdp, false)
+            crate::auto::open(iface, afxdp, needs)
         } else if backend.has_interface() {
             open(backend, iface, afxdp)
         } else {

@@ -29,6 +29,8 @@ pub enum StreamError {
         "bad rate '{input}': {why} (forms: max, 1.5M or 200k frames/s, 500Mbps, 1Gbps-l1, 50%)"
     )]
     Rate { input: String, why: String },
+    #[error("bad --encap '{input}': {why} (form: {})", crate::encap::ENCAP_FORM)]
+    Encap { input: String, why: String },
     #[error("stream '{stream}': {why}")]
     Invalid { stream: String, why: String },
     #[error("host '{host}': {why}")]

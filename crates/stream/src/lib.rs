@@ -3,6 +3,7 @@
 //! Nothing here does I/O on the network or knows about ports.
 
 mod capture;
+mod encap;
 mod error;
 mod host;
 mod mapped;
@@ -11,6 +12,7 @@ mod plan;
 mod rate;
 mod size;
 mod spec;
+mod template;
 mod text;
 #[cfg(target_os = "linux")]
 mod truncation;
@@ -19,6 +21,7 @@ mod vary;
 pub use capture::{
     Capture, CaptureFormat, Frames, Hold, MAX_CAPTURE_BYTES, MAX_CAPTURE_FRAMES, Replay, Speed,
 };
+pub use encap::{ENCAP_FORM, Encap, OuterHeader};
 pub use error::StreamError;
 pub use host::{HostSpec, check_hosts};
 pub use mapped::{MAX_STREAMED_FRAMES, MappedFrames, StreamShare};

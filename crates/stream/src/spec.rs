@@ -2,12 +2,14 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::Path;
 
 use linerate_wire::{
-    Field, FieldValue, FrameSpec, IpSpec, L4Spec, Mac, MacAddr, Payload, TcpFlags, VaryMode,
-    VlanTag, units,
+    Field, FieldValue, FrameSpec, IpSpec, L4Spec, Mac, MacAddr, Payload, StackSpec, TcpFlags,
+    VaryMode, VlanTag, units,
 };
 use serde::{Deserialize, Serialize};
 
+use crate::encap::{Encap, OuterDefaults};
 use crate::size::Sizes;
+use crate::template::Template;
 use crate::{Rate, SizeMode, StreamError, Vary, VarySpec};
 
 /// Layer 4 of the template frame.
@@ -105,6 +107,11 @@ pub struct StreamSpec {
     /// The host it goes to: its address is the destination, the MAC is the next hop's as
     /// resolved by ARP/ND.
     pub to: Option<String>,
+    /// Outer headers the stream's frame is sent inside (a tunnel), outermost first:
+    /// `ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=100`. The stream's own fields and `vary`
+    /// describe the frame inside.
+    #[serde(with = "crate::text::optional")]
+    pub encap: Option<Encap>,
     /// Copied from the file's top-level `mode`; not a key of a `[[stream]]` table.
     #[serde(skip)]
     pub mode: Mode,
@@ -144,6 +151,7 @@ impl Default for StreamSpec {
             signature: false,
             from: None,
             to: None,
+            encap: None,
             mode: Mode::Sequence,
         }
     }
@@ -170,7 +178,7 @@ impl StreamSpec {
     /// decides (addresses left out).
     pub(crate) fn resolve(&self, limits: &Limits) -> Result<Resolved, StreamError> {
         self.check_counts()?;
-        let frame = self.frame(limits)?;
+        let frame = self.template(limits)?;
         let sizes = self.size_mode.with_size(self.size);
         self.size_mode
             .check()
@@ -185,7 +193,7 @@ impl StreamSpec {
                 min,
             });
         }
-        let max = units::max_frame_size(limits.mtu, usize::from(self.vlan.is_some()));
+        let max = units::max_frame_size(limits.mtu, frame.outer_tags());
         if sizes.max() > max {
             return Err(StreamError::SizeOverMtu {
                 size: sizes.max(),
@@ -199,7 +207,7 @@ impl StreamSpec {
             .iter()
             .map(|v| v.resolve(self.ipv6))
             .collect::<Result<Vec<_>, _>>()?;
-        crate::vary::check_overlaps(&vary, &frame.layout(sizes.min()))
+        crate::vary::check_overlaps(&vary, &frame.build(sizes.min())?.layout)
             .map_err(|why| self.invalid(why))?;
         Ok(Resolved {
             frame,
@@ -247,7 +255,36 @@ impl StreamSpec {
         Ok(())
     }
 
-    /// The template frame: the spec's headers, with what it leaves out taken from the port.
+    /// The frame's header stack: the outer headers of `encap` (if any), then the stream's own.
+    fn template(&self, limits: &Limits) -> Result<Template, StreamError> {
+        let frame = self.frame(limits)?;
+        let mut stack = StackSpec::from(&frame);
+        let Some(encap) = &self.encap else {
+            return Ok(Template::new(stack)?);
+        };
+        let encap_error = |why: String| StreamError::Encap {
+            input: encap.to_string(),
+            why,
+        };
+        let outer = encap.resolve(&OuterDefaults {
+            src_mac: limits.default_src_mac.unwrap_or(DEFAULT_SRC_MAC),
+            dst_mac: limits.default_dst_mac.unwrap_or([0xff; 6]),
+            ipv4: limits.default_ipv4,
+            ipv6: DEFAULT_IPV6,
+        })?;
+        if !encap.carries_ethernet() {
+            if self.vlan.is_some() {
+                return Err(encap_error(
+                    "the stream's vlan tag needs its Ethernet header inside the tunnel: end the encap with vxlan, nvgre or ethernet, or drop vlan".into(),
+                ));
+            }
+            stack.headers.remove(0);
+        }
+        stack.headers.splice(0..0, outer);
+        Template::new(stack).map_err(|e| encap_error(e.to_string()))
+    }
+
+    /// The stream's own headers, with what it leaves out taken from the port.
     fn frame(&self, limits: &Limits) -> Result<FrameSpec, StreamError> {
         if self.vlan.is_some_and(|id| id > 4095) {
             return Err(self.invalid(format!("VLAN id {} is over 4095", self.vlan.unwrap_or(0))));
@@ -291,7 +328,7 @@ impl StreamSpec {
                 .src_mac
                 .map(Mac::octets)
                 .or(limits.default_src_mac)
-                .unwrap_or([0x02, 0, 0, 0, 0, 0x01]),
+                .unwrap_or(DEFAULT_SRC_MAC),
             dst_mac: self
                 .dst_mac
                 .map(Mac::octets)
@@ -307,6 +344,9 @@ impl StreamSpec {
         })
     }
 }
+
+/// Source MAC when neither the spec nor the port gives one.
+const DEFAULT_SRC_MAC: MacAddr = [0x02, 0, 0, 0, 0, 0x01];
 
 /// IPv6 source and destination when the spec leaves them out (RFC 5180's benchmarking range).
 const DEFAULT_IPV6: (Ipv6Addr, Ipv6Addr) = (
@@ -416,7 +456,7 @@ fn lcm(a: u64, b: u64) -> Option<u64> {
 /// A stream whose text has been parsed and checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
-    pub frame: FrameSpec,
+    pub frame: Template,
     pub sizes: Sizes,
     pub vary: Vec<VarySpec>,
     pub rate: Rate,

@@ -112,8 +112,8 @@ impl Field {
         let ip = layout.ip_offset;
         let l4 = layout.l4_offset;
         let (range, bits) = match (self, layout.ipv6) {
-            (Field::SrcMac, _) => (ethernet::field::SRC, ones(6)),
-            (Field::DstMac, _) => (ethernet::field::DST, ones(6)),
+            (Field::SrcMac, _) => (at(layout.eth_offset, ethernet::field::SRC), ones(6)),
+            (Field::DstMac, _) => (at(layout.eth_offset, ethernet::field::DST), ones(6)),
             (Field::VlanId, _) => {
                 let t = layout
                     .vlan_offset

@@ -2,9 +2,9 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::header::{at, ethernet, icmp, ipv4, ipv6, set_be, tcp, udp, vlan};
+use crate::header::{ethernet, icmp, ipv4, ipv6, tcp, udp, vlan};
 use crate::units::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE, buffer_len};
-use crate::{MacAddr, Rng, WireError, checksum};
+use crate::{MacAddr, Rng, WireError};
 
 /// An 802.1Q tag; DEI is always 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,6 +319,8 @@ impl L4Proto {
 /// Where each header starts in a built frame (buffer offsets; `len` excludes the FCS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
+    /// Offset of the innermost Ethernet header (0 unless the frame is tunnelled).
+    pub eth_offset: usize,
     /// Offset of the 802.1Q TPID.
     pub vlan_offset: Option<usize>,
     pub ip_offset: usize,
@@ -369,6 +371,7 @@ impl FrameSpec {
             };
         let l4 = self.l4_proto();
         Layout {
+            eth_offset: 0,
             vlan_offset,
             ip_offset,
             ipv6,
@@ -420,120 +423,15 @@ impl FrameSpec {
 
     /// Builds the frame for `frame_size` bytes on the wire including the 4-byte FCS, so the
     /// returned bytes are `frame_size - 4` long. Lengths run to the end of the buffer, the payload
-    /// fills what the headers leave, and every checksum is filled.
+    /// fills what the headers leave, and every checksum is filled. The bytes are the header
+    /// stack's (`StackSpec`): one writer for every frame.
     pub fn build(&self, frame_size: usize) -> Result<Frame, WireError> {
         self.validate(frame_size)?;
-        let layout = self.layout(frame_size);
-        let mut b = vec![0u8; layout.len];
-        self.emit_ethernet(&mut b, &layout);
-        self.emit_ip(&mut b, &layout);
-        self.emit_l4(&mut b, &layout);
-        self.payload
-            .fill(&mut b[layout.payload_offset..], frame_size)?;
-        checksum::fill_frame(&mut b, &layout);
-        Ok(Frame { bytes: b, layout })
-    }
-
-    /// Addresses, the optional 802.1Q tag and the EtherType of the IP header.
-    fn emit_ethernet(&self, b: &mut [u8], layout: &Layout) {
-        b[ethernet::field::DST].copy_from_slice(&self.dst_mac);
-        b[ethernet::field::SRC].copy_from_slice(&self.src_mac);
-        let ethertype = if layout.ipv6 {
-            ethernet::ETHERTYPE_IPV6
-        } else {
-            ethernet::ETHERTYPE_IPV4
-        };
-        let type_at = match (&self.vlan, layout.vlan_offset) {
-            (Some(v), Some(t)) => {
-                set_be(b, at(t, vlan::field::TPID), ethernet::ETHERTYPE_VLAN.into());
-                let tci = (u16::from(v.pcp) << vlan::PCP_SHIFT) | v.id;
-                set_be(b, at(t, vlan::field::TCI), tci.into());
-                at(t, vlan::field::ETHERTYPE)
-            }
-            _ => ethernet::field::ETHERTYPE,
-        };
-        set_be(b, type_at, ethertype.into());
-    }
-
-    /// The IPv4 or IPv6 header, its length running to the end of the buffer.
-    fn emit_ip(&self, b: &mut [u8], layout: &Layout) {
-        let ip = layout.ip_offset;
-        match &self.ip {
-            IpSpec::V4 {
-                src,
-                dst,
-                ttl,
-                id,
-                dscp,
-            } => {
-                use ipv4::field as f;
-                b[ip + f::VER_IHL] = ipv4::VER_IHL;
-                b[ip + f::DSCP_ECN] = dscp << ipv4::DSCP_SHIFT;
-                set_be(b, at(ip, f::LENGTH), (layout.len - ip) as u64);
-                set_be(b, at(ip, f::IDENT), (*id).into());
-                set_be(b, at(ip, f::FLG_OFF), ipv4::FLAG_DF.into());
-                b[ip + f::TTL] = *ttl;
-                b[ip + f::PROTOCOL] = layout.l4.ip_proto();
-                b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
-                b[at(ip, f::DST_ADDR)].copy_from_slice(&dst.octets());
-            }
-            IpSpec::V6 {
-                src,
-                dst,
-                hop_limit,
-                flow_label,
-            } => {
-                use ipv6::field as f;
-                let vtf = (6u32 << ipv6::VERSION_SHIFT) | flow_label;
-                set_be(b, at(ip, f::VER_TC_FLOW), vtf.into());
-                set_be(b, at(ip, f::LENGTH), (layout.len - layout.l4_offset) as u64);
-                b[ip + f::NXT_HDR] = layout.l4.ip_proto();
-                b[ip + f::HOP_LIMIT] = *hop_limit;
-                b[at(ip, f::SRC_ADDR)].copy_from_slice(&src.octets());
-                b[at(ip, f::DST_ADDR)].copy_from_slice(&dst.octets());
-            }
-        }
-    }
-
-    /// The UDP, TCP or ICMP echo header (checksums are filled last, over the whole frame).
-    fn emit_l4(&self, b: &mut [u8], layout: &Layout) {
-        let l4 = layout.l4_offset;
-        match &self.l4 {
-            L4Spec::Udp { src_port, dst_port } => {
-                use udp::field as f;
-                set_be(b, at(l4, f::SRC_PORT), (*src_port).into());
-                set_be(b, at(l4, f::DST_PORT), (*dst_port).into());
-                set_be(b, at(l4, f::LENGTH), (layout.len - l4) as u64);
-            }
-            L4Spec::Tcp {
-                src_port,
-                dst_port,
-                seq,
-                ack,
-                flags,
-                window,
-            } => {
-                use tcp::field as f;
-                set_be(b, at(l4, f::SRC_PORT), (*src_port).into());
-                set_be(b, at(l4, f::DST_PORT), (*dst_port).into());
-                set_be(b, at(l4, f::SEQ_NUM), (*seq).into());
-                set_be(b, at(l4, f::ACK_NUM), (*ack).into());
-                b[l4 + f::DATA_OFF] = tcp::DATA_OFF_5;
-                b[l4 + f::FLAGS] = flags.bits();
-                set_be(b, at(l4, f::WIN_SIZE), (*window).into());
-            }
-            L4Spec::IcmpEcho { id, seq } => {
-                use icmp::field as f;
-                b[l4 + f::TYPE] = if layout.ipv6 {
-                    icmp::V6_ECHO_REQUEST
-                } else {
-                    icmp::V4_ECHO_REQUEST
-                };
-                b[l4 + f::CODE] = 0;
-                set_be(b, at(l4, f::ECHO_IDENT), (*id).into());
-                set_be(b, at(l4, f::ECHO_SEQNO), (*seq).into());
-            }
-        }
+        let built = crate::StackSpec::from(self).build(frame_size)?;
+        Ok(Frame {
+            bytes: built.bytes,
+            layout: self.layout(frame_size),
+        })
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::checksum;
 use crate::header::udp;
 use crate::testutil::*;
 

@@ -32,7 +32,7 @@ use std::net::Ipv4Addr;
 use crate::header::{at, ethernet, icmp, ipv4, ipv6, tcp, udp, vlan};
 use crate::tunnel::{arp, gre, gtpu, mpls, next, vxlan};
 use crate::units::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE, buffer_len};
-use crate::{IpSpec, MacAddr, Payload, TcpFlags, WireError, checksum};
+use crate::{IpSpec, L4Proto, Layout, MacAddr, Payload, TcpFlags, WireError, checksum};
 
 /// Which tag protocol a VLAN tag is announced with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,6 +385,55 @@ impl StackFrame {
         } else {
             None
         }
+    }
+
+    /// The headers of the flow the frame carries, as the field engine locates named fields: the
+    /// last layer (UDP, TCP or ICMP), the IP header before it, the innermost Ethernet header and
+    /// the VLAN tag after it. None when the stack does not end in IP and one of those.
+    pub fn flow_layout(&self) -> Option<Layout> {
+        let (l4, rest) = self.layers.split_last()?;
+        let l4_proto = match l4.kind {
+            LayerKind::Udp => L4Proto::Udp,
+            LayerKind::Tcp => L4Proto::Tcp,
+            LayerKind::Icmpv4 => L4Proto::Icmpv4,
+            LayerKind::Icmpv6 => L4Proto::Icmpv6,
+            _ => return None,
+        };
+        let ip = rest.last()?;
+        let ipv6 = match ip.kind {
+            LayerKind::Ipv4 => false,
+            LayerKind::Ipv6 => true,
+            _ => return None,
+        };
+        let eth = rest.iter().rposition(|l| l.kind == LayerKind::Ethernet)?;
+        Some(Layout {
+            eth_offset: rest[eth].offset,
+            vlan_offset: rest[eth..]
+                .iter()
+                .rfind(|l| l.kind == LayerKind::Vlan)
+                .map(|l| l.offset),
+            ip_offset: ip.offset,
+            ipv6,
+            l4_offset: l4.offset,
+            l4: l4_proto,
+            payload_offset: self.payload_offset,
+            len: self.bytes.len(),
+        })
+    }
+
+    /// Computes every checksum of `bytes`, a frame laid out as this one (same stack, same size)
+    /// whose fields were changed in place, afresh: innermost first, as `StackSpec::build` does.
+    /// Returns false, changing nothing, when `bytes` is not of this frame's length.
+    pub fn refill_checksums(&self, bytes: &mut [u8]) -> bool {
+        if bytes.len() != self.bytes.len() {
+            return false;
+        }
+        for c in &self.checksums {
+            bytes[c.field.clone()].fill(0);
+            let value = crate::stack_emit::checksum_value(bytes, c, &self.layers);
+            bytes[c.field.clone()].copy_from_slice(&value.to_be_bytes());
+        }
+        true
     }
 
     /// Writes the 16-bit word at the even `offset` and updates every checksum over it

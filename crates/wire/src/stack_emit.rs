@@ -269,28 +269,30 @@ pub(crate) fn fill_checksums(
             (HeaderSpec::Gre(g), _) if g.checksum => (at(o, gre::field::CHECKSUM), o..end, None),
             _ => continue,
         };
-        let c = match pseudo {
-            Some(ip) => {
-                let proto = get_be(b, at(layers[ip].offset, ip_proto_field(&layers[ip]))) as u8;
-                let c = l4_checksum(b, &layers[ip], proto, &b[covers.clone()]);
-                if layer.kind == LayerKind::Udp {
-                    udp_fixup(c)
-                } else {
-                    c
-                }
-            }
-            None => !checksum::fold(checksum::sum(&b[covers.clone()], 0)),
-        };
-        b[field.clone()].copy_from_slice(&c.to_be_bytes());
-        spans.push(ChecksumSpan {
+        let span = ChecksumSpan {
             layer: i,
             field,
             covers,
             pseudo_header: pseudo,
             udp: layer.kind == LayerKind::Udp,
-        });
+        };
+        let c = checksum_value(b, &span, layers);
+        b[span.field.clone()].copy_from_slice(&c.to_be_bytes());
+        spans.push(span);
     }
     spans
+}
+
+/// The value of checksum `c` over the frame `b`, whose checksum field holds 0.
+pub(crate) fn checksum_value(b: &[u8], c: &ChecksumSpan, layers: &[Layer]) -> u16 {
+    match c.pseudo_header.and_then(|ip| layers.get(ip)) {
+        Some(ip) => {
+            let proto = get_be(b, at(ip.offset, ip_proto_field(ip))) as u8;
+            let sum = l4_checksum(b, ip, proto, &b[c.covers.clone()]);
+            if c.udp { udp_fixup(sum) } else { sum }
+        }
+        None => !checksum::fold(checksum::sum(&b[c.covers.clone()], 0)),
+    }
 }
 
 /// The IPv4 protocol or IPv6 next-header byte, as a one-byte range.

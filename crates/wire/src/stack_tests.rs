@@ -212,6 +212,7 @@ fn a_frame_spec_builds_the_same_bytes_as_its_stack() {
                 let got = StackSpec::from(&spec).build(size).unwrap();
                 assert_eq!(got.bytes, want.bytes, "{spec:?} at {size}");
                 assert_eq!(got.payload_offset, want.layout.payload_offset);
+                assert_eq!(got.flow_layout(), Some(want.layout));
             }
         }
     }
@@ -723,4 +724,56 @@ fn an_inner_word_patched_in_place_matches_a_fresh_build() {
         Err(WireError::WordNotPatchable { .. })
     ));
     assert!(f.set_word(f.bytes.len(), 0).is_err());
+}
+
+#[test]
+fn checksums_refilled_after_a_change_match_a_fresh_build() {
+    for s in tunnel_stacks() {
+        let f = s.build(160).unwrap();
+        let ip = f
+            .layers
+            .iter()
+            .rposition(|l| matches!(l.kind, LayerKind::Ipv4 | LayerKind::Ipv6));
+        let ip = f.layers[ip.unwrap()];
+        // The inner source address's last byte, and the inner source port or ICMP id.
+        let src_last = ip.offset + if ip.kind == LayerKind::Ipv6 { 23 } else { 15 };
+        let mut bytes = f.bytes.clone();
+        bytes[src_last] ^= 0x5a;
+        let l4 = f.layers.last().unwrap().offset;
+        bytes[l4 + 5] ^= 0x33;
+        assert!(f.refill_checksums(&mut bytes));
+        let changed = StackFrame { bytes, ..f.clone() };
+        for c in &changed.checksums {
+            assert!(valid(&changed, c), "{:?}: {c:?}", s.headers);
+        }
+        assert!(!f.refill_checksums(&mut vec![0; f.bytes.len() - 1]));
+    }
+}
+
+#[test]
+fn the_flow_layout_is_the_innermost_ethernet_ip_and_l4() {
+    let f = vxlan_stack(v6(1)).build(160).unwrap();
+    let l = f.flow_layout().unwrap();
+    assert_eq!(l.eth_offset, f.offset_of(LayerKind::Ethernet, 1).unwrap());
+    assert_eq!(l.ip_offset, f.offset_of(LayerKind::Ipv6, 0).unwrap());
+    assert_eq!(l.l4_offset, f.offset_of(LayerKind::Udp, 1).unwrap());
+    assert_eq!((l.ipv6, l.l4, l.vlan_offset), (true, L4Proto::Udp, None));
+    assert_eq!((l.payload_offset, l.len), (f.payload_offset, 156));
+    // A flow without an Ethernet header of its own has the outer one's, and its tag.
+    let f = stack(vec![
+        eth(),
+        vlan(VlanTpid::Dot1Ad, 7, 0),
+        v4(0),
+        udp(None),
+        HeaderSpec::GtpV1U { teid: 1, seq: None },
+        v4(1),
+        udp(Some(9)),
+    ])
+    .build(128)
+    .unwrap();
+    let l = f.flow_layout().unwrap();
+    assert_eq!((l.eth_offset, l.vlan_offset), (0, Some(12)));
+    assert_eq!(l.ip_offset, f.offset_of(LayerKind::Ipv4, 1).unwrap());
+    let arp = stack(vec![eth(), arp()]).build(64).unwrap();
+    assert_eq!(arp.flow_layout(), None);
 }

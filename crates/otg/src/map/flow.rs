@@ -187,7 +187,8 @@ impl Cx {
         (enable, m.timestamps.unwrap_or(false), latency)
     }
 
-    /// The `packet` headers in order, each mapped by its own module onto `spec`.
+    /// The `packet` headers in order: those before a tunnel onto `spec.encap` (`outer`), the
+    /// flow's own each by its own module onto `spec`.
     fn headers(&mut self, path: &str, packet: &[FlowHeader], spec: &mut StreamSpec) {
         if packet.is_empty() {
             self.refuse(
@@ -196,17 +197,27 @@ impl Cx {
             );
             return;
         }
-        let mut stage = Stage::Start;
+        let choices: Vec<String> = packet
+            .iter()
+            .map(|h| h.choice.clone().unwrap_or_else(|| implied_choice(h).into()))
+            .collect();
+        let Some(inner) = self.encap(path, packet, &choices, spec) else {
+            return;
+        };
+        // Inside a tunnel other than VXLAN the flow may start at its IP header.
+        let mut stage = match choices.get(inner).map(String::as_str) {
+            Some("ipv4" | "ipv6") if inner > 0 => Stage::Eth,
+            _ => Stage::Start,
+        };
         let mut payload: Vec<u8> = Vec::new();
-        for (i, h) in packet.iter().enumerate() {
+        for (i, (h, choice)) in packet.iter().zip(&choices).enumerate().skip(inner) {
             let p = format!("{path}.packet[{i}]");
             self.rest(&p, &h.rest);
-            let choice = h.choice.clone().unwrap_or_else(|| implied_choice(h).into());
-            let Some(want) = Stage::of(&choice) else {
+            let Some(want) = Stage::of(choice) else {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them"
+                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them, inside vxlan, gre, mpls or gtpv1 tunnels"
                     ),
                 );
                 return;
@@ -215,7 +226,7 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes"
+                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes (after a tunnel header, from ipv4 or ipv6 on)"
                     ),
                 );
                 return;
@@ -258,6 +269,10 @@ fn implied_choice(h: &FlowHeader) -> &'static str {
         ("tcp", h.tcp.is_some()),
         ("icmp", h.icmp.is_some()),
         ("custom", h.custom.is_some()),
+        ("vxlan", h.vxlan.is_some()),
+        ("gre", h.gre.is_some()),
+        ("mpls", h.mpls.is_some()),
+        ("gtpv1", h.gtpv1.is_some()),
     ]
     .iter()
     .find(|(_, s)| *s)

@@ -15,15 +15,20 @@ mod custom;
 mod duration;
 mod ethernet;
 mod flow;
+mod gre;
+mod gtpv1;
 mod icmp;
 mod ipv4;
 mod ipv6;
+mod mpls;
+mod outer;
 mod pattern;
 mod rate;
 mod size;
 mod tcp;
 mod udp;
 mod vlan;
+mod vxlan;
 
 /// Where a port is: an interface of this host, in a network namespace when given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,3 +245,5 @@ pub fn speed_mbps(speed: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tunnel_tests;

@@ -2,21 +2,26 @@
 
 use std::collections::HashMap;
 
-use linerate_wire::{Layout, Patch, Rng, checksum, signature, units};
+use linerate_wire::{Layout, Patch, Rng, StackFrame, signature, units};
 
 use super::{CACHE_LIMIT, Cycle, Lane, Plan, SEQUENCE_LIMIT, Shape, Stamp, StreamInfo, lcm};
 use crate::spec::Resolved;
+use crate::template::outer_checksum_over;
 use crate::{Limits, Next, Pacing, Rate, StreamError, StreamSpec};
 
 /// Builds one frame of `size` bytes (FCS included), with the signature's template for `flow`
-/// written before the checksums are computed, so stamping later keeps them valid.
-fn build_frame(r: &Resolved, size: usize, flow: Option<u16>) -> Result<Vec<u8>, StreamError> {
-    let mut f = r.frame.build(size)?;
+/// written before the checksums are computed, so stamping later keeps them valid (every
+/// checksum of the stack, the outer ones too).
+fn build_frame(r: &Resolved, size: usize, flow: Option<u16>) -> Result<StackFrame, StreamError> {
+    let mut f = r.frame.build(size)?.frame;
     if let Some(flow) = flow {
-        signature::write_template(&mut f.bytes, flow);
-        checksum::fill_frame(&mut f.bytes, &f.layout);
+        // The length check of refill_checksums compares with the frame's own bytes: copy them.
+        let mut bytes = f.bytes.clone();
+        signature::write_template(&mut bytes, flow);
+        f.refill_checksums(&mut bytes);
+        f.bytes = bytes;
     }
-    Ok(f.bytes)
+    Ok(f)
 }
 
 /// Refuses a signature that does not fit the stream's smallest frame, or that a variable field
@@ -60,14 +65,28 @@ pub(super) fn compile_one(
     flow: u16,
 ) -> Result<(Cycle, Option<Pacing>, StreamInfo), StreamError> {
     let schedule = resolved.sizes.schedule(spec.seed);
-    let layout = resolved.frame.build(resolved.sizes.min())?.layout;
-    let patches = patches_of(resolved, &layout)?;
+    let smallest = resolved.frame.build(resolved.sizes.min())?;
+    let patches = patches_of(resolved, &smallest.layout)?;
     let flow = spec.signature.then_some(flow);
     if flow.is_some() {
         let names: Vec<String> = resolved.vary.iter().map(|v| v.field.name()).collect();
         check_signature(spec, resolved, &patches, &names)?;
     }
-    let (period, cached, patched) = fold_patches(spec, resolved, &patches, schedule.len() as u64)?;
+    let outer: Vec<_> = patches
+        .iter()
+        .map(|p| outer_checksum_over(&smallest.frame, &p.loc))
+        .collect();
+    let (period, cached, patched) =
+        fold_patches(spec, resolved, &patches, &outer, schedule.len() as u64)?;
+    if let Some((_, name, Some(header))) = patched.iter().find(|p| p.2.is_some()) {
+        return Err(StreamError::Invalid {
+            stream: spec.name.clone(),
+            why: format!(
+                "{name} changes in every frame but the {header} checksum of the tunnel covers it as well: vary it over fewer values (inc or dec, at most {CACHE_LIMIT}) so that its frames are pre-built, or send that checksum as 0 (udp:checksum=off, gre without checksum)"
+            ),
+        });
+    }
+    let refill = cached.iter().any(|p| p.2.is_some());
     let mut templates = HashMap::new();
     let mut rng = Rng::new(spec.seed);
     let mut frames = Vec::with_capacity(period as usize);
@@ -80,9 +99,12 @@ pub(super) fn compile_one(
                 templates.entry(size).or_insert(frame)
             }
         };
-        let mut frame: Vec<u8> = template.clone();
-        for (patch, _) in &cached {
+        let mut frame: Vec<u8> = template.bytes.clone();
+        for (patch, ..) in &cached {
             patch.apply(&mut frame, k, &mut rng);
+        }
+        if refill {
+            template.refill_checksums(&mut frame);
         }
         frames.push(frame);
     }
@@ -119,8 +141,8 @@ fn patches_of(resolved: &Resolved, layout: &Layout) -> Result<Vec<Patch>, Stream
         .collect()
 }
 
-/// A patch and the name of its field.
-type Named = (Patch, String);
+/// A patch, the name of its field, and the header of a checksum its patch does not update.
+type Named = (Patch, String, Option<&'static str>);
 
 /// The cycle's length, and which patches are folded into its pre-built frames (cached) or
 /// applied per frame (patched). goto-first restarts every field after `count` frames: the
@@ -129,6 +151,7 @@ fn fold_patches(
     spec: &StreamSpec,
     resolved: &Resolved,
     patches: &[Patch],
+    outer: &[Option<&'static str>],
     sizes: u64,
 ) -> Result<(u64, Vec<Named>, Vec<Named>), StreamError> {
     let mut period = sizes;
@@ -137,7 +160,8 @@ fn fold_patches(
     let named = patches
         .iter()
         .zip(&resolved.vary)
-        .map(|(p, v)| (*p, v.field.name()));
+        .zip(outer)
+        .map(|((p, v), o)| (*p, v.field.name(), *o));
     if let (Next::GotoFirst, Some(count)) = (spec.next, spec.count) {
         if count > CACHE_LIMIT {
             return Err(StreamError::Invalid {
@@ -148,21 +172,21 @@ fn fold_patches(
             });
         }
         period = count;
-        for (p, name) in named {
-            match p.modifier.period() {
-                Some(_) => cached.push((p, name)),
-                None => patched.push((p, name)),
+        for named in named {
+            match named.0.modifier.period() {
+                Some(_) => cached.push(named),
+                None => patched.push(named),
             }
         }
         return Ok((period, cached, patched));
     }
-    for (p, name) in named {
-        match p.modifier.period().and_then(|q| lcm(period, q)) {
+    for named in named {
+        match named.0.modifier.period().and_then(|q| lcm(period, q)) {
             Some(l) if l <= CACHE_LIMIT => {
                 period = l;
-                cached.push((p, name));
+                cached.push(named);
             }
-            _ => patched.push((p, name)),
+            _ => patched.push(named),
         }
     }
     Ok((period, cached, patched))
@@ -243,19 +267,26 @@ fn stream_frames(
     count: u64,
     flow: Option<u16>,
 ) -> Result<Vec<Vec<u8>>, StreamError> {
-    let layout = r.frame.build(r.sizes.min())?.layout;
-    let patches = patches_of(r, &layout)?;
+    let smallest = r.frame.build(r.sizes.min())?;
+    let patches = patches_of(r, &smallest.layout)?;
     if flow.is_some() {
         let names: Vec<String> = r.vary.iter().map(|v| v.field.name()).collect();
         check_signature(spec, r, &patches, &names)?;
     }
+    let refill = patches
+        .iter()
+        .any(|p| outer_checksum_over(&smallest.frame, &p.loc).is_some());
     let mut rng = Rng::new(spec.seed);
     let mut frames = Vec::with_capacity(count as usize);
     for k in 0..count {
         let size = schedule[(k % schedule.len() as u64) as usize];
-        let mut frame = build_frame(r, size, flow)?;
+        let built = build_frame(r, size, flow)?;
+        let mut frame = built.bytes.clone();
         for p in &patches {
             p.apply(&mut frame, k, &mut rng);
+        }
+        if refill {
+            built.refill_checksums(&mut frame);
         }
         frames.push(frame);
     }

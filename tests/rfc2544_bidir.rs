@@ -13,9 +13,10 @@ use common::{json, linerate_ok, linerate_usage_error, root_or_skip};
 use linerate_lab::{DutKind, Impairments, LabConfig, LabGuard, unique_name};
 use serde_json::Value;
 
-/// 512-byte frames: 508 bytes as the kernel counts them (no FCS); low enough a rate that the
-/// router forwards both directions on a shared core without loss of its own.
-const SIZE: f64 = 508.0;
+/// 1518-byte frames: 1514 bytes as the kernel counts them (no FCS). The fewest frames for the
+/// rates: the sender's catch-up after a hold-up on a loaded machine (it still sends every frame
+/// a trial asks for) is then fewest frames at once, and the router's own work least.
+const SIZE: f64 = 1514.0;
 const FORWARD_BPS: u64 = 20_000_000;
 const REVERSE_BPS: u64 = 30_000_000;
 const TRIAL_S: f64 = 1.0;
@@ -55,14 +56,14 @@ fn ndr(t: &Value) -> f64 {
     g[0].1.unwrap_or_else(|| panic!("an NDR: {t}"))
 }
 
-/// Within the shaper's arithmetic: no more than 5 % below its rate (the search width, 2 %, and
-/// a sender delayed by the shared cores; tbf itself never drops below its rate) and no more than
-/// 10 % above what a trial can pass (a trial the sender stretches by δ lets tbf pass r·δ more,
-/// as in tests/rfc2544.rs's one-way shaper test).
-fn near(name: &str, got: f64, (rate, most): (f64, f64)) {
+/// Within the shaper's arithmetic for a trial: no more than 5 % below what a trial can pass
+/// (the search width, 2 %, and a sender delayed by the shared cores; 5 % below is about the
+/// shaper's bare rate, which tbf never drops below) and no more than 10 % above it (a trial the
+/// sender stretches by δ lets tbf pass r·δ more, as in tests/rfc2544.rs's one-way shaper test).
+fn near(name: &str, got: f64, (_, most): (f64, f64)) {
     assert!(
-        (rate * 0.95..=most * 1.10).contains(&got),
-        "{name}: NDR {got:.0} fps, the shaper's arithmetic {rate:.0} to {most:.0}"
+        (most * 0.95..=most * 1.10).contains(&got),
+        "{name}: NDR {got:.0} fps, the shaper's arithmetic {most:.0}"
     );
 }
 
@@ -110,15 +111,15 @@ fn bidirectional_ndr_meets_each_directions_shaper() {
         &east,
         "--bidir",
         "--sizes",
-        "512",
+        "1518",
         "--trial",
         "1s",
         "--initial-trial",
         "100ms",
         "--max-rate",
-        "12k",
+        "4k",
         "--min-rate",
-        "2k",
+        "500",
         "--precision",
         "2%",
         "--drain",

@@ -248,4 +248,13 @@ fn hosts_flags_are_checked_before_anything_opens() {
         "c:b",
     ]);
     assert!(line.contains("port of its own"), "{line}");
+    // The reverse shaper's rate has the forward one's bounds, checked before the lab is looked
+    // at; and tx takes --bidir as rfc2544 does.
+    let line = linerate_usage_error(&["lab", "impair", "--name", "nosuch", "--reverse-rate", "1k"]);
+    assert!(
+        line.contains("--reverse-rate") && line.contains("8 kbit/s"),
+        "{line}"
+    );
+    let line = linerate_usage_error(&["tx", "--host", &a, "--bidir"]);
+    assert!(line.contains("two --host"), "{line}");
 }

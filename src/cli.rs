@@ -1,4 +1,5 @@
 mod backends;
+mod hosts;
 pub mod rfc2544;
 
 pub use backends::Backends;
@@ -11,6 +12,8 @@ use std::net::IpAddr;
 
 use linerate_stream::{Encap, Proto, SizeMode, StreamSpec, Vary};
 use linerate_wire::{Mac, Payload, TcpFlags};
+
+pub use hosts::HostsArgs;
 
 #[cfg(test)]
 mod doc_commands;
@@ -276,8 +279,12 @@ pub struct LabImpairArgs {
     /// Queue limit in frames (tbf's queue, or a pfifo alone).
     #[arg(long, value_name = "N")]
     pub limit: Option<String>,
+    /// Rate limit of the reverse direction, the DUT's egress toward the sender (tbf), for
+    /// bidirectional tests; the other impairments stay on the forward direction.
+    #[arg(long, value_name = "R")]
+    pub reverse_rate: Option<String>,
     /// Remove every impairment.
-    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit"])]
+    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit", "reverse_rate"])]
     pub clear: bool,
 }
 
@@ -462,19 +469,8 @@ pub struct TxArgs {
         display_order = 0
     )]
     pub rx: Option<String>,
-    /// An emulated host, a [[host]] table's keys as KEY=VALUE pairs:
-    /// name=NAME,port=IFACE[@NETNS],ipv4=A.B.C.D/LEN[,gateway=GW][,ipv6=ADDR/LEN][,gateway6=GW][,mac=MAC][,vlan=ID].
-    /// Repeat for each host. linerate answers ARP/ND and ping for it and resolves its gateway
-    /// before sending; the hosts' ports are the run's ports (no -i).
-    #[arg(long, value_name = "KEY=VALUE,…", help_heading = HOSTS)]
-    pub host: Vec<linerate_stream::HostSpec>,
-    /// A flow between two hosts, FROM:TO: the template stream from FROM's port to TO's address
-    /// (repeat; --flow west:east --flow east:west runs both directions at once).
-    #[arg(long, value_name = "FROM:TO", help_heading = HOSTS)]
-    pub flow: Vec<String>,
-    /// How long each host's gateway (or on-link destination) may take to answer ARP/ND.
-    #[arg(long, default_value = "3s", value_parser = parse_duration, help_heading = HOSTS)]
-    pub resolve_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
 }
 
 #[derive(Debug, Args)]

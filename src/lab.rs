@@ -102,10 +102,11 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
         &args.reorder,
         &args.rate,
         &args.limit,
+        &args.reverse_rate,
     ];
     if given.iter().all(|a| a.is_none()) {
         return Err(crate::usage(
-            "lab impair: give at least one of --loss, --duplicate, --delay, --jitter, --reorder, --rate, --limit, or --clear",
+            "lab impair: give at least one of --loss, --duplicate, --delay, --jitter, --reorder, --rate, --limit, --reverse-rate, or --clear",
         ));
     }
     if let Some(t) = &args.loss {
@@ -128,6 +129,9 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
     }
     if let Some(t) = &args.limit {
         i.limit = Some(Impairments::parse_limit("--limit", t)?);
+    }
+    if let Some(t) = &args.reverse_rate {
+        i.reverse_rate_bps = Some(Impairments::parse_rate("--reverse-rate", t)?);
     }
     i.validate()?;
     Ok(i)

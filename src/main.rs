@@ -10,6 +10,7 @@ mod output;
 mod ports;
 mod replay;
 mod rfc2544;
+mod rfc2544_hosts;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;

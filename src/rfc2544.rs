@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use linerate_bench::{FrameSize, SearchGoal};
 use linerate_report::OutputFile;
 use linerate_report::rfc2544::{Context, Rfc2544Result, csv, panels, tables};
-use linerate_session::rfc2544::{MIN_SIZE, MaxRate, Rfc2544, Rfc2544Error, Rfc2544Observer};
+use linerate_session::rfc2544::{MIN_SIZE, MaxRate, Ports, Rfc2544, Rfc2544Error, Rfc2544Observer};
 use linerate_session::{PortOptions, ReceiverOptions, RxTarget, Session};
 use linerate_stream::StreamSpec;
 
@@ -104,12 +104,6 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
         .as_deref()
         .map(|m| rate("--min-rate", m))
         .transpose()?;
-    if args.rx.is_none() {
-        return Err(usage(
-            "rfc2544 judges each trial by what came back: give the receive port with --rx \
-             IFACE[@NETNS] (or --rx alone on a lab's sender)",
-        ));
-    }
     Ok(Rfc2544 {
         test: args.test.into(),
         search: args.search.into(),
@@ -130,7 +124,7 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
 
 /// The trials' stream before its size and rate: tx's seed stream, signed, with the addresses
 /// the command line gives.
-fn template(args: &Rfc2544Args) -> StreamSpec {
+pub(crate) fn template(args: &Rfc2544Args) -> StreamSpec {
     let mut spec = StreamSpec {
         name: "rfc2544".into(),
         signature: true,
@@ -145,42 +139,102 @@ fn template(args: &Rfc2544Args) -> StreamSpec {
 
 pub fn run(args: &Rfc2544Args) -> Result<()> {
     let procedure = check(args)?;
+    if !args.hosts.host.is_empty() || args.hosts.flows_given() {
+        return crate::rfc2544_hosts::run(args, procedure);
+    }
+    let interface = args
+        .interface
+        .clone()
+        .ok_or_else(|| usage("rfc2544 needs the transmit port: -i IFACE (or --host)"))?;
+    if args.rx.is_none() {
+        return Err(usage(
+            "rfc2544 judges each trial by what came back: give the receive port with --rx \
+             IFACE[@NETNS] (or --rx alone on a lab's sender)",
+        ));
+    }
     let outputs = Outputs::reserve(args)?;
     let mut session = Session::open(&[PortOptions {
+        interface: Some(interface.clone()),
+        ..port_options(args)
+    }])?;
+    let port = session.port_mut(0);
+    let target = args.rx.clone().unwrap_or_default();
+    port.receive(&RxTarget {
+        at: (!target.is_empty()).then(|| target.clone()),
+        ..rx_target(args, 1)
+    })?;
+    let rx = if target.is_empty() {
+        "the lab's receive end".into()
+    } else {
+        target
+    };
+    measure(
+        args,
+        &procedure,
+        outputs,
+        Ports::One(port),
+        Where { interface, rx },
+    )
+}
+
+/// The ports' options but the interface, from the command line.
+pub(crate) fn port_options(args: &Rfc2544Args) -> PortOptions {
+    PortOptions {
         backend: crate::options::backend_or_default(args.backend, &args.afxdp),
         cores: args.cores.clone(),
         link_speed: args.link_speed,
         clock: args.clock.into(),
         afxdp: (&args.afxdp).into(),
-        ..PortOptions::interface(&args.interface)
-    }])?;
-    let port = session.port_mut(0);
-    // One flow per trial: a small table keeps the receiver's clearing between trials cheap.
-    let receiver = ReceiverOptions {
-        flows: 16,
-        hist_flows: 1,
-        clock: args.clock.into(),
-        pass: false,
-    };
-    let target = args.rx.clone().unwrap_or_default();
-    port.receive(&RxTarget {
-        at: (!target.is_empty()).then(|| target.clone()),
+        ..PortOptions::interface("")
+    }
+}
+
+/// The receivers' options for `flows` flows (one per direction): a small table keeps the
+/// receiver's clearing between trials cheap.
+pub(crate) fn rx_target(args: &Rfc2544Args, flows: u32) -> RxTarget {
+    RxTarget {
+        at: None,
         attach: args.rx_mode.into(),
-        receiver,
-    })?;
-    procedure.check(port)?;
-    let link = port.link_mbps();
+        receiver: ReceiverOptions {
+            flows: 16.max(flows),
+            hist_flows: flows,
+            clock: args.clock.into(),
+            pass: false,
+        },
+    }
+}
+
+/// Where the trials went, for the report.
+pub(crate) struct Where {
+    pub interface: String,
+    pub rx: String,
+}
+
+/// Runs the procedure on `ports` and writes what it measured.
+pub(crate) fn measure(
+    args: &Rfc2544Args,
+    procedure: &Rfc2544,
+    outputs: Outputs,
+    ports: Ports<'_>,
+    at: Where,
+) -> Result<()> {
+    procedure.check(&ports)?;
+    let first = ports.first();
+    let link = first.link_mbps();
+    let backend = first.info().backend.to_string();
+    let backend_choice = first.choice().map(crate::sweep::choice_json);
+    let directions = ports.directions();
     if matches!(procedure.max, MaxRate::Line) && link.is_none() {
         eprintln!(
             "linerate: {} reports no link speed: the max load of each size is measured by a \
              max-rate trial (give --link-speed or --max-rate to set it)",
-            args.interface
+            at.interface
         );
     }
     let stop = crate::signal::stop_flag()?;
     let started = Instant::now();
     let bar = Bar::new(args.quiet);
-    let measured = procedure.run(port, stop, &bar);
+    let measured = procedure.run(ports, stop, &bar);
     bar.0.finish_and_clear();
     let cut = measured.cut.map(cut_error);
     let host = linerate_report::HostInfo::collect();
@@ -189,14 +243,10 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
             linerate_version: env!("CARGO_PKG_VERSION"),
             test: procedure.test,
             search: procedure.search,
-            interface: args.interface.clone(),
-            rx: if target.is_empty() {
-                "the lab's receive end".into()
-            } else {
-                target
-            },
-            backend: port.info().backend.to_string(),
-            backend_choice: port.choice().map(crate::sweep::choice_json),
+            interface: at.interface,
+            rx: at.rx,
+            backend,
+            backend_choice,
             mode: measured.mode,
             link_speed_mbps: link,
             cores: args.cores.clone(),
@@ -205,6 +255,7 @@ pub fn run(args: &Rfc2544Args) -> Result<()> {
             drain_s: args.drain.as_secs_f64(),
             learning_frames: args.learning_frames,
             goals: procedure.goals.clone(),
+            directions,
             os: host.os,
             kernel: host.kernel,
             cpu_model: host.cpu_model,
@@ -276,7 +327,7 @@ impl Rfc2544Observer for Bar {
 }
 
 /// The files the command writes, reserved before the first trial.
-struct Outputs {
+pub(crate) struct Outputs {
     json: Option<OutputFile>,
     json_stdout: bool,
     csv: Option<OutputFile>,
@@ -284,7 +335,7 @@ struct Outputs {
 }
 
 impl Outputs {
-    fn reserve(args: &Rfc2544Args) -> Result<Self> {
+    pub(crate) fn reserve(args: &Rfc2544Args) -> Result<Self> {
         let json_stdout = args.json.as_deref() == Some(Path::new("-"));
         Ok(Self {
             json: match &args.json {

@@ -16,14 +16,14 @@ use crate::usage;
 /// Builds the streams, opens the port, runs the workers, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
     let (mut streams, mut hosts) = streams(&args.stream)?;
-    hosts.extend(args.host.iter().cloned());
-    if !args.flow.is_empty() {
+    hosts.extend(args.hosts.host.iter().cloned());
+    if args.hosts.flows_given() {
         if args.stream.stream.is_some() {
             return Err(usage(
                 "--flow makes streams from the template flags: with --stream, give each [[stream]] from and to",
             ));
         }
-        streams = flows(args, &streams[0])?;
+        streams = args.hosts.flows(&streams[0]).map_err(usage)?;
     }
     if !hosts.is_empty() || streams.iter().any(|s| s.from.is_some()) {
         linerate_stream::check_hosts(&hosts, &streams)?;
@@ -140,25 +140,6 @@ fn print_report(
             None => Ok(()),
         }
     }
-}
-
-/// The template stream once per `--flow FROM:TO`, named FROM-TO.
-pub fn flows(args: &TxArgs, template: &StreamSpec) -> Result<Vec<StreamSpec>> {
-    args.flow
-        .iter()
-        .map(|f| {
-            let (from, to) = f
-                .split_once(':')
-                .filter(|(a, b)| !a.is_empty() && !b.is_empty())
-                .ok_or_else(|| usage(format!("--flow {f}: write FROM:TO (two host names)")))?;
-            Ok(StreamSpec {
-                name: format!("{from}-{to}"),
-                from: Some(from.to_owned()),
-                to: Some(to.to_owned()),
-                ..template.clone()
-            })
-        })
-        .collect()
 }
 
 #[cfg(target_os = "linux")]

@@ -56,7 +56,7 @@ pub fn run(args: &TxArgs, hosts: &[HostSpec], mut streams: Vec<StreamSpec>) -> R
     let base = options::send_port(&args.send, backend, args.mtu, &args.cores, args.link_speed);
     let rx = options::send_rx("", &args.send);
     let mut hs = linerate_session::HostSession::open(hosts, &base, &rx)?;
-    let runs = hs.runs(&streams, args.resolve_timeout)?;
+    let runs = hs.runs(&streams, args.hosts.resolve_timeout)?;
     let plans = hs.session.compile_all(&runs)?;
     let stop = stop_flag()?;
     let live = LiveStatus::new(None, true);

@@ -142,6 +142,7 @@ fn the_help_is_grouped_and_ends_in_examples() {
             "Receive:",
             "Output:",
             "Workers and backend tuning:",
+            "Hosts: several ports, both directions:",
             "Examples:",
         ],
         "{help}"

@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use super::{
-    AfXdpArgs, ClockArg, INTERFACE_BACKENDS, OUTPUT, RECEIVE, SEND, TUNING, WHERE, XdpAttach,
-    backend, parse_duration,
+    AfXdpArgs, ClockArg, HostsArgs, INTERFACE_BACKENDS, OUTPUT, RECEIVE, SEND, TUNING, WHERE,
+    XdpAttach, backend, parse_duration,
 };
 
 /// The heading of the trial and search settings, which only rfc2544 has.
@@ -41,9 +41,9 @@ pub struct Rfc2544Args {
     /// Which benchmark.
     #[arg(value_enum)]
     pub test: Test,
-    /// Interface to transmit on (the DUT's input).
-    #[arg(short, long, value_name = "IFACE", help_heading = WHERE)]
-    pub interface: String,
+    /// Interface to transmit on (the DUT's input); with --host, the hosts' ports instead.
+    #[arg(short, long, value_name = "IFACE", required_unless_present = "host", help_heading = WHERE)]
+    pub interface: Option<String>,
     /// Receive on IFACE[@NETNS] (the DUT's output); without a value, the lab's receive end.
     #[arg(long, value_name = "IFACE[@NETNS]", num_args = 0..=1, default_missing_value = "", help_heading = RECEIVE)]
     pub rx: Option<String>,
@@ -137,4 +137,8 @@ pub struct Rfc2544Args {
     pub quiet: bool,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
+    /// Hosts and the directions between them (--bidir: both ways), all sent at once: each
+    /// trial offers its load on every direction and passes only if every direction does.
+    #[command(flatten)]
+    pub hosts: HostsArgs,
 }

@@ -26,6 +26,10 @@ pub struct Impairments {
     pub rate_bps: Option<u64>,
     /// Queue limit in frames (a pfifo under tbf, or alone).
     pub limit: Option<u32>,
+    /// Rate limit of the reverse direction, the DUT's egress toward the sender (tbf there),
+    /// so that a bidirectional test meets a shaper each way. Every other impairment stays on
+    /// the forward direction.
+    pub reverse_rate_bps: Option<u64>,
 }
 
 /// The largest delay or jitter the delay line holds frames for.
@@ -200,6 +204,9 @@ impl Impairments {
         if let Some(l) = self.limit {
             parts.push(format!("limit {l} frames"));
         }
+        if let Some(r) = self.reverse_rate_bps {
+            parts.push(format!("reverse rate {}", fmt_rate(r)));
+        }
         if parts.is_empty() {
             "none".into()
         } else {
@@ -223,6 +230,9 @@ impl Impairments {
         if let Some(l) = self.limit {
             s.push_str(&format!("limit {l}\n"));
         }
+        if let Some(r) = self.reverse_rate_bps {
+            s.push_str(&format!("reverse-rate-bps {r}\n"));
+        }
         s
     }
 
@@ -241,6 +251,7 @@ impl Impairments {
                 "jitter-ns" => i.jitter = Duration::from_nanos(value.parse().unwrap_or(0)),
                 "rate-bps" => i.rate_bps = value.parse().ok(),
                 "limit" => i.limit = value.parse().ok(),
+                "reverse-rate-bps" => i.reverse_rate_bps = value.parse().ok(),
                 _ => {}
             }
         }
@@ -344,13 +355,14 @@ mod tests {
             reorder: 5.0,
             rate_bps: Some(100_000_000),
             limit: Some(1000),
+            reverse_rate_bps: Some(30_000_000),
             ..Default::default()
         };
         fine.validate().unwrap();
         assert_eq!(Impairments::from_text(&fine.to_text()), fine);
         assert_eq!(
             fine.describe(),
-            "loss 1%, delay 1ms ± 100us, reorder 5%, rate 100 Mbit/s, limit 1000 frames"
+            "loss 1%, delay 1ms ± 100us, reorder 5%, rate 100 Mbit/s, limit 1000 frames, reverse rate 30 Mbit/s"
         );
         assert_eq!(Impairments::default().describe(), "none");
     }

@@ -339,7 +339,8 @@ fn remove_file(path: &std::path::Path) -> Result<(), LabError> {
 
 /// Sets the impairments of lab `lab`'s DUT egress, replacing any before: the BPF program for
 /// loss, duplication and the delay line's diversion, tbf (or pfifo) for rate and queue limit,
-/// the delay line's process for delay, jitter and reorder. `Impairments::default()` clears.
+/// the delay line's process for delay, jitter and reorder; a tbf on the DUT's other port for
+/// the reverse rate. `Impairments::default()` clears.
 /// `delay_line` is the program to start the delay line with (`<it> lab delay-line --name N`).
 pub(crate) fn impair(
     lab: &Lab,
@@ -402,6 +403,16 @@ fn apply(
     }
     if imp.rate_bps.is_some() || imp.limit.is_some() {
         shape(dut, imp)?;
+    }
+    if let Some(rate_bps) = imp.reverse_rate_bps {
+        // The reverse direction's egress is the DUT's port toward the sender.
+        Rtnl::open(Some(&dut.netns))?.replace_qdisc(
+            &dut.ingress,
+            TcHandle::ROOT,
+            TcHandle { major: 1, minor: 0 },
+            "tbf",
+            netlink::tbf_options(tbf(rate_bps)),
+        )?;
     }
     Ok(())
 }
@@ -553,7 +564,9 @@ fn clear(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
         libbpf_rs::set_print(previous);
         Ok(())
     })?;
-    Rtnl::open(Some(&dut.netns))?.del_root_qdisc(&dut.egress)?;
+    let mut inside = Rtnl::open(Some(&dut.netns))?;
+    inside.del_root_qdisc(&dut.egress)?;
+    inside.del_root_qdisc(&dut.ingress)?;
     linerate_xdp::unpin(&pin_dir(name).join(IMPAIR_MAP_PIN))?;
     remove_file(&impair_path(name))?;
     // Give the kernel a moment to free the old program's qdisc before a new one is made.

@@ -5,7 +5,7 @@ use super::table::mbps;
 use crate::line_rate_pps;
 
 /// The columns, in order: each test fills its own and leaves the others empty.
-const COLUMNS: [&str; 21] = [
+const COLUMNS: [&str; 22] = [
     "test",
     "size",
     "goal_loss_ratio",
@@ -27,6 +27,8 @@ const COLUMNS: [&str; 21] = [
     "burst_mean",
     "burst_min",
     "burst_max",
+    // Empty: the one direction, or the aggregate of several; else the direction (FROM-TO).
+    "direction",
 ];
 
 /// One row, filled by column name.
@@ -64,7 +66,7 @@ fn line_pct(size: u32, fps: f64, link: Option<u64>) -> String {
 pub fn csv(r: &Rfc2544Result) -> String {
     let mut rows = Vec::new();
     for s in &r.sizes {
-        rows.extend(throughput_rows(r, s));
+        rows.extend(throughput_rows(r, s.size, s.throughput.as_ref()));
         if let Some(l) = &s.latency {
             let mut row = Row::new("latency", s.size, l.rate_fps, r.context.link_speed_mbps);
             row.set("latency_min_ns", l.min_ns.to_string())
@@ -96,6 +98,7 @@ pub fn csv(r: &Rfc2544Result) -> String {
                 .set("burst_max", b.max.to_string());
             rows.push(row);
         }
+        rows.extend(direction_rows(r, s));
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     // Writing into memory: the only errors the writer has are its sink's, and a Vec has none.
@@ -107,9 +110,42 @@ pub fn csv(r: &Rfc2544Result) -> String {
     String::from_utf8(bytes).expect("the CSV of UTF-8 fields is UTF-8")
 }
 
+/// Each direction's throughput, latency and loss rows, the direction named.
+fn direction_rows(r: &Rfc2544Result, s: &super::SizeResult) -> Vec<Row> {
+    let link = r.context.link_speed_mbps;
+    let mut rows = Vec::new();
+    for d in &s.directions {
+        let mut mine = throughput_rows(r, s.size, d.throughput.as_ref());
+        if let Some(l) = &d.latency {
+            // Measured at the aggregate latency test's load.
+            let rate = s.latency.as_ref().map_or(0.0, |a| a.rate_fps);
+            let mut row = Row::new("latency", s.size, rate, link);
+            row.set("latency_min_ns", l.min_ns.to_string())
+                .set("latency_mean_ns", format!("{:.1}", l.mean_ns))
+                .set("latency_p50_ns", l.p50_ns.to_string())
+                .set("latency_p99_ns", l.p99_ns.to_string())
+                .set("latency_p999_ns", l.p999_ns.to_string())
+                .set("latency_max_ns", l.max_ns.to_string());
+            mine.push(row);
+        }
+        for l in &d.loss {
+            let mut row = Row::new("loss", s.size, l.rate_fps, link);
+            row.set("tx", l.tx.to_string())
+                .set("rx", l.rx.to_string())
+                .set("loss_pct", format!("{:.6}", l.loss_percent));
+            mine.push(row);
+        }
+        for row in &mut mine {
+            row.set("direction", d.direction.clone());
+        }
+        rows.extend(mine);
+    }
+    rows
+}
+
 /// A row per goal; a goal without a throughput has its status and no rate.
-fn throughput_rows(r: &Rfc2544Result, s: &super::SizeResult) -> Vec<Row> {
-    let Some(t) = &s.throughput else {
+fn throughput_rows(r: &Rfc2544Result, size: u32, t: Option<&super::Throughput>) -> Vec<Row> {
+    let Some(t) = t else {
         return Vec::new();
     };
     t.lines()
@@ -120,11 +156,11 @@ fn throughput_rows(r: &Rfc2544Result, s: &super::SizeResult) -> Vec<Row> {
                 .and_then(|v| v.as_str().map(str::to_owned))
                 .unwrap_or_default();
             let mut row = match g.throughput_fps {
-                Some(f) => Row::new("throughput", s.size, f, r.context.link_speed_mbps),
+                Some(f) => Row::new("throughput", size, f, r.context.link_speed_mbps),
                 None => {
                     let mut row = Row(Default::default());
                     row.set("test", "throughput".into())
-                        .set("size", s.size.to_string());
+                        .set("size", size.to_string());
                     row
                 }
             };

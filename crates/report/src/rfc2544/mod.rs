@@ -3,12 +3,13 @@
 //! `linerate_session`'s.
 
 mod csv;
+mod directions;
 mod plot;
 mod table;
 
 use linerate_bench::{
-    BackToBackResult, BinaryResult, FrameLossResult, GoalStatus, LatencyResult, MlrResult,
-    SearchGoal, TrialReport,
+    BackToBackResult, BinaryResult, FrameLossResult, GoalStatus, LatencyResult, LatencySummary,
+    MlrResult, SearchGoal, TrialReport,
 };
 use serde::Serialize;
 
@@ -48,6 +49,54 @@ pub struct Logged {
     pub trial: TrialReport,
     /// The rate the sender really kept, frames/s.
     pub sent_fps: f64,
+    /// The direction that judged the trial, in a search of one direction's throughput; absent
+    /// when every direction did (or there is one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// Each direction's counts, when the trial sent in several at once (`tx`, `rx` and
+    /// `loss_ratio` above are then the judging direction's: the worst one, unless `direction`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<DirectionTrial>,
+}
+
+/// One direction of a trial over several ports.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionTrial {
+    /// The direction's name: its stream's, `FROM-TO`.
+    pub direction: String,
+    pub tx: u64,
+    pub rx: u64,
+    pub loss_ratio: f64,
+    /// The rate its sender kept, frames/s.
+    pub sent_fps: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+}
+
+/// What one direction measured at a size, when several ran at once.
+#[derive(Debug, Clone, Serialize)]
+pub struct DirectionResult {
+    pub direction: String,
+    /// This direction's own throughput: the highest load, offered on every direction at once,
+    /// at which this direction meets each goal (its own search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+    /// Its latency over the latency trials (at the aggregate throughput): min and max over
+    /// them, the mean weighted by frames, the percentiles the trials' mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    /// Its frame loss at each step of the frame loss test.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loss: Vec<DirectionLoss>,
+}
+
+/// One direction at one load step of the frame loss test.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct DirectionLoss {
+    pub rate_fps: f64,
+    pub tx: u64,
+    pub rx: u64,
+    pub loss_percent: f64,
 }
 
 /// Throughput of one size by either search.
@@ -126,6 +175,10 @@ pub struct SizeResult {
     pub loss: Option<FrameLossResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub back_to_back: Option<BackToBackResult>,
+    /// Per direction, when several directions ran at once (the figures above are then the
+    /// aggregate: every direction at the load, each trial judged by its worst direction).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<DirectionResult>,
 }
 
 #[derive(Debug, Serialize)]
@@ -147,6 +200,10 @@ pub struct Context {
     pub drain_s: f64,
     pub learning_frames: u64,
     pub goals: Vec<SearchGoal>,
+    /// The directions sent at once (`FROM-TO`), empty for one port: every load is offered on
+    /// each of them, so the aggregate offered load is the load times their number.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directions: Vec<String>,
     pub os: String,
     pub kernel: String,
     pub cpu_model: String,

@@ -10,7 +10,7 @@ pub fn mbps(size: u32, fps: f64) -> f64 {
     wire_mbps(size as usize, fps / 1000.0)
 }
 
-fn pct_line(size: u32, fps: f64, link: Option<u64>) -> String {
+pub(super) fn pct_line(size: u32, fps: f64, link: Option<u64>) -> String {
     link.map_or("n/a".into(), |m| {
         format!("{:.2}", fps * 100.0 / line_rate_pps(size as usize, m))
     })
@@ -24,7 +24,7 @@ pub fn goal_name(loss: f64) -> String {
     }
 }
 
-fn status_word(s: GoalStatus) -> &'static str {
+pub(super) fn status_word(s: GoalStatus) -> &'static str {
     match s {
         GoalStatus::Regular => "found",
         GoalStatus::MaxLoadIsLowerBound => "max load met it",
@@ -52,10 +52,20 @@ pub fn tables(r: &Rfc2544Result) -> String {
         r.context.trial_s,
         r.context.drain_s
     );
+    if !r.context.directions.is_empty() {
+        let n = r.context.directions.len();
+        let _ = writeln!(
+            o,
+            "{n} directions at once ({}): every rate below is offered on each direction (RFC 2544 \
+             §14), the aggregate is {n} × it; a trial passes only if every direction passes",
+            r.context.directions.join(", ")
+        );
+    }
     throughput_table(&mut o, r);
     latency_table(&mut o, r);
     loss_table(&mut o, r);
     b2b_table(&mut o, r);
+    super::directions::tables(&mut o, r);
     let _ = writeln!(
         o,
         "\n{} trial(s), {:.1} s of trials, {:.1} s in all{}",

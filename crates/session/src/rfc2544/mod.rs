@@ -1,8 +1,12 @@
 //! The RFC 2544 procedure over a session's port: at each frame size the max load, then the
 //! asked tests (throughput by MLRsearch or the binary search, latency at the throughput, frame
-//! loss rate, back-to-back), each trial one run judged by the port's receiver. The searches
-//! are `linerate_bench`'s; the result types, tables and CSV are `linerate_report`'s.
+//! loss rate, back-to-back), each trial one run judged by the port's receiver. Over several
+//! directions at once (hosts' ports, RFC 2544 §14) every trial offers the load on each
+//! direction and passes only if each passes; each direction's own throughput is searched after
+//! the aggregate one. The searches are `linerate_bench`'s; the result types, tables and CSV
+//! are `linerate_report`'s.
 
+mod directions;
 mod trial;
 
 use std::sync::Arc;
@@ -18,8 +22,8 @@ use linerate_stream::{Rate, StreamSpec};
 
 use crate::error::SessionError;
 use crate::options::End;
-use crate::session::PortSession;
-use trial::{SessionTrial, TrialError, loss_ratio, tx_rx};
+pub use trial::Ports;
+use trial::{SessionTrial, TrialError, loss_ratio};
 
 /// The smallest frame a trial sends: Ethernet, IPv4 and UDP headers, the 18-byte signature and
 /// the FCS (docs/receive.md).
@@ -99,9 +103,9 @@ pub struct Measured {
 }
 
 impl Rfc2544 {
-    /// Every size compiles for this port before the first frame.
-    pub fn check(&self, port: &PortSession) -> Result<(), SessionError> {
-        let link = port.link_mbps();
+    /// Every size compiles for these ports before the first frame.
+    pub fn check(&self, ports: &Ports<'_>) -> Result<(), SessionError> {
+        let link = ports.first().link_mbps();
         // Frames per second of a given rate at a size; a % without a link speed is refused
         // here, before the first trial, not found when a trial is cut short by it.
         let pps = |flag: &str, rate: &Rate, size: usize| {
@@ -111,11 +115,9 @@ impl Rfc2544 {
         };
         for s in &self.sizes {
             let size = s.get() as usize;
-            port.compile(&[StreamSpec {
-                size,
-                ..self.template.clone()
-            }])
-            .map_err(|e| e.context(format!("size {size}")))?;
+            ports
+                .compile(size, &self.template)
+                .map_err(|e| e.context(format!("size {size}")))?;
             let max = match &self.max {
                 MaxRate::Given(r) => Some(pps("--max-rate", r, size)?),
                 MaxRate::Line => link.map(|mbps| line_rate_pps(size, mbps)),
@@ -133,16 +135,16 @@ impl Rfc2544 {
         Ok(())
     }
 
-    /// Runs the tests at every size, in order, on `port` (whose receiver judges the trials).
+    /// Runs the tests at every size, in order, on `ports` (whose receivers judge the trials).
     pub fn run(
         &self,
-        port: &mut PortSession,
+        ports: Ports<'_>,
         stop: Arc<AtomicBool>,
         observer: &dyn Rfc2544Observer,
     ) -> Measured {
-        let link = port.link_mbps();
+        let link = ports.first().link_mbps();
         let mut trial = SessionTrial {
-            port,
+            ports,
             stop,
             drain: self.drain,
             learning: self.learning_frames,
@@ -152,6 +154,7 @@ impl Rfc2544 {
             mode: String::new(),
             template: self.template.clone(),
             unpaced: None,
+            judge: None,
         };
         let mut sizes = Vec::new();
         let mut cut = None;
@@ -191,10 +194,15 @@ impl Rfc2544 {
             latency_skipped: None,
             loss: None,
             back_to_back: None,
+            directions: Vec::new(),
         };
+        let first = trial.log.len();
         let e = self
             .loads(s, link, trial, &mut r)
             .and_then(|(min, max)| self.tests(size, min, max, trial, &mut r));
+        r.directions = directions::results(&trial.ports.directions(), &trial.log[first..]);
+        directions::sum_loss(&mut r, &trial.log[first..]);
+        let e = e.and_then(|()| self.direction_throughputs(size, trial, &mut r));
         (r, e.err())
     }
 
@@ -322,30 +330,43 @@ impl Rfc2544 {
                     count: None,
                 };
                 let out = trial
-                    .run_spec(trial.spec(size, linerate_stream::Rate::Max), end)
+                    .run_load(size, linerate_stream::Rate::Max, end)
                     .map_err(|e| match e {
                         TrialError::Stopped => Rfc2544Error::Stopped,
                         e => e.into(),
                     })?;
-                let (tx, rx) = tx_rx(&out).unwrap_or((out.sent.iter().map(|s| s.2).sum(), 0));
+                // Over several directions the slowest sender's rate is what every one keeps.
+                let pps = out
+                    .directions
+                    .iter()
+                    .map(|d| d.sent_fps)
+                    .reduce(f64::min)
+                    .unwrap_or(out.pps);
+                let (tx, rx) = out.judged(None).map_or((0, 0), |d| (d.tx, d.rx));
                 trial.log.push(Logged {
                     test: "max-rate",
                     trial: TrialReport {
                         size,
-                        rate_fps: out.report.pps,
-                        duration_s: out.report.elapsed_s,
+                        rate_fps: pps,
+                        duration_s: out.elapsed_s,
                         burst: None,
                         tx,
                         rx,
                         loss_ratio: loss_ratio(tx, rx),
                         latency: None,
                     },
-                    sent_fps: out.report.pps,
+                    sent_fps: pps,
+                    direction: None,
+                    directions: if out.directions.len() > 1 {
+                        out.directions
+                    } else {
+                        Vec::new()
+                    },
                 });
-                if out.report.pps <= 0.0 {
+                if pps <= 0.0 {
                     return Err(Rfc2544Error::NothingSent { size });
                 }
-                Ok((out.report.pps, "max-rate trial"))
+                Ok((pps, "max-rate trial"))
             }
         }
     }

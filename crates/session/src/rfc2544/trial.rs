@@ -1,6 +1,7 @@
-//! The `Trial` of `linerate_bench` over a session's port: a signed stream of the load's size
-//! and rate, for its duration or its burst, then the drain wait, judged by the receiver's
-//! counts.
+//! The `Trial` of `linerate_bench` over a session's ports: a signed stream of the load's size
+//! and rate, for its duration or its burst, then the drain wait, judged by the receivers'
+//! counts. On one port its receiver judges the one flow; over several (hosts, both directions)
+//! every direction sends the load at once and the trial passes only if every direction does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use linerate_bench::{LatencySummary, Load, Trial, TrialOutput, TrialReport};
 use linerate_engine::{Observer, Snapshot};
-use linerate_report::rfc2544::Logged;
+use linerate_report::rfc2544::{DirectionTrial, Logged};
 use linerate_stream::{Rate, StreamSpec};
 
 use super::Rfc2544Observer;
 use crate::error::SessionError;
+use crate::multi::PortRun;
 use crate::options::End;
-use crate::session::{Outcome, PortSession, RunOptions};
+use crate::session::{PortSession, RunOptions, Session};
 
 /// Why a trial did not give an answer.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +36,95 @@ impl Observer for Quiet {
     fn tick(&self, _: &Snapshot) {}
 }
 
+/// Where the trials run.
+#[derive(Debug)]
+pub enum Ports<'a> {
+    /// One port sends the trial's stream; its receiver judges it.
+    One(&'a mut PortSession),
+    /// Several ports send at once, one direction each: every run holds one stream (its
+    /// addresses resolved), whose size and rate each trial sets; the port it goes toward counts
+    /// it.
+    Directions {
+        session: &'a mut Session,
+        runs: Vec<PortRun>,
+    },
+}
+
+impl Ports<'_> {
+    /// The directions' names (the streams'), empty for one port.
+    pub fn directions(&self) -> Vec<String> {
+        match self {
+            Ports::One(_) => Vec::new(),
+            Ports::Directions { runs, .. } => {
+                runs.iter().map(|r| r.streams[0].name.clone()).collect()
+            }
+        }
+    }
+
+    /// The first sending port: its link speed and its mode stand for all.
+    pub fn first(&self) -> &PortSession {
+        match self {
+            Ports::One(p) => p,
+            Ports::Directions { session, runs } => session.port(runs[0].port),
+        }
+    }
+
+    /// Compiles the trials' stream at `size` on every sending port.
+    pub fn compile(&self, size: usize, template: &StreamSpec) -> Result<(), SessionError> {
+        match self {
+            Ports::One(p) => p
+                .compile(&[StreamSpec {
+                    size,
+                    ..template.clone()
+                }])
+                .map(drop),
+            Ports::Directions { session, runs } => runs.iter().try_for_each(|r| {
+                let streams: Vec<StreamSpec> = r
+                    .streams
+                    .iter()
+                    .map(|s| StreamSpec { size, ..s.clone() })
+                    .collect();
+                session.port(r.port).compile(&streams).map(drop)
+            }),
+        }
+    }
+
+    fn check_receivers(&self) -> Result<(), SessionError> {
+        match self {
+            Ports::One(p) => p.check_receiver(),
+            Ports::Directions { session, .. } => session
+                .ports()
+                .iter()
+                .try_for_each(PortSession::check_receiver),
+        }
+    }
+}
+
+/// What one run sent and what came back, per direction (one for one port).
+pub(super) struct Ran {
+    pub directions: Vec<DirectionTrial>,
+    /// Frames per second the (first) sender kept.
+    pub pps: f64,
+    pub elapsed_s: f64,
+    pub mode: Option<String>,
+}
+
+impl Ran {
+    /// The direction a trial is judged by: `judge`'s, or with None the one that lost the most
+    /// (every direction must pass).
+    pub fn judged(&self, judge: Option<usize>) -> Option<&DirectionTrial> {
+        match judge {
+            Some(d) => self.directions.get(d),
+            None => self
+                .directions
+                .iter()
+                .reduce(|a, b| if b.loss_ratio > a.loss_ratio { b } else { a }),
+        }
+    }
+}
+
 pub(super) struct SessionTrial<'a> {
-    pub port: &'a mut PortSession,
+    pub ports: Ports<'a>,
     pub stop: Arc<AtomicBool>,
     pub drain: Duration,
     pub learning: u64,
@@ -48,30 +137,24 @@ pub(super) struct SessionTrial<'a> {
     /// The max load when it is the port's own limit (the line rate, or what a max-rate trial
     /// sent): a trial at exactly this load goes unpaced, as fast as the port takes it.
     pub unpaced: Option<f64>,
+    /// Over several directions, the one whose loss judges the trial; None: the worst of them.
+    pub judge: Option<usize>,
 }
 
 impl SessionTrial<'_> {
-    /// The trials' stream at `size` and `rate` (the one place a trial's rate is set).
-    pub fn spec(&self, size: u32, rate: Rate) -> StreamSpec {
-        StreamSpec {
-            size: size as usize,
-            rate,
-            ..self.template.clone()
-        }
-    }
-
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// Runs the spec and waits out the whole drain: the receiver returns as soon as everything
-    /// arrived, but the DUT's queue and token bucket need the rest of it to be as before.
-    pub fn run_spec(&mut self, spec: StreamSpec, end: End) -> Result<Outcome, TrialError> {
+    /// Runs the trial's stream at `size` and `rate` (on every direction) and waits out the
+    /// whole drain: the receiver returns as soon as everything arrived, but the DUT's queue and
+    /// token bucket need the rest of it to be as before.
+    pub fn run_load(&mut self, size: u32, rate: Rate, end: End) -> Result<Ran, TrialError> {
         if self.stopped() {
             return Err(TrialError::Stopped);
         }
         // The link may have died during the last drain: no trial (up to --trial long) on it.
-        self.port.check_receiver()?;
+        self.ports.check_receivers()?;
         let start = Instant::now();
         let run = RunOptions {
             end,
@@ -79,29 +162,126 @@ impl SessionTrial<'_> {
             observer: &Quiet,
             drain: self.drain,
         };
-        let out = self.port.run(&[spec], run)?;
+        // The one place a trial's size and rate are set.
+        let ran = match &mut self.ports {
+            Ports::One(port) => {
+                let spec = StreamSpec {
+                    size: size as usize,
+                    rate,
+                    ..self.template.clone()
+                };
+                one(port.run(&[spec], run)?)
+            }
+            Ports::Directions { session, runs } => {
+                let mut runs = runs.clone();
+                for s in runs.iter_mut().flat_map(|r| &mut r.streams) {
+                    s.size = size as usize;
+                    s.rate = rate;
+                }
+                let plans = session.compile_all(&runs)?;
+                directions(&runs, &plans, &session.run_all(&runs, &plans, run)?)
+            }
+        };
         if self.stopped() {
             return Err(TrialError::Stopped);
         }
         // A trial whose receive link died is no measurement: the run ends with the trials so
         // far (issue 27 #5).
-        self.port.check_receiver()?;
-        if let Some(w) = out.report.workers.first() {
-            self.mode.clone_from(&w.mode);
+        self.ports.check_receivers()?;
+        if let Some(m) = &ran.mode {
+            self.mode.clone_from(m);
         }
         let waited = start
             .elapsed()
-            .saturating_sub(Duration::from_secs_f64(out.report.elapsed_s));
+            .saturating_sub(Duration::from_secs_f64(ran.elapsed_s));
         std::thread::sleep(self.drain.saturating_sub(waited));
-        Ok(out)
+        Ok(ran)
     }
 }
 
-/// Frames sent and received once (duplicates aside) by the trial's one flow.
-pub(super) fn tx_rx(out: &Outcome) -> Option<(u64, u64)> {
+/// One port's run as its one direction.
+fn one(out: crate::session::Outcome) -> Ran {
     let tx: u64 = out.sent.iter().map(|s| s.2).sum();
-    let flow = out.flows.as_ref().and_then(|f| f.flows.first())?;
-    Some((tx, flow.rx_frames - flow.duplicates))
+    let flow = out.flows.as_ref().and_then(|f| f.flows.first());
+    let directions = flow
+        .map(|f| direction("", tx, f, out.report.pps))
+        .into_iter()
+        .collect();
+    Ran {
+        directions,
+        pps: out.report.pps,
+        elapsed_s: out.report.elapsed_s,
+        mode: out.report.workers.first().map(|w| w.mode.clone()),
+    }
+}
+
+/// Each direction's counts from a run over several ports: what its port sent of its flow,
+/// what the port it goes toward received.
+fn directions(
+    runs: &[PortRun],
+    plans: &[linerate_stream::Plan],
+    outcomes: &[crate::multi::PortOutcome],
+) -> Ran {
+    let mut ran = Ran {
+        directions: Vec::new(),
+        pps: 0.0,
+        elapsed_s: 0.0,
+        mode: None,
+    };
+    for (r, plan) in runs.iter().zip(plans) {
+        let id = plan.first_flow;
+        let by = outcomes.iter().find(|o| o.port == r.port);
+        let report = by.and_then(|o| o.report.as_ref());
+        let tx = by
+            .and_then(|o| o.sent.iter().find(|s| s.0 == id))
+            .map_or(0, |s| s.2);
+        let pps = report.map_or(0.0, |r| r.pps);
+        if ran.mode.is_none() {
+            ran.mode = report
+                .and_then(|r| r.workers.first())
+                .map(|w| w.mode.clone());
+            ran.pps = pps;
+        }
+        ran.elapsed_s = ran.elapsed_s.max(report.map_or(0.0, |r| r.elapsed_s));
+        let flow = r.to[0]
+            .and_then(|to| outcomes.iter().find(|o| o.port == to))
+            .and_then(|o| o.flows.as_ref())
+            .and_then(|f| f.flows.iter().find(|f| f.flow == id));
+        let name = &r.streams[0].name;
+        ran.directions.push(match flow {
+            Some(f) => direction(name, tx, f, pps),
+            None => DirectionTrial {
+                direction: name.clone(),
+                tx,
+                rx: 0,
+                loss_ratio: loss_ratio(tx, 0),
+                sent_fps: pps,
+                latency: None,
+            },
+        });
+    }
+    ran
+}
+
+/// A direction's counts from its flow's report: frames received once (duplicates aside).
+fn direction(name: &str, tx: u64, f: &linerate_rx::FlowReport, pps: f64) -> DirectionTrial {
+    let rx = f.rx_frames - f.duplicates;
+    DirectionTrial {
+        direction: name.to_owned(),
+        tx,
+        rx,
+        loss_ratio: loss_ratio(tx, rx),
+        sent_fps: pps,
+        latency: f.latency.map(|l| LatencySummary {
+            frames: rx,
+            min_ns: l.min,
+            mean_ns: l.mean,
+            p50_ns: l.p50.unwrap_or(l.mean as u64),
+            p99_ns: l.p99.unwrap_or(l.max),
+            p999_ns: l.p999.unwrap_or(l.max),
+            max_ns: l.max,
+        }),
+    }
 }
 
 pub(super) fn loss_ratio(tx: u64, rx: u64) -> f64 {
@@ -117,12 +297,11 @@ impl Trial for SessionTrial<'_> {
 
     fn run(&mut self, load: &Load) -> Result<TrialOutput, TrialError> {
         if self.learning > 0 {
-            let spec = self.spec(load.size, Rate::Pps(1e4));
             let end = End {
                 duration: None,
                 count: Some(self.learning),
             };
-            self.run_spec(spec, end)?;
+            self.run_load(load.size, Rate::Pps(1e4), end)?;
         }
         let count = match load.burst {
             Some(n) => n,
@@ -139,19 +318,16 @@ impl Trial for SessionTrial<'_> {
         } else {
             Rate::Pps(load.rate)
         };
-        let out = self.run_spec(self.spec(load.size, rate), end)?;
-        let (tx, rx) = tx_rx(&out).ok_or(TrialError::NoFlow)?;
-        let flow = out.flows.as_ref().and_then(|f| f.flows.first());
-        let latency = flow.and_then(|f| f.latency).map(|l| LatencySummary {
-            frames: rx,
-            min_ns: l.min,
-            mean_ns: l.mean,
-            p50_ns: l.p50.unwrap_or(l.mean as u64),
-            p99_ns: l.p99.unwrap_or(l.max),
-            p999_ns: l.p999.unwrap_or(l.max),
-            max_ns: l.max,
-        });
-        let loss = loss_ratio(tx, rx);
+        let ran = self.run_load(load.size, rate, end)?;
+        let judged = ran.judged(self.judge).ok_or(TrialError::NoFlow)?;
+        let (tx, rx, mut latency, loss) = (judged.tx, judged.rx, judged.latency, judged.loss_ratio);
+        let several = ran.directions.len() > 1;
+        if several && self.judge.is_none() {
+            // The aggregate's latency is every direction's frames'.
+            let each: Vec<LatencySummary> =
+                ran.directions.iter().filter_map(|d| d.latency).collect();
+            latency = super::directions::pooled(&each);
+        }
         let trial = TrialReport {
             size: load.size,
             rate_fps: load.rate,
@@ -162,26 +338,41 @@ impl Trial for SessionTrial<'_> {
             loss_ratio: loss,
             latency,
         };
-        self.log.push(Logged {
-            test: self.test,
-            trial,
-            sent_fps: out.report.pps,
-        });
         let line = format!(
-            "trial {}: {:.0} fps{} → {}",
-            self.log.len(),
+            "trial {}: {:.0} fps{}{} → {}",
+            self.log.len() + 1,
             load.rate,
+            if several { " each way" } else { "" },
             match load.burst {
                 Some(n) => format!(", burst {n}"),
                 None => format!(" for {:.2} s", load.duration.as_secs_f64()),
             },
-            if tx > rx {
-                format!("loss {:.4} %", loss * 100.0)
+            if several {
+                ran.directions
+                    .iter()
+                    .map(|d| format!("{} {}", d.direction, loss_word(d.tx, d.rx, d.loss_ratio)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             } else {
-                "no loss".into()
+                loss_word(tx, rx, loss)
             }
         );
+        self.log.push(Logged {
+            test: self.test,
+            trial,
+            sent_fps: ran.pps,
+            direction: self.judge.map(|d| ran.directions[d].direction.clone()),
+            directions: if several { ran.directions } else { Vec::new() },
+        });
         self.observer.trial(load.size, self.test, &line);
         Ok(TrialOutput { tx, rx, latency })
+    }
+}
+
+fn loss_word(tx: u64, rx: u64, loss: f64) -> String {
+    if tx > rx {
+        format!("loss {:.4} %", loss * 100.0)
+    } else {
+        "no loss".into()
     }
 }

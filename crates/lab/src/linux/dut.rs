@@ -58,7 +58,7 @@ pub(crate) fn layout(name: &str, kind: DutKind) -> Dut {
 /// Pins under the lab's pin directory.
 const DUT_LINK_PIN: &str = "dut-link";
 const IMPAIR_MAP_PIN: &str = "impair-counters";
-const ROUTER_PASS_PINS: [&str; 2] = ["router-pass-0", "router-pass-1"];
+const ROUTER_PASS_PIN: &str = "router-pass";
 
 /// The record of the impairments in force, for `lab status` and the delay line.
 pub(crate) fn impair_path(name: &str) -> PathBuf {
@@ -211,21 +211,21 @@ fn add_bridge(inside: &mut Rtnl, lab: &Lab, dut: &Dut) -> Result<(), LabError> {
 
 /// Loads `bpf/dut_fwd.bpf.c`, points its devmap at the DUT's egress and attaches it to the
 /// DUT's ingress (native XDP), pinned so it outlives this process.
-/// `bpf/pass.bpf.c` on both router ends. A veth delivers XDP frames (XDP_TX, a redirect) only
-/// to a peer that runs XDP: with it, what a port of the lab sends from XDP — the hosts' ARP and
-/// ND answers, live frames — reaches the router as a NIC's would. Every frame passes on to the
-/// router's stack unchanged.
+/// `bpf/pass.bpf.c` on the router's end toward the sink. A veth delivers XDP frames (XDP_TX, a
+/// redirect) only to a peer that runs XDP: with it, the answers a receiver on the lab's receive
+/// end sends from XDP (its hosts' ARP and ND, in the driver mode the pinned sink's link has)
+/// reach the router as a NIC's would. Every frame passes on to the router's stack unchanged.
+/// The end toward the sender gets none on purpose: live frames sent on `<name>0` would then
+/// reach the router too, and a router lab's default transmitter would change from AF_XDP to
+/// live, whose bursts into a veth lose frames at the veth's own queue (a back-to-back search
+/// finds 64 frames) and whose paced spinning starves the delay line. A host on `<name>0`
+/// answers from the generic hook instead (`linerate_hosts::answer_mode`).
 fn attach_router_pass(lab: &Lab, dut: &Dut) -> Result<(), LabError> {
     let object =
         linerate_xdp::load_object_checked("pass", linerate_xdp::pass_object(), &[], |_| Ok(()))?;
-    for (end, pin) in [
-        (&dut.ingress, ROUTER_PASS_PINS[0]),
-        (&dut.egress, ROUTER_PASS_PINS[1]),
-    ] {
-        let mut link =
-            linerate_xdp::attach_object(&object, end, Some(&dut.netns), AttachMode::Drv)?;
-        link.pin(&pin_dir(&lab.name).join(pin))?;
-    }
+    let mut link =
+        linerate_xdp::attach_object(&object, &dut.egress, Some(&dut.netns), AttachMode::Drv)?;
+    link.pin(&pin_dir(&lab.name).join(ROUTER_PASS_PIN))?;
     Ok(())
 }
 
@@ -320,8 +320,7 @@ pub(crate) fn remove(name: &str) -> Vec<Result<(), LabError>> {
     vec![
         delay::stop(name),
         linerate_xdp::unpin_link(&dir.join(DUT_LINK_PIN)).map_err(LabError::from),
-        linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PINS[0])).map_err(LabError::from),
-        linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PINS[1])).map_err(LabError::from),
+        linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PIN)).map_err(LabError::from),
         linerate_xdp::unpin(&dir.join(IMPAIR_MAP_PIN)).map_err(LabError::from),
         remove_file(&impair_path(name)),
     ]

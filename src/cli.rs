@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
-use linerate_stream::{Encap, Proto, SizeMode, StreamSpec, Vary};
+use linerate_stream::{ArpOp, Encap, Proto, SizeMode, StreamSpec, Vary};
 use linerate_wire::{Mac, Payload, TcpFlags};
 
 #[cfg(test)]
@@ -411,6 +411,8 @@ pub enum ProtoArg {
     Udp,
     Tcp,
     Icmp,
+    /// An ARP request or reply in place of IP (the --arp-… flags).
+    Arp,
 }
 
 #[derive(Debug, Args)]
@@ -671,13 +673,35 @@ pub struct TemplateFlags {
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tcp_flags: Option<TcpFlags>,
+    /// ARP operation, request or reply (with --proto arp) [default: request].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_op: Option<ArpOp>,
+    /// ARP sender hardware address (with --proto arp) [default: the source MAC].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_sender_mac: Option<Mac>,
+    /// ARP sender IPv4 address (with --proto arp) [default: the source address].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_sender_ip: Option<Ipv4Addr>,
+    /// ARP target hardware address (with --proto arp) [default: zeros in a request, the
+    /// destination MAC in a reply].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_target_mac: Option<Mac>,
+    /// ARP target IPv4 address (with --proto arp) [default: the destination address].
+    #[arg(long)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arp_target_ip: Option<Ipv4Addr>,
     /// fixed:0xAB | inc | random[:SEED] | pattern:HEX | raw:HEX [default: inc]
     #[arg(long)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payload: Option<Payload>,
     /// FIELD:inc|dec|random:START-END[:STEP][,mask=M] (repeatable). Fields: src-mac, dst-mac,
-    /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET[/WIDTH]. Default:
-    /// ip-id:inc:0-9 (ten distinct frames) when no field varies and the stream is IPv4.
+    /// vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, arp-sender-mac, arp-sender-ip,
+    /// arp-target-mac, arp-target-ip, byte@OFFSET[/WIDTH]. Default: ip-id:inc:0-9 (ten
+    /// distinct frames) when no field varies and the stream is IPv4 over UDP, TCP or ICMP.
     #[arg(long)]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub vary: Vec<Vary>,
@@ -708,7 +732,8 @@ impl TemplateFlags {
         }
         // The seed's ten distinct frames come from the IPv4 identification; IPv6 has none, so
         // an IPv6 stream without --vary repeats one frame.
-        let base = if self.vary.is_empty() && !self.ipv6 {
+        let arp = self.proto == Some(ProtoArg::Arp);
+        let base = if self.vary.is_empty() && !self.ipv6 && !arp {
             StreamSpec::seed()
         } else {
             StreamSpec::default()
@@ -717,6 +742,7 @@ impl TemplateFlags {
             ProtoArg::Udp => Proto::Udp,
             ProtoArg::Tcp => Proto::Tcp,
             ProtoArg::Icmp => Proto::Icmp,
+            ProtoArg::Arp => Proto::Arp,
         });
         Ok(StreamSpec {
             size: self.size.unwrap_or(base.size),
@@ -732,6 +758,11 @@ impl TemplateFlags {
             signature: self.signature || base.signature,
             proto: proto.unwrap_or(base.proto),
             tcp_flags: self.tcp_flags.unwrap_or(base.tcp_flags),
+            arp_op: self.arp_op.unwrap_or(base.arp_op),
+            arp_sender_mac: self.arp_sender_mac.or(base.arp_sender_mac),
+            arp_sender_ip: self.arp_sender_ip.or(base.arp_sender_ip),
+            arp_target_mac: self.arp_target_mac.or(base.arp_target_mac),
+            arp_target_ip: self.arp_target_ip.or(base.arp_target_ip),
             payload: self.payload.clone().unwrap_or(base.payload),
             vary: if self.vary.is_empty() {
                 base.vary
@@ -877,6 +908,33 @@ mod tests {
             .unwrap();
         assert!(v6.ipv6);
         assert_eq!(v6.vary, vec!["src-port:inc:1-2".parse().unwrap()]);
+        let arp = template(&[
+            "--proto",
+            "arp",
+            "--arp-op",
+            "reply",
+            "--arp-sender-mac",
+            "02:00:00:00:00:0c",
+            "--arp-sender-ip",
+            "10.0.0.1",
+            "--arp-target-mac",
+            "02:00:00:00:00:0d",
+            "--arp-target-ip",
+            "10.0.0.2",
+        ])
+        .spec()
+        .unwrap();
+        let expected = StreamSpec {
+            proto: Proto::Arp,
+            arp_op: ArpOp::Reply,
+            arp_sender_mac: Some("02:00:00:00:00:0c".parse().unwrap()),
+            arp_sender_ip: Some("10.0.0.1".parse().unwrap()),
+            arp_target_mac: Some("02:00:00:00:00:0d".parse().unwrap()),
+            arp_target_ip: Some("10.0.0.2".parse().unwrap()),
+            // The seed varies the IP identification, which an ARP frame does not have.
+            ..StreamSpec::default()
+        };
+        assert_eq!(arp, expected);
         assert_eq!(
             template(&["--size", "99", "--ipv6"]).given(),
             vec!["ipv6".to_string(), "size".to_string()]

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::error::{Refusal, Refusals};
 use crate::model::*;
 
+mod arp;
 mod config;
 mod custom;
 mod duration;

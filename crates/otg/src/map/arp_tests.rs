@@ -103,3 +103,37 @@ fn an_arp_flow_without_fields_takes_the_stream_defaults() {
     assert_eq!(s.arp_sender_ip, None);
     Plan::compile(&m.streams, &Limits::default()).unwrap();
 }
+
+#[test]
+fn arp_inside_vxlan_keeps_its_ethernet_header() {
+    let m = map(json!([
+        {"choice": "ethernet", "ethernet": {}},
+        {"choice": "ipv4", "ipv4": {"dst": one(json!("192.0.2.2"))}},
+        {"choice": "udp", "udp": {}},
+        {"choice": "vxlan", "vxlan": {"vni": one(json!(9))}},
+        eth(),
+        {"choice": "arp", "arp": {"target_protocol_addr": one(json!("10.0.0.7"))}}
+    ]))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = &m.streams[0];
+    assert_eq!(s.proto, Proto::Arp);
+    let encap = s
+        .encap
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert_eq!(encap, "ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=9");
+    // The outer headers take 50 bytes of the 68 the config asks: the smallest frame is 96.
+    let err = Plan::compile(&m.streams, &Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("96"), "{err}");
+    let mut streams = m.streams.clone();
+    streams[0].size = 128;
+    let plan = Plan::compile(&streams, &Limits::default()).unwrap();
+    let Shape::Cycle { cycle, .. } = &plan.shape else {
+        panic!("one cycle");
+    };
+    // Outer Ethernet, IPv4, UDP and VXLAN (50 bytes), then the inner Ethernet and ARP.
+    let inner = &cycle.frames[0][50..];
+    assert_eq!(&inner[12..14], &[0x08, 0x06]);
+    assert_eq!(&inner[14 + 24..14 + 28], &[10, 0, 0, 7]);
+}

@@ -227,6 +227,7 @@ pub struct FlowHeader {
     pub gre: Option<Box<FlowGre>>,
     pub mpls: Option<Box<FlowMpls>>,
     pub gtpv1: Option<Box<FlowGtpv1>>,
+    pub arp: Option<Box<FlowArp>>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -414,6 +415,22 @@ pub struct FlowGtpv1 {
     pub n_pdu_number: Option<Pattern>,
     pub next_extension_header_type: Option<Pattern>,
     pub extension_headers: Option<Vec<Value>>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flow.Arp
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowArp {
+    pub hardware_type: Option<Pattern>,
+    pub protocol_type: Option<Pattern>,
+    pub hardware_length: Option<Pattern>,
+    pub protocol_length: Option<Pattern>,
+    pub operation: Option<Pattern>,
+    pub sender_hardware_addr: Option<Pattern>,
+    pub sender_protocol_addr: Option<Pattern>,
+    pub target_hardware_addr: Option<Pattern>,
+    pub target_protocol_addr: Option<Pattern>,
     #[serde(flatten)]
     pub rest: Rest,
 }

@@ -2,6 +2,7 @@
 //! once, and compiled into a `Plan`: pre-built frames plus the few patches the hot loop applies.
 //! Nothing here does I/O on the network or knows about ports.
 
+mod arp;
 mod capture;
 mod encap;
 mod error;
@@ -18,6 +19,7 @@ mod text;
 mod truncation;
 mod vary;
 
+pub use arp::ArpOp;
 pub use capture::{
     Capture, CaptureFormat, Frames, Hold, MAX_CAPTURE_BYTES, MAX_CAPTURE_FRAMES, Replay, Speed,
 };

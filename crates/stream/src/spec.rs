@@ -7,12 +7,13 @@ use linerate_wire::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::arp::{ArpKeys, ArpOp};
 use crate::encap::{Encap, OuterDefaults};
 use crate::size::Sizes;
 use crate::template::Template;
 use crate::{Rate, SizeMode, StreamError, Vary, VarySpec};
 
-/// Layer 4 of the template frame.
+/// Layer 4 of the template frame, or ARP in place of IP and L4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Proto {
@@ -20,6 +21,8 @@ pub enum Proto {
     Udp,
     Tcp,
     Icmp,
+    /// No IP: the frame is an ARP request or reply (`crate::arp`).
+    Arp,
 }
 
 /// What a port does when a stream has sent its `count`, as Ostinato models it.
@@ -81,6 +84,20 @@ pub struct StreamSpec {
     pub src_port: u16,
     pub dst_port: u16,
     pub tcp_flags: TcpFlags,
+    /// ARP streams (`proto = "arp"`): request or reply.
+    pub arp_op: ArpOp,
+    /// None: the frame's source MAC.
+    #[serde(with = "crate::text::optional")]
+    pub arp_sender_mac: Option<Mac>,
+    /// None: `src-ip`'s value.
+    #[serde(with = "crate::text::optional")]
+    pub arp_sender_ip: Option<Ipv4Addr>,
+    /// None: all zeros in a request, the frame's destination MAC in a reply.
+    #[serde(with = "crate::text::optional")]
+    pub arp_target_mac: Option<Mac>,
+    /// None: `dst-ip`'s value.
+    #[serde(with = "crate::text::optional")]
+    pub arp_target_ip: Option<Ipv4Addr>,
     pub payload: Payload,
     /// Frame size, FCS included.
     pub size: usize,
@@ -138,6 +155,11 @@ impl Default for StreamSpec {
                 syn: true,
                 ..TcpFlags::default()
             },
+            arp_op: ArpOp::Request,
+            arp_sender_mac: None,
+            arp_sender_ip: None,
+            arp_target_mac: None,
+            arp_target_ip: None,
             payload: Payload::Increment,
             size: 64,
             size_mode: SizeMode::Fixed,
@@ -258,7 +280,17 @@ impl StreamSpec {
     /// The frame's header stack: the outer headers of `encap` (if any), then the stream's own.
     fn template(&self, limits: &Limits) -> Result<Template, StreamError> {
         let frame = self.frame(limits)?;
-        let mut stack = StackSpec::from(&frame);
+        let arp = ArpKeys::of(self);
+        let mut stack = match self.proto {
+            Proto::Arp => arp.stack(&self.name, &frame)?,
+            _ if arp.any_given() => {
+                return Err(self.invalid(
+                    "the arp-… keys describe an ARP frame: add proto = \"arp\" (--proto arp)"
+                        .into(),
+                ));
+            }
+            _ => StackSpec::from(&frame),
+        };
         let Some(encap) = &self.encap else {
             return Ok(Template::new(stack)?);
         };
@@ -273,6 +305,11 @@ impl StreamSpec {
             ipv6: DEFAULT_IPV6,
         })?;
         if !encap.carries_ethernet() {
+            if self.proto == Proto::Arp {
+                return Err(encap_error(
+                    "an ARP frame keeps its Ethernet header inside the tunnel: end the encap with vxlan, nvgre or ethernet".into(),
+                ));
+            }
             if self.vlan.is_some() {
                 return Err(encap_error(
                     "the stream's vlan tag needs its Ethernet header inside the tunnel: end the encap with vxlan, nvgre or ethernet, or drop vlan".into(),
@@ -321,6 +358,11 @@ impl StreamSpec {
             Proto::Icmp => L4Spec::IcmpEcho {
                 id: self.src_port,
                 seq: 0,
+            },
+            // An ARP stream takes only the Ethernet header and addresses of this frame.
+            Proto::Arp => L4Spec::Udp {
+                src_port: 0,
+                dst_port: 0,
             },
         };
         Ok(FrameSpec {

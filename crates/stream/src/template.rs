@@ -20,7 +20,7 @@ pub(crate) struct Built {
 }
 
 impl Template {
-    /// `stack` must end in the stream's IP and L4 headers, as every stream's does.
+    /// `stack` must end in the stream's IP and L4 headers, or in its ARP header.
     pub fn new(stack: StackSpec) -> Result<Self, linerate_wire::WireError> {
         stack.validate()?;
         Ok(Self { stack })
@@ -30,7 +30,7 @@ impl Template {
         let frame = self.stack.build(size)?;
         let layout = frame.flow_layout().ok_or_else(|| StreamError::Invalid {
             stream: "template".into(),
-            why: "the stack does not end in the stream's IP and L4 headers".into(),
+            why: "the stack ends in neither the stream's IP and L4 headers nor ARP".into(),
         })?;
         Ok(Built { frame, layout })
     }

@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::mac::{MacAddr, format_mac, mac_to_u64, parse_mac};
 use crate::spec::parse_uint;
+use crate::tunnel::arp;
 use crate::{L4Proto, Layout, WireError, checksum};
 
 /// A field a stream can vary from frame to frame.
@@ -20,6 +21,12 @@ pub enum Field {
     Ttl,
     SrcPort,
     DstPort,
+    /// ARP sender hardware address (an ARP frame's, as `src-mac` is its Ethernet source).
+    ArpSenderMac,
+    /// ARP sender protocol (IPv4) address.
+    ArpSenderIp,
+    ArpTargetMac,
+    ArpTargetIp,
     /// `width` bytes (1, 2, 4 or 8) big-endian at a buffer offset.
     Byte {
         offset: u16,
@@ -27,7 +34,7 @@ pub enum Field {
     },
 }
 
-const NAMED: [(&str, Field); 9] = [
+const NAMED: [(&str, Field); 13] = [
     ("src-mac", Field::SrcMac),
     ("dst-mac", Field::DstMac),
     ("vlan-id", Field::VlanId),
@@ -37,9 +44,13 @@ const NAMED: [(&str, Field); 9] = [
     ("ttl", Field::Ttl),
     ("src-port", Field::SrcPort),
     ("dst-port", Field::DstPort),
+    ("arp-sender-mac", Field::ArpSenderMac),
+    ("arp-sender-ip", Field::ArpSenderIp),
+    ("arp-target-mac", Field::ArpTargetMac),
+    ("arp-target-ip", Field::ArpTargetIp),
 ];
 
-const KNOWN_FIELDS: &str = "src-mac, dst-mac, vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, byte@OFFSET, byte@OFFSET/WIDTH (width 1, 2, 4 or 8)";
+const KNOWN_FIELDS: &str = "src-mac, dst-mac, vlan-id, src-ip, dst-ip, ip-id, ttl, src-port, dst-port, arp-sender-mac, arp-sender-ip, arp-target-mac, arp-target-ip, byte@OFFSET, byte@OFFSET/WIDTH (width 1, 2, 4 or 8)";
 
 /// An IPv6 address field is its low 64 bits: the upper half comes from the template.
 const IPV6_LOW: core::ops::Range<usize> = ipv6::ADDR_LOW..16;
@@ -109,6 +120,9 @@ impl Field {
     /// Where the field sits in a frame of this layout and which checksums cover it. Pass the
     /// layout of the smallest frame a stream sends, so that a byte field fits in all of them.
     pub fn locate(&self, layout: &Layout) -> Result<FieldLoc, WireError> {
+        if let Some(arp) = layout.arp_offset {
+            return self.locate_in_arp(layout, arp);
+        }
         let ip = layout.ip_offset;
         let l4 = layout.l4_offset;
         let (range, bits) = match (self, layout.ipv6) {
@@ -146,19 +160,13 @@ impl Field {
                 };
                 (at(l4, r), ones(2))
             }
-            (Field::Byte { offset, width }, _) => {
-                if !(1..=8).contains(width) {
-                    return Err(self.not_in_frame(format!("width {width} is not in 1..=8")));
-                }
-                let r = usize::from(*offset)..usize::from(*offset) + usize::from(*width);
-                if r.end > layout.len {
-                    return Err(self.not_in_frame(format!(
-                        "it ends at byte {} but the smallest frame holds {} bytes (FCS excluded)",
-                        r.end, layout.len
-                    )));
-                }
-                (r, ones(*width))
+            (
+                Field::ArpSenderMac | Field::ArpSenderIp | Field::ArpTargetMac | Field::ArpTargetIp,
+                _,
+            ) => {
+                return Err(self.not_in_frame("the frame is not ARP (proto = \"arp\")"));
             }
+            (Field::Byte { .. }, _) => (self.byte_range(layout)?, ones(self.width())),
         };
         let (ip_csum, l4_csum) = coverage(self, layout, &range)?;
         Ok(FieldLoc {
@@ -171,6 +179,67 @@ impl Field {
         })
     }
 
+    /// The bytes of a `byte@` field, which must lie inside the smallest frame.
+    fn byte_range(&self, layout: &Layout) -> Result<core::ops::Range<usize>, WireError> {
+        let &Field::Byte { offset, width } = self else {
+            return Err(self.not_in_frame("it is not a byte field"));
+        };
+        if !(1..=8).contains(&width) {
+            return Err(self.not_in_frame(format!("width {width} is not in 1..=8")));
+        }
+        let r = usize::from(offset)..usize::from(offset) + usize::from(width);
+        if r.end > layout.len {
+            return Err(self.not_in_frame(format!(
+                "it ends at byte {} but the smallest frame holds {} bytes (FCS excluded)",
+                r.end, layout.len
+            )));
+        }
+        Ok(r)
+    }
+
+    fn width(&self) -> u8 {
+        match self {
+            Field::Byte { width, .. } => *width,
+            _ => 0,
+        }
+    }
+
+    /// Where the field sits in an ARP frame whose ARP header is at `arp`. No checksum covers
+    /// anything in it, so every field patches plainly.
+    fn locate_in_arp(&self, layout: &Layout, arp: usize) -> Result<FieldLoc, WireError> {
+        let (range, bits) = match self {
+            Field::SrcMac => (at(layout.eth_offset, ethernet::field::SRC), ones(6)),
+            Field::DstMac => (at(layout.eth_offset, ethernet::field::DST), ones(6)),
+            Field::VlanId => {
+                let t = layout
+                    .vlan_offset
+                    .ok_or_else(|| self.not_in_frame("the frame has no VLAN tag"))?;
+                (at(t, vlan::field::TCI), u64::from(vlan::VID_MASK))
+            }
+            Field::ArpSenderMac => (at(arp, arp::field::SHA), ones(6)),
+            Field::ArpSenderIp => (at(arp, arp::field::SPA), ones(4)),
+            Field::ArpTargetMac => (at(arp, arp::field::THA), ones(6)),
+            Field::ArpTargetIp => (at(arp, arp::field::TPA), ones(4)),
+            Field::Byte { .. } => (self.byte_range(layout)?, ones(self.width())),
+            Field::SrcIp | Field::DstIp | Field::IpId | Field::Ttl => {
+                return Err(self.not_in_frame(
+                    "an ARP frame has no IP header: vary arp-sender-ip or arp-target-ip",
+                ));
+            }
+            Field::SrcPort | Field::DstPort => {
+                return Err(self.not_in_frame("an ARP frame has no ports"));
+            }
+        };
+        Ok(FieldLoc {
+            offset: range.start as u16,
+            width: range.len() as u8,
+            bits,
+            ip_csum: None,
+            l4_csum: None,
+            l4_udp: false,
+        })
+    }
+
     /// Largest value the field can hold; an IPv6 address field is the low 64 bits.
     pub fn max_value(&self, layout: &Layout) -> u64 {
         self.max_for(layout.ipv6)
@@ -178,7 +247,8 @@ impl Field {
 
     fn max_for(&self, ipv6: bool) -> u64 {
         match self {
-            Field::SrcMac | Field::DstMac => ones(6),
+            Field::SrcMac | Field::DstMac | Field::ArpSenderMac | Field::ArpTargetMac => ones(6),
+            Field::ArpSenderIp | Field::ArpTargetIp => ones(4),
             Field::VlanId => u64::from(vlan::MAX_VID),
             Field::SrcIp | Field::DstIp if ipv6 => u64::MAX,
             Field::SrcIp | Field::DstIp => ones(4),
@@ -349,18 +419,22 @@ impl FieldValue {
     pub fn parse(field: &Field, s: &str) -> Result<Self, WireError> {
         let t = s.trim();
         let value = match field {
-            Field::SrcMac | Field::DstMac => Self::Mac(parse_mac(t)?),
-            Field::SrcIp | Field::DstIp => match t.parse::<IpAddr>() {
-                Ok(IpAddr::V4(a)) => Self::Ipv4(a),
-                Ok(IpAddr::V6(a)) => Self::Ipv6(a),
-                Err(_) => {
-                    return Err(WireError::BadIp {
-                        field: field.name(),
-                        input: s.to_string(),
-                        expected: "an address like 192.0.2.1 or 2001:db8::1",
-                    });
+            Field::SrcMac | Field::DstMac | Field::ArpSenderMac | Field::ArpTargetMac => {
+                Self::Mac(parse_mac(t)?)
+            }
+            Field::SrcIp | Field::DstIp | Field::ArpSenderIp | Field::ArpTargetIp => {
+                match t.parse::<IpAddr>() {
+                    Ok(IpAddr::V4(a)) => Self::Ipv4(a),
+                    Ok(IpAddr::V6(a)) => Self::Ipv6(a),
+                    Err(_) => {
+                        return Err(WireError::BadIp {
+                            field: field.name(),
+                            input: s.to_string(),
+                            expected: "an address like 192.0.2.1 or 2001:db8::1",
+                        });
+                    }
                 }
-            },
+            }
             _ => Self::Int(parse_uint(t).ok_or_else(|| WireError::BadValue {
                 field: field.name(),
                 input: s.to_string(),

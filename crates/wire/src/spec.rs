@@ -329,6 +329,10 @@ pub struct Layout {
     pub l4: L4Proto,
     pub payload_offset: usize,
     pub len: usize,
+    /// Offset of the ARP header when the frame is ARP (no IP, no L4): `ip_offset` and
+    /// `l4_offset` then hold the ARP header's start and end, `l4` means nothing, and fields are
+    /// located in the ARP header (`Field::locate`).
+    pub arp_offset: Option<usize>,
 }
 
 /// A built frame: the bytes to put in a buffer (no FCS) and where its headers are.
@@ -379,6 +383,7 @@ impl FrameSpec {
             l4,
             payload_offset: l4_offset + l4.header_len(),
             len: buffer_len(frame_size),
+            arp_offset: None,
         }
     }
 

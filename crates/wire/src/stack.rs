@@ -389,9 +389,13 @@ impl StackFrame {
 
     /// The headers of the flow the frame carries, as the field engine locates named fields: the
     /// last layer (UDP, TCP or ICMP), the IP header before it, the innermost Ethernet header and
-    /// the VLAN tag after it. None when the stack does not end in IP and one of those.
+    /// the VLAN tag after it; for a stack ending in ARP, the ARP header in their place. None
+    /// when the stack ends in neither.
     pub fn flow_layout(&self) -> Option<Layout> {
         let (l4, rest) = self.layers.split_last()?;
+        if l4.kind == LayerKind::Arp {
+            return self.arp_layout(l4, rest);
+        }
         let l4_proto = match l4.kind {
             LayerKind::Udp => L4Proto::Udp,
             LayerKind::Tcp => L4Proto::Tcp,
@@ -418,6 +422,27 @@ impl StackFrame {
             l4: l4_proto,
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
+            arp_offset: None,
+        })
+    }
+
+    /// An ARP frame's layout: the Ethernet header and VLAN tag before the ARP header, which
+    /// stands where the IP and L4 headers of a flow would (see `Layout::arp_offset`).
+    fn arp_layout(&self, arp: &Layer, rest: &[Layer]) -> Option<Layout> {
+        let eth = rest.iter().rposition(|l| l.kind == LayerKind::Ethernet)?;
+        Some(Layout {
+            eth_offset: rest[eth].offset,
+            vlan_offset: rest[eth..]
+                .iter()
+                .rfind(|l| l.kind == LayerKind::Vlan)
+                .map(|l| l.offset),
+            ip_offset: arp.offset,
+            ipv6: false,
+            l4_offset: arp.offset + arp.len,
+            l4: L4Proto::Udp,
+            payload_offset: self.payload_offset,
+            len: self.bytes.len(),
+            arp_offset: Some(arp.offset),
         })
     }
 

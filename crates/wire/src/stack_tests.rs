@@ -774,6 +774,37 @@ fn the_flow_layout_is_the_innermost_ethernet_ip_and_l4() {
     let l = f.flow_layout().unwrap();
     assert_eq!((l.eth_offset, l.vlan_offset), (0, Some(12)));
     assert_eq!(l.ip_offset, f.offset_of(LayerKind::Ipv4, 1).unwrap());
-    let arp = stack(vec![eth(), arp()]).build(64).unwrap();
-    assert_eq!(arp.flow_layout(), None);
+    let arp = stack(vec![eth(), vlan(VlanTpid::Dot1Q, 7, 0), arp()])
+        .build(64)
+        .unwrap();
+    let l = arp.flow_layout().unwrap();
+    assert_eq!((l.eth_offset, l.vlan_offset), (0, Some(12)));
+    assert_eq!(l.arp_offset, Some(18));
+    assert_eq!(l.payload_offset, 18 + 28);
+}
+
+#[test]
+fn arp_fields_are_located_in_the_arp_header_without_checksums() {
+    use crate::{Field, FieldValue};
+    let mut f = stack(vec![eth(), arp()]).build(64).unwrap();
+    let l = f.flow_layout().unwrap();
+    let spa = Field::ArpSenderIp.locate(&l).unwrap();
+    assert_eq!((spa.offset, spa.width), (14 + 14, 4));
+    assert_eq!((spa.ip_csum, spa.l4_csum), (None, None));
+    let tha = Field::ArpTargetMac.locate(&l).unwrap();
+    assert_eq!((tha.offset, tha.width), (14 + 18, 6));
+    let ip = FieldValue::parse(&Field::ArpTargetIp, "10.0.0.9").unwrap();
+    let tpa = Field::ArpTargetIp.locate(&l).unwrap();
+    tpa.write(&mut f.bytes, ip.bits(&Field::ArpTargetIp, false).unwrap());
+    assert_eq!(&f.bytes[14 + 24..14 + 28], &[10, 0, 0, 9]);
+    for refused in [Field::SrcIp, Field::Ttl, Field::DstPort] {
+        let err = refused.locate(&l).unwrap_err().to_string();
+        assert!(err.contains("ARP"), "{err}");
+    }
+    let ip_frame = stack(vec![eth(), v4(0), udp(Some(9))]).build(64).unwrap();
+    let err = Field::ArpSenderIp
+        .locate(&ip_frame.flow_layout().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not ARP"), "{err}");
 }

@@ -261,6 +261,24 @@ fn stacks() -> Vec<(&'static str, Vec<HeaderSpec>)> {
                 },
             ],
         ),
+        (
+            "arp-reply-tagged",
+            vec![
+                eth(1),
+                HeaderSpec::Vlan {
+                    tpid: VlanTpid::Dot1Q,
+                    id: 42,
+                    pcp: 0,
+                },
+                HeaderSpec::Arp {
+                    op: 2,
+                    sender_mac: [0x02, 0, 0, 0, 0, 0x0a],
+                    sender_ip: Ipv4Addr::new(198, 51, 100, 7),
+                    target_mac: [0x02, 0, 0, 0, 0, 0x0b],
+                    target_ip: Ipv4Addr::new(198, 51, 100, 9),
+                },
+            ],
+        ),
     ]
 }
 
@@ -434,11 +452,23 @@ fn check_layer(what: &str, layer: &Value, spec: &HeaderSpec, frame: &StackFrame,
         }
         HeaderSpec::Arp {
             op,
+            sender_mac,
             sender_ip,
+            target_mac,
             target_ip,
-            ..
         } => {
             assert_eq!(field(layer, "op"), u64::from(*op), "{}", at("op"));
+            for (name, want) in [("hwtype", 1), ("ptype", 0x0800), ("hwlen", 6), ("plen", 4)] {
+                assert_eq!(field(layer, name), want, "{}", at(name));
+            }
+            for (name, mac) in [("hwsrc", sender_mac), ("hwdst", target_mac)] {
+                assert_eq!(
+                    layer["fields"][name],
+                    linerate_wire::format_mac(mac),
+                    "{}",
+                    at(name)
+                );
+            }
             assert_eq!(
                 layer["fields"]["psrc"],
                 sender_ip.to_string(),

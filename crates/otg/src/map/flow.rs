@@ -8,7 +8,7 @@ use super::{Cx, FlowPlan, HostPlan, PortPlan};
 use crate::model::*;
 
 /// Where a header may stand: ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp,
-/// then custom bytes.
+/// then custom bytes; or ethernet, one optional vlan and arp, which ends the frame.
 #[derive(PartialEq, PartialOrd, Clone, Copy)]
 enum Stage {
     Start,
@@ -17,6 +17,7 @@ enum Stage {
     Ip,
     L4,
     Custom,
+    Arp,
 }
 
 impl Stage {
@@ -27,6 +28,7 @@ impl Stage {
             "ipv4" | "ipv6" => Stage::Ip,
             "udp" | "tcp" | "icmp" => Stage::L4,
             "custom" => Stage::Custom,
+            "arp" => Stage::Arp,
             _ => return None,
         })
     }
@@ -38,6 +40,7 @@ impl Stage {
             Stage::Ip => matches!(before, Stage::Eth | Stage::Vlan),
             Stage::L4 => before == Stage::Ip,
             Stage::Custom => matches!(before, Stage::L4 | Stage::Custom),
+            Stage::Arp => matches!(before, Stage::Eth | Stage::Vlan),
             Stage::Start => false,
         }
     }
@@ -316,7 +319,7 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them, inside vxlan, gre, mpls or gtpv1 tunnels"
+                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them, or arp after ethernet and vlan, inside vxlan, gre, mpls or gtpv1 tunnels"
                     ),
                 );
                 return;
@@ -325,7 +328,7 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes (after a tunnel header, from ipv4 or ipv6 on)"
+                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes, or ethernet, one optional vlan and arp (after a tunnel header, from ipv4 or ipv6 on)"
                     ),
                 );
                 return;
@@ -340,6 +343,7 @@ impl Cx {
                 "udp" => self.udp(&at, h.udp.as_deref(), spec),
                 "tcp" => self.tcp(&at, h.tcp.as_deref(), spec),
                 "icmp" => self.icmp(&p, h.icmp.as_deref(), spec),
+                "arp" => self.arp(&at, h.arp.as_deref(), spec),
                 _ => self.custom(&at, h.custom.as_deref(), &mut payload),
             };
             if mapped.is_none() {
@@ -349,7 +353,7 @@ impl Cx {
         if stage < Stage::L4 {
             self.refuse(
                 format!("{path}.packet"),
-                "linerate builds IP frames: give ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp",
+                "linerate builds IP frames: give ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp (or arp after ethernet and vlan)",
             );
         }
         if !payload.is_empty() {
@@ -372,6 +376,7 @@ fn implied_choice(h: &FlowHeader) -> &'static str {
         ("gre", h.gre.is_some()),
         ("mpls", h.mpls.is_some()),
         ("gtpv1", h.gtpv1.is_some()),
+        ("arp", h.arp.is_some()),
     ]
     .iter()
     .find(|(_, s)| *s)

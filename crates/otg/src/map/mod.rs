@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::error::{Refusal, Refusals};
 use crate::model::*;
 
+mod arp;
 mod config;
 mod custom;
 mod device;

@@ -119,10 +119,10 @@ fn every_refusal_names_its_path_in_one_answer() {
 #[test]
 fn headers_beyond_the_subset_are_refused_by_name() {
     let mut c = quickstart();
-    c["flows"][0]["packet"][1] = json!({"choice": "arp", "arp": {}});
+    c["flows"][0]["packet"][1] = json!({"choice": "ppp", "ppp": {}});
     let err = map(&c).unwrap_err().to_string();
     assert!(
-        err.contains("flows[0].packet[1].choice") && err.contains("'arp'"),
+        err.contains("flows[0].packet[1].choice") && err.contains("'ppp'"),
         "{err}"
     );
     // The right headers in the wrong order.

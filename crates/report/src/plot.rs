@@ -120,10 +120,14 @@ pub fn plot_backends(sweeps: &crate::BackendSweeps, path: &Path) -> Result<(), R
 /// A sweep's legend: what was measured (backend and mode, the host, the driver), not the
 /// interface's name, which on a lab is generated anew each run.
 fn series_name(c: &crate::Context) -> String {
+    // live's mode already starts with its name ("live (redirect)").
+    let what = if c.mode.starts_with(&c.backend) {
+        c.mode.clone()
+    } else {
+        format!("{} {}", c.backend, c.mode)
+    };
     format!(
-        "{} {} · {} · {}",
-        c.backend,
-        c.mode,
+        "{what} · {} · {}",
         c.hostname,
         c.driver.as_deref().unwrap_or("driver n/a")
     )

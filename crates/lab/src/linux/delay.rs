@@ -317,9 +317,10 @@ pub fn run_delay_line(name: &str) -> Result<std::convert::Infallible, LabError> 
 /// first; the line sleeps between frames, and the kernel's RT throttling keeps 5 % of each core
 /// for the rest even if it is flooded. A cgroup without a real-time budget (`cpu.rt_runtime_us`
 /// 0, as CI runners and containers often have) refuses FIFO even to root, but not
-/// SCHED_DEADLINE, whose admission is the machine's: a reservation of 40 % of a core each
+/// SCHED_DEADLINE, whose admission is the machine's: a reservation of 90 % of a core each
 /// millisecond (and any idle time beyond, SCHED_FLAG_RECLAIM) runs the line ahead of every
-/// fair thread. Last, the highest nice weight (with plain weight the line fell behind a
+/// fair thread; it sleeps between frames, so the reservation is a ceiling, not a cost (at 40 %
+/// a debug build fell behind 50 kpps: a 1 ms delay measured 5.6 ms). Last, the highest nice weight (with plain weight the line fell behind a
 /// spinning sender: a 1 ms delay measured 6 ms).
 fn realtime() {
     let param = libc::sched_param { sched_priority: 10 };
@@ -348,7 +349,7 @@ fn realtime() {
         flags: SCHED_FLAG_RECLAIM,
         nice: 0,
         priority: 0,
-        runtime: 400_000,
+        runtime: 900_000,
         deadline: 1_000_000,
         period: 1_000_000,
     };
@@ -386,10 +387,11 @@ fn forward(
         let now = monotonic_ns();
         // Send everything due.
         while heap.peek().is_some_and(|f| f.at <= now) {
-            let HeldFrame { buf, .. } = heap.pop().expect("peeked");
-            // SAFETY: buf is a valid buffer of buf.len() bytes for the duration of the call.
+            let HeldFrame { buf, len, .. } = heap.pop().expect("peeked");
+            let frame = &buf[..len];
+            // SAFETY: frame is a valid buffer of frame.len() bytes for the duration of the call.
             // A refused send (the tbf queue full: ENOBUFS) is a drop, as on a wire.
-            unsafe { libc::send(tx.as_raw_fd(), buf.as_ptr().cast(), buf.len(), 0) };
+            unsafe { libc::send(tx.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
             pool.push(buf);
         }
         // Sleep until the next release or an arrival.
@@ -413,8 +415,9 @@ fn forward(
             calibrated = monotonic_ns();
         }
         for _ in 0..256 {
-            let mut buf = pool.pop().unwrap_or_default();
-            buf.resize(FRAME_MAX, 0);
+            // Buffers keep their full length from birth: refilling 2 KiB of zeros per frame
+            // cost a debug build 20 us a frame, all a core has at 50 kpps.
+            let mut buf = pool.pop().unwrap_or_else(|| vec![0; FRAME_MAX]);
             let (n, real) = recv_stamped(rx, &mut buf);
             if n <= 0 {
                 pool.push(buf);
@@ -424,7 +427,7 @@ fn forward(
                 pool.push(buf);
                 continue;
             }
-            buf.truncate(n as usize);
+            let len = n as usize;
             let read_at = monotonic_ns();
             // A stamp from the future or over 100 ms old is not this frame's arrival (a clock
             // step, a stamp carried from elsewhere): then the time it was read stands.
@@ -434,7 +437,12 @@ fn forward(
                 .unwrap_or(read_at);
             let at = release_at(imp, &mut draw, arrived);
             order += 1;
-            heap.push(HeldFrame { at, order, buf });
+            heap.push(HeldFrame {
+                at,
+                order,
+                buf,
+                len,
+            });
         }
     }
 }
@@ -445,6 +453,8 @@ struct HeldFrame {
     at: u64,
     order: u64,
     buf: Vec<u8>,
+    /// The frame's length: `buf` keeps `FRAME_MAX` bytes.
+    len: usize,
 }
 
 impl PartialEq for HeldFrame {

@@ -221,11 +221,12 @@ def test_rate_as_percentage_for_fixed_seconds_with_latency(api, lab):
     lat, ts = m.latency, m.timestamps
     span = ts.last_timestamp_ns - ts.first_timestamp_ns
     facts = (m.frames_tx, m.frames_rx, span, lat.minimum_ns, lat.average_ns, lat.maximum_ns)
-    # The pacer never sends ahead of the asked rate and the run ends at 1 s: those bounds hold
-    # on any machine. On a loaded 2-core machine it can fall behind (7152 of 7440 seen), so
-    # the lower bound is loose; either way far from a misread unit (0.5 % of 10 Gbit/s, or
-    # 0.5 frames/s).
-    assert 0.5 * want <= m.frames_tx <= 1.01 * want, facts
+    # The pacer never sends ahead of the asked rate and the run ends at 1 s, give or take the
+    # stop's own latency (a CI run ended at 1.0099 s: 7515 frames, 1.0 % over by 0.1 frame),
+    # so 2 % above holds on any machine. On a loaded 2-core machine it can fall behind (7152 of
+    # 7440 seen), so the lower bound is loose; either way far from a misread unit (0.5 % of
+    # 10 Gbit/s, or 0.5 frames/s).
+    assert 0.5 * want <= m.frames_tx <= 1.02 * want, facts
     assert 0.5e9 <= span <= 1.01e9, facts
     assert m.frames_rx == m.frames_tx, facts
     assert 0 < lat.minimum_ns <= lat.average_ns <= lat.maximum_ns < 1e9, facts

@@ -5,38 +5,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
-
-/// Every frame of `pcap` as scapy decodes it (crates/wire/tests/stack_decode.py); None where
-/// the virtualenv is missing outside CI.
-fn scapy(pcap: &Path) -> Option<Vec<Value>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no virtualenv: scripts/setup.sh makes it"
-        );
-        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
-        return None;
-    }
-    let out = Command::new(python)
-        .arg(root.join("crates/wire/tests/stack_decode.py"))
-        .arg(pcap)
-        .output()
-        .expect("run stack_decode.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).expect("JSON") {
-        Value::Array(frames) => Some(frames),
-        other => panic!("not a list: {other}"),
-    }
-}
 
 /// The ARP layer of a decoded frame, after checking the layers before it.
 fn arp_layer<'a>(f: &'a Value, before: &[&str]) -> &'a Value {
@@ -79,7 +49,7 @@ fn a_gratuitous_arp_storm_decodes_in_scapy_address_by_address() {
     let file = storm(dir.path());
     let p = pcap.to_str().unwrap();
     common::linerate_ok(&["tx", "--pcap", p, "--stream", file.to_str().unwrap(), "-q"]);
-    let Some(frames) = scapy(&pcap) else {
+    let Some(frames) = common::scapy_layers(&pcap) else {
         return;
     };
     assert_eq!(frames.len(), 600);
@@ -129,7 +99,7 @@ fn a_reply_from_the_cli_flags_decodes_in_scapy() {
         "192.0.2.2",
         "-q",
     ]);
-    let Some(frames) = scapy(&pcap) else {
+    let Some(frames) = common::scapy_layers(&pcap) else {
         return;
     };
     assert_eq!(frames.len(), 3);

@@ -5,7 +5,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -47,35 +46,6 @@ encap = "ethernet/mpls:label=100/mpls:label=200,tc=5"
     file
 }
 
-/// Every frame of `pcap` as scapy decodes it (crates/wire/tests/stack_decode.py): its layers
-/// with their fields and checksums; None where the virtualenv is missing outside CI.
-fn scapy(pcap: &Path) -> Option<Vec<Value>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no virtualenv: scripts/setup.sh makes it"
-        );
-        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
-        return None;
-    }
-    let out = Command::new(python)
-        .arg(root.join("crates/wire/tests/stack_decode.py"))
-        .arg(pcap)
-        .output()
-        .expect("run stack_decode.py");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    match serde_json::from_slice(&out.stdout).expect("JSON") {
-        Value::Array(frames) => Some(frames),
-        other => panic!("not a list: {other}"),
-    }
-}
-
 fn names(frame: &Value) -> Vec<&str> {
     frame
         .as_array()
@@ -102,7 +72,7 @@ fn tunnelled_flows_decode_in_scapy_with_every_checksum_valid() {
         file.to_str().unwrap(),
         "-q",
     ]);
-    let Some(frames) = scapy(&pcap) else {
+    let Some(frames) = common::scapy_layers(&pcap) else {
         return;
     };
     let mut seen = [0u64; 3];

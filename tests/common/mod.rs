@@ -340,10 +340,10 @@ pub fn with_full_stdout(args: &[&str]) -> std::process::Output {
         .expect("run linerate")
 }
 
-/// The frame lengths dpkt, scapy and pypcapfile read from `pcap` (tests/common/pcap_readers.py,
-/// with the project's virtualenv), and scapy's summary of each frame; `None` where the
-/// virtualenv is missing outside CI (under CI=true a missing one fails).
-pub fn python_readers(pcap: &Path) -> Option<serde_json::Value> {
+/// Runs `script` (a path in the repository) with the project's virtualenv on `pcap` and reads
+/// the JSON it prints; `None` where the virtualenv is missing outside CI (under CI=true a
+/// missing one fails).
+fn venv_json(script: &str, pcap: &Path) -> Option<serde_json::Value> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let python = root.join(".venv/bin/python");
     if !python.exists() {
@@ -356,14 +356,30 @@ pub fn python_readers(pcap: &Path) -> Option<serde_json::Value> {
         return None;
     }
     let out = Command::new(&python)
-        .arg(root.join("tests/common/pcap_readers.py"))
+        .arg(root.join(script))
         .arg(pcap)
         .output()
-        .expect("run tests/common/pcap_readers.py");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
     assert!(
         out.status.success(),
-        "the readers failed: {}",
+        "{script} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).expect("one JSON object"))
+    Some(serde_json::from_slice(&out.stdout).expect("one JSON value"))
+}
+
+/// The frame lengths dpkt, scapy and pypcapfile read from `pcap` (tests/common/pcap_readers.py,
+/// with the project's virtualenv), and scapy's summary of each frame; `None` where the
+/// virtualenv is missing outside CI.
+pub fn python_readers(pcap: &Path) -> Option<serde_json::Value> {
+    venv_json("tests/common/pcap_readers.py", pcap)
+}
+
+/// Every frame of `pcap` as scapy decodes it (crates/wire/tests/stack_decode.py): its layers
+/// with their fields and checksums; `None` where the virtualenv is missing outside CI.
+pub fn scapy_layers(pcap: &Path) -> Option<Vec<serde_json::Value>> {
+    match venv_json("crates/wire/tests/stack_decode.py", pcap)? {
+        serde_json::Value::Array(frames) => Some(frames),
+        other => panic!("not a list: {other}"),
+    }
 }

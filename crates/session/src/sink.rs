@@ -154,33 +154,34 @@ impl TempLab {
 /// The lab whose sender end is `iface`, if it is one.
 #[cfg(target_os = "linux")]
 pub fn lab_of(iface: &str) -> Result<Option<linerate_lab::Lab>> {
-    use linerate_lab::{Lab, LabError};
-    let Some(name) = iface.strip_suffix('0') else {
-        return Ok(None);
-    };
-    if linerate_lab::validate_name(name).is_err() {
-        return Ok(None);
-    }
-    match Lab::find(name) {
-        Ok(Some(lab)) if lab.sender == iface => Ok(Some(lab)),
-        Ok(_) => Ok(None),
-        Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
+    match iface.strip_suffix('0') {
+        Some(name) => lab_where(name, |lab| lab.sender == iface),
+        None => Ok(None),
     }
 }
 
 /// The lab whose receive end is `iface` in `netns` (`<name>1` in `<name>-sink`), if it is one.
 #[cfg(target_os = "linux")]
 pub fn lab_at(iface: &str, netns: Option<&str>) -> Result<Option<linerate_lab::Lab>> {
+    match (iface.strip_suffix('1'), netns) {
+        (Some(name), Some(ns)) => lab_where(name, |lab| lab.receiver == iface && lab.netns == ns),
+        _ => Ok(None),
+    }
+}
+
+/// Lab `name` when there is one and `is_it` holds; a name no lab may have, or parts of one
+/// linerate did not make, are no lab.
+#[cfg(target_os = "linux")]
+fn lab_where(
+    name: &str,
+    is_it: impl Fn(&linerate_lab::Lab) -> bool,
+) -> Result<Option<linerate_lab::Lab>> {
     use linerate_lab::{Lab, LabError};
-    let (Some(name), Some(ns)) = (iface.strip_suffix('1'), netns) else {
-        return Ok(None);
-    };
     if linerate_lab::validate_name(name).is_err() {
         return Ok(None);
     }
     match Lab::find(name) {
-        Ok(Some(lab)) if lab.receiver == iface && lab.netns == ns => Ok(Some(lab)),
+        Ok(Some(lab)) if is_it(&lab) => Ok(Some(lab)),
         Ok(_) => Ok(None),
         Err(LabError::Incomplete { .. } | LabError::NotOurs { .. }) => Ok(None),
         Err(e) => Err(e.into()),

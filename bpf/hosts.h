@@ -2,7 +2,7 @@
 /* Emulated hosts on a port: answers ARP, IPv6 neighbour solicitations and pings for the hosts in
  * hosts_v4 / hosts_v6, and learns the link-layer addresses of the neighbours that talk to them
  * (neigh_v4 / neigh_v6), so crates/hosts can resolve a host's gateway. One inline function,
- * hosts_answer(), included by rx.bpf.c (called before the receiver's own logic) and by
+ * hosts_answer(), included by rx.bpf.c (called for frames without linerate's signature) and by
  * host.bpf.c (ports that only transmit). Answers go back out of the port with XDP_TX, rewritten
  * in place; an optional 802.1Q tag (the host's VLAN, 0 = untagged) is kept.
  *

@@ -30,6 +30,7 @@ pub(crate) const HOSTS: &str = "Hosts: several ports, both directions";
 pub(crate) const OUTPUT: &str = "Output";
 pub(crate) const TUNING: &str = "Workers and backend tuning";
 const API: &str = "The API";
+const AGENTS: &str = "Agents: a test bed of several machines";
 
 /// Kernel-bypass, line-rate packet transmitter.
 #[derive(Debug, Parser)]
@@ -74,9 +75,14 @@ pub enum Command {
     /// rate, back-to-back, judged at the receive port.
     #[command(after_help = examples::RFC2544)]
     Rfc2544(Box<rfc2544::Rfc2544Args>),
-    /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux).
+    /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux); with
+    /// --agent-token-file, also drive ports on other machines' agents.
     #[command(after_help = examples::SERVE)]
     Serve(Box<ServeArgs>),
+    /// Serve this machine's ports to a controller (`linerate serve`) that drives a test bed of
+    /// several machines (Linux).
+    #[command(after_help = examples::AGENT)]
+    Agent(Box<AgentArgs>),
     /// Print a shell completion script.
     #[command(after_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
@@ -114,8 +120,11 @@ pub struct ServeArgs {
     #[arg(long, requires = "tls_cert", value_name = "FILE", help_heading = API)]
     pub tls_key: Option<PathBuf>,
     /// Bearer token every request must carry; needed to listen beyond loopback.
-    #[arg(long, value_name = "T", help_heading = API)]
+    #[arg(long, value_name = "T", conflicts_with = "token_file", help_heading = API)]
     pub token: Option<String>,
+    /// The bearer token, read from the first line of FILE (kept out of the process list).
+    #[arg(long, value_name = "FILE", help_heading = API)]
+    pub token_file: Option<PathBuf>,
     /// Largest request body, in bytes.
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", help_heading = API)]
     pub max_body: usize,
@@ -130,6 +139,58 @@ pub struct ServeArgs {
     pub max_connections: u16,
     #[command(flatten)]
     pub afxdp: AfXdpArgs,
+    #[command(flatten)]
+    pub controller: ControllerArgs,
+}
+
+/// What a controller needs to drive agents: OTG port locations `ADDR:PORT/IFACE[@NETNS]`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ControllerArgs {
+    /// The agents' bearer token, read from the first line of FILE; enables ports on agents.
+    #[arg(long, value_name = "FILE", help_heading = AGENTS)]
+    pub agent_token_file: Option<PathBuf>,
+    /// CA certificate(s) (PEM) the agents' TLS certificates must chain to (default: any
+    /// certificate is taken, with a warning: the token still guards the agents).
+    #[arg(long, value_name = "FILE", requires = "agent_token_file", help_heading = AGENTS)]
+    pub agent_ca: Option<PathBuf>,
+    /// Agents serve plain HTTP (they were started with --http).
+    #[arg(long, requires = "agent_token_file", help_heading = AGENTS)]
+    pub agent_http: bool,
+    /// Largest clock offset uncertainty between the controller and an agent before a start
+    /// warns (or, with --strict-sync, is refused).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", help_heading = AGENTS)]
+    pub sync_tolerance: std::time::Duration,
+    /// Refuse to start when an agent's clock is not known to within --sync-tolerance.
+    #[arg(long, help_heading = AGENTS)]
+    pub strict_sync: bool,
+}
+
+/// `linerate agent`: the API's options, the lease and the start clock.
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("agent_token_file", |a| a.hide(true)),
+    mut_arg("agent_ca", |a| a.hide(true)),
+    mut_arg("agent_http", |a| a.hide(true)),
+    mut_arg("sync_tolerance", |a| a.hide(true)),
+    mut_arg("strict_sync", |a| a.hide(true)),
+)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub api: ServeArgs,
+    /// Stop transmitting and detach everything when the controller has not been heard from
+    /// for this long.
+    #[arg(long, value_parser = parse_duration, default_value = "3s", help_heading = AGENTS)]
+    pub lease: std::time::Duration,
+    /// The clock starts are scheduled on, and the signature stamps with tai: realtime, or tai
+    /// (hosts that PTP keeps together).
+    #[arg(long, value_enum, default_value = "realtime", help_heading = AGENTS)]
+    pub clock: AgentClock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentClock {
+    Realtime,
+    Tai,
 }
 
 #[derive(Debug, Args)]

@@ -51,6 +51,12 @@ fn main() -> ExitCode {
         Command::Serve(_) => Err(usage(
             "linerate serve runs on Linux for now (its receive side and captures are Linux's)",
         )),
+        #[cfg(target_os = "linux")]
+        Command::Agent(args) => serve::agent(*args),
+        #[cfg(not(target_os = "linux"))]
+        Command::Agent(_) => Err(usage(
+            "linerate agent runs on Linux for now (its ports' receive side is Linux's XDP)",
+        )),
         Command::Completions(args) => cli::completions(&args),
         Command::Man(args) => cli::man(&args),
     };

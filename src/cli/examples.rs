@@ -63,7 +63,13 @@ Examples:
 pub const SERVE: &str = "\
 Examples:
   linerate serve                                  # https://127.0.0.1:8443, self-signed
-  linerate serve --http --listen 127.0.0.1:8080 --backend afpacket";
+  linerate serve --http --listen 127.0.0.1:8080 --backend afpacket
+  linerate serve --token-file token --agent-token-file agent-token   # ports on agents";
+
+pub const AGENT: &str = "\
+Examples:
+  linerate agent --listen 0.0.0.0:8443 --token-file /etc/linerate/token
+  linerate agent --listen 192.0.2.10:8443 --token-file token --clock tai --lease 5s";
 
 pub const COMPLETIONS: &str = "\
 Examples:

@@ -18,13 +18,26 @@ use super::metrics::get_metrics;
 use super::{App, BODY_WAIT};
 
 pub(super) fn router(app: Arc<App>) -> Router {
-    Router::new()
+    let router = Router::new()
         .route("/config", post(set_config).get(get_config))
         .route("/control/state", post(set_control_state))
         .route("/monitor/metrics", post(get_metrics))
         .route("/monitor/capture", post(get_capture))
         .route("/monitor/states", post(get_states))
-        .route("/capabilities/version", get(get_version))
+        .route("/capabilities/version", get(get_version));
+    let router = router.route(
+        "/linerate/controller/v1/agents",
+        get(|State(app): State<Arc<App>>| async move {
+            let remote = app.lock().counting.remote.clone();
+            axum::Json(remote.map_or_else(|| serde_json::json!({"agents": []}), |r| r.describe()))
+        }),
+    );
+    let router = if app.agent.is_some() {
+        super::agent::routes(router)
+    } else {
+        router
+    };
+    router
         .fallback(|| async {
             otg_error(
                 StatusCode::NOT_FOUND,

@@ -60,8 +60,14 @@ impl PortThread {
                         return;
                     }
                 };
-                while let Ok(Cmd::Start(stop, progress)) = cmd_rx.recv() {
-                    let result = run(&mut state, &stop, &progress);
+                while let Ok(Cmd::Start { stop, progress, at }) = cmd_rx.recv() {
+                    let due = at.is_none_or(|(clock, at)| clock.wait_until(at, &stop));
+                    let result = if due {
+                        run(&mut state, &stop, &progress)
+                    } else {
+                        // Stopped before its start instant: nothing was sent.
+                        RunResult::default()
+                    };
                     progress.frames.store(result.frames, Ordering::Relaxed);
                     progress.bytes.store(result.bytes, Ordering::Relaxed);
                     *progress.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
@@ -199,10 +205,10 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
         let previous = old.mapped.clone().zip(old.config.clone());
         // The old config's port, receiver and captures go first: the new one may use them.
         drop(old);
-        open(&args.args, &new).map_err(|e| {
+        open(&args, &new).map_err(|e| {
             // Given back as it was set, so a failed set_config leaves the one that worked.
             let restored = previous.map(|(mapped, raw)| {
-                open(&args.args, &mapped).map(|(port, c)| Box::new(applied(mapped, raw, port, c)))
+                open(&args, &mapped).map(|(port, c)| Box::new(applied(mapped, raw, port, c)))
             });
             (e, restored)
         })
@@ -233,8 +239,20 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
 
 /// The port thread of a config and where it counts (none when it has neither flows nor
 /// devices).
-fn open(args: &ServeArgs, mapped: &Arc<otg::Mapped>) -> Result<(Option<PortThread>, Counting)> {
-    let (port, counting) = if !mapped.hosts.is_empty() {
+fn open(app: &App, mapped: &Arc<otg::Mapped>) -> Result<(Option<PortThread>, Counting)> {
+    let args = &app.args;
+    let (port, counting) = if let Some(p) = mapped.ports.iter().find(|p| p.location.agent.is_some())
+    {
+        let Some(controller) = &app.controller else {
+            return Err(crate::usage(format!(
+                "port '{}' is on agent {}: start linerate serve with --agent-token-file FILE \
+                 (the agents' token) to drive ports on agents",
+                p.name,
+                p.location.agent.as_deref().unwrap_or_default()
+            )));
+        };
+        super::remote::start(controller, Arc::clone(mapped))?
+    } else if !mapped.hosts.is_empty() {
         super::hosts::start(args, Arc::clone(mapped))?
     } else if mapped.tx_port.is_some() {
         PortThread::start(args, Arc::clone(mapped))?

@@ -100,11 +100,13 @@ pub(super) async fn flow_transmit(
             progress.running.store(true, Ordering::Release);
             *progress.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
             let stop = Arc::clone(&inner.run.stop);
-            let sent = inner
-                .port
-                .as_ref()
-                .and_then(|p| p.cmd.as_ref())
-                .map(|c| c.send(Cmd::Start(stop, progress.clone())));
+            let sent = inner.port.as_ref().and_then(|p| p.cmd.as_ref()).map(|c| {
+                c.send(Cmd::Start {
+                    stop,
+                    progress: progress.clone(),
+                    at: None,
+                })
+            });
             if !matches!(sent, Some(Ok(()))) {
                 progress.running.store(false, Ordering::Release);
                 return Err(Fail(
@@ -115,19 +117,7 @@ pub(super) async fn flow_transmit(
             Ok(warnings())
         }
         Some("stop") => {
-            let progress = {
-                let inner = app.lock();
-                inner.run.stop.store(true, Ordering::Relaxed);
-                Arc::clone(&inner.run.progress)
-            };
-            // Answer once the workers have drained, so the next metrics are final.
-            blocking(move || {
-                let deadline = Instant::now() + STOP_WAIT;
-                while progress.running.load(Ordering::Acquire) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            })
-            .await?;
+            stop_transmit(app).await?;
             Ok(warnings())
         }
         Some("pause" | "resume") => Err(Fail::bad(
@@ -139,4 +129,21 @@ pub(super) async fn flow_transmit(
             other.unwrap_or("")
         ))),
     }
+}
+
+/// Stops the transmit and answers once the workers have drained, so the next metrics are
+/// final.
+pub(super) async fn stop_transmit(app: &App) -> Result<(), Fail> {
+    let progress = {
+        let inner = app.lock();
+        inner.run.stop.store(true, Ordering::Relaxed);
+        Arc::clone(&inner.run.progress)
+    };
+    blocking(move || {
+        let deadline = Instant::now() + STOP_WAIT;
+        while progress.running.load(Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    })
+    .await
 }

@@ -19,7 +19,7 @@ use linerate_otg as otg;
 use linerate_session::{
     End, HostSession, PortOptions, PortRun, ReceiverOptions, RunOptions, RxAttach, RxTarget,
 };
-use linerate_stream::{Plan, StreamSpec};
+use linerate_stream::{HostSpec, Plan, StreamSpec};
 
 use super::api::Fail;
 use super::config::{PortThread, backend};
@@ -38,23 +38,13 @@ struct Hosts {
 
 /// Opens the hosts' ports and resolves their flows' next hops on the thread that will run them.
 pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortThread, Counting)> {
-    let mut base = PortOptions::interface(&mapped.hosts[0].spec.port);
-    base.backend = backend(app);
-    base.afxdp = (&app.afxdp).into();
-    base.cores = app.cores.clone();
-    let rx = RxTarget {
-        at: None,
-        attach: RxAttach::Drv,
-        receiver: ReceiverOptions {
-            // A capture needs the frames to reach the stack.
-            pass: mapped.ports.iter().any(|p| p.capture),
-            ..ReceiverOptions::default()
-        },
-    };
-    let run_mapped = Arc::clone(&mapped);
+    let base = base_options(app, &mapped.hosts[0].spec.port);
+    // A capture needs the frames to reach the stack.
+    let pass = mapped.ports.iter().any(|p| p.capture);
+    let duration = mapped.duration;
     let setup = move || -> Result<_> {
         let specs: Vec<_> = mapped.hosts.iter().map(|h| h.spec.clone()).collect();
-        let mut session = HostSession::open(&specs, &base, &rx).context("the devices' ports")?;
+        let mut session = open(&specs, &base, pass)?;
         for h in &mapped.hosts {
             if let (Some(mac), Some(gateway)) = (h.gateway_mac, gateway(h)) {
                 session.give_neighbour(&h.spec.name, gateway, mac.octets())?;
@@ -84,34 +74,165 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
         ))
     };
     let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress| {
-        let run = RunOptions {
-            end: End {
-                duration: run_mapped.duration,
-                count: None,
-            },
-            stop,
-            observer: progress,
-            drain: DRAIN,
-        };
-        match h.session.session.run_all(&h.runs, &h.plans, run) {
-            Ok(outcomes) => {
-                let mut result = RunResult::default();
-                for o in &outcomes {
-                    result
-                        .per_flow
-                        .extend(o.sent.iter().map(|(id, _, n)| (*id, *n)));
-                    if let Some(r) = &o.report {
-                        result.frames += r.completed;
-                        result.bytes += r.bytes;
-                        result.per_port.push((o.port, r.completed, r.bytes));
-                    }
-                }
-                result
-            }
-            Err(e) => RunResult::failed(e.into()),
-        }
+        run_ports(h, duration, stop, progress, false)
     };
     PortThread::spawn(setup, run)
+}
+
+/// An agent's share of a test bed: its hosts' ports opened, their flows compiled with the ids
+/// the controller gave; returns the ports in session order.
+pub(super) fn start_agent(
+    app: &ServeArgs,
+    setup: linerate_agent::Setup,
+) -> Result<(PortThread, Counting, Vec<String>)> {
+    let first = setup
+        .hosts
+        .first()
+        .context("the setup has no host on this agent")?;
+    let base = base_options(app, &first.port);
+    let duration = setup.duration_ms.map(Duration::from_millis);
+    let (ports_tx, ports_rx) = std::sync::mpsc::channel();
+    let opened = move || -> Result<_> {
+        let mut session = open(&setup.hosts, &base, setup.pass)?;
+        for g in &setup.given {
+            session.give_neighbour(&g.host, g.hop, g.mac)?;
+        }
+        session
+            .resolve_gateways(RESOLVE_WAIT)
+            .context("the hosts' gateways")?;
+        let streams: Vec<StreamSpec> = setup.flows.iter().map(|f| f.stream.clone()).collect();
+        let mut runs = session
+            .runs_toward(&streams, &setup.peers, RESOLVE_WAIT)
+            .context("the hosts' next hops")?;
+        for s in runs.iter_mut().flat_map(|r| r.streams.iter_mut()) {
+            if let Some(own) = setup.flows.iter().find(|f| f.stream.name == s.name) {
+                keep_own(s, &own.stream);
+            }
+        }
+        let firsts = first_ids(&runs, &setup.flows)?;
+        let plans = session
+            .session
+            .compile_from(&runs, Some(&firsts))
+            .context("flows")?;
+        let counting = Counting {
+            receivers: (0..session.ports.len())
+                .map(|i| session.session.port(i).rx_handle())
+                .collect(),
+            ..Counting::default()
+        };
+        let _ = ports_tx.send(session.ports.clone());
+        Ok((
+            Hosts {
+                session,
+                runs,
+                plans,
+            },
+            counting,
+        ))
+    };
+    // The receivers were cleared when the start was asked for, before the shared instant.
+    let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress| {
+        run_ports(h, duration, stop, progress, true)
+    };
+    let (thread, counting) = PortThread::spawn(opened, run)?;
+    let ports = ports_rx.recv().context("the port thread's ports")?;
+    Ok((thread, counting, ports))
+}
+
+/// The first flow id of each run: its streams' ids, which must follow each other.
+fn first_ids(runs: &[PortRun], flows: &[linerate_agent::FlowSetup]) -> Result<Vec<u16>> {
+    let id = |name: &String| {
+        flows
+            .iter()
+            .find(|f| f.stream.name == *name)
+            .map(|f| f.id)
+            .with_context(|| format!("stream {name:?}: no flow id"))
+    };
+    runs.iter()
+        .map(|r| {
+            let ids = r
+                .streams
+                .iter()
+                .map(|s| id(&s.name))
+                .collect::<Result<Vec<u16>>>()?;
+            let first = *ids.first().context("a run without streams")?;
+            if ids
+                .iter()
+                .enumerate()
+                .any(|(i, &f)| usize::from(f) != usize::from(first) + i)
+            {
+                anyhow::bail!(
+                    "port {}: flow ids {ids:?} do not follow each other (the controller numbers \
+                     one port's flows consecutively)",
+                    r.port
+                );
+            }
+            Ok(first)
+        })
+        .collect()
+}
+
+/// The options every host port opens with: serve's backend, AF_XDP settings and cores.
+fn base_options(app: &ServeArgs, first_port: &str) -> PortOptions {
+    let mut base = PortOptions::interface(first_port);
+    base.backend = backend(app);
+    base.afxdp = (&app.afxdp).into();
+    base.cores = app.cores.clone();
+    base
+}
+
+/// Opens the hosts' ports, each with its receiver (which answers for its hosts).
+fn open(specs: &[HostSpec], base: &PortOptions, pass: bool) -> Result<HostSession> {
+    let rx = RxTarget {
+        at: None,
+        attach: RxAttach::Drv,
+        receiver: ReceiverOptions {
+            pass,
+            ..ReceiverOptions::default()
+        },
+    };
+    HostSession::open(specs, base, &rx).context("the hosts' ports")
+}
+
+/// One run of every port, the receivers cleared first unless `cleared`.
+fn run_ports(
+    h: &mut Hosts,
+    duration: Option<Duration>,
+    stop: &Arc<AtomicBool>,
+    progress: &Progress,
+    cleared: bool,
+) -> RunResult {
+    let run = RunOptions {
+        end: End {
+            duration,
+            count: None,
+        },
+        stop,
+        observer: progress,
+        drain: DRAIN,
+    };
+    let outcomes = if cleared {
+        h.session.session.run_cleared(&h.runs, &h.plans, run)
+    } else {
+        h.session.session.run_all(&h.runs, &h.plans, run)
+    };
+    match outcomes {
+        Ok(outcomes) => {
+            let mut result = RunResult::default();
+            for o in &outcomes {
+                result
+                    .per_flow
+                    .extend(o.sent.iter().map(|(id, _, n)| (*id, *n)));
+                if let Some(r) = &o.report {
+                    result.frames += r.completed;
+                    result.bytes += r.bytes;
+                    result.per_port.push((o.port, r.completed, r.bytes));
+                }
+            }
+            result
+        }
+        Err(e) => RunResult::failed(e.into()),
+    }
 }
 
 /// A host's gateway, of its family.
@@ -179,6 +300,7 @@ fn counting(
             .collect(),
         flows,
         ports,
+        remote: None,
     }
 }
 

@@ -63,28 +63,21 @@ pub(super) async fn get_metrics(
             vec![format!("the last transmit failed: {e}")],
         ));
     }
-    // The receive programs' maps are read off the runtime's threads.
-    let receivers = counting.receivers.clone();
-    let totals: Vec<Option<RxTotals>> = blocking(move || {
-        receivers
-            .iter()
-            .map(|rx| rx.as_ref().map(|rx| rx.read()).transpose())
-            .collect::<Result<_, _>>()
-    })
-    .await?
-    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![e.to_string()]))?;
-    let locations: Vec<_> = mapped
-        .ports
-        .iter()
-        .map(|p| (p.name.clone(), p.location.clone()))
-        .collect();
-    let links: BTreeMap<String, bool> = blocking(move || {
-        locations
-            .into_iter()
-            .map(|(name, location)| (name, link_up(&location)))
-            .collect()
-    })
-    .await?;
+    let (totals, links) = match &counting.remote {
+        // Agents' ports: their counts and links as the agents last reported them.
+        Some(remote) => {
+            let links = mapped
+                .ports
+                .iter()
+                .map(|p| {
+                    let g = counting.ports.get(&p.name).and_then(|at| at.rx);
+                    (p.name.clone(), g.is_some_and(|g| remote.link(g)))
+                })
+                .collect();
+            (remote.totals(), links)
+        }
+        None => local_counts(&mapped, &counting).await?,
+    };
     let view = View {
         mapped: &mapped,
         counting: &counting,
@@ -130,6 +123,36 @@ pub(super) async fn get_metrics(
         }
     };
     Ok(axum::Json(response).into_response())
+}
+
+/// This host's receivers' counts (their maps are read off the runtime's threads) and its
+/// ports' links.
+async fn local_counts(
+    mapped: &otg::Mapped,
+    counting: &Counting,
+) -> Result<(Vec<Option<RxTotals>>, BTreeMap<String, bool>), Fail> {
+    let receivers = counting.receivers.clone();
+    let totals: Vec<Option<RxTotals>> = blocking(move || {
+        receivers
+            .iter()
+            .map(|rx| rx.as_ref().map(|rx| rx.read()).transpose())
+            .collect::<Result<_, _>>()
+    })
+    .await?
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![e.to_string()]))?;
+    let locations: Vec<_> = mapped
+        .ports
+        .iter()
+        .map(|p| (p.name.clone(), p.location.clone()))
+        .collect();
+    let links: BTreeMap<String, bool> = blocking(move || {
+        locations
+            .into_iter()
+            .map(|(name, location)| (name, link_up(&location)))
+            .collect()
+    })
+    .await?;
+    Ok((totals, links))
 }
 
 /// Bytes (FCS included) of `frames` frames of a stream: its size schedule's sum for each whole

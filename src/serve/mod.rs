@@ -17,8 +17,9 @@ use axum::http::StatusCode;
 use linerate_engine::{Observer, Snapshot};
 use linerate_otg as otg;
 
-use crate::cli::{Backend, ServeArgs};
+use crate::cli::{AgentArgs, Backend, ServeArgs};
 
+mod agent;
 mod api;
 mod capture;
 mod config;
@@ -26,6 +27,7 @@ mod control;
 mod hosts;
 mod listen;
 mod metrics;
+mod remote;
 
 use api::Fail;
 use capture::CaptureState;
@@ -49,6 +51,25 @@ const CAPTURE_BYTES: usize = 256 << 20;
 type Captured = Arc<Mutex<Vec<(SystemTime, Vec<u8>)>>>;
 
 pub fn run(args: ServeArgs) -> Result<()> {
+    let controller = remote::Controller::new(&args.controller)?;
+    start(args, None, controller)
+}
+
+/// `linerate agent`: serve with the agent's routes, its lease and its start clock.
+pub fn agent(args: AgentArgs) -> Result<()> {
+    agent::check(&args)?;
+    let state = agent::AgentState::new(&args);
+    start(args.api, Some(state), None)
+}
+
+fn start(
+    mut args: ServeArgs,
+    agent: Option<agent::AgentState>,
+    controller: Option<remote::Controller>,
+) -> Result<()> {
+    if let Some(file) = &args.token_file {
+        args.token = Some(read_token(file, "--token-file")?);
+    }
     check(&args)?;
     if args.http && args.token.is_some() && !args.listen.ip().is_loopback() {
         eprintln!(
@@ -72,12 +93,32 @@ pub fn run(args: ServeArgs) -> Result<()> {
         configuring: tokio::sync::Mutex::new(()),
         owner: owner(&args),
         args,
+        agent,
+        controller,
     });
+    if app.agent.is_some() {
+        runtime.spawn(agent::watch(Arc::clone(&app)));
+    }
     let result = runtime.block_on(serve(Arc::clone(&app), tls));
     // Ctrl-C or SIGTERM: stop traffic, detach programs (dropping the port thread, the receiver
     // and the captures does both), then exit.
     app.teardown();
     result
+}
+
+/// A token kept in a file (a Kubernetes Secret, a file only its owner reads): its first line,
+/// trimmed.
+pub(crate) fn read_token(file: &std::path::Path, flag: &str) -> Result<String> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| crate::usage(format!("{flag} {}: {e}", file.display())))?;
+    let token = text.lines().next().unwrap_or("").trim().to_owned();
+    if token.is_empty() {
+        return Err(crate::usage(format!(
+            "{flag} {}: the file is empty: put the token on its first line",
+            file.display()
+        )));
+    }
+    Ok(token)
 }
 
 /// Who may drive a loopback listen without a token: the user who started serve (and root), as
@@ -164,6 +205,10 @@ struct App {
     /// The uid (besides root) a loopback connection must come from; None: any.
     owner: Option<u32>,
     args: ServeArgs,
+    /// `linerate agent`: its lease and clock, and what it last heard from its controller.
+    agent: Option<agent::AgentState>,
+    /// Ports on agents may be configured (`--agent-token-file`).
+    controller: Option<remote::Controller>,
 }
 
 impl App {
@@ -237,6 +282,9 @@ struct Counting {
     flows: Vec<FlowAt>,
     /// Per OTG port that sends or receives.
     ports: BTreeMap<String, PortAt>,
+    /// Ports on agents: their receivers' counts and links come from the agents' statuses
+    /// (session ports are then the test bed's, numbered agent by agent).
+    remote: Option<Arc<remote::Remote>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -282,6 +330,7 @@ impl Counting {
             );
         }
         Counting {
+            remote: None,
             receivers: vec![rx],
             flows: (0..mapped.flows.len())
                 .map(|i| FlowAt {
@@ -303,7 +352,13 @@ impl Observer for Progress {
 }
 
 enum Cmd {
-    Start(Arc<AtomicBool>, Arc<Progress>),
+    /// Run once: until `stop`, writing `progress`; from the instant `at` on its clock, when
+    /// given (an agent's share of a synchronized start).
+    Start {
+        stop: Arc<AtomicBool>,
+        progress: Arc<Progress>,
+        at: Option<(linerate_agent::StartClock, u64)>,
+    },
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Fail> {

@@ -14,7 +14,7 @@
 //! Sequence state is per CPU: a flow whose frames RSS spreads over several receive queues has its
 //! order judged on each CPU alone (its loss, from the counts, is still exact).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hist;
 use linerate_wire::signature::{self, Signature};
@@ -46,7 +46,7 @@ pub struct RxFlow {
 }
 
 /// What is not a flow, on one CPU: `struct rx_global` of `bpf/rx.bpf.c`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[repr(C)]
 pub struct RxGlobal {
     /// Frames without the signature.
@@ -147,7 +147,7 @@ fn sequence(f: &mut RxFlow, seq: u32) {
 }
 
 /// Latency of a flow, ns.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub min: u64,
     pub mean: f64,
@@ -165,7 +165,7 @@ pub struct Latency {
 }
 
 /// One flow as received, summed over CPUs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowStats {
     pub flow: u16,
     pub frames: u64,
@@ -319,7 +319,7 @@ impl RxProgress {
 }
 
 /// Everything a receiver read: its flows and what was not a flow.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RxTotals {
     pub flows: Vec<FlowStats>,
     pub global: RxGlobal,

@@ -132,7 +132,21 @@ impl HostSession {
     /// (ARP or ND, retried until `timeout`). A next hop that does not answer is an error that
     /// names it, before any frame is sent.
     pub fn runs(&self, streams: &[StreamSpec], timeout: Duration) -> Result<Vec<PortRun>> {
-        let mut placed: Vec<(usize, StreamSpec, usize, IpAddr)> = Vec::new();
+        self.runs_toward(streams, &[], timeout)
+    }
+
+    /// [`HostSession::runs`] where a stream may also go to one of `peers`: hosts on ports of
+    /// another session (another agent's), whose addresses it takes and whose receiver, not
+    /// one of this session's, counts it.
+    pub fn runs_toward(
+        &self,
+        streams: &[StreamSpec],
+        peers: &[HostSpec],
+        timeout: Duration,
+    ) -> Result<Vec<PortRun>> {
+        // A peer's MAC is never read: the frame goes to the sending host's next hop.
+        let peers: Vec<Host> = peers.iter().map(|p| host_of(p, [0; 6])).collect();
+        let mut placed: Vec<(usize, StreamSpec, Option<usize>, IpAddr)> = Vec::new();
         for s in streams {
             let (Some(from), Some(to)) = (&s.from, &s.to) else {
                 return Err(SessionError::usage(format!(
@@ -140,8 +154,15 @@ impl HostSession {
                     s.name
                 )));
             };
-            let (f, t) = (self.host(from, &s.name)?, self.host(to, &s.name)?);
-            let (src, dst) = addresses(&self.hosts[f], &self.hosts[t], s.ipv6, &s.name)?;
+            let f = self.host(from, &s.name)?;
+            let (t, to_host) = match peers.iter().find(|p| p.name == *to) {
+                Some(peer) if !self.hosts.iter().any(|h| h.name == *to) => (None, peer),
+                _ => {
+                    let t = self.host(to, &s.name)?;
+                    (Some(t), &self.hosts[t])
+                }
+            };
+            let (src, dst) = addresses(&self.hosts[f], to_host, s.ipv6, &s.name)?;
             let hop = self.hosts[f].next_hop(dst)?;
             let mut spec = s.clone();
             spec.src_ip = Some(src);
@@ -156,7 +177,7 @@ impl HostSession {
         for (f, mut spec, t, hop) in placed {
             spec.dst_mac = Some(Mac(macs[&(f, hop)]));
             let port = self.host_port[f];
-            let to = Some(self.host_port[t]);
+            let to = t.map(|t| self.host_port[t]);
             match runs.iter_mut().find(|r| r.port == port) {
                 Some(r) => {
                     r.streams.push(spec);

@@ -36,9 +36,28 @@ impl Session {
     /// Compiles every port's streams, flows numbered across the ports in order: the first
     /// port's streams are flows 0…, the next port's follow.
     pub fn compile_all(&mut self, runs: &[PortRun]) -> Result<Vec<Plan>> {
+        self.compile_from(runs, None)
+    }
+
+    /// Compiles every port's streams with the first flow id of each run given (`firsts`, one
+    /// per run), or numbered from 0 across the runs (None): a test bed that spans several
+    /// sessions numbers its flows across all of them.
+    pub fn compile_from(&mut self, runs: &[PortRun], firsts: Option<&[u16]>) -> Result<Vec<Plan>> {
+        if let Some(f) = firsts
+            && f.len() != runs.len()
+        {
+            return Err(SessionError::usage(format!(
+                "{} runs but {} first flow ids",
+                runs.len(),
+                f.len()
+            )));
+        }
         let mut next = 0u32;
         let mut plans = Vec::with_capacity(runs.len());
         for (i, r) in runs.iter().enumerate() {
+            if let Some(f) = firsts {
+                next = u32::from(f[i]);
+            }
             if r.port >= self.ports().len() {
                 return Err(SessionError::usage(format!(
                     "run {i} names port {} of a session of {}",
@@ -83,9 +102,27 @@ impl Session {
         plans: &[Plan],
         run: RunOptions<'_>,
     ) -> Result<Vec<PortOutcome>> {
+        self.clear_receivers()?;
+        self.run_cleared(runs, plans, run)
+    }
+
+    /// Clears every port's receiver: what it counts from here on is the next run's.
+    pub fn clear_receivers(&mut self) -> Result<()> {
         for i in 0..self.ports().len() {
             self.port_mut(i).clear_receiver()?;
         }
+        Ok(())
+    }
+
+    /// [`Session::run_all`] with the receivers as they are: cleared by the caller earlier,
+    /// before a start instant shared with other sessions, so frames that another session's
+    /// earlier start sends here are not wiped by this one's.
+    pub fn run_cleared(
+        &mut self,
+        runs: &[PortRun],
+        plans: &[Plan],
+        run: RunOptions<'_>,
+    ) -> Result<Vec<PortOutcome>> {
         let stop = run.stop;
         let ports = self.ports();
         let reports: Vec<Result<Report>> = std::thread::scope(|scope| {

@@ -81,7 +81,7 @@ impl Cx {
                     self.refuse(
                         format!("{path}.location"),
                         format!(
-                            "'{}' is not an interface: write IFACE or IFACE@NETNS (e.g. lr0, lr1@lr-sink)",
+                            "'{}' is not an interface: write IFACE or IFACE@NETNS (e.g. lr0, lr1@lr-sink), after HOST:PORT/ for an agent's port",
                             p.location.as_deref().unwrap_or_default()
                         ),
                     );

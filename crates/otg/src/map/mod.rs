@@ -33,42 +33,73 @@ mod udp;
 mod vlan;
 mod vxlan;
 
-/// Where a port is: an interface of this host, in a network namespace when given.
+/// Where a port is: an interface of this host or of an agent's (`ADDR:PORT/`), in a network
+/// namespace when given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
+    /// The agent that owns the port, `HOST:PORT` (None: this host's own).
+    pub agent: Option<String>,
     pub iface: String,
     pub netns: Option<String>,
 }
 
 impl Location {
-    /// `IFACE` or `IFACE@NETNS`.
+    /// `IFACE`, `IFACE@NETNS`, or either after `HOST:PORT/` (an agent's port).
     pub fn parse(text: &str) -> Option<Self> {
+        let (agent, local) = match text.split_once('/') {
+            Some((agent, local)) => (Some(agent_address(agent)?), local),
+            None => (None, text),
+        };
         let ok = |s: &str| {
             !s.is_empty()
                 && s.len() <= 64
                 && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c))
         };
-        match text.split_once('@') {
-            Some((i, n)) if ok(i) && ok(n) && i.len() < 16 => Some(Self {
-                iface: i.into(),
-                netns: Some(n.into()),
-            }),
-            None if ok(text) && text.len() < 16 => Some(Self {
-                iface: text.into(),
-                netns: None,
-            }),
-            _ => None,
+        let (iface, netns) = match local.split_once('@') {
+            Some((i, n)) if ok(i) && ok(n) && i.len() < 16 => (i, Some(n.into())),
+            None if ok(local) && local.len() < 16 => (local, None),
+            _ => return None,
+        };
+        Some(Self {
+            agent,
+            iface: iface.into(),
+            netns,
+        })
+    }
+
+    /// The port as its own host names it: `IFACE` or `IFACE@NETNS`, without the agent.
+    pub fn local(&self) -> String {
+        match &self.netns {
+            Some(n) => format!("{}@{n}", self.iface),
+            None => self.iface.clone(),
         }
     }
 }
 
+/// `HOST:PORT`: an IPv4 address or a DNS name, or `[IPv6]`, and a port other than 0.
+fn agent_address(text: &str) -> Option<String> {
+    let (host, port) = text.rsplit_once(':')?;
+    port.parse::<u16>().ok().filter(|&p| p != 0)?;
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host.len() <= 253
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-.".contains(c))
+        }
+    };
+    host_ok.then(|| text.to_owned())
+}
+
 impl std::fmt::Display for Location {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.netns {
-            Some(n) => write!(f, "{}@{n}", self.iface),
-            None => f.write_str(&self.iface),
+        if let Some(a) = &self.agent {
+            write!(f, "{a}/")?;
         }
+        f.write_str(&self.local())
     }
 }
 

@@ -65,6 +65,7 @@ fn the_quickstart_maps_field_by_field() {
     assert_eq!(
         m.port("prx").unwrap().location,
         Location {
+            agent: None,
             iface: "lr1".into(),
             netns: Some("lr-sink".into())
         }
@@ -404,4 +405,28 @@ fn values_that_do_not_fit_are_refused_by_path_never_defaulted() {
     )
     .unwrap();
     assert_eq!(m.streams[0].ttl, 7);
+}
+
+#[test]
+fn a_location_names_an_agents_port_before_a_slash() {
+    let l = Location::parse("192.0.2.10:8443/eth1@ns").unwrap();
+    assert_eq!(l.agent.as_deref(), Some("192.0.2.10:8443"));
+    assert_eq!((l.iface.as_str(), l.netns.as_deref()), ("eth1", Some("ns")));
+    assert_eq!(l.local(), "eth1@ns");
+    assert_eq!(l.to_string(), "192.0.2.10:8443/eth1@ns");
+    let v6 = Location::parse("[2001:db8::1]:9000/eth0").unwrap();
+    assert_eq!(v6.agent.as_deref(), Some("[2001:db8::1]:9000"));
+    assert_eq!(
+        Location::parse("node-a.lab:8443/eth0").unwrap().local(),
+        "eth0"
+    );
+    for bad in [
+        "192.0.2.1/eth0",
+        "192.0.2.1:0/eth0",
+        "a b:1/eth0",
+        "h:1/",
+        "[zz]:1/eth0",
+    ] {
+        assert_eq!(Location::parse(bad), None, "{bad}");
+    }
 }

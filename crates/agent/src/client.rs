@@ -1,0 +1,235 @@
+//! The controller's end: one client per agent, blocking (the controller calls it from its own
+//! threads), over TLS with the bearer token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
+
+use crate::clock::{self, Offset, Sample, StartClock};
+use crate::error::AgentError;
+use crate::proto::{self, ClockReading, Setup, SetupReply, Start, Started, Status};
+
+/// Exchanges one offset measurement makes; the shortest round trip's is kept.
+const CLOCK_SAMPLES: usize = 8;
+
+/// How the controller reaches its agents.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// The agents' bearer token.
+    pub token: String,
+    /// PEM certificates the agents' must chain to. None: any certificate is taken (an agent's
+    /// self-signed one, as snappi's `verify=False` takes ixia-c's); the token still guards
+    /// the agent, but not the controller against a host posing as the agent.
+    pub ca: Option<Vec<u8>>,
+    /// Plain HTTP (agents started with --http).
+    pub http: bool,
+    /// Longest wait for one answer.
+    pub timeout: Duration,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The token stays out of logs.
+        f.debug_struct("ClientOptions")
+            .field("ca", &self.ca.as_ref().map(Vec::len))
+            .field("http", &self.http)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One agent, `ADDR:PORT`.
+#[derive(Clone)]
+pub struct AgentClient {
+    pub agent: String,
+    base: String,
+    bearer: String,
+    http: ureq::Agent,
+}
+
+impl std::fmt::Debug for AgentClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentClient")
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentClient {
+    pub fn new(agent: &str, options: &ClientOptions) -> Result<AgentClient, AgentError> {
+        let tls = match &options.ca {
+            Some(pem) => {
+                let roots: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
+                    .filter_map(|item| match item {
+                        Ok(PemItem::Certificate(c)) => Some(c),
+                        _ => None,
+                    })
+                    .collect();
+                if roots.is_empty() {
+                    return Err(AgentError::Usage(
+                        "--agent-ca holds no PEM certificate".into(),
+                    ));
+                }
+                TlsConfig::builder()
+                    .root_certs(RootCerts::Specific(Arc::new(roots)))
+                    .build()
+            }
+            None => TlsConfig::builder().disable_verification(true).build(),
+        };
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(options.timeout))
+            .http_status_as_error(false)
+            .tls_config(tls)
+            .build();
+        Ok(AgentClient {
+            agent: agent.to_owned(),
+            base: format!("{}://{agent}", if options.http { "http" } else { "https" }),
+            bearer: format!("Bearer {}", options.token),
+            http: config.into(),
+        })
+    }
+
+    pub fn setup(&self, setup: &Setup) -> Result<SetupReply, AgentError> {
+        self.call("setup", "POST", proto::SETUP, Some(setup))
+    }
+
+    /// Detaches everything the setup made (a teardown with nothing set up is fine).
+    pub fn teardown(&self) -> Result<(), AgentError> {
+        self.call::<(), serde_json::Value>("teardown", "DELETE", proto::SETUP, None)
+            .map(drop)
+    }
+
+    /// Starts the run set up at `at_ns` on the agent's clock; answers the run's number.
+    pub fn start(&self, at_ns: Option<u64>) -> Result<u64, AgentError> {
+        self.call::<_, Started>("start", "POST", proto::START, Some(&Start { at_ns }))
+            .map(|s| s.runs)
+    }
+
+    pub fn stop(&self) -> Result<(), AgentError> {
+        self.call::<(), serde_json::Value>("stop", "POST", proto::STOP, None)
+            .map(drop)
+    }
+
+    pub fn status(&self) -> Result<Status, AgentError> {
+        self.call::<(), _>("status", "GET", proto::STATUS, None)
+    }
+
+    /// The agent's clock minus this host's (the same clock, as the agent reports which).
+    pub fn offset(&self) -> Result<(StartClock, Offset), AgentError> {
+        let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
+        let mut kind = StartClock::Realtime;
+        for _ in 0..CLOCK_SAMPLES {
+            let t1 = kind.now_ns();
+            let r: ClockReading = self.call::<(), _>("clock", "GET", proto::CLOCK, None)?;
+            let mut t4 = kind.now_ns();
+            if r.clock != kind {
+                // The first exchange learns which clock the agent keeps; it is not a sample.
+                kind = r.clock;
+                t4 = 0;
+            }
+            if t4 != 0 {
+                samples.push(Sample {
+                    t1,
+                    t2: r.received_ns,
+                    t3: r.sent_ns,
+                    t4,
+                });
+            }
+        }
+        let best = clock::best(&samples).ok_or_else(|| AgentError::Protocol {
+            agent: self.agent.clone(),
+            what: "clock".into(),
+            why: "no exchange completed".into(),
+        })?;
+        Ok((kind, best))
+    }
+
+    fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<T, AgentError> {
+        let url = format!("{}{path}", self.base);
+        let sent = match (method, body) {
+            ("GET", _) => self
+                .http
+                .get(&url)
+                .header("Authorization", &self.bearer)
+                .call(),
+            ("DELETE", _) => self
+                .http
+                .delete(&url)
+                .header("Authorization", &self.bearer)
+                .call(),
+            (_, Some(b)) => self
+                .http
+                .post(&url)
+                .header("Authorization", &self.bearer)
+                .send_json(b),
+            (_, None) => self
+                .http
+                .post(&url)
+                .header("Authorization", &self.bearer)
+                .send_empty(),
+        };
+        let mut response = sent.map_err(|e| AgentError::Unreachable {
+            agent: self.agent.clone(),
+            why: format!("{what}: {e}"),
+        })?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| AgentError::Unreachable {
+                agent: self.agent.clone(),
+                why: format!("{what}: reading the answer: {e}"),
+            })?;
+        if !(200..300).contains(&status) {
+            return Err(AgentError::Refused {
+                agent: self.agent.clone(),
+                what: what.into(),
+                status,
+                errors: errors_of(&text),
+            });
+        }
+        let text = if text.is_empty() { "null" } else { &text };
+        serde_json::from_str(text).map_err(|e| AgentError::Protocol {
+            agent: self.agent.clone(),
+            what: what.into(),
+            why: e.to_string(),
+        })
+    }
+}
+
+/// The errors of an OTG error body (`{"code":…,"errors":[…]}`), or the body as it is.
+fn errors_of(text: &str) -> Vec<String> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        errors: Vec<String>,
+    }
+    match serde_json::from_str::<Body>(text) {
+        Ok(b) if !b.errors.is_empty() => b.errors,
+        _ => vec![text.chars().take(500).collect()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::errors_of;
+
+    #[test]
+    fn refusals_read_as_the_agents_own_words() {
+        assert_eq!(
+            errors_of(r#"{"code":400,"kind":"validation","errors":["a","b"]}"#),
+            vec!["a", "b"]
+        );
+        assert_eq!(errors_of("gateway timeout"), vec!["gateway timeout"]);
+    }
+}

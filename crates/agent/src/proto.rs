@@ -1,0 +1,119 @@
+//! The messages, as JSON bodies of the agent's routes.
+
+use std::net::IpAddr;
+
+use linerate_rx::RxTotals;
+use linerate_stream::{HostSpec, StreamSpec};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::StartClock;
+
+/// Where the agent's routes live on its listener, beside the OTG API.
+pub const PREFIX: &str = "/linerate/agent/v1";
+/// POST a [`Setup`] (answered by [`SetupReply`]); DELETE it to detach everything.
+pub const SETUP: &str = "/linerate/agent/v1/setup";
+/// POST a [`Start`].
+pub const START: &str = "/linerate/agent/v1/start";
+/// POST (no body): stop transmitting; answered once the workers drained.
+pub const STOP: &str = "/linerate/agent/v1/stop";
+/// GET: a [`Status`]. Every call also renews the controller's lease.
+pub const STATUS: &str = "/linerate/agent/v1/status";
+/// GET: a [`ClockReading`], one sample of the offset measurement.
+pub const CLOCK: &str = "/linerate/agent/v1/clock";
+
+/// One agent's part of a test: its hosts, what they send, and the hosts elsewhere they send to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    /// Hosts on this agent's ports (`port` is `IFACE` or `IFACE@NETNS` on the agent).
+    pub hosts: Vec<HostSpec>,
+    /// Hosts on other agents: a stream toward one takes its address from here.
+    pub peers: Vec<HostSpec>,
+    /// Next hops whose MAC is given, never resolved (OTG `gateway_mac`).
+    pub given: Vec<GivenMac>,
+    /// The streams this agent's hosts send, each with its flow id. The ids of one sending
+    /// port's streams are consecutive, ports in the order their hosts are first listed.
+    pub flows: Vec<FlowSetup>,
+    /// The run ends after this long (None: when stopped).
+    pub duration_ms: Option<u64>,
+    /// Received frames go on to the agent's stack too (a capture is running there).
+    pub pass: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GivenMac {
+    pub host: String,
+    pub hop: IpAddr,
+    pub mac: [u8; 6],
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSetup {
+    /// The flow id its signature carries, unique across the test bed.
+    pub id: u16,
+    pub stream: StreamSpec,
+}
+
+/// What a setup opened: the agent's ports in its session's order (the order [`Status`] lists
+/// them in) and the clock its starts are scheduled on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetupReply {
+    pub ports: Vec<String>,
+    pub clock: StartClock,
+}
+
+/// Start the run set up, at `at_ns` on the agent's clock (None: now).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Start {
+    pub at_ns: Option<u64>,
+}
+
+/// A start's answer: the number of the run it started, which its [`Status`] carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Started {
+    pub runs: u64,
+}
+
+/// One offset sample's two agent timestamps: when the request arrived and when the answer left.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClockReading {
+    pub clock: StartClock,
+    pub received_ns: u64,
+    pub sent_ns: u64,
+}
+
+/// An agent's state: its run's progress and result, and every port's receiver counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// A setup is in place.
+    pub configured: bool,
+    /// Runs started since the agent began (a status of the run just started has the new
+    /// number).
+    pub runs: u64,
+    /// A run is under way (or waiting for its start instant).
+    pub running: bool,
+    /// Frames and bytes (without FCS) sent so far in this run, all ports.
+    pub frames: u64,
+    pub bytes: u64,
+    /// When the run's first frame was due, on the agent's clock.
+    pub started_ns: Option<u64>,
+    /// The last run's result, once it ended.
+    pub result: Option<RunResult>,
+    /// Per port, in [`SetupReply::ports`] order: what its receiver counted this run.
+    pub rx: Vec<Option<RxTotals>>,
+    /// Per port: its link is up.
+    pub links: Vec<bool>,
+    /// Why the agent stopped and detached on its own (its controller went silent).
+    pub lease_expired: Option<String>,
+}
+
+/// A run's end: frames per flow and per port, or why it failed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// (flow id, frames sent).
+    pub per_flow: Vec<(u16, u64)>,
+    /// (port index on the agent, frames, bytes without FCS).
+    pub per_port: Vec<(usize, u64, u64)>,
+    pub frames: u64,
+    pub bytes: u64,
+    pub error: Option<String>,
+}

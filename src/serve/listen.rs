@@ -76,7 +76,12 @@ pub(super) async fn serve(app: Arc<App>, tls: Option<Arc<rustls::ServerConfig>>)
     let local = listener.local_addr()?;
     // One line a script can wait for (the port, when --listen asked for port 0).
     eprintln!(
-        "linerate serve: OTG API {} on {}://{local}",
+        "linerate {}: OTG API {} on {}://{local}",
+        if app.agent.is_some() {
+            "agent"
+        } else {
+            "serve"
+        },
         otg::API_SPEC_VERSION,
         if tls.is_some() { "https" } else { "http" }
     );

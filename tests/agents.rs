@@ -1,0 +1,342 @@
+//! A test bed across "hosts" (root): three network namespaces stand for three machines, each
+//! running `linerate agent` on a management link to a controller namespace, with data links
+//! h1–h2 and h2–h3 between them. The controller (`linerate serve --agent-token-file`) is
+//! driven through snappi (tests/otg/agents.py), as a user's suite would.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::root_or_skip;
+
+const TOKEN: &str = "agents-test-token-0123456789";
+/// The data interfaces, by host (1-based): h1 d12 — d21 h2 d23 — d32 h3.
+const DATA: [(usize, &str); 4] = [(1, "d12"), (2, "d21"), (2, "d23"), (3, "d32")];
+
+/// A process whose stderr lines are kept; killed (SIGKILL) when dropped.
+struct Proc {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proc {
+    /// Starts `args` in `netns` and waits for its line naming the URL it serves.
+    fn start(netns: &str, args: &[&str]) -> (Proc, String) {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", netns, env!("CARGO_BIN_EXE_linerate")])
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start linerate");
+        let stderr = child.stderr.take().expect("stderr");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let kept = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http")) {
+                    let _ = url_tx.send(url.to_owned());
+                }
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let url = url_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{args:?} never said where it listens: {:?}", lines));
+        (Proc { child, lines }, url)
+    }
+
+    fn said(&self, what: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
+    }
+
+    fn kill(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The namespaces and links; removed on drop, even when the test fails.
+struct Bed {
+    /// ctl, h1, h2, h3.
+    ns: [String; 4],
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Bed {
+    fn new(tag: &str) -> Bed {
+        let id = format!("{tag}{}", std::process::id() % 100_000);
+        let bed = Bed {
+            ns: [
+                format!("ctl-{id}"),
+                format!("h1-{id}"),
+                format!("h2-{id}"),
+                format!("h3-{id}"),
+            ],
+            dir: tempfile::tempdir().unwrap(),
+        };
+        for ns in &bed.ns {
+            ip(&["netns", "add", ns]);
+            ip(&["-n", ns, "link", "set", "lo", "up"]);
+        }
+        let ctl = &bed.ns[0];
+        for h in 1..=3 {
+            let (c, host) = (format!("c{h}"), &bed.ns[h]);
+            ip(&[
+                "-n", ctl, "link", "add", &c, "type", "veth", "peer", "name", "m0", "netns", host,
+            ]);
+            ip(&[
+                "-n",
+                ctl,
+                "addr",
+                "add",
+                &format!("10.77.{h}.1/24"),
+                "dev",
+                &c,
+            ]);
+            ip(&["-n", ctl, "link", "set", &c, "up"]);
+            ip(&[
+                "-n",
+                host,
+                "addr",
+                "add",
+                &format!("10.77.{h}.2/24"),
+                "dev",
+                "m0",
+            ]);
+            ip(&["-n", host, "link", "set", "m0", "up"]);
+        }
+        for (a, b, ia, ib) in [(1, 2, "d12", "d21"), (2, 3, "d23", "d32")] {
+            let (na, nb) = (&bed.ns[a], &bed.ns[b]);
+            ip(&[
+                "-n", na, "link", "add", ia, "type", "veth", "peer", "name", ib, "netns", nb,
+            ]);
+            ip(&["-n", na, "link", "set", ia, "up"]);
+            ip(&["-n", nb, "link", "set", ib, "up"]);
+        }
+        std::fs::write(bed.token_file(), format!("{TOKEN}\n")).unwrap();
+        bed
+    }
+
+    fn token_file(&self) -> PathBuf {
+        self.dir.path().join("token")
+    }
+
+    fn agent_address(h: usize) -> String {
+        format!("10.77.{h}.2:8443")
+    }
+
+    /// `linerate agent` on host `h` (1-based).
+    fn agent(&self, h: usize, extra: &[&str]) -> Proc {
+        let listen = Self::agent_address(h);
+        let token = self.token_file();
+        let mut args = vec!["agent", "--listen", &listen, "--token-file"];
+        args.push(token.to_str().unwrap());
+        args.extend_from_slice(extra);
+        Proc::start(&self.ns[h], &args).0
+    }
+
+    /// The controller, with the agents' token in `agent_token`.
+    fn controller(&self, agent_token: &Path) -> (Proc, String) {
+        Proc::start(
+            &self.ns[0],
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--http",
+                "--agent-token-file",
+                agent_token.to_str().unwrap(),
+            ],
+        )
+    }
+
+    /// Runs a step of tests/otg/agents.py in the controller's namespace; its output.
+    fn snappi(&self, url: &str, step: &[&str]) -> String {
+        let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.ns[0]])
+            .arg(&python)
+            .arg("tests/otg/agents.py")
+            .args(step)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("OTG_LOCATION", url)
+            .env("AGENT1", Self::agent_address(1))
+            .env("AGENT2", Self::agent_address(2))
+            .env("AGENT3", Self::agent_address(3))
+            .output()
+            .expect("run tests/otg/agents.py");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "agents.py {step:?} failed:\n{text}");
+        text
+    }
+
+    /// The data interfaces that still have an XDP program.
+    fn attached(&self) -> Vec<&'static str> {
+        DATA.iter()
+            .filter(|(h, iface)| common::xdp_attached(iface, Some(&self.ns[*h])))
+            .map(|(_, iface)| *iface)
+            .collect()
+    }
+}
+
+/// The virtualenv's python, or a skip (a failure under CI).
+fn have_python() -> bool {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if python.exists() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no virtualenv at {}: scripts/setup.sh makes it",
+        python.display()
+    );
+    eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+    false
+}
+
+/// Waits up to `limit` for `cond`.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    cond()
+}
+
+#[test]
+fn three_agents_count_flows_both_ways_exactly_and_release_everything() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("ag");
+    let agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &[])).collect();
+    let (mut controller, url) = bed.controller(&bed.token_file());
+    let out = bed.snappi(&url, &["exact"]);
+    assert!(out.contains("exact: ok"), "{out}");
+    // Every agent is set up while the config lasts.
+    assert_eq!(bed.attached(), ["d12", "d21", "d23", "d32"]);
+    // SIGTERM: the controller releases its agents before it exits.
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    unsafe { libc::kill(controller.child.id() as i32, libc::SIGTERM) };
+    let _ = controller.child.wait();
+    assert!(
+        within(Duration::from_secs(5), || bed.attached().is_empty()),
+        "still attached after the controller stopped: {:?}",
+        bed.attached()
+    );
+    drop(agents);
+}
+
+#[test]
+fn an_agent_killed_mid_test_is_named_and_the_others_stop_and_detach() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("ak");
+    let mut agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &[])).collect();
+    let (_controller, url) = bed.controller(&bed.token_file());
+    bed.snappi(&url, &["start"]);
+    assert_eq!(bed.attached().len(), 4);
+    agents[2].kill();
+    let out = bed.snappi(&url, &["lost", &Bed::agent_address(3)]);
+    assert!(out.contains("counted until then"), "{out}");
+    // The others stopped and released their ports; the killed one's links went with it.
+    assert!(
+        within(Duration::from_secs(5), || bed.attached().is_empty()),
+        "still attached: {:?}",
+        bed.attached()
+    );
+    assert!(agents[0].alive() && agents[1].alive());
+}
+
+#[test]
+fn agents_whose_controller_is_killed_stop_within_their_lease() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("al");
+    let agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &["--lease", "1s"])).collect();
+    let (mut controller, url) = bed.controller(&bed.token_file());
+    bed.snappi(&url, &["start"]);
+    assert_eq!(bed.attached().len(), 4);
+    let killed = Instant::now();
+    controller.kill();
+    assert!(
+        within(Duration::from_secs(4), || bed.attached().is_empty()),
+        "still attached {:?} after the lease",
+        bed.attached()
+    );
+    eprintln!("released {:?} after the controller died", killed.elapsed());
+    for a in &agents {
+        assert!(a.said("the controller was silent"), "{:?}", a.lines);
+    }
+}
+
+#[test]
+fn wrong_or_missing_tokens_are_refused_and_nothing_is_configured() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("at");
+    // Beyond loopback without a token: refused at start.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &bed.ns[1], env!("CARGO_BIN_EXE_linerate")])
+        .args(["agent", "--listen", &Bed::agent_address(1)])
+        .output()
+        .expect("run linerate agent");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--token"),
+        "{out:?}"
+    );
+    let _agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &[])).collect();
+    let wrong = bed.dir.path().join("wrong");
+    std::fs::write(&wrong, "not-the-agents-token-at-all\n").unwrap();
+    let (_controller, url) = bed.controller(&wrong);
+    let out = bed.snappi(&url, &["refused", &Bed::agent_address(1), "401"]);
+    assert!(out.contains("bearer token"), "{out}");
+    assert!(bed.attached().is_empty(), "{:?}", bed.attached());
+}

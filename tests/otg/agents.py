@@ -1,0 +1,148 @@
+"""A test bed of three agents driven through one controller (issue 24), through snappi 1.60.0.
+
+tests/agents.rs builds three "hosts" (network namespaces, each running `linerate agent`), a
+controller namespace running `linerate serve --agent-token-file`, and data links h1–h2 and
+h2–h3; it runs this script inside the controller's namespace with OTG_LOCATION (the
+controller) and AGENT1..AGENT3 (each agent's HOST:PORT) set. The first argument says what to do:
+
+  exact    flows both ways between hosts on different agents: exact per flow, port metrics
+  start    set the config and start a long run, then return (the test kills something)
+  lost     the controller's answer after an agent was killed: names it (argv[2])
+  refused  set_config is refused naming the agent (argv[2]) and why (argv[3])
+"""
+import os
+import sys
+import time
+
+import snappi
+
+FRAMES = 20_000
+
+
+def config(api, env, seconds=None, capture=()):
+    a1, a2, a3 = env["AGENT1"], env["AGENT2"], env["AGENT3"]
+    c = api.config()
+    # h1's d12 — h2's d21 on one link; h2's d23 — h3's d32 on the other.
+    ports = {"p1": f"{a1}/d12", "p2": f"{a2}/d21", "p3": f"{a2}/d23", "p4": f"{a3}/d32"}
+    for name, location in ports.items():
+        c.ports.port(name=name, location=location)
+    hosts = {
+        "p1": ("10.10.12.1", "10.10.12.2"),
+        "p2": ("10.10.12.2", "10.10.12.1"),
+        "p3": ("10.10.23.2", "10.10.23.3"),
+        "p4": ("10.10.23.3", "10.10.23.2"),
+    }
+    for port, (addr, gateway) in hosts.items():
+        d = c.devices.add(name=f"{port}-dev")
+        e = d.ethernets.add(name=f"{port}-eth")
+        e.connection.port_name = port
+        e.ipv4_addresses.add(name=f"{port}-ip4", address=addr, prefix=24, gateway=gateway)
+    for port in capture:
+        c.captures.capture(name=f"{port}-cap", port_names=[port])
+    for src, dst in (("p1", "p2"), ("p2", "p1"), ("p3", "p4"), ("p4", "p3")):
+        f = c.flows.add(name=f"{src}-{dst}")
+        f.tx_rx.device.tx_names = [f"{src}-ip4"]
+        f.tx_rx.device.rx_names = [f"{dst}-ip4"]
+        f.packet.ethernet().ipv4().udp()
+        f.size.fixed = 128
+        f.rate.pps = 20_000
+        if seconds:
+            f.duration.fixed_seconds.seconds = seconds
+        else:
+            f.duration.fixed_packets.packets = FRAMES
+        f.metrics.enable = True
+        f.metrics.timestamps = True
+    return c
+
+
+def start(api):
+    cs = api.control_state()
+    cs.traffic.flow_transmit.state = "start"
+    api.set_control_state(cs)
+
+
+def flow_metrics(api):
+    req = api.metrics_request()
+    req.flow.flow_names = []
+    return api.get_metrics(req).flow_metrics
+
+
+def wait_stopped(api, timeout=60):
+    deadline = time.time() + timeout
+    while True:
+        fm = flow_metrics(api)
+        if all(m.transmit == "stopped" for m in fm):
+            return fm
+        assert time.time() < deadline, f"flows still running: {fm}"
+        time.sleep(0.2)
+
+
+def exact(api, env):
+    api.set_config(config(api, env))
+    start(api)
+    fm = wait_stopped(api)
+    for m in fm:
+        assert m.frames_tx == FRAMES, f"{m.name}: sent {m.frames_tx}"
+        assert m.frames_rx == FRAMES, f"{m.name}: {m.frames_rx} of {m.frames_tx}"
+        assert m.loss == 0, f"{m.name}: loss {m.loss}"
+    assert {(m.name, m.port_tx, m.port_rx) for m in fm} == {
+        ("p1-p2", "p1", "p2"), ("p2-p1", "p2", "p1"), ("p3-p4", "p3", "p4"), ("p4-p3", "p4", "p3"),
+    }, fm
+    req = api.metrics_request()
+    req.port.port_names = []
+    pm = {p.name: p for p in api.get_metrics(req).port_metrics}
+    assert set(pm) == {"p1", "p2", "p3", "p4"}, pm
+    for name, p in pm.items():
+        # Each port sends one flow and receives one; ARP answers are the port's own too.
+        assert p.frames_tx == FRAMES, f"{name}: frames_tx {p.frames_tx}"
+        assert p.frames_rx >= FRAMES, f"{name}: frames_rx {p.frames_rx}"
+        assert p.link == "up", f"{name}: link {p.link}"
+    # A second run on the same config counts from zero again.
+    start(api)
+    fm = wait_stopped(api)
+    assert all(m.frames_tx == FRAMES and m.frames_rx == FRAMES for m in fm), fm
+    print("exact: ok", flush=True)
+
+
+def main():
+    env = os.environ
+    api = snappi.api(location=env["OTG_LOCATION"], verify=False)
+    what = sys.argv[1]
+    if what == "exact":
+        exact(api, env)
+    elif what == "start":
+        api.set_config(config(api, env, seconds=60))
+        start(api)
+        time.sleep(1)
+        fm = flow_metrics(api)
+        assert all(m.transmit == "started" for m in fm), fm
+        print("started", flush=True)
+    elif what == "lost":
+        agent = sys.argv[2]
+        deadline = time.time() + 20
+        while True:
+            try:
+                flow_metrics(api)
+            except Exception as e:  # snappi raises the OTG error body
+                text = str(e)
+                assert agent in text and "lost" in text, text
+                print(text, flush=True)
+                break
+            assert time.time() < deadline, "the controller never said it lost the agent"
+            time.sleep(0.2)
+    elif what == "refused":
+        agent, why = sys.argv[2], sys.argv[3]
+        try:
+            api.set_config(config(api, env))
+        except Exception as e:
+            text = str(e)
+            assert agent in text and why in text and "no agent keeps the config" in text, text
+            print(text, flush=True)
+        else:
+            raise AssertionError("set_config was accepted")
+    else:
+        raise SystemExit(f"unknown step {what}")
+
+
+if __name__ == "__main__":
+    main()

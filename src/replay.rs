@@ -114,6 +114,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         stop: &stop,
         observer: &live,
         drain: args.send.drain,
+        start_at: None,
     };
     let Outcome {
         report,

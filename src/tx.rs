@@ -84,6 +84,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         stop: &stop,
         observer: &live,
         drain: args.send.drain,
+        start_at: None,
     };
     let outcome = match session.run_plan(&plan, run) {
         Ok(outcome) => outcome,

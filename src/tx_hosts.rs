@@ -65,6 +65,7 @@ pub fn run(args: &TxArgs, hosts: &[HostSpec], mut streams: Vec<StreamSpec>) -> R
         stop: &stop,
         observer: &live,
         drain: args.send.drain,
+        start_at: None,
     };
     let outcomes = hs
         .session

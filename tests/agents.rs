@@ -282,6 +282,8 @@ fn an_agent_killed_mid_test_is_named_and_the_others_stop_and_detach() {
     assert_eq!(bed.attached().len(), 4);
     agents[2].kill();
     let out = bed.snappi(&url, &["lost", &Bed::agent_address(3)]);
+    // snappi prints the error as YAML, folded at 80 columns.
+    let out = out.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(out.contains("counted until then"), "{out}");
     // The others stopped and released their ports; the killed one's links went with it.
     assert!(
@@ -339,4 +341,23 @@ fn wrong_or_missing_tokens_are_refused_and_nothing_is_configured() {
     let out = bed.snappi(&url, &["refused", &Bed::agent_address(1), "401"]);
     assert!(out.contains("bearer token"), "{out}");
     assert!(bed.attached().is_empty(), "{:?}", bed.attached());
+}
+
+/// Agents 1 and 3 send toward agent 2's two ports, which capture. Each sender has a core of
+/// its own: two pinned senders sharing a core would take turns by scheduler slices (ms), which
+/// no start instant can line up.
+#[test]
+fn agents_start_at_one_instant_and_their_ports_capture() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("as");
+    let _agents: Vec<Proc> = [(1, "0"), (2, "1"), (3, "1")]
+        .iter()
+        .map(|(h, core)| bed.agent(*h, &["--cores", core]))
+        .collect();
+    let (_controller, url) = bed.controller(&bed.token_file());
+    let out = bed.snappi(&url, &["skew"]);
+    eprintln!("{out}");
+    assert!(out.contains("spread"), "{out}");
 }

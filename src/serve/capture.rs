@@ -64,53 +64,83 @@ pub(super) async fn capture_state(
             Some(_) => {}
         }
     }
-    match c.state.as_deref() {
-        Some("start") => {
-            for name in &names {
-                let location = mapped.port(name).map(|p| p.location.clone());
-                let Some(location) = location else { continue };
-                let frames = Arc::new(Mutex::new(Vec::new()));
-                let failed = socket::Failed::default();
-                let stop = Arc::new(AtomicBool::new(false));
-                let (f, e, s) = (Arc::clone(&frames), Arc::clone(&failed), Arc::clone(&stop));
-                let thread = blocking(move || socket::start(&location, f, e, s))
-                    .await?
-                    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
-                // The previous capture of the port (its thread and frames) goes when replaced.
-                let old = app.lock().captures.insert(
-                    name.clone(),
-                    CaptureState {
-                        running: Some((stop, thread)),
-                        frames,
-                        failed,
-                    },
-                );
-                drop(old);
-            }
-            Ok(warnings())
+    let start = match c.state.as_deref() {
+        Some("start") => true,
+        Some("stop") => false,
+        other => {
+            return Err(Fail::bad(format!(
+                "port.capture.state: '{}' is not start or stop",
+                other.unwrap_or("")
+            )));
         }
-        Some("stop") => {
-            let threads: Vec<_> = {
-                let mut inner = app.lock();
-                names
-                    .iter()
-                    .filter_map(|n| inner.captures.get_mut(n).and_then(|c| c.running.take()))
-                    .collect()
-            };
-            blocking(move || {
-                for (stop, thread) in threads {
-                    stop.store(true, Ordering::Relaxed);
-                    let _ = thread.join();
-                }
-            })
-            .await?;
-            Ok(warnings())
-        }
-        other => Err(Fail::bad(format!(
-            "port.capture.state: '{}' is not start or stop",
-            other.unwrap_or("")
-        ))),
+    };
+    // Ports on agents: each agent captures its own.
+    let (remote, local): (Vec<_>, Vec<_>) = names
+        .into_iter()
+        .filter_map(|n| Some((mapped.port(&n)?.location.clone(), n)))
+        .partition(|(l, _)| l.agent.is_some());
+    if !remote.is_empty() {
+        let agents = app.lock().counting.remote.clone();
+        let agents = agents.ok_or_else(|| Fail::bad("the agents are gone: set_config again"))?;
+        blocking(move || {
+            remote
+                .iter()
+                .try_for_each(|(l, _)| agents.capture(l, start))
+        })
+        .await?
+        .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
     }
+    if start {
+        for (location, name) in local {
+            start_port(app, name, location).await?;
+        }
+    } else {
+        stop_ports(app, local.into_iter().map(|(_, n)| n).collect()).await?;
+    }
+    Ok(warnings())
+}
+
+/// Starts capturing on `location`, kept as `key`; a capture already kept there goes.
+pub(super) async fn start_port(
+    app: &App,
+    key: String,
+    location: otg::Location,
+) -> Result<(), Fail> {
+    let frames = Arc::new(Mutex::new(Vec::new()));
+    let failed = socket::Failed::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (f, e, s) = (Arc::clone(&frames), Arc::clone(&failed), Arc::clone(&stop));
+    let thread = blocking(move || socket::start(&location, f, e, s))
+        .await?
+        .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
+    // The previous capture of the port (its thread and frames) goes when replaced.
+    let old = app.lock().captures.insert(
+        key,
+        CaptureState {
+            running: Some((stop, thread)),
+            frames,
+            failed,
+        },
+    );
+    drop(old);
+    Ok(())
+}
+
+/// Stops the captures kept as `keys`; their frames stay.
+pub(super) async fn stop_ports(app: &App, keys: Vec<String>) -> Result<(), Fail> {
+    let threads: Vec<_> = {
+        let mut inner = app.lock();
+        keys.iter()
+            .filter_map(|n| inner.captures.get_mut(n).and_then(|c| c.running.take()))
+            .collect()
+    };
+    blocking(move || {
+        for (stop, thread) in threads {
+            stop.store(true, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    })
+    .await
 }
 
 pub(super) async fn get_capture(
@@ -118,7 +148,7 @@ pub(super) async fn get_capture(
     body: Bytes,
 ) -> Result<Response, Fail> {
     let req: otg::CaptureRequest = otg::parse_json(&body)?;
-    let frames = {
+    let (format, location, agents) = {
         let inner = app.lock();
         let mapped = inner
             .mapped
@@ -130,13 +160,42 @@ pub(super) async fn get_capture(
                 req.port_name
             )));
         };
-        let format = port.capture_format;
-        let capture = inner.captures.get(&req.port_name).ok_or_else(|| {
-            Fail::bad(format!(
+        if !inner.captures.contains_key(&req.port_name) {
+            return Err(Fail::bad(format!(
                 "port_name: port '{}' has no capture in the config",
                 req.port_name
-            ))
-        })?;
+            )));
+        }
+        (
+            port.capture_format,
+            port.location.clone(),
+            inner.counting.remote.clone(),
+        )
+    };
+    let pcapng = format == otg::CaptureFormat::Pcapng;
+    let file = match (&location.agent, agents) {
+        // The agent that owns the port writes the file.
+        (Some(_), Some(agents)) => blocking(move || agents.capture_file(&location, pcapng))
+            .await?
+            .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?,
+        _ => return capture_file(&app, &req.port_name, format, &req.port_name).await,
+    };
+    Ok(octets(file))
+}
+
+/// The capture kept as `key`, as a file whose interface is named `interface`.
+pub(super) async fn capture_file(
+    app: &App,
+    key: &str,
+    format: otg::CaptureFormat,
+    interface: &str,
+) -> Result<Response, Fail> {
+    let frames = {
+        let inner = app.lock();
+        let capture = inner
+            .captures
+            .get(key)
+            .ok_or_else(|| Fail::bad(format!("port '{key}' has no capture: start one first")))?;
         // A capture that stopped on an error answers with it, not with the frames it kept.
         let failed = capture
             .failed
@@ -146,10 +205,9 @@ pub(super) async fn get_capture(
         if let Some(why) = failed {
             return Err(Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![why]));
         }
-        (Arc::clone(&capture.frames), format)
+        Arc::clone(&capture.frames)
     };
-    let (frames, format) = frames;
-    let name = req.port_name.clone();
+    let name = interface.to_owned();
     let pcap = blocking(move || {
         socket::pcap(
             &frames.lock().unwrap_or_else(|p| p.into_inner()),
@@ -159,12 +217,16 @@ pub(super) async fn get_capture(
     })
     .await?
     .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
+    Ok(octets(pcap))
+}
+
+fn octets(bytes: Vec<u8>) -> Response {
     let mut headers = HeaderMap::new();
     headers.insert(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/octet-stream"),
     );
-    Ok((headers, pcap).into_response())
+    (headers, bytes).into_response()
 }
 
 /// Captures with an AF_PACKET socket made inside the port's network namespace (a socket keeps

@@ -43,7 +43,9 @@ impl PortThread {
     /// done, with what it made for counting.
     pub(super) fn spawn<S: 'static>(
         setup: impl FnOnce() -> Result<(S, Counting)> + Send + 'static,
-        mut run: impl FnMut(&mut S, &Arc<AtomicBool>, &Progress) -> RunResult + Send + 'static,
+        mut run: impl FnMut(&mut S, &Arc<AtomicBool>, &Progress, Option<Instant>) -> RunResult
+        + Send
+        + 'static,
     ) -> Result<(PortThread, Counting)> {
         let (ready_tx, ready_rx) = mpsc::channel::<Result<Counting>>();
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
@@ -61,13 +63,13 @@ impl PortThread {
                     }
                 };
                 while let Ok(Cmd::Start { stop, progress, at }) = cmd_rx.recv() {
-                    let due = at.is_none_or(|(clock, at)| clock.wait_until(at, &stop));
-                    let result = if due {
-                        run(&mut state, &stop, &progress)
-                    } else {
-                        // Stopped before its start instant: nothing was sent.
-                        RunResult::default()
-                    };
+                    // The instant on this host's monotonic clock, which the workers wait
+                    // for once their queues are filled (that takes a while, and varies).
+                    let start_at = at.map(|(clock, at)| {
+                        let ahead = at.saturating_sub(clock.now_ns());
+                        Instant::now() + std::time::Duration::from_nanos(ahead)
+                    });
+                    let result = run(&mut state, &stop, &progress, start_at);
                     progress.frames.store(result.frames, Ordering::Relaxed);
                     progress.bytes.store(result.bytes, Ordering::Relaxed);
                     *progress.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
@@ -112,7 +114,8 @@ impl PortThread {
         };
         let run = move |(session, plan): &mut (Session, Plan),
                         stop: &Arc<AtomicBool>,
-                        progress: &Progress| {
+                        progress: &Progress,
+                        start_at: Option<Instant>| {
             let run = RunOptions {
                 end: End {
                     duration: run_mapped.duration,
@@ -121,6 +124,7 @@ impl PortThread {
                 stop,
                 observer: progress,
                 drain: DRAIN,
+                start_at,
             };
             match session.port_mut(0).run_plan(plan, run) {
                 Ok(o) => RunResult {

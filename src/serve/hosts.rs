@@ -73,8 +73,8 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
             counting,
         ))
     };
-    let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress| {
-        run_ports(h, duration, stop, progress, false)
+    let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress, at| {
+        run_ports(h, duration, stop, progress, false, at)
     };
     PortThread::spawn(setup, run)
 }
@@ -131,8 +131,8 @@ pub(super) fn start_agent(
         ))
     };
     // The receivers were cleared when the start was asked for, before the shared instant.
-    let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress| {
-        run_ports(h, duration, stop, progress, true)
+    let run = move |h: &mut Hosts, stop: &Arc<AtomicBool>, progress: &Progress, at| {
+        run_ports(h, duration, stop, progress, true, at)
     };
     let (thread, counting) = PortThread::spawn(opened, run)?;
     let ports = ports_rx.recv().context("the port thread's ports")?;
@@ -194,13 +194,15 @@ fn open(specs: &[HostSpec], base: &PortOptions, pass: bool) -> Result<HostSessio
     HostSession::open(specs, base, &rx).context("the hosts' ports")
 }
 
-/// One run of every port, the receivers cleared first unless `cleared`.
+/// One run of every port, the receivers cleared first unless `cleared`, its workers started
+/// at `start_at` when given.
 fn run_ports(
     h: &mut Hosts,
     duration: Option<Duration>,
     stop: &Arc<AtomicBool>,
     progress: &Progress,
     cleared: bool,
+    start_at: Option<std::time::Instant>,
 ) -> RunResult {
     let run = RunOptions {
         end: End {
@@ -210,6 +212,7 @@ fn run_ports(
         stop,
         observer: progress,
         drain: DRAIN,
+        start_at,
     };
     let outcomes = if cleared {
         h.session.session.run_cleared(&h.runs, &h.plans, run)

@@ -9,17 +9,23 @@ controller) and AGENT1..AGENT3 (each agent's HOST:PORT) set. The first argument 
   start    set the config and start a long run, then return (the test kills something)
   lost     the controller's answer after an agent was killed: names it (argv[2])
   refused  set_config is refused naming the agent (argv[2]) and why (argv[3])
+  skew     agents 1 and 3 send toward agent 2, whose ports capture: the first frames of the two
+           carry signature stamps within 1 ms of each other (the hosts share one clock here, so
+           this checks the start mechanism)
 """
+import io
 import os
+import struct
 import sys
 import time
 
+import dpkt
 import snappi
 
 FRAMES = 20_000
 
 
-def config(api, env, seconds=None, capture=()):
+def config(api, env, seconds=None, capture=(), pairs=None):
     a1, a2, a3 = env["AGENT1"], env["AGENT2"], env["AGENT3"]
     c = api.config()
     # h1's d12 — h2's d21 on one link; h2's d23 — h3's d32 on the other.
@@ -39,7 +45,7 @@ def config(api, env, seconds=None, capture=()):
         e.ipv4_addresses.add(name=f"{port}-ip4", address=addr, prefix=24, gateway=gateway)
     for port in capture:
         c.captures.capture(name=f"{port}-cap", port_names=[port])
-    for src, dst in (("p1", "p2"), ("p2", "p1"), ("p3", "p4"), ("p4", "p3")):
+    for src, dst in pairs or (("p1", "p2"), ("p2", "p1"), ("p3", "p4"), ("p4", "p3")):
         f = c.flows.add(name=f"{src}-{dst}")
         f.tx_rx.device.tx_names = [f"{src}-ip4"]
         f.tx_rx.device.rx_names = [f"{dst}-ip4"]
@@ -104,12 +110,70 @@ def exact(api, env):
     print("exact: ok", flush=True)
 
 
+MAGIC = 0x4C527367
+
+
+def first_stamps(pcap):
+    """Per flow id, the transmit stamp (ns, low 48 bits) of its frame of sequence 0, read from
+    the signature: the 18 bytes before the FCS, | tx ns 48 | seq 32 | flow 16 | comp 16 |
+    magic 32 |, big-endian (docs/receive.md)."""
+    stamps = {}
+    for _, frame in dpkt.pcap.Reader(io.BytesIO(pcap)):
+        trailer = frame[-22:-4]
+        if len(trailer) < 18 or struct.unpack(">I", trailer[14:18])[0] != MAGIC:
+            continue
+        tx = int.from_bytes(trailer[0:6], "big")
+        seq, flow = struct.unpack(">IH", trailer[6:12])
+        if seq == 0:
+            stamps[flow] = tx
+    return stamps
+
+
+def skew(api, env):
+    """Up to three runs: a start is one instant, but a sender the scheduler holds back (another
+    process on its core) stamps its first frame late; one run within 1 ms shows the mechanism."""
+    pairs = (("p1", "p2"), ("p4", "p3"))
+    api.set_config(config(api, env, capture=("p2", "p3"), pairs=pairs))
+    spreads = []
+    for _ in range(3):
+        cs = api.control_state()
+        cs.port.capture.state = "start"
+        cs.port.capture.port_names = ["p2", "p3"]
+        api.set_control_state(cs)
+        start(api)
+        fm = wait_stopped(api)
+        assert all(m.frames_rx == FRAMES for m in fm), fm
+        cs = api.control_state()
+        cs.port.capture.state = "stop"
+        cs.port.capture.port_names = ["p2", "p3"]
+        api.set_control_state(cs)
+        firsts = {}
+        for port, sender in (("p2", "agent 1"), ("p3", "agent 3")):
+            req = api.capture_request()
+            req.port_name = port
+            pcap = api.get_capture(req).read()
+            stamps = first_stamps(pcap)
+            assert len(stamps) == 1, f"{port}: flows {stamps} (want the one sent toward it)"
+            firsts[sender] = next(iter(stamps.values()))
+        spread = max(firsts.values()) - min(firsts.values())
+        print(f"first frames: {firsts}; spread {spread} ns", flush=True)
+        spreads.append(spread)
+        if spread < 1_000_000:
+            break
+    import urllib.request
+    agents = urllib.request.urlopen(env["OTG_LOCATION"] + "/linerate/controller/v1/agents")
+    print(agents.read().decode(), flush=True)
+    assert min(spreads) < 1_000_000, f"the agents started {spreads} ns apart"
+
+
 def main():
     env = os.environ
     api = snappi.api(location=env["OTG_LOCATION"], verify=False)
     what = sys.argv[1]
     if what == "exact":
         exact(api, env)
+    elif what == "skew":
+        skew(api, env)
     elif what == "start":
         api.set_config(config(api, env, seconds=60))
         start(api)

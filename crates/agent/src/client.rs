@@ -10,10 +10,14 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 use crate::clock::{self, Offset, Sample, StartClock};
 use crate::error::AgentError;
-use crate::proto::{self, ClockReading, Setup, SetupReply, Start, Started, Status};
+use crate::proto::{
+    self, Capture, CaptureFile, ClockReading, Setup, SetupReply, Start, Started, Status,
+};
 
-/// Exchanges one offset measurement makes; the shortest round trip's is kept.
-const CLOCK_SAMPLES: usize = 8;
+/// Exchanges an offset measurement makes at least, and at most; the shortest round trip's is
+/// kept.
+const MIN_SAMPLES: usize = 8;
+const MAX_SAMPLES: usize = 64;
 
 /// How the controller reaches its agents.
 #[derive(Clone)]
@@ -117,26 +121,79 @@ impl AgentClient {
         self.call::<(), _>("status", "GET", proto::STATUS, None)
     }
 
-    /// The agent's clock minus this host's (the same clock, as the agent reports which).
-    pub fn offset(&self) -> Result<(StartClock, Offset), AgentError> {
-        let mut samples = Vec::with_capacity(CLOCK_SAMPLES);
+    pub fn capture(&self, port: &str, start: bool) -> Result<(), AgentError> {
+        let body = Capture {
+            port: port.to_owned(),
+            start,
+        };
+        self.call::<_, serde_json::Value>("capture", "POST", proto::CAPTURE, Some(&body))
+            .map(drop)
+    }
+
+    /// The capture of `port` so far, as a file.
+    pub fn capture_file(&self, port: &str, pcapng: bool) -> Result<Vec<u8>, AgentError> {
+        let body = CaptureFile {
+            port: port.to_owned(),
+            pcapng,
+        };
+        let url = format!("{}{}", self.base, proto::CAPTURE_FILE);
+        let mut response = self
+            .http
+            .post(&url)
+            .header("Authorization", &self.bearer)
+            .send_json(&body)
+            .map_err(|e| self.unreachable("capture file", e))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .body_mut()
+            .with_config()
+            .limit(1 << 30)
+            .read_to_vec()
+            .map_err(|e| self.unreachable("capture file", e))?;
+        if !(200..300).contains(&status) {
+            return Err(AgentError::Refused {
+                agent: self.agent.clone(),
+                what: "capture file".into(),
+                status,
+                errors: errors_of(&String::from_utf8_lossy(&bytes)),
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn unreachable(&self, what: &str, e: ureq::Error) -> AgentError {
+        AgentError::Unreachable {
+            agent: self.agent.clone(),
+            why: format!("{what}: {e}"),
+        }
+    }
+
+    /// The agent's clock minus this host's (the same clock, as the agent reports which): the
+    /// exchange with the shortest round trip of at least [`MIN_SAMPLES`], more (up to
+    /// [`MAX_SAMPLES`]) while the best is still uncertain by more than `target` — a busy
+    /// moment on either host can slow a whole burst of exchanges.
+    pub fn offset(&self, target: Duration) -> Result<(StartClock, Offset), AgentError> {
+        let mut samples = Vec::with_capacity(MAX_SAMPLES);
         let mut kind = StartClock::Realtime;
-        for _ in 0..CLOCK_SAMPLES {
+        let target = target.as_nanos() as u64;
+        for n in 0..=MAX_SAMPLES {
             let t1 = kind.now_ns();
             let r: ClockReading = self.call::<(), _>("clock", "GET", proto::CLOCK, None)?;
-            let mut t4 = kind.now_ns();
-            if r.clock != kind {
+            let t4 = kind.now_ns();
+            if n == 0 {
                 // The first exchange learns which clock the agent keeps; it is not a sample.
                 kind = r.clock;
-                t4 = 0;
+                continue;
             }
-            if t4 != 0 {
-                samples.push(Sample {
-                    t1,
-                    t2: r.received_ns,
-                    t3: r.sent_ns,
-                    t4,
-                });
+            samples.push(Sample {
+                t1,
+                t2: r.received_ns,
+                t3: r.sent_ns,
+                t4,
+            });
+            let good = clock::best(&samples).is_some_and(|b| b.uncertainty_ns <= target);
+            if samples.len() >= MIN_SAMPLES && good {
+                break;
             }
         }
         let best = clock::best(&samples).ok_or_else(|| AgentError::Protocol {
@@ -177,20 +234,14 @@ impl AgentClient {
                 .header("Authorization", &self.bearer)
                 .send_empty(),
         };
-        let mut response = sent.map_err(|e| AgentError::Unreachable {
-            agent: self.agent.clone(),
-            why: format!("{what}: {e}"),
-        })?;
+        let mut response = sent.map_err(|e| self.unreachable(what, e))?;
         let status = response.status().as_u16();
         let text = response
             .body_mut()
             .with_config()
             .limit(64 << 20)
             .read_to_string()
-            .map_err(|e| AgentError::Unreachable {
-                agent: self.agent.clone(),
-                why: format!("{what}: reading the answer: {e}"),
-            })?;
+            .map_err(|e| self.unreachable(what, e))?;
         if !(200..300).contains(&status) {
             return Err(AgentError::Refused {
                 agent: self.agent.clone(),

@@ -20,6 +20,24 @@ pub const STOP: &str = "/linerate/agent/v1/stop";
 pub const STATUS: &str = "/linerate/agent/v1/status";
 /// GET: a [`ClockReading`], one sample of the offset measurement.
 pub const CLOCK: &str = "/linerate/agent/v1/clock";
+/// POST a [`Capture`]: start or stop capturing on one of the agent's ports.
+pub const CAPTURE: &str = "/linerate/agent/v1/capture";
+/// POST a [`CaptureFile`]: the capture so far, as a pcap or pcapng file.
+pub const CAPTURE_FILE: &str = "/linerate/agent/v1/capture/file";
+
+/// Start (or stop) a capture on `port` (as the agent names it). The frames reach its stack only
+/// if the setup said `pass`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capture {
+    pub port: String,
+    pub start: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureFile {
+    pub port: String,
+    pub pcapng: bool,
+}
 
 /// One agent's part of a test: its hosts, what they send, and the hosts elsewhere they send to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,6 +51,9 @@ pub struct Setup {
     /// The streams this agent's hosts send, each with its flow id. The ids of one sending
     /// port's streams are consecutive, ports in the order their hosts are first listed.
     pub flows: Vec<FlowSetup>,
+    /// The flows that arrive at this agent's ports (sent here by any agent): what its status
+    /// reports of its receivers.
+    pub arriving: Vec<u16>,
     /// The run ends after this long (None: when stopped).
     pub duration_ms: Option<u64>,
     /// Received frames go on to the agent's stack too (a capture is running there).
@@ -98,7 +119,8 @@ pub struct Status {
     pub started_ns: Option<u64>,
     /// The last run's result, once it ended.
     pub result: Option<RunResult>,
-    /// Per port, in [`SetupReply::ports`] order: what its receiver counted this run.
+    /// Per port, in [`SetupReply::ports`] order: what its receiver counted this run, of the
+    /// flows [`Setup::arriving`] names (and every frame that is not a flow).
     pub rx: Vec<Option<RxTotals>>,
     /// Per port: its link is up.
     pub links: Vec<bool>,

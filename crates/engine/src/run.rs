@@ -49,6 +49,9 @@ pub struct RunConfig {
     pub stop: Arc<AtomicBool>,
     /// How often the observer hears about progress.
     pub tick: Duration,
+    /// The workers, ready (queues open and filled, threads pinned), start at this instant:
+    /// a start shared with other hosts' runs (their agents' clocks, converted here).
+    pub start_at: Option<std::time::Instant>,
 }
 
 /// Slot count for a worker whose cycle has `period` frames: the smallest multiple of the
@@ -247,6 +250,7 @@ mod tests {
             count,
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
+            start_at: None,
         }
     }
 
@@ -381,6 +385,7 @@ mod failure_tests {
             count: None,
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
+            start_at: None,
         };
         let fault = if panic {
             Fault::Panic

@@ -157,7 +157,8 @@ pub(crate) fn run_workers(
             .map(|(i, job)| {
                 let (shared, barrier, epoch) = (&shared, &barrier, &epoch);
                 let spec = config.workers[i];
-                scope.spawn(move || worker_thread(i, spec, job, shared, barrier, epoch))
+                let start = config.start_at.map(|at| (at, &*config.stop));
+                scope.spawn(move || worker_thread(i, spec, job, shared, (barrier, start), epoch))
             })
             .collect();
         barrier.wait();
@@ -197,18 +198,38 @@ pub(crate) fn run_workers(
     }
 }
 
-/// One worker's thread: pinned, waits for the others, then runs its job from the shared epoch
-/// and records how it ended (also while it unwinds).
+/// Waits for `at`, or a stop. Sleeps, without spinning: every port of every agent of a test
+/// bed wakes at the same instant, and spinners on shared cores would wake each other late by
+/// whole scheduler slices (measured: 2.5–5 ms with four on two cores; a sleeper wakes late by
+/// the timer's slack, 50 µs).
+fn wait_until(at: Instant, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// One worker's thread: pinned, waits for the start instant when there is one and for the
+/// others, then runs its job from the shared epoch and records how it ended (also while it
+/// unwinds). The instant is waited for here, on the worker's own core, not by the supervising
+/// thread: that one may wake on a core busy with another port's worker and start late by a
+/// scheduler slice (measured: up to 2 ms on two cores).
 fn worker_thread(
     i: usize,
     spec: WorkerSpec,
     job: Job<'_>,
     shared: &Shared,
-    barrier: &Barrier,
+    (barrier, start): (&Barrier, Option<(Instant, &AtomicBool)>),
     epoch: &OnceLock<Instant>,
 ) -> Result<Done, WorkerError> {
     if let Some(core) = spec.core {
         core_affinity::set_for_current(core_affinity::CoreId { id: core });
+    }
+    if let Some((at, stop)) = start {
+        wait_until(at, stop);
     }
     barrier.wait();
     let epoch = *epoch.get_or_init(Instant::now);

@@ -257,6 +257,7 @@ mod tests {
             count: Some(count),
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
+            start_at: None,
         }
     }
 

@@ -58,6 +58,7 @@ fn config(workers: usize, count: Option<u64>) -> RunConfig {
         count,
         stop: Arc::new(AtomicBool::new(false)),
         tick: Duration::from_millis(100),
+        start_at: None,
     }
 }
 

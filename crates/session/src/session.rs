@@ -92,6 +92,8 @@ pub struct RunOptions<'a> {
     pub stop: &'a Arc<AtomicBool>,
     pub observer: &'a dyn Observer,
     pub drain: Duration,
+    /// Start the workers at this instant (see `RunConfig::start_at`).
+    pub start_at: Option<std::time::Instant>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -320,6 +322,7 @@ impl PortSession {
             count: run.end.count,
             stop: Arc::clone(run.stop),
             tick: Duration::from_secs(1),
+            start_at: run.start_at,
         };
         let (sender, observer) = (&self.sender, run.observer);
         crate::netns::within(self.netns.as_deref(), move || {
@@ -386,6 +389,7 @@ mod tests {
             stop: &stop,
             observer: &Quiet,
             drain: Duration::ZERO,
+            start_at: None,
         };
         let signed = StreamSpec {
             signature: true,

@@ -211,6 +211,7 @@ impl Sweep<'_> {
             count: None,
             stop: self.stop.clone(),
             tick: Duration::from_millis(500),
+            start_at: None,
         };
         let before = self.sink.map(Sink::read).transpose()?;
         let report = sender.run(plan, &config, observer).map_err(|e| {

@@ -275,6 +275,7 @@ mod tests {
             count: None,
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(100),
+            start_at: None,
         };
         let panicked = OnceLock::new();
         let fault = |worker: usize, sent: u64| {

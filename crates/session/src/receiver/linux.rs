@@ -71,6 +71,11 @@ impl RunReceiver {
         Ok(self.rx.read()?)
     }
 
+    /// [`RunReceiver::read`] of the flows `ids` only, for a caller that polls often.
+    pub fn read_flows(&self, ids: &[u16]) -> Result<RxTotals> {
+        Ok(self.rx.read_flows(ids)?)
+    }
+
     /// Checks that the receive interface still carries frames to the program: not deleted,
     /// up, with carrier. A run on a dead receive link would read as 100 % loss, and a search
     /// would report "no rate meets it" for what it never measured.

@@ -161,6 +161,7 @@ impl SessionTrial<'_> {
             stop: &self.stop,
             observer: &Quiet,
             drain: self.drain,
+            start_at: None,
         };
         // The one place a trial's size and rate are set.
         let ran = match &mut self.ports {

@@ -156,9 +156,13 @@ async fn setup(State(app): State<Arc<App>>, body: Bytes) -> Result<Response, Fai
     let old = take(&app)?;
     *agent.arriving.lock().unwrap_or_else(|p| p.into_inner()) = setup.arriving.clone();
     let args = Arc::clone(&app);
+    let clock = match agent.clock {
+        StartClock::Realtime => linerate_session::Clock::Monotonic,
+        StartClock::Tai => linerate_session::Clock::Tai,
+    };
     let made = blocking(move || {
         drop(old);
-        super::hosts::start_agent(&args.args, setup)
+        super::hosts::start_agent(&args.args, setup, clock)
     })
     .await?
     .map_err(|e| Fail::bad(one_line(&e)))?;

@@ -114,7 +114,12 @@ pub(super) async fn flow_transmit(
                     vec!["the transmit port is gone: set_config again".into()],
                 ));
             }
-            Ok(warnings())
+            // Agents: each one's clock offset beside the start, as last measured.
+            let said = inner.counting.remote.as_ref().map(|r| r.offsets_said());
+            Ok(axum::Json(otg::Warning {
+                warnings: said.unwrap_or_default(),
+            })
+            .into_response())
         }
         Some("stop") => {
             stop_transmit(app).await?;

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use linerate_hosts::Neighbour;
 use linerate_otg as otg;
 use linerate_session::{
-    End, HostSession, PortOptions, PortRun, ReceiverOptions, RunOptions, RxAttach, RxTarget,
+    Clock, End, HostSession, PortOptions, PortRun, ReceiverOptions, RunOptions, RxAttach, RxTarget,
 };
 use linerate_stream::{HostSpec, Plan, StreamSpec};
 
@@ -44,7 +44,7 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
     let duration = mapped.duration;
     let setup = move || -> Result<_> {
         let specs: Vec<_> = mapped.hosts.iter().map(|h| h.spec.clone()).collect();
-        let mut session = open(&specs, &base, pass)?;
+        let mut session = open(&specs, &base, pass, Clock::Monotonic)?;
         for h in &mapped.hosts {
             if let (Some(mac), Some(gateway)) = (h.gateway_mac, gateway(h)) {
                 session.give_neighbour(&h.spec.name, gateway, mac.octets())?;
@@ -84,16 +84,19 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
 pub(super) fn start_agent(
     app: &ServeArgs,
     setup: linerate_agent::Setup,
+    clock: Clock,
 ) -> Result<(PortThread, Counting, Vec<String>)> {
     let first = setup
         .hosts
         .first()
         .context("the setup has no host on this agent")?;
-    let base = base_options(app, &first.port);
+    // Stamps and receivers on the agent's clock: TAI between hosts PTP keeps together.
+    let mut base = base_options(app, &first.port);
+    base.clock = clock;
     let duration = setup.duration_ms.map(Duration::from_millis);
     let (ports_tx, ports_rx) = std::sync::mpsc::channel();
     let opened = move || -> Result<_> {
-        let mut session = open(&setup.hosts, &base, setup.pass)?;
+        let mut session = open(&setup.hosts, &base, setup.pass, clock)?;
         for g in &setup.given {
             session.give_neighbour(&g.host, g.hop, g.mac)?;
         }
@@ -182,12 +185,13 @@ fn base_options(app: &ServeArgs, first_port: &str) -> PortOptions {
 }
 
 /// Opens the hosts' ports, each with its receiver (which answers for its hosts).
-fn open(specs: &[HostSpec], base: &PortOptions, pass: bool) -> Result<HostSession> {
+fn open(specs: &[HostSpec], base: &PortOptions, pass: bool, clock: Clock) -> Result<HostSession> {
     let rx = RxTarget {
         at: None,
         attach: RxAttach::Drv,
         receiver: ReceiverOptions {
             pass,
+            clock,
             ..ReceiverOptions::default()
         },
     };

@@ -95,9 +95,23 @@ pub(super) async fn get_metrics(
                     )));
                 }
             }
+            let mut flows = view.flows(&f.flow_names);
+            if let Some(remote) = &counting.remote {
+                // One-way latency between two hosts means something only on one clock.
+                for m in &mut flows {
+                    let at = mapped
+                        .flows
+                        .iter()
+                        .position(|g| g.name == m.name)
+                        .and_then(|i| counting.flows.get(i));
+                    if !at.is_some_and(|at| at.rx.is_some_and(|rx| remote.one_clock(at.tx, rx))) {
+                        m.latency = None;
+                    }
+                }
+            }
             otg::MetricsResponse {
                 choice: "flow_metrics".into(),
-                flow_metrics: Some(view.flows(&f.flow_names)),
+                flow_metrics: Some(flows),
                 port_metrics: None,
             }
         }

@@ -118,6 +118,45 @@ impl Remote {
             .unwrap_or(false)
     }
 
+    /// The agent index of global port `g`.
+    fn agent_of(&self, g: usize) -> Option<usize> {
+        self.agents
+            .iter()
+            .position(|a| (a.first..a.first + a.ports.len()).contains(&g))
+    }
+
+    /// Frames from global port `tx` to `rx` are stamped and received on one clock: the same
+    /// agent's, or two agents' TAI (hosts PTP keeps together: docs/distributed.md). Otherwise
+    /// their one-way latency is not reported.
+    pub(super) fn one_clock(&self, tx: usize, rx: usize) -> bool {
+        let (Some(a), Some(b)) = (self.agent_of(tx), self.agent_of(rx)) else {
+            return false;
+        };
+        let offsets = self.offsets.lock().unwrap_or_else(|p| p.into_inner());
+        let tai = |i: usize| matches!(offsets.get(i), Some(Some((StartClock::Tai, _))));
+        a == b || (tai(a) && tai(b))
+    }
+
+    /// One line per agent: its clock, offset and uncertainty, for a start's warnings.
+    pub(super) fn offsets_said(&self) -> Vec<String> {
+        let offsets = self.offsets.lock().unwrap_or_else(|p| p.into_inner());
+        self.agents
+            .iter()
+            .zip(offsets.iter())
+            .filter_map(|(a, o)| {
+                let (clock, o) = o.as_ref()?;
+                Some(format!(
+                    "agent {}: clock {:?} offset {:+.1} µs ± {:.1} µs from the controller's \
+                     (one-way latency between agents is off by as much)",
+                    a.client.agent,
+                    clock,
+                    o.offset_ns as f64 / 1e3,
+                    o.uncertainty_ns as f64 / 1e3
+                ))
+            })
+            .collect()
+    }
+
     /// The agents, their ports and clock offsets (GET /linerate/controller/v1/agents).
     pub(super) fn describe(&self) -> serde_json::Value {
         let offsets = self

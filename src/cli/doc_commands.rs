@@ -31,6 +31,7 @@ const PLACEHOLDERS: &[(&str, &str)] = &[
     ("F", "file"),
     ("FILE", "file"),
     ("T", "0123456789abcdef"),
+    ("ADDR:PORT", "127.0.0.1:8443"),
 ];
 
 /// Backtick spans that start with `linerate ` and are no command: the alias linerate gives the

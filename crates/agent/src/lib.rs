@@ -11,11 +11,13 @@
 //! The transport is the agent's HTTPS API (the OTG server's own listener: its TLS, bearer token
 //! and body limits) with the routes under [`PREFIX`]; docs/distributed.md says why not gRPC.
 
+#[cfg(target_os = "linux")]
 pub mod client;
 pub mod clock;
 mod error;
 pub mod proto;
 
+#[cfg(target_os = "linux")]
 pub use client::AgentClient;
 pub use clock::{Offset, Sample, StartClock};
 pub use error::AgentError;

@@ -305,7 +305,9 @@ fn container_port(container: &Value, port: &Value) -> Option<u64> {
 
 /// The shared libraries the binary links, besides the C runtime's, and the Debian package of
 /// each that the Dockerfile's runtime stage must install.
+#[cfg(target_os = "linux")]
 const RUNTIME_PACKAGES: [(&str, &str); 2] = [("libelf.so", "libelf1"), ("libz.so", "zlib1g")];
+#[cfg(target_os = "linux")]
 const C_RUNTIME: [&str; 8] = [
     "linux-vdso",
     "ld-linux",

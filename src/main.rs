@@ -10,6 +10,8 @@ mod output;
 mod ports;
 mod replay;
 mod rfc2544;
+#[cfg(target_os = "linux")]
+mod rfc2544_agents;
 mod rfc2544_hosts;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]

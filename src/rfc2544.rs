@@ -219,10 +219,15 @@ pub(crate) fn measure(
     at: Where,
 ) -> Result<()> {
     procedure.check(&ports)?;
-    let first = ports.first();
-    let link = first.link_mbps();
-    let backend = first.info().backend.to_string();
-    let backend_choice = first.choice().map(crate::sweep::choice_json);
+    let link = ports.link_mbps();
+    let (backend, backend_choice) = match (ports.first(), &ports) {
+        (Some(first), _) => (
+            first.info().backend.to_string(),
+            first.choice().map(crate::sweep::choice_json),
+        ),
+        (None, linerate_session::rfc2544::Ports::Agents(agents)) => (agents.backend(), None),
+        (None, _) => (String::new(), None),
+    };
     let directions = ports.directions();
     if matches!(procedure.max, MaxRate::Line) && link.is_none() {
         eprintln!(

@@ -69,8 +69,11 @@ fn open_and_measure(
     use crate::rfc2544::{Outputs, Where, measure, port_options, rx_target};
     use linerate_session::rfc2544::Ports;
 
-    let outputs = Outputs::reserve(args)?;
     let h = &args.hosts;
+    if h.host.iter().any(|x| crate::serve::Placed::of(x).is_some()) {
+        return on_agents(args, procedure, streams);
+    }
+    let outputs = Outputs::reserve(args)?;
     let rx = rx_target(args, streams.len() as u32);
     let mut hs = linerate_session::HostSession::open(&h.host, &port_options(args), &rx)?;
     let runs = hs.runs(streams, h.resolve_timeout)?;
@@ -83,6 +86,55 @@ fn open_and_measure(
         runs,
     };
     measure(args, procedure, outputs, ports, at)
+}
+
+/// Hosts on agents' ports (`port=HOST:PORT/IFACE`): every trial runs there, through them.
+#[cfg(target_os = "linux")]
+fn on_agents(
+    args: &Rfc2544Args,
+    procedure: &Rfc2544,
+    streams: &[linerate_stream::StreamSpec],
+) -> Result<()> {
+    use crate::rfc2544::{Outputs, Where, measure};
+    use crate::serve::{Controller, Placed};
+    use linerate_session::rfc2544::Ports;
+
+    let h = &args.hosts;
+    let mut placed = Vec::with_capacity(h.host.len());
+    for host in &h.host {
+        placed.push(Placed::of(host).ok_or_else(|| {
+            usage(format!(
+                "host {}: port {} is this machine's, beside hosts on agents: run `linerate \
+                 agent` here too and give port=127.0.0.1:PORT/{}",
+                host.name, host.port, host.port
+            ))
+        })?);
+    }
+    let controller = Controller::new(&args.agents)?.ok_or_else(|| {
+        usage("hosts on agents' ports (port=HOST:PORT/IFACE): give --agent-token-file FILE")
+    })?;
+    let outputs = Outputs::reserve(args)?;
+    let at = Where {
+        interface: placed
+            .iter()
+            .map(|p| p.port_name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        rx: "each host's port, on its agent".into(),
+    };
+    let agents = crate::rfc2544_agents::AgentDirections::new(
+        controller,
+        placed,
+        streams.to_vec(),
+        args.link_speed,
+    );
+    measure(
+        args,
+        procedure,
+        outputs,
+        Ports::Agents(Box::new(agents)),
+        at,
+    )
 }
 
 #[cfg(not(target_os = "linux"))]

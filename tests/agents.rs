@@ -361,3 +361,98 @@ fn agents_start_at_one_instant_and_their_ports_capture() {
     eprintln!("{out}");
     assert!(out.contains("spread"), "{out}");
 }
+
+/// RFC 2544 throughput with each host on its own agent: every trial is set up on the agents,
+/// started at one instant and counted by the receiving agent. No DUT between them, so every
+/// trial passes and the known answer is the max load, each way, with every frame sent counted.
+#[test]
+fn rfc2544_trials_run_on_agents_ports() {
+    if !root_or_skip("agents on network namespaces") {
+        return;
+    }
+    let bed = Bed::new("ar");
+    let _agents: Vec<Proc> = [(1, "0"), (2, "1")]
+        .iter()
+        .map(|(h, core)| bed.agent(*h, &["--cores", core]))
+        .collect();
+    let a = format!(
+        "name=a,port={}/d12,ipv4=10.10.12.1/24,gateway=10.10.12.2",
+        Bed::agent_address(1)
+    );
+    let b = format!(
+        "name=b,port={}/d21,ipv4=10.10.12.2/24,gateway=10.10.12.1",
+        Bed::agent_address(2)
+    );
+    let token = bed.token_file();
+    let out = Command::new("ip")
+        .args(["netns", "exec", &bed.ns[0], env!("CARGO_BIN_EXE_linerate")])
+        .args([
+            "rfc2544",
+            "throughput",
+            "--host",
+            &a,
+            "--host",
+            &b,
+            "--bidir",
+        ])
+        .args(["--agent-token-file", token.to_str().unwrap()])
+        .args([
+            "--sizes",
+            "128",
+            "--trial",
+            "1s",
+            "--initial-trial",
+            "200ms",
+        ])
+        .args(["--max-rate", "4k", "--min-rate", "500", "--precision", "2%"])
+        .args(["--drain", "200ms", "--goals", "0", "-q", "--json", "-"])
+        .output()
+        .expect("run linerate rfc2544");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v = common::json(&String::from_utf8_lossy(&out.stdout));
+    let size = &v["sizes"][0];
+    assert_eq!(
+        v["context"]["directions"],
+        serde_json::json!(["a-b", "b-a"]),
+        "{v}"
+    );
+    // MLRsearch's NDR goal: the max load passed, so it is the lower bound.
+    for t in [
+        &size["throughput"],
+        &size["directions"][0]["throughput"],
+        &size["directions"][1]["throughput"],
+    ] {
+        let goal = &t["goals"][0];
+        assert_eq!(
+            goal["conditional_throughput_fps"].as_f64(),
+            Some(4000.0),
+            "{t}"
+        );
+        assert_eq!(goal["status"], "max_load_is_lower_bound", "{t}");
+    }
+    let trials = v["trials"].as_array().expect("trials");
+    assert!(trials.len() >= 2, "{v}");
+    for t in trials {
+        let ds = t["directions"].as_array().expect("both directions' counts");
+        assert_eq!(ds.len(), 2, "{t}");
+        let want =
+            (t["rate_fps"].as_f64().unwrap() * t["duration_s"].as_f64().unwrap()).round() as u64;
+        for d in ds {
+            assert_eq!(
+                d["tx"].as_u64(),
+                Some(want),
+                "every frame the load asks for: {t}"
+            );
+            assert_eq!(
+                d["rx"], d["tx"],
+                "every frame counted at the other agent: {t}"
+            );
+        }
+    }
+    assert!(
+        bed.attached().iter().all(|i| *i != "d12" && *i != "d21"),
+        "released: {:?}",
+        bed.attached()
+    );
+}

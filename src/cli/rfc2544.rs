@@ -141,4 +141,7 @@ pub struct Rfc2544Args {
     /// trial offers its load on every direction and passes only if every direction does.
     #[command(flatten)]
     pub hosts: HostsArgs,
+    /// Hosts whose port is `HOST:PORT/IFACE` live on that agent's machine.
+    #[command(flatten)]
+    pub agents: crate::cli::ControllerArgs,
 }

@@ -305,6 +305,7 @@ async fn status(State(app): State<Arc<App>>) -> Result<Response, Fail> {
             per_port: r.per_port,
             frames: r.frames,
             bytes: r.bytes,
+            elapsed_s: r.elapsed_s,
             error: r.error,
         });
     let started = agent.started_ns.load(Ordering::Acquire);

@@ -132,6 +132,7 @@ impl PortThread {
                     frames: o.report.completed,
                     bytes: o.report.bytes,
                     per_port: vec![(0, o.report.completed, o.report.bytes)],
+                    elapsed_s: o.report.elapsed_s,
                     error: None,
                 },
                 Err(e) => RunResult::failed(e.into()),

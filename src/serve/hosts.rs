@@ -234,6 +234,7 @@ fn run_ports(
                     result.frames += r.completed;
                     result.bytes += r.bytes;
                     result.per_port.push((o.port, r.completed, r.bytes));
+                    result.elapsed_s = result.elapsed_s.max(r.elapsed_s);
                 }
             }
             result

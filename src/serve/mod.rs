@@ -29,6 +29,8 @@ mod listen;
 mod metrics;
 mod remote;
 
+pub(crate) use remote::{Conductor, Controller, Placed, split_hosts};
+
 use api::Fail;
 use capture::CaptureState;
 use config::PortThread;
@@ -243,7 +245,7 @@ struct RunState {
 
 /// What the running (or last) transmit has done, written by its thread.
 #[derive(Debug, Default)]
-struct Progress {
+pub(crate) struct Progress {
     running: AtomicBool,
     frames: AtomicU64,
     bytes: AtomicU64,
@@ -254,13 +256,15 @@ struct Progress {
 }
 
 #[derive(Debug, Clone, Default)]
-struct RunResult {
-    per_flow: Vec<(u16, u64)>,
+pub(crate) struct RunResult {
+    pub(crate) per_flow: Vec<(u16, u64)>,
     frames: u64,
     bytes: u64,
     /// Per sending port of the session: (its index, frames, bytes).
     per_port: Vec<(usize, u64, u64)>,
-    error: Option<String>,
+    /// Seconds the longest-sending port sent.
+    pub(crate) elapsed_s: f64,
+    pub(crate) error: Option<String>,
 }
 
 impl RunResult {
@@ -288,13 +292,13 @@ struct Counting {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct FlowAt {
+pub(crate) struct FlowAt {
     /// Its id in the signature.
-    id: u16,
+    pub(crate) id: u16,
     /// The session port that sends it.
     tx: usize,
     /// The receiver that counts it.
-    rx: Option<usize>,
+    pub(crate) rx: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]

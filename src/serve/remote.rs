@@ -28,7 +28,7 @@ const START_LEAD: Duration = Duration::from_millis(250);
 
 /// How this controller reaches agents (`--agent-token-file` and its companions).
 #[derive(Debug, Clone)]
-pub(super) struct Controller {
+pub(crate) struct Controller {
     client: ClientOptions,
     tolerance: Duration,
     strict: bool,
@@ -36,7 +36,7 @@ pub(super) struct Controller {
 
 impl Controller {
     /// None without `--agent-token-file`: ports on agents are then refused.
-    pub(super) fn new(args: &ControllerArgs) -> Result<Option<Controller>> {
+    pub(crate) fn new(args: &ControllerArgs) -> Result<Option<Controller>> {
         let Some(file) = &args.agent_token_file else {
             return Ok(None);
         };
@@ -264,12 +264,58 @@ impl Remote {
     }
 }
 
-/// The port thread's state: the agents, and the thread that keeps their leases.
-struct Conductor {
+/// The agents of a config, set up, and the thread that keeps their leases; dropped, it
+/// releases them.
+pub(crate) struct Conductor {
     remote: Arc<Remote>,
     heartbeat: Option<std::thread::JoinHandle<()>>,
     /// Flow id → (the global port that receives it), for the drain.
     toward: Vec<(u16, usize)>,
+}
+
+impl Conductor {
+    /// Sets `plan` up on every agent, or none, and starts keeping their leases.
+    pub(crate) fn set_up(controller: &Controller, plan: &Split) -> Result<Conductor> {
+        let remote = Arc::new(set_up(controller, plan)?);
+        let beat = Arc::clone(&remote);
+        let heartbeat = std::thread::Builder::new()
+            .name("agents".into())
+            .spawn(move || {
+                while !beat.quit.load(Ordering::Relaxed) {
+                    std::thread::sleep(POLL);
+                    if beat.lost().is_none() {
+                        beat.poll();
+                    }
+                }
+            })
+            .context("start the agents' heartbeat")?;
+        let toward = plan
+            .flows
+            .iter()
+            .filter_map(|f| Some((f.id, f.rx?)))
+            .collect();
+        Ok(Conductor {
+            remote,
+            heartbeat: Some(heartbeat),
+            toward,
+        })
+    }
+
+    /// One run on every agent from one instant, then up to `drain` for what is on its way
+    /// (see [`run`]).
+    pub(crate) fn run(
+        &self,
+        stop: &Arc<AtomicBool>,
+        progress: &Progress,
+        drain: Duration,
+    ) -> Result<RunResult> {
+        run(self, stop, progress, drain)
+    }
+
+    /// Each receiver's counts by global port, as last polled.
+    pub(crate) fn totals(&self) -> Vec<Option<RxTotals>> {
+        self.remote.totals()
+    }
 }
 
 impl Drop for Conductor {
@@ -292,52 +338,58 @@ pub(super) fn start(
     let plan = split(&mapped)?;
     let controller = controller.clone();
     let setup = move || -> Result<_> {
-        let remote = Arc::new(set_up(&controller, &plan)?);
+        let conductor = Conductor::set_up(&controller, &plan)?;
         let counting = Counting {
             receivers: vec![None; plan.global_ports],
             flows: plan.flows.clone(),
             ports: plan.ports.clone(),
-            remote: Some(Arc::clone(&remote)),
+            remote: Some(Arc::clone(&conductor.remote)),
         };
-        let beat = Arc::clone(&remote);
-        let heartbeat = std::thread::Builder::new()
-            .name("agents".into())
-            .spawn(move || {
-                while !beat.quit.load(Ordering::Relaxed) {
-                    std::thread::sleep(POLL);
-                    if beat.lost().is_none() {
-                        beat.poll();
-                    }
-                }
-            })
-            .context("start the agents' heartbeat")?;
-        let toward = plan
-            .flows
-            .iter()
-            .filter_map(|f| Some((f.id, f.rx?)))
-            .collect();
-        Ok((
-            Conductor {
-                remote,
-                heartbeat: Some(heartbeat),
-                toward,
-            },
-            counting,
-        ))
+        Ok((conductor, counting))
     };
     let run = move |c: &mut Conductor, stop: &Arc<AtomicBool>, progress: &Progress, _| {
-        run(c, stop, progress).unwrap_or_else(RunResult::failed)
+        c.run(stop, progress, DRAIN)
+            .unwrap_or_else(RunResult::failed)
     };
     PortThread::spawn(setup, run)
 }
 
 /// A config split per agent.
-struct Split {
+pub(crate) struct Split {
     /// Each agent's address and setup.
     setups: Vec<(String, Setup)>,
     global_ports: usize,
-    flows: Vec<FlowAt>,
+    /// Per stream, in order: its id, sending port and receiving port (global).
+    pub(crate) flows: Vec<FlowAt>,
     ports: BTreeMap<String, PortAt>,
+}
+
+/// A host on an agent's port.
+pub(crate) struct Placed {
+    /// `HOST:PORT` of the agent.
+    pub(crate) agent: String,
+    /// The host, its port as the agent names it (`IFACE[@NETNS]`).
+    pub(crate) spec: linerate_stream::HostSpec,
+    /// Its gateway's MAC, given rather than resolved.
+    pub(crate) given: Option<GivenMac>,
+    /// The name its port is reported by (the OTG port's, or the port itself).
+    pub(crate) port_name: String,
+}
+
+impl Placed {
+    /// `spec`, whose port is `HOST:PORT/IFACE[@NETNS]`; None for a port of this host.
+    pub(crate) fn of(spec: &linerate_stream::HostSpec) -> Option<Placed> {
+        let location = otg::Location::parse(&spec.port)?;
+        let agent = location.agent.clone()?;
+        let mut local = spec.clone();
+        local.port = location.local();
+        Some(Placed {
+            agent,
+            spec: local,
+            given: None,
+            port_name: spec.port.clone(),
+        })
+    }
 }
 
 fn split(mapped: &otg::Mapped) -> Result<Split> {
@@ -362,15 +414,44 @@ fn split(mapped: &otg::Mapped) -> Result<Split> {
         };
         let mut spec = h.spec.clone();
         spec.port = port.location.local();
-        placed.push((agent, spec, h));
+        let given = gateway(h).zip(h.gateway_mac).map(|(hop, mac)| GivenMac {
+            host: h.spec.name.clone(),
+            hop,
+            mac: mac.octets(),
+        });
+        placed.push(Placed {
+            agent,
+            spec,
+            given,
+            port_name: h.port.clone(),
+        });
     }
+    // A capture on one of an agent's ports needs the frames to reach its stack.
+    let pass = |agent: &str| {
+        mapped
+            .ports
+            .iter()
+            .any(|p| p.capture && p.location.agent.as_deref() == Some(agent))
+    };
+    split_hosts(&placed, &mapped.streams, mapped.duration, pass)
+}
+
+/// Splits `streams` between `placed` hosts per agent: each agent's setup holds its hosts, the
+/// others as peers, its streams with test-bed-wide flow ids (agent by agent, each agent's ports
+/// in order) and the flows that arrive at it.
+pub(crate) fn split_hosts(
+    placed: &[Placed],
+    streams: &[linerate_stream::StreamSpec],
+    duration: Option<Duration>,
+    pass: impl Fn(&str) -> bool,
+) -> Result<Split> {
     let mut agents: Vec<String> = Vec::new();
-    for (a, ..) in &placed {
-        if !agents.contains(a) {
-            agents.push(a.clone());
+    for p in placed {
+        if !agents.contains(&p.agent) {
+            agents.push(p.agent.clone());
         }
     }
-    let host_index = |name: &str| placed.iter().position(|(_, s, _)| s.name == name);
+    let host_index = |name: &str| placed.iter().position(|p| p.spec.name == name);
     // Global port numbering: agent by agent, each agent's ports in its session's order.
     let mut port_of_host = vec![0usize; placed.len()];
     let mut setups = Vec::with_capacity(agents.len());
@@ -382,23 +463,23 @@ fn split(mapped: &otg::Mapped) -> Result<Split> {
             tx: 0,
             rx: None
         };
-        mapped.flows.len()
+        streams.len()
     ];
     let mut ports = BTreeMap::new();
     for agent in &agents {
         let here: Vec<usize> = (0..placed.len())
-            .filter(|&i| placed[i].0 == *agent)
+            .filter(|&i| placed[i].agent == *agent)
             .collect();
-        let specs: Vec<_> = here.iter().map(|&i| placed[i].1.clone()).collect();
+        let specs: Vec<_> = here.iter().map(|&i| placed[i].spec.clone()).collect();
         let local_ports = linerate_session::ports_of(&specs);
         for &i in &here {
             let p = local_ports
                 .iter()
-                .position(|q| *q == placed[i].1.port)
+                .position(|q| *q == placed[i].spec.port)
                 .expect("listed");
             port_of_host[i] = next_port + p;
             ports.insert(
-                placed[i].2.port.clone(),
+                placed[i].port_name.clone(),
                 PortAt {
                     tx: Some(next_port + p),
                     rx: Some(next_port + p),
@@ -409,36 +490,25 @@ fn split(mapped: &otg::Mapped) -> Result<Split> {
             hosts: specs,
             peers: placed
                 .iter()
-                .filter(|(a, ..)| a != agent)
-                .map(|(_, s, _)| s.clone())
+                .filter(|p| p.agent != *agent)
+                .map(|p| p.spec.clone())
                 .collect(),
             given: here
                 .iter()
-                .filter_map(|&i| {
-                    let h = placed[i].2;
-                    Some(GivenMac {
-                        host: h.spec.name.clone(),
-                        hop: gateway(h)?,
-                        mac: h.gateway_mac?.octets(),
-                    })
-                })
+                .filter_map(|&i| placed[i].given.clone())
                 .collect(),
             flows: Vec::new(),
             arriving: Vec::new(),
-            duration_ms: mapped.duration.map(|d| d.as_millis() as u64),
-            // A capture on one of its ports needs the frames to reach the agent's stack.
-            pass: mapped
-                .ports
-                .iter()
-                .any(|p| p.capture && p.location.agent.as_deref() == Some(agent)),
+            duration_ms: duration.map(|d| d.as_millis() as u64),
+            pass: pass(agent),
         };
         setups.push((agent.clone(), std::mem::take(&mut setup)));
         // Flow ids: this agent's ports in order, each port's streams in the config's order.
         for (p, _) in local_ports.iter().enumerate() {
-            for (i, s) in mapped.streams.iter().enumerate() {
+            for (i, s) in streams.iter().enumerate() {
                 let from = s.from.as_deref().and_then(host_index);
                 let Some(from) =
-                    from.filter(|&f| port_of_host[f] == next_port + p && placed[f].0 == *agent)
+                    from.filter(|&f| port_of_host[f] == next_port + p && placed[f].agent == *agent)
                 else {
                     continue;
                 };
@@ -462,10 +532,10 @@ fn split(mapped: &otg::Mapped) -> Result<Split> {
     }
     // A flow whose receiver is on an agent listed later got its port number before that agent
     // was numbered: number again now that every port is; and tell each agent what arrives.
-    for (i, s) in mapped.streams.iter().enumerate() {
+    for (i, s) in streams.iter().enumerate() {
         if let Some(t) = s.to.as_deref().and_then(host_index) {
             flows[i].rx = Some(port_of_host[t]);
-            if let Some((_, setup)) = setups.iter_mut().find(|(a, _)| *a == placed[t].0) {
+            if let Some((_, setup)) = setups.iter_mut().find(|(a, _)| *a == placed[t].agent) {
                 setup.arriving.push(flows[i].id);
             }
         }
@@ -575,7 +645,12 @@ fn measure(remote: &Remote) -> Result<Vec<(StartClock, Offset)>> {
 
 /// One run on every agent from one instant: started, polled until every agent has ended,
 /// drained, and summed.
-fn run(c: &mut Conductor, stop: &Arc<AtomicBool>, progress: &Progress) -> Result<RunResult> {
+fn run(
+    c: &Conductor,
+    stop: &Arc<AtomicBool>,
+    progress: &Progress,
+    drain: Duration,
+) -> Result<RunResult> {
     let remote = &c.remote;
     if let Some(lost) = remote.lost() {
         bail!("{lost}: set the config again");
@@ -645,7 +720,7 @@ fn run(c: &mut Conductor, stop: &Arc<AtomicBool>, progress: &Progress) -> Result
     };
     let result = summed(remote, &statuses);
     // The frames still on their way: until every flow has arrived, or the drain is over.
-    let deadline = Instant::now() + DRAIN;
+    let deadline = Instant::now() + drain;
     while Instant::now() < deadline && !arrived(&c.toward, &result, &remote.totals()) {
         std::thread::sleep(Duration::from_millis(20));
         remote.poll();
@@ -685,6 +760,7 @@ fn summed(remote: &Remote, statuses: &[Option<Status>]) -> RunResult {
             .extend(r.per_port.iter().map(|&(p, f, b)| (a.first + p, f, b)));
         result.frames += r.frames;
         result.bytes += r.bytes;
+        result.elapsed_s = result.elapsed_s.max(r.elapsed_s);
         if let (None, Some(e)) = (&result.error, &r.error) {
             result.error = Some(format!("agent {}: {e}", a.client.agent));
         }

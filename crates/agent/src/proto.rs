@@ -137,5 +137,7 @@ pub struct RunResult {
     pub per_port: Vec<(usize, u64, u64)>,
     pub frames: u64,
     pub bytes: u64,
+    /// Seconds the longest-sending port sent.
+    pub elapsed_s: f64,
     pub error: Option<String>,
 }

@@ -23,6 +23,9 @@ pub enum SessionError {
     /// The receive link died between runs: what it would count is not a measurement.
     #[error("{0}")]
     ReceiveLink(String),
+    /// Ports on other machines (agents) failed a run: which, and why.
+    #[error("{0}")]
+    Agents(String),
     #[error(transparent)]
     Stream(#[from] StreamError),
     #[error(transparent)]
@@ -75,7 +78,7 @@ impl SessionError {
             Self::Usage(_) | Self::Stream(_) => true,
             Self::Port(e) => e.is_usage(),
             Self::Engine(e) => e.is_usage(),
-            Self::Interrupted(_) | Self::ReceiveLink(_) => false,
+            Self::Interrupted(_) | Self::ReceiveLink(_) | Self::Agents(_) => false,
             Self::Rx(e) => e.is_usage(),
             Self::Context { source, .. } => source.is_usage(),
             #[cfg(any(target_os = "linux", target_os = "macos"))]

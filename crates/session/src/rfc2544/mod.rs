@@ -22,7 +22,7 @@ use linerate_stream::{Rate, StreamSpec};
 
 use crate::error::SessionError;
 use crate::options::End;
-pub use trial::Ports;
+pub use trial::{AgentTrials, Ports};
 use trial::{SessionTrial, TrialError, loss_ratio};
 
 /// The smallest frame a trial sends: Ethernet, IPv4 and UDP headers, the 18-byte signature and
@@ -105,7 +105,7 @@ pub struct Measured {
 impl Rfc2544 {
     /// Every size compiles for these ports before the first frame.
     pub fn check(&self, ports: &Ports<'_>) -> Result<(), SessionError> {
-        let link = ports.first().link_mbps();
+        let link = ports.link_mbps();
         // Frames per second of a given rate at a size; a % without a link speed is refused
         // here, before the first trial, not found when a trial is cut short by it.
         let pps = |flag: &str, rate: &Rate, size: usize| {
@@ -142,7 +142,7 @@ impl Rfc2544 {
         stop: Arc<AtomicBool>,
         observer: &dyn Rfc2544Observer,
     ) -> Measured {
-        let link = ports.first().link_mbps();
+        let link = ports.link_mbps();
         let mut trial = SessionTrial {
             ports,
             stop,

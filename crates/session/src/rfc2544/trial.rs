@@ -48,6 +48,32 @@ pub enum Ports<'a> {
         session: &'a mut Session,
         runs: Vec<PortRun>,
     },
+    /// Several directions whose ports are other machines' (a controller's agents): each trial
+    /// is set up, started and counted there.
+    Agents(Box<dyn AgentTrials>),
+}
+
+/// Trials over ports that are not this session's: the caller's, which sets each trial's
+/// streams up where the ports are, starts them together and reads back what each direction
+/// sent and received.
+pub trait AgentTrials: std::fmt::Debug {
+    /// The directions' names, in the order their results come.
+    fn directions(&self) -> Vec<String>;
+    /// The first sending port's link speed, Mbit/s, when known.
+    fn link_mbps(&self) -> Option<u64>;
+    /// Where the trials run, for the report's backend field.
+    fn backend(&self) -> String;
+    /// Sends every direction's stream at `size` and `rate` until `end` and waits up to `drain`
+    /// for what is on its way; per direction, what was sent and what arrived once.
+    /// Returns too how long the senders sent, seconds (the rest was the drain).
+    fn run(
+        &mut self,
+        size: usize,
+        rate: Rate,
+        end: End,
+        drain: Duration,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<(Vec<DirectionTrial>, f64), SessionError>;
 }
 
 impl Ports<'_> {
@@ -58,14 +84,25 @@ impl Ports<'_> {
             Ports::Directions { runs, .. } => {
                 runs.iter().map(|r| r.streams[0].name.clone()).collect()
             }
+            Ports::Agents(a) => a.directions(),
         }
     }
 
-    /// The first sending port: its link speed and its mode stand for all.
-    pub fn first(&self) -> &PortSession {
+    /// The first sending port of this session (None: the ports are agents'): its link speed
+    /// and its mode stand for all.
+    pub fn first(&self) -> Option<&PortSession> {
         match self {
-            Ports::One(p) => p,
-            Ports::Directions { session, runs } => session.port(runs[0].port),
+            Ports::One(p) => Some(p),
+            Ports::Directions { session, runs } => Some(session.port(runs[0].port)),
+            Ports::Agents(_) => None,
+        }
+    }
+
+    /// The first sending port's link speed, Mbit/s.
+    pub fn link_mbps(&self) -> Option<u64> {
+        match self {
+            Ports::Agents(a) => a.link_mbps(),
+            _ => self.first().and_then(PortSession::link_mbps),
         }
     }
 
@@ -86,6 +123,8 @@ impl Ports<'_> {
                     .collect();
                 session.port(r.port).compile(&streams).map(drop)
             }),
+            // Compiled where the ports are, with each trial's setup.
+            Ports::Agents(_) => Ok(()),
         }
     }
 
@@ -96,6 +135,8 @@ impl Ports<'_> {
                 .ports()
                 .iter()
                 .try_for_each(PortSession::check_receiver),
+            // An agent checks its own links; a dead one fails the trial there.
+            Ports::Agents(_) => Ok(()),
         }
     }
 }
@@ -181,6 +222,16 @@ impl SessionTrial<'_> {
                 }
                 let plans = session.compile_all(&runs)?;
                 directions(&runs, &plans, &session.run_all(&runs, &plans, run)?)
+            }
+            Ports::Agents(agents) => {
+                let (directions, elapsed_s) =
+                    agents.run(size as usize, rate, end, self.drain, &self.stop)?;
+                Ran {
+                    pps: directions.first().map_or(0.0, |d| d.sent_fps),
+                    directions,
+                    elapsed_s,
+                    mode: None,
+                }
             }
         };
         if self.stopped() {

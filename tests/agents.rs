@@ -199,6 +199,7 @@ impl Bed {
             .env("AGENT1", Self::agent_address(1))
             .env("AGENT2", Self::agent_address(2))
             .env("AGENT3", Self::agent_address(3))
+            .env("PORT_MACS", self.macs())
             .output()
             .expect("run tests/otg/agents.py");
         let text = format!(
@@ -208,6 +209,27 @@ impl Bed {
         );
         assert!(out.status.success(), "agents.py {step:?} failed:\n{text}");
         text
+    }
+
+    /// `p1=MAC,p2=MAC,…`: the data interfaces' MACs, by the OTG port names agents.py gives them.
+    fn macs(&self) -> String {
+        DATA.iter()
+            .zip(["p1", "p2", "p3", "p4"])
+            .map(|((h, iface), port)| {
+                let out = Command::new("ip")
+                    .args(["-n", &self.ns[*h], "-br", "link", "show", "dev", iface])
+                    .output()
+                    .expect("run ip");
+                let text = String::from_utf8_lossy(&out.stdout);
+                let mac = text
+                    .split_whitespace()
+                    .nth(2)
+                    .unwrap_or_default()
+                    .to_owned();
+                format!("{port}={mac}")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The data interfaces that still have an XDP program.

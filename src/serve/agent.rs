@@ -89,8 +89,35 @@ pub(super) fn routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
         .route(proto::STOP, post(stop))
         .route(proto::STATUS, get(status))
         .route(proto::CLOCK, get(clock))
+        .route(proto::NEIGHBOURS, get(neighbours))
         .route(proto::CAPTURE, post(capture))
         .route(proto::CAPTURE_FILE, post(capture_file))
+}
+
+/// What each port's hosts learned (OTG get_states at the controller).
+async fn neighbours(State(app): State<Arc<App>>) -> Result<Response, Fail> {
+    state(&app).heard_now();
+    let receivers = app.lock().counting.receivers.clone();
+    let ports = blocking(move || {
+        receivers
+            .iter()
+            .map(|r| {
+                let Some(r) = r else { return Ok(Vec::new()) };
+                Ok(r.hosts()?
+                    .neighbours()?
+                    .into_iter()
+                    .map(|n| proto::Neighbour {
+                        addr: n.addr,
+                        vlan: n.vlan,
+                        mac: n.mac,
+                    })
+                    .collect())
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+    })
+    .await?
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, vec![one_line(&e)]))?;
+    Ok(json(&proto::Neighbours { ports }))
 }
 
 /// Starts or stops a capture on one of the setup's ports.

@@ -425,9 +425,18 @@ fn states(
     }
 }
 
-/// What each OTG port's hosts learnt, read from its receiver's maps.
+/// What each OTG port's hosts learnt, read from its receiver's maps (or asked of the agents).
 fn neighbours(counting: &Counting) -> Result<std::collections::BTreeMap<String, Vec<Neighbour>>> {
     let mut out = std::collections::BTreeMap::new();
+    if let Some(remote) = &counting.remote {
+        let mut learnt = remote.neighbours()?;
+        for (name, at) in &counting.ports {
+            if let Some(ns) = at.rx.and_then(|g| learnt.get_mut(g)) {
+                out.insert(name.clone(), std::mem::take(ns));
+            }
+        }
+        return Ok(out);
+    }
     for (name, at) in &counting.ports {
         let Some(rx) = at.rx.and_then(|i| counting.receivers.get(i)?.as_ref()) else {
             continue;

@@ -187,6 +187,31 @@ impl Remote {
             .with_context(|| format!("{location}: no agent {agent} in the config"))
     }
 
+    /// What the hosts of every global port learned, asked of their agents.
+    pub(super) fn neighbours(&self) -> Result<Vec<Vec<linerate_hosts::Neighbour>>> {
+        let mut out = Vec::new();
+        for a in &self.agents {
+            let got = a.client.neighbours()?;
+            for i in 0..a.ports.len() {
+                out.push(
+                    got.ports
+                        .get(i)
+                        .map(|ns| {
+                            ns.iter()
+                                .map(|n| linerate_hosts::Neighbour {
+                                    addr: n.addr,
+                                    vlan: n.vlan,
+                                    mac: n.mac,
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                );
+            }
+        }
+        Ok(out)
+    }
+
     /// Starts or stops the capture on an agent's port.
     pub(super) fn capture(&self, location: &otg::Location, start: bool) -> Result<()> {
         Ok(self.client(location)?.capture(&location.local(), start)?)

@@ -85,6 +85,15 @@ def wait_stopped(api, timeout=60):
 
 def exact(api, env):
     api.set_config(config(api, env))
+    # Each device's gateway is the host on the other end of its link, on another agent (or on
+    # another port of the same one): resolved by ARP across the link, its MAC that port's.
+    macs = dict(kv.split("=") for kv in env["PORT_MACS"].split(","))
+    peer = {"p1": "p2", "p2": "p1", "p3": "p4", "p4": "p3"}
+    req = api.states_request()
+    req.ipv4_neighbors.ethernet_names = []
+    got = {n.ethernet_name: n.link_layer_address for n in api.get_states(req).ipv4_neighbors}
+    want = {f"{p}-eth": macs[peer[p]] for p in peer}
+    assert got == want, f"ipv4_neighbors {got}, want {want}"
     cs = api.control_state()
     cs.traffic.flow_transmit.state = "start"
     said = api.set_control_state(cs).warnings

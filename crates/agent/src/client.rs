@@ -11,7 +11,7 @@ use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 use crate::clock::{self, Offset, Sample, StartClock};
 use crate::error::AgentError;
 use crate::proto::{
-    self, Capture, CaptureFile, ClockReading, Setup, SetupReply, Start, Started, Status,
+    self, Capture, CaptureFile, ClockReading, Neighbours, Setup, SetupReply, Start, Started, Status,
 };
 
 /// Exchanges an offset measurement makes at least, and at most; the shortest round trip's is
@@ -119,6 +119,11 @@ impl AgentClient {
 
     pub fn status(&self) -> Result<Status, AgentError> {
         self.call::<(), _>("status", "GET", proto::STATUS, None)
+    }
+
+    /// What each port's hosts learned, in the setup's port order.
+    pub fn neighbours(&self) -> Result<Neighbours, AgentError> {
+        self.call::<(), _>("neighbours", "GET", proto::NEIGHBOURS, None)
     }
 
     pub fn capture(&self, port: &str, start: bool) -> Result<(), AgentError> {

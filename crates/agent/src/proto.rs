@@ -20,6 +20,8 @@ pub const STOP: &str = "/linerate/agent/v1/stop";
 pub const STATUS: &str = "/linerate/agent/v1/status";
 /// GET: a [`ClockReading`], one sample of the offset measurement.
 pub const CLOCK: &str = "/linerate/agent/v1/clock";
+/// GET: [`Neighbours`], what each port's hosts learned.
+pub const NEIGHBOURS: &str = "/linerate/agent/v1/neighbours";
 /// POST a [`Capture`]: start or stop capturing on one of the agent's ports.
 pub const CAPTURE: &str = "/linerate/agent/v1/capture";
 /// POST a [`CaptureFile`]: the capture so far, as a pcap or pcapng file.
@@ -140,4 +142,17 @@ pub struct RunResult {
     /// Seconds the longest-sending port sent.
     pub elapsed_s: f64,
     pub error: Option<String>,
+}
+
+/// Per port, in [`SetupReply::ports`] order: the neighbours its hosts resolved or heard from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbours {
+    pub ports: Vec<Vec<Neighbour>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbour {
+    pub addr: IpAddr,
+    pub vlan: Option<u16>,
+    pub mac: [u8; 6],
 }

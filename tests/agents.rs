@@ -478,3 +478,35 @@ fn rfc2544_trials_run_on_agents_ports() {
         bed.attached()
     );
 }
+
+/// `--strict-sync`: an agent whose clock offset is known less well than `--sync-tolerance`
+/// (here 1 µs, below any round trip) fails the set_config naming it, and no agent keeps it.
+#[test]
+fn strict_sync_refuses_an_agent_whose_clock_is_not_known_well_enough() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("ay");
+    let _agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &[])).collect();
+    let token = bed.token_file();
+    let (_controller, url) = Proc::start(
+        &bed.ns[0],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--http",
+            "--agent-token-file",
+            token.to_str().unwrap(),
+            "--strict-sync",
+            "--sync-tolerance",
+            "1us",
+        ],
+    );
+    let out = bed.snappi(
+        &url,
+        &["refused", &Bed::agent_address(1), "--sync-tolerance"],
+    );
+    assert!(out.contains("synchronise"), "{out}");
+    assert!(bed.attached().is_empty(), "{:?}", bed.attached());
+}

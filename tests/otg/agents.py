@@ -201,8 +201,8 @@ def main():
         while True:
             try:
                 flow_metrics(api)
-            except Exception as e:  # snappi raises the OTG error body
-                text = str(e)
+            except Exception as e:  # snappi raises the OTG error body, as YAML folded at 80
+                text = " ".join(str(e).split())
                 assert agent in text and "lost" in text, text
                 print(text, flush=True)
                 break
@@ -213,7 +213,7 @@ def main():
         try:
             api.set_config(config(api, env))
         except Exception as e:
-            text = str(e)
+            text = " ".join(str(e).split())
             assert agent in text and why in text and "no agent keeps the config" in text, text
             print(text, flush=True)
         else:

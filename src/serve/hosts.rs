@@ -57,11 +57,7 @@ pub(super) fn start(app: &ServeArgs, mapped: Arc<otg::Mapped>) -> Result<(PortTh
         let mut runs = session
             .runs(&mapped.streams, RESOLVE_WAIT)
             .context("the devices' next hops")?;
-        for s in runs.iter_mut().flat_map(|r| r.streams.iter_mut()) {
-            if let Some(own) = mapped.streams.iter().find(|m| m.name == s.name) {
-                keep_own(s, own);
-            }
-        }
+        keep_owns(&mut runs, &mapped.streams);
         let plans = session.session.compile_all(&runs).context("flows")?;
         let counting = counting(&session, &runs, &plans, &mapped);
         Ok((
@@ -107,11 +103,7 @@ pub(super) fn start_agent(
         let mut runs = session
             .runs_toward(&streams, &setup.peers, RESOLVE_WAIT)
             .context("the hosts' next hops")?;
-        for s in runs.iter_mut().flat_map(|r| r.streams.iter_mut()) {
-            if let Some(own) = setup.flows.iter().find(|f| f.stream.name == s.name) {
-                keep_own(s, &own.stream);
-            }
-        }
+        keep_owns(&mut runs, &streams);
         let firsts = first_ids(&runs, &setup.flows)?;
         let plans = session
             .session
@@ -244,11 +236,20 @@ fn run_ports(
 }
 
 /// A host's gateway, of its family.
-fn gateway(h: &otg::HostPlan) -> Option<IpAddr> {
+pub(super) fn gateway(h: &otg::HostPlan) -> Option<IpAddr> {
     h.spec
         .gateway
         .map(IpAddr::V4)
         .or(h.spec.gateway6.map(IpAddr::V6))
+}
+
+/// [`keep_own`] for every stream of `runs`, from the stream of the same name in `own`.
+fn keep_owns(runs: &mut [PortRun], own: &[StreamSpec]) {
+    for s in runs.iter_mut().flat_map(|r| r.streams.iter_mut()) {
+        if let Some(own) = own.iter().find(|m| m.name == s.name) {
+            keep_own(s, own);
+        }
+    }
 }
 
 /// The addresses a flow's own headers set stay on top of its hosts' (patterns vary them all

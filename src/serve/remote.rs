@@ -4,7 +4,6 @@
 //! (which also renews their leases), and losing one stops the others and says which.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +15,7 @@ use linerate_otg as otg;
 use linerate_rx::RxTotals;
 
 use super::config::PortThread;
+use super::hosts::gateway;
 use super::{Counting, DRAIN, FlowAt, PortAt, Progress, RunResult};
 use crate::cli::ControllerArgs;
 
@@ -109,12 +109,13 @@ impl Remote {
 
     /// The link of global port `g`, as last polled.
     pub(super) fn link(&self, g: usize) -> bool {
+        let Some(i) = self.agent_of(g) else {
+            return false;
+        };
         let statuses = self.statuses.lock().unwrap_or_else(|p| p.into_inner());
-        self.agents
-            .iter()
-            .zip(statuses.iter())
-            .find(|(a, _)| (a.first..a.first + a.ports.len()).contains(&g))
-            .and_then(|(a, s)| s.as_ref()?.links.get(g - a.first).copied())
+        statuses[i]
+            .as_ref()
+            .and_then(|s| s.links.get(g - self.agents[i].first).copied())
             .unwrap_or(false)
     }
 
@@ -571,14 +572,6 @@ pub(crate) fn split_hosts(
         flows,
         ports,
     })
-}
-
-/// A host's gateway, of its family.
-fn gateway(h: &otg::HostPlan) -> Option<IpAddr> {
-    h.spec
-        .gateway
-        .map(IpAddr::V4)
-        .or(h.spec.gateway6.map(IpAddr::V6))
 }
 
 /// Sets every agent up, or none: a refusal tears down the agents that were set up. All at

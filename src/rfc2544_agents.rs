@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use linerate_bench::LatencySummary;
 use linerate_report::rfc2544::DirectionTrial;
-use linerate_session::rfc2544::AgentTrials;
+use linerate_session::rfc2544::{AgentTrials, counted};
 use linerate_session::{End, SessionError};
 use linerate_stream::{Rate, StreamSpec};
 
@@ -105,36 +104,22 @@ impl AgentTrials for AgentDirections {
                     .iter()
                     .find(|(id, _)| *id == at.id)
                     .map_or(0, |(_, n)| *n);
-                let got = at
-                    .rx
-                    .and_then(|g| totals.get(g)?.as_ref()?.flow(at.id).cloned());
-                let rx = got.as_ref().map_or(0, |f| f.frames - f.duplicates);
-                DirectionTrial {
-                    direction: s.name.clone(),
+                let got = at.rx.and_then(|g| totals.get(g)?.as_ref()?.flow(at.id));
+                let rx = got.map_or(0, |f| f.frames - f.duplicates);
+                let sent_fps = if elapsed > 0.0 {
+                    tx as f64 / elapsed
+                } else {
+                    0.0
+                };
+                // Polled counts carry no histogram: min, mean and max stand for the
+                // percentiles, and across two agents only on one clock (--clock tai).
+                counted(
+                    &s.name,
                     tx,
                     rx,
-                    loss_ratio: if tx == 0 {
-                        0.0
-                    } else {
-                        tx.saturating_sub(rx) as f64 / tx as f64
-                    },
-                    sent_fps: if elapsed > 0.0 {
-                        tx as f64 / elapsed
-                    } else {
-                        0.0
-                    },
-                    // Polled counts carry no histogram: min, mean and max stand for the
-                    // percentiles, and across two agents only on one clock (--clock tai).
-                    latency: got.and_then(|f| f.latency).map(|l| LatencySummary {
-                        frames: rx,
-                        min_ns: l.min,
-                        mean_ns: l.mean,
-                        p50_ns: l.p50.unwrap_or(l.mean as u64),
-                        p99_ns: l.p99.unwrap_or(l.max),
-                        p999_ns: l.p999.unwrap_or(l.max),
-                        max_ns: l.max,
-                    }),
-                }
+                    sent_fps,
+                    got.and_then(|f| f.latency.as_ref()),
+                )
             })
             .collect();
         self.current = Some(conductor);

@@ -22,7 +22,7 @@ use linerate_stream::{Rate, StreamSpec};
 
 use crate::error::SessionError;
 use crate::options::End;
-pub use trial::{AgentTrials, Ports};
+pub use trial::{AgentTrials, Ports, counted};
 use trial::{SessionTrial, TrialError, loss_ratio};
 
 /// The smallest frame a trial sends: Ethernet, IPv4 and UDP headers, the 18-byte signature and

@@ -317,14 +317,31 @@ fn directions(
 
 /// A direction's counts from its flow's report: frames received once (duplicates aside).
 fn direction(name: &str, tx: u64, f: &linerate_rx::FlowReport, pps: f64) -> DirectionTrial {
-    let rx = f.rx_frames - f.duplicates;
+    counted(
+        name,
+        tx,
+        f.rx_frames - f.duplicates,
+        pps,
+        f.latency.as_ref(),
+    )
+}
+
+/// A direction's trial from its counts: `rx` frames received once of `tx` sent, and its
+/// latency (percentiles the flow has no histogram for read as its mean and its max).
+pub fn counted(
+    name: &str,
+    tx: u64,
+    rx: u64,
+    sent_fps: f64,
+    latency: Option<&linerate_rx::Latency>,
+) -> DirectionTrial {
     DirectionTrial {
         direction: name.to_owned(),
         tx,
         rx,
         loss_ratio: loss_ratio(tx, rx),
-        sent_fps: pps,
-        latency: f.latency.map(|l| LatencySummary {
+        sent_fps,
+        latency: latency.map(|l| LatencySummary {
             frames: rx,
             min_ns: l.min,
             mean_ns: l.mean,

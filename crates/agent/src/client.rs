@@ -18,6 +18,9 @@ use crate::proto::{
 /// kept.
 const MIN_SAMPLES: usize = 8;
 const MAX_SAMPLES: usize = 64;
+/// The largest JSON answer read (a status of many flows), and the largest capture file.
+const ANSWER_LIMIT: u64 = 64 << 20;
+const FILE_LIMIT: u64 = 1 << 30;
 
 /// How the controller reaches its agents.
 #[derive(Clone)]
@@ -141,29 +144,13 @@ impl AgentClient {
             port: port.to_owned(),
             pcapng,
         };
-        let url = format!("{}{}", self.base, proto::CAPTURE_FILE);
-        let mut response = self
-            .http
-            .post(&url)
-            .header("Authorization", &self.bearer)
-            .send_json(&body)
-            .map_err(|e| self.unreachable("capture file", e))?;
-        let status = response.status().as_u16();
-        let bytes = response
-            .body_mut()
-            .with_config()
-            .limit(1 << 30)
-            .read_to_vec()
-            .map_err(|e| self.unreachable("capture file", e))?;
-        if !(200..300).contains(&status) {
-            return Err(AgentError::Refused {
-                agent: self.agent.clone(),
-                what: "capture file".into(),
-                status,
-                errors: errors_of(&String::from_utf8_lossy(&bytes)),
-            });
-        }
-        Ok(bytes)
+        self.send(
+            "capture file",
+            "POST",
+            proto::CAPTURE_FILE,
+            Some(&body),
+            FILE_LIMIT,
+        )
     }
 
     fn unreachable(&self, what: &str, e: ureq::Error) -> AgentError {
@@ -209,6 +196,7 @@ impl AgentClient {
         Ok((kind, best))
     }
 
+    /// A JSON answer to a request with a JSON body (or none).
     fn call<B: Serialize, T: DeserializeOwned>(
         &self,
         what: &str,
@@ -216,6 +204,24 @@ impl AgentClient {
         path: &str,
         body: Option<&B>,
     ) -> Result<T, AgentError> {
+        let bytes = self.send(what, method, path, body, ANSWER_LIMIT)?;
+        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(bytes).map_err(|e| AgentError::Protocol {
+            agent: self.agent.clone(),
+            what: what.into(),
+            why: e.to_string(),
+        })
+    }
+
+    /// The body of a success (up to `limit` bytes); a refusal with the agent's own words.
+    fn send<B: Serialize>(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&B>,
+        limit: u64,
+    ) -> Result<Vec<u8>, AgentError> {
         let url = format!("{}{path}", self.base);
         let sent = match (method, body) {
             ("GET", _) => self
@@ -241,26 +247,21 @@ impl AgentClient {
         };
         let mut response = sent.map_err(|e| self.unreachable(what, e))?;
         let status = response.status().as_u16();
-        let text = response
+        let bytes = response
             .body_mut()
             .with_config()
-            .limit(64 << 20)
-            .read_to_string()
+            .limit(limit)
+            .read_to_vec()
             .map_err(|e| self.unreachable(what, e))?;
         if !(200..300).contains(&status) {
             return Err(AgentError::Refused {
                 agent: self.agent.clone(),
                 what: what.into(),
                 status,
-                errors: errors_of(&text),
+                errors: errors_of(&String::from_utf8_lossy(&bytes)),
             });
         }
-        let text = if text.is_empty() { "null" } else { &text };
-        serde_json::from_str(text).map_err(|e| AgentError::Protocol {
-            agent: self.agent.clone(),
-            what: what.into(),
-            why: e.to_string(),
-        })
+        Ok(bytes)
     }
 }
 

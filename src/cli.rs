@@ -420,6 +420,10 @@ pub struct ReceiverArgs {
     /// Pass the frames on to the stack (for a capture) instead of dropping them.
     #[arg(long, help_heading = RECEIVE)]
     pub rx_pass: bool,
+    /// Time every frame's latency, not one frame of each departure stamp (costs a clock read a
+    /// frame: docs/receive.md).
+    #[arg(long, help_heading = RECEIVE)]
+    pub rx_time_every_frame: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -69,6 +69,7 @@ impl From<&ReceiverArgs> for ReceiverOptions {
             hist_flows: a.rx_hist_flows,
             clock: a.clock.into(),
             pass: a.rx_pass,
+            every_frame: a.rx_time_every_frame,
         }
     }
 }

@@ -199,7 +199,7 @@ pub(crate) fn rx_target(args: &Rfc2544Args, flows: u32) -> RxTarget {
             flows: 16.max(flows),
             hist_flows: flows,
             clock: args.clock.into(),
-            pass: false,
+            ..ReceiverOptions::default()
         },
     }
 }

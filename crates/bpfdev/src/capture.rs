@@ -219,6 +219,8 @@ pub struct CaptureCounts {
     /// Latency histograms of the first flows, `hist::BUCKETS` each, or none.
     pub hists: Vec<Vec<u64>>,
     pub global: RxGlobal,
+    /// Time every frame's latency, not one frame a departure stamp (as `linerate_rx`).
+    pub every_frame: bool,
 }
 
 impl CaptureCounts {
@@ -232,6 +234,7 @@ impl CaptureCounts {
             flows: vec![RxFlow::default(); flows],
             hists: vec![vec![0; hist::BUCKETS]; hist_flows.min(flows)],
             global: RxGlobal::default(),
+            every_frame: false,
         }
     }
 
@@ -290,7 +293,7 @@ impl CaptureCounts {
             flow,
             hist: self.hists.get_mut(id).map(Vec::as_mut_slice),
         };
-        if !state.observe(sig, len, now) {
+        if !state.observe(sig, len, self.every_frame, || now) {
             self.global.future += 1;
         }
     }
@@ -468,8 +471,9 @@ mod tests {
             (f0.frames, f0.bytes, f0.gaps, f0.dups, f0.late),
             (4, 256, 1, 1, 0)
         );
-        assert_eq!((f0.lat_min, f0.lat_max, f0.lat_count), (10_000, 10_000, 4));
-        assert_eq!(c.hists[0].iter().sum::<u64>(), 4);
+        // Its four frames share one departure stamp: the first is timed.
+        assert_eq!((f0.lat_min, f0.lat_max, f0.lat_count), (10_000, 10_000, 1));
+        assert_eq!(c.hists[0].iter().sum::<u64>(), 1);
         assert_eq!(c.hists.len(), 1);
         let f1 = &c.flows[1];
         assert_eq!((f1.frames, f1.bytes, f1.lat_count), (2, 1514 + 64, 1));
@@ -487,6 +491,14 @@ mod tests {
         assert!(lat.p50.unwrap().abs_diff(10_000) <= 10_000 / 100, "{lat:?}");
         assert_eq!(t.flow(1).unwrap().latency.unwrap().p50, None);
         assert_eq!(t.global, c.global);
+        assert_eq!(lat.timed, 1);
+
+        // Timing every frame: all four of flow 0.
+        let mut c = CaptureCounts::new(2, 1);
+        c.every_frame = true;
+        c.absorb(&buf, now).unwrap();
+        assert_eq!((c.flows[0].frames, c.flows[0].lat_count), (4, 4));
+        assert_eq!(c.hists[0].iter().sum::<u64>(), 4);
     }
 
     #[test]

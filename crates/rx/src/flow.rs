@@ -9,7 +9,11 @@
 //! - **duplicate**: a sequence number seen before, within the 64 below the highest seen.
 //! - **old**: more than 64 below the highest seen: late or duplicate, the window cannot tell;
 //!   counted apart and treated as unique in the loss.
-//! - **latency**: arrival − transmit stamp; **jitter**: RFC 3550 interarrival jitter.
+//! - **latency**: arrival − transmit stamp, timed once per departure stamp: on a flow's first
+//!   frame and on each frame whose stamp differs from the last one timed on its CPU (frames a
+//!   sender stamped with one clock read share the stamp; the first of them carries its own
+//!   departure time). `every_frame` times them all. **jitter**: RFC 3550 interarrival jitter
+//!   over the timed frames.
 //!
 //! Sequence state is per CPU: a flow whose frames RSS spreads over several receive queues has its
 //! order judged on each CPU alone (its loss, from the counts, is still exact).
@@ -42,7 +46,8 @@ pub struct RxFlow {
     pub jitter16: u64,
     pub prev_transit: i64,
     pub next_seq: u32,
-    pub started: u32,
+    /// The low 32 bits of the last timed frame's departure stamp.
+    pub timed_tx: u32,
 }
 
 /// What is not a flow, on one CPU: `struct rx_global` of `bpf/rx.bpf.c`.
@@ -80,17 +85,31 @@ pub struct FlowState<'a> {
 }
 
 impl FlowState<'_> {
-    /// Accounts one frame of `len` bytes (no FCS) carrying `sig`, arriving at `now` ns. Returns
-    /// false when the stamp lies in the future (counted by the caller as `future`).
-    pub fn observe(&mut self, sig: Signature, len: u64, now: u64) -> bool {
+    /// Accounts one frame of `len` bytes (no FCS) carrying `sig`, arriving at `now()` ns: the
+    /// clock is read only for a frame that is timed (the first of its flow, one whose stamp
+    /// differs from the last timed, or every frame with `every_frame`). Returns false when the
+    /// stamp lies in the future (counted by the caller as `future`).
+    pub fn observe(
+        &mut self,
+        sig: Signature,
+        len: u64,
+        every_frame: bool,
+        now: impl FnOnce() -> u64,
+    ) -> bool {
         let f = &mut *self.flow;
-        if f.frames == 0 {
-            f.first_ns = now;
-        }
+        let first = f.frames == 0;
         f.frames += 1;
         f.bytes += len;
+        sequence(f, sig.seq, first);
+        if !first && !every_frame && sig.tx_ns as u32 == f.timed_tx {
+            return true;
+        }
+        f.timed_tx = sig.tx_ns as u32;
+        let now = now();
+        if first {
+            f.first_ns = now;
+        }
         f.last_ns = now;
-        sequence(f, sig.seq);
         let Some(lat) = signature::latency(sig.tx_ns, now) else {
             return false;
         };
@@ -114,9 +133,8 @@ impl FlowState<'_> {
     }
 }
 
-fn sequence(f: &mut RxFlow, seq: u32) {
-    if f.started == 0 {
-        f.started = 1;
+fn sequence(f: &mut RxFlow, seq: u32, first: bool) {
+    if first {
         f.next_seq = seq.wrapping_add(1);
         f.window = 1;
         return;
@@ -162,6 +180,9 @@ pub struct Latency {
     pub saturated: bool,
     /// RFC 3550 interarrival jitter of the CPU that received most of the flow.
     pub jitter: f64,
+    /// Frames timed: one a departure stamp (every frame with `every_frame`).
+    #[serde(default)]
+    pub timed: u64,
 }
 
 /// One flow as received, summed over CPUs.
@@ -225,6 +246,7 @@ impl FlowStats {
                 jitter: timed
                     .max_by_key(|c| c.lat_count)
                     .map_or(0.0, |c| c.jitter16 as f64 / 16.0),
+                timed: lat_count,
             }
         });
         FlowStats {
@@ -358,7 +380,7 @@ mod tests {
                 flow: &mut f,
                 hist: Some(&mut h),
             }
-            .observe(sig, 60, 1_000 * i as u64 + 5_000);
+            .observe(sig, 60, false, || 1_000 * i as u64 + 5_000);
         }
         f
     }
@@ -418,10 +440,46 @@ mod tests {
                 flow: &mut f,
                 hist: None,
             }
-            .observe(sig, 60, i * 10_000 + transit);
+            .observe(sig, 60, false, || i * 10_000 + transit);
         }
         let j = f.jitter16 as f64 / 16.0;
         assert!((j - 2000.0).abs() < 20.0, "{j}");
+    }
+
+    /// A sender's bulk shares one stamp: its first frame is timed, the rest counted and
+    /// sequenced; a stamp already timed is timed again once another came between.
+    #[test]
+    fn one_frame_of_each_departure_stamp_is_timed() {
+        let mut f = RxFlow::default();
+        let mut reads = 0;
+        for (seq, tx, arrival) in [
+            (0, 100, 600),
+            (1, 100, 700),
+            (2, 100, 800),
+            (3, 900, 1_000),
+            (4, 100, 5_000),
+        ] {
+            let sig = Signature {
+                flow: 0,
+                seq,
+                tx_ns: tx,
+            };
+            let not_future = FlowState {
+                flow: &mut f,
+                hist: None,
+            }
+            .observe(sig, 60, false, || {
+                reads += 1;
+                arrival
+            });
+            assert!(not_future);
+        }
+        assert_eq!((f.frames, reads, f.lat_count), (5, 3, 3));
+        assert_eq!(
+            (f.lat_min, f.lat_max, f.lat_sum),
+            (100, 4_900, 500 + 100 + 4_900)
+        );
+        assert_eq!((f.first_ns, f.last_ns), (600, 5_000));
     }
 
     /// Issue 27 #11: latencies beyond the histogram's range read 34.2 s at p50, below a

@@ -13,11 +13,12 @@ const FLOWS: &str = "rx_flows";
 const HISTS: &str = "rx_hists";
 const GLOBAL: &str = "rx_global";
 
-/// The program's read-only data (`pass`, `clock_tai`), as `bpf/rx.bpf.c` declares it.
+/// The program's read-only data, `struct rx_ro` of `bpf/rx.bpf.c`.
 #[repr(C)]
 struct RxRodata {
     pass: u32,
     clock_tai: u32,
+    every_frame: u32,
 }
 
 const ABI: [MapAbi; 4] = [
@@ -52,6 +53,8 @@ pub struct RxConfig {
     pub clock: Clock,
     /// Pass the frames on to the stack (for a capture) instead of dropping them.
     pub pass: bool,
+    /// Time every frame's latency, not one frame a departure stamp (bpf/rx.bpf.c).
+    pub every_frame: bool,
 }
 
 impl Default for RxConfig {
@@ -61,6 +64,7 @@ impl Default for RxConfig {
             hist_flows: 256,
             clock: Clock::Monotonic,
             pass: false,
+            every_frame: false,
         }
     }
 }
@@ -94,6 +98,7 @@ impl Receiver {
         let rodata = RxRodata {
             pass: config.pass.into(),
             clock_tai: (config.clock == Clock::Tai).into(),
+            every_frame: config.every_frame.into(),
         };
         let flows = config.flows;
         // An empty array map cannot be made: one entry that no flow id reaches stands for none.
@@ -112,6 +117,7 @@ impl Receiver {
                         })?;
                         data[0..4].copy_from_slice(&rodata.pass.to_ne_bytes());
                         data[4..8].copy_from_slice(&rodata.clock_tai.to_ne_bytes());
+                        data[8..12].copy_from_slice(&rodata.every_frame.to_ne_bytes());
                     }
                 }
                 Ok(())
@@ -374,7 +380,7 @@ impl Plain for RxFlow {
             jitter16: w[13],
             prev_transit: w[14] as i64,
             next_seq: u32::from_ne_bytes(b[120..124].try_into().expect("4 bytes")),
-            started: u32::from_ne_bytes(b[124..128].try_into().expect("4 bytes")),
+            timed_tx: u32::from_ne_bytes(b[124..128].try_into().expect("4 bytes")),
         })
     }
 }

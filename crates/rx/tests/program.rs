@@ -97,7 +97,8 @@ fn kernel_and_model(seqs: &[u32], len: usize) -> (linerate_rx::RxTotals, RxFlow)
                 tx_ns: tx & signature::TS_MASK,
             },
             f.len() as u64,
-            tx + 1_000,
+            false,
+            || tx + 1_000,
         );
     }
     (rx.read().unwrap(), model)
@@ -144,6 +145,56 @@ fn the_kernel_program_agrees_with_the_model_on_gaps_lates_duplicates_and_old_fra
     assert!(lat.max < 1_000_000_000, "{lat:?}");
     assert!(lat.p50.is_some(), "flow 0 has a histogram");
     assert_eq!(totals.global.other_frames, 0);
+}
+
+/// Frames that share a departure stamp (a sender's bulk) are counted and sequenced, and timed
+/// once: the kernel times the same frames the model does, and every frame with `every_frame`.
+#[test]
+fn frames_sharing_a_stamp_are_timed_once_unless_every_frame() {
+    if !root_or_skip() {
+        return;
+    }
+    pin_to_one_cpu();
+    for every_frame in [false, true] {
+        let mut rx = Receiver::load(RxConfig {
+            every_frame,
+            ..RxConfig::default()
+        })
+        .unwrap();
+        let mut model = RxFlow::default();
+        let mut f = frame(0, 60);
+        // 3 bulks of 16 frames, and a duplicate of the first bulk's among the third's: its
+        // stamp differs from the last timed, so it is timed, and so is the frame after it.
+        // 3 + 2 timed.
+        let stamps: Vec<u64> = (0..3).map(|_| monotonic_ns()).collect();
+        let mut sent: Vec<(u32, u64)> = (0..48u32).map(|s| (s, stamps[s as usize / 16])).collect();
+        sent.insert(40, (3, stamps[0]));
+        for &(seq, tx) in &sent {
+            signature::stamp(&mut f, seq, tx);
+            run(&mut rx, &f);
+            let sig = Signature {
+                flow: 0,
+                seq,
+                tx_ns: tx & signature::TS_MASK,
+            };
+            FlowState {
+                flow: &mut model,
+                hist: None,
+            }
+            .observe(sig, 60, every_frame, monotonic_ns);
+        }
+        let totals = rx.read().unwrap();
+        let k = &totals.flows[0];
+        let timed = k.latency.expect("timed").timed;
+        assert_eq!(k.frames, 49);
+        assert_eq!(timed, model.lat_count);
+        assert_eq!(
+            timed,
+            if every_frame { 49 } else { 5 },
+            "every_frame {every_frame}"
+        );
+        assert_eq!((k.duplicates, k.late), (1, 0));
+    }
 }
 
 #[test]

@@ -113,6 +113,8 @@ pub struct ReceiverOptions {
     pub clock: Clock,
     /// Pass the frames on to the stack instead of dropping them.
     pub pass: bool,
+    /// Time every frame's latency, not one frame a departure stamp.
+    pub every_frame: bool,
 }
 
 impl Default for ReceiverOptions {
@@ -122,6 +124,7 @@ impl Default for ReceiverOptions {
             hist_flows: 256,
             clock: Clock::Monotonic,
             pass: false,
+            every_frame: false,
         }
     }
 }
@@ -137,6 +140,7 @@ impl From<&ReceiverOptions> for linerate_rx::RxConfig {
                 Clock::Tai => linerate_rx::Clock::Tai,
             },
             pass: o.pass,
+            every_frame: o.every_frame,
         }
     }
 }

@@ -49,6 +49,16 @@ impl Loaded {
         ifindex: u32,
         ring: Option<u32>,
     ) -> Result<Loaded, LiveError> {
+        let port = object
+            .maps()
+            .find(|m| m.name() == "live_port")
+            .ok_or_else(|| LiveError::Load {
+                message: "the object has no map live_port".into(),
+            })?;
+        port.update(&0u32.to_ne_bytes(), &ifindex.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| LiveError::Load {
+                message: format!("setting the port (ifindex {ifindex}) in live_port: {e:#}"),
+            })?;
         let map = WorkerMap::map(&object)?;
         let mut base = 0u32;
         for (slot, w) in map.slots().iter().zip(&layout.workers) {

@@ -96,9 +96,14 @@ impl AfPacketPort {
     pub fn open_packet_queue(&self, config: &QueueConfig) -> Result<AfPacketQueue, AfPacketError> {
         let name = &self.info.name;
         let version = self.options.version;
+        // An Ethernet device gets the whole frame copied into the skb (ring::VNET_HDR_LEN);
+        // other link types keep the kernel's own split, whose header length only it knows.
+        let vnet = is_ethernet(name);
+        let prefix = if vnet { ring::VNET_HDR_LEN } else { 0 };
         let min_frame = version
             .data_offset()
-            .checked_add(config.slot_size)
+            .checked_add(prefix)
+            .and_then(|n| n.checked_add(config.slot_size))
             .ok_or_else(|| AfPacketError::Config(format!("slot of {} bytes", config.slot_size)))?;
         let layout =
             Layout::for_frames(config.slots, min_frame, ring::page()).ok_or_else(|| {
@@ -132,8 +137,13 @@ impl AfPacketPort {
             sys::set_opt(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &on)
                 .map_err(|e| step("PACKET_QDISC_BYPASS", e))?;
         }
+        if vnet {
+            let on: libc::c_int = 1;
+            sys::set_opt(&fd, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &on)
+                .map_err(|e| step("PACKET_VNET_HDR", e))?;
+        }
         set_send_buffer(&fd, config.slots);
-        let ring = TxRing::new(&fd, version, layout).map_err(|e| {
+        let ring = TxRing::new(&fd, version, layout, vnet).map_err(|e| {
             step(
                 &format!(
                     "mapping a TX ring of {} frames of {} bytes",
@@ -156,6 +166,11 @@ impl AfPacketPort {
         Ok(AfPacketQueue::new(QueueParts {
             ring,
             fd,
+            max_len: if vnet {
+                self.info.mtu.saturating_add(ETH_HLEN)
+            } else {
+                u32::MAX
+            },
             mode: self.mode(),
             iface: name.clone(),
             queue_id: config.queue_id,
@@ -175,6 +190,16 @@ impl Port for AfPacketPort {
     fn open_queue(&self, config: &QueueConfig) -> Result<Box<dyn TxQueue>, PortError> {
         Ok(Box::new(self.open_packet_queue(config)?))
     }
+}
+
+/// The Ethernet header the kernel adds to the MTU for a frame's longest length.
+const ETH_HLEN: u32 = 14;
+
+/// Whether `iface` is an Ethernet-type device (`ARPHRD_ETHER`: NICs, veth, VLANs, bonds,
+/// dummies), as sysfs says.
+fn is_ethernet(iface: &str) -> bool {
+    std::fs::read_to_string(format!("{}/{iface}/type", linerate_port::iface::SYSFS_NET))
+        .is_ok_and(|t| t.trim() == libc::ARPHRD_ETHER.to_string())
 }
 
 fn socket_error(iface: &str, e: io::Error) -> AfPacketError {

@@ -32,6 +32,10 @@ pub struct AfPacketQueue {
     kicks: u64,
     kicks_busy: u64,
     copies: u64,
+    /// The longest frame the interface carries (MTU + Ethernet header), checked here when the
+    /// kernel does not: it skips its own check for a ring with a `virtio_net_hdr`. `u32::MAX`
+    /// when the kernel checks.
+    max_len: u32,
     mode: String,
     iface: String,
     queue_id: u32,
@@ -40,6 +44,7 @@ pub struct AfPacketQueue {
 pub(crate) struct QueueParts {
     pub(crate) ring: TxRing,
     pub(crate) fd: OwnedFd,
+    pub(crate) max_len: u32,
     pub(crate) mode: String,
     pub(crate) iface: String,
     pub(crate) queue_id: u32,
@@ -58,6 +63,7 @@ impl AfPacketQueue {
             kicks: 0,
             kicks_busy: 0,
             copies: 0,
+            max_len: parts.max_len,
             mode: parts.mode,
             iface: parts.iface,
             queue_id: parts.queue_id,
@@ -134,6 +140,17 @@ impl AfPacketQueue {
             frame = self.next(frame);
         }
         None
+    }
+
+    /// Longer than the interface carries, by the kernel's rule (`tpacket_snd`): MTU + Ethernet
+    /// header, 4 bytes more for an 802.1Q-tagged frame.
+    #[inline]
+    fn too_long(&mut self, desc: TxDesc) -> bool {
+        if desc.len <= self.max_len {
+            return false;
+        }
+        let tagged = self.slot_mut(desc.slot).get(12..14) == Some(&[0x81, 0x00]);
+        !(tagged && desc.len <= self.max_len.saturating_add(4))
     }
 
     #[cold]
@@ -222,6 +239,9 @@ impl TxQueue for AfPacketQueue {
                     self.ring.data_size(),
                     self.ring.frames(),
                 ));
+            }
+            if self.too_long(desc) {
+                return Err(self.wrong_format(self.head));
             }
         }
         for &desc in descs {

@@ -6,6 +6,13 @@
 //! `TPACKET_ALIGN(sizeof header)`. The kernel walks the ring in order from its own head and sends
 //! every frame marked `TP_STATUS_SEND_REQUEST`, sets it to `SENDING` and, once the skb is freed,
 //! back to `AVAILABLE`: a frame whose status is available again has been sent.
+//!
+//! A ring may carry a `virtio_net_hdr` before each frame (`PACKET_VNET_HDR`, [`VNET_HDR_LEN`]):
+//! its `hdr_len` is how many bytes of the frame the kernel copies into the skb's linear part.
+//! Without it the kernel copies the Ethernet header and hangs the rest of the frame on the skb as
+//! a fragment of the ring's page, marked zero-copy, and a device that forwards the skb (veth into
+//! its peer's namespace) must then copy that fragment into a fresh page (`skb_copy_ubufs`) and
+//! free it again. With `hdr_len` the whole frame, the one copy is the kernel's own 60-odd bytes.
 
 use std::io;
 use std::mem::offset_of;
@@ -64,6 +71,11 @@ impl TpacketVersion {
         }
     }
 }
+
+/// Bytes of the `virtio_net_hdr` before each frame when the ring has one.
+pub(crate) const VNET_HDR_LEN: u32 = 10;
+/// Where `hdr_len` lies in it (after `flags` and `gso_type`, one byte each).
+const VNET_HDR_LEN_AT: usize = 2;
 
 /// Blocks of at most this many pages: the kernel allocates each block as one run of pages and
 /// falls back to vmalloc past that, so larger blocks buy nothing for transmit.
@@ -160,11 +172,19 @@ pub(crate) struct TxRing {
     offsets: Box<[usize]>,
     version: TpacketVersion,
     layout: Layout,
+    /// Bytes before each frame's data: a `virtio_net_hdr`, or nothing.
+    prefix: u32,
 }
 
 impl TxRing {
-    /// Asks the kernel for the ring (`PACKET_TX_RING`, after `PACKET_VERSION`) and maps it.
-    pub(crate) fn new(fd: &OwnedFd, version: TpacketVersion, layout: Layout) -> io::Result<Self> {
+    /// Asks the kernel for the ring (`PACKET_TX_RING`, after `PACKET_VERSION` and, with `vnet`,
+    /// `PACKET_VNET_HDR`) and maps it.
+    pub(crate) fn new(
+        fd: &OwnedFd,
+        version: TpacketVersion,
+        layout: Layout,
+        vnet: bool,
+    ) -> io::Result<Self> {
         match version {
             TpacketVersion::V2 => {
                 let req = libc::tpacket_req {
@@ -197,6 +217,7 @@ impl TxRing {
             offsets,
             version,
             layout,
+            prefix: if vnet { VNET_HDR_LEN } else { 0 },
         })
     }
 
@@ -208,9 +229,9 @@ impl TxRing {
         &self.layout
     }
 
-    /// Bytes of frame data each ring frame holds after its header.
+    /// Bytes of frame data each ring frame holds after its header (and `virtio_net_hdr`).
     pub(crate) fn data_size(&self) -> u32 {
-        self.layout.frame_size - self.version.data_offset()
+        self.layout.frame_size - self.version.data_offset() - self.prefix
     }
 
     #[inline]
@@ -241,10 +262,31 @@ impl TxRing {
     #[inline]
     pub(crate) fn hand_over(&mut self, frame: u32, len: u32) {
         debug_assert_eq!(self.status(frame), Status::Available);
-        let at = self.offsets[frame as usize] + self.version.len_offset();
+        let header = self.offsets[frame as usize];
+        if self.prefix > 0 {
+            // The whole frame into the skb's linear part. Legacy virtio (what packet sockets
+            // speak) is native-endian.
+            let at = header + self.version.data_offset() as usize + VNET_HDR_LEN_AT;
+            // SAFETY: inside this frame's prefix in the mapping, 2-aligned (data starts on a
+            // 16-byte boundary); the frame is ours until the status store below.
+            unsafe {
+                self.map
+                    .as_ptr()
+                    .add(at)
+                    .cast::<u16>()
+                    .write_volatile(len as u16)
+            };
+        }
+        let at = header + self.version.len_offset();
         // SAFETY: inside the mapping and 4-aligned (as for the status word); the frame is ours,
         // so the kernel does not read its header until the status store below.
-        unsafe { self.map.as_ptr().add(at).cast::<u32>().write_volatile(len) };
+        unsafe {
+            self.map
+                .as_ptr()
+                .add(at)
+                .cast::<u32>()
+                .write_volatile(len + self.prefix)
+        };
         self.status_word(frame)
             .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
     }
@@ -253,7 +295,7 @@ impl TxRing {
     /// reaped since).
     #[inline]
     pub(crate) fn data_mut(&mut self, frame: u32) -> &mut [u8] {
-        let at = self.offsets[frame as usize] + self.version.data_offset() as usize;
+        let at = self.offsets[frame as usize] + (self.version.data_offset() + self.prefix) as usize;
         let len = self.data_size() as usize;
         // SAFETY: `at..at + len` is this frame's data area inside the mapping; &mut self keeps
         // every other borrow of the ring out for the slice's life, and the kernel reads the area

@@ -153,6 +153,57 @@ fn a_frame_over_the_mtu_is_refused_not_sent() {
     assert_eq!(lab.sink_counters().unwrap().since(before).packets, 0);
 }
 
+/// The longest frames the interface carries pass, one byte more does not: MTU + 14, and 4
+/// more for an 802.1Q-tagged frame (the kernel's rule, which the queue keeps itself for a ring
+/// whose frames the kernel copies whole).
+#[test]
+fn the_longest_frames_pass_and_one_byte_more_is_refused() {
+    if !root_or_skip("the_longest_frames_pass_and_one_byte_more_is_refused") {
+        return;
+    }
+    let lab = lab();
+    let port = AfPacketPort::open(&lab.sender, AfPacketOptions::default()).unwrap();
+    let open = || {
+        port.open_packet_queue(&QueueConfig {
+            queue_id: 0,
+            slots: 8,
+            slot_size: 2048,
+            batch: 8,
+        })
+        .unwrap()
+    };
+    let frame = |q: &mut AfPacketQueue, slot: u32, len: usize, tagged: bool| {
+        let f = q.slot_mut(slot);
+        f[..12].copy_from_slice(&[0xff; 12]);
+        f[12..14].copy_from_slice(if tagged { &[0x81, 0x00] } else { &[0x88, 0xb5] });
+        f[14..len].fill(0);
+        TxDesc {
+            slot,
+            len: len as u32,
+        }
+    };
+    let before = lab.sink_counters().unwrap();
+    let mut q = open();
+    assert_eq!(q.reserve(2), 2);
+    let plain = frame(&mut q, 0, 1514, false);
+    let tagged = frame(&mut q, 1, 1518, true);
+    q.submit(&[plain, tagged]).unwrap();
+    q.drain(Duration::from_secs(2)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while lab.sink_counters().unwrap().since(before).packets < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(lab.sink_counters().unwrap().since(before).packets, 2);
+    for (len, tagged) in [(1515, false), (1519, true)] {
+        let mut q = open();
+        assert_eq!(q.reserve(1), 1);
+        let desc = frame(&mut q, 0, len, tagged);
+        let err = q.submit(&[desc]).expect_err("one byte over");
+        assert!(err.to_string().contains("WRONG_FORMAT"), "{len}: {err}");
+    }
+    assert_eq!(lab.sink_counters().unwrap().since(before).packets, 2);
+}
+
 /// Not a test: V2 against V3 at 64 B, alternated rounds, counted at the sink. Run with
 /// `cargo test --release -p linerate-afpacket --test lab -- --ignored --nocapture versions`.
 #[test]

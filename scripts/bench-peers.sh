@@ -2,6 +2,8 @@
 # linerate beside the peers a user would pick instead (issue 26), in one run on one veth lab, 64 B:
 #   live, 1 worker          vs xdp-trafficgen -t 1
 #   live, 2 workers         vs xdp-trafficgen -t 2
+#   the same two with the peer's own frame (--ipv6 --size 66: one IPv6 UDP frame of 62 B,
+#   repeated), beside linerate's default (ten IPv4 frames whose IP ids differ, 60 B)
 #   AF_XDP copy, 1 worker   vs xdpsock -S (one process, queue 0, CPU 0)
 #   AF_XDP copy, 2 workers  vs xdpsock -S twice (queues 0 and 1, CPUs 0 and 1)
 #   AF_PACKET, 1 worker     vs trafgen TX_RING and a plain sendmmsg×64 sender with qdisc bypass
@@ -123,6 +125,8 @@ run_variant() {
     case $1 in
         live1) lr_tx --backend live --cores 0 ;;
         live2) lr_tx --backend live --cores 0,1 ;;
+        live1-v6) lr_tx --backend live --cores 0 --ipv6 --size 66 ;;
+        live2-v6) lr_tx --backend live --cores 0,1 --ipv6 --size 66 ;;
         xtg1) nice_run "$xdp_trafficgen" udp -m "$receiver_mac" -s 64 -t 1 "${lab}0" ;;
         xtg2) nice_run "$xdp_trafficgen" udp -m "$receiver_mac" -s 64 -t 2 "${lab}0" ;;
         afxdp1) lr_tx --backend afxdp --cores 0 ;;
@@ -153,7 +157,7 @@ sink_quiet() {
     echo "bench-peers: the sink still counts before the next variant" >&2
 }
 
-groups=("live1 xtg1" "live2 xtg2" "afxdp1 xdpsock1" "afxdp2 xdpsock2" "afpacket trafgen sendmmsg" "live-plain live-rx")
+groups=("live1 live1-v6 xtg1" "live2 live2-v6 xtg2" "afxdp1 xdpsock1" "afxdp2 xdpsock2" "afpacket trafgen sendmmsg" "live-plain live-rx")
 echo "lab $lab on $(uname -r), $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'); 64 B; nice $niceness; ${duration}s after ${warmup}s warm-up; $rounds rounds; $(date -u '+%F %T UTC'); load at start:$(uptime | sed 's/.*load average://')" >&2
 for ((r = 0; r < rounds; r++)); do
     line="round $((r + 1)):"
@@ -186,6 +190,7 @@ echo "| variant | Mpps at the sink, median (min–max) of $rounds |"
 echo "| --- | ---: |"
 declare -A label=([live1]="linerate live, 1 worker" [xtg1]="xdp-trafficgen -t 1"
     [live2]="linerate live, 2 workers" [xtg2]="xdp-trafficgen -t 2"
+    [live1-v6]="linerate live, 1 worker, the peer's frame" [live2-v6]="linerate live, 2 workers, the peer's frame"
     [afxdp1]="linerate afxdp (copy), 1 worker" [xdpsock1]="xdpsock -S, 1 process"
     [afxdp2]="linerate afxdp (copy), 2 workers" [xdpsock2]="xdpsock -S, 2 processes"
     [afpacket]="linerate afpacket, 1 worker" [trafgen]="trafgen TX_RING" [sendmmsg]="sendmmsg×64 + qdisc bypass"
@@ -198,6 +203,8 @@ echo "| pair | ratio, median (min–max) of per-round ratios | goal |"
 echo "| --- | ---: | ---: |"
 echo "| live 1 worker / xdp-trafficgen -t 1 | $(ratios live1 xtg1) | stays > 1 |"
 echo "| live 2 workers / xdp-trafficgen -t 2 | $(ratios live2 xtg2) | ≥ 1.00 |"
+echo "| the peer's frame: live 1 worker / xdp-trafficgen -t 1 | $(ratios live1-v6 xtg1) | stays > 1 |"
+echo "| the peer's frame: live 2 workers / xdp-trafficgen -t 2 | $(ratios live2-v6 xtg2) | ≥ 1.00 |"
 echo "| live 2 workers / live 1 worker | $(ratios live2 live1) | |"
 echo "| xdp-trafficgen -t 2 / -t 1 | $(ratios xtg2 xtg1) | |"
 echo "| afxdp 1 worker / xdpsock 1 | $(ratios afxdp1 xdpsock1) | ≥ 1.05 |"

@@ -264,8 +264,10 @@ impl TxRing {
         debug_assert_eq!(self.status(frame), Status::Available);
         let header = self.offsets[frame as usize];
         if self.prefix > 0 {
-            // The whole frame into the skb's linear part. Legacy virtio (what packet sockets
-            // speak) is native-endian.
+            // The whole frame into the skb's linear part (a length past u16 would fall back to
+            // the kernel's split). Legacy virtio (what packet sockets speak) is native-endian;
+            // the header's other fields (no offloads) stay zero as the kernel mapped them, and
+            // the worker writes only the data after it.
             let at = header + self.version.data_offset() as usize + VNET_HDR_LEN_AT;
             // SAFETY: inside this frame's prefix in the mapping, 2-aligned (data starts on a
             // 16-byte boundary); the frame is ours until the status store below.
@@ -274,7 +276,7 @@ impl TxRing {
                     .as_ptr()
                     .add(at)
                     .cast::<u16>()
-                    .write_volatile(len as u16)
+                    .write_volatile(len.min(u32::from(u16::MAX)) as u16)
             };
         }
         let at = header + self.version.len_offset();

@@ -20,7 +20,8 @@ pub fn start_capture(iface: &str, options: &ReceiverOptions) -> Result<CaptureTh
             "--clock tai needs Linux (macOS has no CLOCK_TAI): use the default monotonic clock",
         ));
     }
-    let counts = CaptureCounts::new(options.flows as usize, options.hist_flows as usize);
+    let mut counts = CaptureCounts::new(options.flows as usize, options.hist_flows as usize);
+    counts.every_frame = options.every_frame;
     capture(iface, Keep::Signed, counts)
 }
 

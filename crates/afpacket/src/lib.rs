@@ -1,7 +1,7 @@
 //! Linux AF_PACKET transmit queues on raw `libc`: one socket per worker with a TPACKET TX ring
 //! mapped into the process, `PACKET_QDISC_BYPASS`, a `virtio_net_hdr` before each frame on
-//! Ethernet devices so the kernel copies the frame whole rather than lending it a ring page
-//! (`ring`), one `sendto` kick per batch, completions read from the ring frames' status words.
+//! virtual Ethernet devices so the kernel copies the frame whole rather than lending it a ring
+//! page (`ring`), one `sendto` kick per batch, completions read from the ring frames' status words.
 //! It reaches every interface (VLANs, bonds, dummies) with CAP_NET_RAW alone; it holds no pacing
 //! (that is the engine). Beside them, the receive socket of `linerate serve`'s port captures. On
 //! other systems the crate is empty.

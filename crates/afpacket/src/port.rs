@@ -49,6 +49,11 @@ pub struct AfPacketPort {
     info: PortInfo,
     ifindex: u32,
     options: AfPacketOptions,
+    /// Rings carry a `virtio_net_hdr` so the kernel copies each frame whole (`ring`): on a
+    /// virtual Ethernet device (veth, VLAN, bond, dummy), whose forwarding would otherwise copy
+    /// the ring page's fragment into a fresh page. A NIC's driver maps the fragment for DMA as it
+    /// is, so a physical device keeps the kernel's zero-copy split.
+    whole_frames: bool,
 }
 
 impl AfPacketPort {
@@ -68,6 +73,7 @@ impl AfPacketPort {
             info: description.port_info("afpacket", description.tx_queues.max(1)),
             ifindex: description.ifindex,
             options,
+            whole_frames: description.virtual_device && is_ethernet(iface),
         })
     }
 
@@ -96,9 +102,8 @@ impl AfPacketPort {
     pub fn open_packet_queue(&self, config: &QueueConfig) -> Result<AfPacketQueue, AfPacketError> {
         let name = &self.info.name;
         let version = self.options.version;
-        // An Ethernet device gets the whole frame copied into the skb (ring::VNET_HDR_LEN);
-        // other link types keep the kernel's own split, whose header length only it knows.
-        let vnet = is_ethernet(name);
+        // Other link types keep the kernel's own split, whose header length only it knows.
+        let vnet = self.whole_frames;
         let prefix = if vnet { ring::VNET_HDR_LEN } else { 0 };
         let min_frame = version
             .data_offset()
@@ -242,6 +247,7 @@ mod tests {
             info: Interface::read("lo").unwrap().port_info("afpacket", 1),
             ifindex: 1,
             options: AfPacketOptions::default(),
+            whole_frames: false,
         };
         assert_eq!(port.mode(), "tpacket_v2 qdisc-bypass");
         let port = AfPacketPort {

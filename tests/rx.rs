@@ -297,6 +297,50 @@ fn three_flows_stamped_by_the_live_program_arrive_whole_and_in_order() {
     }
 }
 
+/// The live program stamps a bulk of 16 frames with one clock read: the receiver times one frame
+/// of each stamp, or all of them with `--rx-time-every-frame`, and counts every frame either way.
+#[test]
+fn the_receiver_times_one_frame_a_stamp_or_every_frame_when_asked() {
+    if !root_or_skip("tx --backend live --rx on a lab") {
+        return;
+    }
+    let lab = common::lab("rxt", 1);
+    let run = |every: bool| {
+        let mut args = vec![
+            "tx",
+            "-i",
+            &lab.sender,
+            "--backend",
+            "live",
+            "-n",
+            "3200",
+            "--rx",
+            "--json",
+            "--cores",
+            "0",
+        ];
+        if every {
+            args.push("--rx-time-every-frame");
+        }
+        let out = common::json(&common::linerate_ok(&args));
+        let flows = flows(&out);
+        assert_eq!(flows.len(), 1, "{out}");
+        let f = &flows[0];
+        assert_eq!(
+            (f["rx_frames"].as_u64(), f["lost"].as_u64()),
+            (Some(3200), Some(0)),
+            "{f}"
+        );
+        f["latency"]["timed"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no timed count: {f}"))
+    };
+    let timed = run(false);
+    // 200 bulks of 16 at least (a call's first frame starts a bulk afresh), never every frame.
+    assert!((200..3200).contains(&timed), "timed {timed} of 3200");
+    assert_eq!(run(true), 3200);
+}
+
 /// `tx --rx`'s status line on stderr carries the receiver's rate and loss so far, while stdout
 /// holds nothing but the JSON; `-q` leaves stderr empty.
 #[test]

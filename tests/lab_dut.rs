@@ -194,7 +194,7 @@ fn tbf_rate_is_the_received_rate() {
     assert!(status.success());
     let measured = (b1 - b0) as f64 * 8.0 / (t1 - t0).as_secs_f64();
     // tbf counts the frame without FCS, as the sink does. Tolerance 5 %: the sampling window
-    // is 2 s and tbf's burst (1 ms at the rate) is a fraction of a percent of it.
+    // is 2 s and tbf's burst (5 ms at the rate) is a fraction of a percent of it.
     let ratio = measured / rate_bps as f64;
     eprintln!("tbf {rate_bps} bit/s: received {measured:.0} bit/s (ratio {ratio:.4})");
     assert!(

@@ -23,11 +23,11 @@ const TRIAL_S: f64 = 1.0;
 
 /// The lab's tbf at `bps` (crates/lab/src/linux/dut.rs `tbf`), in frames per second: its rate
 /// r, and what a trial of d seconds can pass without loss, r + (burst + queue)/d, its bucket
-/// being 1 ms at the rate (at least 3036 bytes) and its queue 50 ms plus the bucket: the NDR
+/// being 5 ms at the rate (at least 3036 bytes) and its queue 50 ms plus the bucket: the NDR
 /// lies between the two, nearer the second the better the trial fills the queue.
 fn shaper(bps: u64) -> (f64, f64) {
     let bytes = bps as f64 / 8.0;
-    let burst = (bytes / 1000.0).max(3036.0);
+    let burst = (bytes / 200.0).max(3036.0);
     let queue = bytes / 20.0 + burst;
     (
         bytes / SIZE,

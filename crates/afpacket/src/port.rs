@@ -73,7 +73,7 @@ impl AfPacketPort {
             info: description.port_info("afpacket", description.tx_queues.max(1)),
             ifindex: description.ifindex,
             options,
-            whole_frames: description.virtual_device && is_ethernet(iface),
+            whole_frames: description.virtual_device && description.ethernet,
         })
     }
 
@@ -199,13 +199,6 @@ impl Port for AfPacketPort {
 
 /// The Ethernet header the kernel adds to the MTU for a frame's longest length.
 const ETH_HLEN: u32 = 14;
-
-/// Whether `iface` is an Ethernet-type device (`ARPHRD_ETHER`: NICs, veth, VLANs, bonds,
-/// dummies), as sysfs says.
-fn is_ethernet(iface: &str) -> bool {
-    std::fs::read_to_string(format!("{}/{iface}/type", linerate_port::iface::SYSFS_NET))
-        .is_ok_and(|t| t.trim() == libc::ARPHRD_ETHER.to_string())
-}
 
 fn socket_error(iface: &str, e: io::Error) -> AfPacketError {
     match e.raw_os_error() {

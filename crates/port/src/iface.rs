@@ -27,6 +27,8 @@ pub struct Interface {
     pub virtual_device: bool,
     /// Linked to another interface (`iflink` ≠ `ifindex`): a veth's peer, a VLAN's parent.
     pub has_link: bool,
+    /// An Ethernet-type link (`type` is `ARPHRD_ETHER`: NICs, veth, VLANs, bonds, dummies).
+    pub ethernet: bool,
     pub tx_queues: u32,
     pub rx_queues: u32,
     /// The negotiated speed; `None` when unknown or for a virtual device, whose reported speed
@@ -91,6 +93,7 @@ impl Interface {
         let has_link = read("iflink")
             .and_then(|s| s.parse::<u32>().ok())
             .is_some_and(|link| link != ifindex);
+        let ethernet = read("type").is_some_and(|t| t == libc::ARPHRD_ETHER.to_string());
         let (tx_queues, rx_queues) = count_queues(&dir);
         Ok(Self {
             name: name.into(),
@@ -101,6 +104,7 @@ impl Interface {
             driver,
             virtual_device,
             has_link,
+            ethernet,
             tx_queues,
             rx_queues,
             speed,
@@ -176,10 +180,14 @@ impl Interface {
             return Err(unknown());
         }
         // SAFETY: ifreq is plain C data; the kernel fills the union member each request names.
-        let mac = ifreq(name, libc::SIOCGIFHWADDR, |_| {}).map(|r| unsafe {
-            let d = r.ifr_ifru.ifru_hwaddr.sa_data;
+        let hwaddr =
+            ifreq(name, libc::SIOCGIFHWADDR, |_| {}).map(|r| unsafe { r.ifr_ifru.ifru_hwaddr });
+        let mac = hwaddr.map(|a| {
+            let d = a.sa_data;
             [d[0], d[1], d[2], d[3], d[4], d[5]].map(|b| b as u8)
         });
+        // The address family is the link type, as sysfs's `type`.
+        let ethernet = hwaddr.is_some_and(|a| a.sa_family == libc::ARPHRD_ETHER);
         // SAFETY: as above; SIOCGIFMTU fills ifru_mtu.
         let mtu = ifreq(name, libc::SIOCGIFMTU, |_| {})
             .map(|r| unsafe { r.ifr_ifru.ifru_mtu } as u32)
@@ -202,6 +210,7 @@ impl Interface {
             mtu,
             up: flags & libc::IFF_UP as u32 != 0,
             has_link: driver.as_deref() == Some("veth"),
+            ethernet,
             driver,
             virtual_device,
             tx_queues,
@@ -383,6 +392,7 @@ mod tests {
         write("flags", "0x1003");
         write("address", "02:00:0a:ff:10:01");
         write("speed", f.speed);
+        write("type", "1");
         if let Some(driver) = f.driver {
             let device = root.join(format!("devices/{}", f.name));
             fs::create_dir_all(&device).unwrap();
@@ -439,7 +449,7 @@ mod tests {
         };
         make(root.path(), &f);
         let i = Interface::read_in(root.path(), "lr0").unwrap();
-        assert!(i.virtual_device && i.has_link && i.is_veth_like());
+        assert!(i.virtual_device && i.has_link && i.is_veth_like() && i.ethernet);
         assert_eq!(i.speed, None);
         assert_eq!(i.driver, None);
         assert_eq!(i.bindable_queues(), 2);
@@ -465,6 +475,8 @@ mod tests {
     fn loopback_is_found_in_the_real_sysfs() {
         let lo = Interface::read("lo").unwrap();
         assert!(lo.ifindex > 0 && lo.mtu > 0 && lo.virtual_device);
+        // ARPHRD_LOOPBACK, not Ethernet.
+        assert!(!lo.ethernet);
         assert_eq!(lo.speed, None);
     }
 }

@@ -6,7 +6,8 @@
  * fields), never incremented in place from an assumed old value.
  *
  * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
- * window of the worker's k-th frame over the page, trim the frame to its length, write each
+ * window of the worker's k-th frame over the page (one word from the worker entry for a short
+ * cycle of one-word windows, live_words), trim the frame to its length, write each
  * variable field (its next index, or a random one) with RFC 1624 checksum updates, stamp the
  * signature's trailer if the plan has one (linerate_wire::signature), then bpf_redirect_map()
  * through live_port to the target interface. The worker entry counts frames and bytes handed to
@@ -22,6 +23,9 @@
 #define MAX_FIELDS 8
 #define MAX_WORKERS 64
 #define MAX_WINDOW 2048
+/* A worker's cycle of at most this many frames whose window is one 8-byte word at one offset
+ * (the seed's ten IP ids, a port over a few values) is held in its worker entry (live_words). */
+#define WORDS 16
 /* Windows up to this long, in whole 8-byte words (user space widens them so), are copied with
  * 8-byte stores in the program: a helper call costs more than the copy for the few bytes most
  * streams change (the seed's IP id and checksum: 8). */
@@ -74,12 +78,22 @@ struct live_stamp {
 	__u32 stride;	/* workers (W): the counter's step */
 };
 
+/* Every worker's window is one word at `off`, every frame as long as the template and each
+ * cycle WORDS frames at most: the program writes the worker's words[index] there, with no
+ * lookup of a frame entry, no length check and no copy loop. With `on` known to the verifier,
+ * the program it keeps for such a plan has no other window code. */
+struct live_words {
+	__u32 on;
+	__u32 off;
+};
+
 /* The program's read-only data. */
 struct live_ro {
 	__u32 n;	/* fields */
 	__u32 pad;
 	struct live_field f[MAX_FIELDS];
 	struct live_stamp stamp;
+	struct live_words words;
 };
 
 /* One worker: a config line written by user space before the run, a state line written here. */
@@ -111,8 +125,12 @@ struct live_worker {
 	 * advanced by a compare and subtract, because a 64-bit division per frame would cost more
 	 * than the rest of the field. */
 	__u64 k[MAX_FIELDS];
-	/* To 256 bytes: Intel's adjacent-line prefetcher pairs 64-byte lines into 128-byte blocks,
-	 * so a worker's written lines must not share a block with the next worker's. */
+	/* live_words: the window word of each frame of the worker's cycle, in the frame's byte
+	 * order, written by user space before the run. */
+	__u64 words[WORDS];
+	/* To 384 bytes, a multiple of 128: Intel's adjacent-line prefetcher pairs 64-byte lines
+	 * into 128-byte blocks, so a worker's written lines must not share a block with the next
+	 * worker's. */
 	__u64 pad4[8];
 };
 
@@ -270,7 +288,18 @@ int live_tx(struct xdp_md *ctx)
 		return XDP_DROP;
 
 	len = w->tmpl_len;
-	if (w->win_len) {
+	if (ro.words.on) {
+		__u64 *p;
+
+		data = (void *)(long)ctx->data;
+		data_end = (void *)(long)ctx->data_end;
+		if (ro.words.off > MAX_OFFSET)
+			goto fail;
+		p = data + ro.words.off;
+		if ((void *)(p + 1) > data_end)
+			goto fail;
+		*p = w->words[w->index & (WORDS - 1)];
+	} else if (w->win_len) {
 		__u32 fkey = w->frame_base + w->index;
 		__u32 wl = w->win_len;
 		struct live_frame *f = bpf_map_lookup_elem(&live_frames, &fkey);

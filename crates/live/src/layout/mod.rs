@@ -31,8 +31,10 @@ pub const NO_CSUM: u16 = 0xffff;
 /// start and step, padding.
 pub const FRAME_HEADER: usize = 16;
 /// Bytes of the program's read-only data (`struct live_ro`): the field count, the fields, the
-/// signature.
-pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN;
+/// signature, the word cycles' switch and offset.
+pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN + 8;
+/// Frames of a worker's cycle held as window words in its worker entry at most (`WORDS`).
+pub const WORDS: usize = 16;
 /// Bytes of one `struct live_stamp`.
 pub const STAMP_LEN: usize = 16;
 /// Frames that share one clock read (`STAMP_EVERY`): the kernel's bulk of redirected frames,
@@ -217,6 +219,10 @@ pub struct Layout {
     /// The plan's frames carry the signature: the program stamps each.
     pub stamp: Option<LiveStamp>,
     pub workers: Vec<WorkerLayout>,
+    /// Every worker's window is one 8-byte word at this offset (`struct live_words`): the
+    /// program writes the frame's word from the worker entry (`WorkerLayout::words`) instead of
+    /// copying its frame entry's window.
+    pub words: Option<u32>,
 }
 
 impl Layout {
@@ -228,8 +234,13 @@ impl Layout {
         for (i, f) in self.fields.iter().enumerate() {
             b[8 + i * FIELD_LEN..8 + (i + 1) * FIELD_LEN].copy_from_slice(&f.to_bytes());
         }
+        let stamp_at = 8 + MAX_FIELDS * FIELD_LEN;
         if let Some(s) = self.stamp {
-            b[RO_LEN - STAMP_LEN..].copy_from_slice(&s.to_bytes());
+            b[stamp_at..stamp_at + STAMP_LEN].copy_from_slice(&s.to_bytes());
+        }
+        if let Some(off) = self.words {
+            b[RO_LEN - 8..RO_LEN - 4].copy_from_slice(&1u32.to_ne_bytes());
+            b[RO_LEN - 4..].copy_from_slice(&off.to_ne_bytes());
         }
         b
     }
@@ -285,9 +296,39 @@ impl Layout {
             .map(|w| worker(plan, &fields, stamp, w, workers, limit))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Layout {
+            words: word_cycles(&workers, stamp),
             fields,
             stamp,
             workers,
+        })
+    }
+}
+
+/// The offset of the one window word every worker's frames differ in, when the program can
+/// write it from the worker entry: windows of 8 bytes at one offset, cycles of `WORDS` frames at
+/// most, every frame as long as its template (nothing to trim) and no mapped signature (whose
+/// sequences live in the frame entries).
+fn word_cycles(workers: &[WorkerLayout], stamp: Option<LiveStamp>) -> Option<u32> {
+    let off = workers.first()?.win_off;
+    let fits = |w: &WorkerLayout| {
+        w.win_len == 8
+            && w.win_off == off
+            && w.frames.len() <= WORDS
+            && w.frames
+                .iter()
+                .all(|(len, _)| *len as usize == w.template.len())
+    };
+    (!stamp.is_some_and(|s| s.mapped) && workers.iter().all(fits)).then_some(off)
+}
+
+impl WorkerLayout {
+    /// The window word of each frame of the cycle as the program stores it (the frame's bytes,
+    /// read in native order), for a layout whose `words` is set.
+    pub fn words(&self) -> impl Iterator<Item = u64> + '_ {
+        self.frames.iter().map(|(_, bytes)| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[..8]);
+            u64::from_ne_bytes(w)
         })
     }
 }

@@ -223,3 +223,52 @@ fn lanes_are_sent_merged_or_refused_where_the_layout_is_built() {
         "{text}"
     );
 }
+
+/// Which plans the program sends from words in the worker entry: one-word windows at one
+/// offset, cycles of `WORDS` frames at most a worker, frames as long as the template, no
+/// mapped signature; the words are the frames' window bytes.
+#[test]
+fn word_cycles_are_short_one_word_cycles() {
+    let words = |plan: &Plan, workers| Layout::compile(plan, workers, None).unwrap().words;
+    let seed = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
+    for workers in [1, 2, 3] {
+        let layout = Layout::compile(&seed, workers, None).unwrap();
+        assert_eq!(layout.words, Some(layout.workers[0].win_off), "{workers}");
+        for w in &layout.workers {
+            assert_eq!(w.win_len, 8);
+            for ((_, bytes), word) in w.frames.iter().zip(w.words()) {
+                assert_eq!(&word.to_ne_bytes()[..], &bytes[..]);
+            }
+        }
+    }
+    assert!(words(&plan(&["src-port:inc:1-16"], "fixed"), 1).is_some());
+    // 18 frames: one worker's cycle is too long for its entry; two workers' halves are not
+    // (an odd cycle is not halved: each of two workers sends all 17 in turn).
+    assert!(words(&plan(&["src-port:inc:1-18"], "fixed"), 1).is_none());
+    assert!(words(&plan(&["src-port:inc:1-18"], "fixed"), 2).is_some());
+    assert!(words(&plan(&["src-port:inc:1-17"], "fixed"), 2).is_none());
+    // Frames to trim, a window of two words, no window at all.
+    assert!(words(&plan(&["src-port:inc:1-4"], "inc:64-70:2"), 1).is_none());
+    assert!(
+        words(
+            &plan(
+                &["src-ip:inc:10.0.0.1-10.0.0.4", "dst-port:inc:1-4"],
+                "fixed"
+            ),
+            1
+        )
+        .is_none()
+    );
+    assert!(words(&plan(&[], "fixed"), 1).is_none());
+    // A mapped signature reads its sequences from the frame entries.
+    let lane = |port| StreamSpec {
+        src_port: port,
+        signature: true,
+        rate: "1k".parse().unwrap(),
+        mode: linerate_stream::Mode::Interleaved,
+        ..StreamSpec::default()
+    };
+    let lanes = Plan::compile(&[lane(1), lane(2)], &Limits::default()).unwrap();
+    let layout = Layout::compile(&lanes, 1, None).unwrap();
+    assert!(layout.stamp.unwrap().mapped && layout.words.is_none());
+}

@@ -76,6 +76,11 @@ impl Loaded {
             for (at, k) in slot.indices.iter().zip(&w.indices) {
                 at.store(*k, Ordering::Relaxed);
             }
+            if layout.words.is_some() {
+                for (at, word) in slot.words.iter().zip(w.words()) {
+                    at.store(word, Ordering::Relaxed);
+                }
+            }
             slot.index.store(0, Ordering::Relaxed);
             slot.lap.store(0, Ordering::Relaxed);
             slot.seq.store(w.first_seq, Ordering::Relaxed);
@@ -286,6 +291,51 @@ mod tests {
                 (before, out[META_LEN..len].to_vec(), after)
             })
             .collect()
+    }
+
+    /// The kernel program's frames against the engine's, for plans sent from the worker
+    /// entry's words and from frame entries (a cycle too long for the words, a window of two
+    /// words, frames trimmed to their lengths), each worker's first laps.
+    #[test]
+    fn the_program_sends_the_engines_frames() {
+        if !linerate_lab::root_or_skip("the_program_sends_the_engines_frames") {
+            return;
+        }
+        let cases: [(&[&str], &str, bool); 5] = [
+            (&["ip-id:inc:0-9"], "fixed", true),
+            (&["src-port:inc:1-16"], "fixed", true),
+            (&["src-port:inc:1-40"], "fixed", false),
+            (
+                &["src-ip:inc:10.0.0.1-10.0.0.4", "dst-port:inc:1-5"],
+                "fixed",
+                false,
+            ),
+            (&["src-port:inc:1-4"], "inc:64-70:2", false),
+        ];
+        for (vary, size_mode, held) in cases {
+            let spec = StreamSpec {
+                vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
+                size_mode: size_mode.parse().unwrap(),
+                ..StreamSpec::default()
+            };
+            let plan = Plan::compile(&[spec], &Limits::default()).expect("plan");
+            let (cycle, _) = layout::cycle_of(&plan).expect("one cycle");
+            for workers in [1, 2, 3] {
+                let layout = Layout::compile_cycle(&cycle, workers, None).expect("layout");
+                assert_eq!(layout.words.is_some(), held, "{vary:?} {workers}");
+                for w in 0..workers {
+                    const N: usize = 45;
+                    let got = run_kernel(&layout, w, N, false);
+                    let want = layout::expected(&cycle, w, workers, N as u64, || 0);
+                    for (i, ((_, frame, _), e)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            frame, e,
+                            "{vary:?} {size_mode}: worker {w}/{workers}, frame {i}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// The kernel program's signature, frame by frame, against the Rust model and the wire

@@ -1,4 +1,4 @@
-//! The `live_workers` map as this process sees it: mmapped, one 256-byte entry per worker that
+//! The `live_workers` map as this process sees it: mmapped, one 384-byte entry per worker that
 //! user space configures before the run and the program updates as it sends.
 
 use std::io;
@@ -9,12 +9,13 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 use libbpf_rs::{MapCore, Object};
 
 use crate::LiveError;
-use crate::layout::{MAX_FIELDS, MAX_WORKERS};
+use crate::layout::{MAX_FIELDS, MAX_WORKERS, WORDS};
 use crate::ring::ENTRY_LEN;
 
 /// `struct live_worker` of `bpf/live_tx.bpf.c`, as the mmap of the `live_workers` map shows it:
 /// a config line user space writes before the run, a state line and a line of field indices the
-/// program writes, and a pad line (256 bytes: no 128-byte block shared between workers).
+/// program writes, two lines of window words (`struct live_words`) and a pad line (384 bytes: no
+/// 128-byte block shared between workers).
 #[repr(C)]
 pub(super) struct WorkerSlot {
     pub(super) limit: AtomicU64,
@@ -40,10 +41,11 @@ pub(super) struct WorkerSlot {
     pub(super) stamp_left: AtomicU32,
     pub(super) _pad3: AtomicU32,
     pub(super) indices: [AtomicU64; MAX_FIELDS],
+    pub(super) words: [AtomicU64; WORDS],
     pub(super) _pad4: [AtomicU64; 8],
 }
 
-const _: () = assert!(size_of::<WorkerSlot>() == 256);
+const _: () = assert!(size_of::<WorkerSlot>() == 384);
 
 /// The `live_workers` map mapped into this process; unmapped on drop.
 pub(super) struct WorkerMap {
@@ -62,7 +64,7 @@ impl WorkerMap {
     }
 
     pub(super) fn slots(&self) -> &[WorkerSlot] {
-        // SAFETY: the mapping holds MAX_WORKERS entries of 256 bytes laid out as WorkerSlot
+        // SAFETY: the mapping holds MAX_WORKERS entries of 384 bytes laid out as WorkerSlot
         // (all atomics, any bit pattern valid) and lives as long as `self`; the kernel writes
         // it concurrently, which atomics permit.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), MAX_WORKERS) }

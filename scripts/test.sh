@@ -14,6 +14,8 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 
 step "cargo fmt --check"
 cargo fmt --all --check
+# The fuzz crate is outside the workspace (it builds on nightly only), so --all does not see it.
+(cd fuzz && cargo fmt --check)
 
 step "cargo clippy (linux)"
 cargo clippy --workspace --all-targets --locked -- -D warnings

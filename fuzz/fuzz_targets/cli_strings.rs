@@ -31,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             if let Ok(mode) = text.parse::<SizeMode>() {
                 // What is written out reads back the same.
-                assert_eq!(mode.to_string().parse::<SizeMode>().ok(), Some(mode.clone()));
+                assert_eq!(
+                    mode.to_string().parse::<SizeMode>().ok(),
+                    Some(mode.clone())
+                );
                 let sizes = mode.with_size(64);
                 let schedule = sizes.schedule(u64::from(which));
                 assert!(!schedule.is_empty());

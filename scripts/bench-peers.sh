@@ -8,12 +8,14 @@
 #   AF_XDP copy, 2 workers  vs xdpsock -S twice (queues 0 and 1, CPUs 0 and 1)
 #   AF_PACKET, 1 worker     vs trafgen TX_RING and a plain sendmmsg×64 sender with qdisc bypass
 #   live --rx (signature + receive program) vs plain live, one worker
+#   afxdp --rx vs plain afxdp, one worker
 # Every round runs each variant once. The pairs run in an order that rotates from round to round,
 # and within a pair the order alternates, so the VM's drift (more than the differences measured)
 # hits both sides of a ratio alike. Each sender runs at --nice and is counted at the lab's XDP sink
-# over --duration s after --warmup s (lib/bench.sh's sink_measure), except the live --rx pair:
-# --rx takes the lab's receive end from the sink, so both of its sides run for --duration and are
-# counted by what linerate's report says arrived (`.sink.packets / .elapsed_s`, as bench-rx.sh).
+# over --duration s after --warmup s (lib/bench.sh's sink_measure), except the --rx pairs:
+# --rx takes the lab's receive end from the sink, so both of their sides run for --duration and
+# are counted by what linerate's report says arrived (`.sink.packets / .elapsed_s`, as
+# bench-rx.sh).
 # Prints every round on stderr, then Markdown: median (min–max) Mpps per variant and, per pair, the
 # median (min–max) of the per-round ratios beside the issue's goal.
 #
@@ -119,7 +121,7 @@ lr_report() { # figures from linerate's own report, for the pair whose receiver 
     nice -n "$niceness" "$binary" tx -q --json -i "${lab}0" -d "${duration}s" "$@" 2>"$work/report.err" |
         jq -r '.sink.packets / .elapsed_s / 1e6 | . * 1000 | round / 1000'
     # Its warnings (another sender sharing the lab, for one) name the variant they are about.
-    sed "s/^/bench-peers: live $* — /" "$work/report.err" >&2
+    sed "s/^/bench-peers: tx $* — /" "$work/report.err" >&2
 }
 run_variant() {
     case $1 in
@@ -138,6 +140,8 @@ run_variant() {
         sendmmsg) nice_run "$work/sendmmsg" "${lab}0" "$receiver_mac" 0 "$long" ;;
         live-plain) lr_report --backend live --cores 0 ;;
         live-rx) lr_report --backend live --cores 0 --rx ;;
+        afxdp-plain) lr_report --backend afxdp --cores 0 ;;
+        afxdp-rx) lr_report --backend afxdp --cores 0 --rx ;;
     esac
 }
 # The tool behind each variant, to skip those whose peer is missing.
@@ -157,7 +161,7 @@ sink_quiet() {
     echo "bench-peers: the sink still counts before the next variant" >&2
 }
 
-groups=("live1 live1-v6 xtg1" "live2 live2-v6 xtg2" "afxdp1 xdpsock1" "afxdp2 xdpsock2" "afpacket trafgen sendmmsg" "live-plain live-rx")
+groups=("live1 live1-v6 xtg1" "live2 live2-v6 xtg2" "afxdp1 xdpsock1" "afxdp2 xdpsock2" "afpacket trafgen sendmmsg" "live-plain live-rx" "afxdp-plain afxdp-rx")
 echo "lab $lab on $(uname -r), $(nproc) CPUs, $(lscpu | sed -n 's/^Model name: *//p'); 64 B; nice $niceness; ${duration}s after ${warmup}s warm-up; $rounds rounds; $(date -u '+%F %T UTC'); load at start:$(uptime | sed 's/.*load average://')" >&2
 for ((r = 0; r < rounds; r++)); do
     line="round $((r + 1)):"
@@ -194,7 +198,8 @@ declare -A label=([live1]="linerate live, 1 worker" [xtg1]="xdp-trafficgen -t 1"
     [afxdp1]="linerate afxdp (copy), 1 worker" [xdpsock1]="xdpsock -S, 1 process"
     [afxdp2]="linerate afxdp (copy), 2 workers" [xdpsock2]="xdpsock -S, 2 processes"
     [afpacket]="linerate afpacket, 1 worker" [trafgen]="trafgen TX_RING" [sendmmsg]="sendmmsg×64 + qdisc bypass"
-    [live-plain]="linerate live, 1 worker (its report)" [live-rx]="linerate live --rx, 1 worker (its report)")
+    [live-plain]="linerate live, 1 worker (its report)" [live-rx]="linerate live --rx, 1 worker (its report)"
+    [afxdp-plain]="linerate afxdp, 1 worker (its report)" [afxdp-rx]="linerate afxdp --rx, 1 worker (its report)")
 for g in "${groups[@]}"; do
     for v in $g; do echo "| ${label[$v]} | $(stat "$v") |"; done
 done
@@ -212,3 +217,4 @@ echo "| afxdp 2 workers / xdpsock 2 | $(ratios afxdp2 xdpsock2) | ≥ 1.05 |"
 echo "| afpacket / trafgen TX_RING | $(ratios afpacket trafgen) | ≥ 1.00 |"
 echo "| afpacket / sendmmsg×64 | $(ratios afpacket sendmmsg) | ≥ 1.00 |"
 echo "| live --rx / plain live | $(ratios live-rx live-plain) | ≥ 0.70 |"
+echo "| afxdp --rx / plain afxdp | $(ratios afxdp-rx afxdp-plain) | ≥ 0.90 |"

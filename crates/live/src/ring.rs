@@ -89,12 +89,13 @@ pub fn layout(
             }
         })
         .collect();
-    // Its windows change from call to call: no word cycles.
+    // Its windows change from call to call: no word cycles, and live_tx copies them.
     Ok(Layout {
         fields: Vec::new(),
         stamp: None,
         workers,
         words: None,
+        lean: false,
     })
 }
 

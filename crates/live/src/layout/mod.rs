@@ -223,6 +223,9 @@ pub struct Layout {
     /// program writes the frame's word from the worker entry (`WorkerLayout::words`) instead of
     /// copying its frame entry's window.
     pub words: Option<u32>,
+    /// No field, no signature, and windows of one word (`words`) or none: the plan is sent by
+    /// `live_tx_words`, the program with nothing else in it ([`Layout::program`]).
+    pub lean: bool,
 }
 
 impl Layout {
@@ -295,12 +298,26 @@ impl Layout {
         let workers = (0..workers)
             .map(|w| worker(plan, &fields, stamp, w, workers, limit))
             .collect::<Result<Vec<_>, _>>()?;
+        let words = word_cycles(&workers, stamp);
+        let lean = fields.is_empty()
+            && stamp.is_none()
+            && (words.is_some() || workers.iter().all(|w| w.win_len == 0));
         Ok(Layout {
-            words: word_cycles(&workers, stamp),
+            words,
+            lean,
             fields,
             stamp,
             workers,
         })
+    }
+
+    /// The program of `bpf/live_tx.bpf.c` that sends this layout.
+    pub fn program(&self) -> &'static str {
+        if self.lean {
+            "live_tx_words"
+        } else {
+            "live_tx"
+        }
     }
 }
 

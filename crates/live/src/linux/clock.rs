@@ -29,7 +29,7 @@ impl ProgramClock {
         let layout = Layout::compile(plan, 1, None)?;
         // Any ifindex will do: bpf_redirect only records it, and no frame leaves.
         let loaded = Loaded::new(&layout, 1)?;
-        let prog = program(&loaded.object, "live_tx")?;
+        let prog = program(&loaded.object, layout.program())?;
         let w = &layout.workers[0];
         let mut data = vec![0u8; META_LEN + w.template.len()];
         data[META_LEN..].copy_from_slice(&w.template);

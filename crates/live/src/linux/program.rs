@@ -259,7 +259,7 @@ mod tests {
     /// the clock read just before and after its run.
     fn run_kernel(layout: &Layout, worker: usize, n: usize, tai: bool) -> Vec<(u64, Vec<u8>, u64)> {
         let loaded = Loaded::new(layout, 1).expect("load");
-        let prog = program(&loaded.object, "live_tx").expect("program");
+        let prog = program(&loaded.object, layout.program()).expect("program");
         let w = &layout.workers[worker];
         let mut data = vec![0u8; META_LEN + w.template.len()];
         data[..4].copy_from_slice(&(worker as u32).to_ne_bytes());
@@ -301,18 +301,27 @@ mod tests {
         if !linerate_lab::root_or_skip("the_program_sends_the_engines_frames") {
             return;
         }
-        let cases: [(&[&str], &str, bool); 5] = [
-            (&["ip-id:inc:0-9"], "fixed", true),
-            (&["src-port:inc:1-16"], "fixed", true),
-            (&["src-port:inc:1-40"], "fixed", false),
+        // (vary, sizes, words in the worker entry, sent by live_tx_words)
+        let cases: [(&[&str], &str, bool, bool); 7] = [
+            (&["ip-id:inc:0-9"], "fixed", true, true),
+            (&["src-port:inc:1-16"], "fixed", true, true),
+            (&["ip-id:inc:0-0"], "fixed", false, true),
+            (&["src-port:inc:1-40"], "fixed", false, false),
             (
                 &["src-ip:inc:10.0.0.1-10.0.0.4", "dst-port:inc:1-5"],
                 "fixed",
                 false,
+                false,
             ),
-            (&["src-port:inc:1-4"], "inc:64-70:2", false),
+            (&["src-port:inc:1-4"], "inc:64-70:2", false, false),
+            (
+                &["ip-id:inc:0-9", "ttl:random:1-255"],
+                "fixed",
+                false,
+                false,
+            ),
         ];
-        for (vary, size_mode, held) in cases {
+        for (vary, size_mode, held, lean) in cases {
             let spec = StreamSpec {
                 vary: vary.iter().map(|v| v.parse().unwrap()).collect(),
                 size_mode: size_mode.parse().unwrap(),
@@ -323,6 +332,7 @@ mod tests {
             for workers in [1, 2, 3] {
                 let layout = Layout::compile_cycle(&cycle, workers, None).expect("layout");
                 assert_eq!(layout.words.is_some(), held, "{vary:?} {workers}");
+                assert_eq!(layout.lean, lean, "{vary:?} {workers}");
                 for w in 0..workers {
                     const N: usize = 45;
                     let got = run_kernel(&layout, w, N, false);
@@ -368,6 +378,11 @@ mod tests {
             signed(1, "fixed", Some(5), Next::Next, Mode::Sequence),
             signed(2, "inc:64-80:2", Some(3), Next::GotoFirst, Mode::Sequence),
         ];
+        // One flow whose window is one word: live_tx's word path beside its stamping.
+        let words = vec![StreamSpec {
+            vary: vec!["ip-id:inc:0-9".parse().unwrap()],
+            ..signed(1, "fixed", None, Next::Stop, Mode::Sequence)
+        }];
         let lanes: Vec<StreamSpec> = (1..=3)
             .map(|p| StreamSpec {
                 vary: Vec::new(),
@@ -377,6 +392,7 @@ mod tests {
         for (name, specs, tai) in [
             ("one flow", &one, false),
             ("one flow, TAI", &one, true),
+            ("one flow, one-word windows", &words, false),
             ("a sequence", &sequence, false),
             ("merged lanes", &lanes, false),
         ] {
@@ -385,6 +401,8 @@ mod tests {
             let (cycle, _) = layout::cycle_of(&plan).expect(name);
             for workers in [1, 3] {
                 let layout = Layout::compile_cycle(&cycle, workers, None).expect(name);
+                assert!(!layout.lean, "{name}: signed");
+                assert_eq!(layout.words.is_some(), specs == &words, "{name}");
                 let w = workers - 1;
                 const N: usize = 40;
                 let got = run_kernel(&layout, w, N, tai);

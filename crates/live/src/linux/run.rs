@@ -100,7 +100,7 @@ fn transmit(
         None => Loaded::new(&layout, port.ifindex())?,
     };
     let slots = loaded.map.slots();
-    let prog = program(&loaded.object, "live_tx")?;
+    let prog = program(&loaded.object, layout.program())?;
     let _anchor = Anchor::attach(prog);
     // Per worker (streamed), its ring with the entries it writes.
     let mut rings = match (&mut loaded.frames, &streamed) {

@@ -5,7 +5,8 @@
  * it: every byte that may differ from the template is written in full here (the window and the
  * fields), never incremented in place from an assumed old value.
  *
- * Per frame: find the worker (its id sits in the 4 bytes of metadata before the frame), copy the
+ * Per frame: find the worker (the entry of the CPU it runs on, or the id in the 4 bytes of
+ * metadata before the frame when workers share cores: ro.by_cpu), copy the
  * window of the worker's k-th frame over the page (one word from the worker entry for a short
  * cycle of one-word windows, live_words), trim the frame to its length, write each
  * variable field (its next index, or a random one) with RFC 1624 checksum updates, stamp the
@@ -94,6 +95,12 @@ struct live_ro {
 	struct live_field f[MAX_FIELDS];
 	struct live_stamp stamp;
 	struct live_words words;
+	/* Every worker has a core of its own, and its entry in live_workers is that core's: the
+	 * program finds it by the CPU it runs on, not by reading the id in the frame's metadata.
+	 * That read is the first touch of the page's data (every page of the pool has it at the same
+	 * offset, so they share one L1 set and it misses), and the rest of the frame waited for it. */
+	__u32 by_cpu;
+	__u32 pad2;
 };
 
 /* One worker: a config line written by user space before the run, a state line written here. */
@@ -278,9 +285,13 @@ int live_tx(struct xdp_md *ctx)
 
 	/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live), never sent
 	 * in practice. */
-	if (meta + sizeof(__u32) > data)
-		return XDP_PASS;
-	key = *(__u32 *)meta;
+	if (ro.by_cpu) {
+		key = bpf_get_smp_processor_id();
+	} else {
+		if (meta + sizeof(__u32) > data)
+			return XDP_PASS;
+		key = *(__u32 *)meta;
+	}
 	w = bpf_map_lookup_elem(&live_workers, &key);
 	if (!w)
 		return XDP_ABORTED;
@@ -435,9 +446,13 @@ int live_tx_words(struct xdp_md *ctx)
 	__u32 key, index;
 	int act;
 
-	if (meta + sizeof(__u32) > data)
-		return XDP_PASS;
-	key = *(__u32 *)meta;
+	if (ro.by_cpu) {
+		key = bpf_get_smp_processor_id();
+	} else {
+		if (meta + sizeof(__u32) > data)
+			return XDP_PASS;
+		key = *(__u32 *)meta;
+	}
 	w = bpf_map_lookup_elem(&live_workers, &key);
 	if (!w)
 		return XDP_ABORTED;

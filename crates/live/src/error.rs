@@ -10,6 +10,15 @@ pub enum LiveError {
     UnknownInterface { iface: String },
 
     #[error(
+        "live worker {worker} runs on CPU {cpu}, not on its core {core} (was its affinity changed?): the live program finds a worker by its core; keep the process's affinity, or give two workers one core (--cores 0,0) so that they are found by id"
+    )]
+    OffCore {
+        worker: usize,
+        core: usize,
+        cpu: i32,
+    },
+
+    #[error(
         "{what}: permission denied: run as root (needs CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN)"
     )]
     NotRoot { what: String },

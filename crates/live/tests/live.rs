@@ -76,12 +76,17 @@ fn settle(lab: &Lab, expected: u64) -> SinkCounters {
     }
 }
 
-fn exact(workers: usize) {
+/// A million frames from `workers` (on cores 0, 1, … or, `one_core`, all on core 0: two
+/// workers on one core are found by the id in each frame's metadata, not by their CPU).
+fn exact(workers: usize, one_core: bool) {
     let lab = lab(workers as u32);
-    let plan = plan(&lab, &[], "fixed");
+    let plan = plan(&lab, &["ip-id:inc:0-9"], "fixed");
     let port = LivePort::open(&lab.sender).expect("open live port");
-    let report =
-        linerate_live::run(&port, &plan, &config(workers, Some(1_000_000)), &()).expect("live run");
+    let mut config = config(workers, Some(1_000_000));
+    if one_core {
+        config.workers.iter_mut().for_each(|w| w.core = Some(0));
+    }
+    let report = linerate_live::run(&port, &plan, &config, &()).expect("live run");
     assert_eq!(report.backend, "live");
     assert_eq!(report.workers.len(), workers);
     assert!(report.workers.iter().all(|w| w.mode == "live (redirect)"));
@@ -108,7 +113,7 @@ fn exactly_a_million_frames_with_one_worker() {
     if !root_or_skip("exactly_a_million_frames_with_one_worker") {
         return;
     }
-    exact(1);
+    exact(1, false);
 }
 
 #[test]
@@ -116,7 +121,15 @@ fn exactly_a_million_frames_with_two_workers() {
     if !root_or_skip("exactly_a_million_frames_with_two_workers") {
         return;
     }
-    exact(2);
+    exact(2, false);
+}
+
+#[test]
+fn exactly_a_million_frames_with_two_workers_on_one_core() {
+    if !root_or_skip("exactly_a_million_frames_with_two_workers_on_one_core") {
+        return;
+    }
+    exact(2, true);
 }
 
 /// An endless plan stopped by its duration: what the report counts is what arrived, varying

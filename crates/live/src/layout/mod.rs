@@ -31,8 +31,8 @@ pub const NO_CSUM: u16 = 0xffff;
 /// start and step, padding.
 pub const FRAME_HEADER: usize = 16;
 /// Bytes of the program's read-only data (`struct live_ro`): the field count, the fields, the
-/// signature, the word cycles' switch and offset.
-pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN + 8;
+/// signature, the word cycles' switch and offset, how the program finds a worker's entry.
+pub const RO_LEN: usize = 8 + MAX_FIELDS * FIELD_LEN + STAMP_LEN + 8 + 8;
 /// Frames of a worker's cycle held as window words in its worker entry at most (`WORDS`).
 pub const WORDS: usize = 16;
 /// Bytes of one `struct live_stamp`.
@@ -230,8 +230,9 @@ pub struct Layout {
 
 impl Layout {
     /// The program's read-only data (`struct live_ro`): the field count, every field slot, the
-    /// signature (all zero without one: the verifier then drops the stamping).
-    pub fn ro_bytes(&self) -> Vec<u8> {
+    /// signature (all zero without one: the verifier then drops the stamping), the word cycles,
+    /// and `by_cpu`: each worker's entry is its core's, found by the CPU the program runs on.
+    pub fn ro_bytes(&self, by_cpu: bool) -> Vec<u8> {
         let mut b = vec![0u8; RO_LEN];
         b[..4].copy_from_slice(&(self.fields.len() as u32).to_ne_bytes());
         for (i, f) in self.fields.iter().enumerate() {
@@ -241,10 +242,12 @@ impl Layout {
         if let Some(s) = self.stamp {
             b[stamp_at..stamp_at + STAMP_LEN].copy_from_slice(&s.to_bytes());
         }
+        let words_at = stamp_at + STAMP_LEN;
         if let Some(off) = self.words {
-            b[RO_LEN - 8..RO_LEN - 4].copy_from_slice(&1u32.to_ne_bytes());
-            b[RO_LEN - 4..].copy_from_slice(&off.to_ne_bytes());
+            b[words_at..words_at + 4].copy_from_slice(&1u32.to_ne_bytes());
+            b[words_at + 4..words_at + 8].copy_from_slice(&off.to_ne_bytes());
         }
+        b[words_at + 8..words_at + 12].copy_from_slice(&u32::from(by_cpu).to_ne_bytes());
         b
     }
 

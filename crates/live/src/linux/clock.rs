@@ -6,7 +6,7 @@ use libbpf_rs::libbpf_sys;
 use linerate_stream::Plan;
 
 use super::anchor::Anchor;
-use super::program::{Loaded, program, xdp_ctx};
+use super::program::{Loaded, Placement, program, xdp_ctx};
 use crate::LiveError;
 use crate::layout::{Layout, META_LEN};
 
@@ -28,7 +28,7 @@ impl ProgramClock {
     pub fn new(plan: &Plan) -> Result<ProgramClock, LiveError> {
         let layout = Layout::compile(plan, 1, None)?;
         // Any ifindex will do: bpf_redirect only records it, and no frame leaves.
-        let loaded = Loaded::new(&layout, 1)?;
+        let loaded = Loaded::new(&layout, 1, &Placement::by_meta(1))?;
         let prog = program(&loaded.object, layout.program())?;
         let w = &layout.workers[0];
         let mut data = vec![0u8; META_LEN + w.template.len()];

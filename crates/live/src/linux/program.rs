@@ -10,7 +10,7 @@ use libbpf_rs::{MapCore, MapFlags, Object};
 
 use super::worker_map::{FrameMap, WorkerMap};
 use crate::LiveError;
-use crate::layout::{FRAME_HEADER, Layout, MAX_WINDOW};
+use crate::layout::{FRAME_HEADER, Layout, MAX_WINDOW, MAX_WORKERS};
 
 /// The program loaded with a layout's maps and its worker slots set for a run toward `ifindex`.
 pub(super) struct Loaded {
@@ -21,22 +21,77 @@ pub(super) struct Loaded {
     pub(super) object: Object,
 }
 
+/// Which entry of `live_workers` each worker uses, and how the program finds it.
+pub(super) struct Placement {
+    /// Worker i's entry.
+    pub(super) slots: Vec<usize>,
+    /// Each entry is its worker's core, and the program finds it by the CPU it runs on
+    /// (`ro.by_cpu`); otherwise by the id in the frame's metadata.
+    pub(super) by_cpu: bool,
+}
+
+impl Placement {
+    /// Worker i in entry i, found by the frame's metadata.
+    pub(super) fn by_meta(workers: usize) -> Placement {
+        Placement {
+            slots: (0..workers).collect(),
+            by_cpu: false,
+        }
+    }
+
+    /// By CPU when every worker is pinned to a core of its own, below `MAX_WORKERS`, that this
+    /// process may run on (the runner pins each worker's thread there); by metadata otherwise
+    /// (two workers on one core, an unpinned worker).
+    pub(super) fn for_cores(cores: &[Option<usize>]) -> Placement {
+        let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+        let mut seen = std::collections::HashSet::new();
+        let own = cores.iter().all(|c| {
+            c.is_some_and(|c| {
+                c < MAX_WORKERS
+                    && seen.insert(c)
+                    && allowed
+                        .as_ref()
+                        .is_some_and(|a| a.is_set(c).unwrap_or(false))
+            })
+        });
+        if own {
+            Placement {
+                slots: cores.iter().map(|c| c.unwrap_or(0)).collect(),
+                by_cpu: true,
+            }
+        } else {
+            Placement::by_meta(cores.len())
+        }
+    }
+}
+
 impl Loaded {
-    pub(super) fn new(layout: &Layout, ifindex: u32) -> Result<Loaded, LiveError> {
+    pub(super) fn new(
+        layout: &Layout,
+        ifindex: u32,
+        placement: &Placement,
+    ) -> Result<Loaded, LiveError> {
         let entries: usize = layout.workers.iter().map(|w| w.frames.len()).sum();
-        let object = load(entries.max(1) as u32, Some(&layout.ro_bytes()), false)?;
+        let ro = layout.ro_bytes(placement.by_cpu);
+        let object = load(entries.max(1) as u32, Some(&ro), false)?;
         fill_maps(&object, layout)?;
-        Self::set(object, layout, ifindex, None)
+        Self::set(object, layout, ifindex, None, placement)
     }
 
     /// For a streamed capture: `ring` entries of `live_frames` a worker (each worker's period),
     /// the map made mmapable and mapped so that the runner writes the frames straight into it
     /// (the loaded path keeps its plain map).
-    pub(super) fn streamed(layout: &Layout, ifindex: u32, ring: u32) -> Result<Loaded, LiveError> {
+    pub(super) fn streamed(
+        layout: &Layout,
+        ifindex: u32,
+        ring: u32,
+        placement: &Placement,
+    ) -> Result<Loaded, LiveError> {
         let entries = layout.workers.len() * ring as usize;
-        let object = load(entries as u32, Some(&layout.ro_bytes()), true)?;
+        let ro = layout.ro_bytes(placement.by_cpu);
+        let object = load(entries as u32, Some(&ro), true)?;
         let frames = FrameMap::map(&object, entries)?;
-        let mut loaded = Self::set(object, layout, ifindex, Some(ring))?;
+        let mut loaded = Self::set(object, layout, ifindex, Some(ring), placement)?;
         loaded.frames = Some(frames);
         Ok(loaded)
     }
@@ -48,6 +103,7 @@ impl Loaded {
         layout: &Layout,
         ifindex: u32,
         ring: Option<u32>,
+        placement: &Placement,
     ) -> Result<Loaded, LiveError> {
         let port = object
             .maps()
@@ -61,7 +117,8 @@ impl Loaded {
             })?;
         let map = WorkerMap::map(&object)?;
         let mut base = 0u32;
-        for (slot, w) in map.slots().iter().zip(&layout.workers) {
+        for (&at, w) in placement.slots.iter().zip(&layout.workers) {
+            let slot = &map.slots()[at];
             slot.limit
                 .store(w.limit.unwrap_or(u64::MAX), Ordering::Relaxed);
             slot.ifindex.store(ifindex, Ordering::Relaxed);
@@ -258,7 +315,8 @@ mod tests {
     /// frame back, so the stamp is read from the kernel's own output); returns each frame with
     /// the clock read just before and after its run.
     fn run_kernel(layout: &Layout, worker: usize, n: usize, tai: bool) -> Vec<(u64, Vec<u8>, u64)> {
-        let loaded = Loaded::new(layout, 1).expect("load");
+        let loaded =
+            Loaded::new(layout, 1, &Placement::by_meta(layout.workers.len())).expect("load");
         let prog = program(&loaded.object, layout.program()).expect("program");
         let w = &layout.workers[worker];
         let mut data = vec![0u8; META_LEN + w.template.len()];
@@ -291,6 +349,31 @@ mod tests {
                 (before, out[META_LEN..len].to_vec(), after)
             })
             .collect()
+    }
+
+    #[test]
+    fn workers_are_found_by_cpu_only_on_cores_of_their_own() {
+        let all = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+        let mine: Vec<usize> = (0..MAX_WORKERS)
+            .filter(|&c| all.is_set(c).unwrap())
+            .collect();
+        let p = Placement::for_cores(&[Some(mine[0])]);
+        assert!(p.by_cpu && p.slots == [mine[0]]);
+        if let [a, b, ..] = mine[..] {
+            let p = Placement::for_cores(&[Some(b), Some(a)]);
+            assert!(p.by_cpu && p.slots == [b, a]);
+        }
+        for cores in [
+            vec![Some(mine[0]), Some(mine[0])],
+            vec![Some(mine[0]), None],
+            vec![Some(MAX_WORKERS)],
+        ] {
+            let p = Placement::for_cores(&cores);
+            assert!(
+                !p.by_cpu && p.slots == (0..cores.len()).collect::<Vec<_>>(),
+                "{cores:?}"
+            );
+        }
     }
 
     /// The kernel program's frames against the engine's, for plans sent from the worker

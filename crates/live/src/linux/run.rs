@@ -13,7 +13,7 @@ use linerate_stream::{MappedFrames, Plan};
 
 use super::anchor::Anchor;
 use super::port::LivePort;
-use super::program::{Loaded, program, xdp_ctx};
+use super::program::{Loaded, Placement, program, xdp_ctx};
 use super::send::Sender;
 use super::worker_map::{RingBytes, WorkerSlot};
 use crate::layout::{self, Layout, META_LEN, WorkerLayout};
@@ -95,11 +95,14 @@ fn transmit(
         }
         Work::Lanes(lanes) => return Err(layout::unmerged(lanes.len())),
     };
+    let cores: Vec<Option<usize>> = config.workers.iter().map(|w| w.core).collect();
+    let placement = Placement::for_cores(&cores);
     let mut loaded = match &streamed {
-        Some(s) => Loaded::streamed(&layout, port.ifindex(), s.entries)?,
-        None => Loaded::new(&layout, port.ifindex())?,
+        Some(s) => Loaded::streamed(&layout, port.ifindex(), s.entries, &placement)?,
+        None => Loaded::new(&layout, port.ifindex(), &placement)?,
     };
-    let slots = loaded.map.slots();
+    let all = loaded.map.slots();
+    let slots: Vec<&WorkerSlot> = placement.slots.iter().map(|&at| &all[at]).collect();
     let prog = program(&loaded.object, layout.program())?;
     let _anchor = Anchor::attach(prog);
     // Per worker (streamed), its ring with the entries it writes.
@@ -125,14 +128,16 @@ fn transmit(
                 let share = s.frames.for_worker(i, workers, None, None);
                 (Ring::new(&share, &s.template, s.entries), bytes)
             });
-            let (call, slot) = (&call, &slots[i]);
-            Box::new(move |ctx: &WorkerContext<'_>| Ok(call.worker(wl, slot, ring, ctx)?))
-                as Job<'_>
+            let (call, slot, at) = (&call, slots[i], placement.slots[i]);
+            let place = (at as u32, placement.by_cpu.then_some(at));
+            Box::new(move |ctx: &WorkerContext<'_>| {
+                Ok(call.worker(wl, (slot, place), ring, ctx)?)
+            }) as Job<'_>
         })
         .collect();
     // A halt also tells the program itself, so it drops what is left of each current call.
     let on_halt = || {
-        for s in &slots[..workers] {
+        for s in &slots {
             s.stop.store(1, Ordering::Relaxed);
         }
     };
@@ -149,17 +154,19 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// One worker's run: its template behind the program's metadata, its loop, its report.
+    /// One worker's run: its template behind the program's metadata (the index of its entry,
+    /// `key`), its loop, its report. `cpu`: the program finds the entry by the CPU it runs on,
+    /// which must be this one.
     fn worker(
         &self,
         wl: &WorkerLayout,
-        slot: &WorkerSlot,
+        (slot, (key, cpu)): (&WorkerSlot, (u32, Option<usize>)),
         ring: Option<(Ring<'_>, RingBytes<'_>)>,
         ctx: &WorkerContext<'_>,
     ) -> Result<Done, LiveError> {
         let i = ctx.worker;
         let mut data = vec![0u8; META_LEN + wl.template.len()];
-        data[..4].copy_from_slice(&(i as u32).to_ne_bytes());
+        data[..4].copy_from_slice(&key.to_ne_bytes());
         data[META_LEN..].copy_from_slice(&wl.template);
         let sender = Sender {
             port: self.port,
@@ -169,6 +176,7 @@ impl Call<'_> {
             batch: self.batch,
             slot,
             halt: ctx.halt(),
+            cpu: cpu.map(|c| (i, c)),
         };
         let pacer = self.pacing.map(|p| {
             linerate_engine::pace::Pacer::new(

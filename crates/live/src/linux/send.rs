@@ -30,6 +30,9 @@ pub(super) struct Sender<'a> {
     pub(super) batch: u32,
     pub(super) slot: &'a WorkerSlot,
     pub(super) halt: &'a AtomicBool,
+    /// (worker, core): the program finds this worker's entry by the CPU it runs on, so every
+    /// call must run on the worker's core.
+    pub(super) cpu: Option<(usize, usize)>,
 }
 
 impl Sender<'_> {
@@ -119,6 +122,17 @@ impl Sender<'_> {
     /// One call of `repeat` frames. A call that hands nothing over while redirects fail means
     /// the interface refuses the frames.
     fn call(&self, repeat: u64) -> Result<(), LiveError> {
+        if let Some((worker, core)) = self.cpu {
+            // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's CPU.
+            let now = unsafe { libc::sched_getcpu() };
+            if usize::try_from(now).ok() != Some(core) {
+                return Err(LiveError::OffCore {
+                    worker,
+                    core,
+                    cpu: now,
+                });
+            }
+        }
         let (sent, _, errors) = self.counts();
         // The call's first frame reads the clock afresh (a signed plan's stamps: one read a
         // bulk of STAMP_EVERY frames, counted from the call's start as the kernel's bulks are).

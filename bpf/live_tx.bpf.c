@@ -273,43 +273,72 @@ static __always_inline int stamp(void *data, void *data_end, __u32 at, __u32 seq
 	return 0;
 }
 
-SEC("xdp")
-int live_tx(struct xdp_md *ctx)
+/* This frame's worker entry: the entry of the CPU the program runs on (ro.by_cpu), or the one
+ * whose id sits in the frame's metadata. NULL with *act the frame's verdict when there is none
+ * or the worker has stopped or sent its share. */
+static __always_inline struct live_worker *worker_of(struct xdp_md *ctx, int *act)
 {
 	void *meta = (void *)(long)ctx->data_meta;
 	void *data = (void *)(long)ctx->data;
-	void *data_end;
 	struct live_worker *w;
-	__u32 key, len, i, seq_base = 0, seq_step = 0;
-	int act;
+	__u32 key;
 
-	/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live), never sent
-	 * in practice. */
 	if (ro.by_cpu) {
 		key = bpf_get_smp_processor_id();
 	} else {
-		if (meta + sizeof(__u32) > data)
-			return XDP_PASS;
+		/* No worker id: a real packet on the dispatcher anchor's loopback (crates/live),
+		 * never sent in practice. */
+		if (meta + sizeof(__u32) > data) {
+			*act = XDP_PASS;
+			return NULL;
+		}
 		key = *(__u32 *)meta;
 	}
 	w = bpf_map_lookup_elem(&live_workers, &key);
+	if (!w) {
+		*act = XDP_ABORTED;
+		return NULL;
+	}
+	if (w->stop || w->sent >= w->limit) {
+		*act = XDP_DROP;
+		return NULL;
+	}
+	return w;
+}
+
+/* Writes the worker's word for frame `index` of its cycle (struct live_words). -1 when the word
+ * lies outside the frame. */
+static __always_inline int write_word(struct xdp_md *ctx, struct live_worker *w, __u32 index)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u64 *p;
+
+	if (ro.words.off > MAX_OFFSET)
+		return -1;
+	p = data + ro.words.off;
+	if ((void *)(p + 1) > data_end)
+		return -1;
+	*p = w->words[index & (WORDS - 1)];
+	return 0;
+}
+
+SEC("xdp")
+int live_tx(struct xdp_md *ctx)
+{
+	void *data, *data_end;
+	struct live_worker *w;
+	__u32 len, i, seq_base = 0, seq_step = 0;
+	int act;
+
+	w = worker_of(ctx, &act);
 	if (!w)
-		return XDP_ABORTED;
-	if (w->stop || w->sent >= w->limit)
-		return XDP_DROP;
+		return act;
 
 	len = w->tmpl_len;
 	if (ro.words.on) {
-		__u64 *p;
-
-		data = (void *)(long)ctx->data;
-		data_end = (void *)(long)ctx->data_end;
-		if (ro.words.off > MAX_OFFSET)
+		if (write_word(ctx, w, w->index))
 			goto fail;
-		p = data + ro.words.off;
-		if ((void *)(p + 1) > data_end)
-			goto fail;
-		*p = w->words[w->index & (WORDS - 1)];
 	} else if (w->win_len) {
 		__u32 fkey = w->frame_base + w->index;
 		__u32 wl = w->win_len;
@@ -439,36 +468,16 @@ fail:
 SEC("xdp")
 int live_tx_words(struct xdp_md *ctx)
 {
-	void *meta = (void *)(long)ctx->data_meta;
-	void *data = (void *)(long)ctx->data;
-	void *data_end = (void *)(long)ctx->data_end;
 	struct live_worker *w;
-	__u32 key, index;
+	__u32 index;
 	int act;
 
-	if (ro.by_cpu) {
-		key = bpf_get_smp_processor_id();
-	} else {
-		if (meta + sizeof(__u32) > data)
-			return XDP_PASS;
-		key = *(__u32 *)meta;
-	}
-	w = bpf_map_lookup_elem(&live_workers, &key);
+	w = worker_of(ctx, &act);
 	if (!w)
-		return XDP_ABORTED;
-	if (w->stop || w->sent >= w->limit)
-		return XDP_DROP;
+		return act;
 	index = w->index;
-	if (ro.words.on) {
-		__u64 *p;
-
-		if (ro.words.off > MAX_OFFSET)
-			goto fail;
-		p = data + ro.words.off;
-		if ((void *)(p + 1) > data_end)
-			goto fail;
-		*p = w->words[index & (WORDS - 1)];
-	}
+	if (ro.words.on && write_word(ctx, w, index))
+		goto fail;
 	index += 1;
 	w->index = index >= w->period ? 0 : index;
 	act = bpf_redirect_map(&live_port, 0, 0);

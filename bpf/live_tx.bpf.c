@@ -323,6 +323,20 @@ static __always_inline int write_word(struct xdp_md *ctx, struct live_worker *w,
 	return 0;
 }
 
+/* Hands the frame to live_port's device; counts it and its `len` bytes as sent, or an error. */
+static __always_inline int hand_over(struct live_worker *w, __u32 len)
+{
+	int act = bpf_redirect_map(&live_port, 0, 0);
+
+	if (act == XDP_REDIRECT) {
+		w->sent += 1;
+		w->bytes += len;
+	} else {
+		w->errors += 1;
+	}
+	return act;
+}
+
 SEC("xdp")
 int live_tx(struct xdp_md *ctx)
 {
@@ -446,14 +460,7 @@ int live_tx(struct xdp_md *ctx)
 	} else {
 		w->index += 1;
 	}
-	act = bpf_redirect_map(&live_port, 0, 0);
-	if (act == XDP_REDIRECT) {
-		w->sent += 1;
-		w->bytes += len;
-	} else {
-		w->errors += 1;
-	}
-	return act;
+	return hand_over(w, len);
 
 fail:
 	w->errors += 1;
@@ -480,14 +487,7 @@ int live_tx_words(struct xdp_md *ctx)
 		goto fail;
 	index += 1;
 	w->index = index >= w->period ? 0 : index;
-	act = bpf_redirect_map(&live_port, 0, 0);
-	if (act == XDP_REDIRECT) {
-		w->sent += 1;
-		w->bytes += w->tmpl_len;
-	} else {
-		w->errors += 1;
-	}
-	return act;
+	return hand_over(w, w->tmpl_len);
 
 fail:
 	w->errors += 1;

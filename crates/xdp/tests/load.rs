@@ -103,11 +103,12 @@ fn the_live_program_loads_with_its_abi_checked() {
     if !root_or_skip("the_live_program_loads_with_its_abi_checked") {
         return;
     }
-    // The sizes the object holds: a worker line of 256 bytes, as the Rust mirror states.
+    // The sizes the object holds: a worker entry of 384 bytes, as the Rust mirror states
+    // (linerate-live's WorkerSlot).
     let object = load_object_checked(
         "live_tx",
         live_tx_object(),
-        &[MapAbi::sized("live_workers", 4, 256)],
+        &[MapAbi::sized("live_workers", 4, 384)],
         |_| Ok(()),
     );
     assert!(object.is_ok(), "{:?}", object.err());

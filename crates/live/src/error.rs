@@ -15,7 +15,7 @@ pub enum LiveError {
     OffCore {
         worker: usize,
         core: usize,
-        cpu: i32,
+        cpu: usize,
     },
 
     #[error(

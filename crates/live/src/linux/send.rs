@@ -122,16 +122,11 @@ impl Sender<'_> {
     /// One call of `repeat` frames. A call that hands nothing over while redirects fail means
     /// the interface refuses the frames.
     fn call(&self, repeat: u64) -> Result<(), LiveError> {
-        if let Some((worker, core)) = self.cpu {
-            // SAFETY: sched_getcpu takes no arguments and only reads the calling thread's CPU.
-            let now = unsafe { libc::sched_getcpu() };
-            if usize::try_from(now).ok() != Some(core) {
-                return Err(LiveError::OffCore {
-                    worker,
-                    core,
-                    cpu: now,
-                });
-            }
+        if let Some((worker, core)) = self.cpu
+            && let Ok(cpu) = nix::sched::sched_getcpu()
+            && cpu != core
+        {
+            return Err(LiveError::OffCore { worker, core, cpu });
         }
         let (sent, _, errors) = self.counts();
         // The call's first frame reads the clock afresh (a signed plan's stamps: one read a

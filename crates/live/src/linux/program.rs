@@ -56,7 +56,7 @@ impl Placement {
         });
         if own {
             Placement {
-                slots: cores.iter().map(|c| c.unwrap_or(0)).collect(),
+                slots: cores.iter().flatten().copied().collect(),
                 by_cpu: true,
             }
         } else {

@@ -129,9 +129,9 @@ fn transmit(
                 (Ring::new(&share, &s.template, s.entries), bytes)
             });
             let (call, slot, at) = (&call, slots[i], placement.slots[i]);
-            let place = (at as u32, placement.by_cpu.then_some(at));
+            let cpu = placement.by_cpu.then_some(at);
             Box::new(move |ctx: &WorkerContext<'_>| {
-                Ok(call.worker(wl, (slot, place), ring, ctx)?)
+                Ok(call.worker(wl, slot, at as u32, cpu, ring, ctx)?)
             }) as Job<'_>
         })
         .collect();
@@ -160,7 +160,9 @@ impl Call<'_> {
     fn worker(
         &self,
         wl: &WorkerLayout,
-        (slot, (key, cpu)): (&WorkerSlot, (u32, Option<usize>)),
+        slot: &WorkerSlot,
+        key: u32,
+        cpu: Option<usize>,
         ring: Option<(Ring<'_>, RingBytes<'_>)>,
         ctx: &WorkerContext<'_>,
     ) -> Result<Done, LiveError> {

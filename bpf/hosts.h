@@ -9,6 +9,17 @@
  * A frame costs two compares here when it is not for a host (ethertype, then IP protocol or
  * next header): test traffic (UDP, TCP) leaves after the second.
  *
+ * A request for a host that the RFCs say to discard gets no answer and teaches nothing; it is
+ * dropped and counted (host_counters.ignored). The checks run only once a request was found to
+ * be for a host, so they cost ordinary frames nothing (docs/architecture.md, "What the hosts
+ * discard"): a group Ethernet source (RFC 1122 §3.3.6: the answer would go to a group); an
+ * IPv4 source no host has, or the host's subnet broadcast (§3.2.1.3); a ping to a host's
+ * unicast address in a link-layer group frame (§3.3.6); a bad IPv4 header or ICMP checksum
+ * (§3.2.1.2, RFC 792); an IPv6 multicast source, a bad ICMPv6 checksum, an NS shorter than 24
+ * bytes, with an option of length 0, or from :: to anything but a solicited-node group or
+ * with a source link-layer option (RFC 4861 §7.1.1); an NA to a group with S set (§7.1.2).
+ * No neighbour is ever learned for an address one of the port's hosts holds.
+ *
  * crates/hosts mirrors every structure (src/abi.rs) and refuses an object whose map sizes differ. */
 #ifndef LINERATE_HOSTS_H
 #define LINERATE_HOSTS_H
@@ -54,12 +65,20 @@ struct host_key6 {
 
 struct host_mac {
 	__u8 mac[6];
-	__u16 pad;
+	__u8 prefix4;		/* hosts_v4: the host's IPv4 prefix, for its subnet's broadcast */
+	__u8 pad;
 };
+
+/* neigh.flags: the answer claimed a MAC no neighbour has (hosts_bogus_mac). Kept only so that
+ * crates/hosts can name it when the address stays unresolved; never read as a neighbour. */
+#define HOSTS_NEIGH_BOGUS 1
+/* neigh.flags: two believed answers for this address named different MACs (a spoofer, or a
+ * neighbour whose MAC changed); kept from then on, for the report to warn of it. */
+#define HOSTS_NEIGH_CHANGED 2
 
 struct neigh {
 	__u8 mac[6];
-	__u16 pad;
+	__u16 flags;		/* HOSTS_NEIGH_* */
 	__u64 ktime_ns;		/* CLOCK_MONOTONIC when last learned */
 };
 
@@ -69,6 +88,7 @@ struct host_counters {
 	__u64 echo_replies;
 	__u64 learned;		/* neighbour entries written */
 	__u64 dropped;		/* host.bpf.c: frames for nobody, dropped */
+	__u64 ignored;		/* requests for a host the RFCs say to discard, dropped */
 };
 
 struct {
@@ -105,6 +125,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct host_counters);
 } host_counters SEC(".maps");
+
+/* MACs of hosts that have a control plane (crates/routing: a routing daemon in a namespace of
+ * its own, behind a macvlan of the port with the host's MAC). Frames to them that the hosts do
+ * not answer (BGP's TCP, the answers to the daemon's own ARP) go on to the kernel's stack, where
+ * the macvlan takes them by destination MAC; everything else stays the test's. Empty: nothing
+ * is passed, and a frame pays one lookup only after it was found to be no test frame. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct host_mac);
+	__type(value, __u32);
+} stack_macs SEC(".maps");
 
 struct hosts_eth {
 	__u8 dst[6];
@@ -177,6 +209,129 @@ static __always_inline struct host_counters *hosts_counters(void)
 	return bpf_map_lookup_elem(&host_counters, &zero);
 }
 
+/* A request for a host that is to be discarded: no answer, nothing learned, counted. */
+static __always_inline int hosts_ignore(void)
+{
+	struct host_counters *c = hosts_counters();
+
+	if (c)
+		c->ignored += 1;
+	return XDP_DROP;
+}
+
+/* The group bit: a broadcast or multicast MAC, no one station's. */
+static __always_inline int hosts_group_mac(const __u8 *mac)
+{
+	return mac[0] & 1;
+}
+
+/* RFC 1122 §3.2.1.3: an IPv4 source that names no one host — 0/8 (0.0.0.0 too: whoever sends
+ * from it cannot be answered), 127/8, multicast 224/4, 240/4 with the limited broadcast — or
+ * the broadcast address of the host's subnet (`own`/`prefix`; a /31 or /32 has none). */
+static __always_inline int hosts_bad_src4(__be32 src, __be32 own, __u8 prefix)
+{
+	__u32 a = bpf_ntohl(src), hostbits;
+	__u8 top = a >> 24;
+
+	if (top == 0 || top == 127 || top >= 224)
+		return 1;
+	if (!prefix || prefix > 30)
+		return 0;
+	hostbits = 0xffffffffu >> prefix;
+	return (a & hostbits) == hostbits && ((a ^ bpf_ntohl(own)) & ~hostbits) == 0;
+}
+
+/* One's-complement sums, as 16-bit words read in the frame's byte order (RFC 1071: the sum
+ * does not care which order both sides read in). bpf_csum_diff takes a multiple of 4 bytes up
+ * to 512; a message is summed in chunks of HOSTS_SUM_CHUNK, then by halving what is left.
+ * HOSTS_SUM_MAX bounds a message a host checks: a longer ping is discarded (a 9000-byte MTU's
+ * fits). */
+#define HOSTS_SUM_CHUNK 256
+#define HOSTS_SUM_MAX 9216
+
+static __always_inline __u16 hosts_fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/* Adds `n` bytes at `p` (a constant multiple of 4, at most 512) to `sum` and moves `p` on;
+ * false when they do not lie in the frame. */
+#define HOSTS_SUM_STEP(p, end, n, sum)						\
+	({									\
+		int ok_ = (void *)(p) + (n) <= (end);				\
+		if (ok_) {							\
+			(sum) += (__u32)bpf_csum_diff(0, 0, (void *)(p), (n), 0);	\
+			(p) = (void *)(p) + (n);				\
+		}								\
+		ok_;								\
+	})
+
+/* The sum of the `len` bytes at `off` in the frame and `seed`, folded; -1 when they do not all
+ * lie in the frame or are more than HOSTS_SUM_MAX. A global function (not inlined, not
+ * static): the verifier checks it once, on its own, instead of once for every path of its
+ * callers, whose own checks would multiply its paths past the verifier's limit. */
+__noinline int hosts_sum_at(struct xdp_md *ctx, __u32 off, __u32 len, __u32 seed)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u64 sum = seed;
+	void *p;
+
+	if (off > 0x3fff || len > HOSTS_SUM_MAX)
+		return -1;
+	/* The compiler would test one copy of `off` and add another: the mask is what the
+	 * verifier sees bound the pointer. */
+	asm volatile("" : "+r"(off));
+	p = data + (off & 0x3fff);
+	for (int i = 0; i < HOSTS_SUM_MAX / HOSTS_SUM_CHUNK; i++) {
+		if (len < HOSTS_SUM_CHUNK)
+			break;
+		if (!HOSTS_SUM_STEP(p, end, HOSTS_SUM_CHUNK, sum))
+			return -1;
+		len -= HOSTS_SUM_CHUNK;
+	}
+	if ((len & 128) && !HOSTS_SUM_STEP(p, end, 128, sum))
+		return -1;
+	if ((len & 64) && !HOSTS_SUM_STEP(p, end, 64, sum))
+		return -1;
+	if ((len & 32) && !HOSTS_SUM_STEP(p, end, 32, sum))
+		return -1;
+	if ((len & 16) && !HOSTS_SUM_STEP(p, end, 16, sum))
+		return -1;
+	if ((len & 8) && !HOSTS_SUM_STEP(p, end, 8, sum))
+		return -1;
+	if ((len & 4) && !HOSTS_SUM_STEP(p, end, 4, sum))
+		return -1;
+	if (len & 2) {
+		if (p + 2 > end)
+			return -1;
+		sum += *(__u16 *)p;
+		p += 2;
+	}
+	if (len & 1) {
+		if (p + 1 > end)
+			return -1;
+		/* The odd byte is the high half of a word padded with zero, in network order. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		sum += *(__u8 *)p;
+#else
+		sum += (__u16)(*(__u8 *)p) << 8;
+#endif
+	}
+	return hosts_fold(sum);
+}
+
+/* The folded sum of `n` bytes at `p`, already known to lie in the frame (a constant multiple
+ * of 4: an IPv4 header, IPv6's two addresses). */
+static __always_inline __u16 hosts_sum_fixed(void *p, __u32 n, __u32 seed)
+{
+	return hosts_fold((__u64)seed + (__u32)bpf_csum_diff(0, 0, p, n, 0));
+}
+
 /* RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), on 16-bit words as they lie in the frame: the
  * one's-complement sum does not care which byte order both sides read in. */
 static __always_inline __u16 hosts_csum_replace(__u16 check, __u16 old, __u16 new)
@@ -188,33 +343,76 @@ static __always_inline __u16 hosts_csum_replace(__u16 check, __u16 old, __u16 ne
 	return ~sum;
 }
 
-static __always_inline void hosts_learn4(__be32 addr, __u16 vlan, const __u8 *mac)
+/* RFC 1812 §3.3.2: a broadcast or multicast link-layer address in an ARP reply (or an NA's
+ * target option) is no neighbour's, nor is the zero MAC or the host's own (`own`, NULL when the
+ * frame is for no one host): believed, it would send a stream to the whole segment or back
+ * to the port itself. */
+static __always_inline int hosts_bogus_mac(const __u8 *mac, const __u8 *own)
 {
-	struct host_key4 key = { .addr = addr, .vlan = vlan };
-	struct neigh n = { .ktime_ns = bpf_ktime_get_ns() };
-	struct host_counters *c;
+	__u16 w[3], o[3];
 
-	__builtin_memcpy(n.mac, mac, 6);
-	if (bpf_map_update_elem(&neigh_v4, &key, &n, BPF_ANY))
+	__builtin_memcpy(w, mac, 6);
+	if ((mac[0] & 1) || !(w[0] | w[1] | w[2]))
+		return 1;
+	if (!own)
+		return 0;
+	__builtin_memcpy(o, own, 6);
+	return w[0] == o[0] && w[1] == o[1] && w[2] == o[2];
+}
+
+/* Writes `n` for `key` in `map`: a bogus answer is written flagged, and only where no neighbour
+ * is known, so that a spoofer answering after the real neighbour replaces nothing. A believed
+ * answer whose MAC differs from the one known marks the entry changed, for good. */
+static __always_inline void hosts_learn(void *map, const void *key, struct neigh *n,
+					const __u8 *own)
+{
+	struct host_counters *c;
+	struct neigh *old;
+
+	if (hosts_bogus_mac(n->mac, own)) {
+		old = bpf_map_lookup_elem(map, key);
+		if (old && !(old->flags & HOSTS_NEIGH_BOGUS))
+			return;
+		n->flags = HOSTS_NEIGH_BOGUS;
+		bpf_map_update_elem(map, key, n, BPF_ANY);
+		return;
+	}
+	old = bpf_map_lookup_elem(map, key);
+	if (old && !(old->flags & HOSTS_NEIGH_BOGUS)) {
+		__u16 w[3], o[3];
+
+		__builtin_memcpy(w, n->mac, 6);
+		__builtin_memcpy(o, old->mac, 6);
+		n->flags = old->flags & HOSTS_NEIGH_CHANGED;
+		if (w[0] != o[0] || w[1] != o[1] || w[2] != o[2])
+			n->flags |= HOSTS_NEIGH_CHANGED;
+	}
+	if (bpf_map_update_elem(map, key, n, BPF_ANY))
 		return;
 	c = hosts_counters();
 	if (c)
 		c->learned += 1;
 }
 
-static __always_inline void hosts_learn6(const __u8 *addr, __u16 vlan, const __u8 *mac)
+static __always_inline void hosts_learn4(__be32 addr, __u16 vlan, const __u8 *mac,
+					 const __u8 *own)
+{
+	struct host_key4 key = { .addr = addr, .vlan = vlan };
+	struct neigh n = { .ktime_ns = bpf_ktime_get_ns() };
+
+	__builtin_memcpy(n.mac, mac, 6);
+	hosts_learn(&neigh_v4, &key, &n, own);
+}
+
+static __always_inline void hosts_learn6(const __u8 *addr, __u16 vlan, const __u8 *mac,
+					 const __u8 *own)
 {
 	struct host_key6 key = { .vlan = vlan };
 	struct neigh n = { .ktime_ns = bpf_ktime_get_ns() };
-	struct host_counters *c;
 
 	__builtin_memcpy(key.addr, addr, 16);
 	__builtin_memcpy(n.mac, mac, 6);
-	if (bpf_map_update_elem(&neigh_v6, &key, &n, BPF_ANY))
-		return;
-	c = hosts_counters();
-	if (c)
-		c->learned += 1;
+	hosts_learn(&neigh_v6, &key, &n, own);
 }
 
 static __always_inline void hosts_swap_eth(struct hosts_eth *eth, const struct host_mac *host)
@@ -223,7 +421,26 @@ static __always_inline void hosts_swap_eth(struct hosts_eth *eth, const struct h
 	__builtin_memcpy(eth->src, host->mac, 6);
 }
 
-/* An ARP request for a host gets the host's reply; any ARP aimed at a host teaches its sender. */
+/* True when `addr` on `vlan` is one of the port's hosts': a neighbour entry for it would let
+ * whoever claims it take the traffic of a stream to that host. */
+static __always_inline int hosts_own4(__be32 addr, __u16 vlan)
+{
+	struct host_key4 key = { .addr = addr, .vlan = vlan };
+
+	return bpf_map_lookup_elem(&hosts_v4, &key) != 0;
+}
+
+static __always_inline int hosts_own6(const __u8 *addr, __u16 vlan)
+{
+	struct host_key6 key = { .vlan = vlan };
+
+	__builtin_memcpy(key.addr, addr, 16);
+	return bpf_map_lookup_elem(&hosts_v6, &key) != 0;
+}
+
+/* An ARP request for a host gets the host's reply; any ARP aimed at a host teaches its sender,
+ * unless the sender claims a host's address. A request from a group MAC (its reply would go to
+ * that group) or from an address no host has is discarded. */
 static __always_inline int hosts_arp(struct hosts_eth *eth, struct hosts_arp *arp, void *end,
 				     __u16 vlan)
 {
@@ -242,10 +459,15 @@ static __always_inline int hosts_arp(struct hosts_eth *eth, struct hosts_arp *ar
 	if (!host)
 		return HOSTS_NOT_MINE;
 	__builtin_memcpy(&spa, arp->spa, 4);
-	/* A probe (RFC 5227, sender 0.0.0.0) or someone claiming the host's own address teaches
-	 * nothing; the probe still gets its answer, which defends the address. */
-	if (spa && spa != key.addr)
-		hosts_learn4(spa, vlan, arp->sha);
+	/* A reply from a group MAC is learned flagged (hosts_learn), for resolve to name it. */
+	if (arp->op == bpf_htons(1) &&
+	    (hosts_group_mac(eth->src) || hosts_group_mac(arp->sha) ||
+	     (spa && hosts_bad_src4(spa, key.addr, host->prefix4))))
+		return hosts_ignore();
+	/* A probe (RFC 5227, sender 0.0.0.0) or someone claiming a host's address teaches
+	 * nothing; the request still gets its answer, which defends the address. */
+	if (spa && spa != key.addr && !hosts_own4(spa, vlan))
+		hosts_learn4(spa, vlan, arp->sha, host->mac);
 	if (arp->op != bpf_htons(1))
 		return XDP_DROP;
 
@@ -261,14 +483,15 @@ static __always_inline int hosts_arp(struct hosts_eth *eth, struct hosts_arp *ar
 	return XDP_TX;
 }
 
-static __always_inline int hosts_ipv4(struct hosts_eth *eth, struct hosts_ip4 *ip, void *end,
-				      __u16 vlan)
+static __always_inline int hosts_ipv4(struct xdp_md *ctx, __u32 off, struct hosts_eth *eth,
+				      struct hosts_ip4 *ip, void *end, __u16 vlan)
 {
 	struct host_key4 key = { .vlan = vlan };
 	struct hosts_icmp *icmp = (void *)(ip + 1);
 	struct host_mac *host;
 	struct host_counters *c;
 	__u16 old;
+	__u32 len;
 
 	if ((void *)(ip + 1) > end)
 		return HOSTS_NOT_MINE;
@@ -285,6 +508,13 @@ static __always_inline int hosts_ipv4(struct hosts_eth *eth, struct hosts_ip4 *i
 	host = bpf_map_lookup_elem(&hosts_v4, &key);
 	if (!host)
 		return HOSTS_NOT_MINE;
+	if (hosts_group_mac(eth->src) || hosts_group_mac(eth->dst) ||
+	    hosts_bad_src4(ip->src, key.addr, host->prefix4))
+		return hosts_ignore();
+	len = bpf_ntohs(ip->len);
+	if (len < sizeof(*ip) + sizeof(*icmp) || hosts_sum_fixed(ip, sizeof(*ip), 0) != 0xffff ||
+	    hosts_sum_at(ctx, off + sizeof(*ip), len - sizeof(*ip), 0) != 0xffff)
+		return hosts_ignore();
 
 	old = *(__u16 *)icmp;
 	icmp->type = HOSTS_ICMP_ECHO_REPLY;
@@ -323,24 +553,81 @@ static __always_inline int hosts_nd_group(const __u8 *a)
 	return w[2] == bpf_htonl(1) && (w[3] & bpf_htonl(0xff000000)) == bpf_htonl(0xff000000);
 }
 
-/* The link-layer address option of `type` among the first two options of an NS or NA whose
- * ICMPv6 message is `len` bytes long; NULL if there is none. Senders put it first (Linux
- * always); a DAD nonce or another option may come before it. */
-static __always_inline const __u8 *hosts_nd_lla(struct hosts_nd *nd, void *end, __u32 len,
-						__u8 type)
+/* A solicited-node group, ff02::1:ffXX:XXXX: where an NS from :: must go (RFC 4861 §7.1.1). */
+static __always_inline int hosts_solicited_node(const __u8 *a)
 {
-	struct hosts_lla *opt = (void *)(nd + 1);
+	__u32 w[4];
 
-	if (len < sizeof(*nd) + sizeof(*opt) || (void *)(opt + 1) > end)
+	__builtin_memcpy(w, a, 16);
+	return w[0] == bpf_htonl(0xff020000) && w[1] == 0 && w[2] == bpf_htonl(1) &&
+	       (w[3] & bpf_htonl(0xff000000)) == bpf_htonl(0xff000000);
+}
+
+/* HOSTS_ND_OPTS bounds the options of an NS or NA a host reads; one with more is discarded
+ * (Linux sends one, or two with a DAD nonce). */
+#define HOSTS_ND_OPTS 8
+
+/* RFC 4861 §4.6, §7.1.1/§7.1.2: the `left` bytes of options at `off` in the frame (after an
+ * NS's or NA's target) each have a length above zero and end where the message ends. Returns
+ * -1 when they do not, else the offset in the frame of the address of the first link-layer
+ * address option of `type`, 0 when there is none. Global, as hosts_sum_at, for the verifier. */
+__noinline int hosts_nd_opts_at(struct xdp_md *ctx, __u32 off, __u32 left, __u32 type)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	int lla = 0;
+
+	for (int i = 0; i < HOSTS_ND_OPTS; i++) {
+		struct hosts_lla *o;
+		__u32 n;
+
+		if (!left)
+			return lla;
+		if (off > 0x3fff || left < sizeof(*o))
+			return -1;
+		asm volatile("" : "+r"(off));
+		o = data + (off & 0x3fff);
+		if ((void *)(o + 1) > end)
+			return -1;
+		n = (__u32)o->len * 8;
+		if (!n || n > left)
+			return -1;
+		if (o->type == type && o->len == 1 && !lla)
+			lla = off + 2;
+		off += n;
+		left -= n;
+	}
+	return left ? -1 : lla;
+}
+
+/* Copies the address of the option hosts_nd_opts_at found at `at` (> 0) into `mac`; false
+ * when it does not lie in the frame. */
+static __always_inline int hosts_lla_copy(struct xdp_md *ctx, int at, __u8 *mac)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u8 *p;
+
+	if (at <= 0)
 		return 0;
-	if (opt->type == type && opt->len == 1)
-		return opt->mac;
-	if (opt->len != 1 || len < sizeof(*nd) + 2 * sizeof(*opt) || (void *)(opt + 2) > end)
+	p = data + (at & 0x3fff);
+	if ((void *)(p + 6) > end)
 		return 0;
-	opt += 1;
-	if (opt->type == type && opt->len == 1)
-		return opt->mac;
-	return 0;
+	__builtin_memcpy(mac, p, 6);
+	return 1;
+}
+
+/* RFC 4443 §2.3: the checksum of the `len`-byte ICMPv6 message at `off` in the frame, after
+ * `ip6`, holds over the pseudo-header of RFC 8200 §8.1 (the addresses, the length, next
+ * header 58). */
+static __always_inline int hosts_icmp6_ok(struct xdp_md *ctx, struct hosts_ip6 *ip6, __u32 off,
+					  __u32 len)
+{
+	if (len > HOSTS_SUM_MAX)
+		return 0;
+	return hosts_sum_at(ctx, off, len,
+			    hosts_sum_fixed(ip6->src, 32,
+					    bpf_htons(len) + bpf_htons(HOSTS_IPPROTO_ICMPV6))) == 0xffff;
 }
 
 /* Checksum of an NA of HOSTS_NA_LEN bytes: the pseudo-header's addresses and the message lie
@@ -358,17 +645,18 @@ static __always_inline __u16 hosts_na_csum(struct hosts_ip6 *ip6)
 	return ~sum;
 }
 
-/* A neighbour solicitation for a host: learn its sender, answer with a Neighbour Advertisement
- * in the same buffer (its length set to the NA's with bpf_xdp_adjust_tail). */
+/* A neighbour solicitation for a host: learn its sender (unless it claims a host's address),
+ * answer with a Neighbour Advertisement in the same buffer (its length set to the NA's with
+ * bpf_xdp_adjust_tail). One RFC 4861 §7.1.1 says to discard is discarded. */
 static __always_inline int hosts_ns(struct xdp_md *ctx, __u32 off, struct hosts_eth *eth,
 				    struct hosts_ip6 *ip6, struct hosts_nd *nd, void *end, __u16 vlan)
 {
 	struct host_key6 key = { .vlan = vlan };
 	struct host_mac *host;
 	struct host_counters *c;
-	const __u8 *slla;
 	__u8 peer[16], peer_mac[6];
-	int unspecified, delta;
+	int unspecified, delta, at;
+	__u32 len;
 	void *data;
 
 	if ((void *)(nd + 1) > end || ip6->hop != 255 || nd->h.code != 0)
@@ -377,12 +665,30 @@ static __always_inline int hosts_ns(struct xdp_md *ctx, __u32 off, struct hosts_
 	host = bpf_map_lookup_elem(&hosts_v6, &key);
 	if (!host)
 		return HOSTS_NOT_MINE;
+	len = bpf_ntohs(ip6->plen);
+	if (hosts_group_mac(eth->src) || ip6->src[0] == 0xff || len < sizeof(*nd) ||
+	    !hosts_icmp6_ok(ctx, ip6, off + sizeof(*ip6), len))
+		return hosts_ignore();
+	at = hosts_nd_opts_at(ctx, off + sizeof(*ip6) + sizeof(*nd), len - sizeof(*nd),
+			      HOSTS_ND_OPT_SLLA);
+	if (at < 0 || (at > 0 && !hosts_lla_copy(ctx, at, peer_mac)))
+		return hosts_ignore();
+	/* The frame is as it was, but the verifier knows its pointers no more. */
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	ip6 = data + off;
+	if ((void *)(ip6 + 1) > end)
+		return XDP_DROP;
 	__builtin_memcpy(peer, ip6->src, 16);
 	unspecified = hosts_is_zero6(peer);
-	slla = hosts_nd_lla(nd, end, bpf_ntohs(ip6->plen), HOSTS_ND_OPT_SLLA);
-	__builtin_memcpy(peer_mac, slla ? slla : eth->src, 6);
-	if (!unspecified)
-		hosts_learn6(peer, vlan, peer_mac);
+	/* DAD: from ::, to a solicited-node group, and with no address to learn. */
+	if (unspecified && (at || !hosts_solicited_node(ip6->dst)))
+		return hosts_ignore();
+	if (!at)
+		__builtin_memcpy(peer_mac, eth->src, 6);
+	if (!unspecified && !hosts_own6(peer, vlan))
+		hosts_learn6(peer, vlan, peer_mac, host->mac);
 
 	delta = (int)(off + sizeof(*ip6) + HOSTS_NA_LEN) - (int)(end - (void *)eth);
 	if (delta && bpf_xdp_adjust_tail(ctx, delta))
@@ -438,34 +744,53 @@ static __always_inline int hosts_ns(struct xdp_md *ctx, __u32 off, struct hosts_
 /* A neighbour advertisement sent to a host (or to a group it is in) teaches its target's
  * address. Sent to the host's own address it is the host's, and dropped; to a group it may
  * interest others, and goes on. */
-static __always_inline int hosts_na(struct hosts_eth *eth, struct hosts_ip6 *ip6,
-				    struct hosts_nd *nd, void *end, __u16 vlan)
+static __always_inline int hosts_na(struct xdp_md *ctx, __u32 off, struct hosts_eth *eth,
+				    struct hosts_ip6 *ip6, struct hosts_nd *nd, void *end, __u16 vlan)
 {
 	struct host_key6 key = { .vlan = vlan };
-	const __u8 *tlla;
-	int unicast;
+	struct host_mac *host;
+	__u8 target[16], mac[6];
+	__u32 len;
+	int at;
 
 	if ((void *)(nd + 1) > end || ip6->hop != 255 || nd->h.code != 0)
 		return HOSTS_NOT_MINE;
-	__builtin_memcpy(key.addr, nd->target, 16);
-	if (bpf_map_lookup_elem(&hosts_v6, &key))
-		return HOSTS_NOT_MINE;	/* someone else claims a host's address: not learned */
-	__builtin_memcpy(key.addr, ip6->dst, 16);
-	unicast = bpf_map_lookup_elem(&hosts_v6, &key) != 0;
-	if (!unicast && !hosts_nd_group(ip6->dst))
+	/* Someone else claiming a host's address, or a group as a neighbour: not learned. */
+	if (nd->target[0] == 0xff || hosts_own6(nd->target, vlan))
 		return HOSTS_NOT_MINE;
-	tlla = hosts_nd_lla(nd, end, bpf_ntohs(ip6->plen), HOSTS_ND_OPT_TLLA);
-	hosts_learn6(nd->target, vlan, tlla ? tlla : eth->src);
-	return unicast ? XDP_DROP : HOSTS_NOT_MINE;
+	__builtin_memcpy(key.addr, ip6->dst, 16);
+	host = bpf_map_lookup_elem(&hosts_v6, &key);
+	if (!host && !hosts_nd_group(ip6->dst))
+		return HOSTS_NOT_MINE;
+	/* RFC 4861 §7.1.2; to a group it may be another station's business: left for it. */
+	len = bpf_ntohs(ip6->plen);
+	if (len < sizeof(*nd) || !hosts_icmp6_ok(ctx, ip6, off + sizeof(*ip6), len) ||
+	    (!host && (nd->h.rest & bpf_htonl(HOSTS_NA_SOLICITED))))
+		return host ? hosts_ignore() : HOSTS_NOT_MINE;
+	__builtin_memcpy(target, nd->target, 16);
+	at = hosts_nd_opts_at(ctx, off + sizeof(*ip6) + sizeof(*nd), len - sizeof(*nd),
+			      HOSTS_ND_OPT_TLLA);
+	if (at < 0 || (at > 0 && !hosts_lla_copy(ctx, at, mac)))
+		return host ? hosts_ignore() : HOSTS_NOT_MINE;
+	if (!at) {
+		eth = (void *)(long)ctx->data;
+		if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+			return XDP_DROP;
+		__builtin_memcpy(mac, eth->src, 6);
+	}
+	hosts_learn6(target, vlan, mac, host ? host->mac : 0);
+	return host ? XDP_DROP : HOSTS_NOT_MINE;
 }
 
-static __always_inline int hosts_echo6(struct hosts_eth *eth, struct hosts_ip6 *ip6,
-				       struct hosts_icmp *icmp, void *end, __u16 vlan)
+static __always_inline int hosts_echo6(struct xdp_md *ctx, __u32 off, struct hosts_eth *eth,
+				       struct hosts_ip6 *ip6, struct hosts_icmp *icmp, void *end,
+				       __u16 vlan)
 {
 	struct host_key6 key = { .vlan = vlan };
 	struct host_mac *host;
 	struct host_counters *c;
 	__u16 old;
+	__u32 len;
 
 	if ((void *)(icmp + 1) > end || icmp->code != 0)
 		return HOSTS_NOT_MINE;
@@ -473,6 +798,11 @@ static __always_inline int hosts_echo6(struct hosts_eth *eth, struct hosts_ip6 *
 	host = bpf_map_lookup_elem(&hosts_v6, &key);
 	if (!host)
 		return HOSTS_NOT_MINE;
+	/* The answer goes to the source: not to a group, nor to ::. */
+	len = bpf_ntohs(ip6->plen);
+	if (hosts_group_mac(eth->src) || ip6->src[0] == 0xff || hosts_is_zero6(ip6->src) ||
+	    len < sizeof(*icmp) || !hosts_icmp6_ok(ctx, ip6, off + sizeof(*ip6), len))
+		return hosts_ignore();
 	/* The pseudo-header's sum does not change when the addresses swap: only the type does. */
 	old = *(__u16 *)icmp;
 	icmp->type = HOSTS_ICMP6_ECHO_REPLY;
@@ -501,11 +831,11 @@ static __always_inline int hosts_ipv6(struct xdp_md *ctx, __u32 off, void *end, 
 		return HOSTS_NOT_MINE;
 	switch (nd->h.type) {
 	case HOSTS_ICMP6_ECHO:
-		return hosts_echo6(data, ip6, &nd->h, end, vlan);
+		return hosts_echo6(ctx, off, data, ip6, &nd->h, end, vlan);
 	case HOSTS_ND_NS:
 		return hosts_ns(ctx, off, data, ip6, nd, end, vlan);
 	case HOSTS_ND_NA:
-		return hosts_na(data, ip6, nd, end, vlan);
+		return hosts_na(ctx, off, data, ip6, nd, end, vlan);
 	}
 	return HOSTS_NOT_MINE;
 }
@@ -534,12 +864,26 @@ static __always_inline int hosts_answer(struct xdp_md *ctx)
 		off += sizeof(*tag);
 	}
 	if (proto == bpf_htons(HOSTS_ETH_IP))
-		return hosts_ipv4(eth, data + off, end, vlan);
+		return hosts_ipv4(ctx, off, eth, data + off, end, vlan);
 	if (proto == bpf_htons(HOSTS_ETH_IPV6))
 		return hosts_ipv6(ctx, off, end, vlan);
 	if (proto == bpf_htons(HOSTS_ETH_ARP))
 		return hosts_arp(eth, data + off, end, vlan);
 	return HOSTS_NOT_MINE;
+}
+
+/* True when the frame is addressed to a host with a control plane (stack_macs): its verdict is
+ * XDP_PASS once the hosts have seen it (they may have learned from it). */
+static __always_inline int hosts_to_stack(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct host_mac key = {};
+
+	if (data + 6 > end)
+		return 0;
+	__builtin_memcpy(key.mac, data, 6);
+	return bpf_map_lookup_elem(&stack_macs, &key) != 0;
 }
 
 #endif

@@ -257,6 +257,11 @@ other:
 	 * business (an ARP, ND or ping frame ending in the magic is a 1 in 2^32 chance), so signed
 	 * frames pay nothing for the hosts (called first, it cost them about 7-12 ns a frame). */
 	host = hosts_answer(ctx);
+	if (host == XDP_TX)
+		return host;
+	/* A control plane's frame (BGP, the answer to its ARP): the device's own, not the test's. */
+	if (hosts_to_stack(ctx))
+		return XDP_PASS;
 	if (host != HOSTS_NOT_MINE)
 		return host;
 	data = (void *)(long)ctx->data;

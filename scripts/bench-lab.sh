@@ -72,7 +72,7 @@ echo "$rule"
 IFS=, read -ra size_list <<<"$sizes"
 for size in "${size_list[@]}"; do
     # trafgen sends the very frame linerate builds: written to pcap, turned into a trafgen config.
-    "$lr" tx -q --pcap "$work/$size.pcap" -n 1 --size "$size" --dst-mac "$peer_mac" --vary ip-id:inc:0-0 >/dev/null
+    "$lr" tx -q --pcap "$work/$size.pcap" -n 1 --size "$size" --dst-mac "$peer_mac" --vary ip-id:list:0 >/dev/null
     netsniff-ng --in "$work/$size.pcap" --out "$work/$size.cfg" >/dev/null 2>&1
     row="| $size |"
     for t in "${tools[@]}"; do

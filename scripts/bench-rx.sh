@@ -4,8 +4,9 @@
 # (`--rx`, which takes the lab's receive end from the sink for the run). The variants run back to
 # back in each round, so the VM's drift hits them alike; the ratios are medians of per-round
 # ratios. Live also runs signed without the receiver (the lab's sink counts), which splits its
-# cost between the stamping and the receive program. With --old BIN, the live backend without signature also runs from that binary in every
-# round (the hot path before a change against after it).
+# cost between the stamping and the receive program. With --old BIN, live without signature and
+# live with the receiver also run from that binary in every round (the sender's and the receive
+# program's hot paths before a change against after it).
 # Mpps at the receive end (what the sink, or the receiver, counted over the sender's time),
 # median (min–max) of --repeat rounds, as a Markdown table; the load average before and after
 # on stderr.
@@ -49,6 +50,7 @@ for _ in $(seq "$repeat"); do
     run afxdp-rx "$lr" --backend afxdp --rx
     if [[ -n $old ]]; then
         run live-old "$old" --backend live
+        run live-rx-old "$old" --backend live --rx
     fi
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -67,4 +69,6 @@ printf 'live signed, counted by the sink (the stamping alone): %s Mpps, %.2f of 
 if [[ -n $old ]]; then
     printf 'live without signature, this build / %s: %.2f (median of per-round ratios; %s vs %s Mpps)\n' \
         "$old" "$(ratio "$out/live" "$out/live-old")" "$(stat "$out/live")" "$(stat "$out/live-old")"
+    printf 'live with the receiver, this build / %s: %.2f (median of per-round ratios; %s vs %s Mpps)\n' \
+        "$old" "$(ratio "$out/live-rx" "$out/live-rx-old")" "$(stat "$out/live-rx")" "$(stat "$out/live-rx-old")"
 fi

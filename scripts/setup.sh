@@ -15,8 +15,13 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 if [[ $(uname -s) == Linux ]]; then
     # wireshark-common brings dumpcap, the pcapng writer the replay tests capture with
     # (tcpdump 4.99 writes pcap only). iputils-ping: the hosts tests ping linerate's hosts from a router.
+    # frr: the devices' BGP daemon (crates/routing runs its bgpd, one per device, in the device's
+    # namespace); its packaged service is never started (policy-rc.d below), nothing listens
+    # outside a lab namespace. bird2: the BGP DUT of `lab up --dut bgp` (another implementation
+    # than the devices', as a device under test is).
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
-              linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool)
+              linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
+              frr bird2)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -25,6 +30,10 @@ if [[ $(uname -s) == Linux ]]; then
         log "installing ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
+        # A package's own service (frr's) must not start on this host: linerate starts the
+        # daemons it needs inside its namespaces.
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
         # bpftool is a nice-to-have for debugging; do not fail the setup when a release lacks it.
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
             apt-get install -y -qq --no-install-recommends "${missing[@]/bpftool/}" >/dev/null

@@ -29,7 +29,7 @@ for target in aarch64-apple-darwin x86_64-apple-darwin x86_64-unknown-freebsd; d
             # they run only on a Mac (the workflow's macOS job); here they must at least compile.
             # (--all-targets would need a C cross-compiler for the benches' criterion.)
             step "cargo clippy --tests --target $target (macOS tests)"
-            cargo clippy -p linerate -p linerate-bpfdev -p linerate-lab --tests --locked \
+            cargo clippy -p linerate -p linerate-cli -p linerate-bpfdev -p linerate-lab --tests --locked \
                 --target "$target" -- -D warnings
         fi
     else

@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_lab::{DutKind, ImpairCounters, Impairments, Lab, LabConfig, LabError};
+use linerate_lab::{DutKind, ImpairCounters, Impairment, Impairments, Lab, LabConfig, LabError};
 use linerate_wire::format_mac;
 use linerate_xdp::{AttachMode, Sink, SinkCounters};
 use serde::Serialize;
 
-use crate::cli::{DutArg, LabAction, LabImpairArgs, SinkArgs, XdpAttach};
 use crate::output::{print, print_json, println};
+use linerate_cli::{DutArg, LabAction, LabImpairArgs, SinkArgs, XdpAttach};
 
 pub fn run(action: &LabAction) -> Result<()> {
     match action {
@@ -28,13 +28,23 @@ pub fn run(action: &LabAction) -> Result<()> {
                 DutArg::Router => DutKind::Router,
                 DutArg::Bridge => DutKind::Bridge,
                 DutArg::Xdp => DutKind::Xdp,
+                DutArg::Bgp => DutKind::Bgp,
             });
             let lab = Lab::up_with_dut(&config, dut)?;
             print_lab(&lab, None, None, None)
         }
         LabAction::Down(args) => {
+            // Down is idempotent, but its answer says whether there was a lab to remove.
+            let absent = matches!(Lab::find(&args.name), Ok(None));
             Lab::down(&args.name)?;
-            println(&format!("lab {} removed", args.name))
+            if absent {
+                println(&format!(
+                    "lab {}: no such lab, nothing to remove",
+                    args.name
+                ))
+            } else {
+                println(&format!("lab {} removed", args.name))
+            }
         }
         LabAction::Status(args) => {
             let name = &args.name.name;
@@ -110,28 +120,28 @@ fn impairments(args: &LabImpairArgs) -> Result<Impairments> {
         ));
     }
     if let Some(t) = &args.loss {
-        i.loss = Impairments::parse_percent("--loss", t)?;
+        i.loss = Impairments::parse_percent(Impairment::Loss, t)?;
     }
     if let Some(t) = &args.duplicate {
-        i.duplicate = Impairments::parse_percent("--duplicate", t)?;
+        i.duplicate = Impairments::parse_percent(Impairment::Duplicate, t)?;
     }
     if let Some(t) = &args.delay {
-        i.delay = Impairments::parse_time("--delay", t)?;
+        i.delay = Impairments::parse_time(Impairment::Delay, t)?;
     }
     if let Some(t) = &args.jitter {
-        i.jitter = Impairments::parse_time("--jitter", t)?;
+        i.jitter = Impairments::parse_time(Impairment::Jitter, t)?;
     }
     if let Some(t) = &args.reorder {
-        i.reorder = Impairments::parse_percent("--reorder", t)?;
+        i.reorder = Impairments::parse_percent(Impairment::Reorder, t)?;
     }
     if let Some(t) = &args.rate {
-        i.rate_bps = Some(Impairments::parse_rate("--rate", t)?);
+        i.rate_bps = Some(Impairments::parse_rate(Impairment::Rate, t)?);
     }
     if let Some(t) = &args.limit {
-        i.limit = Some(Impairments::parse_limit("--limit", t)?);
+        i.limit = Some(Impairments::parse_limit(Impairment::Limit, t)?);
     }
     if let Some(t) = &args.reverse_rate {
-        i.reverse_rate_bps = Some(Impairments::parse_rate("--reverse-rate", t)?);
+        i.reverse_rate_bps = Some(Impairments::parse_rate(Impairment::ReverseRate, t)?);
     }
     i.validate()?;
     Ok(i)

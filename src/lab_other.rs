@@ -2,8 +2,8 @@
 //! (`linerate_lab::feth`) and the sink a `/dev/bpf` reader (`linerate_bpfdev::BpfReader`);
 //! elsewhere (FreeBSD) neither exists yet.
 
-use crate::cli::{LabAction, SinkArgs};
 use crate::usage;
+use linerate_cli::{LabAction, SinkArgs};
 
 #[cfg(not(target_os = "macos"))]
 use anyhow::Result;

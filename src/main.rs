@@ -1,7 +1,7 @@
 //! The `linerate` command: parses what the user asked for, hands it to the library crates, and
 //! turns their typed errors into one clear line and an exit code (2 for usage errors).
 
-mod cli;
+mod generate;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
 mod lab;
@@ -10,9 +10,6 @@ mod output;
 mod ports;
 mod replay;
 mod rfc2544;
-#[cfg(target_os = "linux")]
-mod rfc2544_agents;
-mod rfc2544_hosts;
 #[cfg_attr(target_os = "linux", path = "rx.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "rx_other.rs")]
 mod rx;
@@ -21,16 +18,15 @@ mod serve;
 mod signal;
 mod sweep;
 mod tx;
-#[cfg(target_os = "linux")]
-mod tx_hosts;
 mod usage;
+mod words;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command};
 pub(crate) use crate::usage::usage;
+use linerate_cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -59,15 +55,15 @@ fn main() -> ExitCode {
         Command::Agent(_) => Err(usage(
             "linerate agent runs on Linux for now (its ports' receive side is Linux's XDP)",
         )),
-        Command::Completions(args) => cli::completions(&args),
-        Command::Man(args) => cli::man(&args),
+        Command::Completions(args) => generate::completions(&args),
+        Command::Man(args) => generate::man(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let (code, say) = usage::exit_code(&err);
             if say {
-                eprintln!("linerate: {}", one_line(&err));
+                eprintln!("linerate: {}", words::one_line(err.as_ref()));
             }
             ExitCode::from(code)
         }
@@ -86,11 +82,34 @@ fn clap_error(err: clap::Error) -> ExitCode {
         let _ = err.print();
         return ExitCode::SUCCESS;
     }
+    if let Some(line) = misplaced_flag(&err, std::env::args().nth(1).as_deref()) {
+        eprintln!("linerate: {line}");
+        return ExitCode::from(2);
+    }
     eprintln!(
         "linerate: {} (see --help)",
         clap_line(&err.render().to_string())
     );
     ExitCode::from(2)
+}
+
+/// A flag another command takes, given where its own flag has another name: clap's tip (pass it
+/// after `--` as a value) would lead astray.
+fn misplaced_flag(err: &clap::Error, command: Option<&str>) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if err.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = arg.split('=').next().unwrap_or(arg);
+    match (command, flag) {
+        (Some("rfc2544"), "--rate") => Some(
+            "rfc2544 searches for the rate itself: give --max-rate (the highest load it tries, e.g. --max-rate 1M), not --rate (see --help)".into(),
+        ),
+        _ => None,
+    }
 }
 
 /// clap's message on one line: every paragraph but the usage block and the pointer to --help.
@@ -115,23 +134,6 @@ fn clap_line(text: &str) -> String {
             line.push(' ');
         }
         line.push_str(part);
-    }
-    line
-}
-
-/// The error and its causes on one line, outermost first, without repeating a cause that the
-/// outer message already quotes.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
     }
     line
 }

@@ -6,7 +6,6 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use linerate_engine::{Observer, Report, Snapshot};
 use linerate_port::ladder::Choice;
-use linerate_report::OutputFile;
 use linerate_session::{RunFlows, SinkResult};
 use linerate_stream::Plan;
 use serde::Serialize;
@@ -218,37 +217,19 @@ pub fn finish_send(
     Ok(())
 }
 
-/// A plot file: its format comes from the extension, and plotters writes it by path, so it must
-/// be a regular file (drawn beside it, then renamed into place).
-pub fn reserve_plot(path: &Path) -> Result<OutputFile> {
-    linerate_report::PlotFormat::from_path(path)?;
-    let out = OutputFile::reserve(path)?;
-    if out.draw_path().is_none() {
-        return Err(crate::usage(format!(
-            "--plot {}: a plot is written as a regular file, not to a device or pipe",
-            path.display()
-        )));
+/// Names each file written on stderr, then prints the result's table (or its JSON) on stdout.
+pub fn wrote(w: &linerate_report::Wrote) -> Result<()> {
+    if w.nothing_to_plot {
+        eprintln!("linerate: nothing to plot (throughput and frame loss were not measured)");
     }
-    Ok(out)
-}
-
-/// Draws into a file `reserve_plot` reserved; an error names the user's file, not the
-/// temporary one beside it.
-pub fn draw(
-    out: &OutputFile,
-    plot: impl FnOnce(&Path) -> Result<(), linerate_report::ReportError>,
-) -> Result<()> {
-    let path = out
-        .draw_path()
-        .expect("reserve_plot takes regular files only");
-    plot(path).map_err(|e| match e {
-        linerate_report::ReportError::Plot { message, .. } => linerate_report::ReportError::Plot {
-            path: out.path().to_owned(),
-            message,
-        },
-        other => other,
-    })?;
-    Ok(())
+    for path in &w.files {
+        eprintln!("wrote {}", path.display());
+    }
+    if w.stdout.ends_with('\n') {
+        print(&w.stdout)
+    } else {
+        println(&w.stdout)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -443,6 +424,14 @@ fn workers_text(out: &mut String, report: &Report, verbose: bool) -> std::fmt::R
         writeln!(out, "cores     busy over the run: {}", cores.join(", "))?;
     }
     Ok(())
+}
+
+/// The report's record of what `--backend auto` chose.
+pub fn choice_json(c: &linerate_port::ladder::Choice) -> linerate_report::BackendChoice {
+    linerate_report::BackendChoice {
+        backend: c.rung.backend().into(),
+        why: c.why.clone(),
+    }
 }
 
 #[cfg(test)]

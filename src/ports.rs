@@ -4,8 +4,8 @@ use anyhow::Result;
 use linerate_port::PortInfo;
 use serde::Serialize;
 
-use crate::cli::PortsArgs;
 use crate::output::{print, print_json};
+use linerate_cli::PortsArgs;
 
 #[derive(Debug, Serialize)]
 struct PortLine {

@@ -5,16 +5,18 @@
 use std::path::Path;
 
 use anyhow::Result;
-use linerate_stream::{Capture, Hold, Plan, Replay, Speed};
+use linerate_files::{Hold, load_capture};
+use linerate_stream::{Capture, Plan, Replay, Speed};
 use serde::Serialize;
 
-use linerate_session::{Backend, Outcome, PortSession, RunFlows, RunOptions, SinkResult};
+use linerate_session::{Backend, Outcome, RunFlows, RunOptions, SinkResult};
+use linerate_testbed::{BedSpec, TestBed};
 
-use crate::cli::{ClockArg, ReplayArgs};
 use crate::options;
 use crate::output::{self, LiveStatus};
 use crate::signal::stop_flag;
 use crate::usage;
+use linerate_cli::{ClockArg, ReplayArgs};
 
 /// What was replayed and how, for the report.
 #[derive(Debug, Serialize)]
@@ -56,9 +58,9 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
     let replay = options(args)?;
     // Checked here too so that a bad --cores/--queues is refused before the capture loads.
     linerate_session::workers(
-        &args.cores,
+        &args.send.port.cores,
         args.send.queues.as_deref(),
-        args.send.backend.map(Backend::from),
+        args.send.backend.map(crate::options::backend),
     )?;
     let backend = options::send_backend(
         &args.send,
@@ -70,10 +72,11 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         Hold::Auto
     };
     // The capture's frames carry no signature: the clock stamps nothing.
-    let port = options::send_port(&args.send, backend, args.mtu, &args.cores, args.link_speed);
+    let mut spec = BedSpec::port(options::send_port(&args.send, backend));
+    spec.rx = args.rx.as_deref().map(|t| options::send_rx(t, &args.send));
     // A file port's capture is checked before the file is created, so a refused capture never
     // truncates an earlier output; an interface's MTU is known only once it is open.
-    let (mut session, capture) = match backend {
+    let (mut bed, capture) = match backend {
         Backend::Pcap | Backend::Null => {
             if let Some(out) = &args.send.pcap
                 && same_file(&args.file, out)
@@ -83,7 +86,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                     out.display()
                 )));
             }
-            let capture = Capture::load(&args.file, args.mtu, hold)?;
+            let capture = load_capture(&args.file, args.send.port.mtu, hold)?;
             if backend == Backend::Pcap
                 && replay.loops.is_none()
                 && args.count.is_none()
@@ -93,22 +96,23 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                     "--loop inf into a pcap file needs an end: give --count or --duration",
                 ));
             }
-            (PortSession::open(&port)?, capture)
+            (TestBed::open(&spec)?, capture)
         }
         _ => {
-            let session = PortSession::open(&port)?;
-            let capture = Capture::load(&args.file, session.info().mtu, hold)?;
-            (session, capture)
+            let bed = TestBed::open(&spec)?;
+            let mtu = bed.port().map_or(args.send.port.mtu, |p| p.info().mtu);
+            let capture = load_capture(&args.file, mtu, hold)?;
+            (bed, capture)
         }
     };
     let described = describe(&args.file, &capture, args, &replay);
     let plan = capture.plan(&described.file, &replay)?;
-    if let Some(target) = &args.rx {
-        session.receive(&options::send_rx(target, &args.send))?;
-    }
     let stop = stop_flag()?;
-    let name = session.info().name.clone();
-    let live = LiveStatus::new(session.link_mbps(), args.send.quiet);
+    let (name, link, choice) = match bed.port() {
+        Some(p) => (p.info().name.clone(), p.link_mbps(), p.choice().cloned()),
+        None => (String::new(), None, None),
+    };
+    let live = LiveStatus::new(link, args.send.quiet);
     let run = RunOptions {
         end: options::send_end(&args.send, args.count),
         stop: &stop,
@@ -121,7 +125,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         flows,
         sink,
         ..
-    } = match session.run_unsigned(&plan, run) {
+    } = match bed.run_unsigned(&plan, run) {
         Ok(outcome) => outcome,
         Err(e) => {
             if let Some(i) = e.interrupted() {
@@ -132,7 +136,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
                     &described,
                     None,
                     None,
-                    session.choice(),
+                    choice.as_ref(),
                 )?;
             }
             return Err(anyhow::Error::from(e).context(format!("replay on {name}")));
@@ -146,7 +150,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             &described,
             sink,
             flows.as_ref(),
-            session.choice(),
+            choice.as_ref(),
         )
     })
 }
@@ -182,7 +186,7 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
         loops,
         src_mac: mac("src-mac", &args.src_mac)?,
         dst_mac: mac("dst-mac", &args.dst_mac)?,
-        link_mbps: args.link_speed,
+        link_mbps: args.send.port.link_speed,
     })
 }
 

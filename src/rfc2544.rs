@@ -4,21 +4,21 @@
 //! counts. Tables in the RFC's terms on stdout, JSON with every trial, CSV and plots.
 
 use std::io::IsTerminal as _;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use linerate_bench::{FrameSize, SearchGoal};
-use linerate_report::OutputFile;
-use linerate_report::rfc2544::{Context, Rfc2544Result, csv, panels, tables};
-use linerate_session::rfc2544::{MIN_SIZE, MaxRate, Ports, Rfc2544, Rfc2544Error, Rfc2544Observer};
-use linerate_session::{PortOptions, ReceiverOptions, RxTarget, Session};
+use linerate_report::Outputs;
+use linerate_report::rfc2544::{Context, Rfc2544Result};
+use linerate_session::{PortOptions, ReceiverOptions, RxTarget};
 use linerate_stream::StreamSpec;
+use linerate_testbed::rfc2544::{MIN_SIZE, MaxRate, Ports, Rfc2544, Rfc2544Error, Rfc2544Observer};
+use linerate_testbed::{BedSpec, Places, TestBed};
 
-use crate::cli::rfc2544::Rfc2544Args;
 use crate::output;
 use crate::usage::{Interrupted, usage};
+use linerate_cli::rfc2544::Rfc2544Args;
 
 /// A ratio given as `0.005` or `0.5%`.
 fn ratio(flag: &str, text: &str) -> Result<f64> {
@@ -37,7 +37,7 @@ fn ratio(flag: &str, text: &str) -> Result<f64> {
 const MAX_LEARNING_FRAMES: u64 = 10_000_000;
 
 fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
-    if let Some(b @ (crate::cli::Backend::Null | crate::cli::Backend::Pcap)) = args.backend {
+    if let Some(b @ (linerate_cli::Backend::Null | linerate_cli::Backend::Pcap)) = args.backend {
         return Err(usage(format!(
             "rfc2544 measures a device between two ports: the {} backend has no wire to send on; use afxdp, afpacket or live",
             format!("{b:?}").to_lowercase()
@@ -105,8 +105,8 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
         .map(|m| rate("--min-rate", m))
         .transpose()?;
     Ok(Rfc2544 {
-        test: args.test.into(),
-        search: args.search.into(),
+        test: crate::options::test(args.test),
+        search: crate::options::search(args.search),
         sizes,
         goals,
         width,
@@ -124,7 +124,7 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
 
 /// The trials' stream before its size and rate: tx's seed stream, signed, with the addresses
 /// the command line gives.
-pub(crate) fn template(args: &Rfc2544Args) -> StreamSpec {
+fn template(args: &Rfc2544Args) -> StreamSpec {
     let mut spec = StreamSpec {
         name: "rfc2544".into(),
         signature: true,
@@ -139,95 +139,189 @@ pub(crate) fn template(args: &Rfc2544Args) -> StreamSpec {
 
 pub fn run(args: &Rfc2544Args) -> Result<()> {
     let procedure = check(args)?;
-    if !args.hosts.host.is_empty() || args.hosts.flows_given() {
-        return crate::rfc2544_hosts::run(args, procedure);
-    }
+    let (spec, streams, at) = if !args.hosts.host.is_empty() || args.hosts.flows_given() {
+        hosts_spec(args)?
+    } else {
+        port_spec(args)?
+    };
+    let csv: Vec<_> = args.csv.iter().cloned().collect();
+    let outputs = Outputs::reserve(args.json.as_deref(), &csv, args.plot.as_deref())?;
+    let mut bed = TestBed::open(&spec)?;
+    measure(
+        args,
+        &procedure,
+        outputs,
+        Ports {
+            bed: &mut bed,
+            streams,
+        },
+        at,
+    )
+}
+
+/// One port, judged by the receiver at `--rx`.
+fn port_spec(args: &Rfc2544Args) -> Result<(BedSpec, Vec<StreamSpec>, Where)> {
     let interface = args
         .interface
         .clone()
         .ok_or_else(|| usage("rfc2544 needs the transmit port: -i IFACE (or --host)"))?;
-    if args.rx.is_none() {
+    let Some(target) = args.rx.clone() else {
         return Err(usage(
             "rfc2544 judges each trial by what came back: give the receive port with --rx \
              IFACE[@NETNS] (or --rx alone on a lab's sender)",
         ));
-    }
-    let outputs = Outputs::reserve(args)?;
-    let mut session = Session::open(&[PortOptions {
+    };
+    let mut spec = BedSpec::port(PortOptions {
         interface: Some(interface.clone()),
         ..port_options(args)
-    }])?;
-    let port = session.port_mut(0);
-    let target = args.rx.clone().unwrap_or_default();
-    port.receive(&RxTarget {
+    });
+    spec.rx = Some(RxTarget {
         at: (!target.is_empty()).then(|| target.clone()),
         ..rx_target(args, 1)
-    })?;
+    });
     let rx = if target.is_empty() {
         "the lab's receive end".into()
     } else {
         target
     };
-    measure(
-        args,
-        &procedure,
-        outputs,
-        Ports::One(port),
-        Where { interface, rx },
-    )
+    let cores = linerate_session::workers(&args.cores, None, None)?
+        .iter()
+        .filter_map(|w| w.core)
+        .collect();
+    Ok((
+        spec,
+        vec![template(args)],
+        Where {
+            interface,
+            rx,
+            cores,
+        },
+    ))
 }
 
-/// The ports' options but the interface, from the command line.
-pub(crate) fn port_options(args: &Rfc2544Args) -> PortOptions {
+/// Hosts (`--host`, and `--flow FROM:TO` or `--bidir`): every host's port is a place of the
+/// trials (this machine's or an agent's), each direction a flow between two hosts, all sent at
+/// once. The load of a trial is offered on each direction (RFC 2544 §14).
+fn hosts_spec(args: &Rfc2544Args) -> Result<(BedSpec, Vec<StreamSpec>, Where)> {
+    let h = &args.hosts;
+    if h.host.is_empty() {
+        return Err(usage(
+            "--flow and --bidir name hosts: give each with --host",
+        ));
+    }
+    if !h.flows_given() {
+        return Err(usage(
+            "with hosts, name the directions: --flow FROM:TO (repeat) or --bidir",
+        ));
+    }
+    if args.interface.is_some() || args.rx.is_some() {
+        return Err(usage(
+            "with hosts the ports are the hosts' own (port= of each), each receiving what is sent toward it: drop -i and --rx",
+        ));
+    }
+    if args.src_mac.is_some()
+        || args.dst_mac.is_some()
+        || args.src_ip.is_some()
+        || args.dst_ip.is_some()
+    {
+        return Err(usage(
+            "with hosts the addresses are the hosts' and their next hops': drop --src-mac, --dst-mac, --src-ip and --dst-ip",
+        ));
+    }
+    let streams = h.flows(&template(args)).map_err(usage)?;
+    linerate_stream::check_hosts(&h.host, &streams)?;
+    let mut senders: Vec<&str> = Vec::new();
+    for s in &streams {
+        let from = s.from.as_deref().unwrap_or_default();
+        if let Some(x) = h.host.iter().find(|x| x.name == from) {
+            if senders.contains(&x.port.as_str()) {
+                return Err(usage(format!(
+                    "two directions leave from port {}: rfc2544 offers its load once per port, give each direction a port of its own",
+                    x.port
+                )));
+            }
+            senders.push(&x.port);
+        }
+    }
+    let mut ports: Vec<&str> = Vec::new();
+    for x in &h.host {
+        if !ports.contains(&x.port.as_str()) {
+            ports.push(&x.port);
+        }
+    }
+    let mut spec = BedSpec::port(port_options(args));
+    spec.places = Places::Hosts {
+        hosts: h.host.clone(),
+        #[cfg(target_os = "linux")]
+        given: Vec::new(),
+        peers: Vec::new(),
+        capture: Vec::new(),
+    };
+    spec.rx = Some(rx_target(args, streams.len() as u32));
+    spec.resolve_wait = h.resolve_timeout;
+    #[cfg(target_os = "linux")]
+    {
+        spec.controller = crate::options::controller(&args.agents)?;
+    }
+    let names: Vec<String> = ports.iter().map(|p| (*p).to_owned()).collect();
+    let at = Where {
+        interface: ports.join(", "),
+        rx: "each host's port".into(),
+        cores: linerate_session::place_ports(&names, &args.cores).0,
+    };
+    Ok((spec, streams, at))
+}
+
+fn port_options(args: &Rfc2544Args) -> PortOptions {
     PortOptions {
         backend: crate::options::backend_or_default(args.backend, &args.afxdp),
         cores: args.cores.clone(),
         link_speed: args.link_speed,
-        clock: args.clock.into(),
-        afxdp: (&args.afxdp).into(),
+        clock: crate::options::clock(args.clock),
+        afxdp: crate::options::afxdp(&args.afxdp),
         ..PortOptions::interface("")
     }
 }
 
 /// The receivers' options for `flows` flows (one per direction): a small table keeps the
 /// receiver's clearing between trials cheap.
-pub(crate) fn rx_target(args: &Rfc2544Args, flows: u32) -> RxTarget {
+fn rx_target(args: &Rfc2544Args, flows: u32) -> RxTarget {
     RxTarget {
         at: None,
-        attach: args.rx_mode.into(),
+        attach: crate::options::rx_attach(args.rx_mode),
         receiver: ReceiverOptions {
             flows: 16.max(flows),
             hist_flows: flows,
-            clock: args.clock.into(),
+            clock: crate::options::clock(args.clock),
             ..ReceiverOptions::default()
         },
     }
 }
 
 /// Where the trials went, for the report.
-pub(crate) struct Where {
+struct Where {
     pub interface: String,
     pub rx: String,
+    /// The cores the ports' workers run on.
+    pub cores: Vec<usize>,
 }
 
 /// Runs the procedure on `ports` and writes what it measured.
-pub(crate) fn measure(
+fn measure(
     args: &Rfc2544Args,
     procedure: &Rfc2544,
     outputs: Outputs,
-    ports: Ports<'_>,
+    mut ports: Ports<'_>,
     at: Where,
 ) -> Result<()> {
-    procedure.check(&ports)?;
+    procedure.check(&mut ports)?;
     let link = ports.link_mbps();
-    let (backend, backend_choice) = match (ports.first(), &ports) {
-        (Some(first), _) => (
-            first.info().backend.to_string(),
-            first.choice().map(crate::sweep::choice_json),
-        ),
-        (None, linerate_session::rfc2544::Ports::Agents(agents)) => (agents.backend(), None),
-        (None, _) => (String::new(), None),
-    };
+    let backend = ports.bed.backend();
+    let backend_choice = ports
+        .bed
+        .first_port()
+        .and_then(|p| p.choice())
+        .map(output::choice_json);
     let directions = ports.directions();
     if matches!(procedure.max, MaxRate::Line) && link.is_none() {
         eprintln!(
@@ -254,7 +348,7 @@ pub(crate) fn measure(
             backend_choice,
             mode: measured.mode,
             link_speed_mbps: link,
-            cores: args.cores.clone(),
+            cores: at.cores,
             trial_s: args.trial.as_secs_f64(),
             initial_trial_s: procedure.goals[0].initial_duration_s,
             drain_s: args.drain.as_secs_f64(),
@@ -278,7 +372,7 @@ pub(crate) fn measure(
             .sum(),
         trials: measured.trials,
     };
-    outputs.write(&result)?;
+    output::wrote(&outputs.write(&result)?)?;
     match cut {
         None => Ok(()),
         Some(e) => Err(e.context(format!(
@@ -327,74 +421,6 @@ impl Rfc2544Observer for Bar {
             eprintln!("{size} B {test}: {line}");
         } else {
             self.0.set_message(line.to_owned());
-        }
-    }
-}
-
-/// The files the command writes, reserved before the first trial.
-pub(crate) struct Outputs {
-    json: Option<OutputFile>,
-    json_stdout: bool,
-    csv: Option<OutputFile>,
-    plot: Option<OutputFile>,
-}
-
-impl Outputs {
-    pub(crate) fn reserve(args: &Rfc2544Args) -> Result<Self> {
-        let json_stdout = args.json.as_deref() == Some(Path::new("-"));
-        Ok(Self {
-            json: match &args.json {
-                Some(p) if !json_stdout => Some(OutputFile::reserve(p)?),
-                _ => None,
-            },
-            json_stdout,
-            csv: args.csv.as_deref().map(OutputFile::reserve).transpose()?,
-            plot: args
-                .plot
-                .as_deref()
-                .map(crate::output::reserve_plot)
-                .transpose()?,
-        })
-    }
-
-    fn write(self, r: &Rfc2544Result) -> Result<()> {
-        let json = serde_json::to_string_pretty(r)? + "\n";
-        let mut wrote = Vec::new();
-        if let Some(out) = self.json {
-            wrote.push(out.path().to_owned());
-            out.write(json.as_bytes())?;
-        }
-        if let Some(out) = self.csv {
-            wrote.push(out.path().to_owned());
-            out.write(csv(r).as_bytes())?;
-        }
-        if let Some(out) = self.plot {
-            let p = panels(r);
-            if p.is_empty() {
-                eprintln!(
-                    "linerate: nothing to plot (throughput and frame loss were not measured)"
-                );
-            } else {
-                wrote.push(out.path().to_owned());
-                let title = format!(
-                    "linerate rfc2544: {} → {}",
-                    r.context.interface, r.context.rx
-                );
-                crate::output::draw(&out, |path| linerate_report::plot_panels(path, &title, &p))?;
-                out.commit()?;
-            }
-        }
-        for path in &wrote {
-            eprintln!("wrote {}", path.display());
-        }
-        if self.json_stdout {
-            output::print(&json)
-        } else {
-            output::print(&format!(
-                "{}{}",
-                crate::sweep::choice_line(r.context.backend_choice.as_ref()),
-                tables(r)
-            ))
         }
     }
 }

@@ -6,18 +6,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use linerate_rx::{Receiver, RxConfig};
-use linerate_session::{ReceiverOptions, RxAttach};
 
-use crate::cli::RxArgs;
 use crate::output::print_lone;
 use crate::signal::stop_flag;
+use linerate_cli::RxArgs;
 
 pub fn run(args: &RxArgs) -> Result<()> {
     let rx = Receiver::attach(
         &args.interface,
         args.netns.as_deref(),
-        RxAttach::from(args.mode).into(),
-        RxConfig::from(&ReceiverOptions::from(&args.receiver)),
+        crate::options::rx_attach(args.mode).into(),
+        RxConfig::from(&crate::options::receiver(&args.receiver)),
     )?;
     let stop = stop_flag()?;
     eprintln!(

@@ -14,12 +14,12 @@ mod macos {
     use std::time::{Duration, Instant};
 
     use anyhow::Result;
-    use linerate_session::{ReceiverOptions, start_capture, warn_drops};
+    use linerate_session::{start_capture, warn_drops};
 
-    use crate::cli::RxArgs;
     use crate::output::print_lone;
     use crate::signal::stop_flag;
     use crate::usage;
+    use linerate_cli::RxArgs;
 
     pub fn run(args: &RxArgs) -> Result<()> {
         if args.netns.is_some() {
@@ -27,7 +27,7 @@ mod macos {
                 "--netns needs Linux: macOS has no network namespaces",
             ));
         }
-        let t = start_capture(&args.interface, &ReceiverOptions::from(&args.receiver))?;
+        let t = start_capture(&args.interface, &crate::options::receiver(&args.receiver))?;
         let stop = stop_flag()?;
         eprintln!("receiving on {} (/dev/bpf); Ctrl-C to stop", args.interface);
         let start = Instant::now();
@@ -61,8 +61,8 @@ mod macos {
 mod elsewhere {
     use anyhow::Result;
 
-    use crate::cli::RxArgs;
     use crate::usage;
+    use linerate_cli::RxArgs;
 
     pub fn run(_args: &RxArgs) -> Result<()> {
         Err(usage(

@@ -2,24 +2,21 @@
 //! when there is one — on one backend, or on several interleaved (`--backends`) — and
 //! side-by-side comparisons of the result files.
 
-use std::path::Path;
-
 use anyhow::Result;
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use linerate_engine::{Observer, Snapshot};
 use linerate_report::{
-    BackendSweeps, Context, MeasuredAt, OutputFile, ReportError, Skipped, SweepResult,
-    compare as compare_results, csv_repetitions, csv_summary, names_from_paths, plot_backends,
-    plot_compare, plot_sweep, render_table, repetitions_csv_path,
+    BackendSweeps, Context, MeasuredAt, Outputs, Skipped, SweepResult, compare as compare_results,
+    draw, names_from_paths, plot_compare, reserve_plot, sweep_csv_paths,
 };
-use linerate_session::{Backend, Cut, PortNeeds, Sender, Sink, Sweep, SweepObserver, TempLab};
+use linerate_session::{Cut, PortNeeds, Sender, Sink, Sweep, SweepObserver, TempLab};
 
-use crate::cli::{Backends, CompareArgs, SweepArgs};
 use crate::options;
-use crate::output::{self, draw, reserve_plot};
+use crate::output;
 use crate::signal::stop_flag;
 use crate::usage::{Interrupted, usage};
+use linerate_cli::{Backends, CompareArgs, SweepArgs};
 
 /// Shows the current rate on the progress bar while a run goes.
 struct BarObserver<'a> {
@@ -75,30 +72,23 @@ fn progress_bar(steps: u64) -> ProgressBar {
 pub fn run(args: &SweepArgs) -> Result<()> {
     check_sizes(&args.sizes)?;
     // Every output is checked and reserved before the first frame: a bad path costs nothing.
-    let outputs = Outputs::reserve(args)?;
+    let outputs = outputs(args)?;
     // With --backends each backend checks the workers for itself as it opens.
     let backend = match args.backends {
-        None => args.backend.map(Backend::from),
+        None => args.backend.map(crate::options::backend),
         Some(_) => None,
     };
     let workers = linerate_session::workers(&args.cores, args.queues.as_deref(), backend)?;
     let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
-    let lab = if args.lab {
-        Some(TempLab::up(args.lab_name.as_deref(), queues.max(2))?)
-    } else {
-        None
-    };
-    let iface = match (&lab, &args.interface) {
-        (Some(l), _) => l.sender.clone(),
-        (None, Some(i)) => i.clone(),
-        (None, None) => return Err(usage("give -i IFACE or --lab")),
-    };
-    let (senders, skipped) = open_senders(args, &iface)?;
-    let first = &senders[0];
+    let (lab, iface) = interface(args, queues)?;
+    // The sink before the senders: on a veth whose peer it is, its program is what lets live
+    // open, and what `auto` reads to choose live (issue 40 #14).
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
         None => Sink::of_lab(&iface)?,
     };
+    let (senders, skipped) = open_senders(args, &iface)?;
+    let first = &senders[0];
     let link = args
         .link_speed
         .or(first.info().link_speed.map(|s| s.mbps()));
@@ -155,13 +145,14 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     drop(senders);
     drop(lab);
     let measured = results.iter().map(|r| r.points.len()).max().unwrap_or(0);
-    match args.backends {
-        None => outputs.write(&One(&results[0]))?,
+    let wrote = match args.backends {
+        None => outputs.write(&results[0])?,
         Some(_) => outputs.write(&BackendSweeps {
             sweeps: results,
             skipped,
         })?,
-    }
+    };
+    output::wrote(&wrote)?;
     match cut {
         None => Ok(()),
         Some(e) => Err(e.context(format!(
@@ -171,17 +162,30 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     }
 }
 
+/// The interface the sweep sends on: `-i`, or the sender of a lab of its own (`--lab`, with
+/// `queues` per end), which goes when it is dropped.
+fn interface(args: &SweepArgs, queues: u32) -> Result<(Option<TempLab>, String)> {
+    if args.lab {
+        let lab = TempLab::up(args.lab_name.as_deref(), queues.max(2))?;
+        let iface = lab.sender.clone();
+        return Ok((Some(lab), iface));
+    }
+    let iface = args.interface.clone();
+    Ok((None, iface.ok_or_else(|| usage("give -i IFACE or --lab"))?))
+}
+
 /// The senders of the run: the one backend (`--backend`, or the platform's default), or each
 /// of `--backends` that opens here. With `all`, one that cannot send here is skipped with its
 /// reason, said now and kept for the report; a backend named in a list must open.
 fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipped>)> {
     let needs = PortNeeds {
         queues: args.queues.is_some(),
-        workers: args.cores.len(),
+        workers: args.cores.len().max(1),
     };
     let Some(backends) = &args.backends else {
         let backend = options::backend_or_default(args.backend, &args.afxdp);
-        let port = Sender::open_interface(backend, iface, (&args.afxdp).into(), needs)?;
+        let port =
+            Sender::open_interface(backend, iface, crate::options::afxdp(&args.afxdp), needs)?;
         return Ok((vec![port], Vec::new()));
     };
     let mut senders = Vec::new();
@@ -192,17 +196,17 @@ fn open_senders(args: &SweepArgs, iface: &str) -> Result<(Vec<Sender>, Vec<Skipp
             .to_possible_value()
             .map(|v| v.get_name().to_owned())
             .unwrap_or_default();
-        let backend = Backend::from(wanted);
+        let backend = crate::options::backend(wanted);
         let opened = linerate_session::workers(&args.cores, args.queues.as_deref(), Some(backend))
-            .and_then(|_| Sender::open_interface(backend, iface, (&args.afxdp).into(), needs));
+            .and_then(|_| {
+                Sender::open_interface(backend, iface, crate::options::afxdp(&args.afxdp), needs)
+            });
         match opened {
             Ok(sender) => senders.push(sender),
             Err(e) if *backends == Backends::All => {
-                eprintln!("linerate: note: {name} skipped: it cannot send on {iface} here: {e}");
-                skipped.push(Skipped {
-                    backend: name,
-                    why: e.to_string(),
-                });
+                let why = crate::words::one_line(&e);
+                eprintln!("linerate: note: {name} skipped: it cannot send on {iface} here: {why}");
+                skipped.push(Skipped { backend: name, why });
                 first_error.get_or_insert(e);
             }
             Err(e) => return Err(anyhow::Error::from(e).context(format!("--backends {name}"))),
@@ -232,148 +236,27 @@ fn context(
     );
     context.queues = sweep.workers.iter().map(|w| w.queue).collect();
     context.driver = info.driver.clone();
-    context.backend_choice = sender.choice().map(choice_json);
+    context.backend_choice = sender.choice().map(crate::output::choice_json);
     context.link_speed_mbps = link;
-    context.cores = args.cores.clone();
+    context.cores = sweep.workers.iter().filter_map(|w| w.core).collect();
     context.duration_s = args.duration.as_secs_f64();
     context.repeat = args.repeat;
     context.warmup_s = args.warmup.as_secs_f64();
     context
 }
 
-/// The report's record of what `--backend auto` chose.
-pub fn choice_json(c: &linerate_port::ladder::Choice) -> linerate_report::BackendChoice {
-    linerate_report::BackendChoice {
-        backend: c.rung.backend().into(),
-        why: c.why.clone(),
-    }
-}
-
-/// The line above a table that states what `--backend auto` chose, as `tx`'s report does.
-pub fn choice_line(c: Option<&linerate_report::BackendChoice>) -> String {
-    c.map_or_else(String::new, |c| {
-        format!("backend {}: {}\n", c.backend, c.why)
-    })
-}
-
 fn stopped() -> anyhow::Error {
     Interrupted("stopped by a signal".into()).into()
 }
 
-/// The files a sweep writes, reserved before it measures (see [`OutputFile`]).
-struct Outputs {
-    /// None: the JSON goes to stdout (`--json -`) or nowhere.
-    json: Option<OutputFile>,
-    json_stdout: bool,
-    csv: Option<(OutputFile, OutputFile)>,
-    plot: Option<OutputFile>,
-}
-
-impl Outputs {
-    fn reserve(args: &SweepArgs) -> Result<Self> {
-        let json_stdout = args.json.as_deref() == Some(Path::new("-"));
-        let json = match &args.json {
-            Some(p) if !json_stdout => Some(OutputFile::reserve(p)?),
-            _ => None,
-        };
-        let csv = match &args.csv {
-            Some(p) => Some((
-                OutputFile::reserve(p)?,
-                OutputFile::reserve(&repetitions_csv_path(p))?,
-            )),
-            None => None,
-        };
-        let plot = match &args.plot {
-            Some(p) => Some(reserve_plot(p)?),
-            None => None,
-        };
-        Ok(Self {
-            json,
-            json_stdout,
-            csv,
-            plot,
-        })
-    }
-
-    /// Writes every file, then the table (or the JSON) on stdout, and names each file on stderr.
-    fn write(self, result: &dyn Written) -> Result<()> {
-        let mut wrote = Vec::new();
-        if let Some(out) = self.json {
-            wrote.push(out.path().to_owned());
-            out.write(result.json().as_bytes())?;
-        }
-        if let Some((summary, raw)) = self.csv {
-            let (summary_text, raw_text) = result.csv();
-            wrote.push(summary.path().to_owned());
-            summary.write(summary_text.as_bytes())?;
-            wrote.push(raw.path().to_owned());
-            raw.write(raw_text.as_bytes())?;
-        }
-        if let Some(out) = self.plot {
-            wrote.push(out.path().to_owned());
-            draw(&out, |p| result.plot(p))?;
-            out.commit()?;
-        }
-        for path in &wrote {
-            eprintln!("wrote {}", path.display());
-        }
-        if self.json_stdout {
-            output::print(&result.json())
-        } else {
-            output::println(&result.table())
-        }
-    }
-}
-
-/// What a sweep writes: one backend's result, or several side by side (`--backends`).
-trait Written {
-    fn json(&self) -> String;
-    /// The summary and the raw repetitions.
-    fn csv(&self) -> (String, String);
-    fn plot(&self, path: &Path) -> Result<(), ReportError>;
-    fn table(&self) -> String;
-}
-
-struct One<'a>(&'a SweepResult);
-
-impl Written for One<'_> {
-    fn json(&self) -> String {
-        self.0.to_json()
-    }
-
-    fn csv(&self) -> (String, String) {
-        (csv_summary(self.0), csv_repetitions(self.0))
-    }
-
-    fn plot(&self, path: &Path) -> Result<(), ReportError> {
-        plot_sweep(self.0, path)
-    }
-
-    fn table(&self) -> String {
-        format!(
-            "{}{}",
-            choice_line(self.0.context.backend_choice.as_ref()),
-            render_table(self.0)
-        )
-    }
-}
-
-impl Written for BackendSweeps {
-    fn json(&self) -> String {
-        self.to_json()
-    }
-
-    fn csv(&self) -> (String, String) {
-        (self.csv_summary(), self.csv_repetitions())
-    }
-
-    fn plot(&self, path: &Path) -> Result<(), ReportError> {
-        plot_backends(self, path)
-    }
-
-    fn table(&self) -> String {
-        self.render()
-    }
+/// The files a sweep writes, reserved before it measures.
+fn outputs(args: &SweepArgs) -> Result<Outputs> {
+    let csv = args.csv.as_deref().map(sweep_csv_paths).unwrap_or_default();
+    Ok(Outputs::reserve(
+        args.json.as_deref(),
+        &csv,
+        args.plot.as_deref(),
+    )?)
 }
 
 pub fn compare(args: &CompareArgs) -> Result<()> {
@@ -389,8 +272,10 @@ pub fn compare(args: &CompareArgs) -> Result<()> {
     let names = names_from_paths(&args.files);
     let comparison = compare_results(&results, &names)?;
     output::println(&comparison.render_with(&results))?;
-    if let Some(out) = plot {
-        draw(&out, |p| plot_compare(&results, &names, p))?;
+    if let Some(mut out) = plot {
+        draw(&mut out, |p| {
+            plot_compare(&results, &names, p).map(|()| true)
+        })?;
         let path = out.path().to_owned();
         out.commit()?;
         eprintln!("wrote {}", path.display());

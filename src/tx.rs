@@ -1,19 +1,19 @@
-//! `linerate tx`: builds the streams, opens one port, runs them, prints the report.
+//! `linerate tx`: builds the streams, opens the test bed (one port, or the hosts' ports), runs
+//! them, prints the report.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use linerate_port::ladder::Choice;
-use linerate_session::{
-    Backend, Outcome, PortOptions, PortSession, RunFlows, RunOptions, SinkResult,
-};
-use linerate_stream::{Plan, SpecFile, StreamSpec};
+use linerate_session::{Backend, PortOptions, PortSession, RunFlows, SinkResult};
+use linerate_stream::{HostSpec, Plan, StreamSpec};
+use linerate_testbed::{BedRun, BedSpec, Go, Places, TestBed};
 
-use crate::cli::{StreamArgs, TxArgs};
 use crate::options;
 use crate::output::{self, LiveStatus};
 use crate::signal::stop_flag;
 use crate::usage;
+use linerate_cli::{StreamArgs, TxArgs};
 
-/// Builds the streams, opens the port, runs the workers, prints the report.
+/// Builds the streams, opens the test bed, runs it, prints the report.
 pub fn run(args: &TxArgs) -> Result<()> {
     let (mut streams, mut hosts) = streams(&args.stream)?;
     hosts.extend(args.hosts.host.iter().cloned());
@@ -25,85 +25,128 @@ pub fn run(args: &TxArgs) -> Result<()> {
         }
         streams = args.hosts.flows(&streams[0]).map_err(usage)?;
     }
-    if !hosts.is_empty() || streams.iter().any(|s| s.from.is_some()) {
-        linerate_stream::check_hosts(&hosts, &streams)?;
-        if args.rx.is_some() {
-            return Err(usage(
-                "with hosts every port receives what the others send toward it: drop --rx",
-            ));
-        }
-        return hosts_run(args, &hosts, streams);
-    }
+    let with_hosts = !hosts.is_empty() || streams.iter().any(|s| s.from.is_some());
     let rate: Option<linerate_stream::Rate> = args.rate.as_deref().map(str::parse).transpose()?;
     for s in &mut streams {
-        // A receiver counts per flow only what carries the signature.
-        s.signature |= args.rx.is_some();
+        // A receiver counts per flow only what carries the signature; with hosts every port
+        // receives.
+        s.signature |= args.rx.is_some() || with_hosts;
         if let Some(rate) = rate {
             s.rate = rate;
         }
-        if let (Some(frames), Some(per_second)) = (args.burst, args.bursts_per_sec) {
+        if let (Some(frames), Some(per_second)) = (args.burst, args.bursts_per_sec)
+            && !with_hosts
+        {
             s.bursts = Some(linerate_stream::Bursts { frames, per_second });
         }
     }
-    let backend = options::send_backend(
-        &args.send,
-        "nothing to send to: give -i IFACE, --pcap FILE or --null",
-    )?;
-    let port = options::send_port(&args.send, backend, args.mtu, &args.cores, args.link_speed);
-    // A pcap file is compiled for before it is created, so a refused stream never truncates an
-    // earlier capture; its port imposes what a null port of the same MTU does.
-    let early = match backend {
-        Backend::Pcap => {
-            let probe = PortSession::open(&PortOptions {
-                backend: Backend::Null,
-                ..port.clone()
-            })?;
-            let plan = probe.compile(&streams)?;
-            if plan.count().is_none() && args.count.is_none() && args.send.duration.is_none() {
-                return Err(usage(
-                    "a pcap file needs an end: give --count or --duration",
-                ));
-            }
-            Some(plan)
-        }
-        _ => None,
+    let spec = if with_hosts {
+        hosts_spec(args, hosts, &streams)?
+    } else {
+        port_spec(args, &streams)?
     };
-    let mut session = PortSession::open(&port)?;
-    let plan = match early {
-        Some(plan) => plan,
-        None => session.compile(&streams)?,
-    };
-    if let Some(target) = &args.rx {
-        session.receive(&options::send_rx(target, &args.send))?;
-    }
+    let mut bed = TestBed::open(&spec)?;
+    let end = options::send_end(&args.send, args.count);
+    bed.compile(&streams, end)?;
     let stop = stop_flag()?;
-    let name = session.info().name.clone();
-    let live = LiveStatus::new(session.link_mbps(), args.send.quiet).with_rx(session.rx_handle());
-    let run = RunOptions {
-        end: options::send_end(&args.send, args.count),
+    let live = match bed.port() {
+        Some(port) => LiveStatus::new(port.link_mbps(), args.send.quiet).with_rx(port.rx_handle()),
+        None => LiveStatus::new(None, true),
+    };
+    let go = Go {
         stop: &stop,
         observer: &live,
         drain: args.send.drain,
         start_at: None,
+        cleared: false,
     };
-    let outcome = match session.run_plan(&plan, run) {
-        Ok(outcome) => outcome,
+    let ran = bed.run(go);
+    match bed.port() {
+        Some(port) => print_port(args, &bed, port, ran),
+        None => print_hosts(args, &bed, &ran.context("transmit on the hosts' ports")?),
+    }
+}
+
+/// One port: its options, and a pcap file's plan checked before the file is created.
+fn port_spec(args: &TxArgs, streams: &[StreamSpec]) -> Result<BedSpec> {
+    let backend = options::send_backend(
+        &args.send,
+        "nothing to send to: give -i IFACE, --pcap FILE or --null",
+    )?;
+    let port = options::send_port(&args.send, backend);
+    // A pcap file is compiled for before it is created, so a refused stream never truncates an
+    // earlier capture; its port imposes what a null port of the same MTU does.
+    if backend == Backend::Pcap {
+        let probe = PortSession::open(&PortOptions {
+            backend: Backend::Null,
+            ..port.clone()
+        })?;
+        let plan = probe.compile(streams)?;
+        if plan.count().is_none() && args.count.is_none() && args.send.duration.is_none() {
+            return Err(usage(
+                "a pcap file needs an end: give --count or --duration",
+            ));
+        }
+    }
+    let mut spec = BedSpec::port(port);
+    spec.rx = args.rx.as_deref().map(|t| options::send_rx(t, &args.send));
+    Ok(spec)
+}
+
+/// The hosts' ports: each answers ARP/ND for its hosts and receives what the others send it.
+fn hosts_spec(args: &TxArgs, hosts: Vec<HostSpec>, streams: &[StreamSpec]) -> Result<BedSpec> {
+    linerate_stream::check_hosts(&hosts, streams)?;
+    if args.rx.is_some() {
+        return Err(usage(
+            "with hosts every port receives what the others send toward it: drop --rx",
+        ));
+    }
+    if args.send.interface.is_some() || args.send.pcap.is_some() || args.send.null {
+        return Err(usage(
+            "with hosts the ports are the hosts' own (port= of each): drop -i, --pcap and --null",
+        ));
+    }
+    let backend = args
+        .send
+        .backend
+        .map_or(Backend::Auto, crate::options::backend);
+    let mut spec = BedSpec::port(options::send_port(&args.send, backend));
+    spec.places = Places::Hosts {
+        hosts,
+        #[cfg(target_os = "linux")]
+        given: Vec::new(),
+        peers: Vec::new(),
+        capture: Vec::new(),
+    };
+    spec.rx = Some(options::send_rx("", &args.send));
+    spec.resolve_wait = args.hosts.resolve_timeout;
+    Ok(spec)
+}
+
+/// One port's report (or the report so far of a run a worker ended, then the cause).
+fn print_port(
+    args: &TxArgs,
+    bed: &TestBed,
+    port: &PortSession,
+    ran: linerate_testbed::Result<BedRun>,
+) -> Result<()> {
+    let plan = bed.plan(0).context("the port's plan")?;
+    let name = port.info().name.clone();
+    let ran = match ran {
+        Ok(ran) => ran,
         Err(e) => {
-            // A worker ended the run early: the report so far still goes out, then the cause.
             if let Some(i) = e.interrupted() {
-                print_report(args, &i.report, &plan, None, None, session.choice())?;
+                print_report(args, &i.report, plan, None, None, port.choice())?;
             }
             return Err(anyhow::Error::from(e).context(format!("transmit on {name}")));
         }
     };
-    let Outcome {
-        report,
-        flows,
-        sink,
-        ..
-    } = outcome;
+    let BedRun { places, sink, .. } = ran;
+    let place = places.into_iter().next().context("the port's run")?;
+    let report = place.report.context("the port's report")?;
+    let flows = place.received;
     output::finish_send(args.send.pcap.as_deref(), &report, sink, |sink| {
-        print_report(args, &report, &plan, sink, flows.as_ref(), session.choice())
+        print_report(args, &report, plan, sink, flows.as_ref(), port.choice())
     })
 }
 
@@ -143,29 +186,155 @@ fn print_report(
     }
 }
 
+/// What a run of hosts printed: per port, then the neighbours (Linux: hosts answer in XDP).
 #[cfg(target_os = "linux")]
-fn hosts_run(
-    args: &TxArgs,
-    hosts: &[linerate_stream::HostSpec],
-    streams: Vec<StreamSpec>,
-) -> Result<()> {
-    crate::tx_hosts::run(args, hosts, streams)
+mod hosts_report {
+    use anyhow::Result;
+    use linerate_session::RunFlows;
+    use linerate_testbed::{BedRun, TestBed};
+    use serde::Serialize;
+
+    use crate::output::{self, StreamJson};
+    use linerate_cli::TxArgs;
+
+    #[derive(Serialize)]
+    struct PortJson<'a> {
+        port: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none", flatten)]
+        report: Option<&'a linerate_engine::Report>,
+        streams: Vec<StreamJson>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rx: Option<&'a RunFlows>,
+    }
+
+    /// A neighbour the hosts asked for: the MAC the streams use, and what answered since.
+    #[derive(Serialize)]
+    struct NeighbourJson<'a> {
+        port: &'a str,
+        addr: std::net::IpAddr,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        vlan: Option<u16>,
+        mac: String,
+        /// The port's table holds another MAC for it now: the last answer heard.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        learned: Option<String>,
+        conflict: bool,
+    }
+
+    /// How many neighbours a port learned that its hosts did not ask for.
+    #[derive(Serialize)]
+    struct OthersJson<'a> {
+        port: &'a str,
+        count: usize,
+    }
+
+    #[derive(Serialize)]
+    struct HostsJson<'a> {
+        ports: Vec<PortJson<'a>>,
+        neighbours: Vec<NeighbourJson<'a>>,
+        other_neighbours: Vec<OthersJson<'a>>,
+    }
+
+    /// Per port what it sent and what reached it, then the neighbours the hosts asked for
+    /// (with the MAC the streams used) and how many others they learned; a neighbour whose
+    /// answers conflicted is a warning on stderr.
+    pub(super) fn print_hosts(args: &TxArgs, bed: &TestBed, ran: &BedRun) -> Result<()> {
+        let places = bed.places();
+        let neighbours = bed.counts().neighbours()?;
+        for (port, ns) in places.iter().zip(&neighbours) {
+            for line in ns.conflicts(port) {
+                eprintln!("linerate: warning: {line}");
+            }
+        }
+        if args.send.json {
+            let json = HostsJson {
+                ports: ran
+                    .places
+                    .iter()
+                    .map(|o| PortJson {
+                        port: &places[o.place],
+                        report: o.report.as_ref(),
+                        streams: bed.plan(o.place).map(output::streams).unwrap_or_default(),
+                        rx: o.received.as_ref(),
+                    })
+                    .collect(),
+                neighbours: places
+                    .iter()
+                    .zip(&neighbours)
+                    .flat_map(|(port, ns)| {
+                        ns.asked.iter().map(move |n| NeighbourJson {
+                            port,
+                            addr: n.addr,
+                            vlan: n.vlan,
+                            mac: linerate_wire::Mac(n.mac).to_string(),
+                            learned: n.learned.map(|m| linerate_wire::Mac(m).to_string()),
+                            conflict: n.conflict,
+                        })
+                    })
+                    .collect(),
+                other_neighbours: places
+                    .iter()
+                    .zip(&neighbours)
+                    .map(|(port, ns)| OthersJson {
+                        port,
+                        count: ns.others,
+                    })
+                    .collect(),
+            };
+            return output::print_json(&json);
+        }
+        let mut out = String::new();
+        for o in &ran.places {
+            let port = &places[o.place];
+            if let Some(r) = &o.report {
+                out.push_str(&format!(
+                    "port {port}: sent {} frames in {:.3} s ({:.0} frames/s) on {}\n",
+                    r.completed, r.elapsed_s, r.pps, r.backend
+                ));
+            }
+            if let Some(f) = &o.received {
+                out.push_str(&format!(
+                    "received  at {port}\n{}",
+                    linerate_rx::table::flow_table(&f.flows, &f.other)
+                ));
+            }
+        }
+        for (port, ns) in places.iter().zip(&neighbours) {
+            for n in &ns.asked {
+                out.push_str(&format!(
+                    "neighbour {}{} is {} (on {port}){}\n",
+                    n.addr,
+                    n.vlan.map(|v| format!(" vlan {v}")).unwrap_or_default(),
+                    linerate_wire::Mac(n.mac),
+                    if n.conflict {
+                        ", answers conflicted"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if ns.others > 0 {
+                out.push_str(&format!(
+                    "{} other neighbour(s) learned on {port}: stations that asked for the hosts, not listed\n",
+                    ns.others
+                ));
+            }
+        }
+        output::print(&out)
+    }
 }
 
+#[cfg(target_os = "linux")]
+use hosts_report::print_hosts;
+
 #[cfg(not(target_os = "linux"))]
-fn hosts_run(
-    _args: &TxArgs,
-    _hosts: &[linerate_stream::HostSpec],
-    _streams: Vec<StreamSpec>,
-) -> Result<()> {
-    Err(usage(
-        "emulated hosts (--host, [[host]]) answer ARP/ND in XDP: they need Linux",
-    ))
+fn print_hosts(_args: &TxArgs, _bed: &TestBed, _ran: &BedRun) -> Result<()> {
+    unreachable!("a test bed of hosts opens on Linux only")
 }
 
 /// The streams to send and the hosts they go between: a TOML file, or the one stream of the
 /// template flags.
-fn streams(args: &StreamArgs) -> Result<(Vec<StreamSpec>, Vec<linerate_stream::HostSpec>)> {
+fn streams(args: &StreamArgs) -> Result<(Vec<StreamSpec>, Vec<HostSpec>)> {
     match &args.stream {
         Some(path) => {
             let given = args.template.given();
@@ -175,9 +344,12 @@ fn streams(args: &StreamArgs) -> Result<(Vec<StreamSpec>, Vec<linerate_stream::H
                     given.join(", --")
                 )));
             }
-            let file = SpecFile::load(path)?;
+            let file = linerate_files::load_stream_file(path)?;
             Ok((file.streams, file.hosts))
         }
-        None => Ok((vec![args.template.spec()?], Vec::new())),
+        None => Ok((
+            vec![args.template.spec().map_err(|e| crate::usage(e.0))?],
+            Vec::new(),
+        )),
     }
 }

@@ -2,10 +2,12 @@
 //! says itself whether the user can fix it (`is_usage`); this only asks them, outermost first.
 
 use linerate_engine::EngineError;
+use linerate_files::FileError;
 use linerate_port::{PortError, Usage as _};
 use linerate_report::ReportError;
 use linerate_session::SessionError;
 use linerate_stream::StreamError;
+use linerate_testbed::TestBedError;
 
 /// A mistake in what the user asked for that no library type raised (a flag combination the
 /// CLI refuses): exit code 2.
@@ -54,7 +56,9 @@ fn opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
         // Every stream error is about what the stream spec asks for.
         return Some(true);
     }
-    asks::<SessionError>(cause, SessionError::is_usage)
+    asks::<TestBedError>(cause, TestBedError::is_usage)
+        .or_else(|| asks::<SessionError>(cause, SessionError::is_usage))
+        .or_else(|| asks::<FileError>(cause, FileError::is_usage))
         .or_else(|| asks::<ReportError>(cause, ReportError::is_usage))
         .or_else(|| asks::<PortError>(cause, PortError::is_usage))
         .or_else(|| asks::<EngineError>(cause, EngineError::is_usage))
@@ -76,6 +80,7 @@ fn platform_opinion(cause: &(dyn std::error::Error + 'static)) -> Option<bool> {
     asks::<linerate_lab::LabError>(cause, linerate_lab::LabError::is_usage)
         .or_else(|| asks::<linerate_xdp::XdpError>(cause, linerate_xdp::XdpError::is_usage))
         .or_else(|| asks::<linerate_live::LiveError>(cause, linerate_live::LiveError::is_usage))
+        .or_else(|| asks::<linerate_agent::AgentError>(cause, linerate_agent::AgentError::is_usage))
 }
 
 #[cfg(target_os = "macos")]
@@ -122,5 +127,12 @@ mod tests {
         assert_eq!(code(refused.into()), (2, true));
         let failed = SessionError::from(PortError::io("run", io()));
         assert_eq!(code(failed.into()), (1, true));
+        // The test bed's own, and a session's nested in it, keep their answer.
+        let bed = TestBedError::usage("no").context("size 64");
+        assert_eq!(code(bed.into()), (2, true));
+        let nested = TestBedError::from(SessionError::usage("no"));
+        assert_eq!(code(nested.into()), (2, true));
+        let lost = TestBedError::Agents("lost agent a:1".into());
+        assert_eq!(code(lost.into()), (1, true));
     }
 }

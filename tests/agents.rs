@@ -339,6 +339,30 @@ fn agents_whose_controller_is_killed_stop_within_their_lease() {
     }
 }
 
+/// A second controller does not take over agents a first one holds (issue 40 #2): its
+/// set_config is refused naming the holder, and the first's setup stays.
+#[test]
+fn a_second_controller_is_refused_agents_another_holds() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    let bed = Bed::new("a2");
+    let _agents: Vec<Proc> = (1..=3).map(|h| bed.agent(h, &[])).collect();
+    let (_first, url1) = bed.controller(&bed.token_file());
+    bed.snappi(&url1, &["config"]);
+    assert_eq!(bed.attached().len(), 4);
+    let (_second, url2) = bed.controller(&bed.token_file());
+    let out = bed.snappi(
+        &url2,
+        &["refused", &Bed::agent_address(1), "held by controller"],
+    );
+    assert!(out.contains("409"), "{out}");
+    assert_eq!(bed.attached().len(), 4, "the first controller's setup went");
+    // The first controller still drives its agents.
+    let out = bed.snappi(&url1, &["exact"]);
+    assert!(out.contains("exact: ok"), "{out}");
+}
+
 #[test]
 fn wrong_or_missing_tokens_are_refused_and_nothing_is_configured() {
     if !root_or_skip("agents on network namespaces") || !have_python() {
@@ -503,10 +527,7 @@ fn strict_sync_refuses_an_agent_whose_clock_is_not_known_well_enough() {
             "1us",
         ],
     );
-    let out = bed.snappi(
-        &url,
-        &["refused", &Bed::agent_address(1), "--sync-tolerance"],
-    );
+    let out = bed.snappi(&url, &["refused", &Bed::agent_address(1), "sync tolerance"]);
     assert!(out.contains("synchronise"), "{out}");
     assert!(bed.attached().is_empty(), "{:?}", bed.attached());
 }

@@ -113,7 +113,18 @@ fn a_mistyped_flag_keeps_the_tip_and_a_missing_sweep_file_is_the_users() {
         line.contains("tip: a similar argument exists: '--rate'"),
         "{line}"
     );
+    // rfc2544's rate has another name: the way there, not clap's "use -- --rate".
+    let line = linerate_usage_error(&["rfc2544", "throughput", "-i", "lo", "--rate", "1M"]);
+    assert!(
+        line.contains("give --max-rate") && !line.contains("-- --rate"),
+        "{line}"
+    );
+    // A stream file's one [stream] table where a list is read.
     let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one.toml");
+    std::fs::write(&one, "[stream]\nsize = 128\n").unwrap();
+    let line = linerate_usage_error(&["tx", "--null", "--stream", one.to_str().unwrap()]);
+    assert!(line.contains("write [[stream]]"), "{line}");
     let a = sweep_file(dir.path(), "a.json");
     let missing = dir.path().join("missing.json");
     let line = linerate_usage_error(&["compare", &a, missing.to_str().unwrap()]);
@@ -212,4 +223,153 @@ fn the_old_spelling_of_a_renamed_flag_still_parses() {
         help.contains("--rx-mode") && !help.contains("--mode"),
         "{help}"
     );
+}
+
+/// Runs linerate, killed after `limit` if it has not ended: (exit code, stderr), None when it
+/// had to be killed.
+#[cfg(target_os = "linux")]
+fn within(args: &[&str], limit: std::time::Duration) -> Option<(Option<i32>, String)> {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run linerate");
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    Some((child.wait().unwrap().code(), stderr))
+}
+
+/// Issue 40 #10: a token file without a line end (`/dev/zero`) was read without bound, and the
+/// command never started nor ended. At most its first 4 KiB are read now.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_token_file_without_a_first_line_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join("long");
+    std::fs::write(&long, vec![b'a'; 10_000]).unwrap();
+    let long = long.to_str().unwrap();
+    for args in [
+        vec![
+            "serve",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "/dev/zero",
+        ],
+        vec![
+            "agent",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "/dev/zero",
+        ],
+        vec![
+            "serve",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            long,
+        ],
+        vec![
+            "serve",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent-token-file",
+            "/dev/zero",
+        ],
+    ] {
+        let (code, stderr) = within(&args, std::time::Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("{args:?} did not end"));
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("4 KiB") && stderr.contains(args[5]),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Issue 40 #11: an `--agent-ca` that holds no certificate was taken, and every set_config
+/// failed on it later. It is refused before anything starts.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_agent_ca_that_is_not_a_certificate_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "secret\n").unwrap();
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "this is not a certificate\n").unwrap();
+    let armoured = dir.path().join("armoured.pem");
+    std::fs::write(
+        &armoured,
+        "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let token = token.to_str().unwrap();
+    for ca in [junk.to_str().unwrap(), armoured.to_str().unwrap()] {
+        let args = [
+            "serve",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent-token-file",
+            token,
+            "--agent-ca",
+            ca,
+        ];
+        let (code, stderr) = within(&args, std::time::Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("{ca}: serve started"));
+        assert_eq!(code, Some(2), "{ca}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("--agent-ca") && stderr.contains(ca),
+            "{stderr}"
+        );
+    }
+    // A real CA certificate still starts the controller (it serves until killed).
+    let real = dir.path().join("ca.pem");
+    let key = dir.path().join("ca.key");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=linerate test CA", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&real)
+        .output();
+    if made.is_ok_and(|o| o.status.success()) {
+        let args = [
+            "serve",
+            "--http",
+            "--listen",
+            "127.0.0.1:0",
+            "--agent-token-file",
+            token,
+            "--agent-ca",
+            real.to_str().unwrap(),
+        ];
+        let ended = within(&args, std::time::Duration::from_millis(1500));
+        assert!(ended.is_none(), "a real CA was refused: {ended:?}");
+    }
 }

@@ -213,6 +213,40 @@ fn a_gateway_that_never_answers_is_named_and_nothing_is_sent() {
     );
 }
 
+/// A size the port cannot send was refused only after the resolve wait (its ARP on the wire):
+/// now before any goes out, so a gateway nobody holds is never asked for.
+#[test]
+fn a_size_the_port_cannot_send_is_refused_before_resolving() {
+    if !root_or_skip("hosts on a lab") {
+        return;
+    }
+    let lab = router_lab("hsz");
+    let [_, east] = hosts(&lab);
+    let (west_ip, _, _, _) = linerate_lab::routed_addresses(&lab.name);
+    let o = west_ip.octets();
+    let nobody = std::net::Ipv4Addr::new(o[0], o[1], o[2], o[3] ^ 0x80);
+    let west = format!(
+        "name=west,port={},ipv4={west_ip}/24,gateway={nobody}",
+        lab.sender
+    );
+    let e = common::linerate_usage_error(&[
+        "tx",
+        "--host",
+        &west,
+        "--host",
+        &east,
+        "--flow",
+        "west:east",
+        "-n",
+        "10",
+        "--size",
+        "9000",
+        "--resolve-timeout",
+        "1s",
+    ]);
+    assert!(e.contains("9000") && !e.contains("did not answer"), "{e}");
+}
+
 #[test]
 fn hosts_and_flows_are_checked_before_anything_opens() {
     for (args, says) in [
@@ -253,6 +287,51 @@ fn hosts_and_flows_are_checked_before_anything_opens() {
                 "a:b",
             ],
             "drop -i",
+        ),
+        // Issue 40 #5: found before any port opens (x0 and x1 do not exist), not after ARP.
+        (
+            vec![
+                "tx",
+                "--host",
+                "name=a,port=x0,ipv4=10.0.0.1/24",
+                "--host",
+                "name=b,port=x1,ipv4=10.0.0.1/24",
+                "--flow",
+                "a:b",
+            ],
+            "10.0.0.1 is also host a's",
+        ),
+        (
+            vec![
+                "tx",
+                "--host",
+                "name=a,port=x0,ipv4=10.0.0.1/24",
+                "--host",
+                "name=b,port=x1,ipv4=10.0.0.2/24",
+                "--flow",
+                "a:a",
+            ],
+            "not to itself",
+        ),
+        (
+            vec![
+                "tx",
+                "--host",
+                "name=a,port=x0,ipv4=10.0.0.255/24",
+                "--flow",
+                "a:a",
+            ],
+            "broadcast address of 10.0.0.0/24",
+        ),
+        (
+            vec![
+                "tx",
+                "--host",
+                "name=a,port=x0,ipv4=10.0.0.1/24,mac=00:00:00:00:00:00",
+                "--flow",
+                "a:a",
+            ],
+            "mac: 00:00:00:00:00:00",
         ),
     ] {
         let e = common::linerate_usage_error(&args);
@@ -411,4 +490,489 @@ fn ipv6_hosts_resolve_a_router_by_nd_and_count_exactly() {
             "{line}"
         );
     }
+}
+
+/// A neighbour played on a packet socket at the far end of a veth pair: it answers every ARP
+/// request for `addr` with `mac` (in the ARP sender and the Ethernet source) until `stop`.
+fn answer_arp_as(
+    netns: &str,
+    iface: &str,
+    addr: std::net::Ipv4Addr,
+    mac: [u8; 6],
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use etherparse::{
+        ArpHardwareId, ArpOperation, ArpPacket, EtherType, NetSlice, PacketBuilder, SlicedPacket,
+    };
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    const ETH_P_ARP: u16 = 0x0806;
+    let iface = iface.to_owned();
+    let fd = linerate_xdp::in_netns(Some(netns), move || {
+        let fd = linerate_sys::raw_socket(libc::AF_PACKET, i32::from(ETH_P_ARP.to_be())).unwrap();
+        let sll = libc::sockaddr_ll {
+            sll_family: libc::AF_PACKET as u16,
+            sll_protocol: ETH_P_ARP.to_be(),
+            sll_ifindex: linerate_sys::if_index(&iface).unwrap() as i32,
+            sll_hatype: 0,
+            sll_pkttype: 0,
+            sll_halen: 0,
+            sll_addr: [0; 8],
+        };
+        linerate_sys::bind(&fd, &sll).unwrap();
+        let timeout = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 20_000,
+        };
+        linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout).unwrap();
+        Ok(fd)
+    })
+    .unwrap();
+    let mut out = std::fs::File::from(fd.try_clone().unwrap());
+    let mut buf = vec![0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(got) = linerate_sys::recv_packet(&fd, &mut buf) else {
+            continue;
+        };
+        if got.pkttype == libc::PACKET_OUTGOING {
+            continue;
+        }
+        let Ok(p) = SlicedPacket::from_ethernet(&buf[..got.len]) else {
+            continue;
+        };
+        let Some(NetSlice::Arp(a)) = &p.net else {
+            continue;
+        };
+        if a.operation() != ArpOperation::REQUEST || a.target_protocol_addr() != addr.octets() {
+            continue;
+        }
+        let reply = ArpPacket::new(
+            ArpHardwareId::ETHERNET,
+            EtherType::IPV4,
+            ArpOperation::REPLY,
+            &mac,
+            &addr.octets(),
+            a.sender_hw_addr(),
+            a.sender_protocol_addr(),
+        )
+        .unwrap();
+        let asker: [u8; 6] = a.sender_hw_addr().try_into().unwrap();
+        let mut frame = Vec::new();
+        PacketBuilder::ethernet2(mac, asker)
+            .arp(reply)
+            .write_to_vec(&mut frame)
+            .unwrap();
+        out.write_all(&frame).unwrap();
+    }
+}
+
+/// Issue 40 #4: a gateway "resolved" to a broadcast, multicast or zero MAC would turn a
+/// line-rate stream into a storm on the DUT's segment. The run must fail naming the MAC, and
+/// tcpdump on the gateway's end must see the ARP exchange and not one frame of the stream.
+#[test]
+fn a_gateway_answering_with_a_group_or_zero_mac_fails_the_run_and_gets_nothing() {
+    if !root_or_skip("a gateway answering with a group MAC") {
+        return;
+    }
+    use std::process::Stdio;
+    let p = linerate_lab::unique_name("hgb");
+    let (hosts_ns, gw_ns) = (format!("{p}a"), format!("{p}r"));
+    let _guard = Netns(vec![hosts_ns.clone(), gw_ns.clone()]);
+    for ns in [&hosts_ns, &gw_ns] {
+        ip(&["netns", "add", ns]);
+    }
+    let (pa, qa, pb, qb) = (
+        format!("{p}pa"),
+        format!("{p}qa"),
+        format!("{p}pb"),
+        format!("{p}qb"),
+    );
+    for (port, peer) in [(&pa, &qa), (&pb, &qb)] {
+        #[rustfmt::skip]
+        ip(&["-n", &hosts_ns, "link", "add", port, "type", "veth", "peer", "name", peer, "netns", &gw_ns]);
+        // Both kernels stay quiet on these links: only linerate and the played gateway talk.
+        for (ns, dev) in [(&hosts_ns, port), (&gw_ns, peer)] {
+            let sysctl = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+            ip(&["netns", "exec", ns, "sysctl", "-qw", &sysctl]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+        }
+    }
+    let gateway = std::net::Ipv4Addr::new(198, 18, 0, 1);
+    let west = format!("name=w,port={pa}@{hosts_ns},ipv4=198.18.0.10/24,gateway={gateway}");
+    let east = format!("name=e,port={pb}@{hosts_ns},ipv4=198.18.1.10/24");
+    let dir = tempfile::tempdir().unwrap();
+    for bogus in [[0xff; 6], [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01], [0; 6]] {
+        let pcap = dir.path().join("gw.pcap");
+        let mut tcpdump = Command::new("ip")
+            .args([
+                "netns", "exec", &gw_ns, "tcpdump", "-i", &qa, "-U", "-n", "-w",
+            ])
+            .arg(&pcap)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump");
+        let _stderr = common::listening(&mut tcpdump);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let out = std::thread::scope(|scope| {
+            scope.spawn(|| answer_arp_as(&gw_ns, &qa, gateway, bogus, &stop));
+            let out = common::linerate(&[
+                "tx",
+                "--host",
+                &west,
+                "--host",
+                &east,
+                "--flow",
+                "w:e",
+                "-n",
+                "1000",
+                "--resolve-timeout",
+                "1s",
+            ]);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            out
+        });
+        // Frames still in flight reach tcpdump before it is stopped.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let _ = Command::new("kill")
+            .args(["-INT", &tcpdump.id().to_string()])
+            .status();
+        tcpdump.wait().unwrap();
+        let text = mac(bogus);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{text}: {out:?}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(&text) && stderr.contains(&gateway.to_string()),
+            "{stderr}"
+        );
+        let frames = common::tcpdump(&pcap);
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.contains("Request who-has 198.18.0.1")),
+            "the gateway was asked: {frames:#?}"
+        );
+        assert!(
+            frames.iter().all(|f| f.contains("ethertype ARP")),
+            "{text}: only ARP on the gateway's link, no stream: {:#?}",
+            &frames[..frames.len().min(8)]
+        );
+    }
+}
+
+/// Two ports in one process once both ran their workers on core 0 unless told, taking turns
+/// on it: each now takes a core of its own, and where there are too few they share, said so.
+#[test]
+fn each_port_of_a_run_takes_a_core_of_its_own_and_sharing_is_said() {
+    if !root_or_skip("hosts on two ports") {
+        return;
+    }
+    let lab = router_lab("hcr");
+    let [west, east] = hosts(&lab);
+    let run = |taskset: Option<&str>| {
+        let mut cmd = match taskset {
+            Some(cores) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cores, env!("CARGO_BIN_EXE_linerate")]);
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_linerate")),
+        };
+        let out = cmd
+            .args(["tx", "--host", &west, "--host", &east])
+            .args(["--flow", "west:east", "--flow", "east:west"])
+            .args(["-n", "1000", "--rate", "10k", "--json", "-q"])
+            .output()
+            .expect("linerate tx");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        let json = common::json(&String::from_utf8_lossy(&out.stdout));
+        let mut cores: Vec<u64> = json["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .flat_map(|p| p["workers"].as_array().expect("workers").clone())
+            .map(|w| w["core"].as_u64().expect("a core"))
+            .collect();
+        cores.sort_unstable();
+        (cores, stderr)
+    };
+    let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if allowed >= 2 {
+        let (cores, stderr) = run(None);
+        assert_eq!(cores.len(), 2, "{stderr}");
+        assert_ne!(cores[0], cores[1], "both ports on one core: {stderr}");
+        assert!(!stderr.contains("share"), "{stderr}");
+    }
+    let (cores, stderr) = run(Some("0"));
+    assert_eq!(cores, [0, 0], "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning: 2 transmitting ports on the 1 core(s) this process may run on: {} and {}@{} share core 0",
+            lab.sender, lab.receiver, lab.netns
+        )),
+        "{stderr}"
+    );
+}
+
+/// A gateway played on a packet socket at `iface` of `netns` for issue 40 #7: answers ARP for
+/// `gateway` with `real`; once the stream's first frame arrives (the hosts resolved it, the
+/// stream was compiled), a spoofer answers for `gateway` with `spoofer`, and 4,095 stations
+/// flood `host` with requests (in rounds of 32, each waited for by its replies: a socket's
+/// buffer holds a few hundred), then one of
+/// them asks again: its reply is the last answer, after everything before it. Sets `flooded`
+/// once that reply arrived.
+#[allow(clippy::too_many_arguments)]
+fn spoof_and_flood(
+    netns: &str,
+    iface: &str,
+    gateway: std::net::Ipv4Addr,
+    real: [u8; 6],
+    spoofer: [u8; 6],
+    host: (std::net::Ipv4Addr, [u8; 6]),
+    flooded: &std::sync::atomic::AtomicBool,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use etherparse::{
+        ArpHardwareId, ArpOperation, ArpPacket, EtherType, NetSlice, PacketBuilder, SlicedPacket,
+        TransportSlice,
+    };
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    const ETH_P_ALL: u16 = 0x0003;
+    let iface = iface.to_owned();
+    let fd = linerate_xdp::in_netns(Some(netns), move || {
+        let fd = linerate_sys::raw_socket(libc::AF_PACKET, i32::from(ETH_P_ALL.to_be())).unwrap();
+        let sll = libc::sockaddr_ll {
+            sll_family: libc::AF_PACKET as u16,
+            sll_protocol: ETH_P_ALL.to_be(),
+            sll_ifindex: linerate_sys::if_index(&iface).unwrap() as i32,
+            sll_hatype: 0,
+            sll_pkttype: 0,
+            sll_halen: 0,
+            sll_addr: [0; 8],
+        };
+        linerate_sys::bind(&fd, &sll).unwrap();
+        let timeout = libc::timeval {
+            tv_sec: 0,
+            tv_usec: 20_000,
+        };
+        linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, &timeout).unwrap();
+        linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &(4i32 << 20)).unwrap();
+        Ok(fd)
+    })
+    .unwrap();
+    let mut out = std::fs::File::from(fd.try_clone().unwrap());
+    let mut send_arp = |op: ArpOperation,
+                        sha: [u8; 6],
+                        spa: std::net::Ipv4Addr,
+                        tha: [u8; 6],
+                        tpa: [u8; 4],
+                        dst: [u8; 6]| {
+        let arp = ArpPacket::new(
+            ArpHardwareId::ETHERNET,
+            EtherType::IPV4,
+            op,
+            &sha,
+            &spa.octets(),
+            &tha,
+            &tpa,
+        )
+        .unwrap();
+        let mut frame = Vec::new();
+        PacketBuilder::ethernet2(sha, dst)
+            .arp(arp)
+            .write_to_vec(&mut frame)
+            .unwrap();
+        out.write_all(&frame).unwrap();
+    };
+    let station = |i: u16| -> ([u8; 6], std::net::Ipv4Addr) {
+        let [hi, lo] = i.to_be_bytes();
+        (
+            [0x02, 0xee, 0, 0, hi, lo],
+            std::net::Ipv4Addr::new(10, 77, hi, lo),
+        )
+    };
+    const FLOOD: u16 = 4095;
+    // 0: answering; 1: flooding, `sent` requests out; replies counted back.
+    let (mut flooding, mut sent, mut replies) = (false, 0u32, 0u32);
+    let mut buf = vec![0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if flooding && replies == sent && sent < u32::from(FLOOD) + 1 {
+            let round = (u32::from(FLOOD) - sent).min(32);
+            for i in sent..sent + round {
+                let (sha, spa) = station(i as u16);
+                send_arp(
+                    ArpOperation::REQUEST,
+                    sha,
+                    spa,
+                    [0; 6],
+                    host.0.octets(),
+                    [0xff; 6],
+                );
+            }
+            sent += round;
+            if round == 0 {
+                // The last word: the first station asks again.
+                let (sha, spa) = station(0);
+                send_arp(
+                    ArpOperation::REQUEST,
+                    sha,
+                    spa,
+                    [0; 6],
+                    host.0.octets(),
+                    [0xff; 6],
+                );
+                sent += 1;
+            }
+        }
+        let Ok(got) = linerate_sys::recv_packet(&fd, &mut buf) else {
+            continue;
+        };
+        if got.pkttype == libc::PACKET_OUTGOING {
+            continue;
+        }
+        let Ok(p) = SlicedPacket::from_ethernet(&buf[..got.len]) else {
+            continue;
+        };
+        match (&p.net, &p.transport) {
+            (Some(NetSlice::Arp(a)), _)
+                if a.operation() == ArpOperation::REQUEST
+                    && a.target_protocol_addr() == gateway.octets() =>
+            {
+                let asker: [u8; 6] = a.sender_hw_addr().try_into().unwrap();
+                let spa: [u8; 4] = a.sender_protocol_addr().try_into().unwrap();
+                send_arp(ArpOperation::REPLY, real, gateway, asker, spa, asker);
+            }
+            (Some(NetSlice::Arp(a)), _) if a.operation() == ArpOperation::REPLY && flooding => {
+                replies += 1;
+                if replies == u32::from(FLOOD) + 1 {
+                    flooded.store(true, Ordering::Relaxed);
+                }
+            }
+            (_, Some(TransportSlice::Udp(_))) if !flooding => {
+                // Unasked, a "reply" for the gateway with the spoofer's MAC.
+                send_arp(
+                    ArpOperation::REPLY,
+                    spoofer,
+                    gateway,
+                    host.1,
+                    host.0.octets(),
+                    host.1,
+                );
+                flooding = true;
+            }
+            _ => {}
+        }
+    }
+    eprintln!("flood: {sent} requests sent, {replies} replies");
+}
+
+/// Issue 40 #7: the neighbour report showed the last MAC learned (a spoofer's) rather than the
+/// one the stream used, without a word, and listed every station of an ARP flood. After the
+/// host resolved its gateway, a spoofer answers for it and 4,095 stations flood the host: the
+/// report must name the MAC the stream used (the one every frame tcpdump caught on the
+/// gateway's link went to), mark the conflict naming the spoofer (a warning on stderr too), and
+/// count the flood rather than list it.
+#[test]
+fn the_report_shows_the_mac_the_stream_used_warns_of_a_spoofer_and_counts_a_flood() {
+    if !root_or_skip("a spoofed gateway and an ARP flood") {
+        return;
+    }
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let p = linerate_lab::unique_name("hsf");
+    let (hosts_ns, gw_ns) = (format!("{p}a"), format!("{p}r"));
+    let _guard = Netns(vec![hosts_ns.clone(), gw_ns.clone()]);
+    for ns in [&hosts_ns, &gw_ns] {
+        ip(&["netns", "add", ns]);
+    }
+    let (pa, qa, pb, qb) = (
+        format!("{p}pa"),
+        format!("{p}qa"),
+        format!("{p}pb"),
+        format!("{p}qb"),
+    );
+    for (port, peer) in [(&pa, &qa), (&pb, &qb)] {
+        #[rustfmt::skip]
+        ip(&["-n", &hosts_ns, "link", "add", port, "type", "veth", "peer", "name", peer, "netns", &gw_ns]);
+        for (ns, dev) in [(&hosts_ns, port), (&gw_ns, peer)] {
+            let sysctl = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+            ip(&["netns", "exec", ns, "sysctl", "-qw", &sysctl]);
+            ip(&["-n", ns, "link", "set", dev, "up"]);
+        }
+    }
+    let gateway = std::net::Ipv4Addr::new(198, 18, 0, 1);
+    let (real, spoofer) = ([0x02, 0x4c, 0x52, 0, 0, 0x01], [0x02, 0x66, 0, 0, 0, 0x66]);
+    let (w_addr, w_mac) = (
+        std::net::Ipv4Addr::new(198, 18, 0, 10),
+        [0x02, 0x4c, 0x52, 0, 0, 0x10],
+    );
+    let west = format!(
+        "name=w,port={pa}@{hosts_ns},mac={},ipv4={w_addr}/24,gateway={gateway}",
+        mac(w_mac)
+    );
+    let east = format!("name=e,port={pb}@{hosts_ns},ipv4=198.18.1.10/24");
+    let capture = common::VethCapture::start(&gw_ns, &qa, 3000, "udp");
+    let (flooded, stop) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (out, flooded_in_time) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            spoof_and_flood(
+                &gw_ns,
+                &qa,
+                gateway,
+                real,
+                spoofer,
+                (w_addr, w_mac),
+                &flooded,
+                &stop,
+            )
+        });
+        let out = common::linerate(&[
+            "tx", "--host", &west, "--host", &east, "--flow", "w:e", "-n", "3000", "--rate", "1k",
+            "--json",
+        ]);
+        let in_time = flooded.load(Ordering::Relaxed);
+        stop.store(true, Ordering::Relaxed);
+        (out, in_time)
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        flooded_in_time,
+        "the flood was not answered before the run's end (3 s): the report may predate it"
+    );
+    // Every frame of the stream went to the MAC resolved, the real gateway's.
+    let frames = capture.frames();
+    assert_eq!(frames.len(), 3000);
+    let to_real = format!("{} > {}", mac(w_mac), mac(real));
+    assert!(
+        frames.iter().all(|f| f.contains(&to_real)),
+        "{:#?}",
+        frames.iter().find(|f| !f.contains(&to_real))
+    );
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    let port_a = format!("{pa}@{hosts_ns}");
+    let port_b = format!("{pb}@{hosts_ns}");
+    assert_eq!(
+        json["neighbours"],
+        serde_json::json!([{
+            "port": port_a,
+            "addr": gateway.to_string(),
+            "mac": mac(real),
+            "learned": mac(spoofer),
+            "conflict": true,
+        }]),
+        "{json}"
+    );
+    assert_eq!(
+        json["other_neighbours"],
+        serde_json::json!([{"port": port_a, "count": 4095}, {"port": port_b, "count": 0}]),
+        "{json}"
+    );
+    let warning = format!(
+        "warning: neighbour {gateway} on {port_a}: the streams use {}, and {} answered for it too",
+        mac(real),
+        mac(spoofer)
+    );
+    assert!(stderr.contains(&warning), "{stderr}");
 }

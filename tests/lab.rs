@@ -250,3 +250,21 @@ fn lab_status_on_a_closed_or_full_stdout() {
         assert!(stderr(&out).contains("No space left"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn lab_down_says_whether_there_was_a_lab_to_remove() {
+    if !root_or_skip("lab_down_says_whether_there_was_a_lab_to_remove") {
+        return;
+    }
+    let name = unique_name("dn");
+    let _down = DownOnDrop(name.clone());
+    let out = linerate(&["lab", "down", "--name", &name]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.contains("no such lab, nothing to remove"), "{said}");
+    let up = linerate(&["lab", "up", "--name", &name, "--queues", "1"]);
+    assert!(up.status.success(), "{}", stderr(&up));
+    let out = linerate(&["lab", "down", "--name", &name]);
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(said.trim(), format!("lab {name} removed"));
+}

@@ -51,21 +51,30 @@ fn serve(extra: &[&str]) -> (Server, String) {
     (Server(child), url)
 }
 
+/// The project's virtualenv python (scripts/setup.sh makes it); None, said, when it is missing
+/// outside CI (in CI a missing one fails the test).
+fn venv_python() -> Option<std::path::PathBuf> {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "no virtualenv at {}: scripts/setup.sh makes it",
+        python.display()
+    );
+    eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+    None
+}
+
 #[test]
 fn snappi_drives_linerate_serve_on_a_lab() {
     if !root_or_skip("linerate serve on a lab") {
         return;
     }
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no virtualenv at {}: scripts/setup.sh makes it",
-            python.display()
-        );
-        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+    let Some(python) = venv_python() else {
         return;
-    }
+    };
     let lab = common::lab("otg", 1);
     let (server, url) = serve(&[]);
     assert!(url.starts_with("https://"), "{url}");
@@ -106,16 +115,9 @@ fn snappi_devices_resolve_a_router_and_flows_cross_it_both_ways() {
     if !root_or_skip("OTG devices through a router") {
         return;
     }
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    if !python.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "no virtualenv at {}: scripts/setup.sh makes it",
-            python.display()
-        );
-        eprintln!("SKIPPED: no {} (run scripts/setup.sh)", python.display());
+    let Some(python) = venv_python() else {
         return;
-    }
+    };
     let lab = linerate_lab::LabGuard::up_with_dut(
         &linerate_lab::LabConfig {
             name: linerate_lab::unique_name("otd"),
@@ -154,6 +156,125 @@ fn snappi_devices_resolve_a_router_and_flows_cross_it_both_ways() {
     drop(server);
     // SIGTERM gave the lab's receive end back to its sink.
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
+/// Two devices back to back that speak eBGP through FRR (issue 35): tests/otg/bgp_b2b.py sets
+/// the config, checks sessions, learned prefixes and their attributes, flows between the route
+/// ranges, withdraw/advertise, protocol stop/start and a daemon's death; after SIGTERM no
+/// device namespace or daemon is left.
+#[test]
+fn snappi_bgp_devices_back_to_back_learn_each_others_routes() {
+    if !root_or_skip("OTG devices with BGP") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("obg", 1);
+    let (server, url) = serve(&["--cores", "0,1"]);
+    let status = Command::new(&python)
+        .arg("tests/otg/bgp_b2b.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .status()
+        .expect("run tests/otg/bgp_b2b.py");
+    assert!(status.success(), "the BGP script failed (output above)");
+    let ours = device_namespaces_of(server.0.id());
+    assert_eq!(
+        ours.len(),
+        2,
+        "the config's two devices each have a namespace: {ours:?}"
+    );
+    drop(server);
+    for ns in &ours {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "device namespace {ns} was left behind"
+        );
+    }
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
+/// The routed lab of issue 35: two devices advertise 1,000 prefixes each by eBGP to a BIRD
+/// DUT (`lab up --dut bgp`) that installs them; traffic to every prefix crosses it exactly, and
+/// a withdrawn range stops being forwarded (tests/otg/bgp_router.py asserts it, the DUT's FIB
+/// read with `ip route`).
+#[test]
+fn snappi_bgp_devices_teach_a_routing_dut_and_a_withdraw_stops_forwarding() {
+    if !root_or_skip("OTG devices with BGP through a routing DUT") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = linerate_lab::LabGuard::up_with_dut(
+        &linerate_lab::LabConfig {
+            name: linerate_lab::unique_name("obr"),
+            queues: 1,
+        },
+        Some(linerate_lab::DutKind::Bgp),
+    )
+    .expect("lab up with a BGP DUT");
+    let dut = lab.dut.clone().expect("a DUT");
+    let (gw_west, gw_east) = dut.gateways.expect("the router's gateways");
+    let (west, _, _, east) = linerate_lab::routed_addresses(&lab.name);
+    let (server, url) = serve(&["--cores", "0,1"]);
+    let status = Command::new(&python)
+        .arg("tests/otg/bgp_router.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_WEST_PORT", &lab.sender)
+        .env("OTG_EAST_PORT", format!("{}@{}", lab.receiver, lab.netns))
+        .env("OTG_WEST", format!("{west}/30"))
+        .env("OTG_WEST_GW", gw_west.to_string())
+        .env("OTG_EAST", format!("{east}/30"))
+        .env("OTG_EAST_GW", gw_east.to_string())
+        .env("OTG_DUT_NETNS", &dut.netns)
+        .status()
+        .expect("run tests/otg/bgp_router.py");
+    assert!(
+        status.success(),
+        "the routed BGP script failed (output above)"
+    );
+    let ours = device_namespaces_of(server.0.id());
+    assert_eq!(
+        ours.len(),
+        2,
+        "the config's two devices each have a namespace: {ours:?}"
+    );
+    drop(server);
+    for ns in &ours {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "device namespace {ns} was left behind"
+        );
+    }
+    let name = lab.name.clone();
+    drop(lab);
+    assert!(
+        !linerate_lab::bird::socket(&name).exists(),
+        "lab down left the DUT's BIRD behind"
+    );
+}
+
+/// The namespaces of the devices server `pid` made: `linerate_routing` records each one's
+/// owner under /run/linerate/routing/<netns>/owner (other tests' servers run beside this one).
+fn device_namespaces_of(pid: u32) -> Vec<String> {
+    let mut ours: Vec<String> = std::fs::read_dir("/run/linerate/routing")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("owner"))
+                        .is_ok_and(|o| o.trim() == pid.to_string())
+                })
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    ours.sort();
+    ours
 }
 
 #[test]
@@ -211,6 +332,16 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
     let error: linerate_otg::ErrorBody = serde_json::from_str(&body).expect("an OTG error body");
     assert_eq!((error.code, error.kind.as_str()), (401, "validation"));
     assert_eq!(get("Authorization: Bearer 0123456789abcdef0124\r\n").0, 401);
+    // The Prometheus page is behind the same token; before any config it is an empty page.
+    let scrape = |auth: &str| {
+        http(
+            &url,
+            &format!("GET /metrics HTTP/1.1\r\nHost: t\r\n{auth}Connection: close\r\n\r\n"),
+        )
+    };
+    assert_eq!(scrape("").0, 401);
+    let (code, page) = scrape(&format!("Authorization: Bearer {token}\r\n"));
+    assert_eq!((code, page.trim()), (200, "# EOF"));
     let big = "x".repeat(5000);
     let (code, body) = http(
         &url,
@@ -339,7 +470,7 @@ fn otg_error(code: u16, body: &str) -> linerate_otg::ErrorBody {
 fn flags_that_would_fail_later_are_refused_at_start() {
     let cases: [(&[&str], &str); 5] = [
         (&["--cores", "99"], "--cores 99"),
-        (&["--cores", "0,0"], "core 0 twice"),
+        (&["--cores", "0,0"], "--cores: core 0 is named twice"),
         (&["--max-body", "0"], "--max-body 0"),
         (&["--token", "                "], "printable ASCII"),
         (&["--token", "éééééééé"], "printable ASCII"),
@@ -541,6 +672,92 @@ fn another_users_idle_connections_do_not_take_the_owners_slots() {
     );
 }
 
+/// 70 connections that never send a request the server takes (half of them past the TLS
+/// handshake, one with a request refused 401) once filled `--max-connections` for 30 s each: an
+/// authorized request waited 26 s. They wait apart from the slots now, and are closed 5 s after
+/// they opened.
+#[test]
+fn idle_connections_without_the_token_take_no_slot_and_are_closed_soon() {
+    use std::io::Write;
+    let token = "0123456789abcdef0123";
+    let (_server, url) = serve(&["--token", token, "--max-connections", "2"]);
+    let addr = url.trim_start_matches("https://");
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    // From five loopback sources (14 each, within the 16 one source may have waiting); past
+    // the 64 that may wait in all, the oldest are closed.
+    let hold = format!(
+        "import socket, ssl, sys, time\n\
+         socket.setdefaulttimeout(10)\n\
+         ctx = ssl.create_default_context()\n\
+         ctx.check_hostname = False\n\
+         ctx.verify_mode = ssl.CERT_NONE\n\
+         socks = []\n\
+         for i in range(70):\n\
+         \x20   s = socket.create_connection(('{host}', {port}), source_address=('127.0.0.%d' % (2 + i % 5), 0))\n\
+         \x20   socks.append(ctx.wrap_socket(s) if i % 2 else s)\n\
+         socks[69].sendall(b'GET /capabilities/version HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n')\n\
+         print('refused', socks[69].recv(12).decode(), flush=True)\n\
+         def is_open(s):\n\
+         \x20   s.setblocking(False)\n\
+         \x20   try:\n\
+         \x20       return len(s.recv(65536)) > 0\n\
+         \x20   except (BlockingIOError, ssl.SSLWantReadError):\n\
+         \x20       return True\n\
+         \x20   except OSError:\n\
+         \x20       return False\n\
+         print('held', flush=True)\n\
+         sys.stdin.readline()\n\
+         print('open', sum(map(is_open, socks)), flush=True)\n\
+         end = time.monotonic() + 20\n\
+         while any(map(is_open, socks)) and time.monotonic() < end:\n\
+         \x20   time.sleep(0.1)\n\
+         print('still open', sum(map(is_open, socks)), flush=True)\n"
+    );
+    let mut python = Command::new("python3")
+        .args(["-c", &hold])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    let mut lines = BufReader::new(python.stdout.take().expect("stdout")).lines();
+    let mut line = || lines.next().expect("a line").expect("stdout");
+    assert_eq!(line(), "refused HTTP/1.1 401");
+    assert_eq!(line(), "held");
+    let out = Command::new("curl")
+        .args([
+            "-sk",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ])
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .arg(format!("{url}/capabilities/version"))
+        .output()
+        .expect("run curl");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "200",
+        "the authorized request while 70 idle connections were open"
+    );
+    python
+        .stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(b"check\n")
+        .expect("write");
+    let open: usize = line()
+        .strip_prefix("open ")
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    // Answered while they were open; no more than may wait at once.
+    assert!((40..64).contains(&open), "{open} idle connections open");
+    assert_eq!(line(), "still open 0", "idle connections left open");
+    let _ = python.wait();
+}
+
 #[test]
 fn a_config_of_too_many_flows_is_refused_before_it_costs_memory() {
     let (server, url) = serve(&["--http"]);
@@ -575,16 +792,24 @@ fn a_config_of_too_many_flows_is_refused_before_it_costs_memory() {
 }
 
 #[test]
-fn a_stalled_body_is_answered_408_and_idle_connections_wait_past_the_cap() {
+fn a_stalled_body_is_answered_408_and_connections_let_in_wait_past_the_cap() {
     use std::io::{Read, Write};
     use std::time::{Duration, Instant};
     let (_server, url) = serve(&["--http", "--max-connections", "2"]);
     let addr = url.trim_start_matches("http://").to_owned();
-    // Two idle connections fill the cap: a third is not answered until one goes.
-    let idle: Vec<_> = (0..2)
-        .map(|_| std::net::TcpStream::connect(&addr).expect("connect"))
+    // Two connections that were answered and stay open fill the cap: a third is not answered
+    // until one goes.
+    let request = b"GET /capabilities/version HTTP/1.1\r\nHost: t\r\n\r\n";
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+            s.write_all(request).expect("write");
+            let mut answer = [0; 12];
+            s.read_exact(&mut answer).expect("an answer within the cap");
+            assert_eq!(&answer, b"HTTP/1.1 200");
+            s
+        })
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
     let mut third = std::net::TcpStream::connect(&addr).expect("connect");
     third
         .write_all(b"GET /capabilities/version HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
@@ -598,7 +823,7 @@ fn a_stalled_body_is_answered_408_and_idle_connections_wait_past_the_cap() {
         "answered past the cap: {}",
         String::from_utf8_lossy(&answer)
     );
-    drop(idle);
+    drop(held);
     third
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");

@@ -259,24 +259,38 @@ fn bad_input_is_one_line_and_exit_code_2() {
 #[test]
 fn the_shipped_examples_run() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let dir_tmp = tempfile::tempdir().unwrap();
     let mut seen = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let out = linerate_ok(&[
-                "tx",
-                "--null",
-                "-q",
-                "--json",
-                "-n",
-                "64",
-                "--link-speed",
-                "10G",
-                "--stream",
-                path.to_str().unwrap(),
-            ]);
-            let report: serde_json::Value = serde_json::from_str(&out).unwrap();
-            assert_eq!(report["completed"], 64, "{}", path.display());
+            // As shipped, and signed as `tx --rx` signs it (each frame must hold the signature).
+            let text = std::fs::read_to_string(&path).unwrap();
+            let signed = dir_tmp.path().join(path.file_name().unwrap());
+            let lines: Vec<&str> = text
+                .lines()
+                .flat_map(|l| match l {
+                    "[[stream]]" => vec![l, "signature = true"],
+                    _ => vec![l],
+                })
+                .collect();
+            std::fs::write(&signed, lines.join("\n")).unwrap();
+            for file in [&path, &signed] {
+                let out = linerate_ok(&[
+                    "tx",
+                    "--null",
+                    "-q",
+                    "--json",
+                    "-n",
+                    "64",
+                    "--link-speed",
+                    "10G",
+                    "--stream",
+                    file.to_str().unwrap(),
+                ]);
+                let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+                assert_eq!(report["completed"], 64, "{}", file.display());
+            }
             seen += 1;
         }
     }

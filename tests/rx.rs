@@ -32,6 +32,24 @@ fn unsigned_frames(iface: &str, n: u32) {
 }
 
 /// Sends with trafgen: `n` frames of `config` (trafgen's packet syntax) on `iface`.
+/// Waits until `iface` has sent at least `frames` more than when called (the kernel's count).
+fn wait_until_sent(iface: &str, frames: u64) {
+    let path = format!("/sys/class/net/{iface}/statistics/tx_packets");
+    let sent = || -> u64 {
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let base = sent();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sent() < base + frames {
+        assert!(Instant::now() < deadline, "{iface} sent nothing for 30 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn trafgen(iface: &str, n: u32, config: &[u8]) {
     let out = std::process::Command::new("trafgen")
         .args(["-o", iface, "-n", &n.to_string(), "-q", "-c", "-"])
@@ -574,8 +592,8 @@ fn a_second_receiver_on_a_labs_receive_end_is_refused_and_the_first_counts_all()
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The first holds the receive end for its 2 s; the second comes while it does.
-    std::thread::sleep(Duration::from_millis(600));
+    // The first holds the receive end for its 2 s; the second comes once it is sending.
+    wait_until_sent(&lab.sender, 2000);
     let err = linerate_usage_error(&[
         "tx",
         "-i",
@@ -757,7 +775,10 @@ fn frames_of_flows_the_run_did_not_send_are_counted_and_said() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(600));
+    // Inject once the run is sending (its receive end is in place), not after a guessed sleep: a
+    // slow machine may still be setting up after 600 ms, and frames that come before the run's
+    // receive end are not the run's to count.
+    wait_until_sent(&lab.sender, 2000);
     trafgen(&lab.sender, 12, config.as_bytes());
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -772,4 +793,85 @@ fn frames_of_flows_the_run_did_not_send_are_counted_and_said() {
         stderr.contains("12 frame(s) of 1 signed flow(s) this run did not send"),
         "{stderr}"
     );
+}
+
+/// Issue 40 #14: a receiver (`tx --rx IFACE@NETNS`) or a sweep's sink (`--sink-iface`) on a
+/// veth's peer is the XDP program that lets the veth take live frames, but the port opened
+/// before it attached: `--backend live` was refused and `auto` chose AF_XDP. Now each attaches
+/// first, and live sends: every frame caught by tcpdump behind the receiver (which passes
+/// them on) and counted, exactly, by the receiver and the sink.
+#[test]
+fn live_sends_to_a_receiver_or_a_sink_on_the_veths_peer() {
+    if !root_or_skip("tx --rx IFACE@NETNS and sweep --sink-iface, live, on a veth pair") {
+        return;
+    }
+    let pair = common::VethPair::new(&linerate_lab::unique_name("rxp"));
+    let (a, b, mac) = (pair.a(), pair.b(), pair.b_mac());
+    let at = format!("{b}@{}", pair.name);
+    for backend in ["live", "auto"] {
+        let mut out = String::new();
+        let caught = common::capture(&pair, 1000, "udp", || {
+            out = common::linerate_ok(&[
+                "tx",
+                "-i",
+                &a,
+                "--backend",
+                backend,
+                "--rx",
+                &at,
+                "--rx-pass",
+                "--dst-mac",
+                &mac,
+                "-n",
+                "1000",
+                "--signature",
+                "--json",
+                "--cores",
+                "0",
+            ]);
+        });
+        assert_eq!(caught.len(), 1000, "{backend}");
+        for line in &caught {
+            assert!(line.contains(&format!("> {mac}")), "{backend}: {line}");
+            assert!(line.contains("UDP"), "{backend}: {line}");
+        }
+        let json = common::json(&out);
+        assert_eq!(json["backend"], "live", "{backend}: {json}");
+        let flows = flows(&json);
+        assert_eq!(flows.len(), 1, "{json}");
+        assert_eq!(flows[0]["tx_frames"], 1000, "{backend}: {json}");
+        assert_eq!(flows[0]["rx_frames"], 1000, "{backend}: {json}");
+        assert_eq!(flows[0]["lost"], 0, "{backend}: {json}");
+    }
+    for backend in ["live", "auto"] {
+        let out = common::linerate_ok(&[
+            "sweep",
+            "-i",
+            &a,
+            "--backend",
+            backend,
+            "--sink-iface",
+            &b,
+            "--sink-netns",
+            &pair.name,
+            "--sizes",
+            "64",
+            "-d",
+            "100ms",
+            "--warmup",
+            "50ms",
+            "--repeat",
+            "1",
+            "--cores",
+            "0",
+            "--json",
+            "-",
+        ]);
+        let json = common::json(&out);
+        assert_eq!(json["context"]["backend"], "live", "{backend}: {json}");
+        let rep = &json["points"][0]["repetitions"][0];
+        let sent = rep["tx_frames"].as_u64().expect("tx_frames");
+        assert!(sent > 0, "{json}");
+        assert_eq!(rep["rx_frames"], sent, "{backend}: {json}");
+    }
 }

@@ -307,6 +307,43 @@ fn cut_sweep(
     (out, serde_json::from_str(&text).unwrap())
 }
 
+/// A sweep killed (SIGKILL) while it measures leaves nothing beside the files it would have
+/// written: their temporary files are made only when they are written (issue 40 #13).
+#[test]
+fn a_killed_sweep_leaves_no_temporary_file_behind() {
+    use std::time::{Duration, Instant};
+    if !root_or_skip("a_killed_sweep_leaves_no_temporary_file_behind") {
+        return;
+    }
+    let lab = common::lab("swk", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let before = lab.sink_counters().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["sweep", "-i", &lab.sender, "--sizes", "64", "-d", "300ms"])
+        .args(["--repeat", "50", "--warmup", "100ms", "--json"])
+        .arg(dir.path().join("r.json"))
+        .arg("--csv")
+        .arg(dir.path().join("r.csv"))
+        .arg("--plot")
+        .arg(dir.path().join("r.svg"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while lab.sink_counters().unwrap().since(before).packets == 0 {
+        assert!(Instant::now() < deadline, "the sweep never sent");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions() {
     if !root_or_skip("an_interrupted_sweep_is_marked_and_keeps_only_whole_repetitions") {

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use linerate_stream::{Capture, Frames, Hold, Replay, Shape, Speed};
+use linerate_files::{Hold, load_capture};
+use linerate_stream::{Capture, Frames, Replay, Shape, Speed};
 
 /// One file per fuzzing process, written with each input and removed once mapped.
 fn scratch() -> &'static PathBuf {
@@ -41,10 +42,10 @@ fn independent(data: &[u8]) -> Vec<Vec<u8>> {
 fuzz_target!(|data: &[u8]| {
     let parsed = Capture::parse(data, 1500);
     std::fs::write(scratch(), data).expect("scratch file");
-    let streamed = Capture::load(scratch(), 1500, Hold::Stream);
+    let streamed = load_capture(scratch(), 1500, Hold::Stream);
     // One streamed capture for each plan below (a plan consumes it).
     let mut for_plans: Vec<_> = (0..4)
-        .map(|_| Capture::load(scratch(), 1500, Hold::Stream))
+        .map(|_| load_capture(scratch(), 1500, Hold::Stream))
         .collect();
     // The maps outlive the file's name: nothing is left behind.
     std::fs::remove_file(scratch()).expect("scratch file");

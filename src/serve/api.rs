@@ -6,16 +6,17 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
-use linerate_otg as otg;
 
 use super::capture::get_capture;
 use super::config::{get_config, set_config};
 use super::control::{get_version, set_control_state};
 use super::hosts::get_states;
-use super::metrics::get_metrics;
-use super::{App, BODY_WAIT};
+use super::metrics::{get_metrics, get_prometheus};
+use axum::response::IntoResponse;
+
+use super::state::{App, BODY_WAIT, Fail};
 
 pub(super) fn router(app: Arc<App>) -> Router {
     let router = Router::new()
@@ -24,12 +25,16 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/monitor/metrics", post(get_metrics))
         .route("/monitor/capture", post(get_capture))
         .route("/monitor/states", post(get_states))
-        .route("/capabilities/version", get(get_version));
+        .route("/capabilities/version", get(get_version))
+        .route("/metrics", get(get_prometheus));
     let router = router.route(
         "/linerate/controller/v1/agents",
         get(|State(app): State<Arc<App>>| async move {
-            let remote = app.lock().counting.remote.clone();
-            axum::Json(remote.map_or_else(|| serde_json::json!({"agents": []}), |r| r.describe()))
+            let counting = Arc::clone(&app.lock().counting);
+            match counting.counts.agents() {
+                Some(a) => axum::Json(serde_json::to_value(a.describe()).unwrap_or_default()),
+                None => axum::Json(serde_json::json!({"agents": []})),
+            }
         }),
     );
     let router = if app.agent.is_some() {
@@ -39,16 +44,14 @@ pub(super) fn router(app: Arc<App>) -> Router {
     };
     router
         .fallback(|| async {
-            otg_error(
+            Fail(
                 StatusCode::NOT_FOUND,
-                "validation",
                 vec!["no such OTG endpoint here (docs/otg.md lists what linerate serves)".into()],
             )
         })
         .method_not_allowed_fallback(|| async {
-            otg_error(
+            Fail(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "validation",
                 vec![
                     "not served here: update_config, append_config and delete_config are not \
                      supported (set the whole config again with POST /config)"
@@ -70,9 +73,8 @@ pub(super) fn router(app: Arc<App>) -> Router {
 /// every request refused, its body never read.
 pub(super) fn forbidden(owner: u32) -> Router {
     Router::new().fallback(move || async move {
-        otg_error(
+        Fail(
             StatusCode::FORBIDDEN,
-            "validation",
             vec![format!(
                 "this linerate serve is driven only by the user who started it (uid {owner}) \
                  and root: ask them, or have it started with --token T and send \
@@ -90,27 +92,25 @@ async fn read_body(State(app): State<Arc<App>>, req: Request, next: Next) -> Res
     let read = tokio::time::timeout(BODY_WAIT, axum::body::to_bytes(body, app.args.max_body));
     match read.await {
         Ok(Ok(bytes)) => next.run(Request::from_parts(parts, bytes.into())).await,
-        Ok(Err(e)) if is_transport(&e) => otg_error(
-            StatusCode::BAD_REQUEST,
-            "validation",
-            vec![format!("the body could not be read: {e}")],
-        ),
-        Ok(Err(_)) => otg_error(
+        Ok(Err(e)) if is_transport(&e) => {
+            Fail::bad(format!("the body could not be read: {e}")).into_response()
+        }
+        Ok(Err(_)) => Fail(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "validation",
             vec![format!(
                 "body: over the {} bytes this server takes (--max-body)",
                 app.args.max_body
             )],
-        ),
-        Err(_) => otg_error(
+        )
+        .into_response(),
+        Err(_) => Fail(
             StatusCode::REQUEST_TIMEOUT,
-            "validation",
             vec![format!(
                 "body: not all of it arrived within {} s",
                 BODY_WAIT.as_secs()
             )],
-        ),
+        )
+        .into_response(),
     }
 }
 
@@ -141,58 +141,13 @@ pub(super) async fn auth(State(app): State<Arc<App>>, req: Request, next: Next) 
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map_or("", |(_, token)| token.trim_start_matches(' '));
         if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
-            return otg_error(
-                StatusCode::UNAUTHORIZED,
-                "validation",
-                vec!["missing or wrong bearer token (Authorization: Bearer …)".into()],
-            );
+            let why = "missing or wrong bearer token (Authorization: Bearer …)";
+            return Fail(StatusCode::UNAUTHORIZED, vec![why.into()]).into_response();
         }
     }
+    // Taken: the connection leaves the unproven ones for a slot of its own.
+    if let Some(pass) = req.extensions().get::<linerate_listener::Pass>().cloned() {
+        pass.let_in().await;
+    }
     next.run(req).await
-}
-
-pub(super) fn otg_error(status: StatusCode, kind: &str, errors: Vec<String>) -> Response {
-    let body = otg::ErrorBody {
-        code: i32::from(status.as_u16()),
-        kind: kind.into(),
-        errors,
-    };
-    (status, axum::Json(body)).into_response()
-}
-
-/// An answer that is not a success: a 4xx for what the client asked, a 5xx for the system.
-#[derive(Debug)]
-pub(super) struct Fail(pub(super) StatusCode, pub(super) Vec<String>);
-
-impl Fail {
-    pub(super) fn bad(why: impl Into<String>) -> Self {
-        Fail(StatusCode::BAD_REQUEST, vec![why.into()])
-    }
-    pub(super) fn conflict(why: impl Into<String>) -> Self {
-        Fail(StatusCode::CONFLICT, vec![why.into()])
-    }
-}
-
-impl From<otg::Refusals> for Fail {
-    fn from(r: otg::Refusals) -> Self {
-        Fail(
-            StatusCode::BAD_REQUEST,
-            r.0.iter().map(ToString::to_string).collect(),
-        )
-    }
-}
-
-impl IntoResponse for Fail {
-    fn into_response(self) -> Response {
-        let kind = if self.0.is_server_error() {
-            "internal"
-        } else {
-            "validation"
-        };
-        otg_error(self.0, kind, self.1)
-    }
-}
-
-pub(super) fn warnings() -> Response {
-    axum::Json(otg::Warning::default()).into_response()
 }

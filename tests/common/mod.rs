@@ -234,7 +234,6 @@ impl Drop for VethPair {
 /// Captures `count` frames on the namespace end of `pair` while `send` runs: tcpdump is started
 /// first and waited for ("listening on"), and it ends by itself after `count` frames.
 pub fn capture(pair: &VethPair, count: usize, filter: &str, send: impl FnOnce()) -> Vec<String> {
-    use std::io::Read;
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
@@ -256,14 +255,7 @@ pub fn capture(pair: &VethPair, count: usize, filter: &str, send: impl FnOnce())
         .stderr(Stdio::piped())
         .spawn()
         .expect("tcpdump");
-    let mut stderr = tcpdump.stderr.take().unwrap();
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("listening on") {
-        let n = stderr.read(&mut buf).unwrap();
-        assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buf[..n]);
-    }
+    let _stderr = listening(&mut tcpdump);
     send();
     let deadline = Instant::now() + Duration::from_secs(20);
     while tcpdump.try_wait().unwrap().is_none() {
@@ -274,6 +266,76 @@ pub fn capture(pair: &VethPair, count: usize, filter: &str, send: impl FnOnce())
         std::thread::sleep(Duration::from_millis(20));
     }
     tcpdump_file(&pcap)
+}
+
+/// Waits until the tcpdump `child` (its stderr piped) says it is listening, and hands back its
+/// stderr: kept open, tcpdump's last words do not die of SIGPIPE on a closed pipe.
+pub fn listening(child: &mut std::process::Child) -> std::process::ChildStderr {
+    use std::io::Read;
+    let mut stderr = child.stderr.take().expect("tcpdump's stderr is piped");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("listening on") {
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buf[..n]);
+    }
+    stderr
+}
+
+/// tcpdump on `iface` of `netns`, writing the frames that arrive there and match `filter` until
+/// it has `count` of them; started and waited for ("listening on"), killed on drop.
+pub struct VethCapture {
+    child: std::process::Child,
+    dir: tempfile::TempDir,
+    /// Kept open: tcpdump's last words would die of SIGPIPE on a closed pipe.
+    _stderr: std::process::ChildStderr,
+}
+
+impl VethCapture {
+    pub fn start(netns: &str, iface: &str, count: usize, filter: &str) -> VethCapture {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new("ip")
+            .args([
+                "netns", "exec", netns, "tcpdump", "-i", iface, "-Q", "in", "-U", "-n",
+            ])
+            .arg("-c")
+            .arg(count.to_string())
+            .arg("-w")
+            .arg(dir.path().join("in.pcap"))
+            .arg(filter)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tcpdump");
+        let stderr = listening(&mut child);
+        VethCapture {
+            child,
+            dir,
+            _stderr: stderr,
+        }
+    }
+
+    /// Waits (up to 20 s) for tcpdump to have its frames, and decodes them.
+    pub fn frames(mut self) -> Vec<String> {
+        use std::time::{Duration, Instant};
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "tcpdump did not see its frames");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(status.success(), "tcpdump: {status}");
+        tcpdump(&self.dir.path().join("in.pcap"))
+    }
+}
+
+impl Drop for VethCapture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn tcpdump_file(pcap: &Path) -> Vec<String> {

@@ -6,6 +6,7 @@ h2–h3; it runs this script inside the controller's namespace with OTG_LOCATION
 controller) and AGENT1..AGENT3 (each agent's HOST:PORT) set. The first argument says what to do:
 
   exact    flows both ways between hosts on different agents: exact per flow, port metrics
+  config   set the config of a long run, and return
   start    set the config and start a long run, then return (the test kills something)
   lost     the controller's answer after an agent was killed: names it (argv[2])
   refused  set_config is refused naming the agent (argv[2]) and why (argv[3])
@@ -188,6 +189,9 @@ def main():
         exact(api, env)
     elif what == "skew":
         skew(api, env)
+    elif what == "config":
+        api.set_config(config(api, env, seconds=60))
+        print("configured", flush=True)
     elif what == "start":
         api.set_config(config(api, env, seconds=60))
         start(api)

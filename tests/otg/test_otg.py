@@ -80,6 +80,19 @@ def frames_of(api):
     return out
 
 
+def checksums_hold(raw):
+    """Every IP and L4 checksum of a frame as scapy computes it afresh."""
+    from scapy.all import Ether
+
+    got = Ether(raw)
+    summed = [l for l in got.layers() if any(f.name == "chksum" for f in l.fields_desc)]
+    fresh = got.copy()
+    for layer in summed:
+        del fresh[layer].chksum
+    fresh = Ether(bytes(fresh))
+    return bool(summed) and all(got[l].chksum == fresh[l].chksum for l in summed)
+
+
 def test_b2b_udp_10000_frames_at_10kpps_arrive_exactly(api, lab):
     c = config(api, lab)
     f = flow(c, "f1", size=64)
@@ -104,7 +117,8 @@ def test_udp_ports_and_ipv4_patterns_frame_by_frame(api, lab):
     f.rate.pps = 2000
     f.duration.fixed_packets.packets = 40
     eth, ip, udp = f.packet.ethernet().ipv4().udp()
-    ip.src.values = ["10.0.0.1", "10.0.0.4", "10.0.0.7"]
+    # Not evenly spaced, a value repeated: a list (pre-built frames), not a counter.
+    ip.src.values = ["10.0.0.9", "10.0.0.1", "10.0.0.4", "10.0.0.1"]
     ip.dst.increment.start = "10.1.0.10"
     ip.dst.increment.step = "0.0.0.2"
     ip.dst.increment.count = 4
@@ -122,7 +136,8 @@ def test_udp_ports_and_ipv4_patterns_frame_by_frame(api, lab):
     for i, eth in enumerate(frames):
         ip, udp = eth.data, eth.data.data
         assert isinstance(udp, dpkt.udp.UDP)
-        assert ipaddress.ip_address(ip.src) == ipaddress.ip_address("10.0.0.1") + 3 * (i % 3)
+        assert str(ipaddress.ip_address(ip.src)) == ["10.0.0.9", "10.0.0.1", "10.0.0.4", "10.0.0.1"][i % 4]
+        assert checksums_hold(bytes(eth)), f"frame {i}"
         assert ipaddress.ip_address(ip.dst) == ipaddress.ip_address("10.1.0.10") + 2 * (i % 4)
         assert udp.sport == 5010 + 5 * (i % 5)
         assert udp.dport == 6030 - 5 * (i % 5)
@@ -261,6 +276,52 @@ def test_two_flows_on_one_port_and_port_metrics_are_their_sum(api, lab):
     assert ports["rx"].bytes_rx == fm["a"].bytes_rx + fm["b"].bytes_rx
 
 
+def scrape():
+    """GET /metrics, parsed by the Prometheus project's own OpenMetrics parser: {(name, labels): value}."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    r = requests.get(os.environ["OTG_LOCATION"] + "/metrics", verify=False, timeout=10)
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("application/openmetrics-text"), r.headers
+    out = {}
+    for family in text_string_to_metric_families(r.text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_prometheus_scrape_reads_what_get_metrics_reads(api, lab):
+    c = config(api, lab)
+    for name, n in (("a", 3000), ("b\"q", 2000)):
+        f = flow(c, name, size=64 if name == "a" else 100)
+        f.rate.pps = 10000
+        f.duration.fixed_packets.packets = n
+        eth, ip, udp = f.packet.ethernet().ipv4().udp()
+        udp.src_port.value = 1000 if name == "a" else 2000
+    api.set_config(c)
+    fm = run_to_end(api, 5000)
+    req = api.metrics_request()
+    req.port.port_names = []
+    ports = {p.name: p for p in api.get_metrics(req).port_metrics}
+    got = scrape()
+    for name, n, size in (("a", 3000, 64), ("b\"q", 2000, 100)):
+        labels = tuple(sorted({"flow": name, "port_tx": "tx", "port_rx": "rx"}.items()))
+        m = fm[name]
+        assert (m.frames_tx, m.frames_rx) == (n, n)
+        assert got[("linerate_flow_frames_tx_total", labels)] == m.frames_tx
+        assert got[("linerate_flow_frames_rx_total", labels)] == m.frames_rx
+        assert got[("linerate_flow_bytes_tx_total", labels)] == m.bytes_tx == n * size
+        assert got[("linerate_flow_bytes_rx_total", labels)] == m.bytes_rx == n * size
+        assert got[("linerate_flow_transmitting", labels)] == 0
+    for name, p in ports.items():
+        labels = tuple(sorted({"port": name, "location": p.location}.items()))
+        assert got[("linerate_port_frames_tx_total", labels)] == p.frames_tx
+        assert got[("linerate_port_frames_rx_total", labels)] == p.frames_rx
+        assert got[("linerate_port_link_up", labels)] == 1
+    tx = tuple(sorted({"port": "tx", "location": ports["tx"].location}.items()))
+    assert got[("linerate_port_frames_tx_total", tx)] == 5000
+
+
 def test_refusals_are_4xx_with_the_path_and_the_server_goes_on(api, lab):
     c = config(api, lab)
     d = c.devices.add(name="d1")
@@ -371,3 +432,46 @@ def test_a_link_set_down_reads_down_and_stops_a_capture_with_its_error(api, lab)
     while port_links(api) != {"tx": "up", "rx": "up"}:
         assert time.time() < deadline, port_links(api)
         time.sleep(0.05)
+
+
+def test_flows_without_an_l4_header_ipv4_raw_and_ethernet_only(api, lab):
+    # The conformance repo's ip_neighbors flow is ethernet and ipv4 with nothing after; a
+    # switch test's is ethernet and custom bytes. Both carry the signature and are counted.
+    c = config(api, lab, capture=True)
+    f = flow(c, "ip", size=128)
+    f.rate.pps = 2000
+    f.duration.fixed_packets.packets = 10
+    eth, ip = f.packet.ethernet().ipv4()
+    ip.src.value, ip.dst.value = "1.1.1.1", "1.1.1.2"
+    g = flow(c, "l2", size=64)
+    g.rate.pps = 2000
+    g.duration.fixed_packets.packets = 6
+    eth, custom = g.packet.ethernet().custom()
+    eth.src.values = ["02:00:00:00:00:07", "02:00:00:00:00:01", "02:00:00:00:00:04"]
+    custom.bytes = "abcd"
+    api.set_config(c)
+    capture(api, "start")
+    m = run_to_end(api, 16)
+    capture(api, "stop")
+    assert (m["ip"].frames_tx, m["ip"].frames_rx) == (10, 10)
+    assert (m["l2"].frames_tx, m["l2"].frames_rx) == (6, 6)
+    req = api.capture_request()
+    req.port_name = "rx"
+    raws = [raw for _, raw in dpkt.pcap.Reader(io.BytesIO(api.get_capture(req).read()))]
+    ips = [dpkt.ethernet.Ethernet(r) for r in raws if dpkt.ethernet.Ethernet(r).type == 0x0800]
+    assert len(ips) == 10
+    for eth in ips:
+        ip = eth.data
+        assert (ip.p, ip.len) == (61, 128 - 14 - 4)
+        assert (ipaddress.ip_address(ip.src), ipaddress.ip_address(ip.dst)) == (
+            ipaddress.ip_address("1.1.1.1"),
+            ipaddress.ip_address("1.1.1.2"),
+        )
+        assert checksums_hold(bytes(eth))
+    l2 = [r for r in raws if r[12:14] == b"\xff\xff"]
+    assert len(l2) == 6
+    srcs = ["02:00:00:00:00:07", "02:00:00:00:00:01", "02:00:00:00:00:04"]
+    for i, r in enumerate(l2):
+        assert len(r) == 64
+        assert r[6:12] == bytes.fromhex(srcs[i % 3].replace(":", ""))
+        assert r[14:16] == b"\xab\xcd"

@@ -55,3 +55,46 @@ def test_a_vxlan_flow_with_an_incrementing_inner_port_decodes_as_configured(api,
     vx = [p for p in cap.packets if p.raw()[36:38] == (4789).to_bytes(2, "big")]
     assert len(vx) == 30 and all(p.packet_len == 128 for p in vx)
     assert [int.from_bytes(p.raw()[84:86], "big") for p in vx] == [5000 + i % 10 for i in range(30)]
+
+
+def test_vxlan_vni_values_over_ipv6_as_the_conformance_repo_sends_them(api, lab, tmp_path):
+    # conformance's feature/b2b/packet/vxlan/test_vxlan_inner_ipv4.py: a VNI list on the outer
+    # header, over IPv6 (whose UDP checksum covers the VNI), TCP inside.
+    c = config(api, lab, capture=True)
+    f = flow(c, "vni", size=256)
+    f.rate.pps = 2000
+    f.duration.fixed_packets.packets = 20
+    eth1, ip6, udp, vxlan, eth2, ip, tcp = (
+        f.packet.ethernet().ipv6().udp().vxlan().ethernet().ipv4().tcp()
+    )
+    eth1.src.value, eth1.dst.value = "00:00:01:01:01:01", "00:00:01:01:01:02"
+    ip6.src.value, ip6.dst.value = "::1", "::2"
+    udp.src_port.value, udp.dst_port.value = 4789, 4789
+    vnis = [1000, 1001, 1002, 1003, 1004]
+    vxlan.vni.values = vnis
+    ip.src.value, ip.dst.value = "1.1.1.3", "1.1.1.4"
+    tcp.src_port.value, tcp.dst_port.value = 80, 80
+    api.set_config(c)
+    capture(api, "start")
+    m = run_to_end(api, 20)["vni"]
+    capture(api, "stop")
+    assert m.frames_tx == 20 and m.frames_rx == 20
+    req = api.capture_request()
+    req.port_name = "rx"
+    path = tmp_path / "vni.pcap"
+    path.write_bytes(api.get_capture(req).read())
+
+    from scapy.all import IPv6, TCP, UDP, VXLAN, Ether, rdpcap
+
+    frames = [p for p in rdpcap(str(path)) if p.haslayer(VXLAN)]
+    assert len(frames) == 20
+    for i, p in enumerate(frames):
+        assert len(p) == 256
+        assert p[VXLAN].vni == vnis[i % 5] and p[VXLAN].flags == 0x08
+        assert p[TCP].sport == 80
+        # The outer UDP checksum as scapy computes it over the VNI this frame carries.
+        again = Ether(bytes(p))
+        del again[UDP].chksum
+        again = Ether(bytes(again))
+        assert again[UDP].chksum == p[UDP].chksum, f"frame {i}"
+        assert p[IPv6].plen == 256 - 14 - 40 - 4

@@ -13,7 +13,7 @@ pub enum AfPacketError {
          `setcap cap_net_raw+ep $(command -v linerate)`"
     )]
     NotPermitted { iface: String },
-    #[error("this kernel has no AF_PACKET sockets (CONFIG_PACKET): use --backend afxdp or live")]
+    #[error("this kernel has no AF_PACKET sockets (CONFIG_PACKET): use the afxdp or live backend")]
     NoAfPacket,
     #[error("invalid AF_PACKET queue setup: {0}")]
     Config(String),
@@ -47,17 +47,14 @@ impl Usage for AfPacketError {
     }
 }
 
-/// What the `Port` trait returns: the shared error as it is, AF_PACKET's own in its words.
+/// What the `Port` trait returns: the shared error as it is, AF_PACKET's own whole. Its
+/// sentence travels too: PortError::NotPermitted names AF_XDP's capabilities, AF_PACKET needs
+/// only one.
 impl From<AfPacketError> for PortError {
     fn from(e: AfPacketError) -> Self {
         match e {
             AfPacketError::Port(e) => e,
-            // PortError::NotPermitted names AF_XDP's capabilities; AF_PACKET needs only one,
-            // so its own sentence travels as the reason.
-            e => PortError::Unsupported {
-                backend: "afpacket",
-                why: e.to_string(),
-            },
+            e => PortError::backend(e),
         }
     }
 }
@@ -86,7 +83,29 @@ mod tests {
             let text = e.to_string();
             let port = PortError::from(e);
             assert_eq!(port.is_usage(), usage, "{text}");
+            assert_eq!(port.to_string(), text);
         }
+    }
+
+    #[test]
+    fn the_own_error_survives_the_port_trait() {
+        let port = PortError::from(AfPacketError::WrongFormat {
+            iface: "x".into(),
+            queue: 1,
+            frame: 3,
+        });
+        assert!(
+            matches!(
+                port.backend_error::<AfPacketError>(),
+                Some(AfPacketError::WrongFormat { frame: 3, .. })
+            ),
+            "{port:?}"
+        );
+        // The shared errors are not nested: a caller matching on them still finds them.
+        let port = PortError::from(AfPacketError::io("bind", io::ErrorKind::Other.into()));
+        assert!(port.backend_error::<AfPacketError>().is_none());
+        let os = std::error::Error::source(&port).and_then(|e| e.downcast_ref::<io::Error>());
+        assert_eq!(os.map(io::Error::kind), Some(io::ErrorKind::Other));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use linerate_port::{PortError, QueueStats, SlotMemory, TxDesc, TxQueue};
 
 use crate::AfPacketError;
 use crate::ring::{Status, TxRing};
-use crate::sys;
+use crate::sys::{self, Kick, KickFailed};
 
 /// A transmit queue on one AF_PACKET socket. Fields drop in declaration order: the ring is
 /// unmapped before the socket closes.
@@ -105,27 +105,34 @@ impl AfPacketQueue {
         self.ring.status(newest) == Status::Requested
     }
 
-    /// Wakes the kernel to send what the ring holds. EAGAIN (the socket's send buffer is full of
-    /// frames in flight), ENOBUFS/EBUSY (the device queue is full; the frame stays marked) and
-    /// EINTR mean "try again": the next kick sends them.
+    /// Wakes the kernel to send what the ring holds. A busy kick (the socket's send buffer full
+    /// of frames in flight, or the device queue full with the frame left marked) is counted and
+    /// not an error: the next kick sends them.
     #[inline]
     fn kick(&mut self) -> Result<(), PortError> {
         self.kicks += 1;
         match sys::kick(&self.fd) {
-            Ok(()) => Ok(()),
-            Err(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => {
+            Ok(Kick::Sent) => Ok(()),
+            Ok(Kick::Busy) => {
                 self.kicks_busy += 1;
                 Ok(())
             }
-            Err(errno) => Err(self.kick_error(errno)),
+            Err(failed) => Err(self.kick_error(failed)),
         }
     }
 
     #[cold]
-    fn kick_error(&self, errno: i32) -> PortError {
-        match self.refused() {
-            Some(frame) if errno != libc::ENETDOWN => self.wrong_format(frame),
-            _ => PortError::kick(&self.iface, self.queue_id, errno),
+    fn kick_error(&self, failed: KickFailed) -> PortError {
+        match failed {
+            KickFailed::Down => PortError::InterfaceDown {
+                iface: self.iface.clone(),
+            },
+            // A frame the kernel refused (marked wrong-format) is why the send failed: name it
+            // rather than the errno.
+            KickFailed::Os(e) => match self.refused() {
+                Some(frame) => self.wrong_format(frame),
+                None => PortError::kick(&self.iface, self.queue_id, e),
+            },
         }
     }
 

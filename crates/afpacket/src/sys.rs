@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::OwnedFd;
 
-pub(crate) use linerate_sys::{Mmap, kick, page_size, set_opt};
+pub(crate) use linerate_sys::{Kick, KickFailed, Mmap, kick, page_size, set_opt};
 
 /// A transmit-only packet socket: protocol 0 registers no receive hook, so the kernel never
 /// queues the interface's traffic to it.

@@ -8,16 +8,20 @@ use linerate_port::{PortError, Usage};
 pub enum AfXdpError {
     #[error(transparent)]
     Port(#[from] PortError),
-    #[error("this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use --backend pcap or null")]
+    #[error("this kernel has no AF_XDP sockets (CONFIG_XDP_SOCKETS): use the pcap or null backend")]
     NoAfXdp,
-    #[error("{driver} ({iface}) has no zero-copy AF_XDP: use --xdp-mode copy or auto")]
+    #[error("{driver} ({iface}) has no zero-copy AF_XDP: use the copy or auto XDP mode")]
     NoZeroCopy { iface: String, driver: String },
     #[error("slots of {slot_size} bytes do not fit AF_XDP's largest chunk ({max} bytes, one page)")]
     SlotTooLarge { slot_size: u32, max: u32 },
     #[error("invalid AF_XDP queue setup: {0}")]
     Config(String),
-    #[error("cannot attach the pass-through XDP program to {iface}: {why}")]
-    PassProgram { iface: String, why: String },
+    #[error("cannot attach the pass-through XDP program to {iface}: {source}")]
+    PassProgram {
+        iface: String,
+        #[source]
+        source: linerate_xdp::XdpError,
+    },
 }
 
 impl AfXdpError {
@@ -39,31 +43,34 @@ impl Usage for AfXdpError {
     }
 }
 
-/// What the `Port` trait returns: the shared error as it is, AF_XDP's own in its words.
+/// What the `Port` trait returns: the shared error as it is, AF_XDP's own whole, so it still
+/// answers `is_usage` and keeps its causes.
 impl From<AfXdpError> for PortError {
     fn from(e: AfXdpError) -> Self {
         match e {
             AfXdpError::Port(e) => e,
-            AfXdpError::SlotTooLarge { slot_size, max } => PortError::FrameTooLarge {
-                len: slot_size,
-                slot_size: max,
-            },
-            e @ (AfXdpError::NoAfXdp | AfXdpError::NoZeroCopy { .. } | AfXdpError::Config(_)) => {
-                PortError::Unsupported {
-                    backend: "afxdp",
-                    why: e.to_string(),
-                }
-            }
-            e @ AfXdpError::PassProgram { .. } => {
-                PortError::io(e.to_string(), io::Error::other("XDP attach failed"))
-            }
+            e => PortError::backend(e),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::*;
+
+    fn pass_program() -> AfXdpError {
+        AfXdpError::PassProgram {
+            iface: "x".into(),
+            source: linerate_xdp::XdpError::Attach {
+                iface: "x".into(),
+                netns: None,
+                mode: linerate_xdp::AttachMode::Skb,
+                source: io::Error::from_raw_os_error(libc::EBUSY),
+            },
+        }
+    }
 
     #[test]
     fn usage_errors_stay_usage_errors_as_port_errors() {
@@ -84,10 +91,7 @@ mod tests {
                 max: 4096,
             },
             AfXdpError::Config("no".into()),
-            AfXdpError::PassProgram {
-                iface: "x".into(),
-                why: "no".into(),
-            },
+            pass_program(),
             AfXdpError::io("bind", io::ErrorKind::Other.into()),
         ];
         for e in all {
@@ -95,6 +99,7 @@ mod tests {
             let text = e.to_string();
             let port = PortError::from(e);
             assert_eq!(port.is_usage(), usage, "{text}");
+            assert_eq!(port.to_string(), text);
         }
     }
 
@@ -106,7 +111,27 @@ mod tests {
         };
         assert_eq!(
             PortError::from(e).to_string(),
-            "afxdp is not supported here: veth (lr0) has no zero-copy AF_XDP: use --xdp-mode copy or auto"
+            "veth (lr0) has no zero-copy AF_XDP: use the copy or auto XDP mode"
         );
+    }
+
+    #[test]
+    fn the_own_error_and_its_causes_survive_the_port_trait() {
+        let port = PortError::from(pass_program());
+        assert!(
+            matches!(
+                port.backend_error::<AfXdpError>(),
+                Some(AfXdpError::PassProgram { iface, .. }) if iface == "x"
+            ),
+            "{port:?}"
+        );
+        // The chain goes on from the AF_XDP error: the XDP attach, then the OS error under it.
+        let attach = port.source().expect("the XDP error");
+        assert!(attach.is::<linerate_xdp::XdpError>(), "{attach}");
+        let os = attach
+            .source()
+            .and_then(|e| e.downcast_ref::<io::Error>())
+            .expect("the OS error");
+        assert_eq!(os.raw_os_error(), Some(libc::EBUSY));
     }
 }

@@ -9,7 +9,7 @@ use linerate_port::{PortError, QueueStats, TxDesc, TxQueue};
 use crate::AfXdpError;
 use crate::port::PassProgram;
 use crate::socket::XskSocket;
-use crate::sys;
+use crate::sys::{self, Kick, KickFailed};
 use crate::umem::Umem;
 
 /// A transmit queue on one AF_XDP socket. Fields drop in declaration order: the socket (rings,
@@ -82,24 +82,24 @@ impl XskQueue {
         })
     }
 
-    /// Wakes the kernel to send what the TX ring holds. EAGAIN/EBUSY/ENOBUFS (and EINTR) mean
-    /// "busy, try again": the frames stay in the ring and the next kick sends them. ENETDOWN is an
-    /// error: the interface went down, and retrying would spin until the drain timeout.
+    /// Wakes the kernel to send what the TX ring holds. A busy kick is counted and not an error:
+    /// the frames stay in the ring and the next kick sends them. A link that went down is an
+    /// error: retrying would spin until the drain timeout.
     #[inline]
     fn kick(&mut self) -> Result<(), PortError> {
         self.kicks += 1;
         match sys::kick(&self.socket.fd) {
-            Ok(()) => Ok(()),
-            Err(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => {
+            Ok(Kick::Sent) => Ok(()),
+            Ok(Kick::Busy) => {
                 self.kicks_busy += 1;
                 Ok(())
             }
-            Err(errno) => Err(self.kick_error(errno)),
+            Err(failed) => Err(self.kick_error(failed)),
         }
     }
 
     #[cold]
-    fn kick_error(&self, errno: i32) -> PortError {
+    fn kick_error(&self, failed: KickFailed) -> PortError {
         // A deleted interface is first closed (ENETDOWN), then unregistered, which unbinds the
         // socket (ENXIO): a moment tells a deletion from a plain `ip link set down`.
         let gone = || {
@@ -110,12 +110,21 @@ impl XskQueue {
                     .exists()
             })
         };
-        if errno == libc::ENXIO || (errno == libc::ENETDOWN && gone()) {
-            return PortError::InterfaceGone {
+        match failed {
+            KickFailed::Down if gone() => self.gone(),
+            KickFailed::Os(e) if e.raw_os_error() == Some(libc::ENXIO) => self.gone(),
+            KickFailed::Down => PortError::InterfaceDown {
                 iface: self.iface.clone(),
-            };
+            },
+            KickFailed::Os(e) => PortError::kick(&self.iface, self.queue_id, e),
         }
-        PortError::kick(&self.iface, self.queue_id, errno)
+    }
+
+    #[cold]
+    fn gone(&self) -> PortError {
+        PortError::InterfaceGone {
+            iface: self.iface.clone(),
+        }
     }
 
     /// Takes what the completion ring holds.

@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::OwnedFd;
 
-pub(crate) use linerate_sys::{Mmap, Plain, kick, page_size};
+pub(crate) use linerate_sys::{Kick, KickFailed, Mmap, Plain, kick, page_size};
 
 /// `XDP_MAX_TX_SKB_BUDGET` from `linux/if_xdp.h` (kernel ≥ 6.17): how many frames one copy-mode
 /// kick may send (default 32). libc 0.2.191 does not define it yet.

@@ -405,7 +405,8 @@ fn forced_zero_copy_on_veth_fails_clearly() {
     let err = open_err(&port, &config(0));
     let text = err.to_string();
     assert!(
-        text.contains("veth") && text.contains("no zero-copy AF_XDP: use --xdp-mode copy or auto"),
+        text.contains("veth")
+            && text.contains("no zero-copy AF_XDP: use the copy or auto XDP mode"),
         "{text}"
     );
     assert!(err.is_usage());
@@ -439,7 +440,16 @@ fn slots_larger_than_a_page_are_refused() {
             ..config(0)
         },
     );
-    assert!(matches!(err, PortError::FrameTooLarge { .. }), "{err}");
+    assert!(
+        matches!(
+            err.backend_error::<AfXdpError>(),
+            Some(AfXdpError::SlotTooLarge {
+                slot_size: 9000,
+                ..
+            })
+        ),
+        "{err}"
+    );
     assert!(err.is_usage());
 }
 

@@ -65,21 +65,27 @@ impl std::fmt::Debug for AgentClient {
     }
 }
 
+/// The certificates of a PEM file of CAs (`--agent-ca`); the error says why there are none.
+/// The controller calls it before it starts, so a wrong file is refused once, not at every
+/// agent's setup.
+pub fn ca_roots(pem: &[u8]) -> Result<Vec<Certificate<'static>>, String> {
+    let roots: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
+        .filter_map(|item| match item {
+            Ok(PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if roots.is_empty() {
+        return Err("holds no PEM certificate: give the agents' CA certificate in PEM".into());
+    }
+    Ok(roots)
+}
+
 impl AgentClient {
     pub fn new(agent: &str, options: &ClientOptions) -> Result<AgentClient, AgentError> {
         let tls = match &options.ca {
             Some(pem) => {
-                let roots: Vec<Certificate<'static>> = ureq::tls::parse_pem(pem)
-                    .filter_map(|item| match item {
-                        Ok(PemItem::Certificate(c)) => Some(c),
-                        _ => None,
-                    })
-                    .collect();
-                if roots.is_empty() {
-                    return Err(AgentError::Usage(
-                        "--agent-ca holds no PEM certificate".into(),
-                    ));
-                }
+                let roots = ca_roots(pem).map_err(|_| AgentError::NoCaCertificate)?;
                 TlsConfig::builder()
                     .root_certs(RootCerts::Specific(Arc::new(roots)))
                     .build()

@@ -10,15 +10,24 @@
 //!
 //! The transport is the agent's HTTPS API (the OTG server's own listener: its TLS, bearer token
 //! and body limits) with the routes under [`PREFIX`]; docs/distributed.md says why not gRPC.
+#![forbid(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 pub mod client;
 pub mod clock;
+#[cfg(target_os = "linux")]
+pub mod controller;
 mod error;
+pub mod lease;
 pub mod proto;
+#[cfg(target_os = "linux")]
+pub mod tls;
 
 #[cfg(target_os = "linux")]
 pub use client::AgentClient;
 pub use clock::{Offset, Sample, StartClock};
+#[cfg(target_os = "linux")]
+pub use controller::{Agents, AgentsView, Conductor, Controller, Placed, Split};
 pub use error::AgentError;
+pub use lease::Lease;
 pub use proto::*;

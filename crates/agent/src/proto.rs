@@ -42,7 +42,10 @@ pub struct CaptureFile {
 }
 
 /// One agent's part of a test: its hosts, what they send, and the hosts elsewhere they send to.
+/// A key it does not know is refused: a controller of another version, or a typo, would
+/// otherwise have its intent dropped without a word.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Setup {
     /// Hosts on this agent's ports (`port` is `IFACE` or `IFACE@NETNS` on the agent).
     pub hosts: Vec<HostSpec>,
@@ -60,6 +63,10 @@ pub struct Setup {
     pub duration_ms: Option<u64>,
     /// Received frames go on to the agent's stack too (a capture is running there).
     pub pass: bool,
+    /// Who sets it up: a controller's own id. While its lease is live, an agent refuses a setup
+    /// from any other controller (409, naming the holder).
+    #[serde(default)]
+    pub controller: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,15 +151,89 @@ pub struct RunResult {
     pub error: Option<String>,
 }
 
-/// Per port, in [`SetupReply::ports`] order: the neighbours its hosts resolved or heard from.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Neighbours {
-    pub ports: Vec<Vec<Neighbour>>,
+/// Where a flow of a test bed is sent and counted: its id in the signature, the port that
+/// sends it and the port whose receiver counts it (ports by their index in the whole test bed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowAt {
+    pub id: u16,
+    pub tx: usize,
+    pub rx: Option<usize>,
 }
 
+/// Per port, in [`SetupReply::ports`] order: the neighbours its hosts asked for and how many
+/// others they heard from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbours {
+    pub ports: Vec<PortNeighbours>,
+}
+
+/// `linerate_hosts::NeighbourReport` on the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortNeighbours {
+    pub asked: Vec<Neighbour>,
+    pub others: usize,
+}
+
+/// `linerate_hosts::AskedNeighbour` on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Neighbour {
     pub addr: IpAddr,
     pub vlan: Option<u16>,
     pub mac: [u8; 6],
+    #[serde(default)]
+    pub learned: Option<[u8; 6]>,
+    #[serde(default)]
+    pub conflict: bool,
+}
+
+impl From<linerate_hosts::NeighbourReport> for PortNeighbours {
+    fn from(r: linerate_hosts::NeighbourReport) -> Self {
+        PortNeighbours {
+            asked: r
+                .asked
+                .into_iter()
+                .map(|n| Neighbour {
+                    addr: n.addr,
+                    vlan: n.vlan,
+                    mac: n.mac,
+                    learned: n.learned,
+                    conflict: n.conflict,
+                })
+                .collect(),
+            others: r.others,
+        }
+    }
+}
+
+impl From<PortNeighbours> for linerate_hosts::NeighbourReport {
+    fn from(p: PortNeighbours) -> Self {
+        linerate_hosts::NeighbourReport {
+            asked: p
+                .asked
+                .into_iter()
+                .map(|n| linerate_hosts::AskedNeighbour {
+                    addr: n.addr,
+                    vlan: n.vlan,
+                    mac: n.mac,
+                    learned: n.learned,
+                    conflict: n.conflict,
+                })
+                .collect(),
+            others: p.others,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setup_with_a_key_it_does_not_know_is_refused() {
+        let mut setup = serde_json::to_value(Setup::default()).unwrap();
+        serde_json::from_value::<Setup>(setup.clone()).unwrap();
+        setup["host"] = serde_json::json!([]);
+        let e = serde_json::from_value::<Setup>(setup).unwrap_err();
+        assert!(e.to_string().contains("unknown field `host`"), "{e}");
+    }
 }

@@ -10,6 +10,7 @@
 //! goal** is a loss ratio with a final trial duration, a duration sum, an exceed ratio and a
 //! width; a load is an **upper bound**, a **lower bound** or **undecided** for a goal; the
 //! **relevant lower bound** is the throughput reported for that goal. See `docs/rfc2544.md`.
+#![forbid(unsafe_code)]
 
 mod b2b;
 mod binary;

@@ -83,7 +83,8 @@ fn streamed(c: &mut Criterion) {
         .expect("frame written");
     }
     drop(w);
-    let capture = linerate_stream::Capture::load(&path, 1500, linerate_stream::Hold::Stream)
+    // From the file's map, as a replay streams it.
+    let capture = linerate_files::load_capture(&path, 1500, linerate_files::Hold::Stream)
         .expect("capture streams");
     let replay = linerate_stream::Replay {
         speed: linerate_stream::Speed::Max,

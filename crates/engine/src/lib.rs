@@ -20,7 +20,8 @@ pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
 pub use run::{RunConfig, WorkerSpec, slots_for};
 pub use runner::{
-    Interrupted, Observer, WorkerContext, WorkerFailure, check_workers, unavailable_core,
+    Interrupted, Observer, WorkerContext, WorkerFailure, allowed_cores, check_workers,
+    unavailable_core,
 };
 pub use transmitter::{Done, Job, Runner, Transmitter, Work, WorkerError, merged_lanes, run};
 pub use worker::{

@@ -254,6 +254,26 @@ mod tests {
         }
     }
 
+    /// A run stopped while its workers wait for the start instant sends nothing.
+    #[test]
+    fn a_stop_before_the_start_instant_sends_nothing() {
+        let plan = Plan::compile(&[StreamSpec::seed()], &Limits::default()).unwrap();
+        for workers in 1..=2 {
+            let mut c = config(workers, None);
+            c.start_at = Some(std::time::Instant::now() + Duration::from_secs(30));
+            let stop = Arc::clone(&c.stop);
+            let stopper = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(150));
+                stop.store(true, Ordering::Relaxed);
+            });
+            let began = std::time::Instant::now();
+            let report = run(&NullPort::new(4), &plan, &c, &()).unwrap();
+            stopper.join().unwrap();
+            assert_eq!(report.completed, 0, "{workers} workers");
+            assert!(began.elapsed() < Duration::from_secs(5));
+        }
+    }
+
     #[test]
     fn slot_counts_are_multiples_of_the_period() {
         assert_eq!(slots_for(1, 4096), 4096);

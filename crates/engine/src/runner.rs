@@ -81,14 +81,21 @@ pub fn check_workers(workers: &[WorkerSpec]) -> Result<(), EngineError> {
     Ok(())
 }
 
-/// The first worker core this process may not run on, with how many it may: the affinity mask
-/// (taskset, cgroups) decides, not the machine's core count.
-pub fn unavailable_core(workers: &[WorkerSpec]) -> Option<(usize, usize)> {
-    let allowed: Vec<usize> = core_affinity::get_core_ids()
+/// The cores this process may run on, in order: the affinity mask (taskset, cgroups) decides,
+/// not the machine's core count. Empty when it cannot be read.
+pub fn allowed_cores() -> Vec<usize> {
+    let mut cores: Vec<usize> = core_affinity::get_core_ids()
         .unwrap_or_default()
         .into_iter()
         .map(|c| c.id)
         .collect();
+    cores.sort_unstable();
+    cores
+}
+
+/// The first worker core this process may not run on, with how many it may.
+pub fn unavailable_core(workers: &[WorkerSpec]) -> Option<(usize, usize)> {
+    let allowed = allowed_cores();
     workers
         .iter()
         .filter_map(|w| w.core)
@@ -228,10 +235,16 @@ fn worker_thread(
     if let Some(core) = spec.core {
         core_affinity::set_for_current(core_affinity::CoreId { id: core });
     }
-    if let Some((at, stop)) = start {
+    // Stopped before its instant: the run ends with nothing sent (issue 40 #9), not with the
+    // first batch the job would send before it looks at the halt.
+    let stopped = start.is_some_and(|(at, stop)| {
         wait_until(at, stop);
-    }
+        stop.load(Ordering::Relaxed)
+    });
     barrier.wait();
+    if stopped {
+        shared.halt.store(true, Ordering::Relaxed);
+    }
     let epoch = *epoch.get_or_init(Instant::now);
     let mut finished = Finished {
         shared,

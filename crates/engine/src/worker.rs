@@ -677,10 +677,7 @@ mod tests {
     /// test otherwise), with the replay's destination MAC.
     #[test]
     fn a_streamed_capture_is_copied_into_reaped_slots_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.pcap");
-        let mut w =
-            pcap_file::pcap::PcapWriter::new(std::fs::File::create(&path).unwrap()).unwrap();
+        let mut w = pcap_file::pcap::PcapWriter::new(Vec::new()).unwrap();
         for i in 0..10u16 {
             let mut f = vec![0u8; 60 + usize::from(i)];
             f[12..14].copy_from_slice(&[0x08, 0x00]);
@@ -692,9 +689,12 @@ mod tests {
             ))
             .unwrap();
         }
-        drop(w);
-        let capture =
-            linerate_stream::Capture::load(&path, 1500, linerate_stream::Hold::Stream).unwrap();
+        let file = w.into_writer();
+        // Streamed from the file's bytes as a replay streams them from its map.
+        let capture = linerate_stream::CaptureIndex::read(&file, 1500)
+            .unwrap()
+            .stream(Box::new(file))
+            .unwrap();
         let replay = linerate_stream::Replay {
             speed: linerate_stream::Speed::Max,
             loops: Some(3),

@@ -13,6 +13,7 @@ pub(crate) const HOSTS_V6: &str = "hosts_v6";
 pub(crate) const NEIGH_V4: &str = "neigh_v4";
 pub(crate) const NEIGH_V6: &str = "neigh_v6";
 pub(crate) const COUNTERS: &str = "host_counters";
+pub(crate) const STACK_MACS: &str = "stack_macs";
 
 /// `struct host_key4`: an IPv4 address on a VLAN (0: untagged).
 #[repr(C)]
@@ -32,12 +33,15 @@ pub(crate) struct Key6 {
     _pad: u16,
 }
 
-/// `struct host_mac`: a host's MAC, the value of `hosts_v4` and `hosts_v6`.
+/// `struct host_mac`: a host's MAC, the value of `hosts_v4` and `hosts_v6` (and the key of
+/// `stack_macs`, with no prefix).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostMac {
     mac: MacAddr,
-    _pad: u16,
+    /// In `hosts_v4`: the host's IPv4 prefix, for XDP to tell its subnet's broadcast.
+    prefix4: u8,
+    _pad: u8,
 }
 
 /// `struct neigh`: a learned neighbour and when (CLOCK_MONOTONIC ns).
@@ -45,17 +49,24 @@ pub(crate) struct HostMac {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Neigh {
     pub(crate) mac: MacAddr,
-    _pad: u16,
+    /// `HOSTS_NEIGH_*`.
+    flags: u16,
     pub(crate) ktime_ns: u64,
 }
 
+/// `HOSTS_NEIGH_BOGUS`: the answer claimed a MAC no neighbour has; kept to be named, never used.
+const NEIGH_BOGUS: u16 = 1;
+/// `HOSTS_NEIGH_CHANGED`: believed answers for the address named different MACs.
+const NEIGH_CHANGED: u16 = 2;
+
 /// Every map of an object that includes `bpf/hosts.h`, as the Rust side reads it.
-pub(crate) const ABI: [MapAbi; 5] = [
+pub(crate) const ABI: [MapAbi; 6] = [
     MapAbi::of::<Key4, HostMac>(HOSTS_V4),
     MapAbi::of::<Key6, HostMac>(HOSTS_V6),
     MapAbi::of::<Key4, Neigh>(NEIGH_V4),
     MapAbi::of::<Key6, Neigh>(NEIGH_V6),
     MapAbi::of::<u32, HostCounters>(COUNTERS),
+    MapAbi::of::<HostMac, u32>(STACK_MACS),
 ];
 
 /// The key of `addr` on `vlan`, in the map of its family, as bytes.
@@ -113,11 +124,21 @@ impl Key6 {
     }
 }
 
-/// A host's MAC as the value of `hosts_v4` / `hosts_v6`.
+/// A MAC as the key of `stack_macs`.
 pub(crate) fn host_mac(mac: MacAddr) -> [u8; size_of::<HostMac>()] {
-    let value = HostMac { mac, _pad: 0 };
+    host_value(mac, 0)
+}
+
+/// A host's MAC and IPv4 prefix (0 in `hosts_v6`) as the value of `hosts_v4` / `hosts_v6`.
+pub(crate) fn host_value(mac: MacAddr, prefix4: u8) -> [u8; size_of::<HostMac>()] {
+    let value = HostMac {
+        mac,
+        prefix4,
+        _pad: 0,
+    };
     let mut b = [0; size_of::<HostMac>()];
     b[..6].copy_from_slice(&value.mac);
+    b[6] = value.prefix4;
     b
 }
 
@@ -128,9 +149,20 @@ impl Neigh {
         }
         Some(Neigh {
             mac: bytes[..6].try_into().ok()?,
-            _pad: 0,
+            flags: u16::from_ne_bytes(bytes[6..8].try_into().ok()?),
             ktime_ns: u64::from_ne_bytes(bytes[8..16].try_into().ok()?),
         })
+    }
+
+    /// True when the XDP side found the MAC bogus (group, zero or the host's own) and wrote it
+    /// only to be named.
+    pub(crate) fn bogus(&self) -> bool {
+        self.flags & NEIGH_BOGUS != 0
+    }
+
+    /// True when answers for the address, believed, have named more than one MAC.
+    pub(crate) fn changed(&self) -> bool {
+        self.flags & NEIGH_CHANGED != 0
     }
 }
 
@@ -149,6 +181,7 @@ impl HostCounters {
             echo_replies: w.next()?,
             learned: w.next()?,
             dropped: w.next()?,
+            ignored: w.next()?,
         })
     }
 
@@ -158,6 +191,7 @@ impl HostCounters {
         self.echo_replies += other.echo_replies;
         self.learned += other.learned;
         self.dropped += other.dropped;
+        self.ignored += other.ignored;
     }
 }
 
@@ -171,7 +205,7 @@ mod tests {
         assert_eq!(size_of::<Key6>(), 20);
         assert_eq!(size_of::<HostMac>(), 8);
         assert_eq!(size_of::<Neigh>(), 16);
-        assert_eq!(size_of::<HostCounters>(), 40);
+        assert_eq!(size_of::<HostCounters>(), 48);
     }
 
     #[test]
@@ -196,10 +230,22 @@ mod tests {
         bytes[..6].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
         bytes[8..].copy_from_slice(&77u64.to_ne_bytes());
         let n = Neigh::parse(&bytes).unwrap();
-        assert_eq!((n.mac, n.ktime_ns), ([2, 0, 0, 0, 0, 9], 77));
+        assert_eq!(
+            (n.mac, n.ktime_ns, n.bogus()),
+            ([2, 0, 0, 0, 0, 9], 77, false)
+        );
+        bytes[6..8].copy_from_slice(&NEIGH_BOGUS.to_ne_bytes());
+        assert!(Neigh::parse(&bytes).unwrap().bogus());
+        bytes[6..8].copy_from_slice(&NEIGH_CHANGED.to_ne_bytes());
+        let n = Neigh::parse(&bytes).unwrap();
+        assert!(n.changed() && !n.bogus());
         assert_eq!(host_mac([1, 2, 3, 4, 5, 6]), [1, 2, 3, 4, 5, 6, 0, 0]);
-        let words: Vec<u8> = (1..=5u64).flat_map(u64::to_ne_bytes).collect();
+        assert_eq!(
+            host_value([1, 2, 3, 4, 5, 6], 24),
+            [1, 2, 3, 4, 5, 6, 24, 0]
+        );
+        let words: Vec<u8> = (1..=6u64).flat_map(u64::to_ne_bytes).collect();
         let c = HostCounters::parse(&words).unwrap();
-        assert_eq!((c.arp_replies, c.dropped), (1, 5));
+        assert_eq!((c.arp_replies, c.dropped, c.ignored), (1, 5, 6));
     }
 }

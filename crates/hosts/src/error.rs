@@ -38,6 +38,20 @@ pub enum HostError {
         tries: u32,
     },
 
+    #[error(
+        "{addr} answered on {iface} with {} ({kind}), a MAC no neighbour has (RFC 1812 \
+         §3.3.2): ignored, so {addr} is unresolved; find what answers for it on that link and \
+         VLAN",
+        crate::mac_text(.mac)
+    )]
+    BogusNeighbour {
+        addr: IpAddr,
+        iface: String,
+        mac: crate::MacAddr,
+        /// "broadcast", "multicast", "all-zero" or "the host's own".
+        kind: &'static str,
+    },
+
     #[error(transparent)]
     Xdp(#[from] linerate_xdp::XdpError),
 
@@ -64,7 +78,7 @@ impl HostError {
             | Self::NoSuchHost { .. } => true,
             Self::Xdp(e) => e.is_usage(),
             Self::Send { source, .. } => source.kind() == std::io::ErrorKind::PermissionDenied,
-            Self::Unresolved { .. } | Self::Map { .. } => false,
+            Self::Unresolved { .. } | Self::BogusNeighbour { .. } | Self::Map { .. } => false,
         }
     }
 }

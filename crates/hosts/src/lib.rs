@@ -3,6 +3,7 @@
 //! (`bpf/hosts.h`, in the receiver or in `bpf/host.bpf.c`) and learns their neighbours;
 //! [`resolve`] asks for a host's next hops and reads the answers from the same maps. What the
 //! hosts transmit, and the session that owns the ports, live elsewhere.
+#![forbid(unsafe_code)]
 
 #[cfg(target_os = "linux")]
 mod abi;
@@ -57,6 +58,88 @@ pub struct Neighbour {
     pub mac: MacAddr,
 }
 
+/// A neighbour the hosts asked for (a gateway, a flow's next hop): its address and VLAN, and
+/// the MAC their streams were compiled with (resolved, or given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AskedFor {
+    pub addr: IpAddr,
+    pub vlan: Option<u16>,
+    pub mac: MacAddr,
+}
+
+/// A neighbour the hosts asked for, as a report shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskedNeighbour {
+    pub addr: IpAddr,
+    pub vlan: Option<u16>,
+    /// The MAC the streams use: the answer believed when it was resolved (or the one given).
+    pub mac: MacAddr,
+    /// What the port's table holds for the address now, when that is not `mac`: the last
+    /// answer heard, which a spoofer may have sent.
+    pub learned: Option<MacAddr>,
+    /// Answers for the address named more than one MAC: the table holds another than `mac`,
+    /// or it changed from one to another since the first (and maybe back).
+    pub conflict: bool,
+}
+
+/// The hosts' neighbours on one port, for a report: those they asked for, and how many
+/// others they learned (the stations that asked for the hosts: after an ARP flood, thousands,
+/// which a report counts rather than lists).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NeighbourReport {
+    pub asked: Vec<AskedNeighbour>,
+    pub others: usize,
+}
+
+impl NeighbourReport {
+    /// The report of a port whose hosts asked for `asked` and whose table holds `heard` (each
+    /// neighbour with whether its answers changed MAC).
+    pub fn of(asked: &[AskedFor], heard: &[(Neighbour, bool)]) -> NeighbourReport {
+        let mut asked: Vec<AskedFor> = asked.to_vec();
+        asked.sort();
+        asked.dedup_by_key(|a| (a.addr, a.vlan));
+        let is_asked = |n: &Neighbour| asked.iter().any(|a| a.addr == n.addr && a.vlan == n.vlan);
+        let others = heard.iter().filter(|(n, _)| !is_asked(n)).count();
+        let asked = asked
+            .iter()
+            .map(|a| {
+                let now = heard
+                    .iter()
+                    .find(|(n, _)| n.addr == a.addr && n.vlan == a.vlan);
+                let learned = now.map(|(n, _)| n.mac).filter(|m| *m != a.mac);
+                AskedNeighbour {
+                    addr: a.addr,
+                    vlan: a.vlan,
+                    mac: a.mac,
+                    learned,
+                    conflict: learned.is_some() || now.is_some_and(|(_, changed)| *changed),
+                }
+            })
+            .collect();
+        NeighbourReport { asked, others }
+    }
+
+    /// One line for each neighbour asked for whose answers conflicted, naming `port`.
+    pub fn conflicts(&self, port: &str) -> Vec<String> {
+        self.asked
+            .iter()
+            .filter(|n| n.conflict)
+            .map(|n| {
+                let vlan = n.vlan.map(|v| format!(" vlan {v}")).unwrap_or_default();
+                let used = mac_text(&n.mac);
+                let heard = match n.learned {
+                    Some(m) => format!("{} answered for it too", mac_text(&m)),
+                    None => "another MAC answered for it between answers from that one".into(),
+                };
+                format!(
+                    "neighbour {}{vlan} on {port}: the streams use {used}, and {heard}: another station claims the address (a spoofer, or a neighbour whose MAC changed)",
+                    n.addr
+                )
+            })
+            .collect()
+    }
+}
+
 /// What the hosts' XDP code has done, summed over CPUs. Laid out as `struct host_counters` of
 /// `bpf/hosts.h`, which the loader checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,6 +152,10 @@ pub struct HostCounters {
     pub learned: u64,
     /// Frames for no host that `host.bpf.c` dropped; the receiver counts its own instead.
     pub dropped: u64,
+    /// Requests for a host that RFC 1122 or RFC 4861 say to discard (a bad checksum, a group
+    /// or broadcast source, a malformed neighbour solicitation…): dropped unanswered, nothing
+    /// learned from them (docs/hosts.md).
+    pub ignored: u64,
 }
 
 impl Host {
@@ -205,6 +292,26 @@ impl Host {
     }
 }
 
+/// What makes `mac` no one station's address, if anything: "broadcast", "multicast" (the
+/// group bit, IPv4's 01:00:5e:… and IPv6's 33:33:… among others) or "all-zero". A neighbour
+/// answering with one is not believed (RFC 1812 §3.3.2), nor is one given for a gateway.
+pub fn group_or_zero(mac: &MacAddr) -> Option<&'static str> {
+    if *mac == [0xff; 6] {
+        Some("broadcast")
+    } else if mac[0] & 1 != 0 {
+        Some("multicast")
+    } else if *mac == [0; 6] {
+        Some("all-zero")
+    } else {
+        None
+    }
+}
+
+/// `mac` as `xx:xx:xx:xx:xx:xx`.
+pub(crate) fn mac_text(mac: &MacAddr) -> String {
+    mac.map(|b| format!("{b:02x}")).join(":")
+}
+
 /// True when `a` and `b` (addresses of `bits` bits, right-aligned in a u128) share their first
 /// `prefix` bits.
 fn same_subnet(a: u128, b: u128, prefix: u8, bits: u32) -> bool {
@@ -293,6 +400,98 @@ mod tests {
             h.validate(),
             Err(HostError::BadPrefix { max: 128, .. })
         ));
+    }
+
+    #[test]
+    fn group_and_zero_macs_are_told_from_unicast_ones() {
+        assert_eq!(group_or_zero(&[0xff; 6]), Some("broadcast"));
+        assert_eq!(group_or_zero(&[0x01, 0, 0x5e, 0, 0, 1]), Some("multicast"));
+        assert_eq!(group_or_zero(&[0x33, 0x33, 0, 0, 0, 1]), Some("multicast"));
+        assert_eq!(group_or_zero(&[0; 6]), Some("all-zero"));
+        assert_eq!(group_or_zero(&[0x02, 0, 0, 0, 0, 0]), None);
+        assert_eq!(group_or_zero(&[0, 0, 0, 0, 0, 1]), None);
+        assert_eq!(
+            mac_text(&[0x01, 0, 0x5e, 0xa, 0xbc, 0xff]),
+            "01:00:5e:0a:bc:ff"
+        );
+    }
+
+    /// The report lists what was asked for with the MAC the streams use, not the table's last
+    /// answer, says when answers conflicted, and only counts the stations that asked.
+    #[test]
+    fn a_report_shows_the_mac_used_flags_conflicts_and_counts_the_others() {
+        let (real, spoofer) = ([0x02, 0, 0, 0, 0, 1], [0x02, 0, 0, 0, 0, 0x66]);
+        let gw4 = AskedFor {
+            addr: ip("198.18.0.1"),
+            vlan: None,
+            mac: real,
+        };
+        let gw6 = AskedFor {
+            addr: ip("2001:2::1"),
+            vlan: Some(7),
+            mac: real,
+        };
+        let heard = |addr: &str, vlan, mac, changed| {
+            (
+                Neighbour {
+                    addr: ip(addr),
+                    vlan,
+                    mac,
+                },
+                changed,
+            )
+        };
+        let mut table = vec![
+            heard("198.18.0.1", None, spoofer, true),
+            // The same address on another VLAN is another neighbour.
+            heard("2001:2::1", None, spoofer, false),
+            heard("2001:2::1", Some(7), real, true),
+        ];
+        table.extend((0..4096u32).map(|i| {
+            let a = std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
+            heard(&a, None, [2, 0, 0, 0, 0x10, 1], false)
+        }));
+        let r = NeighbourReport::of(&[gw6, gw4, gw4], &table);
+        assert_eq!(r.others, 4097);
+        assert_eq!(
+            r.asked,
+            [
+                AskedNeighbour {
+                    addr: gw4.addr,
+                    vlan: None,
+                    mac: real,
+                    learned: Some(spoofer),
+                    conflict: true,
+                },
+                // Back to the MAC used, but it changed on the way: still a conflict.
+                AskedNeighbour {
+                    addr: gw6.addr,
+                    vlan: Some(7),
+                    mac: real,
+                    learned: None,
+                    conflict: true,
+                },
+            ]
+        );
+        let lines = r.conflicts("lr0");
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].contains("198.18.0.1 on lr0")
+                && lines[0].contains("use 02:00:00:00:00:01")
+                && lines[0].contains("02:00:00:00:00:66 answered"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].contains("2001:2::1 vlan 7"), "{}", lines[1]);
+        // A given MAC never learned, and one learned as used: no conflict.
+        let quiet = NeighbourReport::of(&[gw4], &[heard("198.18.0.1", None, real, false)]);
+        assert_eq!(
+            (quiet.asked[0].learned, quiet.asked[0].conflict),
+            (None, false)
+        );
+        assert_eq!(quiet.others, 0);
+        let none = NeighbourReport::of(&[gw4], &[]);
+        assert!(!none.asked[0].conflict);
     }
 
     #[test]

@@ -530,6 +530,62 @@ fn a_vlan_host_answers_and_resolves_on_its_vlan() {
     );
 }
 
+/// A neighbour on the link answering ARP and ND for an address nobody else holds with a MAC no
+/// neighbour can have (RFC 1812 §3.3.2): the address is not resolved, and the error names what
+/// it answered.
+#[test]
+fn an_answer_with_a_group_zero_or_own_mac_is_not_resolved_and_is_named() {
+    if !linerate_lab::root_or_skip(
+        "an_answer_with_a_group_zero_or_own_mac_is_not_resolved_and_is_named",
+    ) {
+        return;
+    }
+    let net = Net::up();
+    let hosts = hosts();
+    let program = attach(&net, &hosts);
+    let wire = wire::Wire::open(&net);
+    let own = hosts[0].mac;
+    for bogus in [
+        [0xff; 6],
+        [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01],
+        [0x33, 0x33, 0x00, 0x00, 0x00, 0x01],
+        [0; 6],
+        own,
+    ] {
+        for target in [IpAddr::from(wire::LONE_V4), IpAddr::from(wire::LONE_V6)] {
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let got = std::thread::scope(|scope| {
+                scope.spawn(|| wire.answer_as(None, bogus, &stop));
+                let got = resolve(
+                    &net.port,
+                    Some(&net.ns),
+                    program.table(),
+                    &hosts,
+                    &[(0, target)],
+                    Duration::from_millis(700),
+                );
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                got
+            });
+            let err = match got {
+                Ok(macs) => panic!("{target} resolved to {:02x?}", macs),
+                Err(e) => e,
+            };
+            let text = err.to_string();
+            assert!(
+                matches!(&err, HostError::BogusNeighbour { addr, mac, .. } if *addr == target && *mac == bogus),
+                "{target}: {err:?}"
+            );
+            assert!(
+                text.contains(&fmt_mac(&bogus)) && text.contains(&target.to_string()),
+                "{text}"
+            );
+            assert!(!text.contains('\n') && !err.is_usage(), "{text}");
+            assert_eq!(program.table().neighbour(target, None).unwrap(), None);
+        }
+    }
+}
+
 /// A neighbour in user space: a packet socket on the peer's end of the veth pair.
 mod wire {
     use std::fs::File;
@@ -550,6 +606,10 @@ mod wire {
     pub const MAC: MacAddr = [0x02, 0x4c, 0x52, 0, 0, 0x99];
     pub const V4: Ipv4Addr = Ipv4Addr::new(198, 18, 100, 1);
     pub const V6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0x100, 0, 0, 0, 0, 1);
+    /// Untagged addresses on h1's subnets that the peer's kernel does not hold: only the
+    /// neighbour played here answers for them.
+    pub const LONE_V4: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 77);
+    pub const LONE_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 0x77);
     const ETH_P_ALL: u16 = 0x0003;
 
     pub struct Wire {
@@ -694,6 +754,75 @@ mod wire {
                 }
             }
         }
+
+        /// Answers ARP requests for LONE_V4 and solicitations for LONE_V6 on `vlan` (None:
+        /// untagged) with `mac`, in the ARP sender and the target link-layer option as in the
+        /// Ethernet source, until `stop`.
+        pub fn answer_as(&self, vlan: Option<u16>, mac: MacAddr, stop: &AtomicBool) {
+            while !stop.load(Ordering::Relaxed) {
+                let Some((frame, tag)) = self.recv() else {
+                    continue;
+                };
+                let Ok(p) = SlicedPacket::from_ethernet(&frame.bytes) else {
+                    continue;
+                };
+                if tag != vlan {
+                    continue;
+                }
+                if let Some(NetSlice::Arp(a)) = &p.net
+                    && a.operation() == ArpOperation::REQUEST
+                    && a.target_protocol_addr() == LONE_V4.octets()
+                {
+                    let reply = ArpPacket::new(
+                        ArpHardwareId::ETHERNET,
+                        EtherType::IPV4,
+                        ArpOperation::REPLY,
+                        &mac,
+                        &LONE_V4.octets(),
+                        a.sender_hw_addr(),
+                        a.sender_protocol_addr(),
+                    )
+                    .unwrap();
+                    let dst: MacAddr = a.sender_hw_addr().try_into().unwrap();
+                    let mut out = Vec::new();
+                    PacketBuilder::ethernet2(mac, dst)
+                        .arp(reply)
+                        .write_to_vec(&mut out)
+                        .unwrap();
+                    self.send(&tagged(vlan, out));
+                }
+                if let (Some(NetSlice::Ipv6(ip)), Some(TransportSlice::Icmpv6(i))) =
+                    (&p.net, &p.transport)
+                    && i.icmp_type() == Icmpv6Type::NeighborSolicitation
+                    && i.payload()[..16] == LONE_V6.octets()
+                {
+                    let src = p
+                        .link
+                        .as_ref()
+                        .unwrap()
+                        .to_header()
+                        .unwrap()
+                        .ethernet2()
+                        .unwrap()
+                        .source;
+                    let mut payload = LONE_V6.octets().to_vec();
+                    payload.extend_from_slice(&[2, 1]);
+                    payload.extend_from_slice(&mac);
+                    let na = etherparse::icmpv6::NeighborAdvertisementHeader {
+                        router: false,
+                        solicited: true,
+                        r#override: true,
+                    };
+                    let mut out = Vec::new();
+                    PacketBuilder::ethernet2(mac, src)
+                        .ipv6(LONE_V6.octets(), ip.header().source(), 255)
+                        .icmpv6(Icmpv6Type::NeighborAdvertisement(na))
+                        .write_to_vec(&mut out, &payload)
+                        .unwrap();
+                    self.send(&tagged(vlan, out));
+                }
+            }
+        }
     }
 
     /// An echo request from the neighbour to `dst` (whose MAC is `mac`).
@@ -724,4 +853,328 @@ mod wire {
         }
         frame
     }
+}
+
+/// tcpdump in the peer's namespace, writing what arrives on the peer's end from `mac` (the
+/// hosts' answers) to a file until it has `count` frames; killed and its file removed on drop.
+struct Capture {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+    /// Kept open: tcpdump's last words at exit would die of SIGPIPE on a closed pipe.
+    _stderr: std::process::ChildStderr,
+}
+
+impl Capture {
+    fn start(net: &Net, mac: &MacAddr, count: usize) -> Capture {
+        use std::io::Read;
+        let file = std::env::temp_dir().join(format!("{}.pcap", net.peer));
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &net.peer_ns, "tcpdump", "-i", &net.peer])
+            .args(["-Q", "in", "-U", "-n", "-c", &count.to_string(), "-w"])
+            .arg(&file)
+            .args(["ether", "src", &fmt_mac(mac)])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("tcpdump is installed (scripts/setup.sh)");
+        let mut stderr = child.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 256];
+        while !String::from_utf8_lossy(&seen).contains("listening on") {
+            let n = stderr.read(&mut buf).unwrap();
+            assert!(n > 0, "tcpdump ended: {}", String::from_utf8_lossy(&seen));
+            seen.extend_from_slice(&buf[..n]);
+        }
+        Capture {
+            child,
+            file,
+            _stderr: stderr,
+        }
+    }
+
+    /// Waits for tcpdump to have its frames (up to 10 s), then decodes them with `tcpdump -r`,
+    /// one line per frame.
+    fn frames(mut self) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "tcpdump never saw its frames");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success(), "tcpdump: {status}");
+        let out = Command::new("tcpdump")
+            .arg("-r")
+            .arg(&self.file)
+            .args(["-nn", "-vv", "-e"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut frames: Vec<String> = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            match frames.last_mut() {
+                Some(last) if line.starts_with(char::is_whitespace) => {
+                    last.push(' ');
+                    last.push_str(line.trim());
+                }
+                _ => frames.push(line.to_owned()),
+            }
+        }
+        frames
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// Crafted requests, as a neighbour (or a spoofer) on the link sends them.
+mod craft {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    use etherparse::{
+        ArpHardwareId, ArpOperation, ArpPacket, EtherType, Icmpv6Type, PacketBuilder,
+    };
+    use linerate_hosts::MacAddr;
+
+    pub fn arp_request(src_mac: MacAddr, sha: MacAddr, spa: Ipv4Addr, tpa: Ipv4Addr) -> Vec<u8> {
+        let arp = ArpPacket::new(
+            ArpHardwareId::ETHERNET,
+            EtherType::IPV4,
+            ArpOperation::REQUEST,
+            &sha,
+            &spa.octets(),
+            &[0; 6],
+            &tpa.octets(),
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(src_mac, [0xff; 6])
+            .arp(arp)
+            .write_to_vec(&mut out)
+            .unwrap();
+        out
+    }
+
+    pub fn echo4(
+        src_mac: MacAddr,
+        dst_mac: MacAddr,
+        src: Ipv4Addr,
+        dst: Ipv4Addr,
+        id: u16,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(src_mac, dst_mac)
+            .ipv4(src.octets(), dst.octets(), 64)
+            .icmpv4_echo_request(id, 1)
+            .write_to_vec(&mut out, &[0x5a; 37])
+            .unwrap();
+        out
+    }
+
+    pub fn echo6(src_mac: MacAddr, dst_mac: MacAddr, src: Ipv6Addr, dst: Ipv6Addr) -> Vec<u8> {
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(src_mac, dst_mac)
+            .ipv6(src.octets(), dst.octets(), 64)
+            .icmpv6_echo_request(1, 1)
+            .write_to_vec(&mut out, &[0x5a; 37])
+            .unwrap();
+        out
+    }
+
+    /// The solicited-node group of `target` (RFC 4291 §2.7.1) and its MAC.
+    pub fn solicited_node(target: Ipv6Addr) -> (Ipv6Addr, MacAddr) {
+        let t = target.octets();
+        let mut g = [0u8; 16];
+        g[..2].copy_from_slice(&[0xff, 0x02]);
+        g[11..].copy_from_slice(&[1, 0xff, t[13], t[14], t[15]]);
+        (g.into(), [0x33, 0x33, 0xff, t[13], t[14], t[15]])
+    }
+
+    /// An NS for `target` from `src` to `dst` (at `dst_mac`), its options after the target.
+    pub fn ns(
+        src_mac: MacAddr,
+        dst_mac: MacAddr,
+        src: Ipv6Addr,
+        dst: Ipv6Addr,
+        target: Ipv6Addr,
+        options: &[u8],
+    ) -> Vec<u8> {
+        let mut payload = target.octets().to_vec();
+        payload.extend_from_slice(options);
+        let mut out = Vec::new();
+        PacketBuilder::ethernet2(src_mac, dst_mac)
+            .ipv6(src.octets(), dst.octets(), 255)
+            .icmpv6(Icmpv6Type::NeighborSolicitation)
+            .write_to_vec(&mut out, &payload)
+            .unwrap();
+        out
+    }
+
+    /// The Source Link-Layer Address option carrying `mac`.
+    pub fn slla(mac: MacAddr) -> Vec<u8> {
+        let mut o = vec![1, 1];
+        o.extend_from_slice(&mac);
+        o
+    }
+
+    /// `frame` with the 16-bit word at `at` changed: a checksum that no longer holds.
+    pub fn corrupt(mut frame: Vec<u8>, at: usize) -> Vec<u8> {
+        frame[at] ^= 0x5a;
+        frame
+    }
+}
+
+/// Issue 40 #6: requests RFC 1122 (§3.2.1.2, §3.2.1.3, §3.3.6) and RFC 4861 (§7.1.1) say to
+/// discard, sent from a packet socket on the peer's end: none gets an answer (tcpdump behind the
+/// peer sees only the valid requests' answers, in order, the last one sent last) and each is
+/// counted as ignored. Requests claiming another host's address are answered, but no neighbour
+/// is learned for a host's own address; only the two honest senders are learned.
+#[test]
+fn requests_the_rfcs_discard_get_no_answer_and_teach_nothing() {
+    if !linerate_lab::root_or_skip("requests_the_rfcs_discard_get_no_answer_and_teach_nothing") {
+        return;
+    }
+    let net = Net::up();
+    let mut hosts = hosts();
+    // A second untagged host beside h1, whose addresses a spoofer claims.
+    let h3 = Host {
+        name: "h3".into(),
+        mac: [0x02, 0x4c, 0x52, 0, 0, 0x30],
+        vlan: None,
+        ipv4: Some(Ipv4Iface {
+            addr: Ipv4Addr::new(198, 18, 0, 11),
+            prefix: 24,
+            gateway: None,
+        }),
+        ipv6: Some(Ipv6Iface {
+            addr: "2001:2::11".parse().unwrap(),
+            prefix: 64,
+            gateway: None,
+        }),
+    };
+    hosts.push(h3.clone());
+    let program = attach(&net, &hosts);
+    let h1 = &hosts[0];
+    let (mac, v4, v6) = (h1.mac, h1.ipv4.unwrap().addr, h1.ipv6.unwrap().addr);
+    let (h3_v4, h3_v6) = (h3.ipv4.unwrap().addr, h3.ipv6.unwrap().addr);
+    let me = wire::MAC;
+    let (my_v4, my_v6) = (wire::LONE_V4, wire::LONE_V6);
+    let group4 = [0x01, 0x00, 0x5e, 0, 0, 9];
+    let group6 = [0x33, 0x33, 0, 0, 0, 1];
+    let (sn, sn_mac) = craft::solicited_node(v6);
+    let all_nodes: std::net::Ipv6Addr = "ff02::1".parse().unwrap();
+    let unspecified = std::net::Ipv6Addr::UNSPECIFIED;
+    // Offsets of the checksums: IPv4 header, ICMP after it, ICMPv6 after a 40-byte header.
+    let (ip4_sum, icmp4_sum, icmp6_sum) = (14 + 10, 14 + 20 + 2, 14 + 40 + 2);
+    let ns = |src: std::net::Ipv6Addr, opts: &[u8]| craft::ns(me, sn_mac, src, sn, v6, opts);
+
+    let discarded = [
+        craft::corrupt(craft::echo4(me, mac, my_v4, v4, 7), icmp4_sum),
+        craft::corrupt(craft::echo4(me, mac, my_v4, v4, 7), ip4_sum),
+        craft::echo4(me, mac, Ipv4Addr::BROADCAST, v4, 7),
+        craft::echo4(me, mac, Ipv4Addr::new(224, 0, 0, 9), v4, 7),
+        // h1's subnet's broadcast.
+        craft::echo4(me, mac, Ipv4Addr::new(198, 18, 0, 255), v4, 7),
+        craft::echo4(group4, mac, my_v4, v4, 7),
+        // A host's unicast address in a link-layer broadcast (RFC 1122 §3.3.6).
+        craft::echo4(me, [0xff; 6], my_v4, v4, 7),
+        craft::arp_request(group4, group4, my_v4, v4),
+        craft::arp_request(me, me, Ipv4Addr::new(224, 0, 0, 9), v4),
+        craft::corrupt(craft::echo6(me, mac, my_v6, v6), icmp6_sum),
+        craft::echo6(me, mac, all_nodes, v6),
+        craft::echo6(group6, mac, my_v6, v6),
+        craft::corrupt(ns(my_v6, &craft::slla(me)), icmp6_sum),
+        // An option of length 0, which would loop a parser forever.
+        ns(my_v6, &[1, 0, 0, 0, 0, 0, 0, 0]),
+        // DAD carrying a source link-layer address; DAD to a unicast address.
+        ns(unspecified, &craft::slla(me)),
+        craft::ns(me, mac, unspecified, v6, v6, &[]),
+        ns(all_nodes, &craft::slla(me)),
+    ];
+    // Each answered, in this order; the last one sent last.
+    let answered = [
+        craft::arp_request(me, me, my_v4, v4),
+        // A spoofer claiming h3's address: answered, not learned.
+        craft::arp_request(me, me, h3_v4, v4),
+        craft::echo4(me, mac, my_v4, v4, 1),
+        craft::echo6(me, mac, my_v6, v6),
+        ns(my_v6, &craft::slla(me)),
+        ns(h3_v6, &craft::slla(me)),
+        ns(unspecified, &[]),
+        craft::echo4(me, mac, my_v4, v4, 2),
+    ];
+    let capture = Capture::start(&net, &mac, answered.len());
+    let wire = wire::Wire::open(&net);
+    for frame in discarded.iter().chain(&answered) {
+        wire.send(frame);
+    }
+    let frames = capture.frames();
+    assert_eq!(frames.len(), answered.len(), "{frames:#?}");
+    let to_me = format!("> {}", fmt_mac(&me));
+    let want = [
+        (
+            to_me.as_str(),
+            format!("Reply {v4} is-at {}", fmt_mac(&mac)),
+        ),
+        (
+            to_me.as_str(),
+            format!("Reply {v4} is-at {}", fmt_mac(&mac)),
+        ),
+        (
+            to_me.as_str(),
+            format!("{v4} > {my_v4}: ICMP echo reply, id 1"),
+        ),
+        (
+            to_me.as_str(),
+            format!("{v6} > {my_v6}: [icmp6 sum ok] ICMP6, echo reply"),
+        ),
+        (
+            to_me.as_str(),
+            format!("{v6} > {my_v6}: [icmp6 sum ok] ICMP6, neighbor advertisement"),
+        ),
+        (
+            to_me.as_str(),
+            format!("{v6} > {h3_v6}: [icmp6 sum ok] ICMP6, neighbor advertisement"),
+        ),
+        (
+            "> 33:33:00:00:00:01",
+            format!("{v6} > ff02::1: [icmp6 sum ok] ICMP6, neighbor advertisement"),
+        ),
+        (
+            to_me.as_str(),
+            format!("{v4} > {my_v4}: ICMP echo reply, id 2"),
+        ),
+    ];
+    for (line, (dst, what)) in frames.iter().zip(&want) {
+        assert!(
+            line.contains(dst) && line.contains(what.as_str()),
+            "want {dst} … {what}:\n{line}"
+        );
+        assert!(!line.contains("bad") && !line.contains("wrong"), "{line}");
+    }
+    let c = program.table().counters().unwrap();
+    assert_eq!(c.ignored, discarded.len() as u64, "{c:?}");
+    assert_eq!(
+        (c.arp_replies, c.echo_replies, c.nd_replies),
+        (2, 3, 3),
+        "{c:?}"
+    );
+    // Only the honest sender, in both families; nothing for h3's addresses.
+    let learned: Vec<(IpAddr, MacAddr)> = program
+        .table()
+        .neighbours()
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.addr, n.mac))
+        .collect();
+    assert_eq!(learned, vec![(my_v4.into(), me), (my_v6.into(), me)]);
 }

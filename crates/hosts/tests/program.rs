@@ -392,9 +392,10 @@ fn an_advertisement_to_a_host_is_learned_and_one_claiming_a_host_is_not() {
         let mut payload = target.octets().to_vec();
         payload.extend_from_slice(&[2, 1]);
         payload.extend_from_slice(&router);
+        // RFC 4861 §7.1.2: one sent to a group is not solicited.
         let header = etherparse::icmpv6::NeighborAdvertisementHeader {
             router: true,
-            solicited: true,
+            solicited: !dst.is_multicast(),
             r#override: true,
         };
         ipv6_icmp(
@@ -504,4 +505,89 @@ fn a_removed_or_cleared_host_is_answered_no_more() {
     assert_eq!(run(&mut program, &request).0, XDP_DROP);
     assert_eq!(run(&mut program, &ns).0, XDP_DROP);
     assert_eq!(counters(&program).arp_replies, 2, "counters stay");
+}
+
+/// MACs no neighbour can answer with (RFC 1812 §3.3.2): broadcast, IPv4 and IPv6 multicast,
+/// all zeros, and the host's own.
+const BOGUS: [MacAddr; 5] = [
+    [0xff; 6],
+    [0x01, 0x00, 0x5e, 0x00, 0x00, 0x01],
+    [0x33, 0x33, 0x00, 0x00, 0x00, 0x01],
+    [0; 6],
+    HOST_MAC,
+];
+
+/// An ARP reply to the host from PEER_V4 claiming `mac` (the Ethernet source says the same).
+fn arp_reply_from(mac: MacAddr) -> Vec<u8> {
+    let arp = ArpPacket::new(
+        ArpHardwareId::ETHERNET,
+        EtherType::IPV4,
+        ArpOperation::REPLY,
+        &mac,
+        &PEER_V4.octets(),
+        &HOST_MAC,
+        &HOST_V4.octets(),
+    )
+    .unwrap();
+    let mut frame = Vec::new();
+    PacketBuilder::ethernet2(mac, HOST_MAC)
+        .arp(arp)
+        .write_to_vec(&mut frame)
+        .unwrap();
+    frame
+}
+
+/// A solicited advertisement to the host for PEER_V6 whose target link-layer option is `mac`.
+fn na_from(mac: MacAddr) -> Vec<u8> {
+    let mut payload = PEER_V6.octets().to_vec();
+    payload.extend_from_slice(&[2, 1]);
+    payload.extend_from_slice(&mac);
+    let header = etherparse::icmpv6::NeighborAdvertisementHeader {
+        router: true,
+        solicited: true,
+        r#override: true,
+    };
+    ipv6_icmp(
+        PEER_V6,
+        HOST_V6,
+        255,
+        Icmpv6Type::NeighborAdvertisement(header),
+        &payload,
+    )
+}
+
+#[test]
+fn an_answer_with_a_group_zero_or_own_mac_teaches_nothing_and_replaces_no_neighbour() {
+    if !root_or_skip() {
+        return;
+    }
+    let gw_mac = [0x02, 0xaa, 0, 0, 0, 1];
+    for bogus in BOGUS {
+        let mut program = program(None);
+        assert_eq!(run(&mut program, &arp_reply_from(bogus)).0, XDP_DROP);
+        assert_eq!(run(&mut program, &na_from(bogus)).0, XDP_DROP);
+        let t = program.table();
+        assert_eq!(
+            t.neighbour(PEER_V4.into(), None).unwrap(),
+            None,
+            "{bogus:02x?}"
+        );
+        assert_eq!(
+            t.neighbour(PEER_V6.into(), None).unwrap(),
+            None,
+            "{bogus:02x?}"
+        );
+        assert!(t.neighbours().unwrap().is_empty(), "{bogus:02x?}");
+        assert_eq!(counters(&program).learned, 0, "{bogus:02x?}");
+
+        // A neighbour learned stays when a spoofer answers after it with such a MAC.
+        run(&mut program, &arp_reply_from(gw_mac));
+        run(&mut program, &na_from(gw_mac));
+        run(&mut program, &arp_reply_from(bogus));
+        run(&mut program, &na_from(bogus));
+        let t = program.table();
+        assert_eq!(t.neighbour(PEER_V4.into(), None).unwrap(), Some(gw_mac));
+        assert_eq!(t.neighbour(PEER_V6.into(), None).unwrap(), Some(gw_mac));
+        assert_eq!(counters(&program).learned, 2, "{bogus:02x?}");
+    }
 }

@@ -53,9 +53,37 @@ pub struct ImpairCounters {
     pub diverted: u64,
 }
 
-fn bad(flag: &'static str, value: &str, reason: impl Into<String>) -> LabError {
+/// One of the impairments, for an error to name (the caller names it in its own terms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Impairment {
+    Loss,
+    Duplicate,
+    Delay,
+    Jitter,
+    Reorder,
+    Rate,
+    Limit,
+    ReverseRate,
+}
+
+impl std::fmt::Display for Impairment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Loss => "loss",
+            Self::Duplicate => "duplicate",
+            Self::Delay => "delay",
+            Self::Jitter => "jitter",
+            Self::Reorder => "reorder",
+            Self::Rate => "rate",
+            Self::Limit => "limit",
+            Self::ReverseRate => "reverse rate",
+        })
+    }
+}
+
+fn bad(impairment: Impairment, value: &str, reason: impl Into<String>) -> LabError {
     LabError::InvalidImpairment {
-        flag,
+        impairment,
         value: value.to_owned(),
         reason: reason.into(),
     }
@@ -73,13 +101,13 @@ impl Impairments {
     }
 
     /// A share in percent: `1%`, `0.5%` or `1` (0 to 100).
-    pub fn parse_percent(flag: &'static str, text: &str) -> Result<f64, LabError> {
+    pub fn parse_percent(what: Impairment, text: &str) -> Result<f64, LabError> {
         let number = text.trim().strip_suffix('%').unwrap_or(text.trim()).trim();
         let value: f64 = number
             .parse()
-            .map_err(|_| bad(flag, text, "not a share (e.g. 1% or 0.5%)"))?;
+            .map_err(|_| bad(what, text, "not a share (e.g. 1% or 0.5%)"))?;
         if !(0.0..=100.0).contains(&value) {
-            return Err(bad(flag, text, "a share is 0 to 100 %"));
+            return Err(bad(what, text, "a share is 0 to 100 %"));
         }
         Ok(value)
     }
@@ -87,56 +115,60 @@ impl Impairments {
     /// A time in the one duration grammar (`linerate_wire::quantity`): `1ms`, `250us`, `2s`,
     /// `500ns` or `0`, 0 to 10 s. A bare number other than 0 is refused: a delay is typed in
     /// milliseconds more often than in seconds, so the unit is asked for, not guessed.
-    pub fn parse_time(flag: &'static str, text: &str) -> Result<Duration, LabError> {
-        let time = quantity::parse_duration(text).map_err(|e| bad(flag, text, e.why))?;
+    pub fn parse_time(what: Impairment, text: &str) -> Result<Duration, LabError> {
+        let time = quantity::parse_duration(text).map_err(|e| bad(what, text, e.why))?;
         if quantity::split(text).is_some_and(|(_, unit)| unit.is_empty()) && !time.is_zero() {
-            return Err(bad(flag, text, "give a unit: s, ms, us or ns"));
+            return Err(bad(what, text, "give a unit: s, ms, us or ns"));
         }
         if time > MAX_DELAY {
-            return Err(bad(flag, text, "a time is 0 to 10 s"));
+            return Err(bad(what, text, "a time is 0 to 10 s"));
         }
         Ok(time)
     }
 
     /// A rate in the one bandwidth grammar (`linerate_wire::quantity`): `100M`, `100Mbit`,
     /// `100Mbps`, `1G`, `500k` (8 kbit/s to 100 Gbit/s).
-    pub fn parse_rate(flag: &'static str, text: &str) -> Result<u64, LabError> {
-        let bps = quantity::parse_bandwidth(text).map_err(|e| bad(flag, text, e.why))?;
+    pub fn parse_rate(what: Impairment, text: &str) -> Result<u64, LabError> {
+        let bps = quantity::parse_bandwidth(text).map_err(|e| bad(what, text, e.why))?;
         if bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
-            return Err(bad(flag, text, "a rate is 8 kbit/s to 100 Gbit/s"));
+            return Err(bad(what, text, "a rate is 8 kbit/s to 100 Gbit/s"));
         }
         Ok(bps.round() as u64)
     }
 
     /// A queue limit in frames (1 to 1,000,000).
-    pub fn parse_limit(flag: &'static str, text: &str) -> Result<u32, LabError> {
+    pub fn parse_limit(what: Impairment, text: &str) -> Result<u32, LabError> {
         let value: u64 = text
             .trim()
             .parse()
-            .map_err(|_| bad(flag, text, "not a whole number of frames"))?;
+            .map_err(|_| bad(what, text, "not a whole number of frames"))?;
         if value == 0 || value > u64::from(MAX_LIMIT) {
-            return Err(bad(flag, text, "a queue limit is 1 to 1000000 frames"));
+            return Err(bad(what, text, "a queue limit is 1 to 1000000 frames"));
         }
         Ok(value as u32)
     }
 
     /// Checks the combination: jitter and reorder need a delay, jitter at most the delay.
     pub fn validate(&self) -> Result<(), LabError> {
-        for (flag, value) in [
-            ("--loss", self.loss),
-            ("--duplicate", self.duplicate),
-            ("--reorder", self.reorder),
+        for (what, value) in [
+            (Impairment::Loss, self.loss),
+            (Impairment::Duplicate, self.duplicate),
+            (Impairment::Reorder, self.reorder),
         ] {
             if !(0.0..=100.0).contains(&value) {
-                return Err(bad(flag, &format!("{value}%"), "a share is 0 to 100 %"));
+                return Err(bad(what, &format!("{value}%"), "a share is 0 to 100 %"));
             }
         }
         if self.delay > MAX_DELAY {
-            return Err(bad("--delay", &fmt_time(self.delay), "a time is 0 to 10 s"));
+            return Err(bad(
+                Impairment::Delay,
+                &fmt_time(self.delay),
+                "a time is 0 to 10 s",
+            ));
         }
         if !self.jitter.is_zero() && self.jitter > self.delay {
             return Err(bad(
-                "--jitter",
+                Impairment::Jitter,
                 &fmt_time(self.jitter),
                 format!(
                     "the jitter must not exceed the delay ({}), so no frame is held less than nothing",
@@ -146,16 +178,16 @@ impl Impairments {
         }
         if self.reorder > 0.0 && self.delay.is_zero() {
             return Err(bad(
-                "--reorder",
+                Impairment::Reorder,
                 &format!("{}%", self.reorder),
-                "reorder sends a share of frames past the delayed ones: give --delay too",
+                "reorder sends a share of frames past the delayed ones, so it needs a delay too",
             ));
         }
         if let Some(r) = self.rate_bps
             && !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&r)
         {
             return Err(bad(
-                "--rate",
+                Impairment::Rate,
                 &r.to_string(),
                 "a rate is 8 kbit/s to 100 Gbit/s",
             ));
@@ -164,7 +196,7 @@ impl Impairments {
             && (l == 0 || l > MAX_LIMIT)
         {
             return Err(bad(
-                "--limit",
+                Impairment::Limit,
                 &l.to_string(),
                 "a queue limit is 1 to 1000000 frames",
             ));
@@ -288,50 +320,71 @@ mod tests {
 
     #[test]
     fn values_parse_within_their_bounds() {
-        assert_eq!(Impairments::parse_percent("--loss", "1%").unwrap(), 1.0);
-        assert_eq!(Impairments::parse_percent("--loss", "0.5").unwrap(), 0.5);
-        assert_eq!(Impairments::parse_percent("--loss", "100%").unwrap(), 100.0);
+        assert_eq!(
+            Impairments::parse_percent(Impairment::Loss, "1%").unwrap(),
+            1.0
+        );
+        assert_eq!(
+            Impairments::parse_percent(Impairment::Loss, "0.5").unwrap(),
+            0.5
+        );
+        assert_eq!(
+            Impairments::parse_percent(Impairment::Loss, "100%").unwrap(),
+            100.0
+        );
         for bad in ["101%", "-1%", "x", "", "NaN"] {
-            let e = Impairments::parse_percent("--loss", bad).unwrap_err();
-            assert!(e.to_string().contains("--loss"), "{e}");
+            let e = Impairments::parse_percent(Impairment::Loss, bad).unwrap_err();
+            assert!(e.to_string().starts_with("bad loss"), "{e}");
             assert!(e.is_usage());
         }
         assert_eq!(
-            Impairments::parse_time("--delay", "1ms").unwrap(),
+            Impairments::parse_time(Impairment::Delay, "1ms").unwrap(),
             Duration::from_millis(1)
         );
         assert_eq!(
-            Impairments::parse_time("--delay", "250us").unwrap(),
+            Impairments::parse_time(Impairment::Delay, "250us").unwrap(),
             Duration::from_micros(250)
         );
         assert_eq!(
-            Impairments::parse_time("--delay", "0").unwrap(),
+            Impairments::parse_time(Impairment::Delay, "0").unwrap(),
             Duration::ZERO
         );
         // `m` is no unit: minutes, milli and mega each have their own spelling.
-        let e = Impairments::parse_time("--delay", "2m").unwrap_err();
+        let e = Impairments::parse_time(Impairment::Delay, "2m").unwrap_err();
         assert!(e.to_string().contains("min or ms"), "{e}");
         for bad in ["11s", "5", "1h", "-1ms", "ms"] {
-            assert!(Impairments::parse_time("--delay", bad).is_err(), "{bad}");
+            assert!(
+                Impairments::parse_time(Impairment::Delay, bad).is_err(),
+                "{bad}"
+            );
         }
         assert_eq!(
-            Impairments::parse_rate("--rate", "100M").unwrap(),
+            Impairments::parse_rate(Impairment::Rate, "100M").unwrap(),
             100_000_000
         );
         assert_eq!(
-            Impairments::parse_rate("--rate", "1Gbit").unwrap(),
+            Impairments::parse_rate(Impairment::Rate, "1Gbit").unwrap(),
             1_000_000_000
         );
         assert_eq!(
-            Impairments::parse_rate("--rate", "500kbps").unwrap(),
+            Impairments::parse_rate(Impairment::Rate, "500kbps").unwrap(),
             500_000
         );
         for bad in ["1k", "200G", "fast", "10Q"] {
-            assert!(Impairments::parse_rate("--rate", bad).is_err(), "{bad}");
+            assert!(
+                Impairments::parse_rate(Impairment::Rate, bad).is_err(),
+                "{bad}"
+            );
         }
-        assert_eq!(Impairments::parse_limit("--limit", "100").unwrap(), 100);
+        assert_eq!(
+            Impairments::parse_limit(Impairment::Limit, "100").unwrap(),
+            100
+        );
         for bad in ["0", "1000001", "-3", "1.5"] {
-            assert!(Impairments::parse_limit("--limit", bad).is_err(), "{bad}");
+            assert!(
+                Impairments::parse_limit(Impairment::Limit, bad).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -347,7 +400,17 @@ mod tests {
             reorder: 5.0,
             ..Default::default()
         };
-        assert!(reorder_alone.validate().is_err());
+        let e = reorder_alone.validate().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LabError::InvalidImpairment {
+                    impairment: Impairment::Reorder,
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let fine = Impairments {
             loss: 1.0,
             delay: Duration::from_millis(1),

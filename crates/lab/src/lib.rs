@@ -11,10 +11,10 @@ mod impair;
 #[cfg(target_os = "linux")]
 mod linux;
 
-pub use impair::{ImpairCounters, Impairments};
+pub use impair::{ImpairCounters, Impairment, Impairments};
 pub use linerate_xdp::SinkCounters;
 #[cfg(target_os = "linux")]
-pub use linux::{LabGuard, LabLock, root_or_skip, run_delay_line};
+pub use linux::{LabGuard, LabLock, bird, device, root_or_skip, run_delay_line};
 
 /// The longest lab name: `<name>-sink` and `<name>1` must stay within IFNAMSIZ - 1 = 15 chars,
 /// and short names keep `ip` output readable.
@@ -42,6 +42,9 @@ pub enum DutKind {
     /// `bpf/dut_fwd.bpf.c` on `<name>d0`: XDP redirect through a devmap, the fast DUT. It skips
     /// the egress path (tc, qdiscs), so it takes no impairments.
     Xdp,
+    /// The router with no route beyond its two subnets but those it learns: BIRD speaks eBGP
+    /// to each test port's address and installs what it learns in the DUT's FIB.
+    Bgp,
 }
 
 impl DutKind {
@@ -50,6 +53,7 @@ impl DutKind {
             DutKind::Router => "router",
             DutKind::Bridge => "bridge",
             DutKind::Xdp => "xdp",
+            DutKind::Bgp => "bgp",
         }
     }
 
@@ -58,8 +62,14 @@ impl DutKind {
             "router" => Some(DutKind::Router),
             "bridge" => Some(DutKind::Bridge),
             "xdp" => Some(DutKind::Xdp),
+            "bgp" => Some(DutKind::Bgp),
             _ => None,
         }
+    }
+
+    /// It routes between two subnets (frames go to its MAC, the hosts' gateways are its).
+    pub fn is_router(self) -> bool {
+        matches!(self, DutKind::Router | DutKind::Bgp)
     }
 }
 
@@ -113,7 +123,7 @@ impl Lab {
     /// router DUT's ingress, else the receiver.
     pub fn dst_mac(&self) -> [u8; 6] {
         match &self.dut {
-            Some(dut) if dut.kind == DutKind::Router => dut.ingress_mac,
+            Some(dut) if dut.kind.is_router() => dut.ingress_mac,
             _ => self.receiver_mac,
         }
     }
@@ -128,41 +138,39 @@ pub enum LabError {
     #[error("bad queue count {queues}: a lab has 1 to {max} queues per end")]
     InvalidQueues { queues: u32, max: u32 },
 
-    #[error("a lab named {name} exists already: remove it with `linerate lab down --name {name}`")]
+    #[error("a lab named {name} exists already: remove it first")]
     Exists { name: String },
 
-    #[error(
-        "lab {name} is incomplete ({missing} is missing): remove it with `linerate lab down --name {name}`"
-    )]
+    #[error("lab {name} is incomplete ({missing} is missing): remove it first")]
     Incomplete { name: String, missing: String },
 
-    #[error("no lab named {name}: create it with `linerate lab up --name {name}`")]
+    #[error("no lab named {name}: create it first")]
     NotFound { name: String },
 
     #[error(
-        "{parts} exist(s) but linerate did not make them (no lab marker): left alone; pick another --name than {name}"
+        "{parts} exist(s) but linerate did not make them (no lab marker): left alone; pick another lab name than {name}"
     )]
     NotOurs { name: String, parts: String },
 
     #[error(
-        "lab {name} is being built, used or removed by another linerate process: wait for it or pick another --name"
+        "lab {name} is being built, used or removed by another linerate process: wait for it or pick another lab name"
     )]
     Busy { name: String },
 
-    #[error("bad {flag} {value:?}: {reason}")]
+    #[error("bad {impairment} {value:?}: {reason}")]
     InvalidImpairment {
-        flag: &'static str,
+        impairment: Impairment,
         value: String,
         reason: String,
     },
 
     #[error(
-        "lab {name} has no device under test to impair: make one with `linerate lab up --name {name} --dut router`"
+        "lab {name} has no device under test to impair: make the lab again with a router or bridge DUT"
     )]
     NoDut { name: String },
 
     #[error(
-        "lab {name}'s xdp DUT redirects frames past the egress path (tc, qdiscs), where impairments sit: use --dut router or bridge"
+        "lab {name}'s xdp DUT redirects frames past the egress path (tc, qdiscs), where impairments sit: make the lab again with a router or bridge DUT"
     )]
     XdpDutImpair { name: String },
 

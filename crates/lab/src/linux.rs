@@ -22,7 +22,9 @@ use crate::{
     DutKind, ImpairCounters, Impairments, Lab, LabConfig, LabError, addresses, validate_name,
 };
 
+pub mod bird;
 mod delay;
+pub mod device;
 mod dut;
 mod netlink;
 mod netns;

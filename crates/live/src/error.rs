@@ -10,7 +10,7 @@ pub enum LiveError {
     UnknownInterface { iface: String },
 
     #[error(
-        "live worker {worker} runs on CPU {cpu}, not on its core {core} (was its affinity changed?): the live program finds a worker by its core; keep the process's affinity, or give two workers one core (--cores 0,0) so that they are found by id"
+        "live worker {worker} runs on CPU {cpu}, not on its core {core} (was its affinity changed?): the live program finds a worker by its core; keep the process's affinity, or give two workers one core (e.g. cores 0,0) so that they are found by id"
     )]
     OffCore {
         worker: usize,
@@ -24,11 +24,11 @@ pub enum LiveError {
     NotRoot { what: String },
 
     #[error(
-        "this kernel ({kernel}) cannot transmit live XDP frames (BPF_F_TEST_XDP_LIVE_FRAMES needs Linux 5.18 or later): use --backend afxdp"
+        "this kernel ({kernel}) cannot transmit live XDP frames (BPF_F_TEST_XDP_LIVE_FRAMES needs Linux 5.18 or later): use the afxdp backend"
     )]
     NoLiveFrames { kernel: String },
 
-    #[error("{iface} does not support XDP transmit (ndo_xdp_xmit){hint}: use --backend afxdp")]
+    #[error("{iface} does not support XDP transmit (ndo_xdp_xmit){hint}: use the afxdp backend")]
     NoXdpTransmit { iface: String, hint: &'static str },
 
     #[error("loading the live transmit program failed: {message}")]
@@ -62,7 +62,7 @@ pub enum LiveError {
     )]
     WentDown { iface: String, state: String },
 
-    #[error("the live backend runs on Linux only: use --backend pcap or bpf here")]
+    #[error("the live backend runs on Linux only: use the pcap or bpf backend here")]
     NotLinux,
 
     /// A streamed capture cut short under the sender: the run ends with the report so far.

@@ -41,7 +41,7 @@ pub fn template(frames: &MappedFrames) -> Result<Vec<u8>, LiveError> {
     if longest > MAX_WINDOW {
         return Err(LiveError::Unsupported {
             why: format!(
-                "the capture holds frames of {longest} bytes; the live backend streams frames of up to {MAX_WINDOW}: use --backend afxdp or afpacket"
+                "the capture holds frames of {longest} bytes; the live backend streams frames of up to {MAX_WINDOW}: use the afxdp or afpacket backend"
             ),
         });
     }
@@ -231,10 +231,18 @@ fn gcd(a: u64, b: u64) -> u64 {
 mod tests {
     use std::sync::Arc;
 
-    use linerate_stream::{Capture, Hold, Replay, Shape};
+    use linerate_stream::{Capture, CaptureIndex, Replay, Shape};
 
     use super::*;
     use linerate_port::Usage;
+
+    /// A capture streamed from `file`'s bytes, as from its map.
+    fn stream(file: Vec<u8>, mtu: u32) -> Capture {
+        CaptureIndex::read(&file, mtu)
+            .unwrap()
+            .stream(Box::new(file))
+            .unwrap()
+    }
 
     /// Writes `frames` as a classic pcap file and streams it back, addresses rewritten.
     fn streamed(frames: &[Vec<u8>], name: &str) -> Arc<MappedFrames> {
@@ -254,10 +262,7 @@ mod tests {
             }
             file.extend_from_slice(f);
         }
-        let path = std::env::temp_dir().join(format!("lr-ring-{name}-{}.pcap", std::process::id()));
-        std::fs::write(&path, &file).unwrap();
-        let capture = Capture::load(&path, 1500, Hold::Stream).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let capture = stream(file, 1500);
         let replay = Replay {
             dst_mac: Some([2, 0, 0, 0, 0, 0xd]),
             src_mac: Some([2, 0, 0, 0, 0, 0x5]),
@@ -390,7 +395,6 @@ mod tests {
         assert!(64 * per64 as usize * ENTRY_LEN <= RING_BUDGET);
         let mut long = vec![0u8; MAX_WINDOW + 1];
         long[12] = 0x08;
-        let path = std::env::temp_dir().join(format!("lr-ring-long-{}.pcap", std::process::id()));
         let mut file = Vec::new();
         file.extend_from_slice(&0xa1b2_c3d4u32.to_ne_bytes());
         file.extend_from_slice(&2u16.to_ne_bytes());
@@ -408,9 +412,7 @@ mod tests {
             file.extend_from_slice(&v.to_ne_bytes());
         }
         file.extend_from_slice(&long);
-        std::fs::write(&path, &file).unwrap();
-        let capture = Capture::load(&path, 9000, Hold::Stream).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let capture = stream(file, 9000);
         let Shape::Streamed { frames, .. } =
             capture.plan("long", &Replay::default()).unwrap().shape
         else {

@@ -658,7 +658,7 @@ fn interfaces_without_xdp_transmit_are_refused_clearly() {
         message.contains("lo does not support XDP transmit (ndo_xdp_xmit)"),
         "{message}"
     );
-    assert!(message.contains("use --backend afxdp"), "{message}");
+    assert!(message.contains("use the afxdp backend"), "{message}");
     assert!(err.is_usage());
 
     // A veth whose peer has no XDP program: the lab without its sink.

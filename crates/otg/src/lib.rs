@@ -3,16 +3,24 @@
 //! mapping of a `Config` onto linerate `StreamSpec`s and port bindings with a refusal naming the
 //! JSON path of every field it cannot honour, and the metrics/error bodies. No I/O: the HTTP
 //! server and the ports are the binary's (`src/serve/`).
+#![forbid(unsafe_code)]
 
+pub mod bgp;
+mod count;
 mod error;
+pub mod exposition;
 mod map;
+pub mod metrics;
 mod model;
+pub mod requests;
 mod response;
+pub mod states;
 
+pub use count::{check_flow_count, count_flows};
 pub use error::{ErrorBody, Refusal, Refusals};
 pub use map::{
-    CaptureFormat, FlowPlan, HostPlan, Location, Mapped, PortPlan, map_config, parse_config,
-    parse_json,
+    CaptureFormat, FlowPlan, HostPlan, Location, Mapped, PortPlan, RangeEnd, map_config,
+    parse_config, parse_json,
 };
 pub use model::*;
 pub use response::*;

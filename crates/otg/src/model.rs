@@ -87,13 +87,14 @@ pub struct Capture {
     pub rest: Rest,
 }
 
-/// Device: an emulated host's interfaces. Its control planes (bgp, isis, ospfv2, …) land in
-/// `rest` and are refused.
+/// Device: an emulated host's interfaces and its BGP; its other control planes (isis, ospfv2,
+/// …) land in `rest` and are refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
     #[serde(default)]
     pub ethernets: Vec<DeviceEthernet>,
+    pub bgp: Option<crate::bgp::DeviceBgp>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -222,6 +223,9 @@ pub struct FlowHeader {
     pub udp: Option<Box<FlowUdp>>,
     pub tcp: Option<Box<FlowTcp>>,
     pub icmp: Option<Box<FlowIcmp>>,
+    /// Flow.Icmpv6: the shape of Flow.Icmp (an echo: type, code, identifier, sequence number,
+    /// checksum), with type 128 for a request.
+    pub icmpv6: Option<Box<FlowIcmp>>,
     pub custom: Option<Box<FlowCustom>>,
     pub vxlan: Option<Box<FlowVxlan>>,
     pub gre: Option<Box<FlowGre>>,
@@ -643,6 +647,7 @@ pub struct ControlState {
     pub choice: Option<String>,
     pub port: Option<StatePort>,
     pub traffic: Option<StateTraffic>,
+    pub protocol: Option<crate::bgp::StateProtocol>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -695,6 +700,8 @@ pub struct MetricsRequest {
     pub choice: Option<String>,
     pub port: Option<PortMetricsRequest>,
     pub flow: Option<FlowMetricsRequest>,
+    pub bgpv4: Option<crate::bgp::BgpMetricsRequest>,
+    pub bgpv6: Option<crate::bgp::BgpMetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -735,6 +742,7 @@ pub struct StatesRequest {
     pub choice: Option<String>,
     pub ipv4_neighbors: Option<NeighborsStatesRequest>,
     pub ipv6_neighbors: Option<NeighborsStatesRequest>,
+    pub bgp_prefixes: Option<crate::bgp::BgpPrefixStateRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

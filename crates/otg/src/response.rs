@@ -16,15 +16,30 @@ pub struct Version {
     pub app_version: String,
 }
 
+impl Version {
+    /// The API version linerate serves (the snappi it speaks), for an app of `app_version`.
+    pub fn of(app_version: &str) -> Self {
+        Version {
+            api_spec_version: crate::API_SPEC_VERSION.into(),
+            sdk_version: crate::API_SPEC_VERSION.into(),
+            app_version: app_version.into(),
+        }
+    }
+}
+
 /// Metrics.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
-    /// `port_metrics` or `flow_metrics`.
+    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics` or `bgpv6_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flow_metrics: Option<Vec<FlowMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bgpv4_metrics: Option<Vec<crate::bgp::BgpMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bgpv6_metrics: Option<Vec<crate::bgp::BgpMetric>>,
 }
 
 /// Port.Metric
@@ -89,12 +104,14 @@ pub struct MetricLatency {
 /// States.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatesResponse {
-    /// `ipv4_neighbors` or `ipv6_neighbors`.
+    /// `ipv4_neighbors`, `ipv6_neighbors` or `bgp_prefixes`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv6_neighbors: Option<Vec<Neighborsv6State>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bgp_prefixes: Option<Vec<crate::bgp::BgpPrefixesState>>,
 }
 
 /// Neighborsv4.State

@@ -59,6 +59,11 @@ pub enum PortError {
         #[source]
         source: std::io::Error,
     },
+    /// A backend's own refusal or failure (AF_XDP's missing zero-copy, AF_PACKET's refused
+    /// frame), kept whole rather than flattened to text: it still says whose fix it is, and its
+    /// causes stay in the chain.
+    #[error(transparent)]
+    Backend(Box<dyn Usage>),
 }
 
 impl PortError {
@@ -70,18 +75,27 @@ impl PortError {
         }
     }
 
-    /// A kick (`sendto`) of queue `queue` on `iface` that failed with `errno`, as the socket
-    /// backends (AF_XDP, AF_PACKET) report it: a link that went down, or the OS error.
-    #[cold]
-    pub fn kick(iface: &str, queue: u32, errno: i32) -> Self {
-        if errno == libc::ENETDOWN {
-            return Self::InterfaceDown {
-                iface: iface.to_owned(),
-            };
+    /// A backend's own error, nested whole.
+    pub fn backend(e: impl Usage) -> Self {
+        Self::Backend(Box::new(e))
+    }
+
+    /// The backend's own error of type `E`, if that is what this is: for a caller that needs
+    /// more than the message and `is_usage`.
+    pub fn backend_error<E: Usage>(&self) -> Option<&E> {
+        match self {
+            Self::Backend(e) => (&**e as &(dyn std::error::Error + 'static)).downcast_ref(),
+            _ => None,
         }
+    }
+
+    /// A kick (`sendto`) of queue `queue` on `iface` that failed with an OS error other than a
+    /// link that is down, as the socket backends (AF_XDP, AF_PACKET) report it.
+    #[cold]
+    pub fn kick(iface: &str, queue: u32, source: std::io::Error) -> Self {
         Self::io(
             format!("kicking TX (sendto) on {iface} queue {queue}"),
-            std::io::Error::from_raw_os_error(errno),
+            source,
         )
     }
 
@@ -124,17 +138,21 @@ pub trait Usage: std::error::Error + Send + Sync + 'static {
 
 impl Usage for PortError {
     fn is_usage(&self) -> bool {
-        matches!(
-            self,
+        match self {
+            Self::Backend(e) => e.is_usage(),
             Self::NoSuchInterface(_)
-                | Self::NoSuchQueue { .. }
-                | Self::QueueInUse { .. }
-                | Self::NotPermitted { .. }
-                | Self::InterfaceDown { .. }
-                | Self::FrameTooLarge { .. }
-                | Self::PcapFile { .. }
-                | Self::Unsupported { .. }
-        )
+            | Self::NoSuchQueue { .. }
+            | Self::QueueInUse { .. }
+            | Self::NotPermitted { .. }
+            | Self::InterfaceDown { .. }
+            | Self::FrameTooLarge { .. }
+            | Self::PcapFile { .. }
+            | Self::Unsupported { .. } => true,
+            Self::InterfaceGone { .. }
+            | Self::BadDescriptor { .. }
+            | Self::SourceCut(_)
+            | Self::Io { .. } => false,
+        }
     }
 }
 
@@ -142,5 +160,56 @@ impl Usage for PortError {
 impl std::error::Error for Box<dyn Usage> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         (**self).source()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// A backend's own error with a cause, as AF_XDP's and AF_PACKET's are.
+    #[derive(Debug, thiserror::Error)]
+    #[error("the backend refused: {source}")]
+    struct Refused {
+        usage: bool,
+        source: std::io::Error,
+    }
+
+    impl Usage for Refused {
+        fn is_usage(&self) -> bool {
+            self.usage
+        }
+    }
+
+    fn refused(usage: bool) -> PortError {
+        PortError::backend(Refused {
+            usage,
+            source: std::io::Error::from_raw_os_error(libc::EINVAL),
+        })
+    }
+
+    #[test]
+    fn a_backend_error_answers_for_itself() {
+        assert!(refused(true).is_usage());
+        assert!(!refused(false).is_usage());
+        let port = refused(true);
+        assert_eq!(
+            port.to_string(),
+            format!(
+                "the backend refused: {}",
+                std::io::Error::from_raw_os_error(libc::EINVAL)
+            )
+        );
+        assert!(port.backend_error::<Refused>().is_some_and(|e| e.usage));
+        assert!(port.backend_error::<PortError>().is_none());
+        let os = port
+            .source()
+            .and_then(|e| e.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            os.and_then(std::io::Error::raw_os_error),
+            Some(libc::EINVAL)
+        );
     }
 }

@@ -25,10 +25,10 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: the file is empty; it must be a `linerate sweep --json` file", path.display())]
+    #[error("{}: the file is empty; it must hold a sweep result (linerate-sweep JSON)", path.display())]
     Empty { path: PathBuf },
     #[error(
-        "{}: not valid JSON ({source}); it must be a `linerate sweep --json` file",
+        "{}: not valid JSON ({source}); it must hold a sweep result (linerate-sweep JSON)",
         path.display()
     )]
     Corrupt {
@@ -37,7 +37,7 @@ pub enum ReportError {
         source: serde_json::Error,
     },
     #[error(
-        "{}: valid JSON but not a sweep result ({detail}); it must be a `linerate sweep --json` file",
+        "{}: valid JSON but not a sweep result ({detail}); it must hold a sweep result (linerate-sweep JSON)",
         path.display()
     )]
     Shape { path: PathBuf, detail: String },

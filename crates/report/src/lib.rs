@@ -12,6 +12,7 @@ mod rate;
 mod result;
 pub mod rfc2544;
 mod table;
+mod written;
 
 pub use backends::{BACKENDS_FORMAT, BackendSweeps, INTERLEAVED, Skipped, backend_label};
 pub use compare::{CompareRow, Comparison, EQUAL_WITHIN, LINE_RATE_PCT, compare, names_from_paths};
@@ -27,6 +28,7 @@ pub use table::{
     context_line, csv_repetitions, csv_summary, format_cores, render_table, repetitions_csv_path,
     write_csv,
 };
+pub use written::{Outputs, Written, Wrote, choice_line, draw, reserve_plot, sweep_csv_paths};
 
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,11 @@
 //! Output files that are checked before the work and never written through a link.
 //!
-//! `OutputFile::reserve` runs before a sweep measures anything: it creates a new temporary file
-//! beside the target (O_EXCL, so nothing planted there is followed), which proves the directory
-//! is writable. `write` fills it and renames it over the target, so a failed or interrupted run
-//! leaves an earlier result whole, and a symbolic link at the target is refused rather than
+//! `OutputFile::reserve` runs before a sweep measures anything: it proves the directory is
+//! writable with an unnamed file (O_TMPFILE: nothing is left behind however the run ends — a
+//! named one made there would stay, hidden, after a SIGKILL during the measurement). `write`
+//! makes a new temporary file beside the target (O_EXCL, so nothing planted there is
+//! followed), fills it and renames it over the target, so a failed or interrupted run leaves an
+//! earlier result whole, and a symbolic link at the target is refused rather than
 //! followed (one planted in /tmp by another user would redirect root's write). A target that
 //! exists and is no regular file (`/dev/stdout`, a FIFO) is opened as it is, with O_NOFOLLOW.
 
@@ -23,8 +25,14 @@ pub struct OutputFile {
 
 #[derive(Debug)]
 enum Target {
-    /// A new file beside the target, renamed over it when written.
-    Replace(tempfile::NamedTempFile),
+    /// A new file beside the target, made in `dir` when it is written or drawn, renamed over
+    /// the target.
+    Replace {
+        dir: PathBuf,
+        prefix: String,
+        suffix: String,
+        temp: Option<tempfile::NamedTempFile>,
+    },
     /// A device or FIFO, written in place.
     Special(File),
 }
@@ -68,13 +76,14 @@ impl OutputFile {
                     .extension()
                     .map(|e| format!(".{}", e.to_string_lossy()))
                     .unwrap_or_default();
-                Target::Replace(
-                    tempfile::Builder::new()
-                        .prefix(&format!(".{name}."))
-                        .suffix(&format!(".tmp{ext}"))
-                        .tempfile_in(dir)
-                        .map_err(unwritable)?,
-                )
+                // Unnamed where the kernel has O_TMPFILE (Linux): nothing to clean up.
+                tempfile::tempfile_in(dir).map_err(unwritable)?;
+                Target::Replace {
+                    dir: dir.to_path_buf(),
+                    prefix: format!(".{name}."),
+                    suffix: format!(".tmp{ext}"),
+                    temp: None,
+                }
             }
         };
         Ok(Self {
@@ -89,40 +98,73 @@ impl OutputFile {
     }
 
     /// Writes `bytes` and puts them in place.
-    pub fn write(self, bytes: &[u8]) -> Result<(), ReportError> {
+    pub fn write(mut self, bytes: &[u8]) -> Result<(), ReportError> {
         let path = self.path.clone();
         let io = |source| ReportError::Io {
             path: path.clone(),
             source,
         };
-        match self.target {
-            Target::Special(mut file) => file
+        match &mut self.target {
+            Target::Special(file) => file
                 .write_all(bytes)
                 .and_then(|()| file.flush())
                 .map_err(io),
-            Target::Replace(mut temp) => {
+            Target::Replace { .. } => {
+                let temp = self.temp()?;
                 temp.write_all(bytes)
                     .and_then(|()| temp.flush())
                     .map_err(io)?;
-                Self::commit_temp(temp, &path)
+                self.commit()
             }
         }
     }
 
-    /// Where a writer that wants a path (the plotters backends) draws; None for a device or
-    /// FIFO, which such a writer cannot be trusted with.
-    pub fn draw_path(&self) -> Option<&Path> {
-        match &self.target {
-            Target::Replace(temp) => Some(temp.path()),
-            Target::Special(_) => None,
-        }
+    /// A regular file, drawn beside and renamed into place (not a device or FIFO).
+    pub fn is_regular(&self) -> bool {
+        matches!(self.target, Target::Replace { .. })
     }
 
-    /// Puts what was drawn at [`OutputFile::draw_path`] in place.
+    /// Where a writer that wants a path (the plotters backends) draws, made now; None for a
+    /// device or FIFO, which such a writer cannot be trusted with.
+    pub fn draw_path(&mut self) -> Result<Option<&Path>, ReportError> {
+        if !self.is_regular() {
+            return Ok(None);
+        }
+        Ok(Some(self.temp()?.path()))
+    }
+
+    /// The temporary file beside the target, made the first time it is asked for.
+    fn temp(&mut self) -> Result<&mut tempfile::NamedTempFile, ReportError> {
+        let Target::Replace {
+            dir,
+            prefix,
+            suffix,
+            temp,
+        } = &mut self.target
+        else {
+            unreachable!("asked of a regular file only");
+        };
+        if temp.is_none() {
+            let made = tempfile::Builder::new()
+                .prefix(prefix.as_str())
+                .suffix(suffix.as_str())
+                .tempfile_in(&*dir)
+                .map_err(|source| ReportError::Unwritable {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            *temp = Some(made);
+        }
+        Ok(temp.as_mut().expect("made above"))
+    }
+
+    /// Puts what was written or drawn in place.
     pub fn commit(self) -> Result<(), ReportError> {
         match self.target {
-            Target::Replace(temp) => Self::commit_temp(temp, &self.path),
-            Target::Special(_) => Ok(()),
+            Target::Replace {
+                temp: Some(temp), ..
+            } => Self::commit_temp(temp, &self.path),
+            Target::Replace { temp: None, .. } | Target::Special(_) => Ok(()),
         }
     }
 

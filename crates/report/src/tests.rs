@@ -343,7 +343,7 @@ fn bad_files_are_refused_with_their_name() {
         let err = SweepResult::load(&path).unwrap_err().to_string();
         assert!(err.contains(name), "{err}");
         assert!(err.contains(what), "{name}: {err}");
-        assert!(err.contains("linerate sweep --json"), "{name}: {err}");
+        assert!(err.contains("it must hold a sweep result"), "{name}: {err}");
     }
     let err = SweepResult::load(&dir.path().join("missing.json")).unwrap_err();
     assert!(err.to_string().contains("missing.json"));

@@ -41,13 +41,15 @@ fn main() {
             },
             payload: Payload::Increment,
         };
-        let mut f = spec.build(64).expect("64-byte frame");
+        let f = spec.stack().build(64).expect("64-byte frame");
+        let layout = f.flow_layout().expect("a UDP frame's layout");
+        let mut bytes = f.bytes;
         if signed {
-            signature::write_template(&mut f.bytes, 0);
-            checksum::fill_frame(&mut f.bytes, &f.layout);
-            signature::stamp(&mut f.bytes, 1, 0);
+            signature::write_template(&mut bytes, 0);
+            checksum::fill_frame(&mut bytes, &layout);
+            signature::stamp(&mut bytes, 1, 0);
         }
-        f.bytes
+        bytes
     };
     let timed = |hist_flows: u32| RxConfig {
         hist_flows,

@@ -348,6 +348,13 @@ pub struct RxTotals {
 }
 
 impl RxTotals {
+    /// Frames the receiver counted in all: every flow's, and what was no flow.
+    pub fn all_frames(&self) -> u64 {
+        let g = &self.global;
+        let flows: u64 = self.flows.iter().map(|f| f.frames).sum();
+        g.other_frames + g.untracked_frames + flows
+    }
+
     /// A flow's stats, if it arrived.
     pub fn flow(&self, flow: u16) -> Option<&FlowStats> {
         self.flows.iter().find(|f| f.flow == flow)

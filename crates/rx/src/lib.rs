@@ -2,6 +2,7 @@
 //! jitter), read from the signature trailer (`linerate_wire::signature`). The analysis is plain
 //! Rust shared by every platform (`flow`, `hist`); on Linux an XDP program does it in the kernel
 //! and `Receiver` reads its maps. Capture (the program, a /dev/bpf reader) lives elsewhere.
+#![forbid(unsafe_code)]
 
 mod error;
 pub mod flow;

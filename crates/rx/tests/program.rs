@@ -31,10 +31,12 @@ fn frame(flow: u16, len: usize) -> Vec<u8> {
         },
         payload: Payload::Increment,
     };
-    let mut f = spec.build(len + 4).unwrap();
-    assert!(signature::write_template(&mut f.bytes, flow));
-    assert!(checksum::fill_frame(&mut f.bytes, &f.layout));
-    f.bytes
+    let f = spec.stack().build(len + 4).unwrap();
+    let layout = f.flow_layout().unwrap();
+    let mut bytes = f.bytes;
+    assert!(signature::write_template(&mut bytes, flow));
+    assert!(checksum::fill_frame(&mut bytes, &layout));
+    bytes
 }
 
 fn monotonic_ns() -> u64 {

@@ -37,7 +37,7 @@ impl PortNeeds {
     fn not_live(&self) -> Option<String> {
         use linerate_live::layout::MAX_WORKERS;
         if self.queues {
-            Some("--queues names AF_XDP queues, and live frames leave on each worker's CPU".into())
+            Some("the queues named are AF_XDP's, and live frames leave on each worker's CPU".into())
         } else if self.workers > MAX_WORKERS {
             Some(format!(
                 "{} workers, and its program serves at most {MAX_WORKERS}",
@@ -187,7 +187,7 @@ mod tests {
         };
         let choice = choose(&veth, queues.not_live().as_deref());
         assert_eq!(choice.rung, Rung::AfxdpCopy);
-        assert!(choice.why.contains("--queues"), "{}", choice.why);
+        assert!(choice.why.contains("queues named"), "{}", choice.why);
     }
 
     /// Only live's refusal of a plan sends `auto` down the ladder: a link that is down, or the

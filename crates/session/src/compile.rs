@@ -32,11 +32,7 @@ pub fn compile_from(
     let defaults = Limits::default();
     let limits = Limits {
         mtu: info.mtu,
-        mtu_hint: if matches!(info.backend, "pcap" | "null") {
-            ": raise it with --mtu for jumbo frames"
-        } else {
-            ""
-        },
+        mtu_settable: matches!(info.backend, "pcap" | "null"),
         default_src_mac: info.mac,
         default_dst_mac: lab.map(|l| l.peer_mac),
         default_ipv4: lab.map_or(defaults.default_ipv4, |l| l.ips),

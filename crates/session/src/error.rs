@@ -6,6 +6,51 @@ use linerate_port::{PortError, Usage as _};
 use linerate_rx::RxError;
 use linerate_stream::StreamError;
 
+/// A setting of a port (or of its receiver or sink) that an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The backend that sends.
+    Backend,
+    /// The interface the port sends on.
+    Interface,
+    /// The file the pcap backend writes.
+    PcapFile,
+    /// The cores the workers run on.
+    Cores,
+    /// The queues the workers drive.
+    Queues,
+    /// Where the port's receiver listens.
+    Receiver,
+    /// The clock the receiver stamps with.
+    Clock,
+    /// An interface whose every frame a sink counts.
+    SinkInterface,
+    /// The network namespace of that interface.
+    SinkNetns,
+    /// A lab made for the run.
+    Lab,
+    /// The port a host is on (its `port`).
+    HostPort,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Backend => "backend",
+            Self::Interface => "interface",
+            Self::PcapFile => "pcap file",
+            Self::Cores => "cores",
+            Self::Queues => "queues",
+            Self::Receiver => "receive interface",
+            Self::Clock => "clock",
+            Self::SinkInterface => "sink interface",
+            Self::SinkNetns => "sink network namespace",
+            Self::Lab => "lab",
+            Self::HostPort => "port",
+        })
+    }
+}
+
 /// Why a session could not open, attach or run.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -13,6 +58,10 @@ pub enum SessionError {
     /// for the backend): the user's to fix.
     #[error("{0}")]
     Usage(String),
+    /// One setting of a port cannot be used as given: which (for the caller to name in its
+    /// own terms, a flag or a JSON path), and why in the library's words.
+    #[error("{why}")]
+    Setting { setting: Setting, why: String },
     #[error(transparent)]
     Port(#[from] PortError),
     #[error(transparent)]
@@ -62,6 +111,22 @@ impl SessionError {
         Self::Usage(message.into())
     }
 
+    /// `setting` cannot be used as given, for the reason `why`.
+    pub fn setting(setting: Setting, why: impl Into<String>) -> Self {
+        Self::Setting {
+            setting,
+            why: why.into(),
+        }
+    }
+
+    /// The setting this error is about, if it is one setting's refusal.
+    pub fn refused_setting(&self) -> Option<Setting> {
+        match self {
+            Self::Setting { setting, .. } => Some(*setting),
+            _ => None,
+        }
+    }
+
     /// Wraps the error with what was being done.
     pub fn context(self, context: impl Into<String>) -> Self {
         Self::Context {
@@ -75,7 +140,7 @@ impl SessionError {
     /// asked right, whatever its cause.
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::Usage(_) | Self::Stream(_) => true,
+            Self::Usage(_) | Self::Setting { .. } | Self::Stream(_) => true,
             Self::Port(e) => e.is_usage(),
             Self::Engine(e) => e.is_usage(),
             Self::Interrupted(_) | Self::ReceiveLink(_) | Self::Agents(_) => false,

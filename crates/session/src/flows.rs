@@ -7,7 +7,7 @@ use serde::Serialize;
 pub type FlowSent = (u16, Option<String>, u64);
 
 /// Per flow what was sent and what came back, and what was not a flow.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct RunFlows {
     pub at: String,
     /// The receiver had the lab's receive end (the sink's counts come from it this run).
@@ -69,13 +69,6 @@ pub(crate) fn foreign(sent: &[FlowSent], totals: &RxTotals) -> Foreign {
             frames: acc.frames + f.frames,
             bytes: acc.bytes + f.bytes,
         })
-}
-
-/// Frames a receiver counted in all: flows, frames without the signature and untracked flows.
-pub fn all_frames(totals: &RxTotals) -> u64 {
-    let g = &totals.global;
-    let flows: u64 = totals.flows.iter().map(|f| f.frames).sum();
-    g.other_frames + g.untracked_frames + flows
 }
 
 /// Flow reports for a receiver that does not know what was sent: each flow's "sent" is the

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use linerate_hosts::{Host, Ipv4Iface, Ipv6Iface, MacAddr, Neighbour};
+use linerate_hosts::{AskedFor, Host, Ipv4Iface, Ipv6Iface, MacAddr, NeighbourReport};
 use linerate_stream::{HostSpec, StreamSpec};
 use linerate_wire::Mac;
 
@@ -30,6 +31,35 @@ pub struct HostSession {
     pub host_port: Vec<usize>,
     /// Next hops whose MAC was given (host index, next hop): never resolved.
     given: HashMap<(usize, IpAddr), MacAddr>,
+    /// Next hops resolved earlier: a test bed compiled again (each trial of rfc2544) does not
+    /// ask again.
+    resolved: HashMap<(usize, IpAddr), MacAddr>,
+    /// Per port, the next hops given or resolved, for the neighbour report.
+    asked: AskedNeighbours,
+}
+
+/// The neighbours each port's hosts asked for (their gateways, their flows' next hops), with
+/// the MAC their streams were compiled with: what a neighbour report lists, whatever the
+/// port's table learned since. Shared: the test bed's counts read it from any thread.
+#[derive(Debug, Clone, Default)]
+pub struct AskedNeighbours(Arc<Mutex<Vec<Vec<AskedFor>>>>);
+
+impl AskedNeighbours {
+    /// What the hosts of port `port` asked for.
+    pub fn of_port(&self, port: usize) -> Vec<AskedFor> {
+        let ports = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        ports.get(port).cloned().unwrap_or_default()
+    }
+
+    fn set(&self, port: usize, asked: AskedFor) {
+        let mut ports = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if ports.len() <= port {
+            ports.resize(port + 1, Vec::new());
+        }
+        let list = &mut ports[port];
+        list.retain(|a| (a.addr, a.vlan) != (asked.addr, asked.vlan));
+        list.push(asked);
+    }
 }
 
 /// The ports `hosts` live on, each once, in the order they are first named.
@@ -44,21 +74,23 @@ pub fn ports_of(hosts: &[HostSpec]) -> Vec<String> {
 }
 
 impl HostSession {
-    /// Opens every port the hosts name with `base`'s options (port i's workers on core
-    /// `base.cores[i % len]`), attaches each port's receiver as `rx` asks, and gives it its
+    /// Opens every port the hosts name with `base`'s options (port i's worker on core
+    /// `base.cores[i % len]`, or with none given on a core of its own while there are any: see
+    /// [`crate::place_ports`]), attaches each port's receiver as `rx` asks, and gives it its
     /// hosts: from here on they answer.
     pub fn open(hosts: &[HostSpec], base: &PortOptions, rx: &RxTarget) -> Result<HostSession> {
         linerate_stream::check_hosts(hosts, &[])?;
         let ports = ports_of(hosts);
-        if base.cores.is_empty() {
-            return Err(SessionError::usage("no core to run on: give --cores"));
+        let (cores, shared) = crate::options::place_ports(&ports, &base.cores);
+        if let Some(shared) = shared {
+            eprintln!("linerate: warning: {shared}");
         }
         let options: Vec<PortOptions> = ports
             .iter()
-            .enumerate()
-            .map(|(i, port)| PortOptions {
+            .zip(cores)
+            .map(|(port, core)| PortOptions {
                 interface: Some(port.clone()),
-                cores: vec![base.cores[i % base.cores.len()]],
+                cores: vec![core],
                 ..base.clone()
             })
             .collect();
@@ -83,7 +115,7 @@ impl HostSession {
         for (i, port) in ports.iter().enumerate() {
             // Answers leave by XDP_TX: where the driver cannot send XDP frames (a veth whose
             // peer runs no XDP), the generic hook sends them.
-            let (iface, netns) = crate::netns::split("port", port)?;
+            let (iface, netns) = crate::netns::split(crate::Setting::HostPort, port)?;
             let mut rx = rx.clone();
             if linerate_hosts::answer_mode(iface, netns)? == linerate_xdp::AttachMode::Skb {
                 rx.attach = crate::options::RxAttach::Skb;
@@ -102,12 +134,31 @@ impl HostSession {
             hosts: out,
             host_port,
             given: HashMap::new(),
+            resolved: HashMap::new(),
+            asked: AskedNeighbours::default(),
         })
     }
 
+    /// The neighbours the hosts asked for, per port, as they are given or resolved from now on.
+    pub fn asked(&self) -> AskedNeighbours {
+        self.asked.clone()
+    }
+
+    /// Records that host `host`'s streams reach `hop` at `mac`.
+    fn asked_for(&self, host: usize, hop: IpAddr, mac: MacAddr) {
+        let asked = AskedFor {
+            addr: hop,
+            vlan: self.hosts[host].vlan,
+            mac,
+        };
+        self.asked.set(self.host_port[host], asked);
+    }
+
     /// Gives host `host`'s next hop `hop` the MAC `mac`: streams through it take that MAC and
-    /// it is not resolved (an OTG `gateway_mac` of choice `value`).
+    /// it is not resolved (an OTG `gateway_mac` of choice `value`, an agent's `GivenMac`). A
+    /// broadcast, multicast or zero MAC is refused: no gateway has one.
     pub fn give_neighbour(&mut self, host: &str, hop: IpAddr, mac: MacAddr) -> Result<()> {
+        check_given(host, hop, mac)?;
         let i = self
             .hosts
             .iter()
@@ -116,6 +167,18 @@ impl HostSession {
                 SessionError::usage(format!("gateway MAC for {host:?}: no host of that name"))
             })?;
         self.given.insert((i, hop), mac);
+        self.asked_for(i, hop, mac);
+        Ok(())
+    }
+
+    /// Frames to host `name`'s MAC that the hosts do not answer go on to the kernel's stack of
+    /// its port from now on: where a control plane (a routing daemon behind a macvlan of that
+    /// MAC) takes them.
+    #[cfg(target_os = "linux")]
+    pub fn pass_to_stack(&self, name: &str) -> Result<()> {
+        let i = self.host(name, "control plane")?;
+        let table = self.session.port(self.host_port[i]).hosts_table()?;
+        table.pass_to_stack(self.hosts[i].mac, true)?;
         Ok(())
     }
 
@@ -131,7 +194,7 @@ impl HostSession {
     /// and source MAC, and the destination MAC of its next hop, which the sending host resolves
     /// (ARP or ND, retried until `timeout`). A next hop that does not answer is an error that
     /// names it, before any frame is sent.
-    pub fn runs(&self, streams: &[StreamSpec], timeout: Duration) -> Result<Vec<PortRun>> {
+    pub fn runs(&mut self, streams: &[StreamSpec], timeout: Duration) -> Result<Vec<PortRun>> {
         self.runs_toward(streams, &[], timeout)
     }
 
@@ -139,7 +202,7 @@ impl HostSession {
     /// another session (another agent's), whose addresses it takes and whose receiver, not
     /// one of this session's, counts it.
     pub fn runs_toward(
-        &self,
+        &mut self,
         streams: &[StreamSpec],
         peers: &[HostSpec],
         timeout: Duration,
@@ -150,7 +213,7 @@ impl HostSession {
         for s in streams {
             let (Some(from), Some(to)) = (&s.from, &s.to) else {
                 return Err(SessionError::usage(format!(
-                    "stream {}: with hosts every stream names the host it leaves from and the one it goes to (from and to in a [[stream]], --flow FROM:TO on the command line)",
+                    "stream {}: with hosts every stream names the host it leaves from and the one it goes to (its from and to)",
                     s.name
                 )));
             };
@@ -162,8 +225,16 @@ impl HostSession {
                     (Some(t), &self.hosts[t])
                 }
             };
-            let (src, dst) = addresses(&self.hosts[f], to_host, s.ipv6, &s.name)?;
-            let hop = self.hosts[f].next_hop(dst)?;
+            let (src, dst, hop) = match addresses(&self.hosts[f], to_host, s.ipv6, &s.name) {
+                Ok((src, dst)) => (src, dst, self.hosts[f].next_hop(dst)?),
+                // Both addresses of a family the host lacks, given by the stream itself: it
+                // leaves through the host's gateway of the other family, the one neighbour
+                // both families share (IPv6 routes learned over an IPv4 BGP session).
+                Err(e) => match (s.src_ip, s.dst_ip, gateway(&self.hosts[f])) {
+                    (Some(src), Some(dst), Some(hop)) if src.is_ipv6() == s.ipv6 => (src, dst, hop),
+                    _ => return Err(e),
+                },
+            };
             let mut spec = s.clone();
             spec.src_ip = Some(src);
             spec.dst_ip = Some(dst);
@@ -172,6 +243,12 @@ impl HostSession {
             placed.push((f, spec, t, hop));
         }
         let wanted: Vec<(usize, IpAddr)> = placed.iter().map(|(f, .., hop)| (*f, *hop)).collect();
+        if wanted
+            .iter()
+            .any(|t| !self.given.contains_key(t) && !self.resolved.contains_key(t))
+        {
+            self.check_unresolved(&placed)?;
+        }
         let macs = self.resolve(&wanted, timeout)?;
         let mut runs: Vec<PortRun> = Vec::new();
         for (f, mut spec, t, hop) in placed {
@@ -194,30 +271,60 @@ impl HostSession {
         Ok(runs)
     }
 
+    /// Compiles each port's streams with a stand-in next hop MAC: a refusal that needs no
+    /// neighbour (a size over the port's MTU, too small for its headers) comes before any ARP
+    /// or ND goes out, not after the resolve wait.
+    fn check_unresolved(
+        &self,
+        placed: &[(usize, StreamSpec, Option<usize>, IpAddr)],
+    ) -> Result<()> {
+        // Locally administered, unicast: only its shape matters here.
+        const STAND_IN: MacAddr = [0x02, 0, 0, 0, 0, 1];
+        for port in 0..self.ports.len() {
+            let streams: Vec<StreamSpec> = placed
+                .iter()
+                .filter(|(f, ..)| self.host_port[*f] == port)
+                .map(|(_, spec, ..)| StreamSpec {
+                    dst_mac: Some(Mac(STAND_IN)),
+                    ..spec.clone()
+                })
+                .collect();
+            if !streams.is_empty() {
+                self.session.port(port).compile(&streams)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The MAC of every (host, next hop), resolved per port in one call each.
     fn resolve(
-        &self,
+        &mut self,
         wanted: &[(usize, IpAddr)],
         timeout: Duration,
     ) -> Result<HashMap<(usize, IpAddr), MacAddr>> {
         let mut macs = self.given.clone();
+        macs.extend(self.resolved.iter().map(|(k, v)| (*k, *v)));
         for (i, port) in self.ports.iter().enumerate() {
             let mut targets: Vec<(usize, IpAddr)> = wanted
                 .iter()
                 .filter(|(f, _)| self.host_port[*f] == i)
                 .copied()
-                .filter(|t| !self.given.contains_key(t))
+                .filter(|t| !macs.contains_key(t))
                 .collect();
             targets.sort();
             targets.dedup();
             if targets.is_empty() {
                 continue;
             }
-            let (iface, netns) = crate::netns::split("port", port)?;
+            let (iface, netns) = crate::netns::split(crate::Setting::HostPort, port)?;
             let table = self.session.port(i).hosts_table()?;
             let found =
                 linerate_hosts::resolve(iface, netns, &table, &self.hosts, &targets, timeout)?;
-            macs.extend(targets.into_iter().zip(found));
+            for (t, mac) in targets.into_iter().zip(found) {
+                self.resolved.insert(t, mac);
+                self.asked_for(t.0, t.1, mac);
+                macs.insert(t, mac);
+            }
         }
         Ok(macs)
     }
@@ -225,7 +332,7 @@ impl HostSession {
     /// Resolves every host's gateways but those given, whether or not a stream goes through
     /// them (an OTG device's neighbours are known once its config is set). One that does not
     /// answer within `timeout` is an error naming it.
-    pub fn resolve_gateways(&self, timeout: Duration) -> Result<()> {
+    pub fn resolve_gateways(&mut self, timeout: Duration) -> Result<()> {
         let wanted: Vec<(usize, IpAddr)> = self
             .hosts
             .iter()
@@ -239,15 +346,36 @@ impl HostSession {
         self.resolve(&wanted, timeout).map(drop)
     }
 
-    /// What each port's hosts learned: the neighbours they resolved and those that asked
-    /// for them, per port.
-    pub fn neighbours(&self) -> Result<Vec<(String, Vec<Neighbour>)>> {
+    /// Per port, the neighbours its hosts asked for, with the MAC their streams use, and a
+    /// count of the others it learned.
+    pub fn neighbours(&self) -> Result<Vec<(String, NeighbourReport)>> {
         self.ports
             .iter()
             .enumerate()
-            .map(|(i, p)| Ok((p.clone(), self.session.port(i).hosts_table()?.neighbours()?)))
+            .map(|(i, p)| {
+                let table = self.session.port(i).hosts_table()?;
+                Ok((p.clone(), table.report(&self.asked.of_port(i))?))
+            })
             .collect()
     }
+}
+
+/// Refuses a given next-hop MAC that is no one station's: streams through it would flood the
+/// segment (broadcast, multicast) or go nowhere (zero).
+fn check_given(host: &str, hop: IpAddr, mac: MacAddr) -> Result<()> {
+    match linerate_hosts::group_or_zero(&mac) {
+        Some(kind) => Err(SessionError::usage(format!(
+            "gateway MAC for host {host} ({hop}): {} is a {kind} MAC, which no gateway has: give the gateway's unicast MAC",
+            Mac(mac)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A host's gateway, IPv4's first.
+fn gateway(host: &Host) -> Option<IpAddr> {
+    let v4 = host.ipv4.and_then(|v| v.gateway).map(IpAddr::V4);
+    v4.or(host.ipv6.and_then(|v| v.gateway).map(IpAddr::V6))
 }
 
 /// The addresses of a stream from `from` to `to`, of the stream's family.
@@ -289,5 +417,34 @@ fn host_of(spec: &HostSpec, mac: MacAddr) -> Host {
             prefix: n.prefix_len(),
             gateway: spec.gateway6,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_given_gateway_mac_must_be_unicast() {
+        let hop: IpAddr = "198.18.0.1".parse().unwrap();
+        check_given("h1", hop, [0x02, 0, 0, 0, 0, 9]).unwrap();
+        for (mac, text, kind) in [
+            ([0xff; 6], "ff:ff:ff:ff:ff:ff", "broadcast"),
+            ([0x01, 0, 0x5e, 0, 0, 1], "01:00:5e:00:00:01", "multicast"),
+            ([0x33, 0x33, 0, 0, 0, 1], "33:33:00:00:00:01", "multicast"),
+            ([0; 6], "00:00:00:00:00:00", "all-zero"),
+        ] {
+            let err = check_given("h1", hop, mac).unwrap_err();
+            let line = err.to_string();
+            assert!(err.is_usage(), "{line}");
+            assert!(
+                line.contains(text) && line.contains(kind) && line.contains("h1"),
+                "{line}"
+            );
+            assert!(
+                line.contains("198.18.0.1") && !line.contains('\n'),
+                "{line}"
+            );
+        }
     }
 }

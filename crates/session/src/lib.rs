@@ -2,6 +2,7 @@
 //! lab sink and receiver, and any number of runs on them — for every command (tx, replay,
 //! sweep, rfc2544, serve). Its options are its own typed values; it holds no argument parser
 //! and prints nothing but warnings a run cannot return.
+#![forbid(unsafe_code)]
 
 mod auto;
 mod compile;
@@ -21,7 +22,6 @@ mod options;
     path = "receiver/other.rs"
 )]
 mod receiver;
-pub mod rfc2544;
 mod sender;
 mod session;
 mod sink;
@@ -29,17 +29,17 @@ mod sweep;
 
 pub use auto::PortNeeds;
 pub use compile::{MIN_PPS, compile};
-pub use error::{Result, SessionError};
-pub use flows::{FlowSent, Foreign, RunFlows, all_frames, lone_reports, sent_per_flow};
+pub use error::{Result, SessionError, Setting};
+pub use flows::{FlowSent, Foreign, RunFlows, lone_reports, sent_per_flow};
 #[cfg(target_os = "linux")]
-pub use hosts::{HostSession, ports_of};
+pub use hosts::{AskedNeighbours, HostSession, ports_of};
 #[cfg(target_os = "macos")]
 pub use macos::capture;
 pub use multi::{PortOutcome, PortRun};
 pub use netns::split as split_netns;
 pub use options::{
     AfXdpOptions, Backend, Clock, End, PortOptions, ReceiverOptions, RxAttach, RxTarget, XdpAttach,
-    XdpMode, workers,
+    XdpMode, allowed_cores, place_ports, workers,
 };
 pub use receiver::RunReceiver;
 #[cfg(target_os = "macos")]

@@ -77,8 +77,9 @@ impl Sink {
     /// A capture on any interface for `--sink-iface`: every frame, as the Linux sink counts.
     pub fn attach(iface: &str, netns: Option<&str>) -> Result<Sink> {
         if netns.is_some() {
-            return Err(SessionError::usage(
-                "--sink-netns needs Linux: macOS has no network namespaces",
+            return Err(SessionError::setting(
+                crate::Setting::SinkNetns,
+                "a network namespace needs Linux: macOS has none",
             ));
         }
         let t = capture(iface, Keep::All, CaptureCounts::new(0, 0))?;

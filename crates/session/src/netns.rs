@@ -4,15 +4,16 @@
 //! frames redirected by ifindex — all act inside it, never on an interface of the same index
 //! in the caller's namespace.
 
-use crate::error::{Result, SessionError};
+use crate::error::{Result, SessionError, Setting};
 
-/// `IFACE` or `IFACE@NETNS`, split; `what` names the flag for the error.
-pub fn split<'a>(what: &str, at: &'a str) -> Result<(&'a str, Option<&'a str>)> {
+/// `IFACE` or `IFACE@NETNS`, split; `what` is the setting it is, for the error.
+pub fn split(what: Setting, at: &str) -> Result<(&str, Option<&str>)> {
     match at.split_once('@') {
         Some((i, n)) if !i.is_empty() && !n.is_empty() && !n.contains('/') => Ok((i, Some(n))),
-        Some(_) => Err(SessionError::usage(format!(
-            "{what} {at}: write IFACE or IFACE@NETNS"
-        ))),
+        Some(_) => Err(SessionError::setting(
+            what,
+            format!("{what} {at}: write IFACE or IFACE@NETNS"),
+        )),
         None => Ok((at, None)),
     }
 }
@@ -66,14 +67,15 @@ mod tests {
 
     #[test]
     fn an_interface_may_name_its_namespace_after_an_at() {
-        assert_eq!(split("-i", "eth1").unwrap(), ("eth1", None));
+        assert_eq!(split(Setting::Interface, "eth1").unwrap(), ("eth1", None));
         assert_eq!(
-            split("-i", "lab1@lab-sink").unwrap(),
+            split(Setting::Interface, "lab1@lab-sink").unwrap(),
             ("lab1", Some("lab-sink"))
         );
         for bad in ["@ns", "eth1@", "eth1@a/b"] {
-            let e = split("-i", bad).unwrap_err();
+            let e = split(Setting::Interface, bad).unwrap_err();
             assert!(e.is_usage() && e.to_string().contains("IFACE@NETNS"), "{e}");
+            assert_eq!(e.refused_setting(), Some(Setting::Interface), "{e}");
         }
     }
 }

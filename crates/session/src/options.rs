@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use linerate_engine::WorkerSpec;
 
-use crate::error::{Result, SessionError};
+use crate::error::{Result, SessionError, Setting};
 
 /// Where frames go: a kernel-bypass backend on an interface, a pcap file or nowhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +44,21 @@ impl Backend {
             self,
             Self::Auto | Self::Afxdp | Self::Afpacket | Self::Bpf | Self::Live
         )
+    }
+}
+
+/// The backend's own name: `afxdp`, `pcap`, …
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Afxdp => "afxdp",
+            Self::Afpacket => "afpacket",
+            Self::Bpf => "bpf",
+            Self::Live => "live",
+            Self::Pcap => "pcap",
+            Self::Null => "null",
+        })
     }
 }
 
@@ -168,7 +183,8 @@ pub struct PortOptions {
     /// MTU of the pcap and null ports.
     pub mtu: u32,
     pub afxdp: AfXdpOptions,
-    /// One worker per core.
+    /// One worker per core; empty: none given, one worker placed by default (the first core
+    /// this process may run on; a test bed's ports each on a free one, see [`place_ports`]).
     pub cores: Vec<usize>,
     /// The queue each worker drives (default 0, 1, …).
     pub queues: Option<Vec<u32>>,
@@ -181,7 +197,8 @@ pub struct PortOptions {
 }
 
 impl PortOptions {
-    /// An interface with the platform's default backend, one worker on core 0, the usual batch.
+    /// An interface with the platform's default backend, one worker placed by default, the
+    /// usual batch.
     pub fn interface(name: &str) -> Self {
         PortOptions {
             backend: Backend::platform_default(),
@@ -189,7 +206,7 @@ impl PortOptions {
             pcap: None,
             mtu: 1500,
             afxdp: AfXdpOptions::default(),
-            cores: vec![0],
+            cores: Vec::new(),
             queues: None,
             batch: 64,
             link_speed: None,
@@ -204,7 +221,7 @@ impl PortOptions {
 }
 
 /// Where a port's receiver listens.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RxTarget {
     /// `None`: the lab's receive end (when the port is a lab's sender); else `IFACE` or
     /// `IFACE@NETNS`.
@@ -220,46 +237,109 @@ pub struct End {
     pub count: Option<u64>,
 }
 
-/// Pairs cores with queues: worker i runs on cores[i] and drives queues[i] (or queue i).
+/// The cores this process may run on (its affinity mask: taskset, cgroups), in order; core 0
+/// when the mask cannot be read.
+pub fn allowed_cores() -> Vec<usize> {
+    let mut cores = linerate_engine::allowed_cores();
+    if cores.is_empty() {
+        cores.push(0);
+    }
+    cores
+}
+
+/// Where the workers of `ports` ports of one process run: port i on `given[i % len]`, or with
+/// none given on the i-th core this process may run on, so that spinning workers do not take
+/// turns on one core. Past the cores there are, ports share them: the second value then says
+/// which do, for a warning (the run goes on).
+pub fn place_ports(ports: &[String], given: &[usize]) -> (Vec<usize>, Option<String>) {
+    let pool = if given.is_empty() {
+        allowed_cores()
+    } else {
+        given.to_vec()
+    };
+    place_on(ports, &pool, given.is_empty())
+}
+
+fn place_on(ports: &[String], pool: &[usize], default: bool) -> (Vec<usize>, Option<String>) {
+    let placed: Vec<usize> = (0..ports.len()).map(|i| pool[i % pool.len()]).collect();
+    if ports.len() <= pool.len() {
+        return (placed, None);
+    }
+    let shared: Vec<String> = pool
+        .iter()
+        .filter_map(|core| {
+            let on: Vec<&str> = ports
+                .iter()
+                .zip(&placed)
+                .filter(|(_, c)| *c == core)
+                .map(|(p, _)| p.as_str())
+                .collect();
+            (on.len() > 1).then(|| format!("{} share core {core}", on.join(" and ")))
+        })
+        .collect();
+    let whose = if default {
+        "this process may run on"
+    } else {
+        "--cores names"
+    };
+    let warning = format!(
+        "{} transmitting ports on the {} core(s) {whose}: {}; their workers take turns, so          paced rates may fall short and starts drift (give each port a core of its own)",
+        ports.len(),
+        pool.len(),
+        shared.join(", ")
+    );
+    (placed, Some(warning))
+}
+
+/// Pairs cores with queues: worker i runs on cores[i] and drives queues[i] (or queue i). No
+/// cores given: one worker, on the first core this process may run on.
 pub fn workers(
     cores: &[usize],
     queues: Option<&[u32]>,
     backend: Option<Backend>,
 ) -> Result<Vec<WorkerSpec>> {
-    let usage = |m: String| SessionError::Usage(m);
+    let first;
+    let cores = if cores.is_empty() {
+        first = [allowed_cores()[0]];
+        &first[..]
+    } else {
+        cores
+    };
     if backend == Some(Backend::Live) && queues.is_some() {
-        return Err(usage(
-            "--queues does not apply to the live backend: its frames leave on the CPU of the \
-             worker (choose it with --cores)"
-                .into(),
+        return Err(SessionError::setting(
+            Setting::Queues,
+            "the live backend drives no queues: its frames leave on the CPU of each worker \
+             (choose the cores instead)",
         ));
-    }
-    if cores.is_empty() {
-        return Err(usage("--cores needs at least one core".into()));
     }
     for (i, c) in cores.iter().enumerate() {
         if cores[..i].contains(c) {
-            return Err(usage(format!(
-                "--cores names core {c} twice: each worker needs a core of its own"
-            )));
+            return Err(SessionError::setting(
+                Setting::Cores,
+                format!("core {c} is named twice: each worker needs a core of its own"),
+            ));
         }
     }
     let queues: Vec<u32> = match queues {
         Some(q) if q.len() != cores.len() => {
-            return Err(usage(format!(
-                "--queues has {} entries but --cores has {}: give one queue per core",
-                q.len(),
-                cores.len()
-            )));
+            return Err(SessionError::setting(
+                Setting::Queues,
+                format!(
+                    "{} queue(s) for {} core(s): give one queue per core",
+                    q.len(),
+                    cores.len()
+                ),
+            ));
         }
         Some(q) => q.to_vec(),
         None => (0..cores.len() as u32).collect(),
     };
     for (i, q) in queues.iter().enumerate() {
         if queues[..i].contains(q) {
-            return Err(usage(format!(
-                "queue {q} is given twice: each worker needs its own queue"
-            )));
+            return Err(SessionError::setting(
+                Setting::Queues,
+                format!("queue {q} is given twice: each worker needs its own queue"),
+            ));
         }
     }
     Ok(cores
@@ -277,24 +357,81 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ports_take_cores_of_their_own_and_say_when_they_must_share() {
+        let ports = |n: usize| (0..n).map(|i| format!("p{i}")).collect::<Vec<_>>();
+        assert_eq!(place_on(&ports(2), &[0, 1], true), (vec![0, 1], None));
+        assert_eq!(place_on(&ports(2), &[3, 5, 7], false), (vec![3, 5], None));
+        let (placed, warning) = place_on(&ports(3), &[0, 1], true);
+        assert_eq!(placed, vec![0, 1, 0]);
+        let warning = warning.expect("a warning");
+        assert!(
+            warning.starts_with(
+                "3 transmitting ports on the 2 core(s) this process may run on: p0 and p2 share \
+                 core 0;"
+            ),
+            "{warning}"
+        );
+        let (placed, warning) = place_on(&ports(3), &[4], false);
+        assert_eq!(placed, vec![4, 4, 4]);
+        assert!(
+            warning
+                .unwrap()
+                .contains("--cores names: p0 and p1 and p2 share core 4"),
+            "shared"
+        );
+        // The default is the affinity mask's cores, each port on the next.
+        let allowed = allowed_cores();
+        let (placed, _) = place_ports(&ports(allowed.len()), &[]);
+        assert_eq!(placed, allowed);
+    }
+
+    #[test]
     fn workers_pair_cores_with_queues_and_refuse_what_cannot_run() {
         let pairs = |w: Vec<WorkerSpec>| w.iter().map(|w| (w.core, w.queue)).collect::<Vec<_>>();
         let w = workers(&[2, 5], None, Some(Backend::Afxdp)).unwrap();
         assert_eq!(pairs(w), vec![(Some(2), 0), (Some(5), 1)]);
         let w = workers(&[2, 5], Some(&[3, 7]), None).unwrap();
         assert_eq!(pairs(w), vec![(Some(2), 3), (Some(5), 7)]);
-        type Case<'a> = (&'a [usize], Option<&'a [u32]>, Option<Backend>, &'a str);
-        let refused: [Case; 5] = [
-            (&[], None, None, "at least one core"),
-            (&[1, 1], None, None, "core 1 twice"),
-            (&[1, 2], Some(&[0]), None, "1 entries but --cores has 2"),
-            (&[1, 2], Some(&[4, 4]), None, "queue 4 is given twice"),
-            (&[1], Some(&[0]), Some(Backend::Live), "live backend"),
+        // None given: one worker, on the first core this process may run on.
+        let w = workers(&[], None, None).unwrap();
+        assert_eq!(pairs(w), vec![(Some(allowed_cores()[0]), 0)]);
+        type Case<'a> = (
+            &'a [usize],
+            Option<&'a [u32]>,
+            Option<Backend>,
+            Setting,
+            &'a str,
+        );
+        let refused: [Case; 4] = [
+            (&[1, 1], None, None, Setting::Cores, "core 1 is named twice"),
+            (
+                &[1, 2],
+                Some(&[0]),
+                None,
+                Setting::Queues,
+                "1 queue(s) for 2 core(s)",
+            ),
+            (
+                &[1, 2],
+                Some(&[4, 4]),
+                None,
+                Setting::Queues,
+                "queue 4 is given twice",
+            ),
+            (
+                &[1],
+                Some(&[0]),
+                Some(Backend::Live),
+                Setting::Queues,
+                "live backend",
+            ),
         ];
-        for (cores, queues, backend, says) in refused {
+        for (cores, queues, backend, setting, says) in refused {
             let e = workers(cores, queues, backend).unwrap_err();
             assert!(e.is_usage(), "{e}");
+            assert_eq!(e.refused_setting(), Some(setting), "{e}");
             assert!(e.to_string().contains(says), "{e}");
+            assert!(!e.to_string().contains("--"), "{e}");
         }
     }
 }

@@ -10,7 +10,7 @@ use linerate_port::ladder::Choice;
 use linerate_port::{NullPort, PcapPort, PortInfo};
 use linerate_stream::Plan;
 
-use crate::error::{Result, SessionError};
+use crate::error::{Result, SessionError, Setting};
 use crate::options::{AfXdpOptions, Backend, PortOptions};
 
 /// A port driven by the engine's workers or the in-kernel live transmitter: either is an
@@ -87,24 +87,28 @@ impl Sender {
                 Ok(Sender::new(Box::new(port)))
             }
             Backend::Pcap => {
-                let path = options
-                    .pcap
-                    .as_ref()
-                    .ok_or_else(|| SessionError::usage("--backend pcap needs --pcap FILE"))?;
+                let path = options.pcap.as_ref().ok_or_else(|| {
+                    SessionError::setting(
+                        Setting::PcapFile,
+                        "the pcap backend needs a file to write",
+                    )
+                })?;
                 let mut port = PcapPort::create(path, queues)?;
                 port.set_mtu(options.mtu);
                 Ok(Sender::new(Box::new(port)))
             }
             b => {
-                let iface = options
-                    .interface
-                    .as_deref()
-                    .ok_or_else(|| SessionError::usage("this backend needs -i IFACE"))?;
+                let iface = options.interface.as_deref().ok_or_else(|| {
+                    SessionError::setting(
+                        Setting::Interface,
+                        format!("the {b} backend needs an interface to send on"),
+                    )
+                })?;
                 match b {
                     Backend::Auto => {
                         let needs = crate::auto::PortNeeds {
                             queues: options.queues.is_some(),
-                            workers: options.cores.len(),
+                            workers: options.cores.len().max(1),
                         };
                         crate::auto::open(iface, options.afxdp, needs)
                     }
@@ -127,9 +131,12 @@ impl Sender {
         } else if backend.has_interface() {
             open(backend, iface, afxdp)
         } else {
-            Err(SessionError::usage(format!(
-                "the {backend:?} backend has no interface: use --backend auto, afxdp, afpacket or live (Linux), or bpf (macOS, FreeBSD)"
-            )))
+            Err(SessionError::setting(
+                Setting::Backend,
+                format!(
+                    "the {backend} backend has no interface: choose auto, afxdp, afpacket or live (Linux), or bpf (macOS, FreeBSD)"
+                ),
+            ))
         }
     }
 
@@ -185,9 +192,10 @@ pub(crate) fn open(backend: Backend, iface: &str, xdp: AfXdpOptions) -> Result<S
             let port = AfPacketPort::open(iface, AfPacketOptions::default())?;
             Ok(Sender::new(Box::new(port)))
         }
-        _ => Err(SessionError::usage(format!(
-            "the {backend:?} backend does not run on Linux: use --backend afxdp, afpacket or live"
-        ))),
+        _ => Err(SessionError::setting(
+            Setting::Backend,
+            format!("the {backend} backend does not run on Linux: choose afxdp, afpacket or live"),
+        )),
     }
 }
 
@@ -198,9 +206,10 @@ pub(crate) fn open(backend: Backend, iface: &str, _xdp: AfXdpOptions) -> Result<
             let port = linerate_bpfdev::open(iface).map_err(linerate_port::PortError::from)?;
             Ok(Sender::new(Box::new(port)))
         }
-        _ => Err(SessionError::usage(format!(
-            "the {backend:?} backend needs Linux: use --backend bpf"
-        ))),
+        _ => Err(SessionError::setting(
+            Setting::Backend,
+            format!("the {backend} backend needs Linux: choose bpf"),
+        )),
     }
 }
 

@@ -127,11 +127,20 @@ pub struct PortSession {
 impl PortSession {
     /// Opens the port (and finds the lab behind its interface, if any). Nothing is sent yet.
     pub fn open(options: &PortOptions) -> Result<PortSession> {
+        Self::open_receiving(options, None)
+    }
+
+    /// [`PortSession::open`] with the receiver of `rx` attached, before the sender opens: on a
+    /// veth whose peer is the receive end, the receiver's program is what lets the veth take
+    /// live frames (ndo_xdp_xmit), and live refuses to open, or `auto` passes it over, without
+    /// it (issue 40 #14). A receiver attached afterwards ([`PortSession::receive`]) is too late
+    /// for that choice.
+    pub fn open_receiving(options: &PortOptions, rx: Option<&RxTarget>) -> Result<PortSession> {
         let workers = options.workers()?;
         let queues = workers.iter().map(|w| w.queue).max().unwrap_or(0) + 1;
         let (interface, netns) = match &options.interface {
             Some(at) => {
-                let (iface, ns) = crate::netns::split("-i", at)?;
+                let (iface, ns) = crate::netns::split(crate::Setting::Interface, at)?;
                 (Some(iface.to_owned()), ns.map(str::to_owned))
             }
             None => (None, None),
@@ -140,12 +149,21 @@ impl PortSession {
             interface: interface.clone(),
             ..options.clone()
         };
-        let sender = crate::netns::within(netns.as_deref(), || Sender::open(&options, queues))?;
         // A lab's sender end is in the root namespace: an interface elsewhere lends no lab.
+        // Found before the receiver, which may take the lab's receive end from its sink.
         let lab = match (&interface, &netns) {
             (Some(iface), None) => Sink::of_lab(iface)?,
             _ => None,
         };
+        let rx = match rx {
+            Some(target) => Some(Arc::new(start_receiver(
+                target,
+                interface.as_deref(),
+                netns.as_deref(),
+            )?)),
+            None => None,
+        };
+        let sender = crate::netns::within(netns.as_deref(), || Sender::open(&options, queues))?;
         Ok(PortSession {
             sender,
             workers,
@@ -156,23 +174,14 @@ impl PortSession {
             netns,
             first_flow: 0,
             lab,
-            rx: None,
+            rx,
             rx_used: false,
         })
     }
 
     /// Attaches the receiver; from now on each run reports per flow what came back.
     pub fn receive(&mut self, target: &RxTarget) -> Result<()> {
-        // A port does not receive what it sends: the receiver would count nothing and every
-        // frame would read as lost (issue 27 #18).
-        if let (Some(at), Some(iface)) = (&target.at, &self.interface)
-            && crate::netns::split("--rx", at)? == (iface.as_str(), self.netns.as_deref())
-        {
-            return Err(SessionError::usage(format!(
-                "--rx {at} is the port that transmits: receive at the far end of its link (e.g. --rx IFACE@NETNS, or --rx alone on a lab)"
-            )));
-        }
-        let rx = RunReceiver::start(target, self.interface.as_deref())?;
+        let rx = start_receiver(target, self.interface.as_deref(), self.netns.as_deref())?;
         self.rx = Some(Arc::new(rx));
         self.rx_used = false;
         Ok(())
@@ -352,6 +361,27 @@ impl PortSession {
     pub fn interface(&self) -> (Option<&str>, Option<&str>) {
         (self.interface.as_deref(), self.netns.as_deref())
     }
+}
+
+/// The receiver of `target` for a port that sends on `interface` in `netns`.
+fn start_receiver(
+    target: &RxTarget,
+    interface: Option<&str>,
+    netns: Option<&str>,
+) -> Result<RunReceiver> {
+    // A port does not receive what it sends: the receiver would count nothing and every
+    // frame would read as lost (issue 27 #18).
+    if let (Some(at), Some(iface)) = (&target.at, interface)
+        && crate::netns::split(crate::Setting::Receiver, at)? == (iface, netns)
+    {
+        return Err(SessionError::setting(
+            crate::Setting::Receiver,
+            format!(
+                "{at} is the port that transmits: receive at the far end of its link (an IFACE@NETNS, or a lab's receive end)"
+            ),
+        ));
+    }
+    RunReceiver::start(target, interface)
 }
 
 #[cfg(test)]

@@ -145,8 +145,9 @@ impl TempLab {
 
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     pub fn up(_name: Option<&str>, _queues: u32) -> Result<TempLab> {
-        Err(crate::SessionError::usage(
-            "--lab needs Linux (network namespaces, veth, XDP): give -i IFACE",
+        Err(crate::SessionError::setting(
+            crate::Setting::Lab,
+            "a lab needs Linux (network namespaces, veth, XDP): send on an interface instead",
         ))
     }
 }
@@ -255,7 +256,10 @@ impl Sink {
     }
 
     pub fn attach(_iface: &str, _netns: Option<&str>) -> Result<Sink> {
-        Err(crate::SessionError::usage("--sink-iface needs Linux (XDP)"))
+        Err(crate::SessionError::setting(
+            crate::Setting::SinkInterface,
+            "counting at an interface needs Linux (XDP)",
+        ))
     }
 }
 

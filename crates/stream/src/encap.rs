@@ -17,7 +17,9 @@ use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-use linerate_wire::{GreSpec, HeaderSpec, IpSpec, Mac, MacAddr, VlanTpid};
+use linerate_wire::{
+    Field, GreSpec, HeaderSpec, IpSpec, Mac, MacAddr, Payload, StackSpec, VlanTpid,
+};
 
 use crate::StreamError;
 
@@ -149,6 +151,15 @@ impl OuterHeader {
             "gtpv1u" | "gtpu" => OuterHeader::GtpV1U { teid: 0, seq: None },
             _ => return None,
         })
+    }
+
+    /// The one name of a key that `set` takes under two.
+    fn key_name<'a>(&self, key: &'a str) -> &'a str {
+        match (self, key) {
+            (OuterHeader::Vlan { .. }, "priority") => "pcp",
+            (OuterHeader::Ipv6 { .. }, "ttl") => "hop-limit",
+            _ => key,
+        }
     }
 
     /// Sets `key` to the text `value`; the error says what the key takes.
@@ -366,10 +377,21 @@ impl FromStr for Encap {
                 OuterHeader::default_of(&name.trim().to_ascii_lowercase()).ok_or_else(|| {
                     fail(format!("header {} '{name}' is not one of {HEADERS}", i + 1))
                 })?;
+            // A key given twice would silently take its last value.
+            let mut given: Vec<&str> = Vec::new();
             for pair in keys.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 let (key, value) = pair
                     .split_once('=')
                     .ok_or_else(|| fail(format!("'{pair}' in {} is not KEY=VALUE", h.name())))?;
+                let one = h.key_name(key.trim());
+                if given.contains(&one) {
+                    return Err(fail(format!(
+                        "{} (header {}): {one} is given twice: give it once",
+                        h.name(),
+                        i + 1
+                    )));
+                }
+                given.push(one);
                 h.set(key.trim(), value.trim())
                     .map_err(|why| fail(format!("{} (header {}): {why}", h.name(), i + 1)))?;
             }
@@ -398,6 +420,11 @@ impl fmt::Display for Encap {
 linerate_wire::serde_as_text!(Encap);
 
 /// What the port decides for an outer header's values the text leaves out.
+/// The VNI's bits in the word of [`Encap::vni_field`].
+pub const VNI_MASK: u64 = 0xFFFF_FF00;
+/// How far up a VNI sits in the word of [`Encap::vni_field`].
+pub const VNI_SHIFT: u32 = 8;
+
 pub(crate) struct OuterDefaults {
     pub src_mac: MacAddr,
     pub dst_mac: MacAddr,
@@ -416,6 +443,30 @@ impl Encap {
                     | OuterHeader::Ethernet { .. }
             )
         ) && self.headers.len() > 1
+    }
+
+    /// The VNI of the tunnel's last VXLAN header as a field a stream can vary: the 32-bit word
+    /// `byte@OFFSET/4` whose upper 24 bits it is (the low byte is VXLAN's reserved one), so vary
+    /// it under [`VNI_MASK`] with values shifted [`VNI_SHIFT`] bits up. None without VXLAN.
+    pub fn vni_field(&self) -> Option<Field> {
+        let d = OuterDefaults {
+            src_mac: [0; 6],
+            dst_mac: [0; 6],
+            ipv4: (Ipv4Addr::UNSPECIFIED, Ipv4Addr::UNSPECIFIED),
+            ipv6: (Ipv6Addr::UNSPECIFIED, Ipv6Addr::UNSPECIFIED),
+        };
+        let mut headers = self.resolve(&d).ok()?;
+        let last = headers
+            .iter()
+            .rposition(|h| matches!(h, HeaderSpec::Vxlan { .. }))?;
+        headers.truncate(last);
+        let before = StackSpec {
+            headers,
+            payload: Payload::Fixed(0),
+        }
+        .headers_len();
+        let offset = u16::try_from(before + linerate_wire::tunnel::vxlan::field::VNI.start).ok()?;
+        Some(Field::Byte { offset, width: 4 })
     }
 
     /// The outer headers as the wire layer builds them, defaults filled in. A closing bare
@@ -546,6 +597,30 @@ mod tests {
             assert!(err.contains(bad), "{err}");
             assert!(words.iter().all(|w| err.contains(w)), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused_under_either_name() {
+        for (bad, key) in [
+            ("ethernet/ipv4/udp/vxlan:vni=1,vni=2", "vni"),
+            ("ethernet/ipv4/udp/vxlan:vni=1,vni=1", "vni"),
+            ("ethernet/vlan:pcp=1,priority=2", "pcp"),
+            ("ethernet/ipv6:ttl=9,hop-limit=9", "hop-limit"),
+            (
+                "ethernet:dst=02:00:00:00:00:01,dst=02:00:00:00:00:02",
+                "dst",
+            ),
+        ] {
+            let err = bad.parse::<Encap>().unwrap_err().to_string();
+            assert!(
+                err.contains(bad) && err.contains(&format!("{key} is given twice")),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+        // The same key in two headers is two keys.
+        let e: Encap = "ethernet/vlan:id=10/vlan:id=20".parse().unwrap();
+        assert_eq!(e.to_string(), "ethernet/vlan:id=10/vlan:id=20");
     }
 
     fn defaults() -> OuterDefaults {

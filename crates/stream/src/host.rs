@@ -7,6 +7,7 @@
 //! `--host name=west,port=lab0,ipv4=198.18.0.1/24,gateway=198.18.0.254` is the table
 //! `{ name = "west", port = "lab0", ipv4 = "198.18.0.1/24", gateway = "198.18.0.254" }`.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
@@ -87,12 +88,42 @@ impl HostSpec {
                 format!("mac: {m} is a group address, not a host's"),
             ));
         }
+        if let Some(m) = self.mac
+            && m.0 == [0; 6]
+        {
+            return Err(bad(
+                name,
+                format!("mac: {m} is no station's address: give the host its own MAC"),
+            ));
+        }
+        if let Some(net) = self.ipv4
+            && let Some(which) = subnet_edge(net, net.addr())
+        {
+            return Err(bad(
+                name,
+                format!(
+                    "ipv4: {} is the {which} address of {}, no host's: give it another",
+                    net.addr(),
+                    net.trunc()
+                ),
+            ));
+        }
         match (self.gateway, self.ipv4) {
             (Some(_), None) => return Err(bad(name, "gateway without an ipv4 address")),
             (Some(g), Some(net)) if !net.contains(&g) || g == net.addr() => {
                 return Err(bad(
                     name,
                     format!("gateway: {g} is not another address of {net}"),
+                ));
+            }
+            (Some(g), Some(net)) if subnet_edge(net, g).is_some() => {
+                return Err(bad(
+                    name,
+                    format!(
+                        "gateway: {g} is the {} address of {}, no router's",
+                        subnet_edge(net, g).expect("checked"),
+                        net.trunc()
+                    ),
                 ));
             }
             _ => {}
@@ -115,6 +146,20 @@ impl HostSpec {
             IpAddr::V4(_) => self.ipv4.map(|n| IpAddr::V4(n.addr())),
             IpAddr::V6(_) => self.ipv6.map(|n| IpAddr::V6(n.addr())),
         }
+    }
+}
+
+/// "network" or "broadcast" when `a` is that address of `net`'s prefix; a /31 (RFC 3021) and
+/// a /32 have neither.
+fn subnet_edge(net: Ipv4Net, a: Ipv4Addr) -> Option<&'static str> {
+    if net.prefix_len() >= 31 {
+        None
+    } else if a == net.network() {
+        Some("network")
+    } else if a == net.broadcast() {
+        Some("broadcast")
+    } else {
+        None
     }
 }
 
@@ -179,38 +224,106 @@ impl FromStr for HostSpec {
     }
 }
 
+/// Most hosts one port answers for, of each family: the size of the XDP hosts tables
+/// (`hosts_v4`, and `hosts_v6` with two entries a host, in bpf/hosts.h).
+pub const HOSTS_PER_PORT: usize = 1024;
+/// Most hosts one check takes, on all ports together.
+pub const MAX_HOSTS: usize = 16 * HOSTS_PER_PORT;
+
+/// Refuses more hosts than the ports' tables hold, before any is checked or opened.
+fn check_host_count(hosts: &[HostSpec]) -> Result<(), StreamError> {
+    if hosts.len() > MAX_HOSTS {
+        return Err(bad(
+            &hosts[0].name,
+            format!(
+                "{} hosts, over the {MAX_HOSTS} one test bed holds",
+                hosts.len()
+            ),
+        ));
+    }
+    let mut per_port: HashMap<&str, (usize, usize)> = HashMap::new();
+    for h in hosts {
+        let n = per_port.entry(h.port.as_str()).or_default();
+        n.0 += usize::from(h.ipv4.is_some());
+        n.1 += usize::from(h.ipv6.is_some());
+        if n.0.max(n.1) > HOSTS_PER_PORT {
+            return Err(bad(
+                &h.name,
+                format!(
+                    "over {HOSTS_PER_PORT} hosts of one address family on port {}, the most a \
+                 port answers for: spread them over more ports",
+                    h.port
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks every host, that no two share a name or an address on one port, and that every
 /// stream's `from` and `to` name one of them.
 pub fn check_hosts(hosts: &[HostSpec], streams: &[crate::StreamSpec]) -> Result<(), StreamError> {
+    check_host_count(hosts)?;
+    crate::spec::check_stream_count(streams)?;
+    // Each host against the earlier ones of its name or an address of its: looked up, not
+    // compared pair by pair (thousands of hosts are checked at once).
+    let mut names: HashMap<&str, usize> = HashMap::with_capacity(hosts.len());
+    let mut holders: HashMap<IpAddr, Vec<usize>> = HashMap::with_capacity(hosts.len());
     for (i, h) in hosts.iter().enumerate() {
         h.check()?;
-        for o in &hosts[..i] {
-            if o.name == h.name {
-                return Err(bad(&h.name, "two hosts of this name"));
+        if names.insert(h.name.as_str(), i).is_some() {
+            return Err(bad(&h.name, "two hosts of this name"));
+        }
+        let addrs = [
+            h.ipv4.map(|n| IpAddr::V4(n.addr())),
+            h.ipv6.map(|n| IpAddr::V6(n.addr())),
+        ];
+        for addr in addrs.into_iter().flatten() {
+            let earlier = holders.entry(addr).or_default();
+            for o in earlier.iter().map(|&j| &hosts[j]) {
+                if o.port == h.port && o.vlan == h.vlan {
+                    return Err(bad(
+                        &h.name,
+                        format!("it has the address of host {} on the same port", o.name),
+                    ));
+                }
+                // On two ports, each would answer ARP/ND for it and flows to it could not
+                // tell which port counts them: found only after seconds of ARP otherwise.
+                if o.port != h.port {
+                    return Err(bad(
+                        &h.name,
+                        format!(
+                            "{addr} is also host {}'s, on port {}: give each host its own address",
+                            o.name, o.port
+                        ),
+                    ));
+                }
             }
-            let same_v4 = h.ipv4.is_some() && h.ipv4.map(|n| n.addr()) == o.ipv4.map(|n| n.addr());
-            let same_v6 = h.ipv6.is_some() && h.ipv6.map(|n| n.addr()) == o.ipv6.map(|n| n.addr());
-            if o.port == h.port && o.vlan == h.vlan && (same_v4 || same_v6) {
-                return Err(bad(
-                    &h.name,
-                    format!("it has the address of host {} on the same port", o.name),
-                ));
-            }
+            earlier.push(i);
         }
     }
-    let find = |n: &str| hosts.iter().any(|h| h.name == n);
+    let names_set = &names;
+    let find = |n: &str| names_set.contains_key(n);
     for s in streams {
         for (key, name) in [("from", &s.from), ("to", &s.to)] {
             if let Some(n) = name
                 && !find(n)
             {
-                return Err(StreamError::Invalid {
+                return Err(StreamError::UnknownHost {
                     stream: s.name.clone(),
-                    why: format!(
-                        "{key}: no host named {n:?} (declare it in a [[host]] table or with --host)"
-                    ),
+                    key,
+                    name: n.clone(),
                 });
             }
+        }
+        if s.from.is_some() && s.from == s.to {
+            return Err(StreamError::Invalid {
+                stream: s.name.clone(),
+                why: format!(
+                    "from and to are both host {:?}: a host sends to another host, not to itself",
+                    s.from.as_deref().unwrap_or_default()
+                ),
+            });
         }
         if s.from.is_some() != s.to.is_some() {
             return Err(StreamError::Invalid {
@@ -245,6 +358,60 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t, h);
+    }
+
+    /// Issue 40 #5: what can be told wrong from the hosts alone is refused when they are
+    /// read, before any port opens or any ARP goes out.
+    #[test]
+    fn no_host_addresses_and_no_flow_that_only_arp_would_have_found_wrong() {
+        for (text, says) in [
+            (
+                "name=a,port=p,ipv4=10.0.0.0/24",
+                "network address of 10.0.0.0/24",
+            ),
+            (
+                "name=a,port=p,ipv4=10.0.0.255/24",
+                "broadcast address of 10.0.0.0/24",
+            ),
+            (
+                "name=a,port=p,ipv4=10.0.0.1/24,gateway=10.0.0.255",
+                "gateway: 10.0.0.255 is the broadcast address",
+            ),
+            (
+                "name=a,port=p,ipv4=10.0.0.1/24,mac=00:00:00:00:00:00",
+                "mac: 00:00:00:00:00:00",
+            ),
+        ] {
+            let e = text.parse::<HostSpec>().unwrap_err().to_string();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        // A /31 (RFC 3021) and a /32 have neither: both their addresses are hosts'.
+        for text in [
+            "name=a,port=p,ipv4=10.0.0.0/31",
+            "name=a,port=p,ipv4=10.0.0.1/31",
+            "name=a,port=p,ipv4=10.0.0.7/32",
+        ] {
+            text.parse::<HostSpec>().unwrap();
+        }
+        let host = |t: &str| t.parse::<HostSpec>().unwrap();
+        let a = host("name=a,port=p0,ipv4=10.0.0.1/24");
+        let b = host("name=b,port=p1,ipv4=10.0.0.1/24");
+        let e = check_hosts(&[a.clone(), b], &[]).unwrap_err().to_string();
+        assert!(e.contains("10.0.0.1") && e.contains("host a"), "{e}");
+        let b6 = host("name=b,port=p1,ipv6=2001:2::1/64");
+        let a6 = host("name=a,port=p0,ipv6=2001:2::1/64");
+        let e = check_hosts(&[a6, b6], &[]).unwrap_err().to_string();
+        assert!(e.contains("2001:2::1") && e.contains("host a"), "{e}");
+        let b = host("name=b,port=p1,ipv4=10.0.0.2/24");
+        check_hosts(&[a.clone(), b.clone()], &[]).unwrap();
+        let to_itself = crate::StreamSpec {
+            name: "a-a".into(),
+            from: Some("a".into()),
+            to: Some("a".into()),
+            ..crate::StreamSpec::default()
+        };
+        let e = check_hosts(&[a, b], &[to_itself]).unwrap_err().to_string();
+        assert!(e.contains("a-a") && e.contains("itself"), "{e}");
     }
 
     #[test]

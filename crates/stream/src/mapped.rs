@@ -1,13 +1,11 @@
 //! A capture's frames left in its file, mapped read-only: a replay too large to load into the
 //! port's buffers sends them from there, each copied into a buffer as its batch is sent. What
-//! stays in memory is 8 bytes a frame (where it lies in the file), not the frame.
+//! stays in memory is 8 bytes a frame (where it lies in the file), not the frame. The map itself
+//! is the caller's (`linerate-files`), seen here only as bytes: this crate does no I/O.
 
 use std::fmt;
-use std::fs::File;
-use std::path::Path;
 
 use linerate_wire::MacAddr;
-use memmap2::{Advice, Mmap};
 
 /// Most frames a streamed capture may hold, whatever the file's size: 8 bytes of index each
 /// (1 GiB at this cap), plus 8 of timestamps while it loads and plans and 8 of schedule when it
@@ -31,13 +29,30 @@ pub(crate) fn unpack(span: u64) -> (usize, usize) {
     ((span >> LEN_BITS) as usize, (span & LEN_MASK) as usize)
 }
 
+/// The bytes of a capture file whose frames are streamed from it, held by whoever mapped it.
+pub trait FileBytes: Send + Sync {
+    /// The whole file, the same bytes at every call: the frames' places in it are checked
+    /// against them once, when the frames are indexed.
+    fn bytes(&self) -> &[u8];
+
+    /// The file was cut short (truncated by another process) while mapped: bytes read from
+    /// past its new end since are zeros, not the file's.
+    fn cut_short(&self) -> bool {
+        false
+    }
+}
+
+/// A file already in memory, which nothing can cut short.
+impl FileBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
 /// A capture file mapped read-only, with where each frame lies in it and the addresses a
 /// replay writes over its own.
 pub struct MappedFrames {
-    // Declared before the map: unregistered before the map goes.
-    #[cfg(target_os = "linux")]
-    guard: Option<crate::truncation::Guard>,
-    map: Mmap,
+    map: Box<dyn FileBytes>,
     /// Per frame in file order, its offset and length (`pack`).
     spans: Vec<u64>,
     max_len: usize,
@@ -49,37 +64,25 @@ pub struct MappedFrames {
 impl fmt::Debug for MappedFrames {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MappedFrames")
-            .field("file_bytes", &self.map.len())
+            .field("file_bytes", &self.map.bytes().len())
             .field("frames", &self.spans.len())
             .field("bytes", &self.bytes)
             .finish_non_exhaustive()
     }
 }
 
-/// Maps `path` read-only.
-pub(crate) fn map_file(path: &Path) -> std::io::Result<Mmap> {
-    let file = File::open(path)?;
-    // SAFETY: the map is private and read-only, so nothing here writes through it. Another
-    // process that truncates or rewrites the file while it is replayed changes or (truncation)
-    // faults what the map reads — tcpreplay's and Wireshark's mmap readers share this; the
-    // usage docs say a capture must not be rewritten while it is replayed.
-    let map = unsafe { Mmap::map(&file)? };
-    // The loader reads it once from the start, and a streamed replay in order, lap after lap.
-    let _ = map.advise(Advice::Sequential);
-    Ok(map)
-}
-
 impl MappedFrames {
     /// Frames at `spans` (`pack`ed) of `map`, `max_len` the longest and `bytes` their sum.
     pub(crate) fn new(
-        map: Mmap,
+        map: Box<dyn FileBytes>,
         spans: Vec<u64>,
         max_len: usize,
         bytes: u64,
     ) -> Result<Self, String> {
+        let file_len = map.bytes().len();
         if let Some(&s) = spans.iter().find(|&&s| {
             let (at, len) = unpack(s);
-            at + len > map.len()
+            at + len > file_len
         }) {
             let (at, len) = unpack(s);
             return Err(format!(
@@ -87,8 +90,6 @@ impl MappedFrames {
             ));
         }
         Ok(Self {
-            #[cfg(target_os = "linux")]
-            guard: crate::truncation::Guard::register(map.as_ptr(), map.len()),
             map,
             spans,
             max_len,
@@ -100,16 +101,11 @@ impl MappedFrames {
 
     /// The file was cut short (truncated by another process) while mapped: bytes read from
     /// past its new end since are zeros, and what was copied since the last check must not be
-    /// sent. Checked by the sender after each batch it copies (Linux; elsewhere never).
+    /// sent. Checked by the sender after each batch it copies (the map's holder knows: on
+    /// Linux, `linerate-files`' SIGBUS guard; elsewhere never).
     #[inline]
     pub fn cut_short(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        return self
-            .guard
-            .as_ref()
-            .is_some_and(crate::truncation::Guard::cut);
-        #[cfg(not(target_os = "linux"))]
-        false
+        self.map.cut_short()
     }
 
     /// Frames in the capture.
@@ -135,7 +131,7 @@ impl MappedFrames {
     #[inline]
     pub fn raw(&self, i: usize) -> &[u8] {
         let (at, len) = unpack(self.spans[i]);
-        &self.map[at..at + len]
+        &self.map.bytes()[at..at + len]
     }
 
     /// Length of frame `i`.

@@ -83,7 +83,7 @@ impl Rate {
             Self::L2(b) => size as f64 * 8.0 * PS_PER_S / b,
             Self::L1(b) => wire_bytes(size) as f64 * 8.0 * PS_PER_S / b,
             Self::Percent(p) => {
-                let mbps = link_mbps.ok_or("a rate in % needs the link speed, and this port does not know it: give a rate in pps or bps")?;
+                let mbps = link_mbps.ok_or("a rate in % needs the link speed, and this port does not know it: give the link speed (tx: --link-speed 10G; OTG: layer1.speed), or a rate in pps or bps")?;
                 wire_bytes(size) as f64 * 8.0 * PS_PER_S / (mbps as f64 * 1e6 * p / 100.0)
             }
         })

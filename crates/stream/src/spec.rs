@@ -1,9 +1,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::path::Path;
 
 use linerate_wire::{
-    Field, FieldValue, FrameSpec, IpSpec, L4Spec, Mac, MacAddr, Payload, StackSpec, TcpFlags,
-    VaryMode, VlanTag, units,
+    Field, FieldValue, FrameSpec, IpSpec, L4Spec, Mac, MacAddr, Payload, TcpFlags, VaryMode,
+    VlanTag, units,
 };
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +22,10 @@ pub enum Proto {
     Icmp,
     /// No IP: the frame is an ARP request or reply (`crate::arp`).
     Arp,
+    /// No L4 header: the payload follows the IP header (IPv4 protocol 61, IPv6 next header 59).
+    Ip,
+    /// No IP: the payload follows the Ethernet header and its VLAN tag (ethertype 0xFFFF).
+    Ethernet,
 }
 
 /// What a port does when a stream has sent its `count`, as Ostinato models it.
@@ -191,6 +194,7 @@ impl StreamSpec {
                 end: FieldValue::Int(9),
                 step: 1,
                 mask: None,
+                list: Vec::new(),
             }],
             ..Self::default()
         }
@@ -221,7 +225,7 @@ impl StreamSpec {
                 size: sizes.max(),
                 max,
                 mtu: limits.mtu,
-                hint: limits.mtu_hint,
+                settable: limits.mtu_settable,
             });
         }
         let vary = self
@@ -285,11 +289,21 @@ impl StreamSpec {
             Proto::Arp => arp.stack(&self.name, &frame)?,
             _ if arp.any_given() => {
                 return Err(self.invalid(
-                    "the arp-… keys describe an ARP frame: add proto = \"arp\" (--proto arp)"
+                    "the arp-… keys describe an ARP frame: make the protocol arp (proto = \"arp\")"
                         .into(),
                 ));
             }
-            _ => StackSpec::from(&frame),
+            Proto::Ip => {
+                let mut stack = frame.stack();
+                stack.headers.pop();
+                stack
+            }
+            Proto::Ethernet => {
+                let mut stack = frame.stack();
+                stack.headers.truncate(stack.headers.len() - 2);
+                stack
+            }
+            _ => frame.stack(),
         };
         let Some(encap) = &self.encap else {
             return Ok(Template::new(stack)?);
@@ -305,9 +319,9 @@ impl StreamSpec {
             ipv6: DEFAULT_IPV6,
         })?;
         if !encap.carries_ethernet() {
-            if self.proto == Proto::Arp {
+            if matches!(self.proto, Proto::Arp | Proto::Ethernet) {
                 return Err(encap_error(
-                    "an ARP frame keeps its Ethernet header inside the tunnel: end the encap with vxlan, nvgre or ethernet".into(),
+                    "an ARP or Ethernet-only frame keeps its Ethernet header inside the tunnel: end the encap with vxlan, nvgre or ethernet".into(),
                 ));
             }
             if self.vlan.is_some() {
@@ -359,8 +373,8 @@ impl StreamSpec {
                 id: self.src_port,
                 seq: 0,
             },
-            // An ARP stream takes only the Ethernet header and addresses of this frame.
-            Proto::Arp => L4Spec::Udp {
+            // An ARP, IP-only or Ethernet-only stream drops the headers it does not send.
+            Proto::Arp | Proto::Ip | Proto::Ethernet => L4Spec::Udp {
                 src_port: 0,
                 dst_port: 0,
             },
@@ -402,7 +416,9 @@ fn ip4(addr: Option<IpAddr>, what: &str) -> Result<Option<Ipv4Addr>, StreamError
         Some(IpAddr::V4(a)) => Ok(Some(a)),
         Some(IpAddr::V6(a)) => Err(StreamError::Invalid {
             stream: what.into(),
-            why: format!("'{a}' is IPv6 but the stream is IPv4: add --ipv6"),
+            why: format!(
+                "'{a}' is IPv6 but the stream is IPv4: make the stream IPv6 (ipv6 = true)"
+            ),
         }),
     }
 }
@@ -508,8 +524,9 @@ pub(crate) struct Resolved {
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub mtu: u32,
-    /// Said after a too-large size, e.g. how to raise the limit for this backend.
-    pub mtu_hint: &'static str,
+    /// The MTU is the port's own setting (a file, nowhere), which can be raised for a
+    /// too-large size, not an interface's.
+    pub mtu_settable: bool,
     /// Source MAC when the spec leaves it empty (the port's own).
     pub default_src_mac: Option<MacAddr>,
     /// Destination MAC when the spec leaves it empty (a lab's peer).
@@ -528,7 +545,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             mtu: 1500,
-            mtu_hint: "",
+            mtu_settable: false,
             default_src_mac: None,
             default_dst_mac: None,
             default_ipv4: (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2)),
@@ -618,21 +635,6 @@ impl SpecFile {
         crate::host::check_hosts(&file.hosts, &file.streams)?;
         Ok(file)
     }
-
-    pub fn load(path: &Path) -> Result<Self, StreamError> {
-        use std::io::Read;
-        let fail = |why: String| StreamError::File {
-            path: path.display().to_string(),
-            why,
-        };
-        let file = std::fs::File::open(path).map_err(|e| fail(e.to_string()))?;
-        // One byte past the limit is enough to refuse, whatever the file (a pipe has no length).
-        let mut text = String::new();
-        file.take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(|e| fail(e.to_string()))?;
-        Self::parse(&text, &path.display().to_string())
-    }
 }
 
 /// toml's message, with the key whose value it refused (a value's own grammar does not know
@@ -648,6 +650,12 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
         .map(|(key, _)| key.trim())
         .filter(|key| !key.is_empty() && !e.message().contains(key));
     let line = text[..start].matches('\n').count() + 1;
+    // `[stream]` is one table where the file holds a list of them.
+    if text[line_start..].trim_start().starts_with("[stream]") {
+        return format!(
+            "[stream] is one table, but a file holds a list of streams: write [[stream]] (at line {line})"
+        );
+    }
     match key {
         Some(key) => format!("{key}: {} (at line {line})", e.message()),
         None => format!("{} (at line {line})", e.message()),
@@ -657,6 +665,17 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_single_stream_table_is_told_to_be_a_list() {
+        let err = SpecFile::parse("[stream]\nsize = 128\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("write [[stream]]") && err.contains("line 1"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn toml_and_defaults_meet_in_one_struct() {
@@ -739,7 +758,10 @@ mod tests {
             ..StreamSpec::default()
         };
         let err = s.resolve(&Limits::default()).unwrap_err().to_string();
-        assert!(err.contains("2001:2::1") && err.contains("--ipv6"), "{err}");
+        assert!(
+            err.contains("2001:2::1") && err.contains("ipv6 = true"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -868,11 +890,10 @@ mod limit_tests {
         let inline = format!("stream = [{}]\n", "{},".repeat(MAX_STREAMS + 1));
         let err = SpecFile::parse(&inline, "t.toml").unwrap_err().to_string();
         assert!(err.contains("4097 streams"), "{err}");
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("big.toml");
         let padding = "#".repeat(MAX_FILE_BYTES as usize);
-        std::fs::write(&path, format!("[[stream]]\n{padding}\n")).unwrap();
-        let err = SpecFile::load(&path).unwrap_err().to_string();
+        let err = SpecFile::parse(&format!("[[stream]]\n{padding}\n"), "big.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains(&format!("larger than {MAX_FILE_BYTES} bytes")),
             "{err}"

@@ -202,3 +202,65 @@ fn the_stream_file_carries_the_encap_and_writes_it_back() {
         "{err}"
     );
 }
+
+#[test]
+fn ip_and_ethernet_streams_carry_a_raw_payload_and_their_signature() {
+    use crate::Proto;
+    // IPv4 with no L4 header: protocol 61, the signature at the end of the payload, the
+    // header checksum valid in every frame as the destination varies.
+    let s = StreamSpec {
+        proto: Proto::Ip,
+        size: 128,
+        signature: true,
+        vary: vec!["dst-ip:list:10.0.0.9,10.0.0.1".parse().unwrap()],
+        ..StreamSpec::default()
+    };
+    for (k, f) in frames(&compile(s).unwrap(), 4).iter().enumerate() {
+        let p = SlicedPacket::from_ethernet(f).unwrap();
+        let Some(NetSlice::Ipv4(ip)) = p.net else {
+            panic!("ipv4");
+        };
+        let h = ip.header().to_header();
+        assert_eq!((h.protocol.0, h.total_len), (61, 124 - 14));
+        assert_eq!(h.header_checksum, h.calc_header_checksum());
+        assert_eq!(h.destination, [[10, 0, 0, 9], [10, 0, 0, 1]][k % 2]);
+        assert!(p.transport.is_none());
+        assert_eq!(signature::parse(f).unwrap().seq, k as u32);
+    }
+    // A port is not in such a frame.
+    let s = StreamSpec {
+        proto: Proto::Ip,
+        vary: vec!["src-port:inc:1-4".parse().unwrap()],
+        ..StreamSpec::default()
+    };
+    let err = compile(s).unwrap_err().to_string();
+    assert!(err.contains("no L4 header"), "{err}");
+    // Ethernet and a VLAN tag, then the payload: varying MACs, no IP at all.
+    let s = StreamSpec {
+        proto: Proto::Ethernet,
+        vlan: Some(5),
+        size: 64,
+        signature: true,
+        vary: vec![
+            "src-mac:inc:02:00:00:00:00:01-02:00:00:00:00:03"
+                .parse()
+                .unwrap(),
+        ],
+        ..StreamSpec::default()
+    };
+    for (k, f) in frames(&compile(s).unwrap(), 3).iter().enumerate() {
+        let p = SlicedPacket::from_ethernet(f).unwrap();
+        assert!(p.net.is_none() && p.transport.is_none());
+        assert_eq!(p.vlan_ids()[0].value(), 5);
+        assert_eq!(&f[16..18], &[0xff, 0xff]);
+        assert_eq!(f[11], 1 + k as u8);
+        assert_eq!(signature::parse(f).unwrap().seq, k as u32);
+    }
+    let s = StreamSpec {
+        proto: Proto::Ethernet,
+        vary: vec!["dst-ip:inc:10.0.0.1-10.0.0.4".parse().unwrap()],
+        ..StreamSpec::default()
+    };
+    let err = compile(s).unwrap_err().to_string();
+    assert!(err.contains("no IP header"), "{err}");
+}

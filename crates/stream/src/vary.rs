@@ -1,13 +1,15 @@
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use linerate_wire::{Field, FieldValue, Layout, Modifier, VaryMode};
 
 use crate::StreamError;
 
-/// One variable field as a person writes it (`src-port:inc:1000-1999:2,mask=0xff`): which
-/// field, how it moves, over which values in the field's own notation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One variable field as a person writes it (`src-port:inc:1000-1999:2,mask=0xff`,
+/// `dst-port:list:5000,5013,5020`): which field, how it moves, over which values in the field's
+/// own notation.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vary {
     pub field: Field,
     pub mode: VaryMode,
@@ -16,17 +18,29 @@ pub struct Vary {
     pub step: u64,
     /// The field bits this variation owns; none: all of them.
     pub mask: Option<u64>,
+    /// A list (`FIELD:list:A,B,…`): frame n carries `list[n % len]`, in any order and spacing.
+    /// Empty for a counter or a random range. A list's `mode` is `Inc`, its `start`/`end` its
+    /// first and last values and its `step` 1, so code that reads a range reads a list's bounds.
+    pub list: Vec<FieldValue>,
 }
 
+/// Most values a list holds: each is a pre-built frame (`crate::CACHE_LIMIT`).
+pub const LIST_LIMIT: usize = crate::CACHE_LIMIT as usize;
+
 /// One variable field, checked against the stream's IP version, ready for the plan.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VarySpec {
     pub field: Field,
+    /// A list's modifier counts its index (inc from 0, step 1, `count` its length): the plan
+    /// looks each index up in `table` while it pre-builds frames, never on the hot path.
     pub modifier: Modifier,
+    /// A list's values as the field's bits; None: the modifier's values are the field's.
+    pub table: Option<Arc<[u64]>>,
 }
 
 /// Reads `FIELD:MODE:START-END[:STEP][,mask=M]`, e.g. `src-port:inc:1000-1999`,
-/// `dst-ip:random:198.18.0.1-198.18.0.254`, `src-mac:dec:02:00:00:00:00:01-02:00:00:00:00:ff:2`.
+/// `dst-ip:random:198.18.0.1-198.18.0.254`, `src-mac:dec:02:00:00:00:00:01-02:00:00:00:00:ff:2`,
+/// or `FIELD:list:A,B,…[,mask=M]`, e.g. `dst-port:list:5000,5013,5020`.
 /// Values use the field's own notation; ranges of MACs use `:` between octets.
 impl FromStr for Vary {
     type Err = StreamError;
@@ -52,9 +66,21 @@ impl FromStr for Vary {
             "inc" => VaryMode::Inc,
             "dec" => VaryMode::Dec,
             "random" | "rand" => VaryMode::Random,
+            "list" => {
+                let values = parts
+                    .next()
+                    .ok_or_else(|| fail("missing the values, A,B,…".into()))?;
+                let list = values
+                    .split(',')
+                    .map(|v| FieldValue::parse(&field, v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let vary = Self::list(field, list, mask);
+                vary.resolve(matches!(vary.start, FieldValue::Ipv6(_)))?;
+                return Ok(vary);
+            }
             other => {
                 return Err(fail(format!(
-                    "unknown mode '{other}', expected inc, dec or random"
+                    "unknown mode '{other}', expected inc, dec, random or list"
                 )));
             }
         };
@@ -62,6 +88,11 @@ impl FromStr for Vary {
             .next()
             .ok_or_else(|| fail("missing START-END".into()))?;
         let ((start, end), step) = parse_range_step(&field, range)?;
+        if start == end {
+            return Err(fail(format!(
+                "'{range}' is one value, which varies nothing: give START-END (or set the field to the value)"
+            )));
+        }
         let vary = Self {
             field,
             mode,
@@ -69,6 +100,7 @@ impl FromStr for Vary {
             end,
             step,
             mask,
+            list: Vec::new(),
         };
         // Checked now in the IP version its addresses are written in; again in the stream's.
         vary.resolve(matches!(start, FieldValue::Ipv6(_)))?;
@@ -106,6 +138,14 @@ fn parse_range_step(
 /// groups), so that the step cannot be read as the address's last group.
 impl fmt::Display for Vary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.list.is_empty() {
+            let values: Vec<String> = self.list.iter().map(ToString::to_string).collect();
+            write!(f, "{}:list:{}", self.field.name(), values.join(","))?;
+            return match self.mask {
+                Some(mask) => write!(f, ",mask={mask:#x}"),
+                None => Ok(()),
+            };
+        }
         let mode = match self.mode {
             VaryMode::Inc => "inc",
             VaryMode::Dec => "dec",
@@ -131,12 +171,30 @@ impl fmt::Display for Vary {
 linerate_wire::serde_as_text!(Vary);
 
 impl Vary {
+    /// A list of values the field takes in turn (at least one; an empty list resolves to an
+    /// error).
+    pub fn list(field: Field, list: Vec<FieldValue>, mask: Option<u64>) -> Self {
+        let first = list.first().copied().unwrap_or(FieldValue::Int(0));
+        Self {
+            field,
+            mode: VaryMode::Inc,
+            start: first,
+            end: list.last().copied().unwrap_or(first),
+            step: 1,
+            mask,
+            list,
+        }
+    }
+
     /// The modifier the plan applies to a frame of this IP version.
     pub fn resolve(&self, ipv6: bool) -> Result<VarySpec, StreamError> {
         let fail = |why: &str| StreamError::Vary {
             input: self.to_string(),
             why: why.to_owned(),
         };
+        if !self.list.is_empty() {
+            return self.resolve_list(ipv6);
+        }
         let start = self.start.bits(&self.field, ipv6)?;
         let end = self.end.bits(&self.field, ipv6)?;
         if end < start {
@@ -162,6 +220,48 @@ impl Vary {
         Ok(VarySpec {
             field: self.field,
             modifier,
+            table: None,
+        })
+    }
+
+    fn resolve_list(&self, ipv6: bool) -> Result<VarySpec, StreamError> {
+        let fail = |why: String| StreamError::Vary {
+            input: self.to_string(),
+            why,
+        };
+        if self.list.is_empty() {
+            return Err(fail("a list needs at least one value".into()));
+        }
+        if self.list.len() > LIST_LIMIT {
+            return Err(fail(format!(
+                "{} values: a list holds at most {LIST_LIMIT} (each is a pre-built frame); use inc, dec or random for more",
+                self.list.len()
+            )));
+        }
+        let high = |v: &FieldValue| match v {
+            FieldValue::Ipv6(a) => u128::from(*a) >> 64,
+            _ => 0,
+        };
+        if self.list.iter().any(|v| high(v) != high(&self.list[0])) {
+            return Err(fail(
+                "the IPv6 addresses of a list may differ only in their low 64 bits (the upper half is the stream's address)".into(),
+            ));
+        }
+        let table = self
+            .list
+            .iter()
+            .map(|v| v.bits(&self.field, ipv6))
+            .collect::<Result<Arc<[u64]>, _>>()?;
+        Ok(VarySpec {
+            field: self.field,
+            modifier: Modifier {
+                mode: VaryMode::Inc,
+                start: 0,
+                step: 1,
+                count: table.len() as u64,
+                mask: self.mask.unwrap_or(u64::MAX),
+            },
+            table: Some(table),
         })
     }
 }
@@ -203,8 +303,8 @@ pub(crate) fn check_overlaps(vary: &[VarySpec], layout: &Layout) -> Result<(), S
                 .find(|(at, bits)| b_bytes.iter().any(|(bt, bb)| bt == at && bb & bits != 0));
             if let Some((at, _)) = shared {
                 return Err(format!(
-                    "--vary {} and --vary {} both change byte {at}: each bit of a frame can follow one \
-                     variable field only (vary each field once, or split it with mask=)",
+                    "the variable fields {} and {} both change byte {at}: each bit of a frame can \
+                     follow one variable field only (vary each field once, or split it with mask=)",
                     a.field.name(),
                     b.field.name()
                 ));
@@ -268,7 +368,9 @@ mod tests {
             "src-mac:inc:02:00:00:00:00:01-02:00:00:00:00:10:2",
             "dst-ip:inc:2001:2::1-2001:2::9:2",
             "dst-ip:inc:10.0.0.1-10.0.0.9:2",
-            "ttl:inc:7",
+            "dst-port:list:5000,5013,4",
+            "src-mac:list:02:00:00:00:00:09,02:00:00:00:00:01,mask=0xff",
+            "dst-ip:list:2001:2::9,2001:2::1",
         ] {
             let vary: Vary = text.parse().unwrap();
             let again: Vary = vary.to_string().parse().unwrap();
@@ -277,11 +379,34 @@ mod tests {
         // The IPv6 end keeps its step apart: 2001:2::9 step 2, not 2001:2::9:2 step 1.
         let v: Vary = "dst-ip:inc:2001:2::1-2001:2::9:2".parse().unwrap();
         assert_eq!(v.step, 1);
-        let stepped = Vary { step: 2, ..v };
+        let stepped = Vary {
+            step: 2,
+            ..v.clone()
+        };
         assert_eq!(stepped.to_string().parse::<Vary>().unwrap().step, 2);
         // The stream's IP version decides: an IPv6 range in an IPv4 stream is refused.
         assert!(v.resolve(false).is_err());
         assert!(v.resolve(true).is_ok());
+    }
+
+    #[test]
+    fn a_list_resolves_to_an_index_and_its_table() {
+        let v = VarySpec::parse("dst-port:list:5000,5013,4", false).unwrap();
+        assert_eq!(
+            (
+                v.modifier.mode,
+                v.modifier.start,
+                v.modifier.step,
+                v.modifier.count
+            ),
+            (VaryMode::Inc, 0, 1, 3)
+        );
+        assert_eq!(v.table.as_deref(), Some(&[5000, 5013, 4][..]));
+        let err = VarySpec::parse("dst-ip:list:2001:2::1,2001:3::1", true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("low 64 bits"), "{err}");
+        assert!(VarySpec::parse("dst-ip:list:10.0.0.9,10.0.0.1", true).is_err());
     }
 
     #[test]
@@ -295,6 +420,11 @@ mod tests {
             "colour:inc:1-2",
             "src-ip:inc:1.2.3-1.2.3.4",
             "src-port:inc:1-9:0",
+            "src-port:list:",
+            "src-port:inc:1000",
+            "ttl:inc:7-7",
+            "src-port:list:1,70000",
+            "src-port:list",
         ] {
             let err = VarySpec::parse(bad, false).unwrap_err().to_string();
             assert!(!err.is_empty(), "{bad}");
@@ -303,7 +433,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("src-port:up:1-2") && err.contains("inc, dec or random"),
+            err.contains("src-port:up:1-2") && err.contains("inc, dec, random or list"),
             "{err}"
         );
     }

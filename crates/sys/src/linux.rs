@@ -111,11 +111,30 @@ pub fn bind<A: Plain>(fd: &OwnedFd, addr: &A) -> io::Result<()> {
     }
 }
 
+/// A kick that did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kick {
+    Sent,
+    /// EAGAIN, EBUSY, ENOBUFS or EINTR: the socket's send buffer or the device queue is full (or
+    /// a signal came): the frames stay in the ring and the next kick sends them, so the caller
+    /// counts it and goes on rather than failing the run.
+    Busy,
+}
+
+/// A kick that failed: a link that went down is the user's to fix and the backends name it
+/// apart from any other OS error.
+#[derive(Debug)]
+pub enum KickFailed {
+    /// ENETDOWN.
+    Down,
+    Os(io::Error),
+}
+
 /// The TX kick: `sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0)` asks the kernel to send what the
-/// socket's TX ring holds and returns without waiting for completions. Returns the raw errno on
-/// failure so the hot path can classify it without building an `io::Error`.
+/// socket's TX ring holds and returns without waiting for completions. The errno is sorted here,
+/// once, for both socket backends.
 #[inline]
-pub fn kick(fd: &OwnedFd) -> Result<(), i32> {
+pub fn kick(fd: &OwnedFd) -> Result<Kick, KickFailed> {
     // SAFETY: a zero-length send with null buffer and address: the kernel dereferences nothing.
     let rc = unsafe {
         libc::sendto(
@@ -127,10 +146,19 @@ pub fn kick(fd: &OwnedFd) -> Result<(), i32> {
             0,
         )
     };
-    if rc < 0 {
-        Err(io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    } else {
-        Ok(())
+    if rc >= 0 {
+        return Ok(Kick::Sent);
+    }
+    // An OS error is a code and no allocation: building it costs the hot path nothing.
+    kick_failed(io::Error::last_os_error())
+}
+
+/// What a kick's errno means to a socket backend.
+fn kick_failed(e: io::Error) -> Result<Kick, KickFailed> {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => Ok(Kick::Busy),
+        Some(libc::ENETDOWN) => Err(KickFailed::Down),
+        _ => Err(KickFailed::Os(e)),
     }
 }
 
@@ -296,6 +324,14 @@ impl Drop for Mmap {
     }
 }
 
+/// Gives freed memory back to the system: freed blocks stay in the allocator's arenas
+/// otherwise, and a server that builds and drops large things on request would keep their
+/// high-water mark for good.
+pub fn release_freed() {
+    // SAFETY: malloc_trim takes no pointer; it only walks the allocator's own free lists.
+    unsafe { libc::malloc_trim(0) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +346,30 @@ mod tests {
         let bytes = unsafe { std::slice::from_raw_parts_mut(map.as_ptr(), map.len()) };
         bytes[page - 1] = 7;
         assert_eq!(bytes[page - 1], 7);
+    }
+
+    #[test]
+    fn a_busy_kick_is_no_failure_and_a_down_link_is_named() {
+        let errno = |n| kick_failed(io::Error::from_raw_os_error(n));
+        for busy in [libc::EAGAIN, libc::EBUSY, libc::ENOBUFS, libc::EINTR] {
+            assert_eq!(errno(busy).ok(), Some(Kick::Busy), "{busy}");
+        }
+        assert!(matches!(errno(libc::ENETDOWN), Err(KickFailed::Down)));
+        // AF_XDP tells a deleted interface by ENXIO: it stays the OS error, for it to read.
+        assert!(matches!(
+            errno(libc::ENXIO),
+            Err(KickFailed::Os(e)) if e.raw_os_error() == Some(libc::ENXIO)
+        ));
+    }
+
+    #[test]
+    fn a_kick_on_a_socket_with_nowhere_to_send_is_the_os_error() {
+        // An unconnected UDP socket has no ring and no peer: the kernel asks for an address.
+        let fd = OwnedFd::from(std::net::UdpSocket::bind("127.0.0.1:0").unwrap());
+        assert!(matches!(
+            kick(&fd),
+            Err(KickFailed::Os(e)) if e.raw_os_error() == Some(libc::EDESTADDRREQ)
+        ));
     }
 
     #[test]

@@ -99,6 +99,9 @@ fn l4_computed(frame: &[u8], layout: &Layout) -> u16 {
 
 /// Guards against a hand-made layout that does not describe this buffer, so nothing here panics.
 fn frame_fits(frame: &[u8], layout: &Layout) -> bool {
+    if layout.ethernet_only {
+        return frame.len() == layout.len && layout.payload_offset <= layout.len;
+    }
     let ip_len = if layout.ipv6 {
         ipv6::HEADER_LEN
     } else {
@@ -116,13 +119,15 @@ pub fn fill_frame(frame: &mut [u8], layout: &Layout) -> bool {
     if !frame_fits(frame, layout) {
         return false;
     }
-    if !layout.ipv6 {
+    if !layout.ipv6 && !layout.ethernet_only {
         let r = at(layout.ip_offset, 0..ipv4::HEADER_LEN);
         let c = ipv4_header(&frame[r]);
         frame[at(layout.ip_offset, ipv4::field::CHECKSUM)].copy_from_slice(&c.to_be_bytes());
     }
-    let c = l4_computed(frame, layout);
-    frame[at(layout.l4_offset, layout.l4.checksum_field())].copy_from_slice(&c.to_be_bytes());
+    if layout.l4 != L4Proto::None && !layout.ethernet_only {
+        let c = l4_computed(frame, layout);
+        frame[at(layout.l4_offset, layout.l4.checksum_field())].copy_from_slice(&c.to_be_bytes());
+    }
     true
 }
 
@@ -132,12 +137,15 @@ pub fn verify_frame(frame: &[u8], layout: &Layout) -> bool {
     if !frame_fits(frame, layout) {
         return false;
     }
-    if !layout.ipv6 {
+    if !layout.ipv6 && !layout.ethernet_only {
         let r = at(layout.ip_offset, 0..ipv4::HEADER_LEN);
         let stored = get_be(frame, at(layout.ip_offset, ipv4::field::CHECKSUM)) as u16;
         if ipv4_header(&frame[r]) != stored {
             return false;
         }
+    }
+    if layout.l4 == L4Proto::None {
+        return true;
     }
     let stored = get_be(frame, at(layout.l4_offset, layout.l4.checksum_field())) as u16;
     l4_computed(frame, layout) == stored
@@ -209,7 +217,7 @@ mod tests {
             crate::testutil::tcp(),
             crate::Payload::Increment,
         );
-        let f = s.build(100).unwrap();
+        let f = crate::testutil::build(&s, 100).unwrap();
         assert!(verify_frame(&f.bytes, &f.layout));
         for i in 14..f.bytes.len() {
             let mut b = f.bytes.clone();

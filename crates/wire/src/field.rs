@@ -120,8 +120,8 @@ impl Field {
     /// Where the field sits in a frame of this layout and which checksums cover it. Pass the
     /// layout of the smallest frame a stream sends, so that a byte field fits in all of them.
     pub fn locate(&self, layout: &Layout) -> Result<FieldLoc, WireError> {
-        if let Some(arp) = layout.arp_offset {
-            return self.locate_in_arp(layout, arp);
+        if layout.arp_offset.is_some() || layout.ethernet_only {
+            return self.locate_without_ip(layout);
         }
         let ip = layout.ip_offset;
         let l4 = layout.l4_offset;
@@ -153,6 +153,9 @@ impl Field {
                     (Field::DstPort, L4Proto::Udp) => udp::field::DST_PORT,
                     (Field::SrcPort, L4Proto::Tcp) => tcp::field::SRC_PORT,
                     (Field::DstPort, L4Proto::Tcp) => tcp::field::DST_PORT,
+                    (_, L4Proto::None) => {
+                        return Err(self.not_in_frame("the frame has no L4 header"));
+                    }
                     _ => {
                         return Err(self
                             .not_in_frame("ICMP echo has an id and a sequence number, not ports"));
@@ -204,9 +207,21 @@ impl Field {
         }
     }
 
-    /// Where the field sits in an ARP frame whose ARP header is at `arp`. No checksum covers
-    /// anything in it, so every field patches plainly.
-    fn locate_in_arp(&self, layout: &Layout, arp: usize) -> Result<FieldLoc, WireError> {
+    /// Where the field sits in a frame without IP: an ARP frame (its ARP header at
+    /// `layout.arp_offset`) or an Ethernet frame and its payload. No checksum covers anything
+    /// in it, so every field patches plainly.
+    fn locate_without_ip(&self, layout: &Layout) -> Result<FieldLoc, WireError> {
+        let arp = |f: core::ops::Range<usize>| {
+            layout
+                .arp_offset
+                .map(|a| at(a, f))
+                .ok_or_else(|| self.not_in_frame("the frame is not ARP (proto = \"arp\")"))
+        };
+        let why_no_ip = if layout.arp_offset.is_some() {
+            "an ARP frame has no IP header: vary arp-sender-ip or arp-target-ip"
+        } else {
+            "the frame has no IP header"
+        };
         let (range, bits) = match self {
             Field::SrcMac => (at(layout.eth_offset, ethernet::field::SRC), ones(6)),
             Field::DstMac => (at(layout.eth_offset, ethernet::field::DST), ones(6)),
@@ -216,18 +231,20 @@ impl Field {
                     .ok_or_else(|| self.not_in_frame("the frame has no VLAN tag"))?;
                 (at(t, vlan::field::TCI), u64::from(vlan::VID_MASK))
             }
-            Field::ArpSenderMac => (at(arp, arp::field::SHA), ones(6)),
-            Field::ArpSenderIp => (at(arp, arp::field::SPA), ones(4)),
-            Field::ArpTargetMac => (at(arp, arp::field::THA), ones(6)),
-            Field::ArpTargetIp => (at(arp, arp::field::TPA), ones(4)),
+            Field::ArpSenderMac => (arp(arp::field::SHA)?, ones(6)),
+            Field::ArpSenderIp => (arp(arp::field::SPA)?, ones(4)),
+            Field::ArpTargetMac => (arp(arp::field::THA)?, ones(6)),
+            Field::ArpTargetIp => (arp(arp::field::TPA)?, ones(4)),
             Field::Byte { .. } => (self.byte_range(layout)?, ones(self.width())),
             Field::SrcIp | Field::DstIp | Field::IpId | Field::Ttl => {
-                return Err(self.not_in_frame(
-                    "an ARP frame has no IP header: vary arp-sender-ip or arp-target-ip",
-                ));
+                return Err(self.not_in_frame(why_no_ip));
             }
             Field::SrcPort | Field::DstPort => {
-                return Err(self.not_in_frame("an ARP frame has no ports"));
+                return Err(self.not_in_frame(if layout.arp_offset.is_some() {
+                    "an ARP frame has no ports"
+                } else {
+                    "the frame has no L4 header (no ports)"
+                }));
             }
         };
         Ok(FieldLoc {
@@ -269,6 +286,7 @@ fn coverage(
 ) -> Result<(Option<u16>, Option<u16>), WireError> {
     let ip = layout.ip_offset;
     let ip_csum_at = ip + ipv4::field::CHECKSUM.start;
+    let has_l4 = layout.l4 != L4Proto::None;
     let l4_csum_at = layout.l4_offset + layout.l4.checksum_field().start;
     let pseudo = if layout.ipv6 {
         at(ip, ipv6::field::SRC_ADDR.start..ipv6::field::DST_ADDR.end)
@@ -279,13 +297,13 @@ fn coverage(
     };
     let word_cover = |p: usize| {
         let in_ip = !layout.ipv6 && (ip..ip + ipv4::HEADER_LEN).contains(&p);
-        let in_l4 = p >= layout.l4_offset || pseudo.contains(&p);
+        let in_l4 = has_l4 && (p >= layout.l4_offset || pseudo.contains(&p));
         (in_ip, in_l4)
     };
     let first = range.start & !1;
     let cover = word_cover(first);
     for p in (first..range.end).step_by(2) {
-        if p == ip_csum_at && !layout.ipv6 || p == l4_csum_at {
+        if p == ip_csum_at && !layout.ipv6 || has_l4 && p == l4_csum_at {
             return Err(field.not_in_frame(format!("it overlaps the checksum at byte {p}")));
         }
         if word_cover(p) != cover {

@@ -127,9 +127,10 @@ proptest! {
     /// Incremental checksum = full checksum, for every field kind, offset parity and frame parity.
     #[test]
     fn write_equals_full_recompute(s in arb_spec(), f in arb_field(), extra in 0usize..200, value in any::<u64>()) {
-        let size = s.min_frame_size() + extra;
-        let frame = s.build(size).unwrap();
-        let smallest = s.layout(s.min_frame_size());
+        let min = s.stack().min_frame_size();
+        let size = min + extra;
+        let frame = build(&s, size).unwrap();
+        let smallest = build(&s, min).unwrap().layout;
         let Ok(loc) = f.locate(&smallest) else { return Ok(()) };
         let mut patched = frame.bytes.clone();
         loc.write(&mut patched, value);
@@ -142,14 +143,14 @@ proptest! {
         prop_assert!(checksum::verify_frame(&patched, &frame.layout));
 
         if let Some(s2) = respec(&s, f, value & max) {
-            prop_assert_eq!(hex(&patched), hex(&s2.build(size).unwrap().bytes));
+            prop_assert_eq!(hex(&patched), hex(&build(&s2, size).unwrap().bytes));
         }
     }
 
     /// Patching only touches the field and the checksums that cover it.
     #[test]
     fn write_touches_nothing_else(s in arb_spec(), f in arb_field(), value in any::<u64>()) {
-        let frame = s.build(s.min_frame_size()).unwrap();
+        let frame = build(&s, s.stack().min_frame_size()).unwrap();
         let Ok(loc) = f.locate(&frame.layout) else { return Ok(()) };
         let mut patched = frame.bytes.clone();
         loc.write(&mut patched, value);
@@ -225,7 +226,7 @@ fn locate_named_fields() {
         udp(),
         Payload::Increment,
     );
-    let l = s.layout(64);
+    let l = build(&s, 64).unwrap().layout;
     let vid = Field::VlanId.locate(&l).unwrap();
     assert_eq!(
         (vid.offset, vid.width, vid.bits, vid.ip_csum, vid.l4_csum),
@@ -245,7 +246,9 @@ fn locate_named_fields() {
         (40, None, Some(44))
     );
 
-    let l6 = spec(None, v6(), icmp(), Payload::Increment).layout(70);
+    let l6 = build(&spec(None, v6(), icmp(), Payload::Increment), 70)
+        .unwrap()
+        .layout;
     let dst = Field::DstIp.locate(&l6).unwrap();
     assert_eq!((dst.offset, dst.width, dst.bits), (14 + 32, 8, u64::MAX));
     assert_eq!(
@@ -255,14 +258,18 @@ fn locate_named_fields() {
     assert_eq!(Field::SrcIp.max_value(&l6), u64::MAX);
 
     // ICMPv4 has no pseudo-header: addresses are under the IP checksum only.
-    let l4 = spec(None, v4(), icmp(), Payload::Increment).layout(64);
+    let l4 = build(&spec(None, v4(), icmp(), Payload::Increment), 64)
+        .unwrap()
+        .layout;
     let src = Field::SrcIp.locate(&l4).unwrap();
     assert_eq!((src.ip_csum, src.l4_csum), (Some(24), None));
 }
 
 #[test]
 fn locate_refuses_what_is_not_there() {
-    let l6 = spec(None, v6(), icmp(), Payload::Increment).layout(66);
+    let l6 = build(&spec(None, v6(), icmp(), Payload::Increment), 66)
+        .unwrap()
+        .layout;
     let msg = |f: Field| f.locate(&l6).unwrap_err().to_string();
     assert!(msg(Field::VlanId).contains("no VLAN"));
     assert!(msg(Field::IpId).contains("IPv6"));
@@ -341,7 +348,7 @@ fn parse_value_in_natural_notation() {
 #[test]
 fn ipv4_ttl_patch_matches_rfc1624_by_hand() {
     let s = spec(None, v4(), udp(), Payload::Increment);
-    let mut f = s.build(64).unwrap();
+    let mut f = build(&s, 64).unwrap();
     let loc = Field::Ttl.locate(&f.layout).unwrap();
     let c = usize::from(loc.ip_csum.unwrap());
     let hc = u16::from_be_bytes([f.bytes[c], f.bytes[c + 1]]);

@@ -1,6 +1,7 @@
-//! Frame layouts, builders, checksums (full and incremental, RFC 1624) and field patches.
-//! Templates are built once from a `FrameSpec`; the hot path only applies `Patch`es in place.
-//! No I/O here. Frames with tunnels and stacked headers are described and built by `stack`.
+//! Frame layouts, the one frame builder (`StackSpec::build`, a `FrameSpec` being a plain frame's
+//! stack), checksums (full and incremental, RFC 1624) and field patches. Templates are built
+//! once; the hot path only applies `Patch`es in place. No I/O here.
+#![forbid(unsafe_code)]
 
 pub mod checksum;
 mod error;
@@ -22,7 +23,7 @@ pub use etherparse;
 pub use field::{Field, FieldLoc, FieldValue, parse_value};
 pub use mac::{Mac, MacAddr, format_mac, parse_mac};
 pub use modifier::{Modifier, Patch, Rng, VaryMode, pick};
-pub use spec::{Frame, FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
+pub use spec::{FrameSpec, IpSpec, L4Proto, L4Spec, Layout, Payload, TcpFlags, VlanTag};
 pub use stack::{
     ChecksumSpan, GreSpec, HeaderSpec, Layer, LayerKind, StackFrame, StackSpec, VlanTpid,
 };

@@ -196,7 +196,7 @@ mod tests {
     #[test]
     fn patch_applies_mask_and_keeps_checksums() {
         let s = spec(None, v4(), udp(), Payload::Increment);
-        let mut f = s.build(64).unwrap();
+        let mut f = build(&s, 64).unwrap();
         let loc = Field::SrcPort.locate(&f.layout).unwrap();
         // Vary only the low byte of the port: 1024 = 0x0400.
         let p = Patch {

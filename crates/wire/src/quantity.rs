@@ -8,6 +8,7 @@
 //! | duration  | `NUMBER[UNIT]`          | `ns`, `us`/`µs`, `ms`, `s` (bare: seconds), `min`, `h` |
 //! | bandwidth | `NUMBER[PREFIX][bps]`   | prefixes `k`, `M`, `G` (any case); `bps`, `bit`, `bit/s`, `b/s`, `b` |
 //! | frame rate| `NUMBER[PREFIX][pps]`   | the same prefixes                              |
+//! | count     | `NUMBER[PREFIX]`        | the same prefixes: `1000000`, `1e6`, `1M`, `2.5k` |
 
 use std::time::Duration;
 
@@ -60,6 +61,31 @@ pub fn with_prefix(v: f64) -> String {
         .iter()
         .find(|(p, _)| v >= *p && (v / p) * p == v)
         .map_or_else(|| v.to_string(), |(p, s)| format!("{}{s}", v / p))
+}
+
+/// Reads a count of things (frames, laps): a whole number at least 1, in any form a number
+/// takes (`1000000`, `1e6`) and with a decimal prefix (`1M`, `2.5k`).
+pub fn parse_count(text: &str) -> Result<u64, QuantityError> {
+    let fail = |why: &str| QuantityError {
+        input: text.to_owned(),
+        what: "a count",
+        why: why.to_owned(),
+    };
+    if let Ok(n) = text.trim().parse::<u64>() {
+        return if n >= 1 {
+            Ok(n)
+        } else {
+            Err(fail("it must be at least 1"))
+        };
+    }
+    let (number, rest) =
+        split(text).ok_or_else(|| fail("give a number like 1000000, 1e6 or 1M"))?;
+    let factor = prefix(rest).ok_or_else(|| fail("the prefixes are k, M and G"))?;
+    let n = number * factor;
+    if !(1.0..=u64::MAX as f64).contains(&n) || n.fract() != 0.0 {
+        return Err(fail("it must be a whole number, at least 1"));
+    }
+    Ok(n as u64)
 }
 
 /// Reads a duration in seconds: `500ns`, `250us`, `10ms`, `1.5s` or `1.5`, `2min`, `1h`; a
@@ -130,6 +156,23 @@ pub fn parse_bandwidth(text: &str) -> Result<f64, QuantityError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_take_exponents_and_prefixes_and_stay_whole() {
+        for (text, want) in [
+            ("1000000", 1_000_000),
+            ("1e6", 1_000_000),
+            ("1M", 1_000_000),
+            ("2.5k", 2_500),
+            ("18446744073709551615", u64::MAX),
+        ] {
+            assert_eq!(parse_count(text), Ok(want), "{text}");
+        }
+        for bad in ["0", "1.5", "1e-3", "-3", "10x", "", "1 e6"] {
+            let err = parse_count(bad).unwrap_err().to_string();
+            assert!(err.contains("a count"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn durations_take_one_set_of_units() {

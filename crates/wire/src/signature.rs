@@ -134,12 +134,12 @@ pub fn latency(tx_ns48: u64, rx_ns: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{spec, tcp, udp, v4, v6};
-    use crate::{Frame, Payload, VlanTag};
+    use crate::testutil::{Built, build, spec, tcp, udp, v4, v6};
+    use crate::{Payload, VlanTag};
     use etherparse::{SlicedPacket, TransportSlice};
 
     /// Checks the L4 checksum with etherparse (an independent implementation).
-    fn l4_ok(f: &Frame) -> bool {
+    fn l4_ok(f: &Built) -> bool {
         let p = SlicedPacket::from_ethernet(&f.bytes).expect("frame parses");
         let net = p.net.expect("ip");
         match (net, p.transport.expect("l4")) {
@@ -171,14 +171,14 @@ mod tests {
         }
     }
 
-    fn signed_frame(len: usize, ipv6: bool, use_tcp: bool, vlan: bool) -> Option<Frame> {
+    fn signed_frame(len: usize, ipv6: bool, use_tcp: bool, vlan: bool) -> Option<Built> {
         let s = spec(
             vlan.then_some(VlanTag { id: 7, pcp: 0 }),
             if ipv6 { v6() } else { v4() },
             if use_tcp { tcp() } else { udp() },
             Payload::Increment,
         );
-        let mut f = s.build(len + crate::units::FCS_LEN).ok()?;
+        let mut f = build(&s, len + crate::units::FCS_LEN).ok()?;
         if !fits(&f.layout) {
             return None;
         }
@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn stray_frames_and_short_buffers_have_no_signature() {
         let s = spec(None, v4(), udp(), Payload::Increment);
-        let f = s.build(64).unwrap();
+        let f = build(&s, 64).unwrap();
         assert_eq!(parse(&f.bytes), None);
         assert_eq!(parse(&[0u8; 10]), None);
         let mut short = [0u8; 10];

@@ -1,10 +1,10 @@
-//! The plain value that describes a frame and emits it, and the layout the builder hands back.
+//! The plain values that describe a frame (a `FrameSpec` is written as its header stack), and the
+//! layout of a flow's headers that the builder hands back.
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use crate::header::{ethernet, icmp, ipv4, ipv6, tcp, udp, vlan};
-use crate::units::{FCS_LEN, MAX_FRAME_SIZE, MIN_FRAME_SIZE, buffer_len};
-use crate::{MacAddr, Rng, WireError};
+use crate::header::{icmp, ipv4, tcp, udp};
+use crate::{HeaderSpec, MacAddr, Rng, StackSpec, VlanTpid, WireError};
 
 /// An 802.1Q tag; DEI is always 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -285,6 +285,9 @@ pub enum L4Proto {
     Tcp,
     Icmpv4,
     Icmpv6,
+    /// No L4 header: the payload follows the IP header (or, `Layout::ethernet_only`, the
+    /// Ethernet header), and no L4 checksum covers anything.
+    None,
 }
 
 impl L4Proto {
@@ -293,25 +296,28 @@ impl L4Proto {
             L4Proto::Udp => udp::HEADER_LEN,
             L4Proto::Tcp => tcp::HEADER_LEN,
             L4Proto::Icmpv4 | L4Proto::Icmpv6 => icmp::HEADER_LEN,
+            L4Proto::None => 0,
         }
     }
 
-    /// Where the checksum sits inside this header.
+    /// Where the checksum sits inside this header (empty: there is none).
     pub fn checksum_field(self) -> core::ops::Range<usize> {
         match self {
             L4Proto::Udp => udp::field::CHECKSUM,
             L4Proto::Tcp => tcp::field::CHECKSUM,
             L4Proto::Icmpv4 | L4Proto::Icmpv6 => icmp::field::CHECKSUM,
+            L4Proto::None => 0..0,
         }
     }
 
-    /// The IPv4 protocol / IPv6 next-header number.
+    /// The IPv4 protocol / IPv6 next-header number (no L4: IPv4's 61; IPv6 writes 59).
     pub fn ip_proto(self) -> u8 {
         match self {
             L4Proto::Udp => ipv4::PROTO_UDP,
             L4Proto::Tcp => ipv4::PROTO_TCP,
             L4Proto::Icmpv4 => ipv4::PROTO_ICMP,
             L4Proto::Icmpv6 => ipv4::PROTO_ICMPV6,
+            L4Proto::None => crate::tunnel::next::PROTO_HOST_INTERNAL,
         }
     }
 }
@@ -333,15 +339,14 @@ pub struct Layout {
     /// `l4_offset` then hold the ARP header's start and end, `l4` means nothing, and fields are
     /// located in the ARP header (`Field::locate`).
     pub arp_offset: Option<usize>,
+    /// The frame is Ethernet (and VLAN tags) and a payload, no IP: `ip_offset` and `l4_offset`
+    /// are the payload's start and `l4` is `None`.
+    pub ethernet_only: bool,
 }
 
-/// A built frame: the bytes to put in a buffer (no FCS) and where its headers are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
-    pub bytes: Vec<u8>,
-    pub layout: Layout,
-}
-
+/// A plain frame — Ethernet, an optional 802.1Q tag, IP, one L4 header and a payload — in the
+/// fields people set. It is only a way to write a `StackSpec`: the stack is the one frame model
+/// and `StackSpec::build` the one builder, so a plain frame and a tunnelled one cannot drift.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameSpec {
     pub src_mac: MacAddr,
@@ -353,90 +358,47 @@ pub struct FrameSpec {
 }
 
 impl FrameSpec {
-    fn l4_proto(&self) -> L4Proto {
-        match (&self.l4, &self.ip) {
-            (L4Spec::Udp { .. }, _) => L4Proto::Udp,
-            (L4Spec::Tcp { .. }, _) => L4Proto::Tcp,
-            (L4Spec::IcmpEcho { .. }, IpSpec::V4 { .. }) => L4Proto::Icmpv4,
-            (L4Spec::IcmpEcho { .. }, IpSpec::V6 { .. }) => L4Proto::Icmpv6,
-        }
-    }
-
-    /// The layout of this spec built at `frame_size` (FCS included); sizes are not checked.
-    pub fn layout(&self, frame_size: usize) -> Layout {
-        let ipv6 = matches!(self.ip, IpSpec::V6 { .. });
-        let vlan_offset = self.vlan.as_ref().map(|_| ethernet::field::ETHERTYPE.start);
-        let ip_offset = ethernet::HEADER_LEN + vlan_offset.map_or(0, |_| vlan::TAG_LEN);
-        let l4_offset = ip_offset
-            + if ipv6 {
-                ipv6::HEADER_LEN
-            } else {
-                ipv4::HEADER_LEN
-            };
-        let l4 = self.l4_proto();
-        Layout {
-            eth_offset: 0,
-            vlan_offset,
-            ip_offset,
-            ipv6,
-            l4_offset,
-            l4,
-            payload_offset: l4_offset + l4.header_len(),
-            len: buffer_len(frame_size),
-            arp_offset: None,
-        }
-    }
-
-    /// Smallest frame size (FCS included) that holds the headers, never below Ethernet's 64.
-    pub fn min_frame_size(&self) -> usize {
-        let headers = self.layout(0).payload_offset;
-        (headers + FCS_LEN).max(MIN_FRAME_SIZE)
-    }
-
-    fn validate(&self, frame_size: usize) -> Result<(), WireError> {
-        let min = self.min_frame_size();
-        if frame_size < min {
-            return Err(WireError::FrameTooSmall {
-                size: frame_size,
-                min,
-            });
-        }
-        if frame_size > MAX_FRAME_SIZE {
-            return Err(WireError::FrameTooLarge {
-                size: frame_size,
-                max: MAX_FRAME_SIZE,
-            });
-        }
+    /// The frame as its header stack, outermost first.
+    pub fn stack(&self) -> StackSpec {
+        let mut headers = vec![HeaderSpec::Ethernet {
+            src: self.src_mac,
+            dst: self.dst_mac,
+        }];
         if let Some(v) = &self.vlan {
-            if v.id > vlan::MAX_VID {
-                return Err(WireError::VlanIdOutOfRange { id: v.id });
-            }
-            if v.pcp > vlan::MAX_PCP {
-                return Err(WireError::VlanPcpOutOfRange { pcp: v.pcp });
-            }
+            headers.push(HeaderSpec::Vlan {
+                tpid: VlanTpid::Dot1Q,
+                id: v.id,
+                pcp: v.pcp,
+            });
         }
-        match self.ip {
-            IpSpec::V4 { dscp, .. } if dscp > ipv4::MAX_DSCP => {
-                Err(WireError::DscpOutOfRange { dscp })
-            }
-            IpSpec::V6 { flow_label, .. } if flow_label > ipv6::MAX_FLOW_LABEL => {
-                Err(WireError::FlowLabelOutOfRange { flow_label })
-            }
-            _ => Ok(()),
+        headers.push(HeaderSpec::Ip(self.ip.clone()));
+        headers.push(match self.l4 {
+            L4Spec::Udp { src_port, dst_port } => HeaderSpec::Udp {
+                src_port,
+                dst_port: Some(dst_port),
+                zero_checksum: false,
+            },
+            L4Spec::Tcp {
+                src_port,
+                dst_port,
+                seq,
+                ack,
+                flags,
+                window,
+            } => HeaderSpec::Tcp {
+                src_port,
+                dst_port,
+                seq,
+                ack,
+                flags,
+                window,
+            },
+            L4Spec::IcmpEcho { id, seq } => HeaderSpec::IcmpEcho { id, seq },
+        });
+        StackSpec {
+            headers,
+            payload: self.payload.clone(),
         }
-    }
-
-    /// Builds the frame for `frame_size` bytes on the wire including the 4-byte FCS, so the
-    /// returned bytes are `frame_size - 4` long. Lengths run to the end of the buffer, the payload
-    /// fills what the headers leave, and every checksum is filled. The bytes are the header
-    /// stack's (`StackSpec`): one writer for every frame.
-    pub fn build(&self, frame_size: usize) -> Result<Frame, WireError> {
-        self.validate(frame_size)?;
-        let built = crate::StackSpec::from(self).build(frame_size)?;
-        Ok(Frame {
-            bytes: built.bytes,
-            layout: self.layout(frame_size),
-        })
     }
 }
 

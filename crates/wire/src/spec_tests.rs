@@ -1,11 +1,12 @@
 use super::*;
+use crate::MAX_FRAME_SIZE;
 use crate::checksum;
 use crate::header::udp;
 use crate::testutil::*;
 
 /// Builds `s` at `size`, checks it against etherparse and against a literal dump.
 fn assert_vector(s: &FrameSpec, size: usize, dump: &str) {
-    let f = s.build(size).unwrap();
+    let f = build(s, size).unwrap();
     etherparse_check(&f);
     assert!(checksum::verify_frame(&f.bytes, &f.layout));
     assert_eq!(
@@ -13,6 +14,31 @@ fn assert_vector(s: &FrameSpec, size: usize, dump: &str) {
         hex(&unhex(dump)),
         "frame differs from the vector"
     );
+}
+
+/// Where a plain frame's headers are, counted from the header lengths alone.
+fn plain_layout(s: &FrameSpec, size: usize) -> Layout {
+    let ipv6 = matches!(s.ip, IpSpec::V6 { .. });
+    let ip_offset = 14 + if s.vlan.is_some() { 4 } else { 0 };
+    let l4_offset = ip_offset + if ipv6 { 40 } else { 20 };
+    let l4 = match (&s.l4, ipv6) {
+        (L4Spec::Udp { .. }, _) => L4Proto::Udp,
+        (L4Spec::Tcp { .. }, _) => L4Proto::Tcp,
+        (L4Spec::IcmpEcho { .. }, false) => L4Proto::Icmpv4,
+        (L4Spec::IcmpEcho { .. }, true) => L4Proto::Icmpv6,
+    };
+    Layout {
+        eth_offset: 0,
+        vlan_offset: s.vlan.as_ref().map(|_| 12),
+        ip_offset,
+        ipv6,
+        l4_offset,
+        l4,
+        payload_offset: l4_offset + l4.header_len(),
+        len: size - crate::units::FCS_LEN,
+        arp_offset: None,
+        ethernet_only: false,
+    }
 }
 
 #[test]
@@ -76,10 +102,10 @@ fn every_size_and_protocol_verifies_and_parses() {
         Payload::Fixed(0xff),
     ] {
         for s in all_specs(payload) {
-            for size in s.min_frame_size()..=1518 {
-                let f = s.build(size).unwrap();
+            for size in s.stack().min_frame_size()..=1518 {
+                let f = build(&s, size).unwrap();
                 assert_eq!(f.bytes.len(), size - crate::units::FCS_LEN);
-                assert_eq!(f.layout, s.layout(size));
+                assert_eq!(f.layout, plain_layout(&s, size), "{s:?} at {size}");
                 assert!(
                     checksum::verify_frame(&f.bytes, &f.layout),
                     "{s:?} at {size}"
@@ -93,11 +119,11 @@ fn every_size_and_protocol_verifies_and_parses() {
 #[test]
 fn jumbo_and_limit_sizes_build() {
     let s = spec(None, v4(), udp(), Payload::Increment);
-    let f = s.build(MAX_FRAME_SIZE).unwrap();
+    let f = build(&s, MAX_FRAME_SIZE).unwrap();
     etherparse_check(&f);
     assert!(checksum::verify_frame(&f.bytes, &f.layout));
     assert_eq!(
-        s.build(MAX_FRAME_SIZE + 1),
+        build(&s, MAX_FRAME_SIZE + 1),
         Err(WireError::FrameTooLarge {
             size: MAX_FRAME_SIZE + 1,
             max: MAX_FRAME_SIZE
@@ -108,7 +134,9 @@ fn jumbo_and_limit_sizes_build() {
 #[test]
 fn min_frame_size_is_headers_plus_fcs_but_at_least_64() {
     assert_eq!(
-        spec(None, v4(), udp(), Payload::Increment).min_frame_size(),
+        spec(None, v4(), udp(), Payload::Increment)
+            .stack()
+            .min_frame_size(),
         64
     );
     // 14 + 4 + 40 + 20 + 4
@@ -118,9 +146,9 @@ fn min_frame_size_is_headers_plus_fcs_but_at_least_64() {
         tcp(),
         Payload::Increment,
     );
-    assert_eq!(s.min_frame_size(), 82);
+    assert_eq!(s.stack().min_frame_size(), 82);
     assert_eq!(
-        s.build(81),
+        build(&s, 81),
         Err(WireError::FrameTooSmall { size: 81, min: 82 })
     );
 }
@@ -133,47 +161,47 @@ fn out_of_range_header_values_are_refused() {
         udp(),
         Payload::Increment,
     );
-    assert_eq!(s.build(64), Err(WireError::VlanIdOutOfRange { id: 4096 }));
+    assert_eq!(build(&s, 64), Err(WireError::VlanIdOutOfRange { id: 4096 }));
     s.vlan = Some(VlanTag { id: 1, pcp: 8 });
-    assert_eq!(s.build(64), Err(WireError::VlanPcpOutOfRange { pcp: 8 }));
+    assert_eq!(build(&s, 64), Err(WireError::VlanPcpOutOfRange { pcp: 8 }));
     s.vlan = None;
     if let IpSpec::V4 { dscp, .. } = &mut s.ip {
         *dscp = 64;
     }
-    assert_eq!(s.build(64), Err(WireError::DscpOutOfRange { dscp: 64 }));
+    assert_eq!(build(&s, 64), Err(WireError::DscpOutOfRange { dscp: 64 }));
     let mut s6 = spec(None, v6(), udp(), Payload::Increment);
     if let IpSpec::V6 { flow_label, .. } = &mut s6.ip {
         *flow_label = 0x10_0000;
     }
     assert!(matches!(
-        s6.build(90),
+        build(&s6, 90),
         Err(WireError::FlowLabelOutOfRange { .. })
     ));
 }
 
 #[test]
 fn payloads_fill_as_described() {
-    let build = |p: Payload| {
-        let f = spec(None, v4(), udp(), p).build(72).unwrap();
+    let payload = |p: Payload| {
+        let f = build(&spec(None, v4(), udp(), p), 72).unwrap();
         f.bytes[f.layout.payload_offset..].to_vec()
     };
-    assert_eq!(build(Payload::Fixed(7)), vec![7; 26]);
-    assert_eq!(build(Payload::Increment), (0..26).collect::<Vec<u8>>());
+    assert_eq!(payload(Payload::Fixed(7)), vec![7; 26]);
+    assert_eq!(payload(Payload::Increment), (0..26).collect::<Vec<u8>>());
     assert_eq!(
-        build(Payload::Pattern(vec![1, 2, 3]))[..7],
+        payload(Payload::Pattern(vec![1, 2, 3]))[..7],
         [1, 2, 3, 1, 2, 3, 1]
     );
-    let raw = build(Payload::Raw(vec![9, 8]));
+    let raw = payload(Payload::Raw(vec![9, 8]));
     assert_eq!(raw[..3], [9, 8, 0]);
     assert!(raw[2..].iter().all(|&b| b == 0));
-    let r1 = build(Payload::Random { seed: 1 });
+    let r1 = payload(Payload::Random { seed: 1 });
     assert_eq!(
         r1,
-        build(Payload::Random { seed: 1 }),
+        payload(Payload::Random { seed: 1 }),
         "random payload is reproducible"
     );
-    assert_ne!(r1, build(Payload::Random { seed: 2 }));
-    let long = spec(None, v4(), udp(), Payload::Raw(vec![0; 19])).build(64);
+    assert_ne!(r1, payload(Payload::Random { seed: 2 }));
+    let long = build(&spec(None, v4(), udp(), Payload::Raw(vec![0; 19])), 64);
     assert_eq!(
         long,
         Err(WireError::PayloadTooLong {
@@ -188,7 +216,7 @@ fn payloads_fill_as_described() {
 fn udp_zero_checksum_is_sent_as_ffff() {
     // Search a payload byte that makes the computed checksum 0; the builder must store 0xFFFF.
     let base = spec(None, v4(), udp(), Payload::Raw(vec![0, 0]));
-    let f = base.build(64).unwrap();
+    let f = build(&base, 64).unwrap();
     let c = f.layout.l4_offset + udp::field::CHECKSUM.start;
     let stored = u16::from_be_bytes([f.bytes[c], f.bytes[c + 1]]);
     // Adding `stored` as the first payload word brings the sum to 0xFFFF, the checksum to 0.
@@ -198,7 +226,7 @@ fn udp_zero_checksum_is_sent_as_ffff() {
         udp(),
         Payload::Raw(stored.to_be_bytes().to_vec()),
     );
-    let f = s.build(64).unwrap();
+    let f = build(&s, 64).unwrap();
     assert_eq!(f.bytes[c..c + 2], [0xFF, 0xFF]);
     assert!(checksum::verify_frame(&f.bytes, &f.layout));
     etherparse_check(&f);

@@ -205,10 +205,15 @@ impl LayerKind {
         }
     }
 
-    /// Whether the payload may come right after this header.
+    /// Whether the payload may come right after this header: an L4 header or ARP, or an
+    /// Ethernet frame or IP packet with nothing else inside (ethertype 0xFFFF, IPv4 protocol 61,
+    /// IPv6 next header 59).
     fn carries_payload(self) -> bool {
         use LayerKind::*;
-        matches!(self, Udp | Tcp | Icmpv4 | Icmpv6 | Arp)
+        matches!(
+            self,
+            Udp | Tcp | Icmpv4 | Icmpv6 | Arp | Ethernet | Vlan | Ipv4 | Ipv6
+        )
     }
 }
 
@@ -389,12 +394,16 @@ impl StackFrame {
 
     /// The headers of the flow the frame carries, as the field engine locates named fields: the
     /// last layer (UDP, TCP or ICMP), the IP header before it, the innermost Ethernet header and
-    /// the VLAN tag after it; for a stack ending in ARP, the ARP header in their place. None
-    /// when the stack ends in neither.
+    /// the VLAN tag after it; for a stack ending in ARP, the ARP header in their place; for one
+    /// ending in IP, no L4 header; for one ending in Ethernet or a VLAN tag, neither IP nor L4.
+    /// None when the stack ends in none of these.
     pub fn flow_layout(&self) -> Option<Layout> {
         let (l4, rest) = self.layers.split_last()?;
-        if l4.kind == LayerKind::Arp {
-            return self.arp_layout(l4, rest);
+        match l4.kind {
+            LayerKind::Arp => return self.arp_layout(l4, rest),
+            LayerKind::Ipv4 | LayerKind::Ipv6 => return self.raw_ip_layout(l4, rest),
+            LayerKind::Ethernet | LayerKind::Vlan => return self.ethernet_layout(),
+            _ => {}
         }
         let l4_proto = match l4.kind {
             LayerKind::Udp => L4Proto::Udp,
@@ -423,6 +432,50 @@ impl StackFrame {
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
             arp_offset: None,
+            ethernet_only: false,
+        })
+    }
+
+    /// An IP packet with no L4 header: the payload follows the IP header at `ip`.
+    fn raw_ip_layout(&self, ip: &Layer, rest: &[Layer]) -> Option<Layout> {
+        let eth = rest.iter().rposition(|l| l.kind == LayerKind::Ethernet)?;
+        Some(Layout {
+            eth_offset: rest[eth].offset,
+            vlan_offset: rest[eth..]
+                .iter()
+                .rfind(|l| l.kind == LayerKind::Vlan)
+                .map(|l| l.offset),
+            ip_offset: ip.offset,
+            ipv6: ip.kind == LayerKind::Ipv6,
+            l4_offset: self.payload_offset,
+            l4: L4Proto::None,
+            payload_offset: self.payload_offset,
+            len: self.bytes.len(),
+            arp_offset: None,
+            ethernet_only: false,
+        })
+    }
+
+    /// An Ethernet frame (VLAN tags included) whose payload follows its header.
+    fn ethernet_layout(&self) -> Option<Layout> {
+        let eth = self
+            .layers
+            .iter()
+            .rposition(|l| l.kind == LayerKind::Ethernet)?;
+        Some(Layout {
+            eth_offset: self.layers[eth].offset,
+            vlan_offset: self.layers[eth..]
+                .iter()
+                .rfind(|l| l.kind == LayerKind::Vlan)
+                .map(|l| l.offset),
+            ip_offset: self.payload_offset,
+            ipv6: false,
+            l4_offset: self.payload_offset,
+            l4: L4Proto::None,
+            payload_offset: self.payload_offset,
+            len: self.bytes.len(),
+            arp_offset: None,
+            ethernet_only: true,
         })
     }
 
@@ -443,6 +496,7 @@ impl StackFrame {
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
             arp_offset: Some(arp.offset),
+            ethernet_only: false,
         })
     }
 
@@ -619,51 +673,6 @@ impl StackSpec {
             cursor += len;
         }
         layers
-    }
-}
-
-impl From<&crate::FrameSpec> for StackSpec {
-    /// The same frame as a stack: `build` gives the same bytes as `FrameSpec::build`.
-    fn from(f: &crate::FrameSpec) -> Self {
-        let mut headers = vec![HeaderSpec::Ethernet {
-            src: f.src_mac,
-            dst: f.dst_mac,
-        }];
-        if let Some(v) = &f.vlan {
-            headers.push(HeaderSpec::Vlan {
-                tpid: VlanTpid::Dot1Q,
-                id: v.id,
-                pcp: v.pcp,
-            });
-        }
-        headers.push(HeaderSpec::Ip(f.ip.clone()));
-        headers.push(match f.l4 {
-            crate::L4Spec::Udp { src_port, dst_port } => HeaderSpec::Udp {
-                src_port,
-                dst_port: Some(dst_port),
-                zero_checksum: false,
-            },
-            crate::L4Spec::Tcp {
-                src_port,
-                dst_port,
-                seq,
-                ack,
-                flags,
-                window,
-            } => HeaderSpec::Tcp {
-                src_port,
-                dst_port,
-                seq,
-                ack,
-                flags,
-                window,
-            },
-            crate::L4Spec::IcmpEcho { id, seq } => HeaderSpec::IcmpEcho { id, seq },
-        });
-        Self {
-            headers,
-            payload: f.payload.clone(),
-        }
     }
 }
 

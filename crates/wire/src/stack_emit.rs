@@ -17,6 +17,7 @@ fn ethertype(next_header: Option<&HeaderSpec>, kind: Option<LayerKind>) -> u16 {
         (_, Some(LayerKind::Ipv6)) => ethernet::ETHERTYPE_IPV6,
         (_, Some(LayerKind::Arp)) => next::ETHERTYPE_ARP,
         (_, Some(LayerKind::Ethernet)) => next::ETHERTYPE_TEB,
+        (None, None) => next::ETHERTYPE_RESERVED,
         // Validation lets nothing else follow a header that carries an ethertype.
         _ => 0,
     }
@@ -70,7 +71,14 @@ pub(crate) fn emit(
                 | u32::from(*ttl);
             set_be(b, at(o, mpls::field::ENTRY), entry.into());
         }
-        HeaderSpec::Ip(ip) => emit_ip(b, ip, o, ip_proto(next_kind)),
+        HeaderSpec::Ip(ip) => {
+            let proto = match (next_kind, ip) {
+                (None, IpSpec::V4 { .. }) => next::PROTO_HOST_INTERNAL,
+                (None, IpSpec::V6 { .. }) => next::PROTO_NO_NEXT_HEADER,
+                (kind, _) => ip_proto(kind),
+            };
+            emit_ip(b, ip, o, proto)
+        }
         HeaderSpec::Gre(g) => emit_gre(b, g, o, next_type),
         HeaderSpec::Udp {
             src_port, dst_port, ..
@@ -107,7 +115,7 @@ pub(crate) fn emit(
     }
 }
 
-/// The same fields, values and lengths as `FrameSpec::build` writes; lengths run to the end.
+/// An IPv4 or IPv6 header; its length runs to the end of the frame.
 fn emit_ip(b: &mut [u8], ip: &IpSpec, o: usize, proto: u8) {
     let len = b.len();
     match ip {

@@ -5,7 +5,7 @@ use etherparse::{LinkExtHeader, NetHeaders, PacketHeaders, TransportHeader};
 use super::*;
 use crate::checksum::{fold, sum};
 use crate::header::{at, get_be, udp as udp_h};
-use crate::testutil::{all_specs, hex};
+use crate::testutil::hex;
 
 fn eth() -> HeaderSpec {
     HeaderSpec::Ethernet {
@@ -200,21 +200,6 @@ fn each_header_is_written_as_its_rfc_lays_it_out() {
             .build(128)
             .unwrap();
         assert_eq!(f.bytes[14 + 9], proto);
-    }
-}
-
-#[test]
-fn a_frame_spec_builds_the_same_bytes_as_its_stack() {
-    for payload in [Payload::Increment, Payload::Random { seed: 3 }] {
-        for spec in all_specs(payload) {
-            for size in [spec.min_frame_size(), 101, 1518] {
-                let want = spec.build(size).unwrap();
-                let got = StackSpec::from(&spec).build(size).unwrap();
-                assert_eq!(got.bytes, want.bytes, "{spec:?} at {size}");
-                assert_eq!(got.payload_offset, want.layout.payload_offset);
-                assert_eq!(got.flow_layout(), Some(want.layout));
-            }
-        }
     }
 }
 
@@ -585,7 +570,10 @@ fn a_stack_out_of_order_is_refused_with_what_may_come_instead() {
                 allowed: "only the payload",
             },
         ),
-        (vec![eth(), v4(0)], WireError::StackEnd { last: "ipv4" }),
+        (
+            vec![eth(), v4(0), HeaderSpec::Gre(GreSpec::default())],
+            WireError::StackEnd { last: "gre" },
+        ),
         (
             vec![eth(), v4(0), udp(None), vx],
             WireError::StackEnd { last: "vxlan" },
@@ -807,4 +795,77 @@ fn arp_fields_are_located_in_the_arp_header_without_checksums() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("not ARP"), "{err}");
+}
+
+#[test]
+fn a_frame_may_end_at_its_ethernet_or_ip_header_with_the_payload_after() {
+    use crate::{Field, L4Proto};
+    use etherparse::{EtherType, LinkSlice, NetSlice, SlicedPacket};
+    // Ethernet and a VLAN tag, then the payload: ethertype 0xFFFF, nothing else to parse.
+    let f = stack(vec![eth(), vlan(VlanTpid::Dot1Q, 7, 0)])
+        .build(64)
+        .unwrap();
+    assert_eq!(f.bytes.len(), 60);
+    let p = SlicedPacket::from_ethernet(&f.bytes).unwrap();
+    let Some(LinkSlice::Ethernet2(e)) = &p.link else {
+        panic!("ethernet");
+    };
+    assert_eq!(e.ether_type(), EtherType::VLAN_TAGGED_FRAME);
+    assert_eq!(p.vlan_ids()[0].value(), 7);
+    assert_eq!(&f.bytes[16..18], &[0xff, 0xff]);
+    assert!(p.net.is_none() && p.transport.is_none());
+    let l = f.flow_layout().unwrap();
+    assert!(l.ethernet_only && l.l4 == L4Proto::None && l.payload_offset == 18);
+    assert_eq!(Field::VlanId.locate(&l).unwrap().offset, 14);
+    for refused in [Field::SrcIp, Field::IpId, Field::SrcPort] {
+        let err = refused.locate(&l).unwrap_err().to_string();
+        assert!(
+            err.contains("no IP header") || err.contains("no L4"),
+            "{err}"
+        );
+    }
+    let byte = Field::Byte {
+        offset: 18,
+        width: 2,
+    }
+    .locate(&l)
+    .unwrap();
+    assert_eq!((byte.ip_csum, byte.l4_csum), (None, None));
+    assert!(crate::checksum::verify_frame(&f.bytes, &l));
+    // IPv4 and IPv6 with a raw payload: protocol 61 and next header 59, lengths to the end.
+    for (ip, proto) in [(v4(1), 61u8), (v6(1), 59)] {
+        let f = stack(vec![eth(), ip]).build(128).unwrap();
+        let p = SlicedPacket::from_ethernet(&f.bytes).unwrap();
+        match p.net {
+            Some(NetSlice::Ipv4(v4)) => {
+                let h = v4.header().to_header();
+                assert_eq!((h.protocol.0, usize::from(h.total_len)), (proto, 124 - 14));
+                assert_eq!(h.header_checksum, h.calc_header_checksum());
+                assert_eq!(v4.payload().payload.len(), 124 - 34);
+            }
+            Some(NetSlice::Ipv6(v6)) => {
+                let h = v6.header().to_header();
+                assert_eq!(
+                    (h.next_header.0, usize::from(h.payload_length)),
+                    (proto, 124 - 54)
+                );
+            }
+            _ => panic!("ip"),
+        }
+        let l = f.flow_layout().unwrap();
+        assert_eq!((l.l4, l.l4_offset), (L4Proto::None, l.payload_offset));
+        let dst = Field::DstIp.locate(&l).unwrap();
+        assert_eq!(dst.l4_csum, None);
+        let err = Field::DstPort.locate(&l).unwrap_err().to_string();
+        assert!(err.contains("no L4 header"), "{err}");
+        // A byte of the payload is covered by no checksum.
+        let at = Field::Byte {
+            offset: l.payload_offset as u16,
+            width: 2,
+        }
+        .locate(&l)
+        .unwrap();
+        assert_eq!((at.ip_csum, at.l4_csum), (None, None));
+        assert!(crate::checksum::verify_frame(&f.bytes, &l));
+    }
 }

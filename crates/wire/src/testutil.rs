@@ -74,8 +74,27 @@ pub fn all_specs(payload: Payload) -> Vec<FrameSpec> {
     out
 }
 
+/// A frame built from a `FrameSpec` through its stack, and the layout of its flow's headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    pub bytes: Vec<u8>,
+    pub layout: Layout,
+}
+
+/// `s` built at `size` (FCS included) by the one builder.
+pub fn build(s: &FrameSpec, size: usize) -> Result<Built, WireError> {
+    let frame = s.stack().build(size)?;
+    let layout = frame
+        .flow_layout()
+        .expect("a plain frame's stack ends in IP and L4");
+    Ok(Built {
+        bytes: frame.bytes,
+        layout,
+    })
+}
+
 /// Parses `frame` with etherparse and checks lengths and every checksum with etherparse's code.
-pub fn etherparse_check(frame: &Frame) {
+pub fn etherparse_check(frame: &Built) {
     let b = &frame.bytes;
     let l = &frame.layout;
     let h = PacketHeaders::from_ethernet_slice(b).expect("etherparse parses the frame");

@@ -16,6 +16,14 @@ pub mod next {
     /// IPv6 inside IP (RFC 4213 §3.5).
     pub const PROTO_IPV6: u8 = 41;
     pub const PROTO_GRE: u8 = 47;
+    /// The ethertype of an Ethernet frame whose payload follows its header (IEEE's reserved
+    /// 0xFFFF, which the OTG models write too).
+    pub const ETHERTYPE_RESERVED: u16 = 0xFFFF;
+    /// The IPv4 protocol of a payload that follows the IP header: 61, "any host internal
+    /// protocol" (IANA; the OTG models' default).
+    pub const PROTO_HOST_INTERNAL: u8 = 61;
+    /// IPv6's "no next header" (RFC 8200 §4.7): the payload follows the IPv6 header.
+    pub const PROTO_NO_NEXT_HEADER: u8 = 59;
     /// RFC 7348 §5.
     pub const UDP_PORT_VXLAN: u16 = 4789;
     /// 3GPP TS 29.281 §4.4.2.3.

@@ -27,14 +27,19 @@ struct Target {
     before: Option<u64>,
     tries: u32,
     mac: Option<MacAddr>,
+    /// The asking host's MAC: an answer claiming it is no neighbour's.
+    own: MacAddr,
+    /// The last answer not believed (a group, zero or the host's own MAC), to name it.
+    bogus: Option<MacAddr>,
 }
 
 /// Sends ARP requests / neighbour solicitations from each host for `targets` (host index,
 /// next-hop address) out of `iface` (in network namespace `netns` if given), again every
 /// [`RETRY`] until `timeout`, reading the answers from `table` (the maps of the program on that
-/// port). Only an answer that arrives after the call started counts. Returns the MACs in the
-/// order of `targets`, or [`HostError::Unresolved`] naming the first address that did not
-/// answer.
+/// port). Only an answer that arrives after the call started counts, and one claiming a
+/// broadcast, multicast, zero or the host's own MAC does not (RFC 1812 §3.3.2). Returns the
+/// MACs in the order of `targets`, or an error naming the first address left unresolved:
+/// [`HostError::BogusNeighbour`] with the MAC it claimed, else [`HostError::Unresolved`].
 pub fn resolve(
     iface: &str,
     netns: Option<&str>,
@@ -57,6 +62,8 @@ pub fn resolve(
             before: table.learned(addr, host.vlan)?.map(|n| n.ktime_ns),
             tries: 0,
             mac: None,
+            own: host.mac,
+            bogus: None,
         });
     }
     if pending.is_empty() {
@@ -90,10 +97,19 @@ pub fn resolve(
                 .iter()
                 .find(|t| t.mac.is_none())
                 .expect("an unanswered target kept the loop going");
-            return Err(HostError::Unresolved {
-                addr: t.addr,
-                iface: iface.to_owned(),
-                tries: t.tries,
+            let iface = iface.to_owned();
+            return Err(match t.bogus {
+                Some(mac) => HostError::BogusNeighbour {
+                    addr: t.addr,
+                    iface,
+                    mac,
+                    kind: crate::group_or_zero(&mac).unwrap_or("the host's own"),
+                },
+                None => HostError::Unresolved {
+                    addr: t.addr,
+                    iface,
+                    tries: t.tries,
+                },
             });
         }
     }
@@ -105,7 +121,13 @@ fn answered(table: &HostTable, pending: &mut [Target]) -> Result<bool, HostError
         if let Some(n) = table.learned(t.addr, t.vlan)?
             && Some(n.ktime_ns) != t.before
         {
-            t.mac = Some(n.mac);
+            // Ignored, not fatal: the real neighbour may still answer before the deadline.
+            if n.bogus() || n.mac == t.own {
+                t.bogus = Some(n.mac);
+                t.before = Some(n.ktime_ns);
+            } else {
+                t.mac = Some(n.mac);
+            }
         }
     }
     Ok(pending.iter().all(|t| t.mac.is_some()))

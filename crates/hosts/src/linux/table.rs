@@ -5,8 +5,8 @@ use std::net::IpAddr;
 
 use libbpf_rs::{MapCore, MapFlags, MapHandle, Object};
 
-use crate::abi::{self, COUNTERS, HOSTS_V4, HOSTS_V6, NEIGH_V4, NEIGH_V6, Neigh};
-use crate::{Host, HostCounters, HostError, MacAddr, Neighbour};
+use crate::abi::{self, COUNTERS, HOSTS_V4, HOSTS_V6, NEIGH_V4, NEIGH_V6, Neigh, STACK_MACS};
+use crate::{AskedFor, Host, HostCounters, HostError, MacAddr, Neighbour, NeighbourReport};
 
 /// The hosts' maps of one loaded program (`host.bpf.c` or `rx.bpf.c`). Holds its own handles
 /// to the maps: it outlives neither the maps' use nor needs the `Object` to stay borrowed, and
@@ -18,6 +18,7 @@ pub struct HostTable {
     neigh_v4: MapHandle,
     neigh_v6: MapHandle,
     counters: MapHandle,
+    stack_macs: MapHandle,
 }
 
 impl HostTable {
@@ -44,6 +45,7 @@ impl HostTable {
             neigh_v4: handle(NEIGH_V4)?,
             neigh_v6: handle(NEIGH_V6)?,
             counters: handle(COUNTERS)?,
+            stack_macs: handle(STACK_MACS)?,
         })
     }
 
@@ -51,8 +53,9 @@ impl HostTable {
     /// one, on its VLAN.
     pub fn add(&self, host: &Host) -> Result<(), HostError> {
         host.validate()?;
-        let value = abi::host_mac(host.mac);
+        let prefix4 = host.ipv4.map_or(0, |v4| v4.prefix);
         for (addr, map, name) in self.addresses(host) {
+            let value = abi::host_value(host.mac, if addr.is_ipv4() { prefix4 } else { 0 });
             map.update(&abi::key(addr, host.vlan), &value, MapFlags::ANY)
                 .map_err(|e| map_error(name, format!("adding host {}: {e}", host.name)))?;
         }
@@ -71,14 +74,15 @@ impl HostTable {
         Ok(())
     }
 
-    /// Forgets every host and every learned neighbour (counters stay): for a port whose hosts
-    /// are declared anew.
+    /// Forgets every host, every learned neighbour and every MAC passed to the stack (counters
+    /// stay): for a port whose hosts are declared anew.
     pub fn clear(&self) -> Result<(), HostError> {
         for (map, name) in [
             (&self.hosts_v4, HOSTS_V4),
             (&self.hosts_v6, HOSTS_V6),
             (&self.neigh_v4, NEIGH_V4),
             (&self.neigh_v6, NEIGH_V6),
+            (&self.stack_macs, STACK_MACS),
         ] {
             let keys: Vec<Vec<u8>> = map.keys().collect();
             for key in keys {
@@ -92,13 +96,39 @@ impl HostTable {
         Ok(())
     }
 
-    /// The MAC learned for `addr` on `vlan`, if any.
-    pub fn neighbour(&self, addr: IpAddr, vlan: Option<u16>) -> Result<Option<MacAddr>, HostError> {
-        Ok(self.learned(addr, vlan)?.map(|n| n.mac))
+    /// Frames to `mac` that no host answers go on to the kernel's stack from now on (or, with
+    /// `pass` false, no longer): the port of a host with a control plane, whose daemon sits
+    /// behind a macvlan of that MAC.
+    pub fn pass_to_stack(&self, mac: MacAddr, pass: bool) -> Result<(), HostError> {
+        let key = abi::host_mac(mac);
+        let done = if pass {
+            self.stack_macs
+                .update(&key, &1u32.to_ne_bytes(), MapFlags::ANY)
+        } else {
+            match self.stack_macs.delete(&key) {
+                Err(e) if e.kind() == libbpf_rs::ErrorKind::NotFound => Ok(()),
+                done => done,
+            }
+        };
+        done.map_err(|e| map_error(STACK_MACS, e))
     }
 
-    /// Every neighbour learned, IPv4 first, sorted.
+    /// The MAC learned for `addr` on `vlan`, if any (a bogus answer is none).
+    pub fn neighbour(&self, addr: IpAddr, vlan: Option<u16>) -> Result<Option<MacAddr>, HostError> {
+        Ok(self
+            .learned(addr, vlan)?
+            .filter(|n| !n.bogus())
+            .map(|n| n.mac))
+    }
+
+    /// Every neighbour learned, IPv4 first, sorted; bogus answers are no neighbours.
     pub fn neighbours(&self) -> Result<Vec<Neighbour>, HostError> {
+        Ok(self.heard()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// [`HostTable::neighbours`], each with whether the answers for its address named more
+    /// than one MAC (a spoofer's among them, or a neighbour whose MAC changed).
+    pub fn heard(&self) -> Result<Vec<(Neighbour, bool)>, HostError> {
         let mut all = Vec::new();
         for (map, name) in [(&self.neigh_v4, NEIGH_V4), (&self.neigh_v6, NEIGH_V6)] {
             for key in map.keys() {
@@ -114,15 +144,26 @@ impl HostTable {
                 };
                 let n = Neigh::parse(&value)
                     .ok_or_else(|| map_error(name, format!("a {}-byte value", value.len())))?;
-                all.push(Neighbour {
+                if n.bogus() {
+                    continue;
+                }
+                let neighbour = Neighbour {
                     addr,
                     vlan,
                     mac: n.mac,
-                });
+                };
+                all.push((neighbour, n.changed()));
             }
         }
         all.sort();
         Ok(all)
+    }
+
+    /// What the hosts' neighbours are as a report tells them: those the hosts asked for
+    /// (`asked`: address, VLAN and the MAC their streams use), each with what the table holds
+    /// now, and a count of the others (see [`NeighbourReport::of`]).
+    pub fn report(&self, asked: &[AskedFor]) -> Result<NeighbourReport, HostError> {
+        Ok(NeighbourReport::of(asked, &self.heard()?))
     }
 
     /// The counters so far, summed over CPUs.
@@ -141,7 +182,7 @@ impl HostTable {
         Ok(total)
     }
 
-    /// The entry learned for `addr` on `vlan`, with when it was last written.
+    /// The entry learned for `addr` on `vlan`, with when it was last written, bogus or not.
     pub(crate) fn learned(
         &self,
         addr: IpAddr,

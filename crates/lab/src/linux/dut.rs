@@ -46,7 +46,7 @@ pub(crate) fn layout(name: &str, kind: DutKind) -> Dut {
         ingress: format!("{name}d0"),
         egress: format!("{name}d1"),
         ingress_mac: [0; 6],
-        gateways: (kind == DutKind::Router).then(|| {
+        gateways: kind.is_router().then(|| {
             let (_, ingress, egress, _) = crate::routed_addresses(name);
             (ingress, egress)
         }),
@@ -132,7 +132,7 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     // What the sender and the sink take each other's MAC to be: a router stands between them at
     // layer 2; a bridge or the XDP DUT do not.
     let (toward_sink, toward_sender) = match dut.kind {
-        DutKind::Router => (ingress_mac, egress_mac),
+        DutKind::Router | DutKind::Bgp => (ingress_mac, egress_mac),
         DutKind::Bridge | DutKind::Xdp => (receiver_mac, sender_mac),
     };
     if dut.kind == DutKind::Bridge {
@@ -145,7 +145,7 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     if dut.kind == DutKind::Xdp {
         attach_xdp_dut(lab, dut)?;
     }
-    if dut.kind == DutKind::Router {
+    if dut.kind.is_router() {
         attach_router_pass(lab, dut)?;
     }
     sink.set_up(&lab.receiver)?;
@@ -162,6 +162,10 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         // sender as a router in a rack would.
         inside.add_address(&dut.ingress, ingress_ip, 30)?;
         inside.add_address(&dut.egress, egress_ip, 30)?;
+        if dut.kind == DutKind::Bgp {
+            let (west, _, _, east) = crate::routed_addresses(&lab.name);
+            super::bird::start(&lab.name, dut_ns, (ingress_ip, west), (egress_ip, east))?;
+        }
     } else {
         // A bridge or the XDP DUT: one subnet, and static neighbours, so no ARP frame reaches
         // the sink.
@@ -319,6 +323,7 @@ pub(crate) fn remove(name: &str) -> Vec<Result<(), LabError>> {
     let dir = pin_dir(name);
     vec![
         delay::stop(name),
+        super::bird::stop(name),
         linerate_xdp::unpin_link(&dir.join(DUT_LINK_PIN)).map_err(LabError::from),
         linerate_xdp::unpin_link(&dir.join(ROUTER_PASS_PIN)).map_err(LabError::from),
         linerate_xdp::unpin(&dir.join(IMPAIR_MAP_PIN)).map_err(LabError::from),

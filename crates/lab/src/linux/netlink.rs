@@ -21,9 +21,10 @@ use netlink_packet_core::{
     NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::RouteNetlinkMessage;
-use netlink_packet_route::address::{AddressAttribute, AddressMessage};
+use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
 use netlink_packet_route::link::{
-    InfoBridge, InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
+    InfoBridge, InfoData, InfoKind, InfoMacVlan, InfoVeth, LinkAttribute, LinkFlags, LinkInfo,
+    LinkMessage, MacVlanMode,
 };
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
@@ -329,6 +330,48 @@ impl Rtnl {
         Ok(())
     }
 
+    /// `ip link add link LOWER name NAME address MAC type macvlan mode vepa netns NS`: a macvlan
+    /// of this socket's `lower`, made directly in the namespace `netns` is a handle of. VEPA:
+    /// even a frame for another macvlan of the same port leaves by the wire, as a device's
+    /// would.
+    pub(crate) fn add_macvlan(
+        &mut self,
+        lower: &str,
+        name: &str,
+        mac: [u8; 6],
+        netns: BorrowedFd<'_>,
+    ) -> Result<(), LabError> {
+        let index = self.ifindex(lower)?;
+        let mut request = LinkMessage::default();
+        request.attributes = vec![
+            LinkAttribute::IfName(name.into()),
+            LinkAttribute::Link(index),
+            LinkAttribute::Address(mac.to_vec()),
+            LinkAttribute::NetNsFd(netns.as_raw_fd()),
+            LinkAttribute::LinkInfo(vec![
+                LinkInfo::Kind(InfoKind::MacVlan),
+                LinkInfo::Data(InfoData::MacVlan(vec![InfoMacVlan::Mode(
+                    MacVlanMode::Vepa,
+                )])),
+            ]),
+        ];
+        self.call(
+            RouteNetlinkMessage::NewLink(request),
+            NLM_F_CREATE | NLM_F_EXCL,
+        )
+        .map_err(|r| {
+            r.into_error(
+                format!("creating the macvlan {name} of {lower}{}", self.place),
+                Some((
+                    libc::EOPNOTSUPP,
+                    "the kernel has no macvlan driver: load it (`modprobe macvlan`) or build it in (CONFIG_MACVLAN)"
+                        .into(),
+                )),
+            )
+        })?;
+        Ok(())
+    }
+
     /// `ip link add NAME type bridge mcast_snooping 0`.
     pub(crate) fn add_bridge_without_snooping(&mut self, name: &str) -> Result<(), LabError> {
         let mut request = LinkMessage::default();
@@ -420,14 +463,29 @@ impl Rtnl {
         addr: Ipv4Addr,
         prefix: u8,
     ) -> Result<(), LabError> {
+        self.add_ip(name, IpAddr::V4(addr), prefix)
+    }
+
+    /// `ip addr add ADDR/PREFIX dev NAME [nodad]`: an IPv6 address is usable at once, without
+    /// duplicate address detection (the port's own hosts defend it).
+    pub(crate) fn add_ip(&mut self, name: &str, addr: IpAddr, prefix: u8) -> Result<(), LabError> {
         let mut request = AddressMessage::default();
-        request.header.family = AddressFamily::Inet;
+        request.header.family = match addr {
+            IpAddr::V4(_) => AddressFamily::Inet,
+            IpAddr::V6(_) => AddressFamily::Inet6,
+        };
         request.header.prefix_len = prefix;
         request.header.index = self.ifindex(name)?;
-        request.attributes = vec![
-            AddressAttribute::Local(IpAddr::V4(addr)),
-            AddressAttribute::Address(IpAddr::V4(addr)),
-        ];
+        request.attributes = match addr {
+            IpAddr::V4(_) => vec![
+                AddressAttribute::Local(addr),
+                AddressAttribute::Address(addr),
+            ],
+            IpAddr::V6(_) => vec![
+                AddressAttribute::Address(addr),
+                AddressAttribute::Flags(AddressFlags::Nodad),
+            ],
+        };
         self.call(
             RouteNetlinkMessage::NewAddress(request),
             NLM_F_CREATE | NLM_F_EXCL,

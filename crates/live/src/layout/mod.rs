@@ -377,7 +377,7 @@ pub fn cycle_of(plan: &Plan) -> Result<(Cow<'_, Cycle>, Option<Cow<'_, Pacing>>)
 pub fn unmerged(lanes: usize) -> LiveError {
     LiveError::Unsupported {
         why: format!(
-            "{lanes} interleaved streams whose schedules do not merge into one (a count, a field that varies per frame, or rates without a short common period): use --backend afxdp"
+            "{lanes} interleaved streams whose schedules do not merge into one (a count, a field that varies per frame, or rates without a short common period): use the afxdp backend"
         ),
     }
 }

@@ -34,10 +34,12 @@ impl Cx {
         self.layer1(&c.layer1, &mut ports);
         self.captures(&c.captures, &mut ports);
         let hosts = self.devices(&c.devices, &ports);
+        let (routers, ranges) = self.bgp(&c.devices, &ports, &hosts);
+        self.ranges = ranges.clone();
         let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
         // Between hosts every port sends its own flows and receives those sent toward it.
         let (tx_port, rx_port) = if hosts.is_empty() {
-            self.one_port_each_way(&flows)
+            self.one_port_each_way()
         } else {
             (None, None)
         };
@@ -58,6 +60,9 @@ impl Cx {
             streams,
             flows,
             duration: seconds.map(Duration::from_secs_f64),
+            routers,
+            ranges,
+            warnings: std::mem::take(&mut self.warnings),
         }
     }
 
@@ -195,7 +200,7 @@ impl Cx {
                     format!("flow name '{}' is used twice", f.name),
                 );
             }
-            let Some((plan, spec, secs)) = self.flow(&path, f, ports, hosts) else {
+            let Some((plan, spec, secs)) = self.flow(&path, i, f, ports, hosts) else {
                 continue;
             };
             match (secs, seconds) {
@@ -224,34 +229,36 @@ impl Cx {
     }
 
     /// Every flow leaves by one port and arrives at one: the signature's flow id is the flow's
-    /// index on its port, so two transmit ports would give a receiver two flows 0.
-    fn one_port_each_way(&mut self, flows: &[FlowPlan]) -> (Option<String>, Option<String>) {
-        let tx_port = flows.first().map(|f| f.tx_port.clone());
-        for (i, f) in flows.iter().enumerate() {
-            if Some(&f.tx_port) != tx_port.as_ref() {
+    /// index on its port, so two transmit ports would give a receiver two flows 0. Checked on
+    /// every port flow of the config, those refused for other reasons too.
+    fn one_port_each_way(&mut self) -> (Option<String>, Option<String>) {
+        let endpoints = std::mem::take(&mut self.endpoints);
+        let tx_port = endpoints.first().map(|f| f.1.clone());
+        let first = endpoints.first().map_or(0, |f| f.0);
+        for (i, tx, _) in &endpoints {
+            if Some(tx) != tx_port.as_ref() {
                 self.refuse(
                     format!("flows[{i}].tx_rx.port.tx_name"),
                     format!(
-                        "'{}', but flows[0] transmits on '{}': linerate runs every flow of a config on one transmit port",
-                        f.tx_port,
+                        "'{tx}', but flows[{first}] transmits on '{}': linerate runs every port flow of a config on one transmit port (flows between devices, tx_rx.device, may leave from every port)",
                         tx_port.as_deref().unwrap_or_default()
                     ),
                 );
             }
         }
-        let rx_port = flows.iter().find_map(|f| f.rx_port.clone());
-        for (i, f) in flows.iter().enumerate() {
-            if f.rx_port.is_some() && f.rx_port != rx_port {
+        let rx_port = endpoints.iter().find_map(|f| f.2.clone());
+        for (i, tx, rx) in &endpoints {
+            if rx.is_some() && *rx != rx_port {
                 self.refuse(
                     format!("flows[{i}].tx_rx.port.rx_names"),
                     format!(
                         "'{}', but another flow receives on '{}': linerate receives every flow of a config on one port",
-                        f.rx_port.as_deref().unwrap_or_default(),
+                        rx.as_deref().unwrap_or_default(),
                         rx_port.as_deref().unwrap_or_default()
                     ),
                 );
             }
-            if rx_port.is_some() && rx_port == Some(f.tx_port.clone()) {
+            if rx_port.is_some() && rx_port.as_ref() == Some(tx) {
                 self.refuse(
                     format!("flows[{i}].tx_rx.port.rx_names"),
                     "the receive port is the transmit port: give the far end of the link",

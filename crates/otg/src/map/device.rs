@@ -322,8 +322,7 @@ impl Cx {
 pub(super) fn is_control_plane(key: &str) -> bool {
     matches!(
         key,
-        "bgp"
-            | "isis"
+        "isis"
             | "ospfv2"
             | "ospfv3"
             | "rsvp"
@@ -476,7 +475,7 @@ mod tests {
         c["flows"][0]["tx_rx"]["device"]["bidirectional"] = json!(true);
         c["flows"][1]["tx_rx"]["device"]["tx_names"] = json!(["e2"]);
         for (path, says) in [
-            ("devices[0].bgp", "control planes"),
+            ("devices[0].bgp", "without a peer"),
             (
                 "devices[1].ethernets[0].dhcpv4_interfaces",
                 "control planes",

@@ -29,22 +29,36 @@ const FIELDS: [Row<FlowEthernet>; 2] = [
 ];
 
 impl Cx {
+    /// `last`: no header follows (the payload does), so the EtherType is 0xFFFF, which the
+    /// config may also give.
     pub(super) fn ethernet(
         &mut self,
         at: &str,
         e: Option<&FlowEthernet>,
         spec: &mut StreamSpec,
+        last: bool,
     ) -> Option<()> {
         let e = e.cloned().unwrap_or_default();
         self.rest(at, &e.rest);
         self.rows(at, &e, &FIELDS, spec);
         // The EtherType follows the next header; it is not a choice of its own.
-        self.auto(
-            &format!("{at}.ether_type"),
-            &e.ether_type,
-            Kind::Int(0xffff),
-            "linerate writes the EtherType of the next header (auto)",
-        );
+        let path = format!("{at}.ether_type");
+        if last {
+            self.fixed(
+                &path,
+                &e.ether_type,
+                Kind::Int(0xffff),
+                0xffff,
+                "EtherType 0xFFFF before a payload",
+            );
+        } else {
+            self.auto(
+                &path,
+                &e.ether_type,
+                Kind::Int(0xffff),
+                "linerate writes the EtherType of the next header (auto)",
+            );
+        }
         Some(())
     }
 }

@@ -1,14 +1,15 @@
 //! The `Flow` node: its endpoints, its metrics, and the order of its `packet` headers, each of
 //! which its own module maps.
 
-use linerate_stream::{Rate, StreamSpec};
+use linerate_stream::{Proto, Rate, StreamSpec};
 use linerate_wire::Payload;
 
 use super::{Cx, FlowPlan, HostPlan, PortPlan};
 use crate::model::*;
 
-/// Where a header may stand: ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp,
-/// then custom bytes; or ethernet, one optional vlan and arp, which ends the frame.
+/// Where a header may stand: ethernet, one optional vlan, ipv4 or ipv6, udp, tcp, icmp or
+/// icmpv6, then custom bytes; or ethernet, one optional vlan and arp, which ends the frame. The
+/// frame may end (custom bytes may follow) after ethernet, vlan or the IP header too.
 #[derive(PartialEq, PartialOrd, Clone, Copy)]
 enum Stage {
     Start,
@@ -26,7 +27,7 @@ impl Stage {
             "ethernet" => Stage::Eth,
             "vlan" => Stage::Vlan,
             "ipv4" | "ipv6" => Stage::Ip,
-            "udp" | "tcp" | "icmp" => Stage::L4,
+            "udp" | "tcp" | "icmp" | "icmpv6" => Stage::L4,
             "custom" => Stage::Custom,
             "arp" => Stage::Arp,
             _ => return None,
@@ -39,7 +40,7 @@ impl Stage {
             Stage::Vlan => before == Stage::Eth,
             Stage::Ip => matches!(before, Stage::Eth | Stage::Vlan),
             Stage::L4 => before == Stage::Ip,
-            Stage::Custom => matches!(before, Stage::L4 | Stage::Custom),
+            Stage::Custom => before != Stage::Start && before != Stage::Arp,
             Stage::Arp => matches!(before, Stage::Eth | Stage::Vlan),
             Stage::Start => false,
         }
@@ -57,6 +58,7 @@ impl Cx {
     pub(super) fn flow(
         &mut self,
         path: &str,
+        index: usize,
         f: &Flow,
         ports: &[PortPlan],
         hosts: &[HostPlan],
@@ -79,15 +81,33 @@ impl Cx {
             rx_port,
             between,
         } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts)?;
+        if between.is_none() {
+            self.endpoints
+                .push((index, tx_port.clone(), rx_port.clone()));
+        }
         let link_mbps = ports
             .iter()
             .find(|p| p.name == tx_port)
             .and_then(|p| p.link_mbps);
         self.headers(path, &f.packet, &mut spec);
         if let Some((from, to)) = between {
-            self.host_family(path, &spec, from, to);
+            let d = f.tx_rx.as_ref().and_then(|t| t.device.as_ref());
+            // A route range's family is its own, not its interface's (MP-BGP carries IPv6
+            // routes over an IPv4 session).
+            let ranges = d.is_some_and(|d| {
+                d.tx_names
+                    .iter()
+                    .chain(&d.rx_names)
+                    .any(|n| self.ranges.iter().any(|r| &r.name == n))
+            });
+            if !ranges {
+                self.host_family(path, &spec, from, to);
+            }
             spec.from = Some(from.spec.name.clone());
             spec.to = Some(to.spec.name.clone());
+            if let Some(d) = d {
+                self.range_addresses(path, d, &mut spec);
+            }
         }
         self.size(path, f.size.as_ref(), &mut spec);
         let pps = self.rate(path, f.rate.as_ref(), &mut spec);
@@ -216,12 +236,18 @@ impl Cx {
                 );
                 return None;
             }
-            let found = hosts.iter().find(|h| h.spec.name == names[0]);
+            // A route range stands for the host its sessions leave from.
+            let host = self
+                .ranges
+                .iter()
+                .find(|r| r.name == names[0])
+                .map_or(names[0].as_str(), |r| r.host.as_str());
+            let found = hosts.iter().find(|h| h.spec.name == host);
             if found.is_none() {
                 self.refuse(
                     format!("{p}.{key}[0]"),
                     format!(
-                        "no ipv4 or ipv6 address object is named '{}' (flows go between device addresses)",
+                        "no ipv4 or ipv6 address object or route range is named '{}' (flows go between device addresses)",
                         names[0]
                     ),
                 );
@@ -236,6 +262,63 @@ impl Cx {
             return None;
         }
         Some((from, to))
+    }
+
+    /// A flow from or to a route range takes its address from the range where its headers set
+    /// none; to a range of one block, it steps over every prefix of it.
+    fn range_addresses(&mut self, path: &str, d: &FlowRouter, spec: &mut StreamSpec) {
+        let range = |names: &[String]| {
+            let name = names.first()?;
+            self.ranges.iter().find(|r| &r.name == name).cloned()
+        };
+        let (from, to) = (range(&d.tx_names), range(&d.rx_names));
+        for end in from.iter().chain(&to) {
+            if end.first.is_ipv6() != spec.ipv6 {
+                self.refuse(
+                    format!("{path}.tx_rx.device"),
+                    format!(
+                        "route range '{}' is of the other IP family than the flow's packet",
+                        end.name
+                    ),
+                );
+                return;
+            }
+        }
+        if let Some(r) = from
+            && spec.src_ip.is_none()
+        {
+            spec.src_ip = Some(r.first);
+        }
+        let Some(r) = to else { return };
+        if spec.dst_ip.is_some()
+            || spec
+                .vary
+                .iter()
+                .any(|v| v.field == linerate_wire::Field::DstIp)
+        {
+            return;
+        }
+        spec.dst_ip = Some(r.first);
+        let Some((count, step)) = r.block.filter(|(count, _)| *count > 1) else {
+            return;
+        };
+        let first: u128 = match r.first {
+            std::net::IpAddr::V4(a) => u32::from(a).into(),
+            std::net::IpAddr::V6(a) => a.into(),
+        };
+        let last = first + step * u128::from(count - 1);
+        let last = match r.first {
+            std::net::IpAddr::V4(_) => std::net::IpAddr::V4((last as u32).into()),
+            std::net::IpAddr::V6(_) => std::net::IpAddr::V6(last.into()),
+        };
+        let vary = format!("dst-ip:inc:{}-{last}:{step}", r.first);
+        match (u64::try_from(step), vary.parse::<linerate_stream::Vary>()) {
+            (Ok(_), Ok(v)) => spec.vary.push(v),
+            _ => self.refuse(
+                format!("{path}.tx_rx.device.rx_names[0]"),
+                format!("route range '{}': its prefixes are too far apart to step over (more than 2^64 addresses)", r.name),
+            ),
+        }
     }
 
     /// The flow's IP header is of its hosts' family.
@@ -312,6 +395,8 @@ impl Cx {
             _ => Stage::Start,
         };
         let mut payload: Vec<u8> = Vec::new();
+        // The innermost header, custom bytes aside: where the frame's headers end.
+        let mut last = stage;
         for (i, (h, choice)) in packet.iter().zip(&choices).enumerate().skip(inner) {
             let p = format!("{path}.packet[{i}]");
             self.rest(&p, &h.rest);
@@ -319,7 +404,7 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp or icmp, and custom bytes after them, or arp after ethernet and vlan, inside vxlan, gre, mpls or gtpv1 tunnels"
+                        "the '{choice}' header is not supported: linerate builds ethernet, vlan, ipv4 or ipv6, udp, tcp, icmp or icmpv6, and custom bytes after any of them, or arp after ethernet and vlan, inside vxlan, gre, mpls or gtpv1 tunnels"
                     ),
                 );
                 return;
@@ -328,21 +413,26 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp or icmp, then optional custom bytes, or ethernet, one optional vlan and arp (after a tunnel header, from ipv4 or ipv6 on)"
+                        "'{choice}' here is not supported: linerate's frames are ethernet, one optional vlan, ipv4 or ipv6, udp, tcp, icmp or icmpv6, each level but ethernet optional, then optional custom bytes; or ethernet, one optional vlan and arp (after a tunnel header, from ipv4 or ipv6 on)"
                     ),
                 );
                 return;
             }
             stage = want;
+            if want != Stage::Custom {
+                last = want;
+            }
             let at = format!("{p}.{choice}");
+            let ends = choices[i + 1..].iter().all(|c| c == "custom");
             let mapped = match choice.as_str() {
-                "ethernet" => self.ethernet(&at, h.ethernet.as_deref(), spec),
+                "ethernet" => self.ethernet(&at, h.ethernet.as_deref(), spec, ends),
                 "vlan" => self.vlan(&at, h.vlan.as_deref(), spec),
                 "ipv4" => self.ipv4(&at, h.ipv4.as_deref(), spec),
                 "ipv6" => self.ipv6(&at, h.ipv6.as_deref(), spec),
                 "udp" => self.udp(&at, h.udp.as_deref(), spec),
                 "tcp" => self.tcp(&at, h.tcp.as_deref(), spec),
-                "icmp" => self.icmp(&p, h.icmp.as_deref(), spec),
+                "icmp" => self.icmp(&p, h.icmp.as_deref(), spec, false),
+                "icmpv6" => self.icmp(&p, h.icmpv6.as_deref(), spec, true),
                 "arp" => self.arp(&at, h.arp.as_deref(), spec),
                 _ => self.custom(&at, h.custom.as_deref(), &mut payload),
             };
@@ -350,11 +440,10 @@ impl Cx {
                 return;
             }
         }
-        if stage < Stage::L4 {
-            self.refuse(
-                format!("{path}.packet"),
-                "linerate builds IP frames: give ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp (or arp after ethernet and vlan)",
-            );
+        match last {
+            Stage::Eth | Stage::Vlan => spec.proto = Proto::Ethernet,
+            Stage::Ip => spec.proto = Proto::Ip,
+            _ => {}
         }
         if !payload.is_empty() {
             spec.payload = Payload::Raw(payload);
@@ -371,6 +460,7 @@ fn implied_choice(h: &FlowHeader) -> &'static str {
         ("udp", h.udp.is_some()),
         ("tcp", h.tcp.is_some()),
         ("icmp", h.icmp.is_some()),
+        ("icmpv6", h.icmpv6.is_some()),
         ("custom", h.custom.is_some()),
         ("vxlan", h.vxlan.is_some()),
         ("gre", h.gre.is_some()),

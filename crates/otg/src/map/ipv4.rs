@@ -120,7 +120,7 @@ impl Cx {
                 let phb = format!("{pp}.dscp.phb");
                 match self.pattern(&phb, &d.phb, Kind::Int(63)) {
                     Some(Pat::Value(v)) => spec.dscp = v as u8,
-                    Some(Pat::Vary { .. }) => {
+                    Some(p) if p.moves() => {
                         self.refuse(phb, "the DSCP takes one value (patterns are not supported)")
                     }
                     _ => {}

@@ -11,7 +11,12 @@ use serde_json::Value;
 use crate::error::{Refusal, Refusals};
 use crate::model::*;
 
+pub use bgp::RangeEnd;
+
 mod arp;
+mod bgp;
+#[cfg(test)]
+mod bgp_tests;
 mod config;
 mod custom;
 mod device;
@@ -137,6 +142,63 @@ pub struct HostPlan {
     pub gateway_mac: Option<Mac>,
 }
 
+impl Mapped {
+    /// Every host, its port the location of its OTG port (how a test bed names its places).
+    pub fn placed_hosts(&self) -> Vec<HostSpec> {
+        self.hosts
+            .iter()
+            .map(|h| HostSpec {
+                port: self
+                    .port(&h.port)
+                    .map_or_else(|| h.spec.port.clone(), |p| p.location.to_string()),
+                ..h.spec.clone()
+            })
+            .collect()
+    }
+
+    /// The gateways whose MAC is given, never resolved: (host, gateway, MAC).
+    pub fn given_gateways(&self) -> Vec<(String, std::net::IpAddr, [u8; 6])> {
+        self.hosts
+            .iter()
+            .filter_map(|h| Some((h.spec.name.clone(), h.gateway()?, h.gateway_mac?.octets())))
+            .collect()
+    }
+
+    /// The hosts whose frames go on to a control plane: those on an ethernet of a device with
+    /// BGP (its daemon has that MAC).
+    pub fn routed_hosts(&self) -> Vec<String> {
+        let macs: Vec<[u8; 6]> = self
+            .routers
+            .iter()
+            .flat_map(|r| r.links.iter().map(|l| l.mac))
+            .collect();
+        self.hosts
+            .iter()
+            .filter(|h| h.spec.mac.is_some_and(|m| macs.contains(&m.octets())))
+            .map(|h| h.spec.name.clone())
+            .collect()
+    }
+
+    /// The locations of the ports with a capture.
+    pub fn capture_locations(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .filter(|p| p.capture)
+            .map(|p| p.location.to_string())
+            .collect()
+    }
+}
+
+impl HostPlan {
+    /// The host's gateway, of its family.
+    pub fn gateway(&self) -> Option<std::net::IpAddr> {
+        self.spec
+            .gateway
+            .map(std::net::IpAddr::V4)
+            .or(self.spec.gateway6.map(std::net::IpAddr::V6))
+    }
+}
+
 /// What a flow reports, besides its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowPlan {
@@ -166,6 +228,12 @@ pub struct Mapped {
     pub flows: Vec<FlowPlan>,
     /// `fixed_seconds` (the same on every flow): the run ends then.
     pub duration: Option<Duration>,
+    /// The devices that speak BGP, each a control plane of its own (`linerate_routing`).
+    pub routers: Vec<linerate_routing::Device>,
+    /// Every route range, as a flow endpoint.
+    pub ranges: Vec<RangeEnd>,
+    /// Set_config's warnings: what was taken, but not quite as asked.
+    pub warnings: Vec<String>,
 }
 
 impl Mapped {
@@ -213,6 +281,14 @@ struct Cx {
     /// The flow's `random.seed`, with the path that gave it: linerate draws every random
     /// field of a stream from one seed.
     seed: Option<(String, u64)>,
+    /// The config's route ranges, mapped before its flows: a device flow may name one.
+    ranges: Vec<RangeEnd>,
+    /// What set_config's answer says of what was taken but not quite as asked.
+    warnings: Vec<String>,
+    /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
+    /// as its endpoints are read, so the one-port checks see the flows refused for their
+    /// headers too and one answer lists every refusal.
+    endpoints: Vec<(usize, String, Option<String>)>,
 }
 
 impl Cx {
@@ -246,7 +322,7 @@ fn is_empty(v: &Value) -> bool {
 fn hint(key: &str) -> &'static str {
     match key {
         k if device::is_control_plane(k) => {
-            "control planes (BGP, ISIS, OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices are hosts that answer ARP, ND and ping"
+            "control planes other than BGP (ISIS, OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP (devices[].bgp)"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
         "lldp" => "LLDP is not supported",

@@ -1,7 +1,8 @@
 //! Headers outside a tunnel: every header of a flow's `packet` before its last tunnel header
 //! (`vxlan`, `gre`, `mpls`, `gtpv1`, or an IP header followed by another) becomes the stream's
 //! `encap`; the headers after it are the stream's own, mapped as in a flow without a tunnel.
-//! An outer field takes one value: patterns belong to the inner headers, which carry the flow.
+//! An outer field takes one value (patterns belong to the inner headers, which carry the flow),
+//! but for the VNI of the innermost VXLAN header, which tells tunnels apart.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -28,7 +29,7 @@ impl Cx {
         match self.pattern(path, p, kind)? {
             Pat::Value(v) => Some(v),
             Pat::Unset => None,
-            Pat::Vary { .. } => {
+            Pat::Vary { .. } | Pat::List(_) => {
                 self.refuse(
                     path,
                     "a header outside the tunnel takes one value per field: patterns go on the headers inside it",
@@ -52,6 +53,7 @@ impl Cx {
         };
         let before = self.refusals.len();
         let mut headers = Vec::new();
+        let mut moving_vni = None;
         for (i, h) in packet[..=last].iter().enumerate() {
             let p = format!("{path}.packet[{i}]");
             self.rest(&p, &h.rest);
@@ -63,7 +65,12 @@ impl Cx {
                 "ipv4" => self.outer_ipv4(&at, h.ipv4.as_deref()),
                 "ipv6" => self.outer_ipv6(&at, h.ipv6.as_deref()),
                 "udp" => self.outer_udp(&at, h.udp.as_deref()),
-                "vxlan" => self.vxlan(&at, h.vxlan.as_deref()),
+                "vxlan" => self
+                    .vxlan(&at, h.vxlan.as_deref(), i == last)
+                    .map(|(header, vni)| {
+                        moving_vni = vni.map(|p| (format!("{at}.vni"), p));
+                        header
+                    }),
                 "gre" => self.gre(&at, h.gre.as_deref()),
                 "mpls" => self.mpls(&at, h.mpls.as_deref(), next == Some("mpls")),
                 "gtpv1" => self.gtpv1(&at, h.gtpv1.as_deref()),
@@ -99,12 +106,15 @@ impl Cx {
             return None;
         }
         spec.encap = Some(Encap { headers });
+        if let Some((path, pat)) = moving_vni {
+            self.vary_vni(&path, pat, spec);
+        }
         Some(last + 1)
     }
 
     fn outer_ethernet(&mut self, at: &str, e: Option<&FlowEthernet>) -> Option<OuterHeader> {
         let mut scratch = StreamSpec::default();
-        self.ethernet(at, e, &mut scratch)?;
+        self.ethernet(at, e, &mut scratch, false)?;
         self.no_vary(at, &scratch);
         Some(OuterHeader::Ethernet {
             src: scratch.src_mac,

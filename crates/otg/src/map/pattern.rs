@@ -12,7 +12,7 @@ use super::{Cx, int};
 use crate::model::*;
 
 /// How a field's pattern resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Pat {
     /// Not given, or `auto`: linerate's default.
     Unset,
@@ -24,12 +24,19 @@ pub(super) enum Pat {
         hi: u128,
         step: u128,
     },
+    /// Frame n carries `values[n % len]`: a `values` list that is not evenly spaced.
+    List(Vec<u128>),
 }
 
 impl Pat {
     /// Something other than linerate's default was asked.
-    pub(super) fn is_set(self) -> bool {
-        self != Pat::Unset
+    pub(super) fn is_set(&self) -> bool {
+        *self != Pat::Unset
+    }
+
+    /// The field changes from frame to frame.
+    pub(super) fn moves(&self) -> bool {
+        matches!(self, Pat::Vary { .. } | Pat::List(_))
     }
 }
 
@@ -176,7 +183,8 @@ impl Cx {
         got
     }
 
-    /// `values`: one value, or evenly spaced values as a counter.
+    /// `values`: one value, evenly spaced values as a counter, any other list as a list (its
+    /// frames pre-built).
     fn values(&mut self, path: &str, list: &[Value], kind: Kind) -> Option<Pat> {
         let mut vals = Vec::new();
         for (j, v) in list.iter().enumerate() {
@@ -197,11 +205,7 @@ impl Cx {
                 .windows(2)
                 .all(|w| (w[1] > w[0]) == up && w[0].abs_diff(w[1]) == d);
         if !even {
-            self.refuse(
-                format!("{path}.values"),
-                "values that are not evenly spaced are not supported: linerate's field patterns are counters (give evenly spaced values, or increment/decrement)",
-            );
-            return None;
+            return Some(Pat::List(vals));
         }
         let (first, last) = (vals[0], vals[vals.len() - 1]);
         let (mode, lo, hi) = if up {
@@ -370,7 +374,7 @@ impl Cx {
     /// A field linerate computes from the frame (a length, a next-header type): refused when
     /// the config gives it.
     pub(super) fn auto(&mut self, path: &str, p: &Option<Pattern>, kind: Kind, why: &str) {
-        if self.pattern(path, p, kind).is_some_and(Pat::is_set) {
+        if self.pattern(path, p, kind).is_some_and(|p| p.is_set()) {
             self.refuse(path, why);
         }
     }
@@ -402,11 +406,11 @@ impl Cx {
     /// Sets a field of the template and, when it moves, adds its `vary`, checked to move
     /// exactly as the pattern asked.
     pub(super) fn apply(&mut self, path: &str, pat: Pat, target: &Target, spec: &mut StreamSpec) {
-        let Pat::Vary { mode, lo, hi, step } = pat else {
-            if let Pat::Value(v) = pat {
-                (target.set)(spec, v);
-            }
-            return;
+        let (mode, lo, hi, step) = match pat {
+            Pat::Unset => return,
+            Pat::Value(v) => return (target.set)(spec, v),
+            Pat::List(values) => return self.apply_list(path, &values, target, spec),
+            Pat::Vary { mode, lo, hi, step } => (mode, lo, hi, step),
         };
         let kind = target.kind;
         if kind == Kind::Ipv6 && (lo >> 64) != (hi >> 64) {
@@ -429,6 +433,7 @@ impl Cx {
             end: kind.value(hi),
             step: step64,
             mask: None,
+            list: Vec::new(),
         };
         let count = (hi - lo) / step.max(1) + 1;
         match vary.resolve(kind == Kind::Ipv6) {
@@ -441,6 +446,26 @@ impl Cx {
                 format!("linerate cannot express this pattern exactly ({vary} reads otherwise)"),
             ),
             Err(e) => self.refuse(path, e.to_string()),
+        }
+    }
+
+    /// A list of values: the template takes the first, and the plan pre-builds a frame per
+    /// value (`Vary::list`), so the list costs nothing while sending.
+    fn apply_list(&mut self, path: &str, values: &[u128], target: &Target, spec: &mut StreamSpec) {
+        let kind = target.kind;
+        if kind == Kind::Ipv6 && values.iter().any(|v| (v >> 64) != (values[0] >> 64)) {
+            self.refuse(
+                format!("{path}.values"),
+                "the addresses of an IPv6 list may differ only in their low 64 bits",
+            );
+            return;
+        }
+        (target.set)(spec, values[0]);
+        let list = values.iter().map(|&v| kind.value(v)).collect();
+        let vary = Vary::list(target.field, list, None);
+        match vary.resolve(kind == Kind::Ipv6) {
+            Ok(_) => spec.vary.push(vary),
+            Err(e) => self.refuse(format!("{path}.values"), e.to_string()),
         }
     }
 }

@@ -72,7 +72,7 @@ impl Cx {
         for (bit, (name, pattern)) in FLAGS.iter().enumerate() {
             match self.pattern(&format!("{at}.{name}"), pattern(&t), Kind::Int(1)) {
                 Some(Pat::Value(1)) => bits |= 1 << bit,
-                Some(Pat::Vary { .. }) => self.refuse(
+                Some(p) if p.moves() => self.refuse(
                     format!("{at}.{name}"),
                     "TCP flags take one value (patterns are not supported)",
                 ),

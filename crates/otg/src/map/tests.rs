@@ -130,14 +130,76 @@ fn headers_beyond_the_subset_are_refused_by_name() {
     let mut c = quickstart();
     c["flows"][0]["packet"].as_array_mut().unwrap().swap(1, 2);
     assert_eq!(refusal_paths(&c)[0], "flows[0].packet[1].choice");
-    // No L4.
+    // Custom bytes cannot start a frame, nor follow ARP.
     let mut c = quickstart();
-    c["flows"][0]["packet"].as_array_mut().unwrap().truncate(2);
-    assert!(refusal_paths(&c).contains(&"flows[0].packet".to_string()));
+    c["flows"][0]["packet"] = json!([{"choice": "custom", "custom": {"bytes": "00"}}]);
+    assert_eq!(refusal_paths(&c), ["flows[0].packet[0].choice"]);
 }
 
 #[test]
-fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
+fn frames_may_end_after_ethernet_vlan_or_ip_and_icmpv6_follows_ipv6() {
+    // IPv4 and no L4 (the conformance repo's ip_neighbors flow): the payload after the header.
+    let mut c = quickstart();
+    c["flows"][0]["packet"].as_array_mut().unwrap().truncate(2);
+    let m = map(&c).unwrap();
+    assert_eq!(m.streams[0].proto, Proto::Ip);
+    compiles(&m);
+    // Ethernet, a VLAN tag and custom bytes: no IP.
+    let mut c = quickstart();
+    c["flows"][0]["packet"] = json!([
+        {"choice": "ethernet", "ethernet": {
+            "src": {"choice": "values", "values": ["00:00:00:00:00:05", "00:00:00:00:00:01", "00:00:00:00:00:02"]}}},
+        {"choice": "vlan", "vlan": {"id": {"choice": "value", "value": 9}}},
+        {"choice": "custom", "custom": {"bytes": "abcd"}}
+    ]);
+    let m = map(&c).unwrap();
+    let s = &m.streams[0];
+    assert_eq!((s.proto, s.vlan), (Proto::Ethernet, Some(9)));
+    assert_eq!(s.payload.to_string(), "raw:abcd");
+    assert_eq!(
+        varies(s),
+        ["src-mac:list:00:00:00:00:00:05,00:00:00:00:00:01,00:00:00:00:00:02"]
+    );
+    compiles(&m);
+    // Right before the payload, an EtherType given must be 0xFFFF, which linerate writes.
+    let ether_type = |v: u64| {
+        let mut c = quickstart();
+        c["flows"][0]["packet"] = json!([{"choice": "ethernet", "ethernet": {
+            "ether_type": {"choice": "value", "value": v}}}]);
+        c
+    };
+    assert_eq!(
+        map(&ether_type(65535)).unwrap().streams[0].proto,
+        Proto::Ethernet
+    );
+    assert_eq!(
+        refusal_paths(&ether_type(2048)),
+        ["flows[0].packet[0].ethernet.ether_type"]
+    );
+    // icmpv6 after ipv6; icmp after ipv6 (and icmpv6 after ipv4) refused by its path.
+    let mut c = quickstart();
+    c["flows"][0]["packet"] = json!([
+        {"choice": "ethernet", "ethernet": {}},
+        {"choice": "ipv6", "ipv6": {}},
+        {"choice": "icmpv6", "icmpv6": {"echo": {
+            "identifier": {"choice": "value", "value": 77},
+            "type": {"choice": "value", "value": 128}}}}
+    ]);
+    let m = map(&c).unwrap();
+    assert_eq!(
+        (m.streams[0].proto, m.streams[0].src_port),
+        (Proto::Icmp, 77)
+    );
+    assert!(m.streams[0].ipv6);
+    compiles(&m);
+    c["flows"][0]["packet"][2]["icmpv6"]["echo"]["type"]["value"] = json!(8);
+    assert_eq!(refusal_paths(&c), ["flows[0].packet[2].icmpv6.echo.type"]);
+    c["flows"][0]["packet"][2] = json!({"choice": "icmp", "icmp": {}});
+    assert_eq!(refusal_paths(&c), ["flows[0].packet[2].choice"]);
+}
+
+#[test]
+fn value_lists_of_any_spacing_and_counters_map_exactly() {
     let with_src = |pattern: Value| {
         let mut c = quickstart();
         c["flows"][0]["packet"][1]["ipv4"]["src"] = pattern;
@@ -148,11 +210,23 @@ fn value_lists_must_be_evenly_spaced_and_counters_map_exactly() {
     assert_eq!(text(&m.streams[0].src_ip), "10.0.0.9");
     assert_eq!(varies(&m.streams[0])[0], "src-ip:dec:10.0.0.3-10.0.0.9:3");
     compiles(&m);
-    let err = with_src(json!({"choice": "values", "values": ["10.0.0.1", "10.0.0.2", "10.0.0.7"]}))
-        .unwrap_err()
-        .to_string();
+    // Any other list: the values in their order, one pre-built frame each.
+    let m = with_src(
+        json!({"choice": "values", "values": ["10.0.0.1", "10.0.0.2", "10.0.0.7", "10.0.0.2"]}),
+    )
+    .unwrap();
+    assert_eq!(text(&m.streams[0].src_ip), "10.0.0.1");
+    assert_eq!(
+        varies(&m.streams[0])[0],
+        "src-ip:list:10.0.0.1,10.0.0.2,10.0.0.7,10.0.0.2"
+    );
+    compiles(&m);
+    let mut c = quickstart();
+    c["flows"][0]["packet"][1] = json!({"choice": "ipv6", "ipv6": {
+        "src": {"choice": "values", "values": ["2001:db8::1", "2001:db9::1", "2001:db8::4"]}}});
+    let err = map(&c).unwrap_err().to_string();
     assert!(
-        err.contains("ipv4.src.values") && err.contains("evenly spaced"),
+        err.contains("ipv6.src.values") && err.contains("low 64 bits"),
         "{err}"
     );
     let m = with_src(json!({"choice": "decrement", "decrement": {"start": "10.0.1.0", "step": "0.0.0.2", "count": 4}})).unwrap();
@@ -429,4 +503,27 @@ fn a_location_names_an_agents_port_before_a_slash() {
     ] {
         assert_eq!(Location::parse(bad), None, "{bad}");
     }
+}
+
+#[test]
+fn the_one_transmit_port_refusal_comes_with_the_header_refusals() {
+    // A p1→p2 and a p2→p1 port flow, the first with a header linerate does not build: one
+    // answer names both problems.
+    let mut c = quickstart();
+    let mut back = c["flows"][0].clone();
+    back["name"] = json!("back");
+    back["tx_rx"]["port"] = json!({"tx_name": "prx", "rx_names": ["ptx"]});
+    c["flows"].as_array_mut().unwrap().push(back);
+    c["flows"][0]["packet"][1] = json!({"choice": "ppp", "ppp": {}});
+    let paths = refusal_paths(&c);
+    assert!(
+        paths.contains(&"flows[0].packet[1].choice".to_string()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"flows[1].tx_rx.port.tx_name".to_string()),
+        "{paths:?}"
+    );
+    let msg = map(&c).unwrap_err().to_string();
+    assert!(msg.contains("flows[0] transmits on 'ptx'"), "{msg}");
 }

@@ -136,3 +136,72 @@ fn what_a_tunnel_cannot_carry_is_refused_by_its_path() {
     let p = paths(json!([eth(), {"choice": "arp"}, ipv4("192.0.2.2"), ipv4("10.0.0.2"), udp()]));
     assert_eq!(p, vec!["flows[0].packet[1].choice"]);
 }
+
+#[test]
+fn the_innermost_vxlan_vni_may_move_and_every_frame_carries_its_value() {
+    use linerate_wire::etherparse::{NetSlice, SlicedPacket, TransportSlice};
+    // The conformance repo's vxlan_inner_ipv4 flow: VNI values 1000..=1004 over IPv6 (its UDP
+    // checksum, which covers the VNI, is refilled in every pre-built frame), and a list that is
+    // not evenly spaced over IPv4.
+    for (outer, vni, want) in [
+        (
+            json!({"choice": "ipv6", "ipv6": {"dst": one(json!("::2"))}}),
+            json!({"choice": "values", "values": [1000, 1001, 1002, 1003, 1004]}),
+            vec![1000u32, 1001, 1002, 1003, 1004],
+        ),
+        (
+            ipv4("192.0.2.2"),
+            json!({"choice": "values", "values": [7, 3, 900]}),
+            vec![7, 3, 900],
+        ),
+    ] {
+        let m = map(&config(json!([
+            eth(),
+            outer,
+            {"choice": "udp", "udp": {"src_port": one(json!(4789)), "dst_port": one(json!(4789))}},
+            {"choice": "vxlan", "vxlan": {"vni": vni}},
+            eth(),
+            ipv4("10.0.0.2"),
+            {"choice": "tcp", "tcp": {"src_port": one(json!(80))}},
+        ])))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let plan = Plan::compile(&m.streams, &Limits::default()).unwrap();
+        let linerate_stream::Shape::Cycle { cycle, .. } = &plan.shape else {
+            panic!("one cycle");
+        };
+        assert!(cycle.patches.is_empty(), "the VNI is pre-built");
+        for k in 0..2 * want.len() {
+            let f = &cycle.frames[k % cycle.frames.len()];
+            let p = SlicedPacket::from_ethernet(f).unwrap();
+            let Some(TransportSlice::Udp(u)) = &p.transport else {
+                panic!("udp");
+            };
+            let vx = u.payload();
+            assert_eq!(vx[0], 0x08);
+            let got = u32::from_be_bytes([0, vx[4], vx[5], vx[6]]);
+            assert_eq!((got, vx[7]), (want[k % want.len()], 0), "frame {k}");
+            let h = u.to_header();
+            match &p.net {
+                Some(NetSlice::Ipv6(ip)) => {
+                    let sum = h.calc_checksum_ipv6(&ip.header().to_header(), u.payload());
+                    assert_eq!(sum.unwrap(), h.checksum, "frame {k}");
+                }
+                Some(NetSlice::Ipv4(_)) => assert_eq!(h.checksum, 0),
+                _ => panic!("ip"),
+            }
+        }
+    }
+    // A VXLAN inside another: only the inner VNI may move.
+    let err = map(&config(json!([
+        eth(), ipv4("192.0.2.2"), {"choice": "udp"},
+        {"choice": "vxlan", "vxlan": {"vni": {"choice": "values", "values": [1, 5]}}},
+        eth(), ipv4("192.0.2.3"), {"choice": "udp"}, {"choice": "vxlan"},
+        eth(), ipv4("10.0.0.2"), udp(),
+    ])))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("packet[3].vxlan.vni") && err.contains("innermost"),
+        "{err}"
+    );
+}

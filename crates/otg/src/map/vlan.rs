@@ -46,7 +46,7 @@ impl Cx {
         let priority = format!("{at}.priority");
         match self.pattern(&priority, &v.priority, Kind::Int(7)) {
             Some(Pat::Value(pcp)) => spec.vlan_pcp = pcp as u8,
-            Some(Pat::Vary { .. }) => self.refuse(
+            Some(p) if p.moves() => self.refuse(
                 priority,
                 "the VLAN priority takes one value (patterns are not supported)",
             ),

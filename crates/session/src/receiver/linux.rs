@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use linerate_rx::{Receiver, RxProgress, RxTotals};
 
 use crate::error::{Result, SessionError};
-use crate::flows::{FlowSent, RunFlows, against, all_frames, lone_reports};
+use crate::flows::{FlowSent, RunFlows, against, lone_reports};
 use crate::options::RxTarget;
 
 /// The receive side of a port's runs.
@@ -32,14 +32,15 @@ impl RunReceiver {
                 None => None,
             };
             let Some(lab) = lab else {
-                return Err(SessionError::usage(
-                    "--rx without an interface takes the lab's receive end, but -i is not a \
-                     lab's sender: give --rx IFACE[@NETNS]",
+                return Err(SessionError::setting(
+                    crate::Setting::Receiver,
+                    "a receiver without an interface takes the lab's receive end, but the port \
+                     is not a lab's sender: name the receive interface (IFACE[@NETNS])",
                 ));
             };
             return Self::lab_end(&lab, config);
         };
-        let (iface, netns) = crate::netns::split("--rx", at)?;
+        let (iface, netns) = crate::netns::split(crate::Setting::Receiver, at)?;
         // A lab's receive end named outright (`<name>1@<name>-sink`, a port of a two-port
         // test) carries the lab's sink: it is borrowed as `--rx` alone borrows it.
         if let Some(lab) = crate::sink::lab_at(iface, netns)? {
@@ -145,7 +146,7 @@ impl RunReceiver {
     pub fn finish_frames(&self, frames: u64, drain: Duration) -> Result<RunFlows> {
         let deadline = Instant::now() + drain;
         let mut totals = self.rx.read()?;
-        while Instant::now() < deadline && all_frames(&totals) < frames {
+        while Instant::now() < deadline && totals.all_frames() < frames {
             std::thread::sleep(Duration::from_millis(10));
             totals = self.rx.read()?;
         }

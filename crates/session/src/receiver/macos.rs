@@ -9,15 +9,16 @@ use linerate_bpfdev::capture::{CaptureCounts, Keep};
 use linerate_rx::{RxProgress, RxTotals};
 
 use crate::error::{Result, SessionError};
-use crate::flows::{FlowSent, RunFlows, against, all_frames, lone_reports};
+use crate::flows::{FlowSent, RunFlows, against, lone_reports};
 use crate::macos::capture;
 use crate::options::{Clock, ReceiverOptions, RxTarget};
 
 /// A capture of the signed frames on `iface`, with the flow table `options` ask for.
 pub fn start_capture(iface: &str, options: &ReceiverOptions) -> Result<CaptureThread> {
     if options.clock == Clock::Tai {
-        return Err(SessionError::usage(
-            "--clock tai needs Linux (macOS has no CLOCK_TAI): use the default monotonic clock",
+        return Err(SessionError::setting(
+            crate::Setting::Clock,
+            "the TAI clock needs Linux (macOS has no CLOCK_TAI): use the default monotonic clock",
         ));
     }
     let mut counts = CaptureCounts::new(options.flows as usize, options.hist_flows as usize);
@@ -59,17 +60,19 @@ impl RunReceiver {
                     None => None,
                 };
                 let Some(lab) = lab else {
-                    return Err(SessionError::usage(
-                        "--rx without an interface takes the feth lab's receive end, but -i is \
-                         not a lab's sender: give --rx IFACE",
+                    return Err(SessionError::setting(
+                        crate::Setting::Receiver,
+                        "a receiver without an interface takes the feth lab's receive end, but \
+                         the port is not a lab's sender: name the receive interface",
                     ));
                 };
                 lab.receiver
             }
             Some(at) if at.contains('@') => {
-                return Err(SessionError::usage(format!(
-                    "--rx {at}: IFACE@NETNS needs Linux (macOS has no network namespaces)"
-                )));
+                return Err(SessionError::setting(
+                    crate::Setting::Receiver,
+                    format!("{at}: IFACE@NETNS needs Linux (macOS has no network namespaces)"),
+                ));
             }
             Some(at) => at.clone(),
         };
@@ -141,7 +144,7 @@ impl RunReceiver {
     pub fn finish_frames(&self, frames: u64, drain: Duration) -> Result<RunFlows> {
         let deadline = Instant::now() + drain;
         let mut totals = self.read()?;
-        while Instant::now() < deadline && all_frames(&totals) < frames {
+        while Instant::now() < deadline && totals.all_frames() < frames {
             std::thread::sleep(Duration::from_millis(10));
             totals = self.read()?;
         }

@@ -14,8 +14,9 @@ pub enum RunReceiver {}
 
 impl RunReceiver {
     pub fn start(_target: &RxTarget, _interface: Option<&str>) -> Result<RunReceiver> {
-        Err(SessionError::usage(
-            "--rx needs Linux (XDP) or macOS (/dev/bpf) on this version; count at one of those with linerate rx",
+        Err(SessionError::setting(
+            crate::Setting::Receiver,
+            "a port's receiver needs Linux (XDP) or macOS (/dev/bpf) on this version: count at one of those",
         ))
     }
 

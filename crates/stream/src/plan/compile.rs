@@ -1,8 +1,9 @@
 //! Specs into cycles: one stream on its own, streams in sequence, streams interleaved.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use linerate_wire::{Layout, Patch, Rng, StackFrame, signature, units};
+use linerate_wire::{Layout, Modifier, Patch, Rng, StackFrame, VaryMode, signature, units};
 
 use super::{CACHE_LIMIT, Cycle, Lane, Plan, SEQUENCE_LIMIT, Shape, Stamp, StreamInfo, lcm};
 use crate::spec::Resolved;
@@ -29,7 +30,7 @@ fn build_frame(r: &Resolved, size: usize, flow: Option<u16>) -> Result<StackFram
 fn check_signature(
     spec: &StreamSpec,
     r: &Resolved,
-    patches: &[Patch],
+    patches: &[FieldPatch],
     names: &[String],
 ) -> Result<(), StreamError> {
     let min = r.sizes.min();
@@ -46,7 +47,7 @@ fn check_signature(
         )));
     }
     let start = layout.len - signature::LEN;
-    for (patch, name) in patches.iter().zip(names) {
+    for (FieldPatch { patch, .. }, name) in patches.iter().zip(names) {
         if usize::from(patch.loc.offset) + usize::from(patch.loc.width) > start {
             return Err(invalid(format!(
                 "{name} overlaps the signature, the last {} bytes of a {min} B frame: move the field or drop signature",
@@ -74,10 +75,19 @@ pub(super) fn compile_one(
     }
     let outer: Vec<_> = patches
         .iter()
-        .map(|p| outer_checksum_over(&smallest.frame, &p.loc))
+        .map(|p| outer_checksum_over(&smallest.frame, &p.patch.loc))
         .collect();
     let (period, cached, patched) =
         fold_patches(spec, resolved, &patches, &outer, schedule.len() as u64)?;
+    if let Some((p, name, _)) = patched.iter().find(|p| p.0.table.is_some()) {
+        return Err(StreamError::Invalid {
+            stream: spec.name.clone(),
+            why: format!(
+                "{name} takes a list of {} values, which every frame's cycle must hold, but with the stream's other fields and sizes the cycle would be over {CACHE_LIMIT} frames: shorten a list or a counter so their lengths share factors (4 and 8, not 5 and 7)",
+                p.modifier_count()
+            ),
+        });
+    }
     if let Some((_, name, Some(header))) = patched.iter().find(|p| p.2.is_some()) {
         return Err(StreamError::Invalid {
             stream: spec.name.clone(),
@@ -110,7 +120,7 @@ pub(super) fn compile_one(
     }
     let cycle = Cycle {
         frames,
-        patches: patched.iter().map(|p| p.0).collect(),
+        patches: patched.iter().map(|p| p.0.patch).collect(),
         count: stream_count(spec)?,
         seed: spec.seed,
         stamp: flow.map(|flow| Stamp {
@@ -127,22 +137,59 @@ pub(super) fn compile_one(
     Ok((cycle, pacing, info))
 }
 
+/// A variable field as the plan folds it: its patch, and for a list its values, which the
+/// patch's modifier indexes (lists are only folded into pre-built frames, never sent to the
+/// hot path, which sees plain patches).
+#[derive(Debug, Clone)]
+struct FieldPatch {
+    patch: Patch,
+    table: Option<Arc<[u64]>>,
+}
+
+impl FieldPatch {
+    /// Writes the field's value for frame `k` into `frame`.
+    fn apply(&self, frame: &mut [u8], k: u64, rng: &mut Rng) {
+        let Some(table) = &self.table else {
+            return self.patch.apply(frame, k, rng);
+        };
+        let index = self.patch.modifier.value(k, rng) as usize;
+        let one = Patch {
+            loc: self.patch.loc,
+            modifier: Modifier {
+                mode: VaryMode::Inc,
+                start: table[index % table.len()],
+                step: 0,
+                count: 1,
+                mask: self.patch.modifier.mask,
+            },
+        };
+        one.apply(frame, 0, rng);
+    }
+
+    fn modifier_count(&self) -> u64 {
+        self.patch.modifier.count
+    }
+}
+
 /// The patch of every variable field, located in a frame of `layout`.
-fn patches_of(resolved: &Resolved, layout: &Layout) -> Result<Vec<Patch>, StreamError> {
+fn patches_of(resolved: &Resolved, layout: &Layout) -> Result<Vec<FieldPatch>, StreamError> {
     resolved
         .vary
         .iter()
         .map(|v| {
-            Ok(Patch {
-                loc: v.field.locate(layout)?,
-                modifier: v.modifier,
+            Ok(FieldPatch {
+                patch: Patch {
+                    loc: v.field.locate(layout)?,
+                    modifier: v.modifier,
+                },
+                table: v.table.clone(),
             })
         })
         .collect()
 }
 
 /// A patch, the name of its field, and the header of a checksum its patch does not update.
-type Named = (Patch, String, Option<&'static str>);
+type Named = (FieldPatch, String, Option<&'static str>);
 
 /// The cycle's length, and which patches are folded into its pre-built frames (cached) or
 /// applied per frame (patched). goto-first restarts every field after `count` frames: the
@@ -150,7 +197,7 @@ type Named = (Patch, String, Option<&'static str>);
 fn fold_patches(
     spec: &StreamSpec,
     resolved: &Resolved,
-    patches: &[Patch],
+    patches: &[FieldPatch],
     outer: &[Option<&'static str>],
     sizes: u64,
 ) -> Result<(u64, Vec<Named>, Vec<Named>), StreamError> {
@@ -161,7 +208,7 @@ fn fold_patches(
         .iter()
         .zip(&resolved.vary)
         .zip(outer)
-        .map(|((p, v), o)| (*p, v.field.name(), *o));
+        .map(|((p, v), o)| (p.clone(), v.field.name(), *o));
     if let (Next::GotoFirst, Some(count)) = (spec.next, spec.count) {
         if count > CACHE_LIMIT {
             return Err(StreamError::Invalid {
@@ -173,15 +220,17 @@ fn fold_patches(
         }
         period = count;
         for named in named {
-            match named.0.modifier.period() {
+            match named.0.patch.modifier.period() {
                 Some(_) => cached.push(named),
                 None => patched.push(named),
             }
         }
         return Ok((period, cached, patched));
     }
-    for named in named {
-        match named.0.modifier.period().and_then(|q| lcm(period, q)) {
+    // Lists first: they can only be pre-built, while a counter left out is patched per frame.
+    let (lists, counters): (Vec<Named>, Vec<Named>) = named.partition(|n| n.0.table.is_some());
+    for named in lists.into_iter().chain(counters) {
+        match named.0.patch.modifier.period().and_then(|q| lcm(period, q)) {
             Some(l) if l <= CACHE_LIMIT => {
                 period = l;
                 cached.push(named);
@@ -275,7 +324,7 @@ fn stream_frames(
     }
     let refill = patches
         .iter()
-        .any(|p| outer_checksum_over(&smallest.frame, &p.loc).is_some());
+        .any(|p| outer_checksum_over(&smallest.frame, &p.patch.loc).is_some());
     let mut rng = Rng::new(spec.seed);
     let mut frames = Vec::with_capacity(count as usize);
     for k in 0..count {

@@ -521,6 +521,89 @@ mod tests {
     }
 
     #[test]
+    fn lists_are_folded_into_the_cycle_in_their_order() {
+        // Not evenly spaced, not sorted, a value repeated: frame n carries list[n % 5].
+        let plan = Plan::compile(
+            &[signed(spec(&[
+                "dst-port:list:5000,5013,4,5013,9",
+                "src-port:inc:1-3",
+            ]))],
+            &Limits::default(),
+        )
+        .unwrap();
+        let c = cycle(&plan);
+        assert_eq!(c.frames.len(), 15);
+        assert!(c.patches.is_empty(), "a list never reaches the hot path");
+        assert_eq!(plan.streams[0].cached, ["dst-port", "src-port"]);
+        let values = field_values(&plan, Field::DstPort, 11);
+        assert_eq!(
+            values,
+            [5000, 5013, 4, 5013, 9, 5000, 5013, 4, 5013, 9, 5000]
+        );
+        assert_eq!(field_values(&plan, Field::SrcPort, 4), [1, 2, 3, 1]);
+        // Every pre-built frame's checksums hold over the value its list gave it.
+        for f in &c.frames {
+            let p = etherparse::SlicedPacket::from_ethernet(f).unwrap();
+            let (Some(etherparse::NetSlice::Ipv4(ip)), Some(etherparse::TransportSlice::Udp(u))) =
+                (p.net, p.transport)
+            else {
+                panic!("ipv4/udp");
+            };
+            let h = u.to_header();
+            let want = h
+                .calc_checksum_ipv4(&ip.header().to_header(), u.payload())
+                .unwrap();
+            assert_eq!(want, h.checksum);
+        }
+    }
+
+    #[test]
+    fn a_list_whose_cycle_cannot_be_prebuilt_is_refused() {
+        // 4093 and 4091 are coprime: the cycle would be their product.
+        let list = |field: &str, n: u64| {
+            let values: Vec<String> = (0..n).map(|v| v.to_string()).collect();
+            format!("{field}:list:{}", values.join(","))
+        };
+        let err = Plan::compile(
+            &[spec(&[&list("dst-port", 4093), &list("src-port", 4091)])],
+            &Limits::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("src-port takes a list of 4091 values"),
+            "{err}"
+        );
+        // A counter given first that would crowd a list out of the cycle is patched instead.
+        let plan = Plan::compile(
+            &[spec(&["src-port:inc:1-4000", "dst-port:list:7,1,8"])],
+            &Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(plan.streams[0].patched, ["src-port"]);
+        assert_eq!(field_values(&plan, Field::DstPort, 4), [7, 1, 8, 7]);
+        assert_eq!(field_values(&plan, Field::SrcPort, 3), [1, 2, 3]);
+        // In a goto-first stream the cycle is its count, whatever the list.
+        let mut s = spec(&["dst-port:list:7,1,8"]);
+        s.count = Some(4);
+        s.next = Next::GotoFirst;
+        let plan = Plan::compile(&[s], &Limits::default()).unwrap();
+        assert_eq!(field_values(&plan, Field::DstPort, 5), [7, 1, 8, 7, 7]);
+    }
+
+    #[test]
+    fn a_sequence_takes_its_lists_frame_by_frame() {
+        let mut a = spec(&["src-port:list:9,3"]);
+        a.count = Some(3);
+        a.next = Next::Next;
+        let mut b = spec(&[]);
+        b.src_port = 7;
+        b.count = Some(1);
+        let plan = Plan::compile(&[a, b], &Limits::default()).unwrap();
+        assert_eq!(field_values(&plan, Field::SrcPort, 4), [9, 3, 9, 7]);
+    }
+
+    #[test]
     fn random_fields_are_patched_and_stay_in_range() {
         let plan =
             Plan::compile(&[spec(&["src-port:random:5000-5009"])], &Limits::default()).unwrap();

@@ -1,0 +1,82 @@
+//! The examples each command's `--help` ends with. Every line that starts with `linerate` is
+//! parsed by the real parser in the tests (doc_commands.rs), as the docs' commands are.
+
+pub const TX: &str = "\
+Examples:
+  linerate tx -i lr0 -d 10s --rate 1M --rx        # 1 Mpps on the lab, checked at its receive end
+  linerate tx --pcap out.pcap -n 1000 --vary src-port:inc:1000-1999";
+
+pub const REPLAY: &str = "\
+Examples:
+  linerate replay trace.pcapng -i lr0             # at the capture's own timing, once
+  linerate replay trace.pcap -i lr0 --speed max --loop inf -d 10s --backend live";
+
+pub const LAB: &str = "\
+Examples:
+  linerate lab up --dut router                    # netns lr-sink, veth lr0 <-> lr1, a router between
+  linerate lab impair --loss 1% --delay 1ms";
+
+pub const LAB_UP: &str = "\
+Examples:
+  linerate lab up                                 # netns lr-sink, veth lr0 <-> lr1, the sink on lr1
+  linerate lab up --name lb --queues 2 --dut xdp";
+
+pub const LAB_DOWN: &str = "\
+Examples:
+  linerate lab down --name lb";
+
+pub const LAB_STATUS: &str = "\
+Examples:
+  linerate lab status --json";
+
+pub const LAB_IMPAIR: &str = "\
+Examples:
+  linerate lab impair --delay 1ms --jitter 100us --reorder 5%
+  linerate lab impair --clear";
+
+pub const SINK: &str = "\
+Examples:
+  linerate sink -i lr1 --netns lr-sink -d 10s --json";
+
+pub const RX: &str = "\
+Examples:
+  linerate rx -i eth2 -d 30s                      # the far end of a two-host test";
+
+pub const SWEEP: &str = "\
+Examples:
+  linerate sweep --lab --sizes 64,512,1518 -d 2s --json a.json --plot a.svg
+  linerate sweep -i eth1 --link-speed 10G --cores 2,3 --csv b.csv";
+
+pub const COMPARE: &str = "\
+Examples:
+  linerate compare a.json b.json --plot ab.svg";
+
+pub const PORTS: &str = "\
+Examples:
+  linerate ports --json";
+
+pub const RFC2544: &str = "\
+Examples:
+  linerate rfc2544 throughput -i lr0 --rx --sizes 64,1518 --trial 10s
+  linerate rfc2544 all -i eth1 --rx eth2 --link-speed 10G --json dut.json --plot dut.svg";
+
+pub const SERVE: &str = "\
+Examples:
+  linerate serve                                  # https://127.0.0.1:8443, self-signed
+  linerate serve --http --listen 127.0.0.1:8080 --backend afpacket
+  linerate serve --token-file token --agent-token-file agent-token   # ports on agents";
+
+pub const AGENT: &str = "\
+Examples:
+  linerate agent --listen 0.0.0.0:8443 --token-file /etc/linerate/token
+  linerate agent --listen 192.0.2.10:8443 --token-file token --clock tai --lease 5s";
+
+pub const COMPLETIONS: &str = "\
+Examples:
+  linerate completions bash > /etc/bash_completion.d/linerate
+  linerate completions zsh > \"${fpath[1]}/_linerate\"";
+
+pub const MAN: &str = "\
+Examples:
+  linerate man | man -l -
+  linerate man --dir /usr/local/share/man/man1";

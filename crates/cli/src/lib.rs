@@ -1,0 +1,878 @@
+//! linerate's command-line grammar: every command's clap types, their `--help` (headings,
+//! examples) and the template flags read as a stream. The binary parses with it (`Cli::parse`),
+//! converts what was parsed into the library's options and runs the command; this crate decides
+//! nothing else. Its tests parse every `linerate …` command the docs show with the real parser.
+
+#![forbid(unsafe_code)]
+
+mod backends;
+mod hosts;
+pub mod rfc2544;
+mod template;
+
+pub use template::{FlagsError, TemplateFlags};
+
+pub use backends::Backends;
+
+use std::path::PathBuf;
+
+use clap::builder::{NonEmptyStringValueParser, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use hosts::HostsArgs;
+
+#[cfg(test)]
+mod doc_commands;
+mod examples;
+
+// The `--help` headings: one vocabulary for every command, in the order a reader asks.
+pub const SEND: &str = "What to send";
+pub const WHERE: &str = "Where to send";
+pub const PACE: &str = "How fast and how long";
+pub const RECEIVE: &str = "Receive";
+pub const HOSTS: &str = "Hosts: several ports, both directions";
+pub const OUTPUT: &str = "Output";
+pub const TUNING: &str = "Workers and backend tuning";
+const API: &str = "The API";
+const AGENTS: &str = "Agents: a test bed of several machines";
+
+/// Kernel-bypass, line-rate packet transmitter.
+#[derive(Debug, Parser)]
+#[command(name = "linerate", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Transmit a stream on a port, a pcap file or the null port.
+    #[command(after_help = examples::TX)]
+    Tx(Box<TxArgs>),
+    /// Replay a capture (pcap or pcapng, Ethernet) on a port, a pcap file or the null port.
+    // A capture carries no signature to stamp: --clock stays accepted for the refusal that says
+    // so (src/replay.rs), but is not offered.
+    #[command(after_help = examples::REPLAY, mut_arg("clock", |a| a.hide(true)))]
+    Replay(Box<ReplayArgs>),
+    /// Create, inspect or remove the veth lab (Linux).
+    #[command(after_help = examples::LAB)]
+    Lab {
+        #[command(subcommand)]
+        action: LabAction,
+    },
+    /// Count what arrives on an interface with the XDP sink, once per second (Linux).
+    #[command(after_help = examples::SINK)]
+    Sink(SinkArgs),
+    /// Receive on an interface: per flow loss, order and latency from the signature (Linux).
+    #[command(after_help = examples::RX)]
+    Rx(RxArgs),
+    /// Max rate at each frame size: the classic max-rate table, JSON, CSV and a plot.
+    #[command(after_help = examples::SWEEP)]
+    Sweep(SweepArgs),
+    /// Side-by-side table of two or more sweep files, with the ratio per size.
+    #[command(after_help = examples::COMPARE)]
+    Compare(CompareArgs),
+    /// The interfaces here and which backends can send on each.
+    #[command(after_help = examples::PORTS)]
+    Ports(PortsArgs),
+    /// Benchmark a device (RFC 2544): throughput (MLRsearch or binary), latency, frame loss
+    /// rate, back-to-back, judged at the receive port.
+    #[command(after_help = examples::RFC2544)]
+    Rfc2544(Box<rfc2544::Rfc2544Args>),
+    /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux); with
+    /// --agent-token-file, also drive ports on other machines' agents.
+    #[command(after_help = examples::SERVE)]
+    Serve(Box<ServeArgs>),
+    /// Serve this machine's ports to a controller (`linerate serve`) that drives a test bed of
+    /// several machines (Linux).
+    #[command(after_help = examples::AGENT)]
+    Agent(Box<AgentArgs>),
+    /// Print a shell completion script.
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per command into a directory.
+    #[command(after_help = examples::MAN)]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell the script is for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write linerate.1 and a page for every command (linerate-tx.1, …) into DIR instead.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on (port 0: any free port, printed at start).
+    #[arg(long, default_value = "127.0.0.1:8443", help_heading = API)]
+    pub listen: std::net::SocketAddr,
+    /// Plain HTTP instead of TLS.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key"], help_heading = API)]
+    pub http: bool,
+    /// TLS certificate chain (PEM); default: a self-signed certificate made at start.
+    #[arg(long, requires = "tls_key", value_name = "FILE", help_heading = API)]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert", value_name = "FILE", help_heading = API)]
+    pub tls_key: Option<PathBuf>,
+    /// Bearer token every request must carry; needed to listen beyond loopback.
+    #[arg(long, value_name = "T", conflicts_with = "token_file", help_heading = API)]
+    pub token: Option<String>,
+    /// The bearer token, read from the first line of FILE (kept out of the process list).
+    #[arg(long, value_name = "FILE", help_heading = API)]
+    pub token_file: Option<PathBuf>,
+    /// Largest request body, in bytes.
+    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES", help_heading = API)]
+    pub max_body: usize,
+    /// Backend of the transmit port (default: AF_XDP).
+    #[arg(long, value_parser = backend(&[SERVE_BACKENDS]), help_heading = TUNING)]
+    pub backend: Option<Backend>,
+    /// One transmit worker per core, e.g. 0,1; with several ports, port i's on the i-th
+    /// (default: each port on a free core of its own, a warning when they must share).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub cores: Vec<usize>,
+    /// Connections served at once once a request of theirs was taken (the token); one more
+    /// waits until one ends. New ones wait apart: 5 s, 64 in all, 16 per source.
+    #[arg(long, default_value_t = 64, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_connections: u16,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
+    #[command(flatten)]
+    pub controller: ControllerArgs,
+}
+
+/// What a controller needs to drive agents: OTG port locations `ADDR:PORT/IFACE[@NETNS]`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ControllerArgs {
+    /// The agents' bearer token, read from the first line of FILE; enables ports on agents.
+    #[arg(long, value_name = "FILE", help_heading = AGENTS)]
+    pub agent_token_file: Option<PathBuf>,
+    /// CA certificate(s) (PEM) the agents' TLS certificates must chain to (default: any
+    /// certificate is taken, with a warning: the token still guards the agents).
+    #[arg(long, value_name = "FILE", requires = "agent_token_file", help_heading = AGENTS)]
+    pub agent_ca: Option<PathBuf>,
+    /// Agents serve plain HTTP (they were started with --http).
+    #[arg(long, requires = "agent_token_file", help_heading = AGENTS)]
+    pub agent_http: bool,
+    /// Largest clock offset uncertainty between the controller and an agent before a start
+    /// warns (or, with --strict-sync, is refused).
+    #[arg(long, value_parser = parse_duration, default_value = "1ms", help_heading = AGENTS)]
+    pub sync_tolerance: std::time::Duration,
+    /// Refuse to start when an agent's clock is not known to within --sync-tolerance.
+    #[arg(long, help_heading = AGENTS)]
+    pub strict_sync: bool,
+}
+
+/// `linerate agent`: the API's options, the lease and the start clock.
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("agent_token_file", |a| a.hide(true)),
+    mut_arg("agent_ca", |a| a.hide(true)),
+    mut_arg("agent_http", |a| a.hide(true)),
+    mut_arg("sync_tolerance", |a| a.hide(true)),
+    mut_arg("strict_sync", |a| a.hide(true)),
+)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub api: ServeArgs,
+    /// Stop transmitting and detach everything when the controller has not been heard from
+    /// for this long.
+    #[arg(long, value_parser = parse_duration, default_value = "3s", help_heading = AGENTS)]
+    pub lease: std::time::Duration,
+    /// The clock starts are scheduled on, and the signature stamps with tai: realtime, or tai
+    /// (hosts that PTP keeps together).
+    #[arg(long, value_enum, default_value = "realtime", help_heading = AGENTS)]
+    pub clock: AgentClock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentClock {
+    Realtime,
+    Tai,
+}
+
+#[derive(Debug, Args)]
+pub struct PortsArgs {
+    /// Print the interfaces as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Frame sizes, FCS included.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "64,128,256,512,1024,1280,1518",
+        help_heading = SEND
+    )]
+    pub sizes: Vec<usize>,
+    /// Interface to sweep on.
+    #[arg(
+        short,
+        long,
+        value_name = "IFACE",
+        required_unless_present = "lab",
+        conflicts_with = "lab",
+        help_heading = WHERE
+    )]
+    pub interface: Option<String>,
+    /// Create a veth lab for the sweep and remove it afterwards.
+    #[arg(long, help_heading = WHERE)]
+    pub lab: bool,
+    /// Name of the lab --lab creates (default: a fresh one, so two sweeps never share a lab).
+    #[arg(long, requires = "lab", help_heading = WHERE)]
+    pub lab_name: Option<String>,
+    /// Backend; the platform's when left out (auto on Linux: the fastest this interface takes).
+    #[arg(long, value_parser = backend(&[INTERFACE_BACKENDS]), help_heading = WHERE)]
+    pub backend: Option<Backend>,
+    /// Several backends in one run, interleaved, a column each: all (every one that sends
+    /// here) or a list, e.g. live,afpacket.
+    #[arg(long, value_name = "all|LIST", value_parser = backends::parse_backends, conflicts_with = "backend", help_heading = WHERE)]
+    pub backends: Option<Backends>,
+    /// Length of each measured run.
+    #[arg(short = 'd', long, value_parser = parse_duration, default_value = "5s", help_heading = PACE)]
+    pub duration: std::time::Duration,
+    /// Measured runs per size.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..), help_heading = PACE)]
+    pub repeat: u32,
+    /// Unmeasured run before each size.
+    #[arg(long, value_parser = parse_duration, default_value = "1s", help_heading = PACE)]
+    pub warmup: std::time::Duration,
+    /// Link speed for % of line rate when the port does not report it (veth has none).
+    #[arg(long, value_parser = parse_link_speed, help_heading = PACE)]
+    pub link_speed: Option<u64>,
+    /// Count at a sink on this interface (with --sink-netns when it lives in a namespace).
+    #[arg(long, conflicts_with = "lab", help_heading = RECEIVE)]
+    pub sink_iface: Option<String>,
+    /// Network namespace of --sink-iface.
+    #[arg(long, requires = "sink_iface", help_heading = RECEIVE)]
+    pub sink_netns: Option<String>,
+    /// Write the result file (JSON); `-` prints it on stdout instead of the table.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub json: Option<std::path::PathBuf>,
+    /// Write the table as CSV (and FILE.repetitions.csv with the raw counts).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub csv: Option<std::path::PathBuf>,
+    /// Plot Kpps and Mbps against frame size (.svg or .png).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub plot: Option<std::path::PathBuf>,
+    /// One worker per core, e.g. 0,1 (default: one, on the first core this process may run
+    /// on).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub cores: Vec<usize>,
+    /// The queue each worker drives (default 0,1,…).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048), help_heading = TUNING)]
+    pub batch: u32,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more `linerate sweep --json` files.
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<std::path::PathBuf>,
+    /// Plot them together (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabAction {
+    /// Create netns <name>-sink, veth <name>0 <-> <name>1 and the sink on <name>1.
+    #[command(after_help = examples::LAB_UP)]
+    Up(LabUpArgs),
+    /// Remove the lab; safe to run twice.
+    #[command(after_help = examples::LAB_DOWN)]
+    Down(LabNameArgs),
+    /// Show the lab, its DUT and impairments, and what its sink has counted.
+    #[command(after_help = examples::LAB_STATUS)]
+    Status(LabStatusArgs),
+    /// Impair the DUT's egress toward the sink (loss, duplicates, delay, jitter, reorder, rate,
+    /// queue limit), replacing what was set before.
+    #[command(after_help = examples::LAB_IMPAIR)]
+    Impair(LabImpairArgs),
+    /// The delay line's process, started by `lab impair` (not for direct use).
+    #[command(hide = true)]
+    DelayLine(LabNameArgs),
+}
+
+/// How the lab's device under test forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DutArg {
+    /// Kernel IPv4 routing in netns <name>-dut.
+    Router,
+    /// A Linux bridge in netns <name>-dut.
+    Bridge,
+    /// An XDP redirect program (the fast DUT; takes no impairments).
+    Xdp,
+    /// The router learning its routes by eBGP (BIRD) from both test ports' devices.
+    Bgp,
+}
+
+#[derive(Debug, Args)]
+pub struct LabImpairArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// Share of frames dropped, e.g. 1% (0 to 100).
+    #[arg(long, value_name = "P%")]
+    pub loss: Option<String>,
+    /// Share of frames sent twice, e.g. 0.5% (0 to 100).
+    #[arg(long, value_name = "P%")]
+    pub duplicate: Option<String>,
+    /// Time every frame is held, e.g. 1ms (up to 10s).
+    #[arg(long, value_name = "T")]
+    pub delay: Option<String>,
+    /// Each frame's delay is drawn from delay ± jitter, e.g. 100us (at most the delay).
+    #[arg(long, value_name = "T")]
+    pub jitter: Option<String>,
+    /// Share of frames sent at once, past the delayed ones (needs --delay).
+    #[arg(long, value_name = "P%")]
+    pub reorder: Option<String>,
+    /// Rate limit in bit/s of frame bytes (tbf), e.g. 100M or 1Gbit.
+    #[arg(long, value_name = "R")]
+    pub rate: Option<String>,
+    /// Queue limit in frames (tbf's queue, or a pfifo alone).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<String>,
+    /// Rate limit of the reverse direction, the DUT's egress toward the sender (tbf), for
+    /// bidirectional tests; the other impairments stay on the forward direction.
+    #[arg(long, value_name = "R")]
+    pub reverse_rate: Option<String>,
+    /// Remove every impairment.
+    #[arg(long, conflicts_with_all = ["loss", "duplicate", "delay", "jitter", "reorder", "rate", "limit", "reverse_rate"])]
+    pub clear: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabNameArgs {
+    /// Lab name: 1 to 8 characters of a-z and 0-9.
+    #[arg(long, default_value = "lr")]
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct LabUpArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// Transmit and receive queues on each end (default: one per CPU).
+    #[arg(long)]
+    pub queues: Option<u32>,
+    /// Put a device under test (netns <name>-dut) between sender and sink; default: none, the
+    /// direct pair.
+    #[arg(long)]
+    pub dut: Option<DutArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct LabStatusArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RxArgs {
+    /// Interface to receive on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// Native (drv) or generic (skb) XDP for the receive program.
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv",
+        help_heading = RECEIVE
+    )]
+    pub mode: XdpAttach,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub receiver: ReceiverArgs,
+    /// Print the flows as JSON on stdout at the end.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+}
+
+/// How the receive program is set up; shared by `rx` and `tx --rx`.
+#[derive(Debug, Clone, Args)]
+pub struct ReceiverArgs {
+    /// Flow ids tracked (a table entry each, 128 bytes per CPU); higher ids count as untracked.
+    #[arg(long, default_value_t = 4096, value_name = "N", help_heading = RECEIVE)]
+    pub rx_flows: u32,
+    /// Flow ids (from 0) that also get a latency histogram for percentiles (15 KiB per CPU each).
+    #[arg(long, default_value_t = 256, value_name = "N", help_heading = RECEIVE)]
+    pub rx_hist_flows: u32,
+    /// Clock both ends stamp with: monotonic (one host) or tai (two hosts synced by PTP).
+    #[arg(long, value_enum, default_value = "monotonic", help_heading = RECEIVE)]
+    pub clock: ClockArg,
+    /// Pass the frames on to the stack (for a capture) instead of dropping them.
+    #[arg(long, help_heading = RECEIVE)]
+    pub rx_pass: bool,
+    /// Time every frame's latency, not one frame of each departure stamp (costs a clock read a
+    /// frame: docs/receive.md).
+    #[arg(long, help_heading = RECEIVE)]
+    pub rx_time_every_frame: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    Monotonic,
+    Tai,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum XdpAttach {
+    Drv,
+    Skb,
+}
+
+#[derive(Debug, Args)]
+pub struct SinkArgs {
+    /// Interface to count on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// Native (drv) or generic (skb) XDP for the sink program.
+    #[arg(
+        long = "rx-mode",
+        alias = "mode",
+        value_name = "RX_MODE",
+        value_enum,
+        default_value = "drv"
+    )]
+    pub mode: XdpAttach,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Print the totals as JSON on stdout at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Linux: the fastest path this interface takes, chosen from its driver and kernel
+    /// (AF_XDP zero-copy, else live, else AF_XDP copy, else AF_PACKET); the default with -i.
+    Auto,
+    /// Linux AF_XDP.
+    Afxdp,
+    /// Linux AF_PACKET TX ring with qdisc bypass: every interface (VLAN, bond, dummy, wireless),
+    /// CAP_NET_RAW alone.
+    Afpacket,
+    /// macOS/BSD /dev/bpf (the default with -i there).
+    Bpf,
+    /// Linux in-kernel XDP transmit (BPF_PROG_RUN live frames, 5.18+): no skb, no copy.
+    Live,
+    /// Write frames to a pcap file (--pcap).
+    Pcap,
+    /// Count and discard: measures the generator alone.
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtoArg {
+    Udp,
+    Tcp,
+    Icmp,
+    /// An ARP request or reply in place of IP (the --arp-… flags).
+    Arp,
+    /// IP with no L4 header: the payload follows the IP header (protocol 61, IPv6's 59).
+    Ip,
+    /// Ethernet (and --vlan) with no IP: the payload follows it (ethertype 0xFFFF).
+    Ethernet,
+}
+
+#[derive(Debug, Args)]
+pub struct TxArgs {
+    // Declared first so that the help starts with what is sent.
+    #[command(flatten)]
+    pub stream: StreamArgs,
+    #[command(flatten)]
+    pub send: SendArgs,
+    /// max | 1.5M, 200k (frames/s) | 500Mbps (frame bytes) | 1Gbps-l1 (on the wire) | 50% (of
+    /// line rate). Split evenly across workers; applies to every stream of a --stream file.
+    #[arg(long, help_heading = PACE)]
+    pub rate: Option<String>,
+    /// Frames per burst (with --bursts-per-sec).
+    #[arg(long, requires = "bursts_per_sec", help_heading = PACE)]
+    pub burst: Option<u64>,
+    /// Bursts each second (with --burst).
+    #[arg(long, requires = "burst", help_heading = PACE)]
+    pub bursts_per_sec: Option<f64>,
+    /// Frames to send in all (across workers): 1000000, 1e6 or 1M; default: the stream's own
+    /// count, else until stopped.
+    #[arg(short = 'n', long, value_parser = linerate_wire::quantity::parse_count, help_heading = PACE)]
+    pub count: Option<u64>,
+    /// Receive on IFACE[@NETNS] and report per flow loss, order and latency (turns the signature
+    /// on); without a value, the lab's receive end (with -i on a lab).
+    #[arg(
+        long,
+        value_name = "IFACE[@NETNS]",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with_all = ["pcap", "null"],
+        help_heading = RECEIVE,
+        display_order = 0
+    )]
+    pub rx: Option<String>,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The capture: pcap (µs or ns) or pcapng, Ethernet link type.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Times the capture is sent: a number, or inf (until --count, --duration or Ctrl-C).
+    #[arg(long = "loop", value_name = "N|inf", default_value = "1", help_heading = SEND)]
+    pub loops: String,
+    /// Rewrite every frame's destination MAC (e.g. a lab's receive end).
+    #[arg(long, value_parser = NonEmptyStringValueParser::new(), help_heading = SEND)]
+    pub dst_mac: Option<String>,
+    /// Rewrite every frame's source MAC.
+    #[arg(long, value_parser = NonEmptyStringValueParser::new(), help_heading = SEND)]
+    pub src_mac: Option<String>,
+    #[command(flatten)]
+    pub send: SendArgs,
+    /// The capture's own timing scaled (1x, 2.5x, 0.5x), or max: as fast as the port goes.
+    #[arg(long, default_value = "1x", conflicts_with = "rate", help_heading = PACE)]
+    pub speed: String,
+    /// A fixed rate instead of the capture's timing: 1.5M, 200k (frames/s), 500Mbps, 1Gbps-l1,
+    /// 50%, max.
+    #[arg(long, help_heading = PACE)]
+    pub rate: Option<String>,
+    /// Frames to send in all (across workers): 1000000, 1e6 or 1M; stops inside a loop when it
+    /// comes first.
+    #[arg(short = 'n', long, value_parser = linerate_wire::quantity::parse_count, help_heading = PACE)]
+    pub count: Option<u64>,
+    /// Stream the frames from the mapped file, copying each into a port buffer as it is sent
+    /// (live: into the program's ring of frame entries, before each call), even when the
+    /// capture would fit the buffers (captures over 65,536 frames or 64 MiB of frames always
+    /// stream).
+    #[arg(long, help_heading = TUNING)]
+    pub stream: bool,
+    /// Receive on IFACE[@NETNS] and count what arrives (a capture carries no signature: the
+    /// port's totals); without a value, the lab's receive end (with -i on a lab).
+    #[arg(
+        long,
+        value_name = "IFACE[@NETNS]",
+        num_args = 0..=1,
+        default_missing_value = "",
+        conflicts_with_all = ["pcap", "null"],
+        help_heading = RECEIVE,
+        display_order = 0
+    )]
+    pub rx: Option<String>,
+}
+
+/// The port `tx` and `replay` open beside its interface: the workers' cores, a file port's
+/// MTU, the link speed a % rate is of.
+#[derive(Debug, Args)]
+pub struct PortArgs {
+    /// Link speed for % rates and % of line, when the port does not report it: 1G, 10G, 25G,
+    /// 40G, 100G, 2.5G, 100M.
+    #[arg(long, value_parser = parse_link_speed, help_heading = PACE)]
+    pub link_speed: Option<u64>,
+    /// One worker per core, e.g. 0,1; worker w of W sends frames w, w+W, … of the plan (of the
+    /// capture, for replay). Default: one worker, on the first core this process may run on;
+    /// with hosts on several ports, each port's on a free core of its own (a warning when
+    /// they must share).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub cores: Vec<usize>,
+    /// MTU of the pcap and null ports: frames may be MTU + 14 bytes of Ethernet header, + 4 a
+    /// VLAN tag.
+    #[arg(long, default_value_t = 1500, conflicts_with = "interface", help_heading = WHERE)]
+    pub mtu: u32,
+}
+
+/// The flags `tx` and `replay` share: the port, its workers, the output and the receive side.
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// Interface to transmit on.
+    #[arg(short, long, value_name = "IFACE", conflicts_with_all = ["pcap", "null"], help_heading = WHERE)]
+    pub interface: Option<String>,
+    /// Write the frames to this pcap file instead of an interface.
+    #[arg(long, value_name = "FILE", conflicts_with = "null", help_heading = WHERE)]
+    pub pcap: Option<PathBuf>,
+    /// Count and discard the frames (the generator's own speed).
+    #[arg(long, help_heading = WHERE)]
+    pub null: bool,
+    /// Backend; chosen from -i/--pcap/--null when left out.
+    #[arg(long, value_parser = backend(PORT_BACKENDS), help_heading = WHERE)]
+    pub backend: Option<Backend>,
+    /// Stop after this long, e.g. 10s, 500ms, 2min.
+    #[arg(short = 'd', long, value_parser = parse_duration, help_heading = PACE)]
+    pub duration: Option<std::time::Duration>,
+    /// With --rx: how long to wait for frames still on their way after the last one left.
+    #[arg(long, value_parser = parse_duration, default_value = "500ms", help_heading = RECEIVE)]
+    pub drain: std::time::Duration,
+    /// With --rx IFACE: native (drv) or generic (skb) XDP for the receive program.
+    #[arg(long, value_enum, default_value = "drv", help_heading = RECEIVE)]
+    pub rx_mode: XdpAttach,
+    #[command(flatten)]
+    pub receiver: ReceiverArgs,
+    /// Print the report as JSON on stdout.
+    #[arg(long, help_heading = OUTPUT)]
+    pub json: bool,
+    /// No live status line on stderr.
+    #[arg(short, long, help_heading = OUTPUT)]
+    pub quiet: bool,
+    /// Add the ring and pacing counters to the report (JSON always has them).
+    #[arg(short, long, help_heading = OUTPUT)]
+    pub verbose: bool,
+    /// The queue each worker drives, when it differs from its position (default 0,1,…).
+    #[arg(long, value_delimiter = ',', help_heading = TUNING)]
+    pub queues: Option<Vec<u32>>,
+    /// Frames per submit.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=2048), help_heading = TUNING)]
+    pub batch: u32,
+    #[command(flatten)]
+    pub afxdp: AfXdpArgs,
+    #[command(flatten)]
+    pub port: PortArgs,
+}
+
+/// How AF_XDP binds (Linux).
+#[derive(Debug, Clone, Args)]
+pub struct AfXdpArgs {
+    /// AF_XDP bind: zero-copy when the driver offers it, else copy (auto); or force one.
+    #[arg(long, value_enum, default_value = "auto", help_heading = TUNING)]
+    pub xdp_mode: XdpModeArg,
+    /// Pass-through XDP program for drivers that need one for zero-copy TX: only when needed
+    /// (auto), or always in driver (drv) or generic (skb) mode.
+    #[arg(long, value_enum, default_value = "auto", help_heading = TUNING)]
+    pub attach: AttachArg,
+    /// Kick the kernel after every batch instead of only when the ring asks.
+    #[arg(long, help_heading = TUNING)]
+    pub no_need_wakeup: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum XdpModeArg {
+    Auto,
+    Zerocopy,
+    Copy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AttachArg {
+    Auto,
+    Drv,
+    Skb,
+}
+
+#[derive(Debug, Args)]
+pub struct StreamArgs {
+    /// A TOML stream file; the template flags below are then refused (the file sets every key).
+    #[arg(long, value_name = "FILE.toml", help_heading = SEND)]
+    pub stream: Option<PathBuf>,
+    // The heading is set here, not on each template flag: every arg after this one names its own.
+    #[command(flatten, next_help_heading = SEND)]
+    pub template: TemplateFlags,
+}
+
+/// The backends that send on an interface here: the only ones `sweep` offers.
+#[cfg(target_os = "linux")]
+pub const INTERFACE_BACKENDS: &[Backend] = &[
+    Backend::Auto,
+    Backend::Afxdp,
+    Backend::Afpacket,
+    Backend::Live,
+];
+#[cfg(not(target_os = "linux"))]
+pub const INTERFACE_BACKENDS: &[Backend] = &[Backend::Bpf];
+
+/// What `tx` and `replay` offer: this platform's interface backends, the pcap and null ports.
+const PORT_BACKENDS: &[&[Backend]] = &[INTERFACE_BACKENDS, &[Backend::Pcap, Backend::Null]];
+
+/// `serve` transmits on the config's interfaces, on Linux.
+const SERVE_BACKENDS: &[Backend] = &[
+    Backend::Auto,
+    Backend::Afxdp,
+    Backend::Afpacket,
+    Backend::Live,
+];
+
+/// A `--backend` that offers (in help and completions) only `offered`. The others still parse,
+/// hidden, so that the command refuses them with its own line saying what it takes.
+pub(crate) fn backend(
+    offered: &'static [&'static [Backend]],
+) -> impl TypedValueParser<Value = Backend> {
+    let values = Backend::value_variants().iter().filter_map(move |b| {
+        let value = b.to_possible_value()?;
+        Some(value.hide(!offered.iter().any(|o| o.contains(b))))
+    });
+    PossibleValuesParser::new(values)
+        .map(|name| Backend::from_str(&name, false).expect("a possible value names a backend"))
+}
+
+/// Reads a link speed (`10G`, `2.5G`, `100M`) into Mbit/s.
+pub fn parse_link_speed(text: &str) -> Result<u64, String> {
+    text.parse::<linerate_report::LinkSpeed>()
+        .map(|l| l.mbps())
+        .map_err(|e| e.to_string())
+}
+
+/// Reads `10s`, `500ms`, `2min`, `1h` or a bare number of seconds (docs/usage.md, "Numbers and
+/// units").
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    linerate_stream::parse_duration(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use linerate_stream::{ArpOp, Proto, StreamSpec};
+
+    use super::*;
+
+    fn template(args: &[&str]) -> TemplateFlags {
+        let mut all = vec!["linerate", "tx", "--null"];
+        all.extend_from_slice(args);
+        match Cli::try_parse_from(all).expect("valid flags").command {
+            Command::Tx(tx) => tx.stream.template,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_count_is_written_as_any_number_is() {
+        for (text, want) in [("1000000", 1_000_000), ("1e6", 1_000_000), ("2.5k", 2_500)] {
+            let tx = Cli::try_parse_from(["linerate", "tx", "--null", "-n", text]).unwrap();
+            let Command::Tx(tx) = tx.command else {
+                panic!("tx");
+            };
+            assert_eq!(tx.count, Some(want), "{text}");
+        }
+        let err = Cli::try_parse_from(["linerate", "tx", "--null", "-n", "1.5"]).unwrap_err();
+        assert!(err.to_string().contains("whole number"), "{err}");
+    }
+
+    /// Every template flag is a key of the stream spec: a renamed spec key or a new flag without
+    /// a key fails here, not silently at run time.
+    #[test]
+    fn every_template_flag_is_a_spec_key() {
+        let keys = serde_json::to_value(StreamSpec::default()).unwrap();
+        let keys = keys.as_object().unwrap();
+        let command = TemplateFlags::augment_args(clap::Command::new("t"));
+        let flags: Vec<_> = command
+            .get_arguments()
+            .filter_map(|a| a.get_long())
+            .collect();
+        assert!(flags.len() >= 14, "{flags:?}");
+        for flag in flags {
+            assert!(keys.contains_key(flag), "--{flag} is no stream-spec key");
+        }
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_land_on_their_keys() {
+        let spec = template(&[
+            "--size",
+            "128",
+            "--size-mode",
+            "imix",
+            "--src-mac",
+            "02:00:00:00:00:07",
+            "--dst-mac",
+            "02:00:00:00:00:08",
+            "--src-ip",
+            "10.0.0.1",
+            "--dst-ip",
+            "10.0.0.2",
+            "--src-port",
+            "7",
+            "--dst-port",
+            "8",
+            "--vlan",
+            "5",
+            "--proto",
+            "tcp",
+            "--tcp-flags",
+            "SA",
+            "--payload",
+            "fixed:0xab",
+        ])
+        .spec()
+        .unwrap();
+        let expected = StreamSpec {
+            size: 128,
+            size_mode: "imix".parse().unwrap(),
+            src_mac: Some("02:00:00:00:00:07".parse().unwrap()),
+            dst_mac: Some("02:00:00:00:00:08".parse().unwrap()),
+            src_ip: Some("10.0.0.1".parse().unwrap()),
+            dst_ip: Some("10.0.0.2".parse().unwrap()),
+            src_port: 7,
+            dst_port: 8,
+            vlan: Some(5),
+            proto: Proto::Tcp,
+            tcp_flags: "SA".parse().unwrap(),
+            payload: "fixed:0xab".parse().unwrap(),
+            ..StreamSpec::seed()
+        };
+        assert_eq!(spec, expected);
+        assert_eq!(template(&[]).spec().unwrap(), StreamSpec::seed());
+        let v6 = template(&["--ipv6", "--vary", "src-port:inc:1-2"])
+            .spec()
+            .unwrap();
+        assert!(v6.ipv6);
+        assert_eq!(v6.vary, vec!["src-port:inc:1-2".parse().unwrap()]);
+        let arp = template(&[
+            "--proto",
+            "arp",
+            "--arp-op",
+            "reply",
+            "--arp-sender-mac",
+            "02:00:00:00:00:0c",
+            "--arp-sender-ip",
+            "10.0.0.1",
+            "--arp-target-mac",
+            "02:00:00:00:00:0d",
+            "--arp-target-ip",
+            "10.0.0.2",
+        ])
+        .spec()
+        .unwrap();
+        let expected = StreamSpec {
+            proto: Proto::Arp,
+            arp_op: ArpOp::Reply,
+            arp_sender_mac: Some("02:00:00:00:00:0c".parse().unwrap()),
+            arp_sender_ip: Some("10.0.0.1".parse().unwrap()),
+            arp_target_mac: Some("02:00:00:00:00:0d".parse().unwrap()),
+            arp_target_ip: Some("10.0.0.2".parse().unwrap()),
+            // The seed varies the IP identification, which an ARP frame does not have.
+            ..StreamSpec::default()
+        };
+        assert_eq!(arp, expected);
+        assert_eq!(
+            template(&["--size", "99", "--ipv6"]).given(),
+            vec!["ipv6".to_string(), "size".to_string()]
+        );
+    }
+}

@@ -1,0 +1,426 @@
+//! What a client asks of a config, read from the bodies of set_control_state, get_metrics and
+//! get_states into values, each refusal naming its JSON path. The server then only does it.
+
+use crate::{ControlState, Mapped, MetricsRequest, Rest, StatesRequest};
+
+/// What set_control_state asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Control {
+    /// Start or stop every flow of the config.
+    Transmit { start: bool },
+    /// Start or stop the captures of these ports (each has one in the config).
+    Capture { ports: Vec<String>, start: bool },
+    /// Start or stop every device's control plane (`protocol.all`).
+    Protocols { start: bool },
+    /// Advertise or withdraw these route ranges (`protocol.route`; each is in the config).
+    Routes { names: Vec<String>, advertise: bool },
+}
+
+/// What get_metrics asks for: the flows or the ports named (all, with none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsAsk {
+    Flows(Vec<String>),
+    Ports(Vec<String>),
+    /// The BGP peers of one family named (all of the family, with none).
+    Bgp {
+        v6: bool,
+        peers: Vec<String>,
+    },
+}
+
+/// What get_states asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatesAsk {
+    Neighbors(NeighborsAsk),
+    /// The prefixes these peers sent (every peer, with none), of the families asked.
+    BgpPrefixes {
+        peers: Vec<String>,
+        v4: bool,
+        v6: bool,
+    },
+}
+
+/// What get_states asks for: the neighbours of one family, of the ethernets named (all, with
+/// none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NeighborsAsk {
+    pub v6: bool,
+    pub ethernets: Vec<String>,
+}
+
+/// `path.KEY: not supported` for the first key of `rest` linerate does not model.
+fn rest(path: &str, rest: &Rest) -> Result<(), String> {
+    match rest.iter().find(|(_, v)| !v.is_null()) {
+        Some((k, _)) if path.is_empty() => Err(format!("{k}: not supported by linerate")),
+        Some((k, _)) => Err(format!("{path}.{k}: not supported by linerate")),
+        None => Ok(()),
+    }
+}
+
+/// The control a set_control_state body asks for, checked against the config.
+pub fn control(state: &ControlState, mapped: &Mapped) -> Result<Control, String> {
+    rest("body", &state.rest)?;
+    match (state.choice.as_deref(), &state.traffic, &state.port) {
+        (Some("traffic") | None, Some(t), _) => {
+            rest("traffic", &t.rest)?;
+            match (t.choice.as_deref(), &t.flow_transmit) {
+                (Some("flow_transmit") | None, Some(ft)) => transmit(ft, mapped),
+                (choice, _) => Err(format!(
+                    "traffic.choice: '{}' is not supported (flow_transmit is)",
+                    choice.unwrap_or("")
+                )),
+            }
+        }
+        (Some("port") | None, _, Some(p)) => {
+            rest("port", &p.rest)?;
+            match (p.choice.as_deref(), &p.capture) {
+                (Some("capture") | None, Some(c)) => capture(c, mapped),
+                (choice, _) => Err(format!(
+                    "port.choice: '{}' is not supported (capture is; links are the interfaces' own)",
+                    choice.unwrap_or("")
+                )),
+            }
+        }
+        (Some("protocol") | None, _, _) if state.protocol.is_some() => {
+            protocol(state.protocol.as_ref().expect("checked"), mapped)
+        }
+        (choice, _, _) => Err(format!(
+            "choice: '{}' is not supported: linerate has traffic, port capture and protocol states",
+            choice.unwrap_or("")
+        )),
+    }
+}
+
+fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, String> {
+    rest("protocol", &p.rest)?;
+    if mapped.routers.is_empty() {
+        return Err(
+            "protocol: the config has no device with a control plane (devices[].bgp)".into(),
+        );
+    }
+    match (p.choice.as_deref(), &p.all, &p.route) {
+        (Some("all") | None, Some(all), _) => {
+            rest("protocol.all", &all.rest)?;
+            match all.state.as_deref() {
+                Some("start") => Ok(Control::Protocols { start: true }),
+                Some("stop") => Ok(Control::Protocols { start: false }),
+                other => Err(format!(
+                    "protocol.all.state: '{}' is not start or stop",
+                    other.unwrap_or("")
+                )),
+            }
+        }
+        (Some("route") | None, _, Some(route)) => {
+            rest("protocol.route", &route.rest)?;
+            for (i, name) in route.names.iter().enumerate() {
+                if !mapped.ranges.iter().any(|r| &r.name == name) {
+                    return Err(format!(
+                        "protocol.route.names[{i}]: no route range is named '{name}'"
+                    ));
+                }
+            }
+            let names = if route.names.is_empty() {
+                mapped.ranges.iter().map(|r| r.name.clone()).collect()
+            } else {
+                route.names.clone()
+            };
+            match route.state.as_deref() {
+                Some("advertise") => Ok(Control::Routes {
+                    names,
+                    advertise: true,
+                }),
+                Some("withdraw") => Ok(Control::Routes {
+                    names,
+                    advertise: false,
+                }),
+                other => Err(format!(
+                    "protocol.route.state: '{}' is not advertise or withdraw",
+                    other.unwrap_or("")
+                )),
+            }
+        }
+        (choice, _, _) => Err(format!(
+            "protocol.choice: '{}' is not supported (all and route are)",
+            choice.unwrap_or("")
+        )),
+    }
+}
+
+/// The BGP peers of `mapped`, of one family, by name.
+fn bgp_peers(mapped: &Mapped, v6: Option<bool>) -> Vec<&str> {
+    mapped
+        .routers
+        .iter()
+        .flat_map(|d| &d.bgp.peers)
+        .filter(|p| v6.is_none_or(|v6| p.address.is_ipv6() == v6))
+        .map(|p| p.name.as_str())
+        .collect()
+}
+
+fn transmit(ft: &crate::StateTrafficFlowTransmit, mapped: &Mapped) -> Result<Control, String> {
+    for (i, name) in ft.flow_names.iter().enumerate() {
+        if !mapped.flows.iter().any(|f| &f.name == name) {
+            return Err(format!(
+                "traffic.flow_transmit.flow_names[{i}]: no flow is named '{name}'"
+            ));
+        }
+    }
+    if !ft.flow_names.is_empty() && ft.flow_names.len() != mapped.flows.len() {
+        return Err(
+            "traffic.flow_transmit.flow_names: linerate starts and stops every flow of \
+                    the config together (name them all, or none)"
+                .into(),
+        );
+    }
+    match ft.state.as_deref() {
+        Some("start") if mapped.flows.is_empty() => {
+            Err("the config has no flows to transmit".into())
+        }
+        Some("start") => Ok(Control::Transmit { start: true }),
+        Some("stop") => Ok(Control::Transmit { start: false }),
+        Some("pause" | "resume") => Err("traffic.flow_transmit.state: pause and resume are not \
+                                         supported (linerate's engine cannot hold a run \
+                                         mid-way): stop, then start again"
+            .into()),
+        other => Err(format!(
+            "traffic.flow_transmit.state: '{}' is not start, stop, pause or resume",
+            other.unwrap_or("")
+        )),
+    }
+}
+
+fn capture(c: &crate::StatePortCapture, mapped: &Mapped) -> Result<Control, String> {
+    let ports: Vec<String> = if c.port_names.is_empty() {
+        mapped
+            .ports
+            .iter()
+            .filter(|p| p.capture)
+            .map(|p| p.name.clone())
+            .collect()
+    } else {
+        c.port_names.clone()
+    };
+    for (i, name) in ports.iter().enumerate() {
+        match mapped.port(name) {
+            None => {
+                return Err(format!(
+                    "port.capture.port_names[{i}]: no port is named '{name}'"
+                ));
+            }
+            Some(p) if !p.capture => {
+                return Err(format!(
+                    "port.capture.port_names[{i}]: port '{name}' has no capture in the config \
+                     (add one under captures)"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let start = match c.state.as_deref() {
+        Some("start") => true,
+        Some("stop") => false,
+        other => {
+            return Err(format!(
+                "port.capture.state: '{}' is not start or stop",
+                other.unwrap_or("")
+            ));
+        }
+    };
+    Ok(Control::Capture { ports, start })
+}
+
+/// The metrics a get_metrics body asks for, checked against the config.
+pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, String> {
+    match (req.choice.as_deref(), &req.flow, &req.port) {
+        (Some("flow") | None, Some(f), _) => {
+            for (i, name) in f.flow_names.iter().enumerate() {
+                if !mapped.flows.iter().any(|g| &g.name == name) {
+                    return Err(format!("flow.flow_names[{i}]: no flow is named '{name}'"));
+                }
+            }
+            Ok(MetricsAsk::Flows(f.flow_names.clone()))
+        }
+        (Some("port") | None, _, p) => {
+            let names = p.as_ref().map(|p| p.port_names.clone()).unwrap_or_default();
+            for (i, name) in names.iter().enumerate() {
+                if mapped.port(name).is_none() {
+                    return Err(format!("port.port_names[{i}]: no port is named '{name}'"));
+                }
+            }
+            Ok(MetricsAsk::Ports(names))
+        }
+        (Some(c @ ("bgpv4" | "bgpv6")), _, _) => {
+            let v6 = c == "bgpv6";
+            let asked = if v6 { &req.bgpv6 } else { &req.bgpv4 };
+            let asked = asked.clone().unwrap_or_default();
+            let known = bgp_peers(mapped, Some(v6));
+            for (i, name) in asked.peer_names.iter().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    return Err(format!(
+                        "{c}.peer_names[{i}]: no {c} peer is named '{name}'"
+                    ));
+                }
+            }
+            Ok(MetricsAsk::Bgp {
+                v6,
+                peers: asked.peer_names,
+            })
+        }
+        (Some(other), _, _) => Err(format!(
+            "choice: '{other}' metrics are not supported (port, flow, bgpv4 and bgpv6 are)"
+        )),
+    }
+}
+
+/// The neighbours a get_states body asks for, checked against the config.
+pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String> {
+    rest("", &req.rest)?;
+    let (v6, asked) = match req.choice.as_deref() {
+        Some("ipv4_neighbors") | None => (false, &req.ipv4_neighbors),
+        Some("ipv6_neighbors") => (true, &req.ipv6_neighbors),
+        Some("bgp_prefixes") => return bgp_prefixes(req, mapped),
+        Some(other) => {
+            return Err(format!(
+                "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors and \
+                 bgp_prefixes are)"
+            ));
+        }
+    };
+    let key = if v6 {
+        "ipv6_neighbors"
+    } else {
+        "ipv4_neighbors"
+    };
+    let asked = asked.clone().unwrap_or_default();
+    rest(key, &asked.rest)?;
+    for (i, name) in asked.ethernet_names.iter().enumerate() {
+        if !mapped.hosts.iter().any(|h| &h.ethernet == name) {
+            return Err(format!(
+                "{key}.ethernet_names[{i}]: no ethernet with an address is named '{name}'"
+            ));
+        }
+    }
+    Ok(StatesAsk::Neighbors(NeighborsAsk {
+        v6,
+        ethernets: asked.ethernet_names,
+    }))
+}
+
+fn bgp_prefixes(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String> {
+    let asked = req.bgp_prefixes.clone().unwrap_or_default();
+    rest("bgp_prefixes", &asked.rest)?;
+    let known = bgp_peers(mapped, None);
+    for (i, name) in asked.bgp_peer_names.iter().enumerate() {
+        if !known.contains(&name.as_str()) {
+            return Err(format!(
+                "bgp_prefixes.bgp_peer_names[{i}]: no BGP peer is named '{name}'"
+            ));
+        }
+    }
+    let (mut v4, mut v6) = (
+        asked.prefix_filters.is_empty(),
+        asked.prefix_filters.is_empty(),
+    );
+    for (i, f) in asked.prefix_filters.iter().enumerate() {
+        match f.as_str() {
+            "ipv4_unicast" => v4 = true,
+            "ipv6_unicast" => v6 = true,
+            other => {
+                return Err(format!(
+                    "bgp_prefixes.prefix_filters[{i}]: '{other}' is not ipv4_unicast or ipv6_unicast"
+                ));
+            }
+        }
+    }
+    let peers = if asked.bgp_peer_names.is_empty() {
+        known.iter().map(|s| (*s).to_owned()).collect()
+    } else {
+        asked.bgp_peer_names
+    };
+    Ok(StatesAsk::BgpPrefixes { peers, v4, v6 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapped() -> Mapped {
+        let config = serde_json::json!({
+            "ports": [{"name": "p1", "location": "a0"}, {"name": "p2", "location": "a1"}],
+            "captures": [{"name": "c", "port_names": ["p2"]}],
+            "flows": [{"name": "f", "tx_rx": {"choice": "port",
+                "port": {"tx_name": "p1", "rx_names": ["p2"]}},
+                "packet": [{"choice": "ethernet", "ethernet": {}}, {"choice": "ipv4", "ipv4": {}},
+                    {"choice": "udp", "udp": {}}]}]
+        });
+        crate::map_config(&crate::parse_config(config.to_string().as_bytes()).unwrap()).unwrap()
+    }
+
+    fn body<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn controls_are_read_into_values_and_refused_by_path() {
+        let m = mapped();
+        let start = body(serde_json::json!({"choice": "traffic",
+            "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}));
+        assert_eq!(control(&start, &m), Ok(Control::Transmit { start: true }));
+        let capture = body(serde_json::json!({"choice": "port",
+            "port": {"choice": "capture", "capture": {"state": "stop"}}}));
+        assert_eq!(
+            control(&capture, &m),
+            Ok(Control::Capture {
+                ports: vec!["p2".into()],
+                start: false
+            })
+        );
+        let pause = body(serde_json::json!({"traffic": {"flow_transmit": {"state": "pause"}}}));
+        assert!(
+            control(&pause, &m)
+                .unwrap_err()
+                .starts_with("traffic.flow_transmit.state")
+        );
+        let no_capture = body(serde_json::json!({"port": {"capture":
+            {"port_names": ["p1"], "state": "start"}}}));
+        let e = control(&no_capture, &m).unwrap_err();
+        assert!(e.starts_with("port.capture.port_names[0]"), "{e}");
+        let protocol = body(serde_json::json!({"choice": "protocol",
+            "protocol": {"choice": "all", "all": {"state": "start"}}}));
+        assert!(
+            control(&protocol, &m)
+                .unwrap_err()
+                .contains("no device with a control plane")
+        );
+    }
+
+    #[test]
+    fn metrics_and_states_name_what_is_not_in_the_config() {
+        let m = mapped();
+        let flows = body(serde_json::json!({"choice": "flow", "flow": {"flow_names": ["f"]}}));
+        assert_eq!(metrics(&flows, &m), Ok(MetricsAsk::Flows(vec!["f".into()])));
+        let nosuch = body(serde_json::json!({"choice": "port", "port": {"port_names": ["x"]}}));
+        assert!(
+            metrics(&nosuch, &m)
+                .unwrap_err()
+                .starts_with("port.port_names[0]")
+        );
+        let v6 = body(serde_json::json!({"choice": "ipv6_neighbors", "ipv6_neighbors": {}}));
+        assert_eq!(
+            states(&v6, &m),
+            Ok(StatesAsk::Neighbors(NeighborsAsk {
+                v6: true,
+                ethernets: vec![]
+            }))
+        );
+        let bgp = body(serde_json::json!({"choice": "bgp_prefixes",
+            "bgp_prefixes": {"bgp_peer_names": ["nobody"]}}));
+        assert!(
+            states(&bgp, &m)
+                .unwrap_err()
+                .starts_with("bgp_prefixes.bgp_peer_names[0]")
+        );
+        let lsps = body(serde_json::json!({"choice": "isis_lsps"}));
+        assert!(states(&lsps, &m).unwrap_err().contains("isis_lsps"));
+    }
+}

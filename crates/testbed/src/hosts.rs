@@ -1,0 +1,249 @@
+//! Hosts on this machine's ports: every port a host lives on is a place, each answering ARP,
+//! ND and ping for its hosts and counting the flows sent toward it, all sending at once.
+
+use std::sync::Arc;
+
+use linerate_session::{HostSession, PortRun, PortSession, RunOptions, RunReceiver};
+use linerate_stream::{Plan, StreamSpec};
+
+use crate::bed::{BedRun, BedSpec, PlaceRun, Places};
+use crate::error::{Result, TestBedError};
+use crate::{FlowAt, RunResult};
+
+#[derive(Debug)]
+pub(crate) struct LocalHosts {
+    session: HostSession,
+    peers: Vec<linerate_stream::HostSpec>,
+    wait: std::time::Duration,
+    runs: Vec<PortRun>,
+    plans: Vec<Plan>,
+}
+
+impl LocalHosts {
+    pub(crate) fn open(spec: &BedSpec) -> Result<LocalHosts> {
+        let Places::Hosts {
+            hosts,
+            given,
+            peers,
+            capture,
+        } = &spec.places
+        else {
+            unreachable!("opened for hosts");
+        };
+        let mut rx = spec.rx.clone().unwrap_or_default();
+        // A capture needs the frames to reach the stack.
+        rx.receiver.pass |= !capture.is_empty();
+        let mut session = HostSession::open(hosts, &spec.port, &rx)?;
+        for g in given {
+            session.give_neighbour(&g.host, g.hop, g.mac)?;
+        }
+        Ok(LocalHosts {
+            session,
+            peers: peers.clone(),
+            wait: spec.resolve_wait,
+            runs: Vec::new(),
+            plans: Vec::new(),
+        })
+    }
+
+    pub(crate) fn pass_to_stack(&self, host: &str) -> Result<()> {
+        Ok(self.session.pass_to_stack(host)?)
+    }
+
+    pub(crate) fn places(&self) -> Vec<String> {
+        self.session.ports.clone()
+    }
+
+    pub(crate) fn resolve(&mut self) -> Result<()> {
+        self.session
+            .resolve_gateways(self.wait)
+            .map_err(|e| TestBedError::from(e).context("the hosts' gateways"))
+    }
+
+    /// Each place's run of `streams`, its next hops resolved, the addresses a stream's own
+    /// headers set kept on top of its hosts'.
+    fn runs(&mut self, streams: &[StreamSpec]) -> Result<Vec<PortRun>> {
+        let mut runs = self
+            .session
+            .runs_toward(streams, &self.peers, self.wait)
+            .map_err(|e| TestBedError::from(e).context("the hosts' next hops"))?;
+        for s in runs.iter_mut().flat_map(|r| r.streams.iter_mut()) {
+            if let Some(own) = streams.iter().find(|m| m.name == s.name) {
+                keep_own(s, own);
+            }
+        }
+        Ok(runs)
+    }
+
+    pub(crate) fn compile(
+        &mut self,
+        streams: &[StreamSpec],
+        ids: Option<&[u16]>,
+    ) -> Result<Vec<FlowAt>> {
+        let runs = self.runs(streams)?;
+        let firsts = ids.map(|ids| first_ids(&runs, streams, ids)).transpose()?;
+        let plans = self
+            .session
+            .session
+            .compile_from(&runs, firsts.as_deref())?;
+        let mut flows = vec![FlowAt::default(); streams.len()];
+        for (r, plan) in runs.iter().zip(&plans) {
+            for (j, (s, to)) in r.streams.iter().zip(&r.to).enumerate() {
+                if let Some(i) = streams.iter().position(|f| f.name == s.name) {
+                    flows[i] = FlowAt {
+                        id: plan.first_flow + j as u16,
+                        tx: r.port,
+                        rx: *to,
+                    };
+                }
+            }
+        }
+        self.runs = runs;
+        self.plans = plans;
+        Ok(flows)
+    }
+
+    pub(crate) fn check(&self, streams: &[StreamSpec]) -> Result<()> {
+        // Without resolving: a size or MTU refusal needs no neighbour.
+        for r in &self.runs {
+            let sized: Vec<StreamSpec> = r
+                .streams
+                .iter()
+                .map(|s| {
+                    let own = streams.iter().find(|m| m.name == s.name).unwrap_or(s);
+                    StreamSpec {
+                        size: own.size,
+                        ..s.clone()
+                    }
+                })
+                .collect();
+            self.session.session.port(r.port).compile(&sized)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn run(&mut self, run: RunOptions<'_>, cleared: bool) -> Result<BedRun> {
+        let session = &mut self.session.session;
+        let outcomes = if cleared {
+            session.run_cleared(&self.runs, &self.plans, run)?
+        } else {
+            session.run_all(&self.runs, &self.plans, run)?
+        };
+        let mut summary = RunResult::default();
+        let mut mode = None;
+        let mut places = Vec::with_capacity(outcomes.len());
+        for o in outcomes {
+            summary
+                .per_flow
+                .extend(o.sent.iter().map(|(id, _, n)| (*id, *n)));
+            if let Some(r) = &o.report {
+                summary.frames += r.completed;
+                summary.bytes += r.bytes;
+                summary.per_port.push((o.port, r.completed, r.bytes));
+                summary.elapsed_s = summary.elapsed_s.max(r.elapsed_s);
+                if mode.is_none() {
+                    mode = r.workers.first().map(|w| w.mode.clone());
+                }
+            }
+            places.push(PlaceRun {
+                place: o.port,
+                report: o.report,
+                sent: o.sent,
+                received: o.flows,
+            });
+        }
+        Ok(BedRun {
+            summary,
+            places,
+            flows: Vec::new(),
+            sink: None,
+            mode,
+        })
+    }
+
+    pub(crate) fn plan(&self, place: usize) -> Option<&Plan> {
+        self.runs
+            .iter()
+            .position(|r| r.port == place)
+            .map(|i| &self.plans[i])
+    }
+
+    pub(crate) fn first_sender(&self) -> Option<&PortSession> {
+        let first = self.runs.first().map_or(0, |r| r.port);
+        self.session.session.ports().get(first)
+    }
+
+    pub(crate) fn check_receivers(&self) -> Result<()> {
+        self.session
+            .session
+            .ports()
+            .iter()
+            .try_for_each(PortSession::check_receiver)
+            .map_err(Into::into)
+    }
+
+    pub(crate) fn asked(&self) -> linerate_session::AskedNeighbours {
+        self.session.asked()
+    }
+
+    pub(crate) fn receivers(&self) -> Vec<Option<Arc<RunReceiver>>> {
+        self.session
+            .session
+            .ports()
+            .iter()
+            .map(PortSession::rx_handle)
+            .collect()
+    }
+}
+
+/// The addresses a flow's own headers set stay on top of its hosts' (patterns vary them all
+/// the same).
+fn keep_own(run: &mut StreamSpec, own: &StreamSpec) {
+    run.src_ip = own.src_ip.or(run.src_ip);
+    run.dst_ip = own.dst_ip.or(run.dst_ip);
+    run.src_mac = own.src_mac.or(run.src_mac);
+    run.dst_mac = own.dst_mac.or(run.dst_mac);
+}
+
+/// The first flow id of each run from the ids given per stream, which must follow each other
+/// on one port.
+fn first_ids(runs: &[PortRun], streams: &[StreamSpec], ids: &[u16]) -> Result<Vec<u16>> {
+    if ids.len() != streams.len() {
+        return Err(TestBedError::usage(format!(
+            "{} streams but {} flow ids",
+            streams.len(),
+            ids.len()
+        )));
+    }
+    let id = |name: &String| {
+        streams
+            .iter()
+            .position(|s| s.name == *name)
+            .map(|i| ids[i])
+            .ok_or_else(|| TestBedError::usage(format!("stream {name:?}: no flow id")))
+    };
+    runs.iter()
+        .map(|r| {
+            let got = r
+                .streams
+                .iter()
+                .map(|s| id(&s.name))
+                .collect::<Result<Vec<u16>>>()?;
+            let first = *got
+                .first()
+                .ok_or_else(|| TestBedError::usage("a port's run without streams"))?;
+            if got
+                .iter()
+                .enumerate()
+                .any(|(i, &f)| usize::from(f) != usize::from(first) + i)
+            {
+                return Err(TestBedError::usage(format!(
+                    "port {}: flow ids {got:?} do not follow each other (a controller numbers \
+                     one port's flows consecutively)",
+                    r.port
+                )));
+            }
+            Ok(first)
+        })
+        .collect()
+}

@@ -1,0 +1,75 @@
+"""One round of scripts/bench-routes.sh: set a config whose one device advertises V4 IPv4 /24s
+and V6 IPv6 /64s to the lab's BGP DUT, then time the device's own count and the DUT's FIB.
+Prints `advertised S fib S bgpd MiB bird MiB serve MiB`."""
+import os
+import subprocess
+import time
+
+import snappi
+
+lab, url = os.environ["LAB"], os.environ["URL"]
+v4, v6 = int(os.environ["V4"]), int(os.environ["V6"])
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def fib_count():
+    """IPv4: the DUT's kernel FIB. IPv6: BIRD's table (the lab's links have IPv6 off, so the
+    kernel takes no IPv6 route; BIRD still learns and counts them)."""
+    out = subprocess.run(["ip", "-n", f"{lab}-dut", "-4", "route", "show", "proto", "bird"],
+                         check=True, capture_output=True, text=True).stdout
+    total = out.count("\n")
+    out = subprocess.run(["birdc", "-s", f"/run/linerate/labs/{lab}.bird.ctl", "show", "route",
+                          "count", "table", "master6"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[1] == "of":
+            total += int(words[0])
+    return total
+
+
+status = subprocess.run(["target/release/linerate", "lab", "status", "--name", lab],
+                        capture_output=True, text=True).stdout
+sender = f"{lab}0"
+west = next(w for w in status.split() if w.startswith("198.18."))
+gw = west.rsplit(".", 1)[0] + "." + str(int(west.rsplit(".", 1)[1]) + 1)
+api = snappi.api(location=url, verify=False)
+c = api.config()
+c.ports.port(name="p", location=sender)
+d = c.devices.add(name="d")
+e = d.ethernets.add(name="e")
+e.connection.port_name = "p"
+e.mac = "02:00:00:00:0c:01"
+ip = e.ipv4_addresses.add(name="ip", address=west, prefix=30, gateway=gw)
+d.bgp.router_id = west
+p = d.bgp.ipv4_interfaces.add(ipv4_name="ip").peers.add(name="peer")
+p.set(as_number=65201, as_type=p.EBGP, peer_address=gw)
+p.v4_routes.add(name="r4").addresses.add(address="100.0.0.0", prefix=24, count=v4, step=1)
+if v6:
+    p.v6_routes.add(name="r6").addresses.add(address="2001:db8::", prefix=64, count=v6, step=1)
+api.set_config(c)
+start = time.time()
+advertised = fib = None
+while fib is None and time.time() - start < 600:
+    if advertised is None:
+        req = api.metrics_request()
+        req.bgpv4.peer_names = []
+        (m,) = api.get_metrics(req).bgpv4_metrics
+        if m.routes_advertised == v4 + v6:
+            advertised = time.time() - start
+    if fib_count() == v4 + v6:
+        fib = time.time() - start
+    time.sleep(0.1)
+bgpd = int(open(next(f"/run/linerate/routing/{n}/bgpd.pid" for n in os.listdir("/run/linerate/routing"))).read())
+bird = int(open(f"/run/linerate/labs/{lab}.bird.pid").read())
+print(f"advertised {advertised:.2f} fib {fib:.2f} bgpd {rss_mib(bgpd)} bird {rss_mib(bird)} serve {rss_mib(int(os.environ['SERVER']))}")
+# The next round starts from nothing: an empty config stops the daemon and the DUT withdraws.
+api.set_config(api.config())
+while fib_count():
+    time.sleep(0.1)

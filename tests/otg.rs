@@ -197,6 +197,51 @@ fn snappi_bgp_devices_back_to_back_learn_each_others_routes() {
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
+/// Two devices back to back that speak IS-IS through FRR (issue 35), point-to-point at both
+/// levels: tests/otg/isis_b2b.py checks adjacencies, the LSPs each learned with the other's
+/// ranges, the routes in a device's own FIB, flows between the ranges, withdraw/advertise,
+/// protocol stop/start and a daemon's death; after SIGTERM no device namespace or daemon is
+/// left, and the ports' XDP programs stay.
+#[test]
+fn snappi_isis_devices_back_to_back_learn_each_others_lsps() {
+    if !root_or_skip("OTG devices with IS-IS") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("ois", 1);
+    let (server, url) = serve(&["--cores", "0,1"]);
+    let status = Command::new(&python)
+        .arg("tests/otg/isis_b2b.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .status()
+        .expect("run tests/otg/isis_b2b.py");
+    assert!(status.success(), "the IS-IS script failed (output above)");
+    let ours = device_namespaces_of(server.0.id());
+    assert_eq!(ours.len(), 2, "two devices, two namespaces: {ours:?}");
+    drop(server);
+    for ns in &ours {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "device namespace {ns} was left behind"
+        );
+    }
+    let left = Command::new("pgrep")
+        .args(["-f", "/run/linerate/routing/"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "daemons left behind: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 /// The routed lab of issue 35: two devices advertise 1,000 prefixes each by eBGP to a BIRD
 /// DUT (`lab up --dut bgp`) that installs them; traffic to every prefix crosses it exactly, and
 /// a withdrawn range stops being forwarded (tests/otg/bgp_router.py asserts it, the DUT's FIB

@@ -26,6 +26,7 @@ pub(super) async fn get_states(State(app): State<Arc<App>>, body: Bytes) -> Resu
         StatesAsk::BgpPrefixes { peers, v4, v6 } => {
             return super::routing::prefixes(&app, peers, v4, v6).await;
         }
+        StatesAsk::IsisLsps(routers) => return super::routing::isis(&app, routers, true).await,
     };
     let learnt = if mapped.hosts.is_empty() {
         Default::default()

@@ -1,6 +1,7 @@
 //! The devices' control planes of a config: started with it, stopped and started by
 //! `protocol.all`, route ranges withdrawn and advertised by `protocol.route`, and read for
-//! get_metrics (`bgpv4`, `bgpv6`) and get_states (`bgp_prefixes`) from the daemons themselves.
+//! get_metrics (`bgpv4`, `bgpv6`, `isis`) and get_states (`bgp_prefixes`, `isis_lsps`) from the
+//! daemons themselves.
 
 use axum::response::Response;
 use linerate_otg as otg;
@@ -15,10 +16,9 @@ fn lock(d: &Daemons) -> std::sync::MutexGuard<'_, Routers> {
 
 /// The config's daemons, when it has any.
 fn daemons(app: &App) -> Result<Daemons, Fail> {
-    app.lock()
-        .routers
-        .clone()
-        .ok_or_else(|| Fail::bad("the config has no device with a control plane (devices[].bgp)"))
+    app.lock().routers.clone().ok_or_else(|| {
+        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis)")
+    })
 }
 
 fn failed(e: &linerate_routing::RoutingError) -> Fail {
@@ -75,6 +75,25 @@ pub(super) async fn metrics(app: &App, v6: bool, peers: Vec<String>) -> Result<R
         v6,
         &peers,
     )))
+}
+
+/// get_metrics `isis` (`lsps` false) or get_states `isis_lsps` (true): the routers named, all
+/// with none.
+pub(super) async fn isis(app: &App, routers: Vec<String>, lsps: bool) -> Result<Response, Fail> {
+    let d = daemons(app)?;
+    let mapped = app.mapped()?;
+    let views = blocking(move || lock(&d).isis())
+        .await?
+        .map_err(|e| failed(&e))?;
+    Ok(if lsps {
+        json(&otg::isis::answers::lsps_response(&views, &routers))
+    } else {
+        json(&otg::isis::answers::metrics_response(
+            &mapped.routers,
+            &views,
+            &routers,
+        ))
+    })
 }
 
 /// get_states `bgp_prefixes`: what each peer asked for sent its device.

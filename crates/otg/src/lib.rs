@@ -9,6 +9,7 @@ pub mod bgp;
 mod count;
 mod error;
 pub mod exposition;
+pub mod isis;
 mod map;
 pub mod metrics;
 mod model;

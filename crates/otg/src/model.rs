@@ -87,14 +87,15 @@ pub struct Capture {
     pub rest: Rest,
 }
 
-/// Device: an emulated host's interfaces and its BGP; its other control planes (isis, ospfv2,
-/// …) land in `rest` and are refused.
+/// Device: an emulated host's interfaces, its BGP and its IS-IS; its other control planes
+/// (ospfv2, …) land in `rest` and are refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
     #[serde(default)]
     pub ethernets: Vec<DeviceEthernet>,
     pub bgp: Option<crate::bgp::DeviceBgp>,
+    pub isis: Option<crate::isis::DeviceIsis>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -702,6 +703,7 @@ pub struct MetricsRequest {
     pub flow: Option<FlowMetricsRequest>,
     pub bgpv4: Option<crate::bgp::BgpMetricsRequest>,
     pub bgpv6: Option<crate::bgp::BgpMetricsRequest>,
+    pub isis: Option<crate::isis::IsisMetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -743,6 +745,7 @@ pub struct StatesRequest {
     pub ipv4_neighbors: Option<NeighborsStatesRequest>,
     pub ipv6_neighbors: Option<NeighborsStatesRequest>,
     pub bgp_prefixes: Option<crate::bgp::BgpPrefixStateRequest>,
+    pub isis_lsps: Option<crate::isis::IsisLspsStateRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

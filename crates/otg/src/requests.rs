@@ -26,6 +26,8 @@ pub enum MetricsAsk {
         v6: bool,
         peers: Vec<String>,
     },
+    /// The IS-IS routers named (all, with none).
+    Isis(Vec<String>),
 }
 
 /// What get_states asks for.
@@ -38,6 +40,8 @@ pub enum StatesAsk {
         v4: bool,
         v6: bool,
     },
+    /// The LSPs these IS-IS routers learned (every router's, with none).
+    IsisLsps(Vec<String>),
 }
 
 /// What get_states asks for: the neighbours of one family, of the ethernets named (all, with
@@ -95,7 +99,7 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
     rest("protocol", &p.rest)?;
     if mapped.routers.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp)".into(),
+            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis)".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -151,9 +155,20 @@ fn bgp_peers(mapped: &Mapped, v6: Option<bool>) -> Vec<&str> {
     mapped
         .routers
         .iter()
-        .flat_map(|d| &d.bgp.peers)
+        .filter_map(|d| d.bgp.as_ref())
+        .flat_map(|b| &b.peers)
         .filter(|p| v6.is_none_or(|v6| p.address.is_ipv6() == v6))
         .map(|p| p.name.as_str())
+        .collect()
+}
+
+/// The IS-IS routers of `mapped`, by name.
+fn isis_routers(mapped: &Mapped) -> Vec<&str> {
+    mapped
+        .routers
+        .iter()
+        .filter_map(|d| d.isis.as_ref())
+        .map(|i| i.name.as_str())
         .collect()
 }
 
@@ -266,8 +281,24 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
                 peers: asked.peer_names,
             })
         }
+        (Some("isis"), _, _) => {
+            let asked = req.isis.clone().unwrap_or_default();
+            rest("isis", &asked.rest)?;
+            let known = isis_routers(mapped);
+            if known.is_empty() {
+                return Err("isis: the config has no IS-IS router (devices[].isis)".into());
+            }
+            for (i, name) in asked.router_names.iter().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    return Err(format!(
+                        "isis.router_names[{i}]: no IS-IS router is named '{name}'"
+                    ));
+                }
+            }
+            Ok(MetricsAsk::Isis(asked.router_names))
+        }
         (Some(other), _, _) => Err(format!(
-            "choice: '{other}' metrics are not supported (port, flow, bgpv4 and bgpv6 are)"
+            "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6 and isis are)"
         )),
     }
 }
@@ -279,10 +310,26 @@ pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String>
         Some("ipv4_neighbors") | None => (false, &req.ipv4_neighbors),
         Some("ipv6_neighbors") => (true, &req.ipv6_neighbors),
         Some("bgp_prefixes") => return bgp_prefixes(req, mapped),
+        Some("isis_lsps") => {
+            let asked = req.isis_lsps.clone().unwrap_or_default();
+            rest("isis_lsps", &asked.rest)?;
+            let known = isis_routers(mapped);
+            if known.is_empty() {
+                return Err("isis_lsps: the config has no IS-IS router (devices[].isis)".into());
+            }
+            for (i, name) in asked.isis_router_names.iter().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    return Err(format!(
+                        "isis_lsps.isis_router_names[{i}]: no IS-IS router is named '{name}'"
+                    ));
+                }
+            }
+            return Ok(StatesAsk::IsisLsps(asked.isis_router_names));
+        }
         Some(other) => {
             return Err(format!(
-                "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors and \
-                 bgp_prefixes are)"
+                "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors, \
+                 bgp_prefixes and isis_lsps are)"
             ));
         }
     };

@@ -30,7 +30,7 @@ impl Version {
 /// Metrics.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
-    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics` or `bgpv6_metrics`.
+    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics` or `isis_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
@@ -40,6 +40,8 @@ pub struct MetricsResponse {
     pub bgpv4_metrics: Option<Vec<crate::bgp::BgpMetric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bgpv6_metrics: Option<Vec<crate::bgp::BgpMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isis_metrics: Option<Vec<crate::isis::IsisMetric>>,
 }
 
 /// Port.Metric
@@ -104,7 +106,7 @@ pub struct MetricLatency {
 /// States.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatesResponse {
-    /// `ipv4_neighbors`, `ipv6_neighbors` or `bgp_prefixes`.
+    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes` or `isis_lsps`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
@@ -112,6 +114,8 @@ pub struct StatesResponse {
     pub ipv6_neighbors: Option<Vec<Neighborsv6State>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bgp_prefixes: Option<Vec<crate::bgp::BgpPrefixesState>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub isis_lsps: Option<Vec<crate::isis::IsisLspsState>>,
 }
 
 /// Neighborsv4.State

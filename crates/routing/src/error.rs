@@ -10,8 +10,12 @@ pub enum RoutingError {
     #[error("{path} is missing: install FRR (`apt-get install frr`, or ./scripts/setup.sh)")]
     NoDaemon { path: String },
     /// The device's daemon exited, or did not come up.
-    #[error("device {device}: bgpd {why}")]
-    Daemon { device: String, why: String },
+    #[error("device {device}: {daemon} {why}")]
+    Daemon {
+        device: String,
+        daemon: &'static str,
+        why: String,
+    },
     /// The daemon answered something linerate cannot read.
     #[error("device {device}: unreadable answer to `{command}`: {why}")]
     Answer {

@@ -1,6 +1,6 @@
-//! Devices' control planes. A device that speaks BGP gets a network namespace of its own with a
-//! macvlan of each of its ports (the device's MAC and addresses) and one FRR `bgpd` inside,
-//! started without zebra: its sessions and updates go out through the port as the device's
+//! Devices' control planes. A device that speaks BGP or IS-IS gets a network namespace of its
+//! own with a macvlan of each of its ports (the device's MAC and addresses) and FRR's daemons
+//! inside: `bgpd` without zebra for BGP, `zebra`, `staticd` and `isisd` for IS-IS: its sessions and updates go out through the port as the device's
 //! frames, and the port's XDP programs pass it the frames addressed to its MAC
 //! (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path. linerate writes the
 //! daemon's configuration from the [`Device`] and reads its state back from the daemon's own
@@ -21,3 +21,11 @@ pub use error::RoutingError;
 #[cfg(target_os = "linux")]
 pub use linux::{Routers, bgpd_path};
 pub use spec::*;
+
+/// The group MACs IS-IS sends its PDUs to: AllISs (point-to-point hellos, ISO 10589 as FRR
+/// sends them), AllL1ISs and AllL2ISs (ISO 10589 §8.4.8).
+pub const ISIS_GROUPS: [[u8; 6]; 3] = [
+    [0x09, 0x00, 0x2b, 0x00, 0x00, 0x05],
+    [0x01, 0x80, 0xc2, 0x00, 0x00, 0x14],
+    [0x01, 0x80, 0xc2, 0x00, 0x00, 0x15],
+];

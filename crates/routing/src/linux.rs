@@ -1,7 +1,8 @@
-//! Running the devices' daemons: per device a namespace, a macvlan of each of its ports and a
-//! `bgpd` child process started inside (a thread that entered the namespace spawns it, so no
-//! `ip netns exec`), each under /run/linerate/routing/<netns>/ with its configuration, pid,
-//! vty socket and log. Dropping [`Routers`] stops the daemons and deletes the namespaces; a
+//! Running the devices' daemons: per device a namespace, a macvlan of each of its ports and its
+//! daemons as child processes started inside (a thread that entered the namespace spawns them,
+//! so no `ip netns exec`): `bgpd` for BGP; `zebra`, `staticd` and `isisd` for IS-IS. Each
+//! device's files are under /run/linerate/routing/<netns>/: configurations, pids, vty sockets
+//! and logs. Dropping [`Routers`] stops the daemons and deletes the namespaces; a
 //! linerate that was killed leaves them to the next one, which removes every set whose owner is
 //! gone before it starts its own.
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::Value;
 
+use crate::frr::isis::IsisView;
 use crate::frr::{self, Prefixes, Session};
 use crate::{Device, RoutingError};
 
@@ -27,6 +29,42 @@ pub fn bgpd_path() -> PathBuf {
         .map_or_else(|| PathBuf::from("/usr/lib/frr/bgpd"), PathBuf::from)
 }
 
+/// FRR's other daemons: `LINERATE_FRR_DIR` or Debian's directory.
+fn frr_dir() -> PathBuf {
+    std::env::var_os("LINERATE_FRR_DIR")
+        .map_or_else(|| PathBuf::from("/usr/lib/frr"), PathBuf::from)
+}
+
+/// One of FRR's daemons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Daemon {
+    Bgpd,
+    Zebra,
+    Staticd,
+    Isisd,
+}
+
+impl Daemon {
+    fn name(self) -> &'static str {
+        match self {
+            Daemon::Bgpd => "bgpd",
+            Daemon::Zebra => "zebra",
+            Daemon::Staticd => "staticd",
+            Daemon::Isisd => "isisd",
+        }
+    }
+
+    fn path(self) -> PathBuf {
+        match self {
+            Daemon::Bgpd => bgpd_path(),
+            other => frr_dir().join(other.name()),
+        }
+    }
+
+    /// Every daemon's name, for the files an orphaned set leaves.
+    const ALL: [Daemon; 4] = [Daemon::Bgpd, Daemon::Zebra, Daemon::Staticd, Daemon::Isisd];
+}
+
 /// The control planes of a config's devices, running.
 #[derive(Debug)]
 pub struct Routers {
@@ -38,7 +76,8 @@ struct Running {
     spec: Device,
     netns: String,
     dir: PathBuf,
-    daemon: Option<Child>,
+    /// In the order they were started (zebra before its clients).
+    daemons: Vec<(Daemon, Child)>,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RoutingError {
@@ -58,11 +97,20 @@ impl Routers {
                 devices: Vec::new(),
             });
         }
-        let bgpd = bgpd_path();
-        if !bgpd.exists() {
-            return Err(RoutingError::NoDaemon {
-                path: bgpd.display().to_string(),
-            });
+        let mut needed = Vec::new();
+        if devices.iter().any(|d| d.bgp.is_some()) {
+            needed.push(Daemon::Bgpd);
+        }
+        if devices.iter().any(|d| d.isis.is_some()) {
+            needed.extend([Daemon::Zebra, Daemon::Staticd, Daemon::Isisd]);
+        }
+        for d in needed {
+            let path = d.path();
+            if !path.exists() {
+                return Err(RoutingError::NoDaemon {
+                    path: path.display().to_string(),
+                });
+            }
         }
         sweep_orphans();
         let mut routers = Routers {
@@ -79,7 +127,7 @@ impl Routers {
                 spec,
                 netns,
                 dir,
-                daemon: None,
+                daemons: Vec::new(),
             });
             let r = routers.devices.last_mut().expect("pushed");
             r.plumb()?;
@@ -106,7 +154,7 @@ impl Routers {
     pub fn set_running(&mut self, run: bool) -> Result<(), RoutingError> {
         for r in &mut self.devices {
             if run {
-                if r.daemon.is_none() {
+                if r.daemons.is_empty() {
                     r.start()?;
                 }
             } else {
@@ -118,7 +166,7 @@ impl Routers {
 
     /// Whether the daemons run (after start, or `set_running(true)`).
     pub fn running(&self) -> bool {
-        self.devices.iter().any(|r| r.daemon.is_some())
+        self.devices.iter().any(|r| !r.daemons.is_empty())
     }
 
     /// Fails naming the first device whose daemon exited on its own, with its last log line.
@@ -130,12 +178,15 @@ impl Routers {
     pub fn sessions(&mut self) -> Result<Vec<(String, Session)>, RoutingError> {
         let mut out = Vec::new();
         for r in &mut self.devices {
+            let Some(bgp) = &r.spec.bgp else { continue };
+            let peers = bgp.peers.clone();
             r.check()?;
-            let found = match r.daemon {
-                Some(_) => frr::sessions(&r.asked("show bgp neighbors json")?),
-                None => Vec::new(),
+            let found = if r.daemons.is_empty() {
+                Vec::new()
+            } else {
+                frr::sessions(&r.asked(Daemon::Bgpd, "show bgp neighbors json")?)
             };
-            for p in &r.spec.bgp.peers {
+            for p in &peers {
                 let address = p.address.to_string();
                 let s = found
                     .iter()
@@ -155,44 +206,100 @@ impl Routers {
     /// The IPv4 and the IPv6 prefixes peer `peer` sent its device; None: no peer of that name.
     pub fn learned(&mut self, peer: &str) -> Result<Option<Prefixes>, RoutingError> {
         for r in &mut self.devices {
-            let Some(p) = r.spec.bgp.peers.iter().find(|p| p.name == peer) else {
+            let Some(p) = r
+                .spec
+                .bgp
+                .iter()
+                .flat_map(|b| &b.peers)
+                .find(|p| p.name == peer)
+            else {
                 continue;
             };
             let address: IpAddr = p.address;
             r.check()?;
-            if r.daemon.is_none() {
+            if r.daemons.is_empty() {
                 return Ok(Some(Prefixes::default()));
             }
-            let v4 = frr::learned(&r.asked("show bgp ipv4 unicast json detail")?, address);
-            let v6 = frr::learned(&r.asked("show bgp ipv6 unicast json detail")?, address);
+            let v4 = frr::learned(
+                &r.asked(Daemon::Bgpd, "show bgp ipv4 unicast json detail")?,
+                address,
+            );
+            let v6 = frr::learned(
+                &r.asked(Daemon::Bgpd, "show bgp ipv6 unicast json detail")?,
+                address,
+            );
             return Ok(Some(Prefixes { v4, v6 }));
         }
         Ok(None)
     }
 
-    /// Advertises or withdraws route range `name` on its running daemon; false: no range of
-    /// that name.
+    /// Advertises or withdraws route range `name` (BGP's or IS-IS's) on its running daemon;
+    /// false: no range of that name.
     pub fn announce(&mut self, name: &str, advertise: bool) -> Result<bool, RoutingError> {
         for r in &mut self.devices {
-            let Some(range) = r
+            if let Some(range) = r
                 .spec
                 .bgp
-                .peers
                 .iter_mut()
+                .flat_map(|b| &mut b.peers)
                 .flat_map(|p| &mut p.routes)
                 .find(|x| x.name == name)
-            else {
+            {
+                range.advertised = advertise;
+                let commands =
+                    frr::announce(&r.spec, name, advertise)?.expect("the range is there");
+                if !r.daemons.is_empty() {
+                    r.check()?;
+                    r.configure(Daemon::Bgpd, &commands)?;
+                }
+                return Ok(true);
+            }
+            let Some(isis) = r.spec.isis.as_mut() else {
+                continue;
+            };
+            let Some(range) = isis.routes.iter_mut().find(|x| x.name == name) else {
                 continue;
             };
             range.advertised = advertise;
-            let commands = frr::announce(&r.spec, name, advertise)?.expect("the range is there");
-            if r.daemon.is_some() {
+            let commands = frr::isis::announce(isis, name, advertise)?.expect("the range is there");
+            if !r.daemons.is_empty() {
                 r.check()?;
-                r.configure(&commands)?;
+                r.configure(Daemon::Staticd, &commands)?;
             }
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Every IS-IS router's state by its OTG name; None for a router whose daemons are
+    /// stopped.
+    pub fn isis(&mut self) -> Result<Vec<(String, Option<IsisView>)>, RoutingError> {
+        let mut out = Vec::new();
+        for r in &mut self.devices {
+            let Some(name) = r.spec.isis.as_ref().map(|i| i.name.clone()) else {
+                continue;
+            };
+            r.check()?;
+            if r.daemons.is_empty() {
+                out.push((name, None));
+                continue;
+            }
+            let adjacencies =
+                frr::isis::adjacencies(&r.asked(Daemon::Isisd, "show isis neighbor detail json")?);
+            let pdus = frr::isis::pdus(&r.asked(Daemon::Isisd, "show isis summary json")?);
+            let names = frr::isis::hostnames(&r.told(Daemon::Isisd, "show isis hostname")?);
+            let lsps =
+                frr::isis::database(&r.told(Daemon::Isisd, "show isis database detail")?, &names);
+            out.push((
+                name,
+                Some(IsisView {
+                    adjacencies,
+                    pdus,
+                    lsps,
+                }),
+            ));
+        }
+        Ok(out)
     }
 }
 
@@ -216,27 +323,76 @@ impl Running {
         Ok(())
     }
 
+    /// Writes the device's configurations and starts its daemons: bgpd for BGP; zebra, then
+    /// its clients staticd and isisd, for IS-IS.
     fn start(&mut self) -> Result<(), RoutingError> {
-        let conf = self.dir.join("bgpd.conf");
-        std::fs::write(&conf, frr::config(&self.spec)?)
-            .map_err(io(format!("writing {}", conf.display())))?;
-        let socket = self.dir.join("bgpd.vty");
+        if self.spec.bgp.is_some() {
+            let conf = frr::config(&self.spec)?;
+            self.spawn(Daemon::Bgpd, &conf)?;
+        }
+        if let Some(isis) = self.spec.isis.clone() {
+            // FRR's daemons but bgpd cannot stay root (no -S): they drop to frr, which must
+            // own the directory their pids, sockets and logs go to.
+            let frr = nix::unistd::User::from_name("frr")
+                .ok()
+                .flatten()
+                .ok_or_else(|| RoutingError::NoDaemon {
+                    path: "the user frr (FRR's package makes it)".into(),
+                })?;
+            std::os::unix::fs::chown(&self.dir, Some(frr.uid.as_raw()), Some(frr.gid.as_raw()))
+                .map_err(io(format!("handing {} to frr", self.dir.display())))?;
+            let spawned = self
+                .spawn(Daemon::Zebra, &frr::isis::zebra_config(&self.spec, &isis))
+                .and_then(|()| {
+                    self.spawn(
+                        Daemon::Staticd,
+                        &frr::isis::staticd_config(&self.spec, &isis)?,
+                    )
+                })
+                .and_then(|()| {
+                    self.spawn(Daemon::Isisd, &frr::isis::isisd_config(&self.spec, &isis))
+                });
+            if let Err(e) = spawned {
+                self.stop();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts `daemon` with configuration `conf` and waits for its vty socket.
+    fn spawn(&mut self, daemon: Daemon, conf: &str) -> Result<(), RoutingError> {
+        let name = daemon.name();
+        let file = self.dir.join(format!("{name}.conf"));
+        std::fs::write(&file, conf).map_err(io(format!("writing {}", file.display())))?;
+        let socket = self.dir.join(format!("{name}.vty"));
         let _ = std::fs::remove_file(&socket);
-        let out = std::fs::File::create(self.dir.join("bgpd.out"))
+        let out = std::fs::File::create(self.dir.join(format!("{name}.out")))
             .map_err(io(format!("creating {}", self.dir.display())))?;
         let err = out.try_clone().map_err(io("duplicating a log handle"))?;
-        let mut command = Command::new(bgpd_path());
-        // -Z: no zebra (nothing is installed in a FIB of the device's); -S: stay root, whose
-        // namespace this is; -P 0: no vty over TCP, only the socket in the device's directory.
+        let mut command = Command::new(daemon.path());
+        if daemon == Daemon::Bgpd {
+            // -Z: no zebra (nothing is installed in a FIB of the device's); -S: stay root,
+            // whose namespace this is.
+            command.args(["-Z", "-S"]);
+        } else {
+            command
+                .args(["-u", "frr", "-g", "frr", "-z"])
+                .arg(self.dir.join("zserv.api"));
+        }
+        // -P 0: no vty over TCP, only the socket in the device's directory.
         command
-            .args(["-Z", "-S", "-P", "0", "-f"])
-            .arg(&conf)
+            .args(["-P", "0", "-f"])
+            .arg(&file)
             .arg("-i")
-            .arg(self.dir.join("bgpd.pid"))
+            .arg(self.dir.join(format!("{name}.pid")))
             .arg("--vty_socket")
             .arg(&self.dir)
             .arg("--log")
-            .arg(format!("file:{}", self.dir.join("bgpd.log").display()))
+            .arg(format!(
+                "file:{}",
+                self.dir.join(format!("{name}.log")).display()
+            ))
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
@@ -244,44 +400,53 @@ impl Running {
             command
                 .spawn()
                 .map_err(|source| linerate_lab::LabError::Io {
-                    what: format!("starting {}", bgpd_path().display()),
+                    what: format!("starting {}", daemon.path().display()),
                     source,
                 })
         })?;
-        self.daemon = Some(child);
+        self.daemons.push((daemon, child));
         let deadline = Instant::now() + START_WAIT;
         while !socket.exists() {
             self.check()?;
             if Instant::now() > deadline {
+                let e = self.failed(daemon, "did not open its vty socket within 10 s");
                 self.stop();
-                return Err(self.failed("did not open its vty socket within 10 s"));
+                return Err(e);
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(())
     }
 
+    /// Stops every daemon, clients before zebra.
     fn stop(&mut self) {
-        if let Some(mut child) = self.daemon.take() {
-            // SIGTERM first: bgpd sends its peers a NOTIFICATION (Cease) as it goes.
+        while let Some((_, mut child)) = self.daemons.pop() {
+            // SIGTERM first: bgpd sends its peers a NOTIFICATION (Cease) as it goes, isisd
+            // purges nothing but ends its adjacencies cleanly.
             let _ = signal(child.id() as i32, Signal::SIGTERM);
             let deadline = Instant::now() + Duration::from_secs(3);
+            let mut gone = false;
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
-                    return;
+                    gone = true;
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            if !gone {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
 
-    fn failed(&self, why: &str) -> RoutingError {
-        let log = std::fs::read_to_string(self.dir.join("bgpd.out")).unwrap_or_default();
+    fn failed(&self, daemon: Daemon, why: &str) -> RoutingError {
+        let name = daemon.name();
+        let log = std::fs::read_to_string(self.dir.join(format!("{name}.out"))).unwrap_or_default();
         let last = log.lines().rev().find(|l| !l.trim().is_empty());
         RoutingError::Daemon {
             device: self.spec.name.clone(),
+            daemon: name,
             why: match last {
                 Some(l) => format!("{why}: {}", l.trim()),
                 None => why.to_owned(),
@@ -289,30 +454,46 @@ impl Running {
         }
     }
 
+    /// Fails naming the first daemon that exited on its own; the device's others are stopped
+    /// with it (isisd without its zebra is no router).
     fn check(&mut self) -> Result<(), RoutingError> {
-        let Some(child) = &mut self.daemon else {
+        let mut dead = None;
+        for (daemon, child) in &mut self.daemons {
+            if let Ok(Some(status)) = child.try_wait() {
+                dead = Some((*daemon, status));
+                break;
+            }
+        }
+        let Some((daemon, status)) = dead else {
             return Ok(());
         };
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                self.daemon = None;
-                Err(self.failed(&format!("exited ({status})")))
-            }
-            _ => Ok(()),
-        }
+        let e = self.failed(daemon, &format!("exited ({status})"));
+        self.stop();
+        Err(e)
     }
 
     /// One command's JSON answer; when there is none because the daemon has just died, its
     /// death is the answer: a daemon killed a moment before may not be reaped when `check`
     /// first looks, and vtysh then only says it reached no daemon.
-    fn asked(&mut self, command: &str) -> Result<Value, RoutingError> {
-        let failed = match self.ask(command) {
+    fn asked(&mut self, daemon: Daemon, command: &str) -> Result<Value, RoutingError> {
+        let text = self.told(daemon, command)?;
+        serde_json::from_str(&text).map_err(|e| RoutingError::Answer {
+            device: self.spec.name.clone(),
+            command: command.to_owned(),
+            why: e.to_string(),
+        })
+    }
+
+    /// One command's answer as text, with [`Running::asked`]'s care for a daemon that has
+    /// just died.
+    fn told(&mut self, daemon: Daemon, command: &str) -> Result<String, RoutingError> {
+        let failed = match self.ask(daemon, command) {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
         for _ in 0..50 {
             self.check()?;
-            if self.daemon.is_none() {
+            if self.daemons.is_empty() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
@@ -320,10 +501,10 @@ impl Running {
         Err(failed)
     }
 
-    /// One command's JSON answer.
-    fn ask(&self, command: &str) -> Result<Value, RoutingError> {
+    /// One command's answer.
+    fn ask(&self, daemon: Daemon, command: &str) -> Result<String, RoutingError> {
         let out = self
-            .vtysh()
+            .vtysh(daemon)
             .args(["-c", command])
             .output()
             .map_err(io("running vtysh"))?;
@@ -337,15 +518,15 @@ impl Running {
                 String::from_utf8_lossy(&out.stderr).trim().to_owned(),
             ));
         }
-        serde_json::from_slice(&out.stdout).map_err(|e| unreadable(e.to_string()))
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// Applies configuration `commands` to the running daemon.
-    fn configure(&self, commands: &str) -> Result<(), RoutingError> {
+    fn configure(&self, daemon: Daemon, commands: &str) -> Result<(), RoutingError> {
         let file = self.dir.join("change.conf");
         std::fs::write(&file, commands).map_err(io(format!("writing {}", file.display())))?;
         let out = self
-            .vtysh()
+            .vtysh(daemon)
             .arg("-f")
             .arg(&file)
             .output()
@@ -360,9 +541,11 @@ impl Running {
         Ok(())
     }
 
-    fn vtysh(&self) -> Command {
+    fn vtysh(&self, daemon: Daemon) -> Command {
         let mut c = Command::new("vtysh");
-        c.arg("--vty_socket").arg(&self.dir).args(["-d", "bgpd"]);
+        c.arg("--vty_socket")
+            .arg(&self.dir)
+            .args(["-d", daemon.name()]);
         c
     }
 }
@@ -392,8 +575,10 @@ fn sweep_orphans() {
         if alive("owner").is_some() {
             continue;
         }
-        if let Some(pid) = alive("bgpd.pid") {
-            let _ = signal(pid, Signal::SIGKILL);
+        for d in Daemon::ALL {
+            if let Some(pid) = alive(&format!("{}.pid", d.name())) {
+                let _ = signal(pid, Signal::SIGKILL);
+            }
         }
         if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
             let _ = linerate_lab::device::del_netns(name);

@@ -1,5 +1,6 @@
-//! What a device's control plane is: its links, its BGP peers and the routes it advertises.
-//! Plain data, checked by [`Device::validate`]; the OTG mapping and the CLI build it.
+//! What a device's control plane is: its links, its BGP peers, its IS-IS circuits and the routes
+//! it advertises. Plain data, checked by [`Device::validate`]; the OTG mapping and the CLI build
+//! it.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -14,7 +15,8 @@ pub struct Device {
     pub name: String,
     /// Its interfaces: one per port it sits on.
     pub links: Vec<Link>,
-    pub bgp: Bgp,
+    pub bgp: Option<Bgp>,
+    pub isis: Option<Isis>,
 }
 
 /// A device's interface on a port.
@@ -31,6 +33,99 @@ pub struct Link {
 pub struct Bgp {
     pub router_id: Ipv4Addr,
     pub peers: Vec<Peer>,
+}
+
+/// An IS-IS router (ISO 10589, RFC 1195 and RFC 5308): its identity, its circuits and the
+/// ranges it advertises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Isis {
+    /// What get_metrics and get_states call it (OTG's `isis.name`).
+    pub name: String,
+    pub system_id: [u8; 6],
+    /// Area addresses, 1 to 13 bytes each.
+    pub areas: Vec<Vec<u8>>,
+    /// Sent in the dynamic hostname TLV (RFC 5301); None: the device's name.
+    pub hostname: Option<String>,
+    /// The TE router id TLV's address.
+    pub te_router_id: Option<Ipv4Addr>,
+    /// Wide metrics (RFC 5305's TLVs 22 and 135); false: narrow (TLVs 2, 128 and 130).
+    pub wide_metrics: bool,
+    /// The attached bit in the level 1 LSPs of a level 1-2 router.
+    pub attached_bit: bool,
+    /// Seconds.
+    pub lsp_refresh: u16,
+    pub lsp_lifetime: u16,
+    /// Seconds; None: the daemon's defaults.
+    pub csnp_interval: Option<u16>,
+    pub psnp_interval: Option<u16>,
+    /// The largest LSP, in bytes.
+    pub lsp_mtu: Option<u16>,
+    /// Hellos padded to the link's MTU (ISO 10589 §8.2.3).
+    pub hello_padding: bool,
+    pub circuits: Vec<Circuit>,
+    pub routes: Vec<IsisRange>,
+}
+
+/// Which levels an IS-IS router or circuit runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    L1,
+    L2,
+    L12,
+}
+
+impl Level {
+    /// Whether it runs level `n` (1 or 2).
+    pub fn has(self, n: u8) -> bool {
+        matches!(
+            (self, n),
+            (Level::L1 | Level::L12, 1) | (Level::L2 | Level::L12, 2)
+        )
+    }
+}
+
+/// One IS-IS circuit: a link of the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Circuit {
+    /// OTG's interface name.
+    pub name: String,
+    /// Index into the device's links.
+    pub link: usize,
+    pub metric: u32,
+    pub point_to_point: bool,
+    pub level: Level,
+    /// Level 1's and level 2's hello timing and DIS priority.
+    pub hellos: [Hellos; 2],
+}
+
+/// A level's hellos on a circuit: seconds between them, seconds until a silent neighbour is
+/// dropped, and the DIS priority (broadcast circuits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hellos {
+    pub interval: u16,
+    pub dead: u16,
+    pub priority: u8,
+}
+
+/// A named set of prefixes an IS-IS router advertises as reachable from it, with one metric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IsisRange {
+    pub name: String,
+    pub blocks: Vec<Block>,
+    pub metric: u32,
+    /// Advertised now (a withdrawn range is kept, to be advertised again by name).
+    pub advertised: bool,
+}
+
+impl IsisRange {
+    /// Every prefix of every block, in order.
+    pub fn prefixes(&self) -> Result<Vec<IpNet>, RoutingError> {
+        let mut all = Vec::new();
+        for b in &self.blocks {
+            all.extend(b.prefixes()?);
+        }
+        Ok(all)
+    }
 }
 
 /// OTG's `as_type`: a peer in the device's own AS or in another.
@@ -145,7 +240,8 @@ impl RouteRange {
 
 impl Device {
     /// Refuses what cannot run, naming the device and the field: an AS of 0, a peer off every
-    /// subnet of the device, a range past its address space, names used twice.
+    /// subnet of the device, a range past its address space, names used twice, an IS-IS
+    /// circuit on no link.
     pub fn validate(&self) -> Result<(), RoutingError> {
         let bad = |why: String| {
             Err(RoutingError::Invalid(format!(
@@ -154,49 +250,126 @@ impl Device {
             )))
         };
         if self.links.is_empty() {
-            return bad("a device with BGP needs an interface with an address".into());
+            return bad("a device with a control plane needs an interface with an address".into());
         }
-        if self.bgp.peers.is_empty() {
-            return bad("bgp has no peer".into());
+        if self.bgp.is_none() && self.isis.is_none() {
+            return bad("the device has no control plane (bgp or isis)".into());
         }
         let mut names: Vec<&str> = Vec::new();
-        for p in &self.bgp.peers {
+        if let Some(bgp) = &self.bgp {
+            self.validate_bgp(bgp, &mut names)?;
+        }
+        if let Some(isis) = &self.isis {
+            self.validate_isis(isis, &mut names)?;
+        }
+        Ok(())
+    }
+
+    fn invalid(&self, why: String) -> RoutingError {
+        RoutingError::Invalid(format!("device {}: {why}", self.name))
+    }
+
+    fn validate_bgp<'a>(&self, bgp: &'a Bgp, names: &mut Vec<&'a str>) -> Result<(), RoutingError> {
+        if bgp.peers.is_empty() {
+            return Err(self.invalid("bgp has no peer".into()));
+        }
+        for p in &bgp.peers {
             if p.local_as == 0 {
-                return bad(format!(
+                return Err(self.invalid(format!(
                     "peer {}: as_number 0 is reserved (RFC 7607)",
                     p.name
-                ));
+                )));
             }
             let on_subnet = self.links.iter().flat_map(|l| &l.addrs).any(|(a, len)| {
                 IpNet::new(*a, *len).is_ok_and(|n| n.contains(&p.address) && *a != p.address)
             });
             if !on_subnet {
-                return bad(format!(
+                return Err(self.invalid(format!(
                     "peer {}: {} is on none of the device's subnets (linerate's BGP sessions are single-hop)",
                     p.name, p.address
-                ));
+                )));
             }
             if let (Some(k), Some(h)) = (p.keepalive, p.hold)
                 && h != 0
                 && (h < 3 || k >= h)
             {
-                return bad(format!(
+                return Err(self.invalid(format!(
                     "peer {}: hold time {h} s must be 0 or at least 3 s and above the keepalive {k} s",
                     p.name
-                ));
+                )));
             }
             for r in &p.routes {
-                if names.contains(&r.name.as_str()) {
-                    return bad(format!("route range name '{}' is used twice", r.name));
-                }
-                names.push(&r.name);
-                r.prefixes().map_err(|e| {
-                    RoutingError::Invalid(format!(
-                        "device {}: route range {}: {e}",
-                        self.name, r.name
-                    ))
-                })?;
+                self.unique(&r.name, names)?;
+                r.prefixes()
+                    .map_err(|e| self.invalid(format!("route range {}: {e}", r.name)))?;
             }
+        }
+        Ok(())
+    }
+
+    fn unique<'a>(&self, name: &'a str, names: &mut Vec<&'a str>) -> Result<(), RoutingError> {
+        if names.contains(&name) {
+            return Err(self.invalid(format!("route range name '{name}' is used twice")));
+        }
+        names.push(name);
+        Ok(())
+    }
+
+    fn validate_isis<'a>(
+        &self,
+        isis: &'a Isis,
+        names: &mut Vec<&'a str>,
+    ) -> Result<(), RoutingError> {
+        if isis.areas.is_empty() || isis.areas.iter().any(|a| a.is_empty() || a.len() > 13) {
+            return Err(
+                self.invalid("isis needs area addresses of 1 to 13 bytes (ISO 10589)".into())
+            );
+        }
+        if isis.system_id == [0; 6] {
+            return Err(self.invalid("isis system_id 0000.0000.0000 is not a system's".into()));
+        }
+        if isis.circuits.is_empty() {
+            return Err(self.invalid("isis has no interface".into()));
+        }
+        if isis.lsp_lifetime < isis.lsp_refresh.saturating_add(300) {
+            return Err(self.invalid(format!(
+                "isis lsp_lifetime {} s must be at least 300 s above lsp_refresh_rate {} s \
+                 (an LSP must be refreshed well before it expires)",
+                isis.lsp_lifetime, isis.lsp_refresh
+            )));
+        }
+        for c in &isis.circuits {
+            if c.link >= self.links.len() {
+                return Err(self.invalid(format!("isis interface {}: no such link", c.name)));
+            }
+            let max = if isis.wide_metrics { 16_777_215 } else { 63 };
+            if c.metric > max {
+                return Err(self.invalid(format!(
+                    "isis interface {}: metric {} above {max}",
+                    c.name, c.metric
+                )));
+            }
+            for h in &c.hellos {
+                if h.interval == 0 || h.dead < h.interval.saturating_mul(2) {
+                    return Err(self.invalid(format!(
+                        "isis interface {}: hello_interval {} s and dead_interval {} s: the \
+                         dead interval must be at least two hellos",
+                        c.name, h.interval, h.dead
+                    )));
+                }
+            }
+        }
+        for r in &isis.routes {
+            self.unique(&r.name, names)?;
+            let max = if isis.wide_metrics { 16_777_215 } else { 63 };
+            if r.metric > max {
+                return Err(self.invalid(format!(
+                    "isis route range {}: link_metric {} above {max}",
+                    r.name, r.metric
+                )));
+            }
+            r.prefixes()
+                .map_err(|e| self.invalid(format!("route range {}: {e}", r.name)))?;
         }
         Ok(())
     }

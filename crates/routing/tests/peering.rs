@@ -58,7 +58,7 @@ fn device(
             mac: [2, 0, 0, 0, 0, asn as u8],
             addrs: vec![(me.parse().unwrap(), 24)],
         }],
-        bgp: Bgp {
+        bgp: Some(Bgp {
             router_id: me.parse().unwrap(),
             peers: vec![Peer {
                 name: format!("{name}-peer"),
@@ -70,7 +70,8 @@ fn device(
                 md5: Some("lab-secret".into()),
                 routes,
             }],
-        },
+        }),
+        isis: None,
     }
 }
 

@@ -173,12 +173,16 @@ impl HostSession {
 
     /// Frames to host `name`'s MAC that the hosts do not answer go on to the kernel's stack of
     /// its port from now on: where a control plane (a routing daemon behind a macvlan of that
-    /// MAC) takes them.
+    /// MAC) takes them; and so do frames to the group MACs `groups` on that port (a link-state
+    /// protocol's hellos and LSPs: IS-IS's AllISs, AllL1ISs and AllL2ISs).
     #[cfg(target_os = "linux")]
-    pub fn pass_to_stack(&self, name: &str) -> Result<()> {
+    pub fn pass_to_stack(&self, name: &str, groups: &[MacAddr]) -> Result<()> {
         let i = self.host(name, "control plane")?;
         let table = self.session.port(self.host_port[i]).hosts_table()?;
         table.pass_to_stack(self.hosts[i].mac, true)?;
+        for g in groups {
+            table.pass_to_stack(*g, true)?;
+        }
         Ok(())
     }
 

@@ -397,10 +397,13 @@ impl TestBed {
     /// Frames to these hosts' MACs that the hosts do not answer go on to their ports' kernel
     /// stacks, where their control planes (crates/routing) take them. Only hosts on this
     /// machine's ports have one yet.
-    pub fn pass_to_stack(&self, hosts: &[String]) -> Result<()> {
+    /// Each host comes with the group MACs its control plane listens on (none for BGP).
+    pub fn pass_to_stack(&self, hosts: &[(String, Vec<[u8; 6]>)]) -> Result<()> {
         match &self.bed {
             #[cfg(target_os = "linux")]
-            Bed::Hosts(h) => hosts.iter().try_for_each(|name| h.pass_to_stack(name)),
+            Bed::Hosts(h) => hosts
+                .iter()
+                .try_for_each(|(name, groups)| h.pass_to_stack(name, groups)),
             _ if hosts.is_empty() => Ok(()),
             _ => Err(TestBedError::Usage(
                 "control planes run on devices of this machine's ports: ports on agents have \

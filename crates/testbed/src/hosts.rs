@@ -46,8 +46,8 @@ impl LocalHosts {
         })
     }
 
-    pub(crate) fn pass_to_stack(&self, host: &str) -> Result<()> {
-        Ok(self.session.pass_to_stack(host)?)
+    pub(crate) fn pass_to_stack(&self, host: &str, groups: &[[u8; 6]]) -> Result<()> {
+        Ok(self.session.pass_to_stack(host, groups)?)
     }
 
     pub(crate) fn places(&self) -> Vec<String> {

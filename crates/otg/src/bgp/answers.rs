@@ -22,7 +22,8 @@ pub fn metrics_response(
     let of_family = |name: &str| {
         devices
             .iter()
-            .flat_map(|d| &d.bgp.peers)
+            .filter_map(|d| d.bgp.as_ref())
+            .flat_map(|b| &b.peers)
             .any(|p| p.name == name && p.address.is_ipv6() == v6)
     };
     let list: Vec<BgpMetric> = sessions

@@ -27,25 +27,20 @@ pub struct RangeEnd {
 }
 
 /// An ethernet of the config's devices and its path, for a refusal of its MAC.
-struct Ethernet<'a> {
+pub(super) struct Ethernet<'a> {
     name: &'a str,
     path: String,
 }
 
-/// What a device's BGP interfaces are looked up in.
-struct Scope<'a> {
-    ports: &'a [PortPlan],
-    hosts: &'a [HostPlan],
+/// What a device's BGP and IS-IS interfaces are looked up in.
+pub(super) struct Scope<'a> {
+    pub(super) ports: &'a [PortPlan],
+    pub(super) hosts: &'a [HostPlan],
     ethernets: Vec<Ethernet<'a>>,
 }
 
-impl Cx {
-    pub(super) fn bgp(
-        &mut self,
-        devices: &[Device],
-        ports: &[PortPlan],
-        hosts: &[HostPlan],
-    ) -> (Vec<routing::Device>, Vec<RangeEnd>) {
+impl<'a> Scope<'a> {
+    pub(super) fn of(devices: &'a [Device], ports: &'a [PortPlan], hosts: &'a [HostPlan]) -> Self {
         let ethernets: Vec<Ethernet> = devices
             .iter()
             .enumerate()
@@ -56,11 +51,22 @@ impl Cx {
                 })
             })
             .collect();
-        let scope = Scope {
+        Scope {
             ports,
             hosts,
             ethernets,
-        };
+        }
+    }
+}
+
+impl Cx {
+    pub(super) fn bgp(
+        &mut self,
+        devices: &[Device],
+        ports: &[PortPlan],
+        hosts: &[HostPlan],
+    ) -> (Vec<routing::Device>, Vec<RangeEnd>) {
+        let scope = Scope::of(devices, ports, hosts);
         let mut out = Vec::new();
         let mut ends = Vec::new();
         for (i, d) in devices.iter().enumerate() {
@@ -138,10 +144,11 @@ impl Cx {
         let device = routing::Device {
             name: name.to_owned(),
             links,
-            bgp: routing::Bgp {
+            bgp: Some(routing::Bgp {
                 router_id: router_id?,
                 peers,
-            },
+            }),
+            isis: None,
         };
         if let Err(e) = device.validate() {
             self.refuse(path, e.to_string());
@@ -150,14 +157,20 @@ impl Cx {
     }
 
     /// The link of `host`'s ethernet (once per ethernet), with every address of it.
-    fn link(&mut self, path: &str, host: &HostPlan, scope: &Scope, links: &mut Vec<routing::Link>) {
+    pub(super) fn link(
+        &mut self,
+        path: &str,
+        host: &HostPlan,
+        scope: &Scope,
+        links: &mut Vec<routing::Link>,
+    ) {
         let Some(e) = scope.ethernets.iter().find(|e| e.name == host.ethernet) else {
             return;
         };
         let Some(mac) = host.spec.mac else {
             self.refuse(
                 format!("{}.mac", e.path),
-                "a device with BGP needs its own MAC on this ethernet: its daemon sits behind a macvlan of the port with that MAC",
+                "a device with a control plane (BGP, IS-IS) needs its own MAC on this ethernet: its daemons sit behind a macvlan of the port with that MAC",
             );
             return;
         };
@@ -167,7 +180,7 @@ impl Cx {
         if port.location.agent.is_some() {
             self.refuse(
                 path,
-                format!("port '{}' is on an agent: BGP runs on devices of this machine's ports only (for now)", port.name),
+                format!("port '{}' is on an agent: control planes (BGP, IS-IS) run on devices of this machine's ports only (for now)", port.name),
             );
             return;
         }
@@ -336,8 +349,36 @@ impl Cx {
         if r.name.is_empty() {
             self.refuse(format!("{path}.name"), "a route range needs a name");
         }
+        let blocks = self.blocks(path, &r.addresses, v6);
+        let next_hop = self.next_hop(path, r, v6);
+        let (med, origin, local_pref) = self.route_advanced(path, r.advanced.as_ref());
+        let communities = self.communities(path, &r.communities);
+        let as_path = self.as_path(path, r.as_path.as_ref());
+        let range = routing::RouteRange {
+            name: r.name.clone(),
+            blocks,
+            next_hop,
+            med,
+            origin,
+            local_pref,
+            communities,
+            as_path,
+            advertised: true,
+        };
+        self.range_end(&r.name, host, &range.blocks, &r.addresses, ends);
+        Some(range)
+    }
+
+    /// A route range's address blocks (OTG's `addresses`), each refused by path when it is not
+    /// a block of its family.
+    pub(super) fn blocks(
+        &mut self,
+        path: &str,
+        addresses: &[RouteAddress],
+        v6: bool,
+    ) -> Vec<routing::Block> {
         let mut blocks = Vec::new();
-        for (i, a) in r.addresses.iter().enumerate() {
+        for (i, a) in addresses.iter().enumerate() {
             let ap = format!("{path}.addresses[{i}]");
             self.rest(&ap, &a.rest);
             let max = if v6 { 128 } else { 32 };
@@ -383,37 +424,33 @@ impl Cx {
         if blocks.is_empty() {
             self.refuse(format!("{path}.addresses"), "a route range needs addresses");
         }
-        let next_hop = self.next_hop(path, r, v6);
-        let (med, origin, local_pref) = self.route_advanced(path, r.advanced.as_ref());
-        let communities = self.communities(path, &r.communities);
-        let as_path = self.as_path(path, r.as_path.as_ref());
-        let range = routing::RouteRange {
-            name: r.name.clone(),
-            blocks,
-            next_hop,
-            med,
-            origin,
-            local_pref,
-            communities,
-            as_path,
-            advertised: true,
-        };
-        if let Some(b) = range.blocks.first() {
+        blocks
+    }
+
+    /// Range `name` as a place a device flow may leave from or go to: from the host `host`,
+    /// its first address, and the step over its prefixes when it is one block.
+    pub(super) fn range_end(
+        &self,
+        name: &str,
+        host: &str,
+        blocks: &[routing::Block],
+        addresses: &[RouteAddress],
+        ends: &mut Vec<RangeEnd>,
+    ) {
+        if let Some(b) = blocks.first() {
             let size = 1u128 << (b.first.max_prefix_len() - b.first.prefix_len());
-            let first = r
-                .addresses
+            let first = addresses
                 .first()
                 .and_then(|a| a.address.as_deref())
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(b.first.network());
             ends.push(RangeEnd {
-                name: r.name.clone(),
+                name: name.to_owned(),
                 host: host.to_owned(),
                 first,
-                block: (range.blocks.len() == 1).then(|| (b.count, size * u128::from(b.step))),
+                block: (blocks.len() == 1).then(|| (b.count, size * u128::from(b.step))),
             });
         }
-        Some(range)
     }
 
     fn next_hop(&mut self, path: &str, r: &BgpRouteRange, v6: bool) -> Option<IpAddr> {

@@ -64,11 +64,17 @@ fn a_device_with_bgp_is_a_router_on_its_ethernet_and_its_ranges_are_flow_ends() 
     let r = &m.routers[0];
     assert_eq!(r.links[0].port, "lr0");
     assert_eq!(r.links[0].mac, [2, 0, 0, 0, 0, 1]);
-    let p = &r.bgp.peers[0];
+    let p = &r.bgp.as_ref().unwrap().peers[0];
     assert_eq!((p.local_as, p.keepalive, p.hold), (65001, Some(3), Some(9)));
     assert_eq!(p.md5.as_deref(), Some("k"));
     assert_eq!(p.routes[0].prefixes().unwrap().len(), 10);
-    assert_eq!(m.routed_hosts(), ["ip1", "ip2"]);
+    assert_eq!(
+        m.routed_hosts(),
+        [
+            ("ip1".to_owned(), Vec::new()),
+            ("ip2".to_owned(), Vec::new())
+        ]
+    );
     // The flow leaves from rr1's interface host, from rr1's first address, and steps over
     // every /24 of rr2.
     let s = &m.streams[0];

@@ -34,7 +34,8 @@ impl Cx {
         self.layer1(&c.layer1, &mut ports);
         self.captures(&c.captures, &mut ports);
         let hosts = self.devices(&c.devices, &ports);
-        let (routers, ranges) = self.bgp(&c.devices, &ports, &hosts);
+        let (mut routers, mut ranges) = self.bgp(&c.devices, &ports, &hosts);
+        self.isis(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ranges = ranges.clone();
         let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
         // Between hosts every port sends its own flows and receives those sent toward it.

@@ -28,6 +28,9 @@ mod gtpv1;
 mod icmp;
 mod ipv4;
 mod ipv6;
+mod isis;
+#[cfg(test)]
+mod isis_tests;
 mod mpls;
 mod outer;
 mod pattern;
@@ -165,17 +168,27 @@ impl Mapped {
     }
 
     /// The hosts whose frames go on to a control plane: those on an ethernet of a device with
-    /// BGP (its daemon has that MAC).
-    pub fn routed_hosts(&self) -> Vec<String> {
-        let macs: Vec<[u8; 6]> = self
+    /// BGP or IS-IS (its daemons have that MAC).
+    /// Each comes with the group MACs its device's link-state protocol sends to (IS-IS:
+    /// AllISs, AllL1ISs, AllL2ISs), which its port must pass to the stack too.
+    pub fn routed_hosts(&self) -> Vec<(String, Vec<[u8; 6]>)> {
+        let macs: Vec<([u8; 6], bool)> = self
             .routers
             .iter()
-            .flat_map(|r| r.links.iter().map(|l| l.mac))
+            .flat_map(|r| r.links.iter().map(|l| (l.mac, r.isis.is_some())))
             .collect();
         self.hosts
             .iter()
-            .filter(|h| h.spec.mac.is_some_and(|m| macs.contains(&m.octets())))
-            .map(|h| h.spec.name.clone())
+            .filter_map(|h| {
+                let mac = h.spec.mac?.octets();
+                let (_, isis) = macs.iter().find(|(m, _)| *m == mac)?;
+                let groups = if *isis {
+                    linerate_routing::ISIS_GROUPS.to_vec()
+                } else {
+                    Vec::new()
+                };
+                Some((h.spec.name.clone(), groups))
+            })
             .collect()
     }
 
@@ -322,7 +335,7 @@ fn is_empty(v: &Value) -> bool {
 fn hint(key: &str) -> &'static str {
     match key {
         k if device::is_control_plane(k) => {
-            "control planes other than BGP (ISIS, OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP (devices[].bgp)"
+            "control planes other than BGP and IS-IS (OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP and IS-IS (devices[].bgp, devices[].isis)"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
         "lldp" => "LLDP is not supported",

@@ -7,12 +7,19 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde_json::Value;
 
-use crate::{Device, Origin, PeerKind, RouteRange, RoutingError};
+use crate::{Device, Origin, Peer, PeerKind, RouteRange, RoutingError};
+
+pub mod isis;
+
+/// The device's BGP peers (none without BGP).
+fn peers(device: &Device) -> &[Peer] {
+    device.bgp.as_ref().map_or(&[][..], |b| &b.peers)
+}
 
 /// The AS of the `router bgp` block: the first peer's; a peer in another AS of the device gets
 /// `local-as`.
 pub fn router_as(device: &Device) -> u32 {
-    device.bgp.peers.first().map_or(0, |p| p.local_as)
+    peers(device).first().map_or(0, |p| p.local_as)
 }
 
 /// The route-map of route range `i`: its path attributes, set where the prefix is originated.
@@ -71,7 +78,7 @@ pub fn config(device: &Device) -> Result<String, RoutingError> {
     );
     out.push_str("!\n");
     let mut ranges: Vec<(usize, &RouteRange, Vec<IpNet>)> = Vec::new();
-    for (pi, p) in device.bgp.peers.iter().enumerate() {
+    for (pi, p) in peers(device).iter().enumerate() {
         for r in &p.routes {
             ranges.push((pi, r, r.prefixes()?));
         }
@@ -80,12 +87,14 @@ pub fn config(device: &Device) -> Result<String, RoutingError> {
     // there yet is denied until the route-map delay timer runs.
     maps(device, &ranges, &mut out);
     let _ = writeln!(out, "router bgp {asn}");
-    let _ = writeln!(out, " bgp router-id {}", device.bgp.router_id);
+    if let Some(b) = &device.bgp {
+        let _ = writeln!(out, " bgp router-id {}", b.router_id);
+    }
     // A test device advertises what it is told, with no policy and no route in a RIB of its
     // own to import from: zebra does not run.
     out.push_str(" no bgp ebgp-requires-policy\n no bgp network import-check\n");
     out.push_str(" no bgp default ipv4-unicast\n");
-    for p in &device.bgp.peers {
+    for p in peers(device) {
         let a = p.address;
         let remote = match p.kind {
             PeerKind::Ebgp => "external",
@@ -126,7 +135,7 @@ pub fn config(device: &Device) -> Result<String, RoutingError> {
                 let _ = writeln!(out, "  network {n} route-map lr-rr{i}");
             }
         }
-        for (pi, p) in device.bgp.peers.iter().enumerate() {
+        for (pi, p) in peers(device).iter().enumerate() {
             let _ = writeln!(out, "  neighbor {} activate", p.address);
             let _ = writeln!(
                 out,
@@ -148,7 +157,7 @@ fn maps(device: &Device, ranges: &[(usize, &RouteRange, Vec<IpNet>)], out: &mut 
     // are originated with (a route's tag stays inside bgpd: it is no path attribute). The next
     // hop is set here, on the way out: set where the route is originated, FRR replaces it with
     // its own on an eBGP session.
-    for (pi, _) in device.bgp.peers.iter().enumerate() {
+    for (pi, _) in peers(device).iter().enumerate() {
         for v6 in [false, true] {
             let mine = ranges
                 .iter()
@@ -189,7 +198,7 @@ pub fn announce(
     name: &str,
     advertise: bool,
 ) -> Result<Option<String>, RoutingError> {
-    let ranges: Vec<&RouteRange> = device.bgp.peers.iter().flat_map(|p| &p.routes).collect();
+    let ranges: Vec<&RouteRange> = peers(device).iter().flat_map(|p| &p.routes).collect();
     let Some(i) = ranges.iter().position(|r| r.name == name) else {
         return Ok(None);
     };

@@ -11,10 +11,11 @@ fn device(peers: Vec<Peer>) -> Device {
             mac: [2, 0, 0, 0, 0, 1],
             addrs: vec![("1.1.1.1".parse().unwrap(), 24)],
         }],
-        bgp: Bgp {
+        bgp: Some(Bgp {
             router_id: "1.1.1.1".parse().unwrap(),
             peers,
-        },
+        }),
+        isis: None,
     }
 }
 

@@ -120,12 +120,17 @@ pub struct IsisRange {
 impl IsisRange {
     /// Every prefix of every block, in order.
     pub fn prefixes(&self) -> Result<Vec<IpNet>, RoutingError> {
-        let mut all = Vec::new();
-        for b in &self.blocks {
-            all.extend(b.prefixes()?);
-        }
-        Ok(all)
+        prefixes_of(&self.blocks)
     }
+}
+
+/// Every prefix of `blocks`, in order.
+fn prefixes_of(blocks: &[Block]) -> Result<Vec<IpNet>, RoutingError> {
+    let mut all = Vec::new();
+    for b in blocks {
+        all.extend(b.prefixes()?);
+    }
+    Ok(all)
 }
 
 /// OTG's `as_type`: a peer in the device's own AS or in another.
@@ -230,11 +235,7 @@ impl Block {
 impl RouteRange {
     /// Every prefix of every block, in order.
     pub fn prefixes(&self) -> Result<Vec<IpNet>, RoutingError> {
-        let mut all = Vec::new();
-        for b in &self.blocks {
-            all.extend(b.prefixes()?);
-        }
-        Ok(all)
+        prefixes_of(&self.blocks)
     }
 }
 

@@ -40,11 +40,11 @@ fn b2b() -> Value {
     })
 }
 
-fn map(v: &Value) -> Result<Mapped, Refusals> {
+pub(super) fn map(v: &Value) -> Result<Mapped, Refusals> {
     map_config(&parse_config(v.to_string().as_bytes())?)
 }
 
-fn refused_at(v: &Value, path: &str) -> String {
+pub(super) fn refused_at(v: &Value, path: &str) -> String {
     let all: Vec<(String, String)> = map(v)
         .unwrap_err()
         .0
@@ -133,7 +133,7 @@ fn bad_bgp_is_refused_by_the_path_of_its_field() {
     assert!(refused_at(&c, &format!("{peer}.graceful_restart")).contains("not supported"));
 }
 
-fn body<T: serde::de::DeserializeOwned>(v: Value) -> T {
+pub(super) fn body<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).unwrap()
 }
 

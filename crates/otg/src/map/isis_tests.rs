@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
+use super::bgp_tests::{body, map, refused_at};
 use crate::requests::{MetricsAsk, StatesAsk};
-use crate::{Mapped, Refusals, map_config, parse_config};
 
 /// Two devices back to back, each an IS-IS router on a point-to-point level 1-2 circuit with a
 /// v4 and a v6 range, written the way snappi writes them (every default of every object it
@@ -51,23 +51,6 @@ fn b2b() -> Value {
         ],
         "flows": [flow]
     })
-}
-
-fn map(v: &Value) -> Result<Mapped, Refusals> {
-    map_config(&parse_config(v.to_string().as_bytes())?)
-}
-
-fn refused_at(v: &Value, path: &str) -> String {
-    let all: Vec<(String, String)> = map(v)
-        .unwrap_err()
-        .0
-        .into_iter()
-        .map(|r| (r.path, r.why))
-        .collect();
-    all.iter()
-        .find(|(p, _)| p == path)
-        .map(|(_, why)| why.clone())
-        .unwrap_or_else(|| panic!("{path} not in {all:?}"))
 }
 
 #[test]
@@ -146,10 +129,6 @@ fn bad_isis_is_refused_by_the_path_of_its_field() {
     let mut c = b2b();
     c["devices"][0]["isis"]["v4_routes"][0]["addresses"][0]["address"] = json!("255.255.255.255");
     assert!(refused_at(&c, "devices[0].isis").contains("past the address space"));
-}
-
-fn body<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).unwrap()
 }
 
 #[test]

@@ -170,31 +170,7 @@ fn snappi_bgp_devices_back_to_back_learn_each_others_routes() {
     let Some(python) = venv_python() else {
         return;
     };
-    let lab = common::lab("obg", 1);
-    let (server, url) = serve(&["--cores", "0,1"]);
-    let status = Command::new(&python)
-        .arg("tests/otg/bgp_b2b.py")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("OTG_LOCATION", &url)
-        .env("OTG_TX", &lab.sender)
-        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
-        .status()
-        .expect("run tests/otg/bgp_b2b.py");
-    assert!(status.success(), "the BGP script failed (output above)");
-    let ours = device_namespaces_of(server.0.id());
-    assert_eq!(
-        ours.len(),
-        2,
-        "the config's two devices each have a namespace: {ours:?}"
-    );
-    drop(server);
-    for ns in &ours {
-        assert!(
-            !Path::new("/run/netns").join(ns).exists(),
-            "device namespace {ns} was left behind"
-        );
-    }
-    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+    back_to_back_devices(&python, "obg", "tests/otg/bgp_b2b.py");
 }
 
 /// Two devices back to back that speak IS-IS through FRR (issue 35), point-to-point at both
@@ -210,17 +186,24 @@ fn snappi_isis_devices_back_to_back_learn_each_others_lsps() {
     let Some(python) = venv_python() else {
         return;
     };
-    let lab = common::lab("ois", 1);
+    back_to_back_devices(&python, "ois", "tests/otg/isis_b2b.py");
+}
+
+/// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
+/// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
+/// namespace nor any daemon is left, and the lab's receive end has its program back.
+fn back_to_back_devices(python: &Path, lab: &str, script: &str) {
+    let lab = common::lab(lab, 1);
     let (server, url) = serve(&["--cores", "0,1"]);
-    let status = Command::new(&python)
-        .arg("tests/otg/isis_b2b.py")
+    let status = Command::new(python)
+        .arg(script)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("OTG_LOCATION", &url)
         .env("OTG_TX", &lab.sender)
         .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
         .status()
-        .expect("run tests/otg/isis_b2b.py");
-    assert!(status.success(), "the IS-IS script failed (output above)");
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(status.success(), "{script} failed (output above)");
     let ours = device_namespaces_of(server.0.id());
     assert_eq!(ours.len(), 2, "two devices, two namespaces: {ours:?}");
     drop(server);

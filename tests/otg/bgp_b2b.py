@@ -6,22 +6,13 @@ ranges as sent (the other daemon's own view), flows between the ranges arrive ex
 withdrawn range leaves the peer, protocols stop, and a daemon that dies is named. Raises on
 failure."""
 import os
-import time
 
 import snappi
 
+from devices_common import wait_for, kill_a_daemon_and_see_it_named
+
 ROUTES = 100
 FRAMES = 1000
-
-
-def wait_for(what, fn, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout} s")
 
 
 def device(c, name, port, mac, me, peer, asn, v4_route, v6_route, next_hop4, next_hop6):
@@ -152,16 +143,7 @@ def main():
     wait_for("sessions up again", up)
 
     # A daemon that dies is named in the next metrics answer.
-    for d in os.listdir("/run/linerate/routing"):
-        with open(f"/run/linerate/routing/{d}/bgpd.pid") as pid:
-            os.kill(int(pid.read()), 9)
-        break
-    try:
-        sessions(api)
-    except Exception as e:  # snappi raises the server's 500
-        assert "bgpd exited" in str(e), e
-    else:
-        raise AssertionError("metrics answered with a dead daemon")
+    kill_a_daemon_and_see_it_named("bgpd", lambda: sessions(api))
 
 
 def start_transmit(api):

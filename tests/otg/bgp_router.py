@@ -7,23 +7,19 @@ range is withdrawn the DUT's FIB loses it and the west flow is no longer forward
 failure."""
 import os
 import subprocess
-import time
 
 import snappi
 
-ROUTES = 1000
-FRAMES = 2 * ROUTES
+from devices_common import wait_for as wait_for_within
 
 
 def wait_for(what, fn, timeout=40):
-    deadline = time.time() + timeout
-    got = None
-    while time.time() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout} s (last: {got!r})")
+    """The shared wait, with longer to run: the DUT installs 2,000 prefixes."""
+    return wait_for_within(what, fn, timeout)
+
+
+ROUTES = 1000
+FRAMES = 2 * ROUTES
 
 
 def fib(netns):

@@ -8,22 +8,13 @@ the ranges arrive exactly, a withdrawn range leaves the peer's LSP, protocols st
 and a killed isisd is named. Raises on failure."""
 import os
 import subprocess
-import time
 
 import snappi
 
+from devices_common import wait_for, kill_a_daemon_and_see_it_named
+
 FRAMES = 100
 SYSTEM_IDS = {"dtx": "640000000001", "drx": "650000000001"}
-
-
-def wait_for(what, fn, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.25)
-    raise AssertionError(f"{what}: not within {timeout} s")
 
 
 def device(c, name, port, mac, ip4, gw4, ip6, gw6, route4, route6):
@@ -189,16 +180,7 @@ def main():
     wait_for("adjacent again", adjacent)
 
     # A daemon that dies is named in the next metrics answer.
-    for d in os.listdir("/run/linerate/routing"):
-        with open(f"/run/linerate/routing/{d}/isisd.pid") as pid:
-            os.kill(int(pid.read()), 9)
-        break
-    try:
-        metrics(api)
-    except Exception as e:  # snappi raises the server's 500
-        assert "isisd exited" in str(e), e
-    else:
-        raise AssertionError("metrics answered with a dead daemon")
+    kill_a_daemon_and_see_it_named("isisd", lambda: metrics(api))
 
 
 if __name__ == "__main__":

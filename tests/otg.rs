@@ -189,6 +189,21 @@ fn snappi_isis_devices_back_to_back_learn_each_others_lsps() {
     back_to_back_devices(&python, "ois", "tests/otg/isis_b2b.py");
 }
 
+/// Two devices back to back that speak OSPFv2 through FRR (issue 35): tests/otg/ospfv2_b2b.py
+/// runs the OTG project's own b2b test (its config and checks) and then checks the wire's
+/// counts, the routes in each device's FIB, withdraw/advertise, protocol stop/start with the
+/// flap counted, and a daemon's death; after SIGTERM nothing is left.
+#[test]
+fn snappi_ospfv2_devices_back_to_back_learn_each_others_lsas() {
+    if !root_or_skip("OTG devices with OSPFv2") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    back_to_back_devices(&python, "oos", "tests/otg/ospfv2_b2b.py");
+}
+
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
 /// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
 /// namespace nor any daemon is left, and the lab's receive end has its program back.

@@ -22,6 +22,9 @@ pub(super) async fn get_metrics(
     let (flows, names) = match otg::requests::metrics(&req, app.mapped()?.as_ref()) {
         Ok(MetricsAsk::Bgp { v6, peers }) => return super::routing::metrics(&app, v6, peers).await,
         Ok(MetricsAsk::Isis(routers)) => return super::routing::isis(&app, routers, false).await,
+        Ok(MetricsAsk::Ospfv2(routers)) => {
+            return super::routing::ospfv2(&app, routers, false).await;
+        }
         Ok(MetricsAsk::Flows(names)) => (true, names),
         Ok(MetricsAsk::Ports(names)) => (false, names),
         Err(why) => return Err(Fail::bad(why)),

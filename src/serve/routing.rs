@@ -1,7 +1,7 @@
 //! The devices' control planes of a config: started with it, stopped and started by
 //! `protocol.all`, route ranges withdrawn and advertised by `protocol.route`, and read for
-//! get_metrics (`bgpv4`, `bgpv6`, `isis`) and get_states (`bgp_prefixes`, `isis_lsps`) from the
-//! daemons themselves.
+//! get_metrics (`bgpv4`, `bgpv6`, `isis`, `ospfv2`) and get_states (`bgp_prefixes`,
+//! `isis_lsps`, `ospfv2_lsas`) from the daemons themselves.
 
 use axum::response::Response;
 use linerate_otg as otg;
@@ -17,7 +17,7 @@ fn lock(d: &Daemons) -> std::sync::MutexGuard<'_, Routers> {
 /// The config's daemons, when it has any.
 fn daemons(app: &App) -> Result<Daemons, Fail> {
     app.lock().routers.clone().ok_or_else(|| {
-        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis)")
+        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2)")
     })
 }
 
@@ -93,6 +93,20 @@ pub(super) async fn isis(app: &App, routers: Vec<String>, lsps: bool) -> Result<
             &views,
             &routers,
         ))
+    })
+}
+
+/// get_metrics `ospfv2` (`lsas` false) or get_states `ospfv2_lsas` (true): the routers named,
+/// all with none.
+pub(super) async fn ospfv2(app: &App, routers: Vec<String>, lsas: bool) -> Result<Response, Fail> {
+    let d = daemons(app)?;
+    let states = blocking(move || lock(&d).ospf())
+        .await?
+        .map_err(|e| failed(&e))?;
+    Ok(if lsas {
+        json(&otg::ospfv2::answers::lsas_response(&states, &routers))
+    } else {
+        json(&otg::ospfv2::answers::metrics_response(&states, &routers))
     })
 }
 

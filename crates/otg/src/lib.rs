@@ -13,6 +13,7 @@ pub mod isis;
 mod map;
 pub mod metrics;
 mod model;
+pub mod ospfv2;
 pub mod requests;
 mod response;
 pub mod states;

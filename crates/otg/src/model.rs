@@ -87,8 +87,8 @@ pub struct Capture {
     pub rest: Rest,
 }
 
-/// Device: an emulated host's interfaces, its BGP and its IS-IS; its other control planes
-/// (ospfv2, …) land in `rest` and are refused.
+/// Device: an emulated host's interfaces, its BGP, its IS-IS and its OSPFv2; its other control
+/// planes (ospfv3, …) land in `rest` and are refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
@@ -96,6 +96,7 @@ pub struct Device {
     pub ethernets: Vec<DeviceEthernet>,
     pub bgp: Option<crate::bgp::DeviceBgp>,
     pub isis: Option<crate::isis::DeviceIsis>,
+    pub ospfv2: Option<crate::ospfv2::DeviceOspfv2>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -704,6 +705,7 @@ pub struct MetricsRequest {
     pub bgpv4: Option<crate::bgp::BgpMetricsRequest>,
     pub bgpv6: Option<crate::bgp::BgpMetricsRequest>,
     pub isis: Option<crate::isis::IsisMetricsRequest>,
+    pub ospfv2: Option<crate::ospfv2::Ospfv2MetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -746,6 +748,7 @@ pub struct StatesRequest {
     pub ipv6_neighbors: Option<NeighborsStatesRequest>,
     pub bgp_prefixes: Option<crate::bgp::BgpPrefixStateRequest>,
     pub isis_lsps: Option<crate::isis::IsisLspsStateRequest>,
+    pub ospfv2_lsas: Option<crate::ospfv2::Ospfv2LsasStateRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

@@ -28,6 +28,8 @@ pub enum MetricsAsk {
     },
     /// The IS-IS routers named (all, with none).
     Isis(Vec<String>),
+    /// The OSPFv2 routers named (all, with none).
+    Ospfv2(Vec<String>),
 }
 
 /// What get_states asks for.
@@ -42,6 +44,8 @@ pub enum StatesAsk {
     },
     /// The LSPs these IS-IS routers learned (every router's, with none).
     IsisLsps(Vec<String>),
+    /// The LSAs these OSPFv2 routers learned (every router's, with none).
+    Ospfv2Lsas(Vec<String>),
 }
 
 /// What get_states asks for: the neighbours of one family, of the ethernets named (all, with
@@ -99,7 +103,7 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
     rest("protocol", &p.rest)?;
     if mapped.routers.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis)".into(),
+            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2)".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -170,6 +174,40 @@ fn isis_routers(mapped: &Mapped) -> Vec<&str> {
         .filter_map(|d| d.isis.as_ref())
         .map(|i| i.name.as_str())
         .collect()
+}
+
+/// The OSPFv2 routers of `mapped`, by name.
+fn ospfv2_routers(mapped: &Mapped) -> Vec<&str> {
+    mapped
+        .routers
+        .iter()
+        .filter_map(|d| d.ospf.as_ref())
+        .map(|o| o.name.as_str())
+        .collect()
+}
+
+/// `asked` (at `path`), each a router of `known`; `what` names the protocol and its node.
+fn routers_named(
+    what: (&str, &str),
+    path: &str,
+    asked: &[String],
+    known: &[&str],
+) -> Result<Vec<String>, String> {
+    let (protocol, node) = what;
+    if known.is_empty() {
+        return Err(format!(
+            "{}: the config has no {protocol} router ({node})",
+            path.split('.').next().unwrap_or(path)
+        ));
+    }
+    for (i, name) in asked.iter().enumerate() {
+        if !known.contains(&name.as_str()) {
+            return Err(format!(
+                "{path}[{i}]: no {protocol} router is named '{name}'"
+            ));
+        }
+    }
+    Ok(asked.to_vec())
 }
 
 fn transmit(ft: &crate::StateTrafficFlowTransmit, mapped: &Mapped) -> Result<Control, String> {
@@ -297,8 +335,20 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
             }
             Ok(MetricsAsk::Isis(asked.router_names))
         }
+        (Some("ospfv2"), _, _) => {
+            let asked = req.ospfv2.clone().unwrap_or_default();
+            rest("ospfv2", &asked.rest)?;
+            routers_named(
+                ("OSPFv2", "devices[].ospfv2"),
+                "ospfv2.router_names",
+                &asked.router_names,
+                &ospfv2_routers(mapped),
+            )
+            .map(MetricsAsk::Ospfv2)
+        }
         (Some(other), _, _) => Err(format!(
-            "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6 and isis are)"
+            "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6, isis and \
+             ospfv2 are)"
         )),
     }
 }
@@ -326,10 +376,21 @@ pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String>
             }
             return Ok(StatesAsk::IsisLsps(asked.isis_router_names));
         }
+        Some("ospfv2_lsas") => {
+            let asked = req.ospfv2_lsas.clone().unwrap_or_default();
+            rest("ospfv2_lsas", &asked.rest)?;
+            return routers_named(
+                ("OSPFv2", "devices[].ospfv2"),
+                "ospfv2_lsas.router_names",
+                &asked.router_names,
+                &ospfv2_routers(mapped),
+            )
+            .map(StatesAsk::Ospfv2Lsas);
+        }
         Some(other) => {
             return Err(format!(
                 "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors, \
-                 bgp_prefixes and isis_lsps are)"
+                 bgp_prefixes, isis_lsps and ospfv2_lsas are)"
             ));
         }
     };

@@ -30,7 +30,8 @@ impl Version {
 /// Metrics.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
-    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics` or `isis_metrics`.
+    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics`, `isis_metrics` or
+    /// `ospfv2_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
@@ -42,6 +43,8 @@ pub struct MetricsResponse {
     pub bgpv6_metrics: Option<Vec<crate::bgp::BgpMetric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub isis_metrics: Option<Vec<crate::isis::IsisMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ospfv2_metrics: Option<Vec<crate::ospfv2::Ospfv2Metric>>,
 }
 
 /// Port.Metric
@@ -106,7 +109,7 @@ pub struct MetricLatency {
 /// States.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatesResponse {
-    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes` or `isis_lsps`.
+    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes`, `isis_lsps` or `ospfv2_lsas`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
@@ -116,6 +119,8 @@ pub struct StatesResponse {
     pub bgp_prefixes: Option<Vec<crate::bgp::BgpPrefixesState>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub isis_lsps: Option<Vec<crate::isis::IsisLspsState>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ospfv2_lsas: Option<Vec<crate::ospfv2::Ospfv2LsaState>>,
 }
 
 /// Neighborsv4.State

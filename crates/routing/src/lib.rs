@@ -1,10 +1,12 @@
-//! Devices' control planes. A device that speaks BGP or IS-IS gets a network namespace of its
-//! own with a macvlan of each of its ports (the device's MAC and addresses) and FRR's daemons
-//! inside: `bgpd` without zebra for BGP, `zebra`, `staticd` and `isisd` for IS-IS: its sessions and updates go out through the port as the device's
-//! frames, and the port's XDP programs pass it the frames addressed to its MAC
-//! (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path. linerate writes the
-//! daemon's configuration from the [`Device`] and reads its state back from the daemon's own
-//! JSON (`vtysh … json`): sessions, counters and the prefixes it learned.
+//! Devices' control planes. A device that speaks BGP, IS-IS or OSPFv2 gets a network namespace
+//! of its own with a macvlan of each of its ports (the device's MAC and addresses) and FRR's
+//! daemons inside: `bgpd` without zebra for BGP; `zebra`, `staticd` and `isisd` for IS-IS,
+//! `ospfd` beside them for OSPFv2. Its sessions and updates go out through the port as the
+//! device's frames, and the port's XDP programs pass it the frames addressed to its MAC and to
+//! its protocols' groups (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path.
+//! linerate writes the daemons' configurations from the [`Device`] and reads their state back
+//! from the daemons' own answers (`vtysh … json`): sessions, counters and what they learned;
+//! what OSPF sent and received, LSA by LSA, is counted on the wire ([`wire`]).
 //!
 //! Why FRR and not a home-made speaker: BGP's corner cases (capabilities, MP-BGP, MD5, timers,
 //! route refresh) are what a device under test exercises, and a real daemon has them right.
@@ -16,11 +18,19 @@ pub mod frr;
 #[cfg(target_os = "linux")]
 mod linux;
 mod spec;
+pub mod wire;
 
 pub use error::RoutingError;
 #[cfg(target_os = "linux")]
 pub use linux::{Routers, bgpd_path};
 pub use spec::*;
+
+/// The group MACs OSPFv2 sends to: AllSPFRouters (224.0.0.5) and AllDRouters (224.0.0.6),
+/// RFC 2328 A.1, mapped to Ethernet as RFC 1112 §6.4 says.
+pub const OSPF_GROUPS: [[u8; 6]; 2] = [
+    [0x01, 0x00, 0x5e, 0x00, 0x00, 0x05],
+    [0x01, 0x00, 0x5e, 0x00, 0x00, 0x06],
+];
 
 /// The group MACs IS-IS sends its PDUs to: AllISs (point-to-point hellos, ISO 10589 as FRR
 /// sends them), AllL1ISs and AllL2ISs (ISO 10589 §8.4.8).

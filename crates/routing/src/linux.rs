@@ -1,11 +1,13 @@
 //! Running the devices' daemons: per device a namespace, a macvlan of each of its ports and its
 //! daemons as child processes started inside (a thread that entered the namespace spawns them,
-//! so no `ip netns exec`): `bgpd` for BGP; `zebra`, `staticd` and `isisd` for IS-IS. Each
+//! so no `ip netns exec`): `bgpd` for BGP; `zebra`, `staticd` and `isisd` for IS-IS, `ospfd`
+//! beside them for OSPFv2, whose packets a [`WireCounter`] counts on the device's links. Each
 //! device's files are under /run/linerate/routing/<netns>/: configurations, pids, vty sockets
 //! and logs. Dropping [`Routers`] stops the daemons and deletes the namespaces; a
 //! linerate that was killed leaves them to the next one, which removes every set whose owner is
 //! gone before it starts its own.
 
+use std::fmt::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,7 +17,9 @@ use nix::sys::signal::Signal;
 use serde_json::Value;
 
 use crate::frr::isis::IsisView;
+use crate::frr::ospf::{self as ospf, OspfState, OspfView};
 use crate::frr::{self, Prefixes, Session};
+use crate::wire::WireCounter;
 use crate::{Device, RoutingError};
 
 /// Where each device's files live.
@@ -42,6 +46,7 @@ enum Daemon {
     Zebra,
     Staticd,
     Isisd,
+    Ospfd,
 }
 
 impl Daemon {
@@ -51,6 +56,7 @@ impl Daemon {
             Daemon::Zebra => "zebra",
             Daemon::Staticd => "staticd",
             Daemon::Isisd => "isisd",
+            Daemon::Ospfd => "ospfd",
         }
     }
 
@@ -62,7 +68,13 @@ impl Daemon {
     }
 
     /// Every daemon's name, for the files an orphaned set leaves.
-    const ALL: [Daemon; 4] = [Daemon::Bgpd, Daemon::Zebra, Daemon::Staticd, Daemon::Isisd];
+    const ALL: [Daemon; 5] = [
+        Daemon::Bgpd,
+        Daemon::Zebra,
+        Daemon::Staticd,
+        Daemon::Isisd,
+        Daemon::Ospfd,
+    ];
 }
 
 /// The control planes of a config's devices, running.
@@ -78,6 +90,8 @@ struct Running {
     dir: PathBuf,
     /// In the order they were started (zebra before its clients).
     daemons: Vec<(Daemon, Child)>,
+    /// The OSPF packets on the device's links, for a device with OSPF.
+    wire: Option<WireCounter>,
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RoutingError {
@@ -101,8 +115,14 @@ impl Routers {
         if devices.iter().any(|d| d.bgp.is_some()) {
             needed.push(Daemon::Bgpd);
         }
+        if devices.iter().any(|d| d.isis.is_some() || d.ospf.is_some()) {
+            needed.extend([Daemon::Zebra, Daemon::Staticd]);
+        }
         if devices.iter().any(|d| d.isis.is_some()) {
-            needed.extend([Daemon::Zebra, Daemon::Staticd, Daemon::Isisd]);
+            needed.push(Daemon::Isisd);
+        }
+        if devices.iter().any(|d| d.ospf.is_some()) {
+            needed.push(Daemon::Ospfd);
         }
         for d in needed {
             let path = d.path();
@@ -128,9 +148,14 @@ impl Routers {
                 netns,
                 dir,
                 daemons: Vec::new(),
+                wire: None,
             });
             let r = routers.devices.last_mut().expect("pushed");
             r.plumb()?;
+            if r.spec.ospf.is_some() {
+                let macs = r.spec.links.iter().map(|l| l.mac).collect();
+                r.wire = Some(WireCounter::start(&r.netns, macs)?);
+            }
             r.start()?;
         }
         Ok(routers)
@@ -233,7 +258,7 @@ impl Routers {
         Ok(None)
     }
 
-    /// Advertises or withdraws route range `name` (BGP's or IS-IS's) on its running daemon;
+    /// Advertises or withdraws route range `name` (BGP's, IS-IS's or OSPF's) on its device;
     /// false: no range of that name.
     pub fn announce(&mut self, name: &str, advertise: bool) -> Result<bool, RoutingError> {
         for r in &mut self.devices {
@@ -251,6 +276,24 @@ impl Routers {
                 if !r.daemons.is_empty() {
                     r.check()?;
                     r.configure(Daemon::Bgpd, &commands)?;
+                }
+                return Ok(true);
+            }
+            if let Some(o) = r.spec.ospf.as_mut()
+                && let Some(range) = o.routes.iter_mut().find(|x| x.name == name)
+            {
+                range.advertised = advertise;
+                let change = ospf::announce(o, name, advertise)?.expect("the range is there");
+                match change {
+                    // A range's link is the device's own: it goes up and down with the
+                    // range, whether the daemon runs or not.
+                    ospf::Change::Link { name, up } => r.set_link(&name, up)?,
+                    ospf::Change::Staticd(commands) => {
+                        if !r.daemons.is_empty() {
+                            r.check()?;
+                            r.configure(Daemon::Staticd, &commands)?;
+                        }
+                    }
                 }
                 return Ok(true);
             }
@@ -301,6 +344,49 @@ impl Routers {
         }
         Ok(out)
     }
+
+    /// Every OSPFv2 router's state by its OTG name, with the packets counted on its links;
+    /// no view for a router whose daemons are stopped.
+    pub fn ospf(&mut self) -> Result<Vec<OspfState>, RoutingError> {
+        let mut out = Vec::new();
+        for r in &mut self.devices {
+            let Some(o) = r.spec.ospf.as_ref() else {
+                continue;
+            };
+            let mut state = OspfState {
+                name: o.name.clone(),
+                interfaces: o
+                    .interfaces
+                    .iter()
+                    .map(|i| format!("eth{}", i.link))
+                    .collect(),
+                ..OspfState::default()
+            };
+            r.check()?;
+            state.counts = r.wire.as_ref().map(WireCounter::counts).unwrap_or_default();
+            let log = std::fs::read_to_string(r.dir.join("ospfd.log")).unwrap_or_default();
+            state.flaps = ospf::flaps(&log);
+            if r.daemons.is_empty() {
+                out.push(state);
+                continue;
+            }
+            let neighbours =
+                ospf::neighbours(&r.asked(Daemon::Ospfd, "show ip ospf neighbor detail json")?);
+            let mut db =
+                |what: &str| r.asked(Daemon::Ospfd, &format!("show ip ospf database {what} json"));
+            let lsas = ospf::Lsdb {
+                router: ospf::router_lsas(&db("router")?),
+                network: ospf::network_lsas(&db("network")?),
+                summary: ospf::summary_lsas(&db("summary")?, "summaryLinkStates"),
+                asbr_summary: ospf::summary_lsas(&db("asbr-summary")?, "asbrSummaryLinkStates"),
+                external: ospf::external_lsas(&db("external")?),
+                nssa: ospf::nssa_lsas(&db("nssa-external")?),
+            };
+            state.view = Some(OspfView { neighbours, lsas });
+            out.push(state);
+        }
+        Ok(out)
+    }
 }
 
 impl Running {
@@ -320,6 +406,71 @@ impl Running {
                 &link.addrs,
             )?;
         }
+        if let Some(o) = &self.spec.ospf {
+            self.plumb_ranges(o)?;
+        }
+        Ok(())
+    }
+
+    /// Each OSPF range on a link gets its veth pair in the device's namespace, the range's
+    /// prefixes as addresses of the device's side, up while the range is advertised.
+    fn plumb_ranges(&self, o: &crate::Ospf) -> Result<(), RoutingError> {
+        let mut batch = String::new();
+        for (i, r) in o.routes.iter().enumerate() {
+            if !ospf::on_a_link(r) {
+                continue;
+            }
+            let name = ospf::range_link(i);
+            let _ = writeln!(batch, "link add {name} type veth peer name {name}p");
+            for n in r.prefixes()? {
+                let _ = writeln!(
+                    batch,
+                    "address add {}/{} dev {name}",
+                    n.network(),
+                    n.prefix_len()
+                );
+            }
+            let _ = writeln!(batch, "link set {name}p up");
+            if r.advertised {
+                let _ = writeln!(batch, "link set {name} up");
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.ip_batch(&batch)
+    }
+
+    /// Brings the device's link `name` up or down.
+    fn set_link(&self, name: &str, up: bool) -> Result<(), RoutingError> {
+        let state = if up { "up" } else { "down" };
+        self.ip_batch(&format!("link set {name} {state}\n"))
+    }
+
+    /// `ip -n <netns> -batch -`, fed `commands`.
+    fn ip_batch(&self, commands: &str) -> Result<(), RoutingError> {
+        use std::io::Write as _;
+        let mut child = Command::new("ip")
+            .args(["-n", &self.netns, "-batch", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(io("running ip"))?;
+        child
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(commands.as_bytes())
+            .map_err(io("feeding ip -batch"))?;
+        let out = child.wait_with_output().map_err(io("running ip"))?;
+        if !out.status.success() {
+            return Err(RoutingError::Daemon {
+                device: self.spec.name.clone(),
+                daemon: "ip",
+                why: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            });
+        }
         Ok(())
     }
 
@@ -330,7 +481,7 @@ impl Running {
             let conf = frr::config(&self.spec)?;
             self.spawn(Daemon::Bgpd, &conf)?;
         }
-        if let Some(isis) = self.spec.isis.clone() {
+        if self.spec.isis.is_some() || self.spec.ospf.is_some() {
             // FRR's daemons but bgpd cannot stay root (no -S): they drop to frr, which must
             // own the directory their pids, sockets and logs go to.
             let frr = nix::unistd::User::from_name("frr")
@@ -341,21 +492,41 @@ impl Running {
                 })?;
             std::os::unix::fs::chown(&self.dir, Some(frr.uid.as_raw()), Some(frr.gid.as_raw()))
                 .map_err(io(format!("handing {} to frr", self.dir.display())))?;
-            let spawned = self
-                .spawn(Daemon::Zebra, &frr::isis::zebra_config(&self.spec, &isis))
-                .and_then(|()| {
-                    self.spawn(
-                        Daemon::Staticd,
-                        &frr::isis::staticd_config(&self.spec, &isis)?,
-                    )
-                })
-                .and_then(|()| {
-                    self.spawn(Daemon::Isisd, &frr::isis::isisd_config(&self.spec, &isis))
-                });
+            let spawned = self.start_zebra_and_clients();
             if let Err(e) = spawned {
                 self.stop();
                 return Err(e);
             }
+        }
+        Ok(())
+    }
+
+    /// zebra, staticd with every static route of the device's ranges, then isisd and ospfd.
+    fn start_zebra_and_clients(&mut self) -> Result<(), RoutingError> {
+        let spec = self.spec.clone();
+        let (zebra, mut staticd) = match &spec.isis {
+            Some(isis) => (
+                frr::isis::zebra_config(&spec, isis),
+                frr::isis::staticd_config(&spec, isis)?,
+            ),
+            None => {
+                let plain = format!(
+                    "frr defaults traditional\nhostname {}\n!\n",
+                    frr::safe(&spec.name)
+                );
+                (plain.clone(), plain)
+            }
+        };
+        if let Some(o) = &spec.ospf {
+            staticd.push_str(&ospf::static_routes(o)?);
+        }
+        self.spawn(Daemon::Zebra, &zebra)?;
+        self.spawn(Daemon::Staticd, &staticd)?;
+        if let Some(isis) = &spec.isis {
+            self.spawn(Daemon::Isisd, &frr::isis::isisd_config(&spec, isis))?;
+        }
+        if let Some(o) = &spec.ospf {
+            self.spawn(Daemon::Ospfd, &ospf::ospfd_config(&spec, o))?;
         }
         Ok(())
     }

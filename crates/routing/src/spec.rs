@@ -17,6 +17,7 @@ pub struct Device {
     pub links: Vec<Link>,
     pub bgp: Option<Bgp>,
     pub isis: Option<Isis>,
+    pub ospf: Option<Ospf>,
 }
 
 /// A device's interface on a port.
@@ -64,6 +65,86 @@ pub struct Isis {
     pub hello_padding: bool,
     pub circuits: Vec<Circuit>,
     pub routes: Vec<IsisRange>,
+}
+
+/// An OSPFv2 router (RFC 2328): its identity, its interfaces and the ranges it advertises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ospf {
+    /// What get_metrics and get_states call it (OTG's `ospfv2.name`).
+    pub name: String,
+    pub router_id: Ipv4Addr,
+    /// Seconds between refreshes of the router's own LSAs (RFC 2328's LSRefreshTime).
+    pub lsa_refresh: u16,
+    /// Seconds before an unacknowledged LSA is sent again (RxmtInterval).
+    pub retransmit: u16,
+    pub interfaces: Vec<OspfInterface>,
+    pub routes: Vec<OspfRange>,
+}
+
+/// One OSPF interface: a link of the device in one area.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OspfInterface {
+    /// OTG's interface name.
+    pub name: String,
+    /// Index into the device's links.
+    pub link: usize,
+    /// The area id, dotted (`0.0.0.0` is the backbone).
+    pub area: Ipv4Addr,
+    pub point_to_point: bool,
+    /// Seconds.
+    pub hello: u16,
+    pub dead: u16,
+    /// The designated router election's priority (broadcast interfaces).
+    pub priority: u8,
+    /// The interface's output cost: its links' metric in the router LSA.
+    pub cost: u16,
+    /// Refuse a neighbour whose database description says another MTU (RFC 2328 §10.6).
+    pub mtu_check: bool,
+}
+
+/// How an OSPF router advertises a range, after OTG's `route_origin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OspfOrigin {
+    /// Stub links of the router LSA in the interfaces' area.
+    IntraArea,
+    /// Summary LSAs (type 3) from the router as an area border router.
+    InterArea,
+    /// AS-external LSAs (type 5) with a type 1 or a type 2 metric.
+    External1,
+    External2,
+}
+
+/// A named set of prefixes an OSPF router advertises, with one metric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OspfRange {
+    pub name: String,
+    pub blocks: Vec<Block>,
+    pub metric: u32,
+    pub origin: OspfOrigin,
+    /// Advertised now (a withdrawn range is kept, to be advertised again by name).
+    pub advertised: bool,
+}
+
+impl OspfRange {
+    /// Every prefix of every block, in order.
+    pub fn prefixes(&self) -> Result<Vec<IpNet>, RoutingError> {
+        prefixes_of(&self.blocks)
+    }
+}
+
+impl Ospf {
+    /// The area a range that is not in an interface's area is put in: the backbone when no
+    /// interface is in it (the router then borders it), otherwise the first other area.
+    pub fn range_area(&self) -> Ipv4Addr {
+        let used = |a: Ipv4Addr| self.interfaces.iter().any(|i| i.area == a);
+        if !used(Ipv4Addr::UNSPECIFIED) {
+            return Ipv4Addr::UNSPECIFIED;
+        }
+        (1u32..)
+            .map(Ipv4Addr::from)
+            .find(|a| !used(*a))
+            .expect("fewer interfaces than areas")
+    }
 }
 
 /// Which levels an IS-IS router or circuit runs.
@@ -253,8 +334,8 @@ impl Device {
         if self.links.is_empty() {
             return bad("a device with a control plane needs an interface with an address".into());
         }
-        if self.bgp.is_none() && self.isis.is_none() {
-            return bad("the device has no control plane (bgp or isis)".into());
+        if self.bgp.is_none() && self.isis.is_none() && self.ospf.is_none() {
+            return bad("the device has no control plane (bgp, isis or ospf)".into());
         }
         let mut names: Vec<&str> = Vec::new();
         if let Some(bgp) = &self.bgp {
@@ -262,6 +343,9 @@ impl Device {
         }
         if let Some(isis) = &self.isis {
             self.validate_isis(isis, &mut names)?;
+        }
+        if let Some(ospf) = &self.ospf {
+            self.validate_ospf(ospf, &mut names)?;
         }
         Ok(())
     }
@@ -371,6 +455,83 @@ impl Device {
             }
             r.prefixes()
                 .map_err(|e| self.invalid(format!("route range {}: {e}", r.name)))?;
+        }
+        Ok(())
+    }
+
+    fn validate_ospf<'a>(
+        &self,
+        ospf: &'a Ospf,
+        names: &mut Vec<&'a str>,
+    ) -> Result<(), RoutingError> {
+        if ospf.router_id.is_unspecified() {
+            return Err(self.invalid("ospfv2 router id 0.0.0.0 is not a router's".into()));
+        }
+        if ospf.interfaces.is_empty() {
+            return Err(self.invalid("ospfv2 has no interface".into()));
+        }
+        if !(10..=1800).contains(&ospf.lsa_refresh) {
+            return Err(self.invalid(format!(
+                "ospfv2 lsa_refresh_time {} s: FRR refreshes every 10 to 1800 s",
+                ospf.lsa_refresh
+            )));
+        }
+        if ospf.retransmit == 0 {
+            return Err(self.invalid("ospfv2 lsa_retransmit_time must be at least 1 s".into()));
+        }
+        for i in &ospf.interfaces {
+            let Some(link) = self.links.get(i.link) else {
+                return Err(self.invalid(format!("ospfv2 interface {}: no such link", i.name)));
+            };
+            if !link.addrs.iter().any(|(a, _)| a.is_ipv4()) {
+                return Err(self.invalid(format!(
+                    "ospfv2 interface {}: its link has no IPv4 address",
+                    i.name
+                )));
+            }
+            if i.hello == 0 || i.dead <= i.hello {
+                return Err(self.invalid(format!(
+                    "ospfv2 interface {}: hello_interval {} s and dead_interval {} s: the dead \
+                     interval must be longer than a hello",
+                    i.name, i.hello, i.dead
+                )));
+            }
+            if i.cost == 0 {
+                return Err(self.invalid(format!(
+                    "ospfv2 interface {}: routing_metric 0: an interface's cost is 1 to 65535",
+                    i.name
+                )));
+            }
+        }
+        for r in &ospf.routes {
+            self.unique(&r.name, names)?;
+            // An intra- or inter-area range's metric is its link's cost, which FRR takes from
+            // 1 to 65535; an external one's is the LSA's 24 bits, 16777215 meaning unreachable.
+            let (min, max, why) = match r.origin {
+                OspfOrigin::IntraArea | OspfOrigin::InterArea => (
+                    1,
+                    65_535,
+                    "an intra- or inter-area range's metric is 1 to 65535",
+                ),
+                OspfOrigin::External1 | OspfOrigin::External2 => {
+                    (0, 16_777_214, "an external range's metric is 0 to 16777214")
+                }
+            };
+            if !(min..=max).contains(&r.metric) {
+                return Err(self.invalid(format!(
+                    "ospfv2 route range {}: metric {}: {why}",
+                    r.name, r.metric
+                )));
+            }
+            let prefixes = r
+                .prefixes()
+                .map_err(|e| self.invalid(format!("route range {}: {e}", r.name)))?;
+            if prefixes.iter().any(|p| matches!(p, IpNet::V6(_))) {
+                return Err(self.invalid(format!(
+                    "ospfv2 route range {}: OSPFv2 carries IPv4 prefixes only",
+                    r.name
+                )));
+            }
         }
         Ok(())
     }

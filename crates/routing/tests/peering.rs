@@ -72,6 +72,7 @@ fn device(
             }],
         }),
         isis: None,
+        ospf: None,
     }
 }
 

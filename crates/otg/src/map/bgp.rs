@@ -149,6 +149,7 @@ impl Cx {
                 peers,
             }),
             isis: None,
+            ospf: None,
         };
         if let Err(e) = device.validate() {
             self.refuse(path, e.to_string());
@@ -170,7 +171,7 @@ impl Cx {
         let Some(mac) = host.spec.mac else {
             self.refuse(
                 format!("{}.mac", e.path),
-                "a device with a control plane (BGP, IS-IS) needs its own MAC on this ethernet: its daemons sit behind a macvlan of the port with that MAC",
+                "a device with a control plane (BGP, IS-IS, OSPF) needs its own MAC on this ethernet: its daemons sit behind a macvlan of the port with that MAC",
             );
             return;
         };
@@ -180,7 +181,7 @@ impl Cx {
         if port.location.agent.is_some() {
             self.refuse(
                 path,
-                format!("port '{}' is on an agent: control planes (BGP, IS-IS) run on devices of this machine's ports only (for now)", port.name),
+                format!("port '{}' is on an agent: control planes (BGP, IS-IS, OSPF) run on devices of this machine's ports only (for now)", port.name),
             );
             return;
         }

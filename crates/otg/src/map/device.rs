@@ -322,8 +322,7 @@ impl Cx {
 pub(super) fn is_control_plane(key: &str) -> bool {
     matches!(
         key,
-        "ospfv2"
-            | "ospfv3"
+        "ospfv3"
             | "rsvp"
             | "vxlan"
             | "dhcp_server"

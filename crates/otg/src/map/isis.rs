@@ -40,6 +40,7 @@ impl Cx {
                         links: Vec::new(),
                         bgp: None,
                         isis: None,
+                        ospf: None,
                     });
                     routers.len() - 1
                 }

@@ -32,6 +32,9 @@ mod isis;
 #[cfg(test)]
 mod isis_tests;
 mod mpls;
+mod ospfv2;
+#[cfg(test)]
+mod ospfv2_tests;
 mod outer;
 mod pattern;
 mod rate;
@@ -168,25 +171,28 @@ impl Mapped {
     }
 
     /// The hosts whose frames go on to a control plane: those on an ethernet of a device with
-    /// BGP or IS-IS (its daemons have that MAC).
-    /// Each comes with the group MACs its device's link-state protocol sends to (IS-IS:
-    /// AllISs, AllL1ISs, AllL2ISs), which its port must pass to the stack too.
+    /// BGP, IS-IS or OSPF (its daemons have that MAC).
+    /// Each comes with the group MACs its device's link-state protocols send to (IS-IS:
+    /// AllISs, AllL1ISs, AllL2ISs; OSPFv2: AllSPFRouters, AllDRouters), which its port must
+    /// pass to the stack too.
     pub fn routed_hosts(&self) -> Vec<(String, Vec<[u8; 6]>)> {
-        let macs: Vec<([u8; 6], bool)> = self
+        let macs: Vec<([u8; 6], &linerate_routing::Device)> = self
             .routers
             .iter()
-            .flat_map(|r| r.links.iter().map(|l| (l.mac, r.isis.is_some())))
+            .flat_map(|r| r.links.iter().map(move |l| (l.mac, r)))
             .collect();
         self.hosts
             .iter()
             .filter_map(|h| {
                 let mac = h.spec.mac?.octets();
-                let (_, isis) = macs.iter().find(|(m, _)| *m == mac)?;
-                let groups = if *isis {
-                    linerate_routing::ISIS_GROUPS.to_vec()
-                } else {
-                    Vec::new()
-                };
+                let (_, router) = macs.iter().find(|(m, _)| *m == mac)?;
+                let mut groups = Vec::new();
+                if router.isis.is_some() {
+                    groups.extend(linerate_routing::ISIS_GROUPS);
+                }
+                if router.ospf.is_some() {
+                    groups.extend(linerate_routing::OSPF_GROUPS);
+                }
                 Some((h.spec.name.clone(), groups))
             })
             .collect()
@@ -335,7 +341,7 @@ fn is_empty(v: &Value) -> bool {
 fn hint(key: &str) -> &'static str {
     match key {
         k if device::is_control_plane(k) => {
-            "control planes other than BGP and IS-IS (OSPF, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP and IS-IS (devices[].bgp, devices[].isis)"
+            "control planes other than BGP, IS-IS and OSPFv2 (OSPFv3, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPFv2 (devices[].bgp, devices[].isis, devices[].ospfv2)"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
         "lldp" => "LLDP is not supported",

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::{Device, Origin, Peer, PeerKind, RouteRange, RoutingError};
 
 pub mod isis;
+pub mod ospf;
 
 /// The device's BGP peers (none without BGP).
 fn peers(device: &Device) -> &[Peer] {
@@ -218,7 +219,7 @@ pub fn announce(
 }
 
 /// A name or key as one word of FRR's CLI: spaces and control characters would end it early.
-fn safe(text: &str) -> String {
+pub(crate) fn safe(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_whitespace() || c.is_control() {

@@ -16,6 +16,7 @@ fn device(peers: Vec<Peer>) -> Device {
             peers,
         }),
         isis: None,
+        ospf: None,
     }
 }
 

@@ -66,6 +66,7 @@ fn device() -> (Device, Isis) {
         }],
         bgp: None,
         isis: Some(isis.clone()),
+        ospf: None,
     };
     (device, isis)
 }

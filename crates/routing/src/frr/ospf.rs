@@ -1,0 +1,479 @@
+//! FRR's OSPFv2 side: the `ospfd` configuration of a device with [`Ospf`], its route ranges'
+//! links and static routes, and the daemon's answers (`show ip ospf neighbor detail json`,
+//! `show ip ospf database … json`) read into linerate's terms. Pure text both ways, so it is
+//! tested without a daemon.
+//!
+//! How a range is advertised depends on its origin. An intra- or inter-area range is a veth
+//! pair inside the device's namespace (`rr<i>`, `rr<i>p`) carrying the range's prefixes as
+//! addresses, passive, its cost the range's metric: in the interfaces' area its prefixes are
+//! stub links of the router LSA (intra-area); in an area of its own the router borders that
+//! area and sends one summary LSA per prefix into the interfaces' area (inter-area, OTG's
+//! default), exactly what an emulated ABR sends. This kernel has no `dummy` links, and a
+//! loopback's addresses are always host routes (RFC 2328 §9.1), so a veth it is. An external
+//! range is a set of `staticd` blackhole routes tagged with the range's number, redistributed
+//! through one route-map that sets each tag's metric and metric type (as IS-IS's are).
+
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+use ipnet::IpNet;
+use serde_json::Value;
+
+use super::safe;
+use crate::{Device, Ospf, OspfOrigin, OspfRange, RoutingError};
+
+/// The route-map ospfd redistributes the external ranges through.
+const MAP: &str = "lr-ospf";
+
+/// The tag of external range `i`'s static routes: above IS-IS's, whose staticd the two share
+/// on a device with both.
+fn tag(i: usize) -> usize {
+    10_001 + i
+}
+
+/// Whether range `r` is a veth pair of the device's (intra- or inter-area) rather than static
+/// routes.
+pub fn on_a_link(r: &OspfRange) -> bool {
+    matches!(r.origin, OspfOrigin::IntraArea | OspfOrigin::InterArea)
+}
+
+/// The device's side of range `i`'s veth pair; its peer is the same name with `p`.
+pub fn range_link(i: usize) -> String {
+    format!("rr{i}")
+}
+
+/// The area range `r`'s link is in.
+pub fn range_area(ospf: &Ospf, r: &OspfRange) -> Ipv4Addr {
+    match r.origin {
+        OspfOrigin::IntraArea => ospf.interfaces[0].area,
+        _ => ospf.range_area(),
+    }
+}
+
+/// The whole `ospfd.conf` of `device`, whose `ospf` is `ospf`.
+pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
+    let mut out = format!(
+        "frr defaults traditional\nhostname {}\n!\n",
+        safe(&device.name)
+    );
+    // The route-map before the `router ospf` that names it (as isisd's).
+    let mut entries = 0;
+    for (i, r) in ospf.routes.iter().enumerate() {
+        let kind = match r.origin {
+            OspfOrigin::External1 => "type-1",
+            OspfOrigin::External2 => "type-2",
+            _ => continue,
+        };
+        entries += 1;
+        let _ = writeln!(
+            out,
+            "route-map {MAP} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
+            (i + 1) * 10,
+            tag(i),
+            r.metric
+        );
+    }
+    for i in &ospf.interfaces {
+        let _ = writeln!(out, "interface eth{}", i.link);
+        let _ = writeln!(out, " ip ospf area {}", i.area);
+        if i.point_to_point {
+            out.push_str(" ip ospf network point-to-point\n");
+        } else {
+            let _ = writeln!(out, " ip ospf priority {}", i.priority);
+        }
+        let _ = writeln!(out, " ip ospf cost {}", i.cost);
+        let _ = writeln!(out, " ip ospf hello-interval {}", i.hello);
+        let _ = writeln!(out, " ip ospf dead-interval {}", i.dead);
+        let _ = writeln!(out, " ip ospf retransmit-interval {}", ospf.retransmit);
+        if !i.mtu_check {
+            out.push_str(" ip ospf mtu-ignore\n");
+        }
+        out.push_str("exit\n");
+    }
+    for (i, r) in ospf.routes.iter().enumerate() {
+        if !on_a_link(r) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "interface {}\n ip ospf area {}\n ip ospf cost {}\n ip ospf passive\nexit",
+            range_link(i),
+            range_area(ospf, r),
+            r.metric
+        );
+    }
+    out.push_str("router ospf\n");
+    let _ = writeln!(out, " ospf router-id {}", ospf.router_id);
+    out.push_str(" log-adjacency-changes\n");
+    // A test device converges at once: SPF runs as soon as the database changes, its LSAs
+    // are originated without RFC 2328's 5 s MinLSInterval, and a neighbour's new instance is
+    // taken however soon after the last (MinLSArrival): a withdraw right after an advertise
+    // must reach the peer.
+    out.push_str(" timers throttle spf 0 50 1000\n");
+    out.push_str(" timers throttle lsa all 0\n");
+    out.push_str(" timers lsa min-arrival 0\n");
+    let _ = writeln!(out, " refresh timer {}", ospf.lsa_refresh);
+    if entries > 0 {
+        let _ = writeln!(out, " redistribute static route-map {MAP}");
+    }
+    out.push_str("exit\n");
+    out
+}
+
+/// The one line of `staticd` configuration that originates prefix `n` of external range `i`.
+fn static_route(n: &IpNet, i: usize) -> String {
+    format!("ip route {n} blackhole tag {}", tag(i))
+}
+
+/// The `staticd` lines of every advertised external range.
+pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
+    let mut out = String::new();
+    for (i, r) in ospf.routes.iter().enumerate() {
+        if on_a_link(r) || !r.advertised {
+            continue;
+        }
+        for n in r.prefixes()? {
+            out.push_str(&static_route(&n, i));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// What advertising or withdrawing a range changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The range's link goes up (advertised) or down (withdrawn): ospfd originates or flushes
+    /// its LSAs as the interface comes and goes.
+    Link { name: String, up: bool },
+    /// `staticd` commands, as a vtysh input file.
+    Staticd(String),
+}
+
+/// What advertises (or withdraws) range `name`; None when no range has that name.
+pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Change>, RoutingError> {
+    let Some(i) = ospf.routes.iter().position(|r| r.name == name) else {
+        return Ok(None);
+    };
+    let range = &ospf.routes[i];
+    if on_a_link(range) {
+        return Ok(Some(Change::Link {
+            name: range_link(i),
+            up: advertise,
+        }));
+    }
+    let no = if advertise { "" } else { "no " };
+    let mut out = String::new();
+    for n in range.prefixes()? {
+        let _ = writeln!(out, "{no}{}", static_route(&n, i));
+    }
+    Ok(Some(Change::Staticd(out)))
+}
+
+/// An OSPF router as linerate reads it: ospfd's view, the packets on its links and how often
+/// an adjacency left Full.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OspfState {
+    /// OTG's name of the router.
+    pub name: String,
+    /// None while its daemons are stopped.
+    pub view: Option<OspfView>,
+    pub counts: crate::wire::OspfCounts,
+    pub flaps: u64,
+    /// Its interfaces' names in the device's namespace.
+    pub interfaces: Vec<String>,
+}
+
+/// How often an adjacency left Full, from ospfd's log (`log adjacency-changes` logs every
+/// change to Full and every change down, RFC 2328 §10.3).
+pub fn flaps(log: &str) -> u64 {
+    log.lines()
+        .filter(|l| l.contains("AdjChg:") && l.contains(": Full -> "))
+        .count() as u64
+}
+
+/// An OSPF router's state, as its daemon holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OspfView {
+    pub neighbours: Vec<Neighbour>,
+    /// Every LSA of every area and of the AS, the router's own among them.
+    pub lsas: Lsdb,
+}
+
+/// One neighbour as ospfd holds it (`show ip ospf neighbor detail json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Neighbour {
+    pub router_id: Ipv4Addr,
+    /// RFC 2328's state (`Full`, `2-Way`, `Init`, …), without the DR role FRR adds.
+    pub state: String,
+    pub interface: String,
+    /// How often its state changed.
+    pub changes: u64,
+}
+
+impl Neighbour {
+    pub fn full(&self) -> bool {
+        self.state == "Full"
+    }
+}
+
+/// The LSA header's fields (RFC 2328 A.4.1) and where the LSA is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LsaHeader {
+    /// None: AS-scoped (an AS-external LSA).
+    pub area: Option<Ipv4Addr>,
+    pub id: Ipv4Addr,
+    pub advertising_router: Ipv4Addr,
+    pub sequence: u32,
+    pub age: u16,
+    pub options: u8,
+    /// Originated by the router itself.
+    pub own: bool,
+}
+
+/// A router LSA's link (RFC 2328 A.4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkKind {
+    PointToPoint,
+    Transit,
+    Stub,
+    Virtual,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterLink {
+    pub kind: LinkKind,
+    pub id: Ipv4Addr,
+    pub data: Ipv4Addr,
+    pub metric: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterLsa {
+    pub header: LsaHeader,
+    pub links: Vec<RouterLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkLsa {
+    pub header: LsaHeader,
+    pub prefix_len: u8,
+    pub routers: Vec<Ipv4Addr>,
+}
+
+/// A summary LSA: of a network (type 3) or of an AS boundary router (type 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryLsa {
+    pub header: LsaHeader,
+    pub prefix_len: u8,
+    pub metric: u32,
+}
+
+/// An AS-external (type 5) or NSSA (type 7) LSA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalLsa {
+    pub header: LsaHeader,
+    pub prefix_len: u8,
+    pub metric: u32,
+    /// Type 1 (false) or type 2 (true).
+    pub type_2: bool,
+    pub forwarding: Ipv4Addr,
+    pub tag: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lsdb {
+    pub router: Vec<RouterLsa>,
+    pub network: Vec<NetworkLsa>,
+    pub summary: Vec<SummaryLsa>,
+    pub asbr_summary: Vec<SummaryLsa>,
+    pub external: Vec<ExternalLsa>,
+    pub nssa: Vec<ExternalLsa>,
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn number(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn address(v: &Value, key: &str) -> Ipv4Addr {
+    text(v, key).parse().unwrap_or(Ipv4Addr::UNSPECIFIED)
+}
+
+/// Every neighbour of `show ip ospf neighbor detail json`.
+pub fn neighbours(json: &Value) -> Vec<Neighbour> {
+    let mut out = Vec::new();
+    for (id, list) in json
+        .get("neighbors")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        for n in list.as_array().into_iter().flatten() {
+            let state = text(n, "nbrState");
+            out.push(Neighbour {
+                router_id: id.parse().unwrap_or(Ipv4Addr::UNSPECIFIED),
+                state: state.split('/').next().unwrap_or(state).to_owned(),
+                interface: text(n, "ifaceName").to_owned(),
+                changes: number(n, "stateChangeCounter"),
+            });
+        }
+    }
+    out
+}
+
+/// The options byte from FRR's `*|O|DC|EA|N/P|MC|E|M/T` (a `-` for each bit clear).
+fn options(text: &str) -> u8 {
+    text.split('|')
+        .skip(1)
+        .zip((0..7).rev())
+        .filter(|(f, _)| *f != "-")
+        .fold(0, |acc, (_, bit)| acc | 1 << bit)
+}
+
+fn header(lsa: &Value, area: Option<Ipv4Addr>, me: Ipv4Addr) -> LsaHeader {
+    let advertising_router = address(lsa, "advertisingRouter");
+    LsaHeader {
+        area,
+        id: address(lsa, "linkStateId"),
+        advertising_router,
+        sequence: u32::from_str_radix(text(lsa, "lsaSeqNumber"), 16).unwrap_or(0),
+        age: number(lsa, "lsaAge") as u16,
+        options: options(text(lsa, "options")),
+        own: advertising_router == me,
+    }
+}
+
+/// Each area's LSAs under `key` of a `show ip ospf database … json` answer, with the
+/// answering router's id.
+fn by_area<'a>(json: &'a Value, key: &str) -> (Ipv4Addr, Vec<(Ipv4Addr, &'a Value)>) {
+    let me = address(json, "routerId");
+    let mut out = Vec::new();
+    for (area, list) in json
+        .get(key)
+        .and_then(|v| v.get("areas"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let area = area.parse().unwrap_or(Ipv4Addr::UNSPECIFIED);
+        out.extend(list.as_array().into_iter().flatten().map(|l| (area, l)));
+    }
+    (me, out)
+}
+
+/// `show ip ospf database router json`.
+pub fn router_lsas(json: &Value) -> Vec<RouterLsa> {
+    let (me, list) = by_area(json, "routerLinkStates");
+    list.into_iter()
+        .map(|(area, l)| RouterLsa {
+            header: header(l, Some(area), me),
+            links: l
+                .get("routerLinks")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(_, link)| {
+                    let (kind, id, data) = match text(link, "linkType") {
+                        "another Router (point-to-point)" => (
+                            LinkKind::PointToPoint,
+                            "neighborRouterId",
+                            "routerInterfaceAddress",
+                        ),
+                        "a Transit Network" => (
+                            LinkKind::Transit,
+                            "designatedRouterAddress",
+                            "routerInterfaceAddress",
+                        ),
+                        "Stub Network" => (LinkKind::Stub, "networkAddress", "networkMask"),
+                        "a Virtual Link" => (
+                            LinkKind::Virtual,
+                            "neighborRouterId",
+                            "routerInterfaceAddress",
+                        ),
+                        _ => return None,
+                    };
+                    Some(RouterLink {
+                        kind,
+                        id: address(link, id),
+                        data: address(link, data),
+                        metric: number(link, "tos0Metric") as u32,
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// `show ip ospf database network json`.
+pub fn network_lsas(json: &Value) -> Vec<NetworkLsa> {
+    let (me, list) = by_area(json, "networkLinkStates");
+    list.into_iter()
+        .map(|(area, l)| NetworkLsa {
+            header: header(l, Some(area), me),
+            prefix_len: number(l, "networkMask") as u8,
+            // FRR spells the key so.
+            routers: l
+                .get("attchedRouters")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(id, _)| id.parse().ok())
+                .collect(),
+        })
+        .collect()
+}
+
+/// `show ip ospf database summary json` (`summaryLinkStates`) or `… asbr-summary json`
+/// (`asbrSummaryLinkStates`).
+pub fn summary_lsas(json: &Value, key: &str) -> Vec<SummaryLsa> {
+    let (me, list) = by_area(json, key);
+    list.into_iter()
+        .map(|(area, l)| SummaryLsa {
+            header: header(l, Some(area), me),
+            prefix_len: number(l, "networkMask") as u8,
+            metric: number(l, "tos0Metric") as u32,
+        })
+        .collect()
+}
+
+fn external(l: &Value, area: Option<Ipv4Addr>, me: Ipv4Addr) -> ExternalLsa {
+    let forwarding = ["forwardAddress", "nssaForwardAddress"]
+        .iter()
+        .map(|k| address(l, k))
+        .find(|a| !a.is_unspecified())
+        .unwrap_or(Ipv4Addr::UNSPECIFIED);
+    ExternalLsa {
+        header: header(l, area, me),
+        prefix_len: number(l, "networkMask") as u8,
+        metric: number(l, "metric") as u32,
+        type_2: text(l, "metricType").starts_with("E2"),
+        forwarding,
+        tag: number(l, "externalRouteTag") as u32,
+    }
+}
+
+/// `show ip ospf database external json`.
+pub fn external_lsas(json: &Value) -> Vec<ExternalLsa> {
+    let me = address(json, "routerId");
+    json.get("asExternalLinkStates")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|l| external(l, None, me))
+        .collect()
+}
+
+/// `show ip ospf database nssa-external json`.
+pub fn nssa_lsas(json: &Value) -> Vec<ExternalLsa> {
+    let (me, list) = by_area(json, "nssaExternalLinkStates");
+    list.into_iter()
+        .map(|(area, l)| external(l, Some(area), me))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

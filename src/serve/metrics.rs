@@ -25,6 +25,9 @@ pub(super) async fn get_metrics(
         Ok(MetricsAsk::Ospfv2(routers)) => {
             return super::routing::ospfv2(&app, routers, false).await;
         }
+        Ok(MetricsAsk::Ospfv3(routers)) => {
+            return super::routing::ospfv3(&app, routers, false).await;
+        }
         Ok(MetricsAsk::Flows(names)) => (true, names),
         Ok(MetricsAsk::Ports(names)) => (false, names),
         Err(why) => return Err(Fail::bad(why)),

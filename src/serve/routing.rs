@@ -1,7 +1,7 @@
 //! The devices' control planes of a config: started with it, stopped and started by
 //! `protocol.all`, route ranges withdrawn and advertised by `protocol.route`, and read for
-//! get_metrics (`bgpv4`, `bgpv6`, `isis`, `ospfv2`) and get_states (`bgp_prefixes`,
-//! `isis_lsps`, `ospfv2_lsas`) from the daemons themselves.
+//! get_metrics (`bgpv4`, `bgpv6`, `isis`, `ospfv2`, `ospfv3`) and get_states (`bgp_prefixes`,
+//! `isis_lsps`, `ospfv2_lsas`, `ospfv3_lsas`) from the daemons themselves.
 
 use axum::response::Response;
 use linerate_otg as otg;
@@ -17,7 +17,7 @@ fn lock(d: &Daemons) -> std::sync::MutexGuard<'_, Routers> {
 /// The config's daemons, when it has any.
 fn daemons(app: &App) -> Result<Daemons, Fail> {
     app.lock().routers.clone().ok_or_else(|| {
-        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2)")
+        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)")
     })
 }
 
@@ -107,6 +107,19 @@ pub(super) async fn ospfv2(app: &App, routers: Vec<String>, lsas: bool) -> Resul
         json(&otg::ospfv2::answers::lsas_response(&states, &routers))
     } else {
         json(&otg::ospfv2::answers::metrics_response(&states, &routers))
+    })
+}
+
+/// get_metrics `ospfv3` (`lsas` false) or get_states `ospfv3_lsas` (true), as [`ospfv2`].
+pub(super) async fn ospfv3(app: &App, routers: Vec<String>, lsas: bool) -> Result<Response, Fail> {
+    let d = daemons(app)?;
+    let states = blocking(move || lock(&d).ospf6())
+        .await?
+        .map_err(|e| failed(&e))?;
+    Ok(if lsas {
+        json(&otg::ospfv3::answers::lsas_response(&states, &routers))
+    } else {
+        json(&otg::ospfv3::answers::metrics_response(&states, &routers))
     })
 }
 

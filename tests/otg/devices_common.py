@@ -1,5 +1,6 @@
-"""What the device scripts (bgp_b2b.py, bgp_router.py, isis_b2b.py) share: waiting for a
-condition, and killing a device's daemon to see it named."""
+"""What the device scripts (bgp_b2b.py, bgp_router.py, isis_b2b.py, ospfv2_b2b.py) share:
+waiting for a condition, the device namespaces of the server under test, and killing a
+device's daemon to see it named."""
 import os
 import time
 
@@ -16,10 +17,26 @@ def wait_for(what, fn, timeout=30, every=0.2):
     raise AssertionError(f"{what}: not within {timeout} s (last: {got!r})")
 
 
+def our_devices():
+    """The device namespaces (and directories) under /run/linerate/routing of the server under
+    test (LINERATE_SERVER_PID, which tests/otg.rs sets; every one without it): another
+    linerate's devices on this machine are not ours to read or kill."""
+    server = os.environ.get("LINERATE_SERVER_PID")
+    out = []
+    for d in sorted(os.listdir("/run/linerate/routing")):
+        try:
+            with open(f"/run/linerate/routing/{d}/owner") as owner:
+                if server is None or owner.read().strip() == server:
+                    out.append(d)
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def kill_a_daemon_and_see_it_named(daemon, ask):
-    """SIGKILLs `daemon` of the first device under /run/linerate/routing; the next `ask()` (a
-    metrics request) must fail naming it."""
-    for d in os.listdir("/run/linerate/routing"):
+    """SIGKILLs `daemon` of the server's first device; the next `ask()` (a metrics request)
+    must fail naming it."""
+    for d in our_devices():
         with open(f"/run/linerate/routing/{d}/{daemon}.pid") as pid:
             os.kill(int(pid.read()), 9)
         break

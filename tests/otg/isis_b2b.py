@@ -11,7 +11,7 @@ import subprocess
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices
 
 FRAMES = 100
 SYSTEM_IDS = {"dtx": "640000000001", "drx": "650000000001"}
@@ -85,7 +85,7 @@ def lsps(api):
 def device_fib(prefix):
     """Every device namespace's kernel route to `prefix` (zebra installs what isisd computed)."""
     out = {}
-    for ns in os.listdir("/run/linerate/routing"):
+    for ns in our_devices():
         r = subprocess.run(["ip", "-n", ns, "route", "show", prefix], capture_output=True, text=True)
         out[ns] = r.stdout.strip()
     return out

@@ -12,7 +12,7 @@ import subprocess
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices
 
 TC = {
     "pktRate": 50,
@@ -207,7 +207,7 @@ def flow_metrics_ok(api, tc):
 def device_fib(prefix):
     """Every device namespace's kernel route to `prefix` (zebra installs what ospfd computed)."""
     out = {}
-    for ns in os.listdir("/run/linerate/routing"):
+    for ns in our_devices():
         r = subprocess.run(["ip", "-n", ns, "route", "show", prefix], capture_output=True, text=True)
         out[ns] = r.stdout.strip()
     return out
@@ -273,9 +273,9 @@ def main():
     cs.protocol.all.state = cs.protocol.all.START
     api.set_control_state(cs)
     wait_for("Full again", lambda: ospfv2_lsas_ok(api, TC))
-    m = wait_for("the lost adjacency counted",
-                 lambda: (lambda m: m if all(x.sessions_flap >= 1 and x.full_state_count == 1
-                                             for x in m.values()) else None)(ospfv2_metrics(api)))
+    wait_for("the lost adjacency counted",
+             lambda: all(x.sessions_flap >= 1 and x.full_state_count == 1
+                         for x in ospfv2_metrics(api).values()))
 
     # A daemon that dies is named in the next metrics answer.
     kill_a_daemon_and_see_it_named("ospfd", lambda: ospfv2_metrics(api))

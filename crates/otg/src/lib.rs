@@ -14,6 +14,7 @@ mod map;
 pub mod metrics;
 mod model;
 pub mod ospfv2;
+pub mod ospfv3;
 pub mod requests;
 mod response;
 pub mod states;

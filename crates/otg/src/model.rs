@@ -87,8 +87,8 @@ pub struct Capture {
     pub rest: Rest,
 }
 
-/// Device: an emulated host's interfaces, its BGP, its IS-IS and its OSPFv2; its other control
-/// planes (ospfv3, …) land in `rest` and are refused.
+/// Device: an emulated host's interfaces, its BGP, its IS-IS, its OSPFv2 and its OSPFv3; its
+/// other control planes (rsvp, …) land in `rest` and are refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Device {
     pub name: String,
@@ -97,6 +97,7 @@ pub struct Device {
     pub bgp: Option<crate::bgp::DeviceBgp>,
     pub isis: Option<crate::isis::DeviceIsis>,
     pub ospfv2: Option<crate::ospfv2::DeviceOspfv2>,
+    pub ospfv3: Option<crate::ospfv3::DeviceOspfv3>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -706,6 +707,7 @@ pub struct MetricsRequest {
     pub bgpv6: Option<crate::bgp::BgpMetricsRequest>,
     pub isis: Option<crate::isis::IsisMetricsRequest>,
     pub ospfv2: Option<crate::ospfv2::Ospfv2MetricsRequest>,
+    pub ospfv3: Option<crate::ospfv3::Ospfv3MetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -749,6 +751,7 @@ pub struct StatesRequest {
     pub bgp_prefixes: Option<crate::bgp::BgpPrefixStateRequest>,
     pub isis_lsps: Option<crate::isis::IsisLspsStateRequest>,
     pub ospfv2_lsas: Option<crate::ospfv2::Ospfv2LsasStateRequest>,
+    pub ospfv3_lsas: Option<crate::ospfv3::Ospfv3LsasStateRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

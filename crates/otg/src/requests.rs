@@ -30,6 +30,8 @@ pub enum MetricsAsk {
     Isis(Vec<String>),
     /// The OSPFv2 routers named (all, with none).
     Ospfv2(Vec<String>),
+    /// The OSPFv3 routers (instances) named (all, with none).
+    Ospfv3(Vec<String>),
 }
 
 /// What get_states asks for.
@@ -46,6 +48,8 @@ pub enum StatesAsk {
     IsisLsps(Vec<String>),
     /// The LSAs these OSPFv2 routers learned (every router's, with none).
     Ospfv2Lsas(Vec<String>),
+    /// The LSAs these OSPFv3 routers learned (every router's, with none).
+    Ospfv3Lsas(Vec<String>),
 }
 
 /// What get_states asks for: the neighbours of one family, of the ethernets named (all, with
@@ -103,7 +107,7 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
     rest("protocol", &p.rest)?;
     if mapped.routers.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2)".into(),
+            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -182,6 +186,16 @@ fn ospfv2_routers(mapped: &Mapped) -> Vec<&str> {
         .routers
         .iter()
         .filter_map(|d| d.ospf.as_ref())
+        .map(|o| o.name.as_str())
+        .collect()
+}
+
+/// The OSPFv3 routers (instances) of `mapped`, by name.
+fn ospfv3_routers(mapped: &Mapped) -> Vec<&str> {
+    mapped
+        .routers
+        .iter()
+        .filter_map(|d| d.ospf6.as_ref())
         .map(|o| o.name.as_str())
         .collect()
 }
@@ -346,9 +360,20 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
             )
             .map(MetricsAsk::Ospfv2)
         }
+        (Some("ospfv3"), _, _) => {
+            let asked = req.ospfv3.clone().unwrap_or_default();
+            rest("ospfv3", &asked.rest)?;
+            routers_named(
+                ("OSPFv3", "devices[].ospfv3"),
+                "ospfv3.router_names",
+                &asked.router_names,
+                &ospfv3_routers(mapped),
+            )
+            .map(MetricsAsk::Ospfv3)
+        }
         (Some(other), _, _) => Err(format!(
-            "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6, isis and \
-             ospfv2 are)"
+            "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6, isis, \
+             ospfv2 and ospfv3 are)"
         )),
     }
 }
@@ -387,10 +412,21 @@ pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String>
             )
             .map(StatesAsk::Ospfv2Lsas);
         }
+        Some("ospfv3_lsas") => {
+            let asked = req.ospfv3_lsas.clone().unwrap_or_default();
+            rest("ospfv3_lsas", &asked.rest)?;
+            return routers_named(
+                ("OSPFv3", "devices[].ospfv3"),
+                "ospfv3_lsas.router_names",
+                &asked.router_names,
+                &ospfv3_routers(mapped),
+            )
+            .map(StatesAsk::Ospfv3Lsas);
+        }
         Some(other) => {
             return Err(format!(
                 "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors, \
-                 bgp_prefixes, isis_lsps and ospfv2_lsas are)"
+                 bgp_prefixes, isis_lsps, ospfv2_lsas and ospfv3_lsas are)"
             ));
         }
     };

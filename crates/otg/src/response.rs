@@ -30,8 +30,8 @@ impl Version {
 /// Metrics.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
-    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics`, `isis_metrics` or
-    /// `ospfv2_metrics`.
+    /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics`, `isis_metrics`,
+    /// `ospfv2_metrics` or `ospfv3_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
@@ -45,6 +45,8 @@ pub struct MetricsResponse {
     pub isis_metrics: Option<Vec<crate::isis::IsisMetric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ospfv2_metrics: Option<Vec<crate::ospfv2::Ospfv2Metric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ospfv3_metrics: Option<Vec<crate::ospfv3::Ospfv3Metric>>,
 }
 
 /// Port.Metric
@@ -109,7 +111,8 @@ pub struct MetricLatency {
 /// States.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatesResponse {
-    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes`, `isis_lsps` or `ospfv2_lsas`.
+    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes`, `isis_lsps`, `ospfv2_lsas` or
+    /// `ospfv3_lsas`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
@@ -121,6 +124,8 @@ pub struct StatesResponse {
     pub isis_lsps: Option<Vec<crate::isis::IsisLspsState>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ospfv2_lsas: Option<Vec<crate::ospfv2::Ospfv2LsaState>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ospfv3_lsas: Option<Vec<crate::ospfv3::Ospfv3LsaState>>,
 }
 
 /// Neighborsv4.State

@@ -1,7 +1,7 @@
-//! Devices' control planes. A device that speaks BGP, IS-IS or OSPFv2 gets a network namespace
+//! Devices' control planes. A device that speaks BGP, IS-IS or OSPF gets a network namespace
 //! of its own with a macvlan of each of its ports (the device's MAC and addresses) and FRR's
 //! daemons inside: `bgpd` without zebra for BGP; `zebra`, `staticd` and `isisd` for IS-IS,
-//! `ospfd` beside them for OSPFv2. Its sessions and updates go out through the port as the
+//! `ospfd` and `ospf6d` beside them for OSPFv2 and OSPFv3. Its sessions and updates go out through the port as the
 //! device's frames, and the port's XDP programs pass it the frames addressed to its MAC and to
 //! its protocols' groups (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path.
 //! linerate writes the daemons' configurations from the [`Device`] and reads their state back
@@ -30,6 +30,13 @@ pub use spec::*;
 pub const OSPF_GROUPS: [[u8; 6]; 2] = [
     [0x01, 0x00, 0x5e, 0x00, 0x00, 0x05],
     [0x01, 0x00, 0x5e, 0x00, 0x00, 0x06],
+];
+
+/// The group MACs OSPFv3 sends to: AllSPFRouters (ff02::5) and AllDRouters (ff02::6), RFC
+/// 5340 A.1, mapped to Ethernet as RFC 2464 §7 says.
+pub const OSPF6_GROUPS: [[u8; 6]; 2] = [
+    [0x33, 0x33, 0x00, 0x00, 0x00, 0x05],
+    [0x33, 0x33, 0x00, 0x00, 0x00, 0x06],
 ];
 
 /// The group MACs IS-IS sends its PDUs to: AllISs (point-to-point hellos, ISO 10589 as FRR

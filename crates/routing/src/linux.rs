@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::frr::isis::IsisView;
 use crate::frr::ospf::{self as ospf, OspfState, OspfView};
+use crate::frr::ospf6::{self, Ospf6State, Ospf6View};
 use crate::frr::{self, Prefixes, Session};
 use crate::wire::WireCounter;
 use crate::{Device, RoutingError};
@@ -47,6 +48,7 @@ enum Daemon {
     Staticd,
     Isisd,
     Ospfd,
+    Ospf6d,
 }
 
 impl Daemon {
@@ -57,6 +59,7 @@ impl Daemon {
             Daemon::Staticd => "staticd",
             Daemon::Isisd => "isisd",
             Daemon::Ospfd => "ospfd",
+            Daemon::Ospf6d => "ospf6d",
         }
     }
 
@@ -68,12 +71,13 @@ impl Daemon {
     }
 
     /// Every daemon's name, for the files an orphaned set leaves.
-    const ALL: [Daemon; 5] = [
+    const ALL: [Daemon; 6] = [
         Daemon::Bgpd,
         Daemon::Zebra,
         Daemon::Staticd,
         Daemon::Isisd,
         Daemon::Ospfd,
+        Daemon::Ospf6d,
     ];
 }
 
@@ -115,7 +119,10 @@ impl Routers {
         if devices.iter().any(|d| d.bgp.is_some()) {
             needed.push(Daemon::Bgpd);
         }
-        if devices.iter().any(|d| d.isis.is_some() || d.ospf.is_some()) {
+        if devices
+            .iter()
+            .any(|d| d.isis.is_some() || d.ospf.is_some() || d.ospf6.is_some())
+        {
             needed.extend([Daemon::Zebra, Daemon::Staticd]);
         }
         if devices.iter().any(|d| d.isis.is_some()) {
@@ -123,6 +130,9 @@ impl Routers {
         }
         if devices.iter().any(|d| d.ospf.is_some()) {
             needed.push(Daemon::Ospfd);
+        }
+        if devices.iter().any(|d| d.ospf6.is_some()) {
+            needed.push(Daemon::Ospf6d);
         }
         for d in needed {
             let path = d.path();
@@ -152,7 +162,7 @@ impl Routers {
             });
             let r = routers.devices.last_mut().expect("pushed");
             r.plumb()?;
-            if r.spec.ospf.is_some() {
+            if r.spec.ospf.is_some() || r.spec.ospf6.is_some() {
                 let macs = r.spec.links.iter().map(|l| l.mac).collect();
                 r.wire = Some(WireCounter::start(&r.netns, macs)?);
             }
@@ -279,15 +289,36 @@ impl Routers {
                 }
                 return Ok(true);
             }
-            if let Some(o) = r.spec.ospf.as_mut()
-                && let Some(range) = o.routes.iter_mut().find(|x| x.name == name)
-            {
-                range.advertised = advertise;
-                let change = ospf::announce(o, name, advertise)?.expect("the range is there");
+            let v2 = r
+                .spec
+                .ospf
+                .as_ref()
+                .is_some_and(|o| o.routes.iter().any(|x| x.name == name));
+            let v3 = r
+                .spec
+                .ospf6
+                .as_ref()
+                .is_some_and(|o| o.routes.iter().any(|x| x.name == name));
+            if v2 || v3 {
+                let o = if v2 {
+                    r.spec.ospf.as_mut()
+                } else {
+                    r.spec.ospf6.as_mut()
+                }
+                .expect("the router is there");
+                if let Some(range) = o.routes.iter_mut().find(|x| x.name == name) {
+                    range.advertised = advertise;
+                }
+                let change = if v2 {
+                    ospf::announce(o, name, advertise)?
+                } else {
+                    ospf6::announce(o, name, advertise)?
+                }
+                .expect("the range is there");
                 match change {
-                    // A range's link is the device's own: it goes up and down with the
+                    // A range's link is the device's own: its addresses come and go with the
                     // range, whether the daemon runs or not.
-                    ospf::Change::Link { name, up } => r.set_link(&name, up)?,
+                    ospf::Change::Addresses(commands) => r.ip_batch(&commands)?,
                     ospf::Change::Staticd(commands) => {
                         if !r.daemons.is_empty() {
                             r.check()?;
@@ -363,10 +394,10 @@ impl Routers {
                 ..OspfState::default()
             };
             r.check()?;
-            state.counts = r.wire.as_ref().map(WireCounter::counts).unwrap_or_default();
-            let log = std::fs::read_to_string(r.dir.join("ospfd.log")).unwrap_or_default();
-            state.flaps = ospf::flaps(&log);
+            state.counts = r.wire.as_ref().map(|w| w.counts(2)).unwrap_or_default();
+            let log = r.dir.join("ospfd.log");
             if r.daemons.is_empty() {
+                state.flaps = flaps(&log, 0);
                 out.push(state);
                 continue;
             }
@@ -382,7 +413,47 @@ impl Routers {
                 external: ospf::external_lsas(&db("external")?),
                 nssa: ospf::nssa_lsas(&db("nssa-external")?),
             };
+            state.flaps = flaps(&log, neighbours.iter().filter(|n| n.full()).count() as u64);
             state.view = Some(OspfView { neighbours, lsas });
+            out.push(state);
+        }
+        Ok(out)
+    }
+
+    /// Every OSPFv3 router's state by its OTG name, as [`Routers::ospf`].
+    pub fn ospf6(&mut self) -> Result<Vec<Ospf6State>, RoutingError> {
+        let mut out = Vec::new();
+        for r in &mut self.devices {
+            let Some(o) = r.spec.ospf6.as_ref() else {
+                continue;
+            };
+            let me = o.router_id;
+            let mut state = Ospf6State {
+                name: o.name.clone(),
+                interfaces: o
+                    .interfaces
+                    .iter()
+                    .map(|i| format!("eth{}", i.link))
+                    .collect(),
+                ..Ospf6State::default()
+            };
+            r.check()?;
+            state.counts = r.wire.as_ref().map(|w| w.counts(3)).unwrap_or_default();
+            let log = r.dir.join("ospf6d.log");
+            if r.daemons.is_empty() {
+                state.flaps = flaps(&log, 0);
+                out.push(state);
+                continue;
+            }
+            let neighbours = ospf6::neighbours(
+                &r.asked(Daemon::Ospf6d, "show ipv6 ospf6 neighbor detail json")?,
+            );
+            let lsas = ospf6::database(
+                &r.asked(Daemon::Ospf6d, "show ipv6 ospf6 database detail json")?,
+                me,
+            );
+            state.flaps = flaps(&log, neighbours.iter().filter(|n| n.full()).count() as u64);
+            state.view = Some(Ospf6View { neighbours, lsas });
             out.push(state);
         }
         Ok(out)
@@ -407,44 +478,34 @@ impl Running {
             )?;
         }
         if let Some(o) = &self.spec.ospf {
-            self.plumb_ranges(o)?;
+            self.plumb_ranges(o, ospf::range_link)?;
+        }
+        if let Some(o) = &self.spec.ospf6 {
+            self.plumb_ranges(o, ospf6::range_link)?;
         }
         Ok(())
     }
 
-    /// Each OSPF range on a link gets its veth pair in the device's namespace, the range's
-    /// prefixes as addresses of the device's side, up while the range is advertised.
-    fn plumb_ranges(&self, o: &crate::Ospf) -> Result<(), RoutingError> {
+    /// Each OSPF range on a link gets its veth pair in the device's namespace, up, the range's
+    /// prefixes as addresses of the device's side while it is advertised.
+    fn plumb_ranges(&self, o: &crate::Ospf, link: fn(usize) -> String) -> Result<(), RoutingError> {
         let mut batch = String::new();
         for (i, r) in o.routes.iter().enumerate() {
             if !ospf::on_a_link(r) {
                 continue;
             }
-            let name = ospf::range_link(i);
+            let name = link(i);
             let _ = writeln!(batch, "link add {name} type veth peer name {name}p");
-            for n in r.prefixes()? {
-                let _ = writeln!(
-                    batch,
-                    "address add {}/{} dev {name}",
-                    n.network(),
-                    n.prefix_len()
-                );
+            if r.advertised {
+                batch.push_str(&ospf::addresses(&name, &r.prefixes()?, true));
             }
             let _ = writeln!(batch, "link set {name}p up");
-            if r.advertised {
-                let _ = writeln!(batch, "link set {name} up");
-            }
+            let _ = writeln!(batch, "link set {name} up");
         }
         if batch.is_empty() {
             return Ok(());
         }
         self.ip_batch(&batch)
-    }
-
-    /// Brings the device's link `name` up or down.
-    fn set_link(&self, name: &str, up: bool) -> Result<(), RoutingError> {
-        let state = if up { "up" } else { "down" };
-        self.ip_batch(&format!("link set {name} {state}\n"))
     }
 
     /// `ip -n <netns> -batch -`, fed `commands`.
@@ -481,7 +542,7 @@ impl Running {
             let conf = frr::config(&self.spec)?;
             self.spawn(Daemon::Bgpd, &conf)?;
         }
-        if self.spec.isis.is_some() || self.spec.ospf.is_some() {
+        if self.spec.isis.is_some() || self.spec.ospf.is_some() || self.spec.ospf6.is_some() {
             // FRR's daemons but bgpd cannot stay root (no -S): they drop to frr, which must
             // own the directory their pids, sockets and logs go to.
             let frr = nix::unistd::User::from_name("frr")
@@ -520,6 +581,9 @@ impl Running {
         if let Some(o) = &spec.ospf {
             staticd.push_str(&ospf::static_routes(o)?);
         }
+        if let Some(o) = &spec.ospf6 {
+            staticd.push_str(&ospf6::static_routes(o)?);
+        }
         self.spawn(Daemon::Zebra, &zebra)?;
         self.spawn(Daemon::Staticd, &staticd)?;
         if let Some(isis) = &spec.isis {
@@ -527,6 +591,9 @@ impl Running {
         }
         if let Some(o) = &spec.ospf {
             self.spawn(Daemon::Ospfd, &ospf::ospfd_config(&spec, o))?;
+        }
+        if let Some(o) = &spec.ospf6 {
+            self.spawn(Daemon::Ospf6d, &ospf6::ospf6d_config(&spec, o))?;
         }
         Ok(())
     }
@@ -728,6 +795,11 @@ impl Drop for Running {
         let _ = linerate_lab::device::del_netns(&self.netns);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// How often an adjacency left Full, from the daemon log at `path` ([`ospf::flaps`]).
+fn flaps(path: &Path, full: u64) -> u64 {
+    ospf::flaps(&std::fs::read_to_string(path).unwrap_or_default(), full)
 }
 
 /// Removes the namespaces and daemons of a linerate that is gone (killed before it could).

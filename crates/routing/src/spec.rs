@@ -17,7 +17,10 @@ pub struct Device {
     pub links: Vec<Link>,
     pub bgp: Option<Bgp>,
     pub isis: Option<Isis>,
+    /// OSPFv2 (ospfd).
     pub ospf: Option<Ospf>,
+    /// OSPFv3 (ospf6d, RFC 5340): the same router description, its interfaces and ranges IPv6.
+    pub ospf6: Option<Ospf>,
 }
 
 /// A device's interface on a port.
@@ -67,10 +70,12 @@ pub struct Isis {
     pub routes: Vec<IsisRange>,
 }
 
-/// An OSPFv2 router (RFC 2328): its identity, its interfaces and the ranges it advertises.
+/// An OSPF router (OSPFv2, RFC 2328, or OSPFv3, RFC 5340): its identity, its interfaces and
+/// the ranges it advertises.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ospf {
-    /// What get_metrics and get_states call it (OTG's `ospfv2.name`).
+    /// What get_metrics and get_states call it (OTG's `ospfv2.name`, or the name of the
+    /// `ospfv3` instance).
     pub name: String,
     pub router_id: Ipv4Addr,
     /// Seconds between refreshes of the router's own LSAs (RFC 2328's LSRefreshTime).
@@ -100,6 +105,8 @@ pub struct OspfInterface {
     pub cost: u16,
     /// Refuse a neighbour whose database description says another MTU (RFC 2328 §10.6).
     pub mtu_check: bool,
+    /// OSPFv3's interface instance id (RFC 5340 §2.4); 0 for OSPFv2.
+    pub instance: u8,
 }
 
 /// How an OSPF router advertises a range, after OTG's `route_origin`.
@@ -334,8 +341,9 @@ impl Device {
         if self.links.is_empty() {
             return bad("a device with a control plane needs an interface with an address".into());
         }
-        if self.bgp.is_none() && self.isis.is_none() && self.ospf.is_none() {
-            return bad("the device has no control plane (bgp, isis or ospf)".into());
+        if self.bgp.is_none() && self.isis.is_none() && self.ospf.is_none() && self.ospf6.is_none()
+        {
+            return bad("the device has no control plane (bgp, isis, ospfv2 or ospfv3)".into());
         }
         let mut names: Vec<&str> = Vec::new();
         if let Some(bgp) = &self.bgp {
@@ -345,7 +353,10 @@ impl Device {
             self.validate_isis(isis, &mut names)?;
         }
         if let Some(ospf) = &self.ospf {
-            self.validate_ospf(ospf, &mut names)?;
+            self.validate_ospf(ospf, false, &mut names)?;
+        }
+        if let Some(ospf) = &self.ospf6 {
+            self.validate_ospf(ospf, true, &mut names)?;
         }
         Ok(())
     }
@@ -462,43 +473,49 @@ impl Device {
     fn validate_ospf<'a>(
         &self,
         ospf: &'a Ospf,
+        v3: bool,
         names: &mut Vec<&'a str>,
     ) -> Result<(), RoutingError> {
+        let (what, family) = if v3 {
+            ("ospfv3", "IPv6")
+        } else {
+            ("ospfv2", "IPv4")
+        };
         if ospf.router_id.is_unspecified() {
-            return Err(self.invalid("ospfv2 router id 0.0.0.0 is not a router's".into()));
+            return Err(self.invalid(format!("{what} router id 0.0.0.0 is not a router's")));
         }
         if ospf.interfaces.is_empty() {
-            return Err(self.invalid("ospfv2 has no interface".into()));
+            return Err(self.invalid(format!("{what} has no interface")));
         }
         if !(10..=1800).contains(&ospf.lsa_refresh) {
             return Err(self.invalid(format!(
-                "ospfv2 lsa_refresh_time {} s: FRR refreshes every 10 to 1800 s",
+                "{what} lsa_refresh_time {} s: FRR refreshes every 10 to 1800 s",
                 ospf.lsa_refresh
             )));
         }
         if ospf.retransmit == 0 {
-            return Err(self.invalid("ospfv2 lsa_retransmit_time must be at least 1 s".into()));
+            return Err(self.invalid(format!("{what} lsa_retransmit_time must be at least 1 s")));
         }
         for i in &ospf.interfaces {
             let Some(link) = self.links.get(i.link) else {
-                return Err(self.invalid(format!("ospfv2 interface {}: no such link", i.name)));
+                return Err(self.invalid(format!("{what} interface {}: no such link", i.name)));
             };
-            if !link.addrs.iter().any(|(a, _)| a.is_ipv4()) {
+            if !link.addrs.iter().any(|(a, _)| a.is_ipv6() == v3) {
                 return Err(self.invalid(format!(
-                    "ospfv2 interface {}: its link has no IPv4 address",
+                    "{what} interface {}: its link has no {family} address",
                     i.name
                 )));
             }
             if i.hello == 0 || i.dead <= i.hello {
                 return Err(self.invalid(format!(
-                    "ospfv2 interface {}: hello_interval {} s and dead_interval {} s: the dead \
+                    "{what} interface {}: hello_interval {} s and dead_interval {} s: the dead \
                      interval must be longer than a hello",
                     i.name, i.hello, i.dead
                 )));
             }
             if i.cost == 0 {
                 return Err(self.invalid(format!(
-                    "ospfv2 interface {}: routing_metric 0: an interface's cost is 1 to 65535",
+                    "{what} interface {}: metric 0: an interface's cost is 1 to 65535",
                     i.name
                 )));
             }
@@ -519,16 +536,16 @@ impl Device {
             };
             if !(min..=max).contains(&r.metric) {
                 return Err(self.invalid(format!(
-                    "ospfv2 route range {}: metric {}: {why}",
+                    "{what} route range {}: metric {}: {why}",
                     r.name, r.metric
                 )));
             }
             let prefixes = r
                 .prefixes()
                 .map_err(|e| self.invalid(format!("route range {}: {e}", r.name)))?;
-            if prefixes.iter().any(|p| matches!(p, IpNet::V6(_))) {
+            if prefixes.iter().any(|p| matches!(p, IpNet::V6(_)) != v3) {
                 return Err(self.invalid(format!(
-                    "ospfv2 route range {}: OSPFv2 carries IPv4 prefixes only",
+                    "{what} route range {}: it carries {family} prefixes only",
                     r.name
                 )));
             }

@@ -132,6 +132,11 @@ pub fn count(frame: &[u8], sent: bool, into: &mut OspfCounts) {
     way.add(version, packet);
 }
 
+/// The OSPF version (2 or 3) of the packet a frame carries, if it carries a well-formed one.
+pub fn version(frame: &[u8]) -> Option<u8> {
+    ospf_packet(frame).map(|(v, _)| v)
+}
+
 /// The OSPF version and packet (cut to its own length) a frame carries.
 fn ospf_packet(frame: &[u8]) -> Option<(u8, &[u8])> {
     let mut ethertype = be16(frame, ethernet::ETHERTYPE)?;

@@ -73,6 +73,7 @@ fn device(
         }),
         isis: None,
         ospf: None,
+        ospf6: None,
     }
 }
 
@@ -191,13 +192,16 @@ fn two_devices_peer_learn_withdraw_and_leave_nothing_behind() {
         );
         assert!(!std::path::Path::new(&format!("/run/linerate/routing/{n}")).exists());
     }
-    let left = Command::new("pgrep")
-        .args(["-f", "linerate/routing/lrd"])
-        .output()
-        .unwrap();
-    assert!(
-        left.stdout.is_empty(),
-        "daemons left: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    // This test's devices' daemons only: another linerate on the machine may run its own.
+    for n in &namespaces {
+        let left = Command::new("pgrep")
+            .args(["-f", &format!("linerate/routing/{n}/")])
+            .output()
+            .unwrap();
+        assert!(
+            left.stdout.is_empty(),
+            "daemons of {n} left: {}",
+            String::from_utf8_lossy(&left.stdout)
+        );
+    }
 }

@@ -150,6 +150,7 @@ impl Cx {
             }),
             isis: None,
             ospf: None,
+            ospf6: None,
         };
         if let Err(e) = device.validate() {
             self.refuse(path, e.to_string());

@@ -37,6 +37,7 @@ impl Cx {
         let (mut routers, mut ranges) = self.bgp(&c.devices, &ports, &hosts);
         self.isis(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ospfv2(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
+        self.ospfv3(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ranges = ranges.clone();
         let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
         // Between hosts every port sends its own flows and receives those sent toward it.

@@ -322,8 +322,7 @@ impl Cx {
 pub(super) fn is_control_plane(key: &str) -> bool {
     matches!(
         key,
-        "ospfv3"
-            | "rsvp"
+        "rsvp"
             | "vxlan"
             | "dhcp_server"
             | "macsec"

@@ -41,6 +41,7 @@ impl Cx {
                         bgp: None,
                         isis: None,
                         ospf: None,
+                        ospf6: None,
                     });
                     routers.len() - 1
                 }

@@ -35,6 +35,9 @@ mod mpls;
 mod ospfv2;
 #[cfg(test)]
 mod ospfv2_tests;
+mod ospfv3;
+#[cfg(test)]
+mod ospfv3_tests;
 mod outer;
 mod pattern;
 mod rate;
@@ -173,7 +176,7 @@ impl Mapped {
     /// The hosts whose frames go on to a control plane: those on an ethernet of a device with
     /// BGP, IS-IS or OSPF (its daemons have that MAC).
     /// Each comes with the group MACs its device's link-state protocols send to (IS-IS:
-    /// AllISs, AllL1ISs, AllL2ISs; OSPFv2: AllSPFRouters, AllDRouters), which its port must
+    /// AllISs, AllL1ISs, AllL2ISs; OSPFv2 and OSPFv3: AllSPFRouters, AllDRouters), which its port must
     /// pass to the stack too.
     pub fn routed_hosts(&self) -> Vec<(String, Vec<[u8; 6]>)> {
         let macs: Vec<([u8; 6], &linerate_routing::Device)> = self
@@ -192,6 +195,9 @@ impl Mapped {
                 }
                 if router.ospf.is_some() {
                     groups.extend(linerate_routing::OSPF_GROUPS);
+                }
+                if router.ospf6.is_some() {
+                    groups.extend(linerate_routing::OSPF6_GROUPS);
                 }
                 Some((h.spec.name.clone(), groups))
             })
@@ -341,7 +347,7 @@ fn is_empty(v: &Value) -> bool {
 fn hint(key: &str) -> &'static str {
     match key {
         k if device::is_control_plane(k) => {
-            "control planes other than BGP, IS-IS and OSPFv2 (OSPFv3, RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPFv2 (devices[].bgp, devices[].isis, devices[].ospfv2)"
+            "control planes other than BGP, IS-IS, OSPFv2 and OSPFv3 (RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPF (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
         "lldp" => "LLDP is not supported",

@@ -38,6 +38,7 @@ impl Cx {
                         bgp: None,
                         isis: None,
                         ospf: None,
+                        ospf6: None,
                     });
                     routers.len() - 1
                 }
@@ -232,23 +233,12 @@ impl Cx {
             priority: 0,
             cost: 10,
             mtu_check: true,
+            instance: 0,
         };
         if let Some(a) = &iface.area {
             let ap = format!("{path}.area");
             self.rest(&ap, &a.rest);
-            match a.choice.as_deref() {
-                None | Some("id") => match a.id.as_ref().map_or(Some(0), int) {
-                    Some(n) if n <= u128::from(u32::MAX) => i.area = Ipv4Addr::from(n as u32),
-                    _ => self.refuse(format!("{ap}.id"), "an area id is 0 to 4294967295"),
-                },
-                Some("ip") => match a.ip.as_deref().map(str::parse::<Ipv4Addr>) {
-                    Some(Ok(ip)) => i.area = ip,
-                    _ => self.refuse(format!("{ap}.ip"), "an area id in dotted form"),
-                },
-                Some(other) => {
-                    self.refuse(format!("{ap}.choice"), format!("'{other}' is not id or ip"))
-                }
-            }
+            i.area = self.ospf_area(&ap, a.choice.as_deref(), a.id.as_ref(), a.ip.as_deref());
         }
         if let Some(n) = &iface.network_type {
             let np = format!("{path}.network_type");
@@ -359,28 +349,7 @@ impl Cx {
         let o = r.route_origin.clone().unwrap_or_default();
         let op = format!("{path}.route_origin");
         self.rest(&op, &o.rest);
-        let origin = match o.choice.as_deref() {
-            None | Some("inter_area") => routing::OspfOrigin::InterArea,
-            Some("intra_area") => routing::OspfOrigin::IntraArea,
-            Some("external_type_1") => routing::OspfOrigin::External1,
-            Some("external_type_2") => routing::OspfOrigin::External2,
-            Some("nssa_external") => {
-                self.refuse(
-                    format!("{op}.choice"),
-                    "NSSA external ranges are not supported: linerate's OSPF areas are \
-                     normal areas (intra_area, inter_area, external_type_1 and \
-                     external_type_2 are)",
-                );
-                routing::OspfOrigin::InterArea
-            }
-            Some(other) => {
-                self.refuse(
-                    format!("{op}.choice"),
-                    format!("'{other}' is not a route origin"),
-                );
-                routing::OspfOrigin::InterArea
-            }
-        };
+        let origin = self.ospf_origin(&op, o.choice.as_deref());
         for (key, flags) in [
             ("intra_area", &o.intra_area),
             ("inter_area", &o.inter_area),
@@ -405,6 +374,58 @@ impl Cx {
             origin,
             advertised: true,
         })
+    }
+
+    /// An interface's area (OSPFv2's and OSPFv3's): `id`, a 32-bit number (the default, 0),
+    /// or `ip`, dotted.
+    pub(super) fn ospf_area(
+        &mut self,
+        path: &str,
+        choice: Option<&str>,
+        id: Option<&Value>,
+        ip: Option<&str>,
+    ) -> Ipv4Addr {
+        match choice {
+            None | Some("id") => match id.map_or(Some(0), int) {
+                Some(n) if n <= u128::from(u32::MAX) => return Ipv4Addr::from(n as u32),
+                _ => self.refuse(format!("{path}.id"), "an area id is 0 to 4294967295"),
+            },
+            Some("ip") => match ip.map(str::parse::<Ipv4Addr>) {
+                Some(Ok(ip)) => return ip,
+                _ => self.refuse(format!("{path}.ip"), "an area id in dotted form"),
+            },
+            Some(other) => self.refuse(
+                format!("{path}.choice"),
+                format!("'{other}' is not id or ip"),
+            ),
+        }
+        Ipv4Addr::UNSPECIFIED
+    }
+
+    /// A range's `route_origin.choice` (OSPFv2's and OSPFv3's), inter_area by default.
+    pub(super) fn ospf_origin(&mut self, path: &str, choice: Option<&str>) -> routing::OspfOrigin {
+        match choice {
+            None | Some("inter_area") => routing::OspfOrigin::InterArea,
+            Some("intra_area") => routing::OspfOrigin::IntraArea,
+            Some("external_type_1") => routing::OspfOrigin::External1,
+            Some("external_type_2") => routing::OspfOrigin::External2,
+            Some("nssa_external") => {
+                self.refuse(
+                    format!("{path}.choice"),
+                    "NSSA external ranges are not supported: linerate's OSPF areas are \
+                     normal areas (intra_area, inter_area, external_type_1 and \
+                     external_type_2 are)",
+                );
+                routing::OspfOrigin::InterArea
+            }
+            Some(other) => {
+                self.refuse(
+                    format!("{path}.choice"),
+                    format!("'{other}' is not a route origin"),
+                );
+                routing::OspfOrigin::InterArea
+            }
+        }
     }
 
     /// The extended prefix flags (RFC 7684) are opaque LSAs, which linerate does not send.

@@ -108,7 +108,7 @@ fn header(h: &LsaHeader) -> Ospfv2LsaHeader {
         advertising_router_id: h.advertising_router.to_string(),
         sequence_number: h.sequence,
         age: u32::from(h.age),
-        option_bits: u32::from(h.options),
+        option_bits: h.options,
     }
 }
 

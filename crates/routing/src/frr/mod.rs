@@ -11,6 +11,7 @@ use crate::{Device, Origin, Peer, PeerKind, RouteRange, RoutingError};
 
 pub mod isis;
 pub mod ospf;
+pub mod ospf6;
 
 /// The device's BGP peers (none without BGP).
 fn peers(device: &Device) -> &[Peer] {

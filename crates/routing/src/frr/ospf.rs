@@ -140,12 +140,29 @@ pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
     Ok(out)
 }
 
+/// The `ip -batch` lines that add (or delete) `prefixes` on the device's link `link`, each
+/// prefix's network address with its length.
+pub fn addresses(link: &str, prefixes: &[IpNet], add: bool) -> String {
+    let verb = if add { "add" } else { "del" };
+    let mut out = String::new();
+    for n in prefixes {
+        let _ = writeln!(
+            out,
+            "address {verb} {}/{} dev {link}",
+            n.network(),
+            n.prefix_len()
+        );
+    }
+    out
+}
+
 /// What advertising or withdrawing a range changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// The range's link goes up (advertised) or down (withdrawn): ospfd originates or flushes
-    /// its LSAs as the interface comes and goes.
-    Link { name: String, up: bool },
+    /// `ip -batch` commands that give the range's link its prefixes (advertised) or take them
+    /// away (withdrawn): ospfd and ospf6d originate or flush the LSAs as the addresses come and
+    /// go. Not the link going down: the kernel drops a link's IPv6 addresses with it.
+    Addresses(String),
     /// `staticd` commands, as a vtysh input file.
     Staticd(String),
 }
@@ -157,10 +174,11 @@ pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Chang
     };
     let range = &ospf.routes[i];
     if on_a_link(range) {
-        return Ok(Some(Change::Link {
-            name: range_link(i),
-            up: advertise,
-        }));
+        return Ok(Some(Change::Addresses(addresses(
+            &range_link(i),
+            &range.prefixes()?,
+            advertise,
+        ))));
     }
     let no = if advertise { "" } else { "no " };
     let mut out = String::new();
@@ -184,12 +202,16 @@ pub struct OspfState {
     pub interfaces: Vec<String>,
 }
 
-/// How often an adjacency left Full, from ospfd's log (`log adjacency-changes` logs every
-/// change to Full and every change down, RFC 2328 §10.3).
-pub fn flaps(log: &str) -> u64 {
-    log.lines()
-        .filter(|l| l.contains("AdjChg:") && l.contains(": Full -> "))
-        .count() as u64
+/// How often an adjacency left Full, from the daemon's log, `full` of them Full now: every
+/// change to Full is logged (`log-adjacency-changes`, ospfd's and ospf6d's alike), and each but
+/// the ones still Full was followed by a way down, logged or not (a daemon stopped with
+/// SIGTERM does not always say). The log is appended to across restarts.
+pub fn flaps(log: &str, full: u64) -> u64 {
+    let ups = log
+        .lines()
+        .filter(|l| l.contains("AdjChg:") && l.contains(" -> Full"))
+        .count() as u64;
+    ups.saturating_sub(full)
 }
 
 /// An OSPF router's state, as its daemon holds it.
@@ -226,7 +248,8 @@ pub struct LsaHeader {
     pub advertising_router: Ipv4Addr,
     pub sequence: u32,
     pub age: u16,
-    pub options: u8,
+    /// OSPFv2's 8 option bits, OSPFv3's 24.
+    pub options: u32,
     /// Originated by the router itself.
     pub own: bool,
 }
@@ -326,7 +349,7 @@ pub fn neighbours(json: &Value) -> Vec<Neighbour> {
 }
 
 /// The options byte from FRR's `*|O|DC|EA|N/P|MC|E|M/T` (a `-` for each bit clear).
-fn options(text: &str) -> u8 {
+fn options(text: &str) -> u32 {
     text.split('|')
         .skip(1)
         .zip((0..7).rev())

@@ -17,6 +17,7 @@ fn device(peers: Vec<Peer>) -> Device {
         }),
         isis: None,
         ospf: None,
+        ospf6: None,
     }
 }
 

@@ -12,7 +12,7 @@ use socket2::{Domain, Protocol, SockFilter, Socket, Type};
 
 #[cfg(test)]
 use super::{Direction, be16};
-use super::{OspfCounts, count, ethernet, ipv4, ipv6, ospf};
+use super::{OspfCounts, count, ethernet, ipv4, ipv6, ospf, version};
 use crate::RoutingError;
 
 /// Which way a frame a packet socket read went: sent when the kernel says it went out
@@ -88,7 +88,8 @@ const FRAME_ROOM: usize = 65536 + ethernet::HEADER_LEN + ethernet::TAG_LEN;
 /// Dropping it stops and joins the thread.
 #[derive(Debug)]
 pub struct WireCounter {
-    counts: Arc<Mutex<OspfCounts>>,
+    /// OSPFv2's and OSPFv3's.
+    counts: Arc<Mutex<[OspfCounts; 2]>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -103,7 +104,7 @@ impl WireCounter {
         let what = format!("opening a packet socket for OSPF in network namespace {netns}");
         let socket = linerate_lab::device::within(netns, || Ok(open_socket()))?
             .map_err(|source| RoutingError::Io { what, source })?;
-        let counts = Arc::new(Mutex::new(OspfCounts::default()));
+        let counts = Arc::new(Mutex::new([OspfCounts::default(); 2]));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let (counts, stop, name) = (counts.clone(), stop.clone(), netns.to_owned());
@@ -122,14 +123,15 @@ impl WireCounter {
         })
     }
 
-    /// What was counted so far.
-    pub fn counts(&self) -> OspfCounts {
-        *self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+    /// What was counted so far of OSPF `version` (2 or 3).
+    pub fn counts(&self, version: u8) -> OspfCounts {
+        let i = usize::from(version == 3);
+        self.counts.lock().unwrap_or_else(PoisonError::into_inner)[i]
     }
 
     /// Zeroes the counts (protocols restarted).
     pub fn reset(&self) {
-        *self.counts.lock().unwrap_or_else(PoisonError::into_inner) = OspfCounts::default();
+        *self.counts.lock().unwrap_or_else(PoisonError::into_inner) = [OspfCounts::default(); 2];
     }
 }
 
@@ -162,7 +164,7 @@ fn open_socket() -> std::io::Result<Socket> {
 fn read_frames(
     socket: &Socket,
     own_macs: &[[u8; 6]],
-    counts: &Mutex<OspfCounts>,
+    counts: &Mutex<[OspfCounts; 2]>,
     stop: &AtomicBool,
     netns: &str,
 ) {
@@ -175,12 +177,11 @@ fn read_frames(
                     continue;
                 }
                 let frame = &buf[..len.min(buf.len())];
-                if let Some(sent) = way(from.pkttype(), frame, own_macs) {
-                    count(
-                        frame,
-                        sent,
-                        &mut counts.lock().unwrap_or_else(PoisonError::into_inner),
-                    );
+                if let (Some(sent), Some(v)) =
+                    (way(from.pkttype(), frame, own_macs), version(frame))
+                {
+                    let mut counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
+                    count(frame, sent, &mut counts[usize::from(v == 3)]);
                 }
             }
             Ok((_, None)) | Err(Errno::EAGAIN | Errno::EINTR) => {}
@@ -340,7 +341,7 @@ mod tests {
             .expect("send a UDP frame");
         let want = |c: &OspfCounts| c.sent.hellos == 1 && c.received.hellos == 1;
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
-        while !want(&counter.counts()) && std::time::Instant::now() < deadline {
+        while !want(&counter.counts(2)) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         // Past the point both arrived, a second copy of either would have had time to count.
@@ -350,14 +351,14 @@ mod tests {
             ..Direction::default()
         };
         assert_eq!(
-            counter.counts(),
+            counter.counts(2),
             OspfCounts {
                 sent: hello,
                 received: hello
             }
         );
         counter.reset();
-        assert_eq!(counter.counts(), OspfCounts::default());
+        assert_eq!(counter.counts(2), OspfCounts::default());
         drop(counter);
     }
 }

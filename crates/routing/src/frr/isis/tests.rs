@@ -67,6 +67,7 @@ fn device() -> (Device, Isis) {
         bgp: None,
         isis: Some(isis.clone()),
         ospf: None,
+        ospf6: None,
     };
     (device, isis)
 }

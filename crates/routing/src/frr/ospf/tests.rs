@@ -36,6 +36,7 @@ fn device() -> (Device, Ospf) {
             priority: 1,
             cost: 2,
             mtu_check: true,
+            instance: 0,
         }],
         routes: vec![
             range("inter", "10.10.10.1/32", 10, OspfOrigin::InterArea),
@@ -54,6 +55,7 @@ fn device() -> (Device, Ospf) {
         bgp: None,
         isis: None,
         ospf: Some(ospf.clone()),
+        ospf6: None,
     };
     device.validate().unwrap();
     (device, ospf)
@@ -104,10 +106,9 @@ fn announcing_moves_a_link_or_static_routes() {
     let (_, ospf) = device();
     assert_eq!(
         announce(&ospf, "inter", false).unwrap(),
-        Some(Change::Link {
-            name: "rr0".into(),
-            up: false
-        })
+        Some(Change::Addresses(
+            "address del 10.10.10.1/32 dev rr0\naddress del 10.10.10.2/32 dev rr0\n".into()
+        ))
     );
     assert_eq!(
         announce(&ospf, "ext", false).unwrap(),
@@ -141,7 +142,7 @@ fn validation_names_the_field() {
     let (mut d, _) = device();
     d.ospf.as_mut().unwrap().routes[0].blocks[0].first = "2001:db8::/64".parse().unwrap();
     let e = d.validate().unwrap_err().to_string();
-    assert!(e.contains("IPv4 prefixes only"), "{e}");
+    assert!(e.contains("it carries IPv4 prefixes only"), "{e}");
 }
 
 #[test]
@@ -222,4 +223,16 @@ fn summaries_and_externals_are_read() {
         (24, 20, false, 1)
     );
     assert!(network_lsas(&testdata("ospf_network.json")).is_empty());
+}
+
+#[test]
+fn flaps_are_the_ups_not_still_up() {
+    let log = "\
+2026/12/03 12:41:35 OSPF: [ABCDE-FGHIJ] AdjChg: Nbr 1.1.1.2(default) on eth0: Loading -> Full (LoadingDone)
+2026/12/03 12:41:50 OSPF: [ABCDE-FGHIJ] AdjChg: Nbr 1.1.1.2(default) on eth0: Full -> Deleted (KillNbr)
+2026/12/03 12:41:55 OSPF: [ABCDE-FGHIJ] AdjChg: Nbr 1.1.1.2(default) on eth0: ExChange -> Full (ExchangeDone)
+";
+    assert_eq!(flaps(log, 1), 1);
+    assert_eq!(flaps(log, 0), 2);
+    assert_eq!(flaps("", 0), 0);
 }

@@ -1,0 +1,372 @@
+//! FRR's OSPFv3 side: the `ospf6d` configuration of a device with an OSPFv3 [`Ospf`], and the
+//! daemon's answers (`show ipv6 ospf6 neighbor detail json`, `show ipv6 ospf6 database detail
+//! json`) read into linerate's terms. Ranges are given to ospf6d as OSPFv2's are to ospfd
+//! (`frr::ospf`): a veth pair of the device's in an area of its own for inter-area and in the
+//! interfaces' area for intra-area ranges, tagged static routes for external ones.
+
+use std::fmt::Write as _;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ipnet::IpNet;
+use serde_json::Value;
+
+use super::ospf::{Change, LsaHeader, Neighbour, addresses, on_a_link, range_area};
+use super::safe;
+use crate::{Device, Ospf, OspfOrigin, RoutingError};
+
+/// The route-map ospf6d redistributes the external ranges through.
+const MAP: &str = "lr-ospf6";
+
+/// The tag of external range `i`'s static routes: above IS-IS's and OSPFv2's.
+fn tag(i: usize) -> usize {
+    20_001 + i
+}
+
+/// The device's side of OSPFv3 range `i`'s veth pair; its peer is the same name with `p`.
+pub fn range_link(i: usize) -> String {
+    format!("r6r{i}")
+}
+
+/// The whole `ospf6d.conf` of `device`, whose OSPFv3 router is `ospf`.
+pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
+    let mut out = format!(
+        "frr defaults traditional\nhostname {}\n!\n",
+        safe(&device.name)
+    );
+    let mut entries = 0;
+    for (i, r) in ospf.routes.iter().enumerate() {
+        let kind = match r.origin {
+            OspfOrigin::External1 => "type-1",
+            OspfOrigin::External2 => "type-2",
+            _ => continue,
+        };
+        entries += 1;
+        let _ = writeln!(
+            out,
+            "route-map {MAP} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
+            (i + 1) * 10,
+            tag(i),
+            r.metric
+        );
+    }
+    for i in &ospf.interfaces {
+        let _ = writeln!(out, "interface eth{}", i.link);
+        let _ = writeln!(out, " ipv6 ospf6 area {}", i.area);
+        if i.point_to_point {
+            out.push_str(" ipv6 ospf6 network point-to-point\n");
+        } else {
+            let _ = writeln!(out, " ipv6 ospf6 priority {}", i.priority);
+        }
+        let _ = writeln!(out, " ipv6 ospf6 cost {}", i.cost);
+        let _ = writeln!(out, " ipv6 ospf6 hello-interval {}", i.hello);
+        let _ = writeln!(out, " ipv6 ospf6 dead-interval {}", i.dead);
+        let _ = writeln!(out, " ipv6 ospf6 retransmit-interval {}", ospf.retransmit);
+        if i.instance != 0 {
+            let _ = writeln!(out, " ipv6 ospf6 instance-id {}", i.instance);
+        }
+        if !i.mtu_check {
+            out.push_str(" ipv6 ospf6 mtu-ignore\n");
+        }
+        out.push_str("exit\n");
+    }
+    for (i, r) in ospf.routes.iter().enumerate() {
+        if !on_a_link(r) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "interface {}\n ipv6 ospf6 area {}\n ipv6 ospf6 cost {}\n ipv6 ospf6 passive\nexit",
+            range_link(i),
+            range_area(ospf, r),
+            r.metric
+        );
+    }
+    out.push_str("router ospf6\n");
+    let _ = writeln!(out, " ospf6 router-id {}", ospf.router_id);
+    // As ospfd's (frr::ospf): SPF at once, a new instance taken however soon after the last.
+    out.push_str(" timers throttle spf 0 50 1000\n");
+    out.push_str(" timers lsa min-arrival 0\n");
+    out.push_str(" log-adjacency-changes\n");
+    if entries > 0 {
+        let _ = writeln!(out, " redistribute static route-map {MAP}");
+    }
+    out.push_str("exit\n");
+    out
+}
+
+/// The one line of `staticd` configuration that originates prefix `n` of external range `i`.
+fn static_route(n: &IpNet, i: usize) -> String {
+    format!("ipv6 route {n} blackhole tag {}", tag(i))
+}
+
+/// The `staticd` lines of every advertised external range.
+pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
+    let mut out = String::new();
+    for (i, r) in ospf.routes.iter().enumerate() {
+        if on_a_link(r) || !r.advertised {
+            continue;
+        }
+        for n in r.prefixes()? {
+            out.push_str(&static_route(&n, i));
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// What advertises (or withdraws) range `name`; None when no range has that name.
+pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Change>, RoutingError> {
+    let Some(i) = ospf.routes.iter().position(|r| r.name == name) else {
+        return Ok(None);
+    };
+    let range = &ospf.routes[i];
+    if on_a_link(range) {
+        return Ok(Some(Change::Addresses(addresses(
+            &range_link(i),
+            &range.prefixes()?,
+            advertise,
+        ))));
+    }
+    let no = if advertise { "" } else { "no " };
+    let mut out = String::new();
+    for n in range.prefixes()? {
+        let _ = writeln!(out, "{no}{}", static_route(&n, i));
+    }
+    Ok(Some(Change::Staticd(out)))
+}
+
+/// An OSPFv3 router as linerate reads it (as [`super::ospf::OspfState`] for OSPFv2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ospf6State {
+    /// OTG's name of the router (its instance's).
+    pub name: String,
+    /// None while its daemons are stopped.
+    pub view: Option<Ospf6View>,
+    pub counts: crate::wire::OspfCounts,
+    pub flaps: u64,
+    /// Its interfaces' names in the device's namespace.
+    pub interfaces: Vec<String>,
+}
+
+/// An OSPFv3 router's state, as ospf6d holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ospf6View {
+    pub neighbours: Vec<Neighbour>,
+    /// Every LSA of every link, area and of the AS, the router's own among them.
+    pub lsas: Vec<Lsa6>,
+}
+
+/// One OSPFv3 LSA: its header and what its type carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lsa6 {
+    /// `area` is the area of an area- or link-scoped LSA.
+    pub header: LsaHeader,
+    pub body: Body6,
+}
+
+/// A router LSA's link (RFC 5340 A.4.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link6 {
+    /// `point_to_point`, `transit` or `virtual`, as OTG names them.
+    pub kind: &'static str,
+    pub metric: u32,
+    pub neighbour: Ipv4Addr,
+}
+
+/// An external (type 5) or NSSA (type 7) LSA's fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct External6 {
+    pub prefix: IpNet,
+    pub metric: u32,
+    pub type_2: bool,
+    pub forwarding: Option<Ipv6Addr>,
+    pub tag: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body6 {
+    Router(Vec<Link6>),
+    Network(Vec<Ipv4Addr>),
+    InterPrefix {
+        prefix: IpNet,
+        metric: u32,
+    },
+    InterRouter {
+        router: Ipv4Addr,
+        metric: u32,
+    },
+    External(External6),
+    Nssa(External6),
+    Link {
+        link_local: Ipv6Addr,
+        prefixes: Vec<IpNet>,
+    },
+    IntraPrefix(Vec<(IpNet, u32)>),
+}
+
+fn text<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn number(v: &Value, key: &str) -> u64 {
+    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn address(v: &Value, key: &str) -> Ipv4Addr {
+    text(v, key).parse().unwrap_or(Ipv4Addr::UNSPECIFIED)
+}
+
+/// Every neighbour of `show ipv6 ospf6 neighbor detail json` (an object keyed `ID%IFACE`).
+pub fn neighbours(json: &Value) -> Vec<Neighbour> {
+    json.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, n)| Neighbour {
+            router_id: key
+                .split('%')
+                .next()
+                .and_then(|id| id.parse().ok())
+                .unwrap_or(Ipv4Addr::UNSPECIFIED),
+            state: text(n, "neighborState").to_owned(),
+            interface: text(n, "interface").to_owned(),
+            changes: 0,
+        })
+        .collect()
+}
+
+/// The options bits (RFC 5340 A.2) from FRR's `AT|L|AF|-|-|DC|R|N|MC|E|V6` (dashes for bits
+/// clear).
+fn options(text: &str) -> u32 {
+    text.split('|')
+        .map(|f| match f {
+            "V6" => 0x01,
+            "E" => 0x02,
+            "MC" => 0x04,
+            "N" => 0x08,
+            "R" => 0x10,
+            "DC" => 0x20,
+            "AF" => 0x100,
+            "L" => 0x200,
+            "AT" => 0x400,
+            _ => 0,
+        })
+        .fold(0, |a, b| a | b)
+}
+
+fn prefix(v: &Value, key: &str) -> Option<IpNet> {
+    text(v, key).parse().ok()
+}
+
+fn external(l: &Value) -> Option<External6> {
+    let bits = text(l, "bits");
+    Some(External6 {
+        prefix: prefix(l, "prefix")?,
+        metric: number(l, "metric") as u32,
+        // FRR prints the E, F and T bits, a dash for each clear: E is a type 2 metric.
+        type_2: bits.contains('E'),
+        forwarding: if l.get("forwardingAddressPresent") == Some(&Value::Bool(true)) {
+            text(l, "forwardingAddress").parse().ok()
+        } else {
+            None
+        },
+        tag: (l.get("tagPresent") == Some(&Value::Bool(true))).then(|| number(l, "tag") as u32),
+    })
+}
+
+fn body(l: &Value) -> Option<Body6> {
+    let list = |key: &str| l.get(key).and_then(Value::as_array).into_iter().flatten();
+    Some(match text(l, "type") {
+        "Router" => Body6::Router(
+            list("lsaDescription")
+                .filter_map(|d| {
+                    let kind = match text(d, "type") {
+                        "Point-To-Point" => "point_to_point",
+                        "Transit-Network" => "transit",
+                        "Virtual-Link" => "virtual",
+                        _ => return None,
+                    };
+                    Some(Link6 {
+                        kind,
+                        metric: number(d, "metric") as u32,
+                        neighbour: address(d, "neighborRouterId"),
+                    })
+                })
+                .collect(),
+        ),
+        "Network" => Body6::Network(
+            list("attachedRouter")
+                .filter_map(|r| r.as_str().and_then(|s| s.parse().ok()))
+                .collect(),
+        ),
+        "Inter-Prefix" => Body6::InterPrefix {
+            prefix: prefix(l, "prefix")?,
+            metric: number(l, "metric") as u32,
+        },
+        "Inter-Router" => Body6::InterRouter {
+            router: address(l, "destinationRouterId"),
+            metric: number(l, "metric") as u32,
+        },
+        "AS-External" => Body6::External(external(l)?),
+        "NSSA" => Body6::Nssa(external(l)?),
+        "Link" => Body6::Link {
+            link_local: text(l, "linkLocalAddress")
+                .parse()
+                .unwrap_or(Ipv6Addr::UNSPECIFIED),
+            prefixes: list("prefix").filter_map(|p| prefix(p, "prefix")).collect(),
+        },
+        "Intra-Prefix" => Body6::IntraPrefix(
+            list("prefix")
+                .filter_map(|p| Some((prefix(p, "prefix")?, number(p, "metric") as u32)))
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
+/// Every LSA of `show ipv6 ospf6 database detail json`: its area-, link- and AS-scoped
+/// databases. `me` is the router's own id (ospf6d's answer does not say it).
+pub fn database(json: &Value, me: Ipv4Addr) -> Vec<Lsa6> {
+    let mut out = Vec::new();
+    for key in [
+        "areaScopedLinkStateDb",
+        "interfaceScopedLinkStateDb",
+        "asScopedLinkStateDb",
+    ] {
+        for scope in json
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let area = scope
+                .get("areaId")
+                .and_then(Value::as_str)
+                .and_then(|a| a.parse().ok());
+            for l in scope
+                .get("lsa")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let Some(body) = body(l) else { continue };
+                let advertising_router = address(l, "advertisingRouter");
+                out.push(Lsa6 {
+                    header: LsaHeader {
+                        area,
+                        id: address(l, "linkStateId"),
+                        advertising_router,
+                        sequence: number(l, "lsSequenceNumber") as u32,
+                        age: number(l, "age") as u16,
+                        options: options(text(l, "options")),
+                        own: advertising_router == me,
+                    },
+                    body,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (MIT OR Apache-2.0) OR GPL-2.0
-/* The sink: counts every frame that reaches the interface, per CPU, and drops it (ARP aside).
+/* The sink: counts every frame that reaches the interface, per CPU, and drops it (ARP and the
+ * link's IEEE 802.1 control frames aside).
  * Read by crates/xdp (Sink::counters, PinnedSink::counters), which sums the CPUs. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -28,6 +29,12 @@ int sink(struct xdp_md *ctx)
 	/* ARP goes to the namespace's stack, which holds the receiver's address and answers: a
 	 * router in front resolves the receiver as it would any host. Not a frame of the test. */
 	if (data + 14 <= end && data[12] == 0x08 && data[13] == 0x06)
+		return XDP_PASS;
+	/* So do the link's own IEEE 802.1 frames (01:80:c2:00:00:00 to 0f: LLDP, LACP, STP), to
+	 * an agent behind the receiver (an LLDP agent's macvlan). A test frame's destination is
+	 * unicast: its first byte ends the test. */
+	if (data + 14 <= end && data[0] == 0x01 && data[1] == 0x80 && data[2] == 0xc2 &&
+	    data[3] == 0 && data[4] == 0 && data[5] < 0x10)
 		return XDP_PASS;
 	if (c) {
 		/* Per-CPU entry: only this CPU writes it, no atomics needed. */

@@ -21,7 +21,7 @@ if [[ $(uname -s) == Linux ]]; then
     # than the devices', as a device under test is).
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
               linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
-              frr bird2)
+              frr bird2 lldpd)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

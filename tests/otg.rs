@@ -218,6 +218,20 @@ fn snappi_ospfv3_devices_back_to_back_learn_each_others_lsas() {
     back_to_back_devices(&python, "oo6", "tests/otg/ospfv3_b2b.py");
 }
 
+/// Two LLDP agents back to back through lldpd (issue 35): tests/otg/lldp_b2b.py runs the OTG
+/// project's own b2b test (its config and checks), then each agent's view of the other, stop and
+/// start, and a daemon's death.
+#[test]
+fn snappi_lldp_agents_back_to_back_hear_each_other() {
+    if !root_or_skip("OTG LLDP agents") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    back_to_back_devices(&python, "oll", "tests/otg/lldp_b2b.py");
+}
+
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
 /// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
 /// namespace nor any daemon is left, and the lab's receive end has its program back.

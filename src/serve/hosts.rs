@@ -29,6 +29,9 @@ pub(super) async fn get_states(State(app): State<Arc<App>>, body: Bytes) -> Resu
         StatesAsk::IsisLsps(routers) => return super::routing::isis(&app, routers, true).await,
         StatesAsk::Ospfv2Lsas(routers) => return super::routing::ospfv2(&app, routers, true).await,
         StatesAsk::Ospfv3Lsas(routers) => return super::routing::ospfv3(&app, routers, true).await,
+        StatesAsk::LldpNeighbors { agents, neighbors } => {
+            return super::routing::lldp(&app, agents, Some(neighbors)).await;
+        }
     };
     let learnt = if mapped.hosts.is_empty() {
         Default::default()

@@ -28,6 +28,7 @@ pub(super) async fn get_metrics(
         Ok(MetricsAsk::Ospfv3(routers)) => {
             return super::routing::ospfv3(&app, routers, false).await;
         }
+        Ok(MetricsAsk::Lldp(agents)) => return super::routing::lldp(&app, agents, None).await,
         Ok(MetricsAsk::Flows(names)) => (true, names),
         Ok(MetricsAsk::Ports(names)) => (false, names),
         Err(why) => return Err(Fail::bad(why)),

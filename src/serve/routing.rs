@@ -1,7 +1,8 @@
 //! The devices' control planes of a config: started with it, stopped and started by
 //! `protocol.all`, route ranges withdrawn and advertised by `protocol.route`, and read for
-//! get_metrics (`bgpv4`, `bgpv6`, `isis`, `ospfv2`, `ospfv3`) and get_states (`bgp_prefixes`,
-//! `isis_lsps`, `ospfv2_lsas`, `ospfv3_lsas`) from the daemons themselves.
+//! get_metrics (`bgpv4`, `bgpv6`, `isis`, `ospfv2`, `ospfv3`, `lldp`) and get_states
+//! (`bgp_prefixes`, `isis_lsps`, `ospfv2_lsas`, `ospfv3_lsas`, `lldp_neighbors`) from the
+//! daemons themselves.
 
 use axum::response::Response;
 use linerate_otg as otg;
@@ -17,7 +18,7 @@ fn lock(d: &Daemons) -> std::sync::MutexGuard<'_, Routers> {
 /// The config's daemons, when it has any.
 fn daemons(app: &App) -> Result<Daemons, Fail> {
     app.lock().routers.clone().ok_or_else(|| {
-        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)")
+        Fail::bad("the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3, lldp[])")
     })
 }
 
@@ -120,6 +121,25 @@ pub(super) async fn ospfv3(app: &App, routers: Vec<String>, lsas: bool) -> Resul
         json(&otg::ospfv3::answers::lsas_response(&states, &routers))
     } else {
         json(&otg::ospfv3::answers::metrics_response(&states, &routers))
+    })
+}
+
+/// get_metrics `lldp` (`neighbors` None) or get_states `lldp_neighbors` (the neighbour ids
+/// asked, all with none): the agents named, all with none.
+pub(super) async fn lldp(
+    app: &App,
+    agents: Vec<String>,
+    neighbors: Option<Vec<String>>,
+) -> Result<Response, Fail> {
+    let d = daemons(app)?;
+    let states = blocking(move || lock(&d).lldp())
+        .await?
+        .map_err(|e| failed(&e))?;
+    Ok(match neighbors {
+        Some(ids) => json(&otg::lldp::answers::neighbors_response(
+            &states, &agents, &ids,
+        )),
+        None => json(&otg::lldp::answers::metrics_response(&states, &agents)),
     })
 }
 

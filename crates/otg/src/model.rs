@@ -25,7 +25,10 @@ pub struct Config {
     #[serde(default)]
     pub flows: Vec<Flow>,
     pub options: Option<ConfigOptions>,
-    /// lags, events, lldp, stateful_flows, egress_only_tracking, …
+    /// The LLDP agents, each on a port.
+    #[serde(default)]
+    pub lldp: Vec<crate::lldp::Lldp>,
+    /// lags, events, stateful_flows, egress_only_tracking, …
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -708,6 +711,7 @@ pub struct MetricsRequest {
     pub isis: Option<crate::isis::IsisMetricsRequest>,
     pub ospfv2: Option<crate::ospfv2::Ospfv2MetricsRequest>,
     pub ospfv3: Option<crate::ospfv3::Ospfv3MetricsRequest>,
+    pub lldp: Option<crate::lldp::LldpMetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -752,6 +756,7 @@ pub struct StatesRequest {
     pub isis_lsps: Option<crate::isis::IsisLspsStateRequest>,
     pub ospfv2_lsas: Option<crate::ospfv2::Ospfv2LsasStateRequest>,
     pub ospfv3_lsas: Option<crate::ospfv3::Ospfv3LsasStateRequest>,
+    pub lldp_neighbors: Option<crate::lldp::LldpNeighborsStateRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

@@ -32,6 +32,8 @@ pub enum MetricsAsk {
     Ospfv2(Vec<String>),
     /// The OSPFv3 routers (instances) named (all, with none).
     Ospfv3(Vec<String>),
+    /// The LLDP agents named (all, with none).
+    Lldp(Vec<String>),
 }
 
 /// What get_states asks for.
@@ -50,6 +52,12 @@ pub enum StatesAsk {
     Ospfv2Lsas(Vec<String>),
     /// The LSAs these OSPFv3 routers learned (every router's, with none).
     Ospfv3Lsas(Vec<String>),
+    /// The neighbours these LLDP agents heard (every agent's, with none), those of these
+    /// neighbour ids (all, with none).
+    LldpNeighbors {
+        agents: Vec<String>,
+        neighbors: Vec<String>,
+    },
 }
 
 /// What get_states asks for: the neighbours of one family, of the ethernets named (all, with
@@ -107,7 +115,7 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
     rest("protocol", &p.rest)?;
     if mapped.routers.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)".into(),
+            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3, lldp[])".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -200,24 +208,35 @@ fn ospfv3_routers(mapped: &Mapped) -> Vec<&str> {
         .collect()
 }
 
-/// `asked` (at `path`), each a router of `known`; `what` names the protocol and its node.
+/// The LLDP agents of `mapped`, by name.
+fn lldp_agents(mapped: &Mapped) -> Vec<&str> {
+    mapped
+        .routers
+        .iter()
+        .filter_map(|d| d.lldp.as_ref())
+        .map(|l| l.name.as_str())
+        .collect()
+}
+
+/// `asked` (at `path`), each one of `known`; `what` names the protocol, what it calls one
+/// (router, agent) and its node in the config.
 fn routers_named(
-    what: (&str, &str),
+    what: (&str, &str, &str),
     path: &str,
     asked: &[String],
     known: &[&str],
 ) -> Result<Vec<String>, String> {
-    let (protocol, node) = what;
+    let (protocol, kind, node) = what;
     if known.is_empty() {
         return Err(format!(
-            "{}: the config has no {protocol} router ({node})",
+            "{}: the config has no {protocol} {kind} ({node})",
             path.split('.').next().unwrap_or(path)
         ));
     }
     for (i, name) in asked.iter().enumerate() {
         if !known.contains(&name.as_str()) {
             return Err(format!(
-                "{path}[{i}]: no {protocol} router is named '{name}'"
+                "{path}[{i}]: no {protocol} {kind} is named '{name}'"
             ));
         }
     }
@@ -353,7 +372,7 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
             let asked = req.ospfv2.clone().unwrap_or_default();
             rest("ospfv2", &asked.rest)?;
             routers_named(
-                ("OSPFv2", "devices[].ospfv2"),
+                ("OSPFv2", "router", "devices[].ospfv2"),
                 "ospfv2.router_names",
                 &asked.router_names,
                 &ospfv2_routers(mapped),
@@ -364,16 +383,27 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
             let asked = req.ospfv3.clone().unwrap_or_default();
             rest("ospfv3", &asked.rest)?;
             routers_named(
-                ("OSPFv3", "devices[].ospfv3"),
+                ("OSPFv3", "router", "devices[].ospfv3"),
                 "ospfv3.router_names",
                 &asked.router_names,
                 &ospfv3_routers(mapped),
             )
             .map(MetricsAsk::Ospfv3)
         }
+        (Some("lldp"), _, _) => {
+            let asked = req.lldp.clone().unwrap_or_default();
+            rest("lldp", &asked.rest)?;
+            routers_named(
+                ("LLDP", "agent", "lldp[]"),
+                "lldp.lldp_names",
+                &asked.lldp_names,
+                &lldp_agents(mapped),
+            )
+            .map(MetricsAsk::Lldp)
+        }
         (Some(other), _, _) => Err(format!(
             "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6, isis, \
-             ospfv2 and ospfv3 are)"
+             ospfv2, ospfv3 and lldp are)"
         )),
     }
 }
@@ -405,7 +435,7 @@ pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String>
             let asked = req.ospfv2_lsas.clone().unwrap_or_default();
             rest("ospfv2_lsas", &asked.rest)?;
             return routers_named(
-                ("OSPFv2", "devices[].ospfv2"),
+                ("OSPFv2", "router", "devices[].ospfv2"),
                 "ospfv2_lsas.router_names",
                 &asked.router_names,
                 &ospfv2_routers(mapped),
@@ -416,17 +446,31 @@ pub fn states(req: &StatesRequest, mapped: &Mapped) -> Result<StatesAsk, String>
             let asked = req.ospfv3_lsas.clone().unwrap_or_default();
             rest("ospfv3_lsas", &asked.rest)?;
             return routers_named(
-                ("OSPFv3", "devices[].ospfv3"),
+                ("OSPFv3", "router", "devices[].ospfv3"),
                 "ospfv3_lsas.router_names",
                 &asked.router_names,
                 &ospfv3_routers(mapped),
             )
             .map(StatesAsk::Ospfv3Lsas);
         }
+        Some("lldp_neighbors") => {
+            let asked = req.lldp_neighbors.clone().unwrap_or_default();
+            rest("lldp_neighbors", &asked.rest)?;
+            let agents = routers_named(
+                ("LLDP", "agent", "lldp[]"),
+                "lldp_neighbors.lldp_names",
+                &asked.lldp_names,
+                &lldp_agents(mapped),
+            )?;
+            return Ok(StatesAsk::LldpNeighbors {
+                agents,
+                neighbors: asked.neighbor_id_filters,
+            });
+        }
         Some(other) => {
             return Err(format!(
                 "choice: '{other}' is not supported (ipv4_neighbors, ipv6_neighbors, \
-                 bgp_prefixes, isis_lsps, ospfv2_lsas and ospfv3_lsas are)"
+                 bgp_prefixes, isis_lsps, ospfv2_lsas, ospfv3_lsas and lldp_neighbors are)"
             ));
         }
     };

@@ -31,7 +31,7 @@ impl Version {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
     /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics`, `isis_metrics`,
-    /// `ospfv2_metrics` or `ospfv3_metrics`.
+    /// `ospfv2_metrics`, `ospfv3_metrics` or `lldp_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
@@ -47,6 +47,8 @@ pub struct MetricsResponse {
     pub ospfv2_metrics: Option<Vec<crate::ospfv2::Ospfv2Metric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ospfv3_metrics: Option<Vec<crate::ospfv3::Ospfv3Metric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lldp_metrics: Option<Vec<crate::lldp::LldpMetric>>,
 }
 
 /// Port.Metric
@@ -111,8 +113,8 @@ pub struct MetricLatency {
 /// States.Response
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StatesResponse {
-    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes`, `isis_lsps`, `ospfv2_lsas` or
-    /// `ospfv3_lsas`.
+    /// `ipv4_neighbors`, `ipv6_neighbors`, `bgp_prefixes`, `isis_lsps`, `ospfv2_lsas`,
+    /// `ospfv3_lsas` or `lldp_neighbors`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_neighbors: Option<Vec<Neighborsv4State>>,
@@ -126,6 +128,8 @@ pub struct StatesResponse {
     pub ospfv2_lsas: Option<Vec<crate::ospfv2::Ospfv2LsaState>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ospfv3_lsas: Option<Vec<crate::ospfv3::Ospfv3LsaState>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lldp_neighbors: Option<Vec<crate::lldp::LldpNeighborsState>>,
 }
 
 /// Neighborsv4.State

@@ -17,6 +17,7 @@ mod error;
 pub mod frr;
 #[cfg(target_os = "linux")]
 mod linux;
+pub mod lldp;
 mod spec;
 pub mod wire;
 

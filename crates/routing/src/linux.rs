@@ -34,6 +34,16 @@ pub fn bgpd_path() -> PathBuf {
         .map_or_else(|| PathBuf::from("/usr/lib/frr/bgpd"), PathBuf::from)
 }
 
+/// lldpd: `LINERATE_LLDPD` or Debian's path; lldpcli is beside it.
+fn lldpd_path() -> PathBuf {
+    std::env::var_os("LINERATE_LLDPD")
+        .map_or_else(|| PathBuf::from("/usr/sbin/lldpd"), PathBuf::from)
+}
+
+fn lldpcli_path() -> PathBuf {
+    lldpd_path().with_file_name("lldpcli")
+}
+
 /// FRR's other daemons: `LINERATE_FRR_DIR` or Debian's directory.
 fn frr_dir() -> PathBuf {
     std::env::var_os("LINERATE_FRR_DIR")
@@ -49,6 +59,7 @@ enum Daemon {
     Isisd,
     Ospfd,
     Ospf6d,
+    Lldpd,
 }
 
 impl Daemon {
@@ -60,18 +71,21 @@ impl Daemon {
             Daemon::Isisd => "isisd",
             Daemon::Ospfd => "ospfd",
             Daemon::Ospf6d => "ospf6d",
+            Daemon::Lldpd => "lldpd",
         }
     }
 
     fn path(self) -> PathBuf {
         match self {
             Daemon::Bgpd => bgpd_path(),
+            Daemon::Lldpd => lldpd_path(),
             other => frr_dir().join(other.name()),
         }
     }
 
     /// Every daemon's name, for the files an orphaned set leaves.
-    const ALL: [Daemon; 6] = [
+    const ALL: [Daemon; 7] = [
+        Daemon::Lldpd,
         Daemon::Bgpd,
         Daemon::Zebra,
         Daemon::Staticd,
@@ -133,6 +147,9 @@ impl Routers {
         }
         if devices.iter().any(|d| d.ospf6.is_some()) {
             needed.push(Daemon::Ospf6d);
+        }
+        if devices.iter().any(|d| d.lldp.is_some()) {
+            needed.push(Daemon::Lldpd);
         }
         for d in needed {
             let path = d.path();
@@ -420,6 +437,28 @@ impl Routers {
         Ok(out)
     }
 
+    /// Every LLDP agent's counters and neighbours by its OTG name (zeros and none while its
+    /// lldpd is stopped).
+    pub fn lldp(&mut self) -> Result<Vec<crate::lldp::LldpState>, RoutingError> {
+        let mut out = Vec::new();
+        for r in &mut self.devices {
+            let Some(l) = r.spec.lldp.as_ref() else {
+                continue;
+            };
+            let mut state = crate::lldp::LldpState {
+                name: l.name.clone(),
+                ..Default::default()
+            };
+            r.check()?;
+            if !r.daemons.is_empty() {
+                state.counts = crate::lldp::statistics(&r.lldpcli("show statistics")?);
+                state.neighbours = crate::lldp::neighbours(&r.lldpcli("show neighbors details")?);
+            }
+            out.push(state);
+        }
+        Ok(out)
+    }
+
     /// Every OSPFv3 router's state by its OTG name, as [`Routers::ospf`].
     pub fn ospf6(&mut self) -> Result<Vec<Ospf6State>, RoutingError> {
         let mut out = Vec::new();
@@ -468,10 +507,15 @@ impl Running {
                 Some((i, n)) => (i, Some(n)),
                 None => (link.port.as_str(), None),
             };
+            // An LLDP agent's link is named as its port id says; a router's eth0, eth1, ….
+            let name = match &self.spec.lldp {
+                Some(l) => l.interface.clone(),
+                None => format!("eth{i}"),
+            };
             linerate_lab::device::add_port_link(
                 iface,
                 netns,
-                &format!("eth{i}"),
+                &name,
                 link.mac,
                 &self.netns,
                 &link.addrs,
@@ -538,6 +582,9 @@ impl Running {
     /// Writes the device's configurations and starts its daemons: bgpd for BGP; zebra, then
     /// its clients staticd and isisd, for IS-IS.
     fn start(&mut self) -> Result<(), RoutingError> {
+        if let Some(l) = self.spec.lldp.clone() {
+            return self.spawn_lldpd(&l);
+        }
         if self.spec.bgp.is_some() {
             let conf = frr::config(&self.spec)?;
             self.spawn(Daemon::Bgpd, &conf)?;
@@ -598,18 +645,38 @@ impl Running {
         Ok(())
     }
 
+    /// Starts the agent's lldpd with its lldpcli commands.
+    fn spawn_lldpd(&mut self, l: &crate::lldp::Lldp) -> Result<(), RoutingError> {
+        self.spawn(Daemon::Lldpd, &crate::lldp::lldpd_config(l))
+    }
+
     /// Starts `daemon` with configuration `conf` and waits for its vty socket.
     fn spawn(&mut self, daemon: Daemon, conf: &str) -> Result<(), RoutingError> {
         let name = daemon.name();
         let file = self.dir.join(format!("{name}.conf"));
         std::fs::write(&file, conf).map_err(io(format!("writing {}", file.display())))?;
-        let socket = self.dir.join(format!("{name}.vty"));
+        let socket = self.dir.join(if daemon == Daemon::Lldpd {
+            "lldpd.socket".to_owned()
+        } else {
+            format!("{name}.vty")
+        });
         let _ = std::fs::remove_file(&socket);
         let out = std::fs::File::create(self.dir.join(format!("{name}.out")))
             .map_err(io(format!("creating {}", self.dir.display())))?;
         let err = out.try_clone().map_err(io("duplicating a log handle"))?;
         let mut command = Command::new(daemon.path());
-        if daemon == Daemon::Bgpd {
+        if let (Daemon::Lldpd, Some(l)) = (daemon, &self.spec.lldp) {
+            // -d: in the foreground, its log on stderr; -k: no kernel version in the system
+            // description; -I/-C: LLDP on the agent's link only, its chassis id that link's
+            // MAC; no LLDP-MED, CDP or other protocols (their flags are not given).
+            command
+                .args(["-d", "-k", "-I", &l.interface, "-C", &l.interface, "-u"])
+                .arg(&socket)
+                .arg("-O")
+                .arg(&file)
+                .arg("-L")
+                .arg(lldpcli_path());
+        } else if daemon == Daemon::Bgpd {
             // -Z: no zebra (nothing is installed in a FIB of the device's); -S: stay root,
             // whose namespace this is.
             command.args(["-Z", "-S"]);
@@ -618,22 +685,22 @@ impl Running {
                 .args(["-u", "frr", "-g", "frr", "-z"])
                 .arg(self.dir.join("zserv.api"));
         }
-        // -P 0: no vty over TCP, only the socket in the device's directory.
-        command
-            .args(["-P", "0", "-f"])
-            .arg(&file)
-            .arg("-i")
-            .arg(self.dir.join(format!("{name}.pid")))
-            .arg("--vty_socket")
-            .arg(&self.dir)
-            .arg("--log")
-            .arg(format!(
-                "file:{}",
-                self.dir.join(format!("{name}.log")).display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err);
+        if daemon != Daemon::Lldpd {
+            // FRR's: -P 0: no vty over TCP, only the socket in the device's directory.
+            command
+                .args(["-P", "0", "-f"])
+                .arg(&file)
+                .arg("-i")
+                .arg(self.dir.join(format!("{name}.pid")))
+                .arg("--vty_socket")
+                .arg(&self.dir)
+                .arg("--log")
+                .arg(format!(
+                    "file:{}",
+                    self.dir.join(format!("{name}.log")).display()
+                ));
+        }
+        command.stdin(Stdio::null()).stdout(out).stderr(err);
         let child = linerate_lab::device::within(&self.netns, || {
             command
                 .spawn()
@@ -642,7 +709,15 @@ impl Running {
                     source,
                 })
         })?;
+        let id = child.id();
         self.daemons.push((daemon, child));
+        if daemon == Daemon::Lldpd {
+            // lldpd in the foreground writes no pid file: the sweep of an orphaned set and an
+            // operator find it by this one.
+            let pid = self.dir.join("lldpd.pid");
+            std::fs::write(&pid, id.to_string())
+                .map_err(io(format!("writing {}", pid.display())))?;
+        }
         let deadline = Instant::now() + START_WAIT;
         while !socket.exists() {
             self.check()?;
@@ -737,6 +812,32 @@ impl Running {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         Err(failed)
+    }
+
+    /// An lldpcli command's JSON answer, with [`Running::asked`]'s care for a daemon that has
+    /// just died.
+    fn lldpcli(&mut self, command: &str) -> Result<Value, RoutingError> {
+        let out = Command::new(lldpcli_path())
+            .arg("-u")
+            .arg(self.dir.join("lldpd.socket"))
+            .args(command.split(' '))
+            .args(["-f", "json"])
+            .output()
+            .map_err(io("running lldpcli"))?;
+        let unreadable = |why: String| RoutingError::Answer {
+            device: self.spec.name.clone(),
+            command: command.to_owned(),
+            why,
+        };
+        if !out.status.success() {
+            let e = unreadable(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+            for _ in 0..50 {
+                self.check()?;
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            return Err(e);
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| unreadable(e.to_string()))
     }
 
     /// One command's answer.

@@ -21,6 +21,8 @@ pub struct Device {
     pub ospf: Option<Ospf>,
     /// OSPFv3 (ospf6d, RFC 5340): the same router description, its interfaces and ranges IPv6.
     pub ospf6: Option<Ospf>,
+    /// An LLDP agent (lldpd): a device of its own, on one link with no address.
+    pub lldp: Option<crate::lldp::Lldp>,
 }
 
 /// A device's interface on a port.
@@ -338,6 +340,9 @@ impl Device {
                 self.name
             )))
         };
+        if let Some(l) = &self.lldp {
+            return self.validate_lldp(l);
+        }
         if self.links.is_empty() {
             return bad("a device with a control plane needs an interface with an address".into());
         }
@@ -357,6 +362,38 @@ impl Device {
         }
         if let Some(ospf) = &self.ospf6 {
             self.validate_ospf(ospf, true, &mut names)?;
+        }
+        Ok(())
+    }
+
+    fn validate_lldp(&self, l: &crate::lldp::Lldp) -> Result<(), RoutingError> {
+        if self.bgp.is_some() || self.isis.is_some() || self.ospf.is_some() || self.ospf6.is_some()
+        {
+            return Err(self.invalid("an LLDP agent is a device of its own".into()));
+        }
+        if self.links.len() != 1 {
+            return Err(self.invalid("an LLDP agent sits on one port".into()));
+        }
+        let ifname_ok = !l.interface.is_empty()
+            && l.interface.len() <= 15
+            && l.interface
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+        if !ifname_ok {
+            return Err(self.invalid(format!(
+                "lldp port id '{}': an interface name is 1 to 15 printable characters, no '/' or ':'",
+                l.interface
+            )));
+        }
+        if l.interval == 0 {
+            return Err(self.invalid("lldp advertisement_interval 0 s".into()));
+        }
+        if l.hold_time < l.interval || !l.hold_time.is_multiple_of(l.interval) {
+            return Err(self.invalid(format!(
+                "lldp hold_time {} s must be a multiple of advertisement_interval {} s: \
+                 lldpd sends a TTL of the interval times its hold multiplier",
+                l.hold_time, l.interval
+            )));
         }
         Ok(())
     }

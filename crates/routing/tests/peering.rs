@@ -74,6 +74,7 @@ fn device(
         isis: None,
         ospf: None,
         ospf6: None,
+        lldp: None,
     }
 }
 

@@ -151,6 +151,7 @@ impl Cx {
             isis: None,
             ospf: None,
             ospf6: None,
+            lldp: None,
         };
         if let Err(e) = device.validate() {
             self.refuse(path, e.to_string());

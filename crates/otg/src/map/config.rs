@@ -40,6 +40,8 @@ impl Cx {
         self.ospfv3(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ranges = ranges.clone();
         let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
+        self.lldp(&c.lldp, &ports, &mut routers);
+        self.lldp_beside_port_flows(&c.lldp, &hosts, &flows);
         // Between hosts every port sends its own flows and receives those sent toward it.
         let (tx_port, rx_port) = if hosts.is_empty() {
             self.one_port_each_way()

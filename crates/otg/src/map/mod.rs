@@ -31,6 +31,9 @@ mod ipv6;
 mod isis;
 #[cfg(test)]
 mod isis_tests;
+mod lldp;
+#[cfg(test)]
+mod lldp_tests;
 mod mpls;
 mod ospfv2;
 #[cfg(test)]
@@ -201,7 +204,31 @@ impl Mapped {
                 }
                 Some((h.spec.name.clone(), groups))
             })
+            .chain(self.lldp_agents_to_stack())
             .collect()
+    }
+
+    /// Each LLDP agent's MAC and the LLDP group, passed to the stack of its port by way of a
+    /// host there (the port's table is the hosts'). A port with no host has no programs of the
+    /// hosts, or none at all: its frames reach the agent's macvlan as they are.
+    fn lldp_agents_to_stack(&self) -> Vec<(String, Vec<[u8; 6]>)> {
+        let mut out = Vec::new();
+        for r in self.routers.iter().filter(|r| r.lldp.is_some()) {
+            let Some(link) = r.links.first() else {
+                continue;
+            };
+            let host = self.hosts.iter().find(|h| {
+                self.port(&h.port)
+                    .is_some_and(|p| p.location.local() == link.port)
+            });
+            if let Some(h) = host {
+                out.push((
+                    h.spec.name.clone(),
+                    vec![linerate_routing::lldp::LLDP_GROUP, link.mac],
+                ));
+            }
+        }
+        out
     }
 
     /// The locations of the ports with a capture.
@@ -350,7 +377,6 @@ fn hint(key: &str) -> &'static str {
             "control planes other than BGP, IS-IS, OSPFv2 and OSPFv3 (RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPF (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)"
         }
         "lags" => "LAGs are not supported: give a flow one transmit port",
-        "lldp" => "LLDP is not supported",
         "events" | "stateful_flows" | "egress_only_tracking" => "not supported by linerate",
         "metric_tags" => "metric tags (tagged metrics) are not supported",
         "payload" => {

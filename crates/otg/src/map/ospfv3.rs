@@ -50,6 +50,7 @@ impl Cx {
                         isis: None,
                         ospf: None,
                         ospf6: None,
+                        lldp: None,
                     });
                     routers.len() - 1
                 }

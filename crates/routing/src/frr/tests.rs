@@ -18,6 +18,7 @@ fn device(peers: Vec<Peer>) -> Device {
         isis: None,
         ospf: None,
         ospf6: None,
+        lldp: None,
     }
 }
 

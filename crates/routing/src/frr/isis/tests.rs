@@ -68,6 +68,7 @@ fn device() -> (Device, Isis) {
         isis: Some(isis.clone()),
         ospf: None,
         ospf6: None,
+        lldp: None,
     };
     (device, isis)
 }

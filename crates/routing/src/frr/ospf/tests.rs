@@ -56,6 +56,7 @@ fn device() -> (Device, Ospf) {
         isis: None,
         ospf: Some(ospf.clone()),
         ospf6: None,
+        lldp: None,
     };
     device.validate().unwrap();
     (device, ospf)

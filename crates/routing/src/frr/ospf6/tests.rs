@@ -51,6 +51,7 @@ fn device() -> (Device, Ospf) {
         isis: None,
         ospf: None,
         ospf6: Some(ospf.clone()),
+        lldp: None,
     };
     device.validate().unwrap();
     (device, ospf)

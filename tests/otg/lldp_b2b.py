@@ -1,0 +1,112 @@
+"""LLDP between two linerate agents back to back (a veth pair), through snappi 1.60.0: the OTG
+project's own b2b test (conformance feature/b2b/lldp/test_lldp_neighbors.py) with its config
+and its metric and neighbour checks as it has them, then more: tests/otg.rs starts a lab and
+`linerate serve` and sets OTG_LOCATION, OTG_TX and OTG_RX. Each agent (lldpd in a namespace of
+its own behind a macvlan of its port) hears the other: chassis id of subtype MAC, port id the
+port's interface name, TTL the hold time, the other's name as system name; protocols stop and
+start, and a killed lldpd is named. Raises on failure."""
+import os
+
+import snappi
+
+from devices_common import wait_for, kill_a_daemon_and_see_it_named
+
+TC = {
+    "txMac": "00:00:01:01:01:01",
+    "rxMac": "00:00:01:01:01:02",
+    "holdTime": 120,
+    "advInterval": 5,
+    "pduCount": 2,
+}
+
+
+def lldp_neighbor_config(api, tc, tx, rx):
+    """The conformance test's config, its ports ours (and no layer1: a veth has no speed)."""
+    c = api.config()
+    ptx = c.ports.add(name="ptx", location=tx)
+    prx = c.ports.add(name="prx", location=rx)
+
+    lldp_Tx = c.lldp.add(name="lldp_tx")
+    lldp_Rx = c.lldp.add(name="lldp_rx")
+
+    lldp_Tx.hold_time = tc["holdTime"]
+    lldp_Tx.advertisement_interval = tc["advInterval"]
+    lldp_Tx.connection.port_name = ptx.name
+    lldp_Tx.chassis_id.mac_address_subtype.value = tc["txMac"]
+
+    lldp_Rx.hold_time = tc["holdTime"]
+    lldp_Rx.advertisement_interval = tc["advInterval"]
+    lldp_Rx.connection.port_name = prx.name
+    lldp_Rx.chassis_id.mac_address_subtype.value = tc["rxMac"]
+    return c
+
+
+def lldp_metrics(api):
+    req = api.metrics_request()
+    req.lldp.lldp_names = []
+    return {m.name: m for m in api.get_metrics(req).lldp_metrics}
+
+
+def lldp_neighbors(api):
+    req = api.states_request()
+    req.lldp_neighbors.lldp_names = []
+    return list(api.get_states(req).lldp_neighbors)
+
+
+def lldp_neigbhors_metrics_ok(api, tc):
+    """The conformance test's check, verbatim but for the API call."""
+    for m in lldp_metrics(api).values():
+        if m.frames_tx < tc["pduCount"] or m.frames_rx < tc["pduCount"]:
+            return False
+    return True
+
+
+def lldp_neighbors_ok(api, tc):
+    """The conformance test's check, verbatim but for the API call."""
+    count = 0
+    for n in lldp_neighbors(api):
+        for i in ["txMac", "rxMac"]:
+            if n.chassis_id_type == "mac_address" and n.chassis_id == tc[i] and n.ttl == tc["holdTime"]:
+                count += 1
+    return count == 2
+
+
+def main():
+    env = os.environ
+    tx, rx = env["OTG_TX"], env["OTG_RX"]
+    api = snappi.api(location=env["OTG_LOCATION"], verify=False)
+    api.set_config(lldp_neighbor_config(api, TC, tx, rx))
+    cs = api.control_state()
+    cs.protocol.all.state = cs.protocol.all.START
+    api.set_control_state(cs)
+
+    wait_for("the conformance test's LLDP metrics", lambda: lldp_neigbhors_metrics_ok(api, TC))
+    wait_for("the conformance test's LLDP neighbours", lambda: lldp_neighbors_ok(api, TC))
+    heard = {n.lldp_name: n for n in lldp_neighbors(api)}
+    assert sorted(heard) == ["lldp_rx", "lldp_tx"], heard
+    # Each heard the other: its name, its MAC, its port's interface name.
+    ports = {"lldp_tx": tx.split("@")[0], "lldp_rx": rx.split("@")[0]}
+    for me, other, mac in (("lldp_tx", "lldp_rx", TC["rxMac"]), ("lldp_rx", "lldp_tx", TC["txMac"])):
+        n = heard[me]
+        assert n.system_name == other and n.chassis_id == mac, n
+        assert n.port_id_type == "interface_name" and n.port_id == ports[other], n
+    for m in lldp_metrics(api).values():
+        assert m.frames_discard == 0 and m.tlvs_unknown == 0, m
+
+    # Protocols stopped: nothing heard, nothing counted; started again, heard again.
+    cs = api.control_state()
+    cs.protocol.all.state = cs.protocol.all.STOP
+    api.set_control_state(cs)
+    assert lldp_neighbors(api) == [] or len(lldp_neighbors(api)) == 0
+    assert all(m.frames_tx == 0 for m in lldp_metrics(api).values())
+    cs.protocol.all.state = cs.protocol.all.START
+    api.set_control_state(cs)
+    wait_for("heard again", lambda: lldp_neighbors_ok(api, TC))
+
+    # A daemon that dies is named in the next metrics answer.
+    kill_a_daemon_and_see_it_named("lldpd", lambda: lldp_metrics(api))
+
+
+if __name__ == "__main__":
+    main()
+    print("lldp b2b: ok")

@@ -9,6 +9,7 @@ arrive exactly, a withdrawn range leaves the peer's database and FIB, protocols 
 (the adjacency's flap counted), and a killed ospfd is named. Raises on failure."""
 import os
 import subprocess
+import time
 
 import snappi
 
@@ -279,6 +280,25 @@ def main():
 
     # A daemon that dies is named in the next metrics answer.
     kill_a_daemon_and_see_it_named("ospfd", lambda: ospfv2_metrics(api))
+
+    # MD5 authentication (RFC 2328 D.3): the same key on both ends, Full again; keys that
+    # differ, hellos arrive (counted on the wire) and no adjacency forms.
+    def with_keys(tx_key, rx_key):
+        c = ospfv2_p2p_lsa_config(api, TC, env["OTG_TX"], env["OTG_RX"])
+        for d, key in zip(c.devices, (tx_key, rx_key)):
+            auth = d.ospfv2.interfaces[0].authentication
+            auth.choice = auth.MD5S
+            auth.md5s.add(key_id=1, key=key)
+        api.set_config(c)
+
+    with_keys("linerate", "linerate")
+    wait_for("Full with MD5 keys", lambda: ospfv2_metrics_ok(api, TC))
+    with_keys("linerate", "another")
+    wait_for("hellos heard with the other key",
+             lambda: all(x.hellos_received > 0 for x in ospfv2_metrics(api).values()))
+    time.sleep(3)
+    m = ospfv2_metrics(api)
+    assert all(x.full_state_count == 0 for x in m.values()), m
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 //! Devices' control planes. A device that speaks BGP, IS-IS or OSPF gets a network namespace
 //! of its own with a macvlan of each of its ports (the device's MAC and addresses) and FRR's
 //! daemons inside: `bgpd` without zebra for BGP; `zebra`, `staticd` and `isisd` for IS-IS,
-//! `ospfd` and `ospf6d` beside them for OSPFv2 and OSPFv3. Its sessions and updates go out through the port as the
-//! device's frames, and the port's XDP programs pass it the frames addressed to its MAC and to
-//! its protocols' groups (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path.
-//! linerate writes the daemons' configurations from the [`Device`] and reads their state back
-//! from the daemons' own answers (`vtysh … json`): sessions, counters and what they learned;
-//! what OSPF sent and received, LSA by LSA, is counted on the wire ([`wire`]).
+//! `ospfd` and `ospf6d` beside them for OSPFv2 and OSPFv3; an LLDP agent is such a device with
+//! lldpd ([`lldp`]). Their sessions and updates go out through the port as the device's frames,
+//! and the port's XDP programs pass it the frames addressed to its MAC and to its protocols'
+//! groups (`bpf/hosts.h`, `stack_macs`) while test frames stay on the fast path. linerate
+//! writes the daemons' configurations from the [`Device`] and reads their state back from the
+//! daemons' own answers (`vtysh … json`, `lldpcli … -f json`): sessions, counters and what they
+//! learned; what OSPF sent and received, LSA by LSA, is counted on the wire ([`wire`]).
 //!
 //! Why FRR and not a home-made speaker: BGP's corner cases (capabilities, MP-BGP, MD5, timers,
 //! route refresh) are what a device under test exercises, and a real daemon has them right.

@@ -109,6 +109,19 @@ pub struct OspfInterface {
     pub mtu_check: bool,
     /// OSPFv3's interface instance id (RFC 5340 §2.4); 0 for OSPFv2.
     pub instance: u8,
+    /// OSPFv2's packet authentication (RFC 2328 appendix D).
+    pub auth: OspfAuth,
+}
+
+/// How an OSPFv2 interface authenticates its packets (RFC 2328 D.3).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OspfAuth {
+    #[default]
+    None,
+    /// A password of up to 8 characters, in the clear.
+    ClearText(String),
+    /// MD5 digests (RFC 2328 D.3), with keys of up to 16 characters by key id.
+    Md5(Vec<(u8, String)>),
 }
 
 /// How an OSPF router advertises a range, after OTG's `route_origin`.
@@ -548,6 +561,35 @@ impl Device {
                     "{what} interface {}: hello_interval {} s and dead_interval {} s: the dead \
                      interval must be longer than a hello",
                     i.name, i.hello, i.dead
+                )));
+            }
+            let printable = |k: &str| k.bytes().all(|b| b.is_ascii_graphic());
+            match &i.auth {
+                OspfAuth::None => {}
+                OspfAuth::ClearText(k) if !k.is_empty() && k.len() <= 8 && printable(k) => {}
+                OspfAuth::ClearText(_) => {
+                    return Err(self.invalid(format!(
+                        "{what} interface {}: a clear text key is 1 to 8 printable characters",
+                        i.name
+                    )));
+                }
+                OspfAuth::Md5(keys)
+                    if !keys.is_empty()
+                        && keys.iter().all(|(id, k)| {
+                            *id != 0 && !k.is_empty() && k.len() <= 16 && printable(k)
+                        }) => {}
+                OspfAuth::Md5(_) => {
+                    return Err(self.invalid(format!(
+                        "{what} interface {}: MD5 keys are key ids 1 to 255 with keys of 1 to 16 \
+                         printable characters",
+                        i.name
+                    )));
+                }
+            }
+            if v3 && i.auth != OspfAuth::None {
+                return Err(self.invalid(format!(
+                    "{what} interface {}: OSPFv3 authentication is not supported",
+                    i.name
                 )));
             }
             if i.cost == 0 {

@@ -235,6 +235,7 @@ impl Cx {
             cost: 10,
             mtu_check: true,
             instance: 0,
+            auth: Default::default(),
         };
         if let Some(a) = &iface.area {
             let ap = format!("{path}.area");
@@ -271,11 +272,8 @@ impl Cx {
                 "shared risk link groups are not supported",
             );
         }
-        if iface.authentication.is_some() {
-            self.refuse(
-                format!("{path}.authentication"),
-                "OSPFv2 authentication is not supported yet",
-            );
+        if let Some(a) = &iface.authentication {
+            i.auth = self.ospf_auth(&format!("{path}.authentication"), a);
         }
         if let Some(lp) = &iface.link_protection {
             let lpp = format!("{path}.link_protection");
@@ -375,6 +373,42 @@ impl Cx {
             origin,
             advertised: true,
         })
+    }
+
+    /// `authentication`: clear_text (the default, its key "otg" by default) or md5s.
+    fn ospf_auth(&mut self, path: &str, a: &Ospfv2InterfaceAuthentication) -> routing::OspfAuth {
+        self.rest(path, &a.rest);
+        match a.choice.as_deref() {
+            None | Some("clear_text") => {
+                routing::OspfAuth::ClearText(a.clear_text.clone().unwrap_or_else(|| "otg".into()))
+            }
+            Some("md5s") => {
+                let mut keys = Vec::new();
+                for (k, m) in a.md5s.iter().enumerate() {
+                    let mp = format!("{path}.md5s[{k}]");
+                    self.rest(&mp, &m.rest);
+                    let id = match m.key_id.as_ref().and_then(int) {
+                        Some(n) if (1..=255).contains(&n) => n as u8,
+                        _ => {
+                            self.refuse(format!("{mp}.key_id"), "1 to 255");
+                            continue;
+                        }
+                    };
+                    keys.push((id, m.key.clone().unwrap_or_default()));
+                }
+                if a.md5s.is_empty() {
+                    self.refuse(format!("{path}.md5s"), "md5s needs a key id and key");
+                }
+                routing::OspfAuth::Md5(keys)
+            }
+            Some(other) => {
+                self.refuse(
+                    format!("{path}.choice"),
+                    format!("'{other}' is not clear_text or md5s"),
+                );
+                routing::OspfAuth::None
+            }
+        }
     }
 
     /// An interface's area (OSPFv2's and OSPFv3's): `id`, a 32-bit number (the default, 0),

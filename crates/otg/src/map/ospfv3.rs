@@ -255,6 +255,7 @@ impl Cx {
             cost: 10,
             mtu_check: true,
             instance: 0,
+            auth: Default::default(),
         };
         match iface.instance_id.as_ref().map(int) {
             None => {}

@@ -20,7 +20,7 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use super::safe;
-use crate::{Device, Ospf, OspfOrigin, OspfRange, RoutingError};
+use crate::{Device, Ospf, OspfAuth, OspfOrigin, OspfRange, RoutingError};
 
 /// The route-map ospfd redistributes the external ranges through.
 const MAP: &str = "lr-ospf";
@@ -87,6 +87,21 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
         let _ = writeln!(out, " ip ospf retransmit-interval {}", ospf.retransmit);
         if !i.mtu_check {
             out.push_str(" ip ospf mtu-ignore\n");
+        }
+        match &i.auth {
+            OspfAuth::None => {}
+            OspfAuth::ClearText(k) => {
+                let _ = writeln!(
+                    out,
+                    " ip ospf authentication\n ip ospf authentication-key {k}"
+                );
+            }
+            OspfAuth::Md5(keys) => {
+                out.push_str(" ip ospf authentication message-digest\n");
+                for (id, k) in keys {
+                    let _ = writeln!(out, " ip ospf message-digest-key {id} md5 {k}");
+                }
+            }
         }
         out.push_str("exit\n");
     }

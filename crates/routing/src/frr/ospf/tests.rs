@@ -37,6 +37,7 @@ fn device() -> (Device, Ospf) {
             cost: 2,
             mtu_check: true,
             instance: 0,
+            auth: Default::default(),
         }],
         routes: vec![
             range("inter", "10.10.10.1/32", 10, OspfOrigin::InterArea),
@@ -236,4 +237,27 @@ fn flaps_are_the_ups_not_still_up() {
     assert_eq!(flaps(log, 1), 1);
     assert_eq!(flaps(log, 0), 2);
     assert_eq!(flaps("", 0), 0);
+}
+
+#[test]
+fn authentication_is_written_per_interface_and_checked() {
+    let (mut d, _) = device();
+    let o = d.ospf.as_mut().unwrap();
+    o.interfaces[0].auth = crate::OspfAuth::Md5(vec![(7, "s3cret".into())]);
+    let conf = ospfd_config(&d, d.ospf.as_ref().unwrap());
+    assert!(
+        conf.contains(
+            " ip ospf authentication message-digest\n ip ospf message-digest-key 7 md5 s3cret\n"
+        ),
+        "{conf}"
+    );
+    d.ospf.as_mut().unwrap().interfaces[0].auth = crate::OspfAuth::ClearText("otg".into());
+    let conf = ospfd_config(&d, d.ospf.as_ref().unwrap());
+    assert!(
+        conf.contains(" ip ospf authentication\n ip ospf authentication-key otg\n"),
+        "{conf}"
+    );
+    d.ospf.as_mut().unwrap().interfaces[0].auth = crate::OspfAuth::ClearText("nine char".into());
+    let e = d.validate().unwrap_err().to_string();
+    assert!(e.contains("1 to 8 printable characters"), "{e}");
 }

@@ -34,6 +34,7 @@ fn device() -> (Device, Ospf) {
             cost: 20,
             mtu_check: true,
             instance: 0,
+            auth: Default::default(),
         }],
         routes: vec![
             range("rr6", "4:4:4::1/64", 10, OspfOrigin::InterArea),

@@ -59,6 +59,24 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// The index of the device named `name` in `routers`, a new one with no control plane yet when
+/// none is (a device's protocols each add to the one device).
+pub(super) fn device_at(routers: &mut Vec<routing::Device>, name: &str) -> usize {
+    if let Some(at) = routers.iter().position(|r| r.name == name) {
+        return at;
+    }
+    routers.push(routing::Device {
+        name: name.to_owned(),
+        links: Vec::new(),
+        bgp: None,
+        isis: None,
+        ospf: None,
+        ospf6: None,
+        lldp: None,
+    });
+    routers.len() - 1
+}
+
 impl Cx {
     pub(super) fn bgp(
         &mut self,

@@ -32,21 +32,7 @@ impl Cx {
         for (i, d) in devices.iter().enumerate() {
             let Some(isis) = &d.isis else { continue };
             let path = format!("devices[{i}].isis");
-            let at = match routers.iter().position(|r| r.name == d.name) {
-                Some(at) => at,
-                None => {
-                    routers.push(routing::Device {
-                        name: d.name.clone(),
-                        links: Vec::new(),
-                        bgp: None,
-                        isis: None,
-                        ospf: None,
-                        ospf6: None,
-                        lldp: None,
-                    });
-                    routers.len() - 1
-                }
-            };
+            let at = super::bgp::device_at(routers, &d.name);
             let mut links = std::mem::take(&mut routers[at].links);
             let router = self.isis_router(&path, isis, &scope, &mut links, ends);
             let device = &mut routers[at];

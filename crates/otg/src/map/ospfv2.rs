@@ -29,21 +29,7 @@ impl Cx {
         for (i, d) in devices.iter().enumerate() {
             let Some(ospf) = &d.ospfv2 else { continue };
             let path = format!("devices[{i}].ospfv2");
-            let at = match routers.iter().position(|r| r.name == d.name) {
-                Some(at) => at,
-                None => {
-                    routers.push(routing::Device {
-                        name: d.name.clone(),
-                        links: Vec::new(),
-                        bgp: None,
-                        isis: None,
-                        ospf: None,
-                        ospf6: None,
-                        lldp: None,
-                    });
-                    routers.len() - 1
-                }
-            };
+            let at = super::bgp::device_at(routers, &d.name);
             let mut links = std::mem::take(&mut routers[at].links);
             let router = self.ospf_router(&path, ospf, &scope, &mut links, ends);
             let device = &mut routers[at];
@@ -208,35 +194,14 @@ impl Cx {
         links: &mut Vec<routing::Link>,
     ) -> Option<(routing::OspfInterface, &'s HostPlan)> {
         self.rest(path, &iface.rest);
-        let name = iface.ipv4_name.as_deref().unwrap_or_default();
-        let Some(host) = scope
-            .hosts
-            .iter()
-            .find(|h| h.spec.name == name && h.spec.ipv4.is_some())
-        else {
-            self.refuse(
-                format!("{path}.ipv4_name"),
-                format!("no IPv4 address is named '{name}'"),
-            );
-            return None;
-        };
-        self.link(path, host, scope, links);
-        let link = links
-            .iter()
-            .position(|l| host.spec.mac.is_some_and(|m| m.octets() == l.mac))?;
-        let mut i = routing::OspfInterface {
-            name: iface.name.clone(),
-            link,
-            area: Ipv4Addr::UNSPECIFIED,
-            point_to_point: false,
-            hello: 10,
-            dead: 40,
-            priority: 0,
-            cost: 10,
-            mtu_check: true,
-            instance: 0,
-            auth: Default::default(),
-        };
+        let (mut i, host) = self.ospf_on(
+            path,
+            &iface.name,
+            iface.ipv4_name.as_deref(),
+            false,
+            scope,
+            links,
+        )?;
         if let Some(a) = &iface.area {
             let ap = format!("{path}.area");
             self.rest(&ap, &a.rest);
@@ -299,31 +264,96 @@ impl Cx {
         if let Some(a) = &iface.advanced {
             let ap = format!("{path}.advanced");
             self.rest(&ap, &a.rest);
-            let mut number = |key: &str, v: &Option<Value>, lo: u128, hi: u128| {
-                let v = v.as_ref()?;
-                match int(v) {
-                    Some(n) if (lo..=hi).contains(&n) => Some(n),
-                    _ => {
-                        self.refuse(format!("{ap}.{key}"), format!("{lo} to {hi}"));
-                        None
-                    }
-                }
-            };
-            if let Some(n) = number("hello_interval", &a.hello_interval, 1, 65535) {
-                i.hello = n as u16;
+            let timers = [&a.hello_interval, &a.dead_interval, &a.routing_metric];
+            self.ospf_timers(
+                &ap,
+                "routing_metric",
+                timers,
+                a.validate_received_mtu,
+                &mut i,
+            );
+            match a.priority.as_ref().map(int) {
+                None => {}
+                Some(Some(n)) if n <= 255 => i.priority = n as u8,
+                Some(_) => self.refuse(format!("{ap}.priority"), "0 to 255"),
             }
-            if let Some(n) = number("dead_interval", &a.dead_interval, 1, 65535) {
-                i.dead = n as u16;
-            }
-            if let Some(n) = number("routing_metric", &a.routing_metric, 1, 65535) {
-                i.cost = n as u16;
-            }
-            if let Some(n) = number("priority", &a.priority, 0, 255) {
-                i.priority = n as u8;
-            }
-            i.mtu_check = a.validate_received_mtu.unwrap_or(true);
         }
         Some((i, host))
+    }
+
+    /// An OSPF interface (OSPFv2's and OSPFv3's) on the link of the address object `address`
+    /// (of the family `v6` says), with RFC 2328's and OTG's defaults, and its host.
+    pub(super) fn ospf_on<'s>(
+        &mut self,
+        path: &str,
+        name: &str,
+        address: Option<&str>,
+        v6: bool,
+        scope: &Scope<'s>,
+        links: &mut Vec<routing::Link>,
+    ) -> Option<(routing::OspfInterface, &'s HostPlan)> {
+        let address = address.unwrap_or_default();
+        let (key, family) = if v6 {
+            ("ipv6_name", "IPv6")
+        } else {
+            ("ipv4_name", "IPv4")
+        };
+        let Some(host) = scope.hosts.iter().find(|h| {
+            h.spec.name == address
+                && if v6 {
+                    h.spec.ipv6.is_some()
+                } else {
+                    h.spec.ipv4.is_some()
+                }
+        }) else {
+            self.refuse(
+                format!("{path}.{key}"),
+                format!("no {family} address is named '{address}'"),
+            );
+            return None;
+        };
+        self.link(path, host, scope, links);
+        let link = links
+            .iter()
+            .position(|l| host.spec.mac.is_some_and(|m| m.octets() == l.mac))?;
+        let i = routing::OspfInterface {
+            name: name.to_owned(),
+            link,
+            area: Ipv4Addr::UNSPECIFIED,
+            point_to_point: false,
+            hello: 10,
+            dead: 40,
+            priority: 0,
+            cost: 10,
+            mtu_check: true,
+            instance: 0,
+            auth: Default::default(),
+        };
+        Some((i, host))
+    }
+
+    /// An interface's `advanced` hello and dead intervals and cost (its key `cost_key`), each
+    /// 1 to 65535 s, and whether it checks the MTU.
+    pub(super) fn ospf_timers(
+        &mut self,
+        path: &str,
+        cost_key: &str,
+        [hello, dead, cost]: [&Option<Value>; 3],
+        mtu: Option<bool>,
+        i: &mut routing::OspfInterface,
+    ) {
+        for (key, v, field) in [
+            ("hello_interval", hello, &mut i.hello),
+            ("dead_interval", dead, &mut i.dead),
+            (cost_key, cost, &mut i.cost),
+        ] {
+            match v.as_ref().map(int) {
+                None => {}
+                Some(Some(n)) if (1..=65535).contains(&n) => *field = n as u16,
+                Some(_) => self.refuse(format!("{path}.{key}"), "1 to 65535"),
+            }
+        }
+        i.mtu_check = mtu.unwrap_or(true);
     }
 
     fn ospf_range(

@@ -6,7 +6,6 @@
 use std::net::Ipv4Addr;
 
 use linerate_routing as routing;
-use serde_json::Value;
 
 use super::bgp::Scope;
 use super::{Cx, HostPlan, PortPlan, RangeEnd, int};
@@ -40,21 +39,7 @@ impl Cx {
                 );
             }
             let router_id = self.ospf6_router_id(&path, ospf.router_id.as_ref(), d, &scope);
-            let at = match routers.iter().position(|r| r.name == d.name) {
-                Some(at) => at,
-                None => {
-                    routers.push(routing::Device {
-                        name: d.name.clone(),
-                        links: Vec::new(),
-                        bgp: None,
-                        isis: None,
-                        ospf: None,
-                        ospf6: None,
-                        lldp: None,
-                    });
-                    routers.len() - 1
-                }
-            };
+            let at = super::bgp::device_at(routers, &d.name);
             let mut links = std::mem::take(&mut routers[at].links);
             let ip = format!("{path}.instances[0]");
             let router = self.ospf6_instance(&ip, instance, router_id, &scope, &mut links, ends);
@@ -228,35 +213,14 @@ impl Cx {
         links: &mut Vec<routing::Link>,
     ) -> Option<(routing::OspfInterface, &'s HostPlan)> {
         self.rest(path, &iface.rest);
-        let name = iface.ipv6_name.as_deref().unwrap_or_default();
-        let Some(host) = scope
-            .hosts
-            .iter()
-            .find(|h| h.spec.name == name && h.spec.ipv6.is_some())
-        else {
-            self.refuse(
-                format!("{path}.ipv6_name"),
-                format!("no IPv6 address is named '{name}'"),
-            );
-            return None;
-        };
-        self.link(path, host, scope, links);
-        let link = links
-            .iter()
-            .position(|l| host.spec.mac.is_some_and(|m| m.octets() == l.mac))?;
-        let mut i = routing::OspfInterface {
-            name: iface.name.clone(),
-            link,
-            area: Ipv4Addr::UNSPECIFIED,
-            point_to_point: false,
-            hello: 10,
-            dead: 40,
-            priority: 0,
-            cost: 10,
-            mtu_check: true,
-            instance: 0,
-            auth: Default::default(),
-        };
+        let (mut i, host) = self.ospf_on(
+            path,
+            &iface.name,
+            iface.ipv6_name.as_deref(),
+            true,
+            scope,
+            links,
+        )?;
         match iface.instance_id.as_ref().map(int) {
             None => {}
             Some(Some(n)) if n <= 255 => i.instance = n as u8,
@@ -291,26 +255,8 @@ impl Cx {
         if let Some(a) = &iface.advanced {
             let ap = format!("{path}.advanced");
             self.rest(&ap, &a.rest);
-            let mut number = |key: &str, v: &Option<Value>, lo: u128, hi: u128| {
-                let v = v.as_ref()?;
-                match int(v) {
-                    Some(n) if (lo..=hi).contains(&n) => Some(n),
-                    _ => {
-                        self.refuse(format!("{ap}.{key}"), format!("{lo} to {hi}"));
-                        None
-                    }
-                }
-            };
-            if let Some(n) = number("hello_interval", &a.hello_interval, 1, 65535) {
-                i.hello = n as u16;
-            }
-            if let Some(n) = number("dead_interval", &a.dead_interval, 1, 65535) {
-                i.dead = n as u16;
-            }
-            if let Some(n) = number("link_metric", &a.link_metric, 1, 65535) {
-                i.cost = n as u16;
-            }
-            i.mtu_check = a.validate_received_mtu.unwrap_or(true);
+            let timers = [&a.hello_interval, &a.dead_interval, &a.link_metric];
+            self.ospf_timers(&ap, "link_metric", timers, a.validate_received_mtu, &mut i);
         }
         if let Some(o) = &iface.options {
             let op = format!("{path}.options");

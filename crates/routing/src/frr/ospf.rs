@@ -57,22 +57,7 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
         safe(&device.name)
     );
     // The route-map before the `router ospf` that names it (as isisd's).
-    let mut entries = 0;
-    for (i, r) in ospf.routes.iter().enumerate() {
-        let kind = match r.origin {
-            OspfOrigin::External1 => "type-1",
-            OspfOrigin::External2 => "type-2",
-            _ => continue,
-        };
-        entries += 1;
-        let _ = writeln!(
-            out,
-            "route-map {MAP} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
-            (i + 1) * 10,
-            tag(i),
-            r.metric
-        );
-    }
+    let entries = external_maps(ospf, MAP, tag, &mut out);
     for i in &ospf.interfaces {
         let _ = writeln!(out, "interface eth{}", i.link);
         let _ = writeln!(out, " ip ospf area {}", i.area);
@@ -105,18 +90,7 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
         }
         out.push_str("exit\n");
     }
-    for (i, r) in ospf.routes.iter().enumerate() {
-        if !on_a_link(r) {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "interface {}\n ip ospf area {}\n ip ospf cost {}\n ip ospf passive\nexit",
-            range_link(i),
-            range_area(ospf, r),
-            r.metric
-        );
-    }
+    range_interfaces(ospf, "ip ospf", range_link, &mut out);
     out.push_str("router ospf\n");
     let _ = writeln!(out, " ospf router-id {}", ospf.router_id);
     out.push_str(" log-adjacency-changes\n");
@@ -133,6 +107,55 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
     }
     out.push_str("exit\n");
     out
+}
+
+/// The route-map `map` that sets each external range's metric and metric type by its static
+/// routes' tag, `tag(i)` for range `i`; how many ranges it has entries for.
+pub(super) fn external_maps(
+    ospf: &Ospf,
+    map: &str,
+    tag: fn(usize) -> usize,
+    out: &mut String,
+) -> usize {
+    let mut entries = 0;
+    for (i, r) in ospf.routes.iter().enumerate() {
+        let kind = match r.origin {
+            OspfOrigin::External1 => "type-1",
+            OspfOrigin::External2 => "type-2",
+            _ => continue,
+        };
+        entries += 1;
+        let _ = writeln!(
+            out,
+            "route-map {map} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
+            (i + 1) * 10,
+            tag(i),
+            r.metric
+        );
+    }
+    entries
+}
+
+/// Each range link's interface (`link(i)` for range `i`): in the range's area, its cost the
+/// range's metric, passive; `cmd` is the daemon's word (`ip ospf`, `ipv6 ospf6`).
+pub(super) fn range_interfaces(
+    ospf: &Ospf,
+    cmd: &str,
+    link: fn(usize) -> String,
+    out: &mut String,
+) {
+    for (i, r) in ospf.routes.iter().enumerate() {
+        if !on_a_link(r) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "interface {}\n {cmd} area {}\n {cmd} cost {}\n {cmd} passive\nexit",
+            link(i),
+            range_area(ospf, r),
+            r.metric
+        );
+    }
 }
 
 /// The one line of `staticd` configuration that originates prefix `n` of external range `i`.

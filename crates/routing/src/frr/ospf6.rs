@@ -10,9 +10,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 use serde_json::Value;
 
-use super::ospf::{Change, LsaHeader, Neighbour, addresses, on_a_link, range_area};
+use super::ospf::{
+    Change, LsaHeader, Neighbour, addresses, external_maps, on_a_link, range_interfaces,
+};
 use super::safe;
-use crate::{Device, Ospf, OspfOrigin, RoutingError};
+use crate::{Device, Ospf, RoutingError};
 
 /// The route-map ospf6d redistributes the external ranges through.
 const MAP: &str = "lr-ospf6";
@@ -33,22 +35,7 @@ pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
         "frr defaults traditional\nhostname {}\n!\n",
         safe(&device.name)
     );
-    let mut entries = 0;
-    for (i, r) in ospf.routes.iter().enumerate() {
-        let kind = match r.origin {
-            OspfOrigin::External1 => "type-1",
-            OspfOrigin::External2 => "type-2",
-            _ => continue,
-        };
-        entries += 1;
-        let _ = writeln!(
-            out,
-            "route-map {MAP} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
-            (i + 1) * 10,
-            tag(i),
-            r.metric
-        );
-    }
+    let entries = external_maps(ospf, MAP, tag, &mut out);
     for i in &ospf.interfaces {
         let _ = writeln!(out, "interface eth{}", i.link);
         let _ = writeln!(out, " ipv6 ospf6 area {}", i.area);
@@ -69,18 +56,7 @@ pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
         }
         out.push_str("exit\n");
     }
-    for (i, r) in ospf.routes.iter().enumerate() {
-        if !on_a_link(r) {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "interface {}\n ipv6 ospf6 area {}\n ipv6 ospf6 cost {}\n ipv6 ospf6 passive\nexit",
-            range_link(i),
-            range_area(ospf, r),
-            r.metric
-        );
-    }
+    range_interfaces(ospf, "ipv6 ospf6", range_link, &mut out);
     out.push_str("router ospf6\n");
     let _ = writeln!(out, " ospf6 router-id {}", ospf.router_id);
     // As ospfd's (frr::ospf): SPF at once, a new instance taken however soon after the last.

@@ -4,7 +4,7 @@
 //! 7.7.7.7 the same with 6:6:6::/64 of metric 9 and 8:8:2::/64, link costs 20 and 19).
 
 use super::*;
-use crate::{Block, Link, OspfInterface, OspfRange};
+use crate::{Block, Link, OspfInterface, OspfOrigin, OspfRange};
 
 fn device() -> (Device, Ospf) {
     let range = |name: &str, first: &str, metric, origin| OspfRange {

@@ -15,5 +15,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(c.received, Default::default());
     assert!(c.sent.lsas <= data.len() as u64 / 20);
     assert!(c.sent.lsa_acks <= data.len() as u64 / 20);
-    assert_eq!(wire::version(data).is_some(), packets == 1);
+    // A counted packet is a well-formed one (a well-formed one of a type OSPF does not have
+    // counts as nothing).
+    assert!(packets == 0 || wire::version(data).is_some());
 });

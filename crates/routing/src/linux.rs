@@ -1,7 +1,8 @@
 //! Running the devices' daemons: per device a namespace, a macvlan of each of its ports and its
 //! daemons as child processes started inside (a thread that entered the namespace spawns them,
 //! so no `ip netns exec`): `bgpd` for BGP; `zebra`, `staticd` and `isisd` for IS-IS, `ospfd`
-//! beside them for OSPFv2, whose packets a [`WireCounter`] counts on the device's links. Each
+//! and `ospf6d` beside them for OSPFv2 and OSPFv3, whose packets a [`WireCounter`] counts on
+//! the device's links; `lldpd` for an LLDP agent. Each
 //! device's files are under /run/linerate/routing/<netns>/: configurations, pids, vty sockets
 //! and logs. Dropping [`Routers`] stops the daemons and deletes the namespaces; a
 //! linerate that was killed leaves them to the next one, which removes every set whose owner is
@@ -579,8 +580,9 @@ impl Running {
         Ok(())
     }
 
-    /// Writes the device's configurations and starts its daemons: bgpd for BGP; zebra, then
-    /// its clients staticd and isisd, for IS-IS.
+    /// Writes the device's configurations and starts its daemons: lldpd for an LLDP agent;
+    /// bgpd for BGP; zebra, then its clients staticd, isisd, ospfd and ospf6d, for IS-IS and
+    /// OSPF.
     fn start(&mut self) -> Result<(), RoutingError> {
         if let Some(l) = self.spec.lldp.clone() {
             return self.spawn_lldpd(&l);

@@ -115,3 +115,61 @@ pub fn neighbors_response(
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_routing::lldp::LldpCounts;
+
+    use super::*;
+
+    #[test]
+    fn lldpds_words_become_otgs() {
+        let n = Neighbour {
+            interface: "veth-b".into(),
+            id: "1".into(),
+            age: 64,
+            system_name: Some("lldp_rx".into()),
+            system_description: Some("Debian".into()),
+            chassis_id_type: "mac".into(),
+            chassis_id: "00:00:01:01:01:02".into(),
+            port_id_type: "ifname".into(),
+            port_id: "veth-b".into(),
+            port_description: None,
+            ttl: 120,
+            management_address: Some("fe80::1".into()),
+            capabilities: vec![("Station".into(), true), ("Bridge".into(), false)],
+        };
+        let agents = [LldpState {
+            name: "lldp_tx".into(),
+            counts: LldpCounts {
+                tx: 3,
+                rx: 2,
+                discarded: 1,
+                unrecognized: 4,
+                ageouts: 0,
+            },
+            neighbours: vec![n],
+        }];
+        let s = neighbors_response(&agents, &[], &[])
+            .lldp_neighbors
+            .unwrap();
+        let s = &s[0];
+        assert_eq!(s.chassis_id_type.as_deref(), Some("mac_address"));
+        assert_eq!(s.port_id_type.as_deref(), Some("interface_name"));
+        assert_eq!((s.ttl, s.age, s.neighbor_id.as_str()), (120, 64, "1"));
+        assert_eq!(s.management_address_type, "ipv6");
+        assert_eq!(s.capabilities[0].capability_name, "station_only");
+        assert!(
+            neighbors_response(&agents, &[], &["2".into()])
+                .lldp_neighbors
+                .unwrap()
+                .is_empty()
+        );
+        let m = &metrics_response(&agents, &[]).lldp_metrics.unwrap()[0];
+        assert_eq!(
+            (m.frames_tx, m.frames_rx, m.frames_discard, m.tlvs_unknown),
+            (3, 2, 1, 4)
+        );
+        assert_eq!(id_type("unhandled"), None);
+    }
+}

@@ -218,3 +218,87 @@ pub fn lsas(name: &str, view: Option<&OspfView>) -> Ospfv2LsaState {
         .collect();
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_routing::frr::ospf::{Lsdb, Neighbour, SummaryLsa};
+
+    use super::*;
+
+    fn header(id: [u8; 4], own: bool, age: u16) -> LsaHeader {
+        LsaHeader {
+            area: Some(Ipv4Addr::UNSPECIFIED),
+            id: Ipv4Addr::from(id),
+            advertising_router: Ipv4Addr::new(1, 1, 1, if own { 1 } else { 2 }),
+            sequence: 0x8000_0001,
+            age,
+            options: 2,
+            own,
+        }
+    }
+
+    fn state() -> OspfState {
+        let summary = |id, own, age| SummaryLsa {
+            header: header(id, own, age),
+            prefix_len: 24,
+            metric: 10,
+        };
+        OspfState {
+            name: "o".into(),
+            view: Some(OspfView {
+                neighbours: vec![
+                    Neighbour {
+                        router_id: Ipv4Addr::new(1, 1, 1, 2),
+                        state: "Full".into(),
+                        interface: "eth0".into(),
+                        changes: 5,
+                    },
+                    Neighbour {
+                        router_id: Ipv4Addr::new(1, 1, 1, 3),
+                        state: "2-Way".into(),
+                        interface: "eth0".into(),
+                        changes: 2,
+                    },
+                ],
+                lsas: Lsdb {
+                    summary: vec![
+                        summary([10, 0, 0, 0], true, 5),
+                        summary([20, 0, 0, 0], false, 5),
+                        summary([30, 0, 0, 0], false, 3600),
+                    ],
+                    ..Lsdb::default()
+                },
+            }),
+            counts: Default::default(),
+            flaps: 1,
+            interfaces: vec!["eth0".into(), "eth1".into()],
+        }
+    }
+
+    #[test]
+    fn sessions_are_neighbours_and_an_interface_with_none_is_down() {
+        let m = metric(&state());
+        assert_eq!(
+            (m.full_state_count, m.down_state_count, m.sessions_flap),
+            (1, 2, 1)
+        );
+        let stopped = OspfState {
+            view: None,
+            ..state()
+        };
+        let m = metric(&stopped);
+        assert_eq!((m.full_state_count, m.down_state_count), (0, 2));
+    }
+
+    #[test]
+    fn learned_lsas_leave_out_the_routers_own_and_those_being_flushed() {
+        let s = lsas("o", state().view.as_ref());
+        assert_eq!(s.network_summary_lsas.len(), 1);
+        let l = &s.network_summary_lsas[0];
+        assert_eq!(l.header.lsa_id, "20.0.0.0");
+        assert_eq!(l.network_mask, "255.255.255.0");
+        assert_eq!((l.metric, l.header.option_bits), (10, 2));
+        assert_eq!(mask(0), "0.0.0.0");
+        assert_eq!(mask(32), "255.255.255.255");
+    }
+}

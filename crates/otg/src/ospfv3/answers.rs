@@ -227,3 +227,82 @@ pub fn lsas(name: &str, view: Option<&Ospf6View>) -> Ospfv3LsaState {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_routing::frr::ospf6::Link6;
+
+    use super::*;
+
+    fn lsa(body: Body6, own: bool) -> Lsa6 {
+        Lsa6 {
+            header: LsaHeader {
+                area: Some(Ipv4Addr::UNSPECIFIED),
+                id: Ipv4Addr::new(0, 0, 0, 1),
+                advertising_router: Ipv4Addr::new(7, 7, 7, 7),
+                sequence: 0x8000_0001,
+                age: 3,
+                options: 0x13,
+                own,
+            },
+            body,
+        }
+    }
+
+    #[test]
+    fn prefixes_are_eight_groups_and_a_prefix_an_entry() {
+        assert_eq!(full("6:6:6::".parse().unwrap()), "6:6:6:0:0:0:0:0");
+        let view = Ospf6View {
+            neighbours: Vec::new(),
+            lsas: vec![
+                lsa(
+                    Body6::InterPrefix {
+                        prefix: "6:6:6::/64".parse().unwrap(),
+                        metric: 9,
+                    },
+                    false,
+                ),
+                lsa(
+                    Body6::InterPrefix {
+                        prefix: "4:4:4::/64".parse().unwrap(),
+                        metric: 10,
+                    },
+                    true,
+                ),
+                lsa(
+                    Body6::IntraPrefix(vec![
+                        ("::/64".parse().unwrap(), 19),
+                        ("2001:db8::/64".parse().unwrap(), 1),
+                    ]),
+                    false,
+                ),
+                lsa(
+                    Body6::Router(vec![Link6 {
+                        kind: "point_to_point",
+                        metric: 19,
+                        neighbour: Ipv4Addr::new(5, 5, 5, 5),
+                    }]),
+                    false,
+                ),
+            ],
+        };
+        let s = lsas("r", Some(&view));
+        assert_eq!(s.inter_area_prefix_lsas.len(), 1);
+        let p = &s.inter_area_prefix_lsas[0];
+        assert_eq!(
+            (p.address_prefix.as_str(), p.prefix_length, p.metric),
+            ("6:6:6:0:0:0:0:0", 64, 9)
+        );
+        assert_eq!(s.intra_area_prefix_lsas.len(), 2);
+        assert_eq!(
+            s.intra_area_prefix_lsas[1].address_prefix,
+            "2001:db8:0:0:0:0:0:0"
+        );
+        let r = &s.router_lsas[0];
+        assert_eq!(r.neighbor_router_id, "5.5.5.5");
+        assert_eq!(
+            (r.links[0].kind.as_str(), r.links[0].metric),
+            ("point_to_point", 19)
+        );
+    }
+}

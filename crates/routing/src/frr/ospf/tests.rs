@@ -261,3 +261,29 @@ fn authentication_is_written_per_interface_and_checked() {
     let e = d.validate().unwrap_err().to_string();
     assert!(e.contains("1 to 8 printable characters"), "{e}");
 }
+
+/// Two routers on a broadcast link (1.1.1.2 the DR), as FRR 8.4's ospfd printed them.
+#[test]
+fn a_broadcast_link_gives_transit_links_and_the_drs_network_lsa() {
+    let routers = router_lsas(&testdata("ospf_broadcast_router.json"));
+    let peer = routers.iter().find(|l| !l.header.own).unwrap();
+    assert_eq!(
+        peer.links,
+        vec![RouterLink {
+            kind: LinkKind::Transit,
+            id: "1.1.1.2".parse().unwrap(),
+            data: "1.1.1.2".parse().unwrap(),
+            metric: 10,
+        }]
+    );
+    let nets = network_lsas(&testdata("ospf_broadcast_network.json"));
+    assert_eq!(nets.len(), 1);
+    assert_eq!(nets[0].header.advertising_router, Ipv4Addr::new(1, 1, 1, 2));
+    assert_eq!(nets[0].prefix_len, 24);
+    let mut attached = nets[0].routers.clone();
+    attached.sort();
+    assert_eq!(
+        attached,
+        [Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(1, 1, 1, 2)]
+    );
+}

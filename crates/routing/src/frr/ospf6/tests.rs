@@ -175,3 +175,29 @@ fn the_database_is_read_with_every_scope() {
     // Router, inter-area prefix, intra-area prefix, link and external: five from the peer.
     assert_eq!(learned.len(), 5, "{learned:#?}");
 }
+
+/// Two OSPFv3 routers on a broadcast link (1.1.1.2 the DR), as FRR 8.4's ospf6d printed them.
+#[test]
+fn a_broadcast_link_gives_transit_links_and_the_drs_network_lsa() {
+    let db = database(
+        &testdata("ospf6_broadcast_database.json"),
+        "1.1.1.1".parse().unwrap(),
+    );
+    let dr: Ipv4Addr = "1.1.1.2".parse().unwrap();
+    assert!(db.iter().any(|l| !l.header.own
+        && l.body
+            == Body6::Router(vec![Link6 {
+                kind: "transit",
+                metric: 10,
+                neighbour: dr,
+            }])));
+    let net = db
+        .iter()
+        .find_map(|l| match &l.body {
+            Body6::Network(r) => Some((l, r)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(net.0.header.advertising_router, dr);
+    assert_eq!(net.1, &vec![dr, Ipv4Addr::new(1, 1, 1, 1)]);
+}

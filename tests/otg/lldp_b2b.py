@@ -106,6 +106,19 @@ def main():
     # A daemon that dies is named in the next metrics answer.
     kill_a_daemon_and_see_it_named("lldpd", lambda: lldp_metrics(api))
 
+    # Beside devices on the same ports (the ports' XDP programs then answer for the hosts and
+    # drop what is not theirs), the agents still hear each other: the LLDP group and each
+    # agent's MAC go to the stack through the port's hosts' table.
+    c = lldp_neighbor_config(api, TC, tx, rx)
+    for name, port, mac, ip, gw in (("dtx", "ptx", "00:00:02:02:02:01", "1.1.1.1", "1.1.1.2"),
+                                    ("drx", "prx", "00:00:02:02:02:02", "1.1.1.2", "1.1.1.1")):
+        e = c.devices.add(name=name).ethernets.add(name=f"{name}_eth")
+        e.connection.port_name = port
+        e.mac = mac
+        e.ipv4_addresses.add(name=f"{name}_ip", address=ip, gateway=gw, prefix=24)
+    api.set_config(c)
+    wait_for("heard beside devices", lambda: lldp_neighbors_ok(api, TC))
+
 
 if __name__ == "__main__":
     main()

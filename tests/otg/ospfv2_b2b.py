@@ -286,6 +286,10 @@ def main():
     def with_keys(tx_key, rx_key):
         c = ospfv2_p2p_lsa_config(api, TC, env["OTG_TX"], env["OTG_RX"])
         for d, key in zip(c.devices, (tx_key, rx_key)):
+            # Hellos every second: a first hello lost in the start-up race (its peer's ospfd
+            # not yet in the group) is sent again at once, not 10 s later.
+            d.ospfv2.interfaces[0].advanced.hello_interval = 1
+            d.ospfv2.interfaces[0].advanced.dead_interval = 4
             auth = d.ospfv2.interfaces[0].authentication
             auth.choice = auth.MD5S
             auth.md5s.add(key_id=1, key=key)

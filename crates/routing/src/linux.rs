@@ -184,6 +184,11 @@ impl Routers {
                 let macs = r.spec.links.iter().map(|l| l.mac).collect();
                 r.wire = Some(WireCounter::start(&r.netns, macs)?);
             }
+        }
+        // Every device's links and counters before any daemon: a first hello sent before its
+        // peer's macvlan exists is lost, and OSPF sends the next one a hello interval later
+        // (10 s by default) where the first, heard, takes the adjacency to Full in a second.
+        for r in &mut routers.devices {
             r.start()?;
         }
         Ok(routers)

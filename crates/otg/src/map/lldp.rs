@@ -5,6 +5,7 @@
 
 use linerate_routing as routing;
 use linerate_routing::lldp::PortId;
+use serde_json::Value;
 
 use super::{Cx, FlowPlan, HostPlan, PortPlan, int};
 use crate::lldp::*;
@@ -108,23 +109,27 @@ impl Cx {
             );
             return None;
         }
-        let number = |cx: &mut Cx, key: &str, default: u16, lo: u128, hi: u128| -> u16 {
-            let v = if key == "hold_time" {
-                &a.hold_time
-            } else {
-                &a.advertisement_interval
-            };
-            match v.as_ref().map(int) {
-                None => default,
-                Some(Some(n)) if (lo..=hi).contains(&n) => n as u16,
-                Some(_) => {
-                    cx.refuse(format!("{path}.{key}"), format!("{lo} to {hi}"));
-                    default
-                }
+        // OTG's ranges and defaults: a hold time of 10 to 65535 s (120), an interval of 5 to
+        // 65534 s (30).
+        let mut seconds = |key: &str, v: &Option<Value>, default: u16, lo: u128, hi: u128| match v
+            .as_ref()
+            .map(int)
+        {
+            None => default,
+            Some(Some(n)) if (lo..=hi).contains(&n) => n as u16,
+            Some(_) => {
+                self.refuse(format!("{path}.{key}"), format!("{lo} to {hi}"));
+                default
             }
         };
-        let hold_time = number(self, "hold_time", 120, 10, 65535);
-        let interval = number(self, "advertisement_interval", 30, 5, 65534);
+        let hold_time = seconds("hold_time", &a.hold_time, 120, 10, 65535);
+        let interval = seconds(
+            "advertisement_interval",
+            &a.advertisement_interval,
+            30,
+            5,
+            65534,
+        );
         let mut mac = agent_mac(&a.name);
         let mut chassis_local = None;
         let ch = a.chassis_id.clone().unwrap_or_default();

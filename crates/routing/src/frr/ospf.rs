@@ -22,13 +22,128 @@ use serde_json::Value;
 use super::safe;
 use crate::{Device, Ospf, OspfAuth, OspfOrigin, OspfRange, RoutingError};
 
-/// The route-map ospfd redistributes the external ranges through.
-const MAP: &str = "lr-ospf";
+/// What ospfd's and ospf6d's ranges differ in: their words and names, not their logic.
+pub(super) struct Flavour {
+    /// The route-map the daemon redistributes the external ranges through.
+    pub(super) map: &'static str,
+    /// The daemon's interface commands begin so: `ip ospf`, `ipv6 ospf6`.
+    pub(super) cmd: &'static str,
+    /// staticd's word for a route of the family: `ip`, `ipv6`.
+    pub(super) route: &'static str,
+    /// External range 0's tag: above IS-IS's, whose staticd they share on a device with both,
+    /// and apart from the other OSPF's.
+    pub(super) first_tag: usize,
+    /// What a range link's name is, its number after it: `rr0`, its peer `rr0p`.
+    pub(super) link: &'static str,
+}
 
-/// The tag of external range `i`'s static routes: above IS-IS's, whose staticd the two share
-/// on a device with both.
-fn tag(i: usize) -> usize {
-    10_001 + i
+/// OSPFv2's: ospfd's words, links `rr<i>`, tags from 10001.
+pub(super) const V2: Flavour = Flavour {
+    map: "lr-ospf",
+    cmd: "ip ospf",
+    route: "ip",
+    first_tag: 10_001,
+    link: "rr",
+};
+
+impl Flavour {
+    /// The tag of external range `i`'s static routes.
+    fn tag(&self, i: usize) -> usize {
+        self.first_tag + i
+    }
+
+    /// The device's side of range `i`'s veth pair; its peer is the same name with `p`.
+    pub(super) fn range_link(&self, i: usize) -> String {
+        format!("{}{i}", self.link)
+    }
+
+    /// The route-map that sets each external range's metric and metric type by its static
+    /// routes' tag; how many ranges it has entries for.
+    pub(super) fn external_maps(&self, ospf: &Ospf, out: &mut String) -> usize {
+        let mut entries = 0;
+        for (i, r) in ospf.routes.iter().enumerate() {
+            let kind = match r.origin {
+                OspfOrigin::External1 => "type-1",
+                OspfOrigin::External2 => "type-2",
+                _ => continue,
+            };
+            entries += 1;
+            let _ = writeln!(
+                out,
+                "route-map {} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
+                self.map,
+                (i + 1) * 10,
+                self.tag(i),
+                r.metric
+            );
+        }
+        entries
+    }
+
+    /// Each range link's interface: in the range's area, its cost the range's metric,
+    /// passive.
+    pub(super) fn range_interfaces(&self, ospf: &Ospf, out: &mut String) {
+        let cmd = self.cmd;
+        for (i, r) in ospf.routes.iter().enumerate() {
+            if !on_a_link(r) {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "interface {}\n {cmd} area {}\n {cmd} cost {}\n {cmd} passive\nexit",
+                self.range_link(i),
+                range_area(ospf, r),
+                r.metric
+            );
+        }
+    }
+
+    /// The one line of `staticd` configuration that originates prefix `n` of external range
+    /// `i`.
+    fn static_route(&self, n: &IpNet, i: usize) -> String {
+        format!("{} route {n} blackhole tag {}", self.route, self.tag(i))
+    }
+
+    /// The `staticd` lines of every advertised external range.
+    pub(super) fn static_routes(&self, ospf: &Ospf) -> Result<String, RoutingError> {
+        let mut out = String::new();
+        for (i, r) in ospf.routes.iter().enumerate() {
+            if on_a_link(r) || !r.advertised {
+                continue;
+            }
+            for n in r.prefixes()? {
+                out.push_str(&self.static_route(&n, i));
+                out.push('\n');
+            }
+        }
+        Ok(out)
+    }
+
+    /// What advertises (or withdraws) range `name`; None when no range has that name.
+    pub(super) fn announce(
+        &self,
+        ospf: &Ospf,
+        name: &str,
+        advertise: bool,
+    ) -> Result<Option<Change>, RoutingError> {
+        let Some(i) = ospf.routes.iter().position(|r| r.name == name) else {
+            return Ok(None);
+        };
+        let range = &ospf.routes[i];
+        if on_a_link(range) {
+            return Ok(Some(Change::Addresses(addresses(
+                &self.range_link(i),
+                &range.prefixes()?,
+                advertise,
+            ))));
+        }
+        let no = if advertise { "" } else { "no " };
+        let mut out = String::new();
+        for n in range.prefixes()? {
+            let _ = writeln!(out, "{no}{}", self.static_route(&n, i));
+        }
+        Ok(Some(Change::Staticd(out)))
+    }
 }
 
 /// Whether range `r` is a veth pair of the device's (intra- or inter-area) rather than static
@@ -39,7 +154,7 @@ pub fn on_a_link(r: &OspfRange) -> bool {
 
 /// The device's side of range `i`'s veth pair; its peer is the same name with `p`.
 pub fn range_link(i: usize) -> String {
-    format!("rr{i}")
+    V2.range_link(i)
 }
 
 /// The area range `r`'s link is in.
@@ -57,7 +172,7 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
         safe(&device.name)
     );
     // The route-map before the `router ospf` that names it (as isisd's).
-    let entries = external_maps(ospf, MAP, tag, &mut out);
+    let entries = V2.external_maps(ospf, &mut out);
     for i in &ospf.interfaces {
         let _ = writeln!(out, "interface eth{}", i.link);
         let _ = writeln!(out, " ip ospf area {}", i.area);
@@ -90,7 +205,7 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
         }
         out.push_str("exit\n");
     }
-    range_interfaces(ospf, "ip ospf", range_link, &mut out);
+    V2.range_interfaces(ospf, &mut out);
     out.push_str("router ospf\n");
     let _ = writeln!(out, " ospf router-id {}", ospf.router_id);
     out.push_str(" log-adjacency-changes\n");
@@ -103,79 +218,10 @@ pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
     out.push_str(" timers lsa min-arrival 0\n");
     let _ = writeln!(out, " refresh timer {}", ospf.lsa_refresh);
     if entries > 0 {
-        let _ = writeln!(out, " redistribute static route-map {MAP}");
+        let _ = writeln!(out, " redistribute static route-map {}", V2.map);
     }
     out.push_str("exit\n");
     out
-}
-
-/// The route-map `map` that sets each external range's metric and metric type by its static
-/// routes' tag, `tag(i)` for range `i`; how many ranges it has entries for.
-pub(super) fn external_maps(
-    ospf: &Ospf,
-    map: &str,
-    tag: fn(usize) -> usize,
-    out: &mut String,
-) -> usize {
-    let mut entries = 0;
-    for (i, r) in ospf.routes.iter().enumerate() {
-        let kind = match r.origin {
-            OspfOrigin::External1 => "type-1",
-            OspfOrigin::External2 => "type-2",
-            _ => continue,
-        };
-        entries += 1;
-        let _ = writeln!(
-            out,
-            "route-map {map} permit {}\n match tag {}\n set metric {}\n set metric-type {kind}\nexit",
-            (i + 1) * 10,
-            tag(i),
-            r.metric
-        );
-    }
-    entries
-}
-
-/// Each range link's interface (`link(i)` for range `i`): in the range's area, its cost the
-/// range's metric, passive; `cmd` is the daemon's word (`ip ospf`, `ipv6 ospf6`).
-pub(super) fn range_interfaces(
-    ospf: &Ospf,
-    cmd: &str,
-    link: fn(usize) -> String,
-    out: &mut String,
-) {
-    for (i, r) in ospf.routes.iter().enumerate() {
-        if !on_a_link(r) {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "interface {}\n {cmd} area {}\n {cmd} cost {}\n {cmd} passive\nexit",
-            link(i),
-            range_area(ospf, r),
-            r.metric
-        );
-    }
-}
-
-/// The one line of `staticd` configuration that originates prefix `n` of external range `i`.
-fn static_route(n: &IpNet, i: usize) -> String {
-    format!("ip route {n} blackhole tag {}", tag(i))
-}
-
-/// The `staticd` lines of every advertised external range.
-pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
-    let mut out = String::new();
-    for (i, r) in ospf.routes.iter().enumerate() {
-        if on_a_link(r) || !r.advertised {
-            continue;
-        }
-        for n in r.prefixes()? {
-            out.push_str(&static_route(&n, i));
-            out.push('\n');
-        }
-    }
-    Ok(out)
 }
 
 /// The `ip -batch` lines that add (or delete) `prefixes` on the device's link `link`, each
@@ -207,23 +253,12 @@ pub enum Change {
 
 /// What advertises (or withdraws) range `name`; None when no range has that name.
 pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Change>, RoutingError> {
-    let Some(i) = ospf.routes.iter().position(|r| r.name == name) else {
-        return Ok(None);
-    };
-    let range = &ospf.routes[i];
-    if on_a_link(range) {
-        return Ok(Some(Change::Addresses(addresses(
-            &range_link(i),
-            &range.prefixes()?,
-            advertise,
-        ))));
-    }
-    let no = if advertise { "" } else { "no " };
-    let mut out = String::new();
-    for n in range.prefixes()? {
-        let _ = writeln!(out, "{no}{}", static_route(&n, i));
-    }
-    Ok(Some(Change::Staticd(out)))
+    V2.announce(ospf, name, advertise)
+}
+
+/// The `staticd` lines of every advertised external range.
+pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
+    V2.static_routes(ospf)
 }
 
 /// An OSPF router as linerate reads it: ospfd's view, the packets on its links and how often

@@ -10,23 +10,22 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 use serde_json::Value;
 
-use super::ospf::{
-    Change, LsaHeader, Neighbour, addresses, external_maps, on_a_link, range_interfaces,
-};
+use super::ospf::{Change, Flavour, LsaHeader, Neighbour};
 use super::safe;
 use crate::{Device, Ospf, RoutingError};
 
-/// The route-map ospf6d redistributes the external ranges through.
-const MAP: &str = "lr-ospf6";
-
-/// The tag of external range `i`'s static routes: above IS-IS's and OSPFv2's.
-fn tag(i: usize) -> usize {
-    20_001 + i
-}
+/// OSPFv3's: ospf6d's words, links `r6r<i>`, tags from 20001 (above IS-IS's and OSPFv2's).
+const V3: Flavour = Flavour {
+    map: "lr-ospf6",
+    cmd: "ipv6 ospf6",
+    route: "ipv6",
+    first_tag: 20_001,
+    link: "r6r",
+};
 
 /// The device's side of OSPFv3 range `i`'s veth pair; its peer is the same name with `p`.
 pub fn range_link(i: usize) -> String {
-    format!("r6r{i}")
+    V3.range_link(i)
 }
 
 /// The whole `ospf6d.conf` of `device`, whose OSPFv3 router is `ospf`.
@@ -35,7 +34,7 @@ pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
         "frr defaults traditional\nhostname {}\n!\n",
         safe(&device.name)
     );
-    let entries = external_maps(ospf, MAP, tag, &mut out);
+    let entries = V3.external_maps(ospf, &mut out);
     for i in &ospf.interfaces {
         let _ = writeln!(out, "interface eth{}", i.link);
         let _ = writeln!(out, " ipv6 ospf6 area {}", i.area);
@@ -56,7 +55,7 @@ pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
         }
         out.push_str("exit\n");
     }
-    range_interfaces(ospf, "ipv6 ospf6", range_link, &mut out);
+    V3.range_interfaces(ospf, &mut out);
     out.push_str("router ospf6\n");
     let _ = writeln!(out, " ospf6 router-id {}", ospf.router_id);
     // As ospfd's (frr::ospf): SPF at once, a new instance taken however soon after the last.
@@ -64,51 +63,20 @@ pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
     out.push_str(" timers lsa min-arrival 0\n");
     out.push_str(" log-adjacency-changes\n");
     if entries > 0 {
-        let _ = writeln!(out, " redistribute static route-map {MAP}");
+        let _ = writeln!(out, " redistribute static route-map {}", V3.map);
     }
     out.push_str("exit\n");
     out
 }
 
-/// The one line of `staticd` configuration that originates prefix `n` of external range `i`.
-fn static_route(n: &IpNet, i: usize) -> String {
-    format!("ipv6 route {n} blackhole tag {}", tag(i))
-}
-
 /// The `staticd` lines of every advertised external range.
 pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
-    let mut out = String::new();
-    for (i, r) in ospf.routes.iter().enumerate() {
-        if on_a_link(r) || !r.advertised {
-            continue;
-        }
-        for n in r.prefixes()? {
-            out.push_str(&static_route(&n, i));
-            out.push('\n');
-        }
-    }
-    Ok(out)
+    V3.static_routes(ospf)
 }
 
 /// What advertises (or withdraws) range `name`; None when no range has that name.
 pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Change>, RoutingError> {
-    let Some(i) = ospf.routes.iter().position(|r| r.name == name) else {
-        return Ok(None);
-    };
-    let range = &ospf.routes[i];
-    if on_a_link(range) {
-        return Ok(Some(Change::Addresses(addresses(
-            &range_link(i),
-            &range.prefixes()?,
-            advertise,
-        ))));
-    }
-    let no = if advertise { "" } else { "no " };
-    let mut out = String::new();
-    for n in range.prefixes()? {
-        let _ = writeln!(out, "{no}{}", static_route(&n, i));
-    }
-    Ok(Some(Change::Staticd(out)))
+    V3.announce(ospf, name, advertise)
 }
 
 /// An OSPFv3 router as linerate reads it (as [`super::ospf::OspfState`] for OSPFv2).

@@ -359,8 +359,7 @@ impl Device {
         if self.links.is_empty() {
             return bad("a device with a control plane needs an interface with an address".into());
         }
-        if self.bgp.is_none() && self.isis.is_none() && self.ospf.is_none() && self.ospf6.is_none()
-        {
+        if !self.has_control_plane() {
             return bad("the device has no control plane (bgp, isis, ospfv2 or ospfv3)".into());
         }
         let mut names: Vec<&str> = Vec::new();
@@ -379,9 +378,13 @@ impl Device {
         Ok(())
     }
 
+    /// Whether it speaks a routing protocol (an LLDP agent's lldpd is none).
+    pub fn has_control_plane(&self) -> bool {
+        self.bgp.is_some() || self.isis.is_some() || self.ospf.is_some() || self.ospf6.is_some()
+    }
+
     fn validate_lldp(&self, l: &crate::lldp::Lldp) -> Result<(), RoutingError> {
-        if self.bgp.is_some() || self.isis.is_some() || self.ospf.is_some() || self.ospf6.is_some()
-        {
+        if self.has_control_plane() {
             return Err(self.invalid("an LLDP agent is a device of its own".into()));
         }
         if self.links.len() != 1 {

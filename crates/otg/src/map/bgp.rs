@@ -59,9 +59,38 @@ impl<'a> Scope<'a> {
     }
 }
 
+impl Cx {
+    /// Gives the config's device `name` one more control plane (IS-IS's, OSPF's): `make`
+    /// builds it from the device's links, adding those it needs, and `slot` says where it goes.
+    /// A device left with no control plane is dropped; one with some is checked whole, a
+    /// failure refused at `path`.
+    pub(super) fn add_control_plane<T>(
+        &mut self,
+        routers: &mut Vec<routing::Device>,
+        name: &str,
+        path: &str,
+        make: impl FnOnce(&mut Cx, &mut Vec<routing::Link>) -> Option<T>,
+        slot: fn(&mut routing::Device) -> &mut Option<T>,
+    ) {
+        let at = device_at(routers, name);
+        let mut links = std::mem::take(&mut routers[at].links);
+        let made = make(self, &mut links);
+        let device = &mut routers[at];
+        device.links = links;
+        *slot(device) = made;
+        if !device.has_control_plane() {
+            routers.remove(at);
+            return;
+        }
+        if let Err(e) = routers[at].validate() {
+            self.refuse(path, e.to_string());
+        }
+    }
+}
+
 /// The index of the device named `name` in `routers`, a new one with no control plane yet when
 /// none is (a device's protocols each add to the one device).
-pub(super) fn device_at(routers: &mut Vec<routing::Device>, name: &str) -> usize {
+fn device_at(routers: &mut Vec<routing::Device>, name: &str) -> usize {
     if let Some(at) = routers.iter().position(|r| r.name == name) {
         return at;
     }

@@ -32,19 +32,13 @@ impl Cx {
         for (i, d) in devices.iter().enumerate() {
             let Some(isis) = &d.isis else { continue };
             let path = format!("devices[{i}].isis");
-            let at = super::bgp::device_at(routers, &d.name);
-            let mut links = std::mem::take(&mut routers[at].links);
-            let router = self.isis_router(&path, isis, &scope, &mut links, ends);
-            let device = &mut routers[at];
-            device.links = links;
-            device.isis = router;
-            if device.isis.is_none() && device.bgp.is_none() {
-                routers.remove(at);
-                continue;
-            }
-            if let Err(e) = routers[at].validate() {
-                self.refuse(&path, e.to_string());
-            }
+            self.add_control_plane(
+                routers,
+                &d.name,
+                &path,
+                |cx, links| cx.isis_router(&path, isis, &scope, links, ends),
+                |device| &mut device.isis,
+            );
         }
     }
 

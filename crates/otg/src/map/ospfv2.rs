@@ -29,19 +29,13 @@ impl Cx {
         for (i, d) in devices.iter().enumerate() {
             let Some(ospf) = &d.ospfv2 else { continue };
             let path = format!("devices[{i}].ospfv2");
-            let at = super::bgp::device_at(routers, &d.name);
-            let mut links = std::mem::take(&mut routers[at].links);
-            let router = self.ospf_router(&path, ospf, &scope, &mut links, ends);
-            let device = &mut routers[at];
-            device.links = links;
-            device.ospf = router;
-            if device.ospf.is_none() && device.isis.is_none() && device.bgp.is_none() {
-                routers.remove(at);
-                continue;
-            }
-            if let Err(e) = routers[at].validate() {
-                self.refuse(&path, e.to_string());
-            }
+            self.add_control_plane(
+                routers,
+                &d.name,
+                &path,
+                |cx, links| cx.ospf_router(&path, ospf, &scope, links, ends),
+                |device| &mut device.ospf,
+            );
         }
     }
 

@@ -39,24 +39,14 @@ impl Cx {
                 );
             }
             let router_id = self.ospf6_router_id(&path, ospf.router_id.as_ref(), d, &scope);
-            let at = super::bgp::device_at(routers, &d.name);
-            let mut links = std::mem::take(&mut routers[at].links);
             let ip = format!("{path}.instances[0]");
-            let router = self.ospf6_instance(&ip, instance, router_id, &scope, &mut links, ends);
-            let device = &mut routers[at];
-            device.links = links;
-            device.ospf6 = router;
-            if device.ospf6.is_none()
-                && device.ospf.is_none()
-                && device.isis.is_none()
-                && device.bgp.is_none()
-            {
-                routers.remove(at);
-                continue;
-            }
-            if let Err(e) = routers[at].validate() {
-                self.refuse(&path, e.to_string());
-            }
+            self.add_control_plane(
+                routers,
+                &d.name,
+                &path,
+                |cx, links| cx.ospf6_instance(&ip, instance, router_id, &scope, links, ends),
+                |device| &mut device.ospf6,
+            );
         }
     }
 

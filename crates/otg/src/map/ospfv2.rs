@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::bgp::Scope;
 use super::{Cx, HostPlan, PortPlan, RangeEnd, int};
+use crate::Rest;
 use crate::model::Device;
 use crate::ospfv2::*;
 
@@ -82,31 +83,16 @@ impl Cx {
         if let Some(n) = number(self, "lsa_refresh_time", &r.lsa_refresh_time, 10, 1800) {
             ospf.lsa_refresh = n as u16;
         }
-        // FRR paces its floods itself.
-        for (key, value, default) in [
-            (
-                "inter_burst_lsu_interval",
-                &r.inter_burst_lsu_interval,
-                33u128,
-            ),
-            ("max_flood_lsu_per_burst", &r.max_flood_lsu_per_burst, 1),
-        ] {
-            if value.as_ref().is_some_and(|v| int(v) != Some(default)) {
-                self.refuse(
-                    format!("{path}.{key}"),
-                    format!("FRR's ospfd paces its floods itself: only the default, {default}"),
-                );
-            }
-        }
+        self.defaults_only(
+            path,
+            "FRR's ospfd paces its floods itself",
+            [
+                ("inter_burst_lsu_interval", &r.inter_burst_lsu_interval, 33),
+                ("max_flood_lsu_per_burst", &r.max_flood_lsu_per_burst, 1),
+            ],
+        );
         if let Some(g) = &r.graceful_restart {
-            let gp = format!("{path}.graceful_restart");
-            self.rest(&gp, &g.rest);
-            if g.helper_mode == Some(true) {
-                self.refuse(
-                    format!("{gp}.helper_mode"),
-                    "graceful restart helper mode is not supported",
-                );
-            }
+            self.no_graceful_restart(path, &g.rest, g.helper_mode);
         }
         if let Some(c) = &r.capabilities {
             self.capabilities(&format!("{path}.capabilities"), c);
@@ -154,6 +140,35 @@ impl Cx {
             }
         }
         (!ospf.interfaces.is_empty()).then_some(ospf)
+    }
+
+    /// `graceful_restart` (OSPFv2's and OSPFv3's): FRR is no helper here, so only its default.
+    pub(super) fn no_graceful_restart(&mut self, path: &str, rest: &Rest, helper: Option<bool>) {
+        let gp = format!("{path}.graceful_restart");
+        self.rest(&gp, rest);
+        if helper == Some(true) {
+            self.refuse(
+                format!("{gp}.helper_mode"),
+                "graceful restart helper mode is not supported",
+            );
+        }
+    }
+
+    /// Numbers the daemon has fixed (`why`): each given one must be its default.
+    pub(super) fn defaults_only<const N: usize>(
+        &mut self,
+        path: &str,
+        why: &str,
+        numbers: [(&str, &Option<Value>, u128); N],
+    ) {
+        for (key, value, default) in numbers {
+            if value.as_ref().is_some_and(|v| int(v) != Some(default)) {
+                self.refuse(
+                    format!("{path}.{key}"),
+                    format!("{why}: only the default, {default}"),
+                );
+            }
+        }
     }
 
     /// The options OSPFv2 sends follow from the router's areas and ranges (E outside stub

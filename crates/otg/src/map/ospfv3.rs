@@ -121,30 +121,20 @@ impl Cx {
         }
         // ospf6d refreshes its LSAs at RFC 5340's LSRefreshTime, 1800 s, and paces its floods
         // itself.
-        for (key, value, default) in [
-            ("lsa_refresh_time", &r.lsa_refresh_time, 1800u128),
-            (
-                "inter_burst_lsu_interval",
-                &r.inter_burst_lsu_interval,
-                1000,
-            ),
-        ] {
-            if value.as_ref().is_some_and(|v| int(v) != Some(default)) {
-                self.refuse(
-                    format!("{path}.{key}"),
-                    format!("FRR's ospf6d has this fixed: only the default, {default}"),
-                );
-            }
-        }
+        self.defaults_only(
+            path,
+            "FRR's ospf6d has this fixed",
+            [
+                ("lsa_refresh_time", &r.lsa_refresh_time, 1800),
+                (
+                    "inter_burst_lsu_interval",
+                    &r.inter_burst_lsu_interval,
+                    1000,
+                ),
+            ],
+        );
         if let Some(g) = &r.graceful_restart {
-            let gp = format!("{path}.graceful_restart");
-            self.rest(&gp, &g.rest);
-            if g.helper_mode == Some(true) {
-                self.refuse(
-                    format!("{gp}.helper_mode"),
-                    "graceful restart helper mode is not supported",
-                );
-            }
+            self.no_graceful_restart(path, &g.rest, g.helper_mode);
         }
         if let Some(c) = &r.capabilities {
             // The router LSA's B and E bits follow from the router's ranges, as OSPFv2's do.

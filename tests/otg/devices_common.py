@@ -1,6 +1,6 @@
-"""What the device scripts (bgp_b2b.py, bgp_router.py, isis_b2b.py, ospfv2_b2b.py) share:
-waiting for a condition, the device namespaces of the server under test, and killing a
-device's daemon to see it named."""
+"""What the device scripts (bgp_b2b.py, bgp_router.py, isis_b2b.py, ospfv2_b2b.py, …) share:
+waiting for a condition, the device namespaces of the server under test, killing a device's
+daemon to see it named, and the conformance tests' flow check."""
 import os
 import time
 
@@ -46,3 +46,15 @@ def kill_a_daemon_and_see_it_named(daemon, ask):
         assert f"{daemon} exited" in str(e), e
     else:
         raise AssertionError("metrics answered with a dead daemon")
+
+
+def flow_metrics_ok(api, tc):
+    """The conformance b2b tests' flow check: every flow stopped, tc["pktCount"] frames sent and
+    as many received."""
+    req = api.metrics_request()
+    req.flow.flow_names = []
+    for m in api.get_metrics(req).flow_metrics:
+        if (m.transmit != m.STOPPED or m.frames_tx != tc["pktCount"]
+                or m.frames_rx != tc["pktCount"]):
+            return False
+    return True

@@ -13,7 +13,7 @@ import time
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok
 
 TC = {
     "pktRate": 50,
@@ -193,16 +193,6 @@ def ospfv2_lsas_ok(api, tc):
             if has_stub and has_p2p:
                 lsa_count += 1
     return lsa_count == 4
-
-
-def flow_metrics_ok(api, tc):
-    req = api.metrics_request()
-    req.flow.flow_names = []
-    for m in api.get_metrics(req).flow_metrics:
-        if (m.transmit != m.STOPPED or m.frames_tx != tc["pktCount"]
-                or m.frames_rx != tc["pktCount"]):
-            return False
-    return True
 
 
 def device_fib(prefix):

@@ -12,7 +12,7 @@ import subprocess
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok
 
 TC = {
     "pktRate": 50,
@@ -211,16 +211,6 @@ def ospfv3_lsas_ok(api, tc):
         ):
             lsa_count += 1
     return lsa_count == 6
-
-
-def flow_metrics_ok(api, tc):
-    req = api.metrics_request()
-    req.flow.flow_names = []
-    for m in api.get_metrics(req).flow_metrics:
-        if (m.transmit != m.STOPPED or m.frames_tx != tc["pktCount"]
-                or m.frames_rx != tc["pktCount"]):
-            return False
-    return True
 
 
 def routed(prefix):

@@ -5,7 +5,7 @@
 use std::net::Ipv4Addr;
 
 use linerate_routing::frr::ospf::{
-    ExternalLsa, LinkKind, LsaHeader, OspfState, OspfView, RouterLsa, SummaryLsa,
+    ExternalLsa, LinkKind, LsaHeader, Neighbour, OspfState, OspfView, RouterLsa, SummaryLsa,
 };
 
 use crate::{MetricsResponse, StatesResponse};
@@ -34,17 +34,12 @@ pub fn metrics_response(routers: &[OspfState], names: &[String]) -> MetricsRespo
 /// packets on the wire, both ways, since the device was made.
 pub fn metric(r: &OspfState) -> Ospfv2Metric {
     let neighbours = r.view.as_ref().map_or(&[][..], |v| &v.neighbours);
-    let full = neighbours.iter().filter(|n| n.full()).count() as u64;
-    let lonely = r
-        .interfaces
-        .iter()
-        .filter(|i| !neighbours.iter().any(|n| &n.interface == *i))
-        .count() as u64;
+    let (full, down) = sessions(neighbours, &r.interfaces);
     let (s, x) = (r.counts.sent, r.counts.received);
     Ospfv2Metric {
         name: r.name.clone(),
         full_state_count: full,
-        down_state_count: neighbours.len() as u64 - full + lonely,
+        down_state_count: down,
         sessions_flap: r.flaps,
         hellos_sent: s.hellos,
         hellos_received: x.hellos,
@@ -77,6 +72,17 @@ pub fn metric(r: &OspfState) -> Ospfv2Metric {
         opaque_domain_sent: s.lsa_by_type[11],
         opaque_domain_received: x.lsa_by_type[11],
     }
+}
+
+/// The sessions up (neighbours Full) and down (neighbours not Full, and interfaces of
+/// `interfaces` with no neighbour at all), OSPFv2's and OSPFv3's alike.
+pub(crate) fn sessions(neighbours: &[Neighbour], interfaces: &[String]) -> (u64, u64) {
+    let full = neighbours.iter().filter(|n| n.full()).count() as u64;
+    let lonely = interfaces
+        .iter()
+        .filter(|i| !neighbours.iter().any(|n| &n.interface == *i))
+        .count() as u64;
+    (full, neighbours.len() as u64 - full + lonely)
 }
 
 /// get_states `ospfv2_lsas`: the LSAs each router named learned from others (its own are not
@@ -221,7 +227,7 @@ pub fn lsas(name: &str, view: Option<&OspfView>) -> Ospfv2LsaState {
 
 #[cfg(test)]
 mod tests {
-    use linerate_routing::frr::ospf::{Lsdb, Neighbour, SummaryLsa};
+    use linerate_routing::frr::ospf::{Lsdb, SummaryLsa};
 
     use super::*;
 

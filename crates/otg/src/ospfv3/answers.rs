@@ -34,17 +34,12 @@ pub fn metrics_response(routers: &[Ospf6State], names: &[String]) -> MetricsResp
 /// neighbours, every count from the wire, LSAs by their function codes.
 pub fn metric(r: &Ospf6State) -> Ospfv3Metric {
     let neighbours = r.view.as_ref().map_or(&[][..], |v| &v.neighbours);
-    let full = neighbours.iter().filter(|n| n.full()).count() as u64;
-    let lonely = r
-        .interfaces
-        .iter()
-        .filter(|i| !neighbours.iter().any(|n| &n.interface == *i))
-        .count() as u64;
+    let (full, down) = crate::ospfv2::answers::sessions(neighbours, &r.interfaces);
     let (s, x) = (r.counts.sent, r.counts.received);
     Ospfv3Metric {
         name: r.name.clone(),
         full_state_count: full,
-        down_state_count: neighbours.len() as u64 - full + lonely,
+        down_state_count: down,
         sessions_flap: r.flaps,
         hellos_sent: s.hellos,
         hellos_received: x.hellos,

@@ -281,6 +281,7 @@ fn send_and_count(lab: &Lab, options: &BpfOptions, count: u64) -> Sent {
         stop: Arc::new(AtomicBool::new(false)),
         tick: Duration::from_secs(1),
         start_at: None,
+        control: None,
     };
     let report = linerate_engine::run(&port, &plan, &config, &()).unwrap();
     assert_eq!(report.completed, count);

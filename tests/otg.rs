@@ -438,8 +438,17 @@ fn the_token_is_required_and_bodies_are_limited_and_the_server_goes_on() {
             "PATCH /config HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
         ),
     );
+    // update_config is served: before any config it says what to do first.
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("set_config first"), "{body}");
+    let (code, body) = http(
+        &url,
+        &format!(
+            "DELETE /config HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+    );
     assert_eq!(code, 405, "{body}");
-    assert!(body.contains("update_config"), "{body}");
+    assert!(body.contains("delete_config"), "{body}");
     let (code, body) = get(&format!("Authorization: Bearer {token}\r\n"));
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("\"api_spec_version\":\"1.60.0\""), "{body}");

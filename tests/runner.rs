@@ -43,6 +43,7 @@ fn an_afxdp_worker_that_panics_ends_the_run_with_the_counts_so_far() {
         stop: Arc::new(AtomicBool::new(false)),
         tick: Duration::from_millis(100),
         start_at: None,
+        control: None,
     };
     let start = Instant::now();
     quiet_injected_panics();

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 
 use super::capture::get_capture;
 use super::config::{get_config, set_config};
-use super::control::{get_version, set_control_state};
+use super::control::{get_version, set_control_state, update_config};
 use super::hosts::get_states;
 use super::metrics::{get_metrics, get_prometheus};
 use axum::response::IntoResponse;
@@ -20,7 +20,10 @@ use super::state::{App, BODY_WAIT, Fail};
 
 pub(super) fn router(app: Arc<App>) -> Router {
     let router = Router::new()
-        .route("/config", post(set_config).get(get_config))
+        .route(
+            "/config",
+            post(set_config).get(get_config).patch(update_config),
+        )
         .route("/control/state", post(set_control_state))
         .route("/monitor/metrics", post(get_metrics))
         .route("/monitor/capture", post(get_capture))
@@ -53,8 +56,8 @@ pub(super) fn router(app: Arc<App>) -> Router {
             Fail(
                 StatusCode::METHOD_NOT_ALLOWED,
                 vec![
-                    "not served here: update_config, append_config and delete_config are not \
-                     supported (set the whole config again with POST /config)"
+                    "not served here: append_config and delete_config are not supported (set \
+                     the whole config again with POST /config)"
                         .into(),
                 ],
             )

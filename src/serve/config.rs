@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use linerate_otg as otg;
-use linerate_session::{Clock, End, RxTarget};
+use linerate_session::{Backend, Clock, End, RxTarget};
 use linerate_testbed::{BedSpec, BedThread, Places, TestBed};
 use otg::metrics::PortCounted;
 
@@ -129,6 +129,9 @@ fn open_bed(app: &App, mapped: &Arc<otg::Mapped>) -> Result<(Option<BedThread>, 
     let thread = BedThread::spawn(
         move || {
             let mut bed = TestBed::open(&spec).map_err(|e| e.context(what))?;
+            // Flows steered while they run (pause, resume, a subset, a new rate) run as lanes
+            // of the engine's own loops; a bed asked to be live sends one in-kernel cycle.
+            bed.set_controlled(spec.port.backend != Backend::Live);
             bed.pass_to_stack(&routed)
                 .map_err(|e| e.context("the devices' control planes"))?;
             bed.resolve()

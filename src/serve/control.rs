@@ -7,7 +7,8 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
 use linerate_otg as otg;
-use otg::requests::Control;
+use linerate_testbed::FlowState;
+use otg::requests::{Control, Transmit};
 
 use super::capture::capture_state;
 use super::state::{App, Fail, RunState, STOP_WAIT, blocking, json, warnings};
@@ -23,10 +24,8 @@ pub(super) async fn set_control_state(
     let state: otg::ControlState = otg::parse_json(&body)?;
     let mapped = app.mapped()?;
     match otg::requests::control(&state, &mapped).map_err(Fail::bad)? {
-        Control::Transmit { start: true } => start_transmit(&app),
-        Control::Transmit { start: false } => {
-            stop_transmit(&app).await?;
-            Ok(warnings())
+        Control::Transmit { action, flows, all } => {
+            transmit(&app, &mapped, action, &flows, all).await
         }
         Control::Capture { ports, start } => capture_state(&app, &mapped, ports, start).await,
         Control::Protocols { start } => super::routing::set_running(&app, start).await,
@@ -36,12 +35,107 @@ pub(super) async fn set_control_state(
     }
 }
 
-/// Starts every flow: the test bed clears the receivers' counts as the run begins, so they are
-/// this run's. Answers with each agent's clock offset, as last measured.
-fn start_transmit(app: &App) -> Result<Response, Fail> {
+/// `traffic.flow_transmit` on the flows at `flows` (every flow when `all`). Stopping them all
+/// ends the run; otherwise the flows are steered while the run goes on (docs/otg.md): started
+/// alone when nothing runs (the others stopped), started, stopped, paused or resumed while it
+/// runs, the others going on as they were.
+async fn transmit(
+    app: &App,
+    mapped: &otg::Mapped,
+    action: Transmit,
+    flows: &[usize],
+    all: bool,
+) -> Result<Response, Fail> {
+    let running = app.lock().run.progress.running();
+    match action {
+        Transmit::Start if !running => start_transmit(app, flows, all),
+        Transmit::Stop if all || !running => {
+            stop_transmit(app).await?;
+            Ok(warnings())
+        }
+        Transmit::Pause | Transmit::Resume if !running => Err(Fail::conflict(
+            "traffic is not being transmitted: start it, then pause or resume its flows",
+        )),
+        _ => {
+            let state = match action {
+                Transmit::Start | Transmit::Resume => FlowState::Running,
+                Transmit::Pause => FlowState::Paused,
+                Transmit::Stop => FlowState::Stopped,
+            };
+            let (said, ended) = steer(app, mapped, action, flows, state)?;
+            if ended {
+                stop_transmit(app).await?;
+            }
+            Ok(json(&otg::Warning { warnings: said }))
+        }
+    }
+}
+
+/// Sets the flows at `flows` to `state` in the running test bed (pause only those that run,
+/// resume only those paused, each other named in a warning); whether every flow is stopped now,
+/// which ends the run.
+fn steer(
+    app: &App,
+    mapped: &otg::Mapped,
+    action: Transmit,
+    flows: &[usize],
+    state: FlowState,
+) -> Result<(Vec<String>, bool), Fail> {
+    let inner = app.lock();
+    let bed = inner
+        .bed
+        .as_ref()
+        .ok_or_else(|| Fail::internal(&"the transmit port is gone: set_config again"))?;
+    let control = bed.control();
+    control.check().map_err(|e| {
+        if inner.run.progress.running() && action == Transmit::Start {
+            Fail::conflict(format!("traffic is already being transmitted, and {e}"))
+        } else {
+            Fail::bad(e.to_string())
+        }
+    })?;
+    let (mut take, mut said) = (Vec::new(), Vec::new());
+    for &f in flows {
+        let now = control.state(f);
+        let name = &mapped.flows[f].name;
+        match (action, now) {
+            (Transmit::Pause, Some(s)) if s != FlowState::Running => {
+                said.push(format!("flow '{name}' is not running: it was not paused"));
+            }
+            (Transmit::Resume, Some(s)) if s != FlowState::Paused => {
+                said.push(format!("flow '{name}' is not paused: it was not resumed"));
+            }
+            _ => take.push(f),
+        }
+    }
+    control
+        .set(&take, state)
+        .map_err(|e| Fail::bad(e.to_string()))?;
+    Ok((said, !control.any_live()))
+}
+
+/// Starts the flows at `flows` (the others stopped, unless `all`): the test bed clears the
+/// receivers' counts as the run begins, so they are this run's. Answers with each agent's clock
+/// offset, as last measured.
+fn start_transmit(app: &App, flows: &[usize], all: bool) -> Result<Response, Fail> {
     let mut inner = app.lock();
     if inner.run.progress.running() {
         return Err(Fail::conflict("traffic is already being transmitted"));
+    }
+    if let Some(bed) = &inner.bed {
+        let control = bed.control();
+        if control.check().is_ok() {
+            // Rates given by update_config stay: they are the config's now.
+            let others: Vec<usize> = (0..control.len()).filter(|f| !flows.contains(f)).collect();
+            control
+                .set(flows, FlowState::Running)
+                .and_then(|()| control.set(&others, FlowState::Stopped))
+                .map_err(|e| Fail::internal(&e))?;
+        } else if let (false, Err(e)) = (all, control.check()) {
+            return Err(Fail::bad(format!(
+                "traffic.flow_transmit.flow_names: {e}: start every flow (name them all, or none)"
+            )));
+        }
     }
     inner.run = RunState::default();
     let progress = Arc::clone(&inner.run.progress);
@@ -71,4 +165,51 @@ pub(super) async fn stop_transmit(app: &App) -> Result<(), Fail> {
         progress.wait_ended(STOP_WAIT);
     })
     .await
+}
+
+/// update_config (`PATCH /config`): new rates for flows, taken at once by flows that run and
+/// kept for the next start; the config get_config answers with says them. All or none.
+pub(super) async fn update_config(
+    State(app): State<Arc<App>>,
+    body: Bytes,
+) -> Result<Response, Fail> {
+    let update: otg::ConfigUpdate = otg::parse_json(&body)?;
+    let mapped = app.mapped()?;
+    let updates = otg::requests::update(&update, &mapped).map_err(Fail::bad)?;
+    let mut inner = app.lock();
+    let bed = inner
+        .bed
+        .as_ref()
+        .ok_or_else(|| Fail::bad("the config has no flows to update"))?;
+    let control = bed.control().clone();
+    control
+        .check()
+        .map_err(|e| Fail::bad(format!("update_config: {e}")))?;
+    let mut rates = Vec::with_capacity(updates.len());
+    for (u, given) in updates
+        .iter()
+        .zip(update.flows.iter().flat_map(|f| &f.flows))
+    {
+        let name = &mapped.flows[u.flow].name;
+        let old = mapped.streams[u.flow].rate;
+        let pps = control
+            .planned(u.flow)
+            .ok_or_else(|| "the flow is sent unpaced, at the port's max rate".to_owned())
+            .and_then(|planned| otg::requests::frame_rate(old, u.rate, planned))
+            .map_err(|why| Fail::bad(format!("flow '{name}': {why}")))?;
+        rates.push((u.flow, pps, given.rate.clone()));
+    }
+    for (flow, pps, _) in &rates {
+        control
+            .set_rate(*flow, Some(*pps))
+            .map_err(|e| Fail::internal(&e))?;
+    }
+    if let Some(raw) = &inner.config {
+        let given = rates
+            .iter()
+            .map(|(f, _, r)| (mapped.flows[*f].name.as_str(), r));
+        let body = otg::with_rates(raw, given).map_err(|e| Fail::internal(&e))?;
+        inner.config = Some(body.into());
+    }
+    Ok(warnings())
 }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use linerate_otg as otg;
 use otg::requests::MetricsAsk;
 
-use linerate_testbed::Progress;
+use linerate_testbed::{BedControl, FlowState, Progress};
 
 use super::state::{App, Counting, Fail, blocking, json};
 
@@ -71,7 +71,7 @@ struct Read {
 
 impl Read {
     async fn now(app: &App) -> Result<Read, Fail> {
-        let (mapped, counting, progress, captures) = {
+        let (mapped, counting, progress, captures, control) = {
             let inner = app.lock();
             let mapped = inner.mapped.clone();
             let mapped = mapped.ok_or_else(|| Fail::bad("no config: set_config first"))?;
@@ -81,7 +81,14 @@ impl Read {
                 .map(|(k, c)| (k.clone(), c.running()))
                 .collect();
             let progress = Arc::clone(&inner.run.progress);
-            (mapped, Arc::clone(&inner.counting), progress, captures)
+            let control = inner.bed.as_ref().map(|b| b.control().clone());
+            (
+                mapped,
+                Arc::clone(&inner.counting),
+                progress,
+                captures,
+                control,
+            )
         };
         if let Some(e) = progress.result().and_then(|r| r.error) {
             return Err(Fail::internal(&format!("the last transmit failed: {e}")));
@@ -105,6 +112,7 @@ impl Read {
             run: run_now(&progress),
             captures,
             links,
+            steered: control.map(|c| steered(&c)).unwrap_or_default(),
         };
         Ok(Read { counted, counting })
     }
@@ -113,6 +121,21 @@ impl Read {
         let one_clock = |tx, rx| self.counting.counts.one_clock(tx, rx);
         self.counted.flows(names, one_clock)
     }
+}
+
+/// What each flow of a steered bed does now (none where the bed does not steer its flows).
+fn steered(control: &BedControl) -> Vec<otg::metrics::FlowNow> {
+    use otg::metrics::FlowNow;
+    if control.check().is_err() {
+        return Vec::new();
+    }
+    (0..control.len())
+        .map(|f| match control.state(f) {
+            Some(FlowState::Running) | None => FlowNow::Started,
+            Some(FlowState::Paused) => FlowNow::Paused,
+            Some(FlowState::Stopped) => FlowNow::Stopped,
+        })
+        .collect()
 }
 
 /// The run as the metrics word it.

@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::sync::atomic::AtomicBool;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use linerate_engine::{slots_for, transmit, transmit_streamed};
+use linerate_engine::{Steer, slots_for, transmit, transmit_streamed};
 use linerate_port::{NullPort, NullQueue, Port, QueueConfig, TxQueue};
 use linerate_stream::{Limits, Plan, Shape, StreamSpec};
 
@@ -37,7 +37,10 @@ fn bench_plan(c: &mut Criterion, name: &str, spec: StreamSpec) {
     group.throughput(Throughput::Elements(FRAMES));
     group.bench_function(name, |b| {
         b.iter(|| {
-            black_box(transmit(&mut queue, &wp, 64, &stop, None, None).expect("null never fails"))
+            black_box(
+                transmit(&mut queue, &wp, 64, Steer::stop(&stop), None, None)
+                    .expect("null never fails"),
+            )
         })
     });
     group.finish();

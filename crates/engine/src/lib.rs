@@ -7,6 +7,7 @@
 use linerate_port::Usage;
 
 pub mod clock;
+mod control;
 mod counters;
 pub mod cpu;
 pub mod pace;
@@ -16,6 +17,7 @@ mod runner;
 mod transmitter;
 mod worker;
 
+pub use control::{FlowControl, FlowState};
 pub use counters::Snapshot;
 pub use report::{PacingStats, Report, StreamCount, WorkerReport};
 pub use run::{RunConfig, WorkerSpec, slots_for};
@@ -25,7 +27,7 @@ pub use runner::{
 };
 pub use transmitter::{Done, Job, Runner, Transmitter, Work, WorkerError, merged_lanes, run};
 pub use worker::{
-    LaneShare, LaneTotals, WorkerTotals, transmit, transmit_lanes, transmit_streamed,
+    LaneShare, LaneTotals, Steer, WorkerTotals, transmit, transmit_lanes, transmit_streamed,
 };
 
 /// Why a run could not start or finish.

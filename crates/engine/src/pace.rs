@@ -3,6 +3,7 @@
 //! up, when lateness is written off, and how a worker waits. Times are picoseconds after the
 //! run's epoch, as the plan's schedule (`Pacing::due_ps`) counts them.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -74,12 +75,13 @@ pub fn horizon(pacing: &Pacing, first: u64, now: u64) -> u64 {
 }
 
 /// How many of a worker's next frames — `seq`, `seq + stride`, … on the schedule moved by
-/// `shift` — are due by `until`: at least one (the caller's first frame is due) and at most
+/// `shift` (modulo 2^64: a schedule resumed or retimed moves back as well as on) — are due by
+/// `until`: at least one (the caller's first frame is due) and at most
 /// `max`. A binary search, since due times only grow: a few schedule lookups per send instead of
 /// one per frame, which at a batch of 64 (or a live call of 2^18) was a division per frame.
 #[inline]
 pub fn due_by(pacing: &Pacing, seq: u64, stride: u64, shift: u64, until: u64, max: u64) -> u64 {
-    let due = |k: u64| pacing.due_ps(seq + k * stride) + shift;
+    let due = |k: u64| pacing.due_ps(seq + k * stride).wrapping_add(shift);
     // The common case at low rates and with many lanes: only the first frame is due.
     if max <= 1 || due(1) > until {
         return 1;
@@ -211,14 +213,19 @@ impl Default for PaceLog {
 }
 
 /// One worker's (or one lane's) schedule as it goes: which of the schedule's frames comes next
-/// (`first_seq`, then every `stride`-th), how far lateness moved it, and the catch-up bucket.
-/// The loop asks it before each send and tells it what left; it never touches a port.
+/// (`first_seq`, then every `stride`-th), how far lateness, a pause or a new rate moved it, and
+/// the catch-up bucket. The loop asks it before each send and tells it what left; it never
+/// touches a port.
 #[derive(Debug, Clone)]
 pub struct Pacer<'a> {
-    pacing: &'a Pacing,
+    /// The plan's schedule, or its copy at the rate a flow was given while it ran.
+    pacing: Cow<'a, Pacing>,
     epoch: Instant,
     seq: u64,
     stride: u64,
+    batch: u64,
+    /// Added to the schedule's times modulo 2^64: a resumed schedule may start earlier on the
+    /// plan's times than where it was.
     shift: u64,
     catch_up: CatchUp,
     /// Lateness and instant of the last `Send`, logged when `sent` confirms it.
@@ -237,10 +244,11 @@ impl<'a> Pacer<'a> {
         batch: u64,
     ) -> Self {
         Pacer {
-            pacing,
+            pacing: Cow::Borrowed(pacing),
             epoch,
             seq: first_seq,
             stride,
+            batch,
             shift: 0,
             catch_up: CatchUp::for_worker(pacing, stride, batch),
             granted: (0, 0),
@@ -257,7 +265,7 @@ impl<'a> Pacer<'a> {
     /// When the next frame is due (ps after the epoch).
     #[inline]
     pub fn next_due(&self) -> u64 {
-        self.pacing.due_ps(self.seq) + self.shift
+        self.pacing.due_ps(self.seq).wrapping_add(self.shift)
     }
 
     /// Asked at `now` for up to `n` frames (n ≥ 1): the frames due now and within a slice of the
@@ -278,10 +286,10 @@ impl<'a> Pacer<'a> {
         }
         let late = now.saturating_sub(due);
         if late > MAX_LAG_PS {
-            self.shift += late - MAX_LAG_PS;
+            self.shift = self.shift.wrapping_add(late - MAX_LAG_PS);
         }
-        let until = horizon(self.pacing, due, now).min(before);
-        let due_now = due_by(self.pacing, self.seq, self.stride, self.shift, until, n);
+        let until = horizon(&self.pacing, due, now).min(before);
+        let due_now = due_by(&self.pacing, self.seq, self.stride, self.shift, until, n);
         match self.catch_up.grant(now, due_now) {
             Ok(k) => {
                 self.granted = (late, now);
@@ -294,7 +302,26 @@ impl<'a> Pacer<'a> {
     /// Moves the rest of the schedule `by` ps later: lateness written off for a whole worker at
     /// once, so that schedules sent together move together and stay merged.
     pub fn delay(&mut self, by: u64) {
-        self.shift += by;
+        self.shift = self.shift.wrapping_add(by);
+    }
+
+    /// Goes on from `now`: the next frame due at once, the rest after it as the schedule
+    /// spaces them (a flow resumed, or started late in a run). The pause is not a gap.
+    pub fn resume(&mut self, now: u64) {
+        self.shift = now.wrapping_sub(self.pacing.due_ps(self.seq));
+        self.last_send = None;
+    }
+
+    /// Goes on from `now` on `pacing` (the plan's schedule at a new rate).
+    pub fn retime(&mut self, pacing: Pacing, now: u64) {
+        self.catch_up = CatchUp::for_worker(&pacing, self.stride, self.batch);
+        self.pacing = Cow::Owned(pacing);
+        self.resume(now);
+    }
+
+    /// The schedule the pacer keeps now (the plan's, or as retimed).
+    pub fn pacing(&self) -> &Pacing {
+        &self.pacing
     }
 
     /// `k` frames of the last `Send` left (a port may take fewer than granted).
@@ -405,6 +432,39 @@ mod tests {
         }
         assert_eq!(log.late.max(), 0, "on time on a clock that never stalls");
         (log.late.len(), sent)
+    }
+
+    #[test]
+    fn a_resumed_or_retimed_schedule_goes_on_from_then() {
+        let p = Pacing {
+            cycle_frames: 1,
+            cycle_ps: 1_000_000_000,
+            offsets_ps: vec![0],
+            burst: 1,
+        };
+        // Worker 1 of 2: frames 1, 3, 5, … due at 1, 3, 5 ms.
+        let mut pacer = Pacer::new(&p, Instant::now(), 1, 2, 64);
+        let mut log = PaceLog::new();
+        assert_eq!(pacer.next_due(), 1_000_000_000);
+        assert_eq!(pacer.grant(1_000_000_000, 8), Grant::Send(1));
+        pacer.sent(1, &mut log);
+        // Paused at 2 ms, resumed at 10 ms: frame 3 leaves then, frame 5 two ms after.
+        pacer.resume(10_000_000_000);
+        assert_eq!(pacer.next_due(), 10_000_000_000);
+        assert_eq!(pacer.grant(10_000_000_000, 8), Grant::Send(1));
+        pacer.sent(1, &mut log);
+        assert_eq!(pacer.next_due(), 12_000_000_000);
+        // Resumed earlier on the plan's times than it is (a lane resumed at once): no overflow.
+        pacer.resume(500);
+        assert_eq!(pacer.next_due(), 500);
+        // Four times the rate from 20 ms: the worker's frames 0.5 ms apart.
+        pacer.retime(p.at_rate(4_000.0).unwrap(), 20_000_000_000);
+        assert_eq!(pacer.grant(20_000_000_000, 8), Grant::Send(1));
+        pacer.sent(1, &mut log);
+        assert_eq!(pacer.next_due(), 20_500_000_000);
+        assert_eq!(pacer.pacing().cycle_ps, 250_000_000);
+        // Each resume forgets the last send: a pause is not a gap between sends.
+        assert_eq!(log.gap.len(), 0);
     }
 
     #[test]

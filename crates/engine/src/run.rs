@@ -6,12 +6,14 @@ use linerate_port::{Port, PortError, PortInfo, QueueConfig, TxQueue};
 use linerate_stream::lanes_for_worker;
 
 use crate::EngineError;
+use crate::control::FlowControl;
 use crate::pace::{Pacer, Wall};
 use crate::report::{PacingStats, WorkerReport};
 use crate::runner::WorkerContext;
 use crate::transmitter::{Done, Job, Runner, Transmitter, Work};
 use crate::worker::{
-    LaneShare, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes, transmit_streamed,
+    LaneShare, Steer, WorkerTotals, fill_lanes, fill_slots, transmit, transmit_lanes,
+    transmit_streamed,
 };
 
 /// Slots an interleaved plan's lanes share at least: a 2048-entry ring with as many in flight.
@@ -52,6 +54,9 @@ pub struct RunConfig {
     /// The workers, ready (queues open and filled, threads pinned), start at this instant:
     /// a start shared with other hosts' runs (their agents' clocks, converted here).
     pub start_at: Option<std::time::Instant>,
+    /// The flows' control, one lane a stream of the plan: held, resumed or re-rated while the
+    /// run goes on. Lanes then run as lanes (never merged into one cycle), so each is its own.
+    pub control: Option<Arc<FlowControl>>,
 }
 
 /// Slot count for a worker whose cycle has `period` frames: the smallest multiple of the
@@ -111,14 +116,16 @@ impl<'a> Share<'a> {
         queue: &mut Box<dyn TxQueue>,
         batch: u32,
         ctx: &WorkerContext<'_>,
+        control: Option<&FlowControl>,
     ) -> Result<WorkerTotals, PortError> {
         let stop = ctx.halt();
+        let steer = Steer { stop, control };
         let pacer =
             |p, first_seq, stride| Pacer::new(p, ctx.epoch, first_seq, stride, batch.into());
         match self {
             Self::Cycle(wp, pacing) => {
                 let pacer = pacing.map(|p| pacer(p, wp.first_seq, wp.stride));
-                transmit(queue, wp, batch, stop, Some(ctx), pacer)
+                transmit(queue, wp, batch, steer, Some(ctx), pacer)
             }
             Self::Streamed(share, pacing) => {
                 let pacer = pacing.map(|p| pacer(p, share.first_seq, share.stride));
@@ -126,7 +133,7 @@ impl<'a> Share<'a> {
             }
             Self::Lanes(lanes) => {
                 let clock = Wall(ctx.epoch);
-                transmit_lanes(queue, lanes, batch, stop, Some(ctx), &clock, ctx.epoch)
+                transmit_lanes(queue, lanes, batch, steer, Some(ctx), &clock, ctx.epoch)
             }
         }
     }
@@ -169,8 +176,9 @@ impl<P: Port + ?Sized> Transmitter for P {
                 Share::Streamed(..) => {}
             }
             let batch = config.batch;
+            let control = config.control.as_deref();
             let job: Job<'_> = Box::new(move |ctx: &WorkerContext<'_>| {
-                let totals = share.send(&mut queue, batch, ctx)?;
+                let totals = share.send(&mut queue, batch, ctx, control)?;
                 Ok(Done {
                     report: worker_report(ctx, queue.as_ref(), &totals),
                     lanes: totals.lanes,
@@ -251,6 +259,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
             start_at: None,
+            control: None,
         }
     }
 
@@ -406,6 +415,7 @@ mod failure_tests {
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
             start_at: None,
+            control: None,
         };
         let fault = if panic {
             Fault::Panic

@@ -157,9 +157,10 @@ pub fn run<T: Transmitter + ?Sized>(
     observer: &dyn Observer,
 ) -> Result<Report, EngineError> {
     check_workers(&config.workers)?;
+    // A controlled run's lanes stay apart: a merged cycle could not hold one of them.
     let merged = match &plan.shape {
-        Shape::Lanes(lanes) => merge(lanes),
-        Shape::Cycle { .. } | Shape::Streamed { .. } => None,
+        Shape::Lanes(lanes) if config.control.is_none() => merge(lanes),
+        Shape::Lanes(_) | Shape::Cycle { .. } | Shape::Streamed { .. } => None,
     };
     let info = tx.info();
     let runner = Runner {
@@ -258,6 +259,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(50),
             start_at: None,
+            control: None,
         }
     }
 

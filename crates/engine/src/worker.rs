@@ -8,12 +8,34 @@ use linerate_stream::{MappedFrames, Pacing, StreamShare, WorkerPlan};
 use linerate_wire::{Rng, signature};
 
 use crate::clock;
+use crate::control::{FlowControl, Watch};
 use crate::pace::{Clock, Grant, MAX_LAG_PS, PaceLog, Pacer, SLICE_PS};
 use crate::runner::WorkerContext;
 
 /// How long the last completions may take once a worker stops; a backend that loses frames is
 /// reported, not waited for forever.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a worker whose every flow is held waits before it looks at the control again.
+const HELD_WAIT_PS: u64 = 1_000_000_000;
+
+/// What steers a loop while it runs: the stop flag, and the flows' control when the run has
+/// one (flows held, resumed or given a new rate mid-run).
+#[derive(Debug, Clone, Copy)]
+pub struct Steer<'a> {
+    pub stop: &'a AtomicBool,
+    pub control: Option<&'a FlowControl>,
+}
+
+impl<'a> Steer<'a> {
+    /// Stopped only by `stop`.
+    pub fn stop(stop: &'a AtomicBool) -> Self {
+        Steer {
+            stop,
+            control: None,
+        }
+    }
+}
 
 /// What one worker's loop achieved.
 #[derive(Debug, Clone, Default)]
@@ -269,18 +291,100 @@ pub(crate) fn fill_lanes<Q: TxQueue + ?Sized>(queue: &mut Q, lanes: &[LaneShare<
 }
 
 /// The hot loop for one cycle, as xdpsock's tx_only: reap, ask the pacer (if any), reserve,
-/// fill/patch, submit; until the plan's count is sent or `stop` is raised; then drain. Slots
-/// are filled beforehand (`fill_slots`).
+/// fill/patch, submit; until the plan's count is sent or the stop flag is raised; then drain.
+/// Slots are filled beforehand (`fill_slots`). The cycle is lane 0 of a control.
 pub fn transmit<Q: TxQueue + ?Sized>(
     queue: &mut Q,
     plan: &WorkerPlan<'_>,
     batch: u32,
-    stop: &AtomicBool,
+    steer: Steer<'_>,
     ctx: Option<&WorkerContext<'_>>,
     pacer: Option<Pacer<'_>>,
 ) -> Result<WorkerTotals, PortError> {
     let cursor = Cursor::new(plan, 0, queue.slots());
-    send_loop(queue, cursor, plan.count, batch, stop, ctx, pacer)
+    let (stop, count) = (steer.stop, plan.count);
+    // Compiled apart, so a run nobody controls pays nothing for the control.
+    match steer.control {
+        None => send_loop(queue, cursor, count, batch, stop, ctx, pacer, Free),
+        Some(c) => {
+            let lane = OneLane {
+                watch: Watch::new(c),
+                planned: pacer.as_ref().map(|p| p.pacing().clone()),
+                held: false,
+            };
+            send_loop(queue, cursor, count, batch, stop, ctx, pacer, lane)
+        }
+    }
+}
+
+/// Whether a cycle's loop holds its frames now: never (`Free`), or as its control says
+/// (`OneLane`).
+trait Gate {
+    /// Looks at the control (applying a change to the pacer) and answers whether to hold.
+    fn held(&mut self, pacer: Option<&mut Pacer<'_>>) -> bool;
+}
+
+/// A cycle no one controls.
+struct Free;
+
+impl Gate for Free {
+    #[inline(always)]
+    fn held(&mut self, _: Option<&mut Pacer<'_>>) -> bool {
+        false
+    }
+}
+
+/// The one flow of a controlled cycle: its planned schedule (a new rate scales it) and whether
+/// it is held.
+struct OneLane<'a> {
+    watch: Watch<'a>,
+    planned: Option<linerate_stream::Pacing>,
+    held: bool,
+}
+
+impl Gate for OneLane<'_> {
+    #[inline]
+    fn held(&mut self, pacer: Option<&mut Pacer<'_>>) -> bool {
+        if self.watch.changed() {
+            self.apply(pacer);
+        }
+        if self.held {
+            std::thread::sleep(Duration::from_nanos(HELD_WAIT_PS / 1000));
+        }
+        self.held
+    }
+}
+
+impl OneLane<'_> {
+    /// Applies the control's change to the pacer (resumed or retimed from now).
+    fn apply(&mut self, pacer: Option<&mut Pacer<'_>>) {
+        let c = self.watch.control;
+        let was = self.held;
+        self.held = c.state(0).holds();
+        let (Some(pacer), Some(planned)) = (pacer, &self.planned) else {
+            return;
+        };
+        let now = pacer.now();
+        steer_pacer(pacer, planned, c.rate(0), was && !self.held, now);
+    }
+}
+
+/// A controlled flow's pacer after a change, at `now`: on the plan's schedule at the rate
+/// asked (None: the plan's own), retimed when that differs from the one it keeps, else resumed
+/// when the flow runs again.
+fn steer_pacer(
+    pacer: &mut Pacer<'_>,
+    planned: &linerate_stream::Pacing,
+    rate: Option<f64>,
+    resumed: bool,
+    now: u64,
+) {
+    match rate.and_then(|pps| planned.at_rate(pps)) {
+        Some(p) if p != *pacer.pacing() => pacer.retime(p, now),
+        None if *pacer.pacing() != *planned => pacer.retime(planned.clone(), now),
+        _ if resumed => pacer.resume(now),
+        _ => {}
+    }
 }
 
 /// The same loop for a streamed capture: each batch's frames are copied from the mapped file
@@ -294,10 +398,11 @@ pub fn transmit_streamed<Q: TxQueue + ?Sized>(
     pacer: Option<Pacer<'_>>,
 ) -> Result<WorkerTotals, PortError> {
     let streamer = Streamer::new(share, queue.slots());
-    send_loop(queue, streamer, share.count, batch, stop, ctx, pacer)
+    send_loop(queue, streamer, share.count, batch, stop, ctx, pacer, Free)
 }
 
-fn send_loop<Q: TxQueue + ?Sized, F: Fill>(
+#[allow(clippy::too_many_arguments)] // one private loop, compiled for each fill and gate
+fn send_loop<Q: TxQueue + ?Sized, F: Fill, G: Gate>(
     queue: &mut Q,
     mut cursor: F,
     count: Option<u64>,
@@ -305,6 +410,7 @@ fn send_loop<Q: TxQueue + ?Sized, F: Fill>(
     stop: &AtomicBool,
     ctx: Option<&WorkerContext<'_>>,
     mut pacer: Option<Pacer<'_>>,
+    mut gate: G,
 ) -> Result<WorkerTotals, PortError> {
     let slots = queue.slots();
     let mut descs = vec![TxDesc::default(); batch as usize];
@@ -317,6 +423,9 @@ fn send_loop<Q: TxQueue + ?Sized, F: Fill>(
         let done = queue.reap()?;
         in_flight -= done;
         tally.completed += u64::from(done);
+        if gate.held(pacer.as_mut()) {
+            continue;
+        }
         let room = u64::from(batch.min(slots - in_flight)).min(count - tally.submitted);
         let want = match (room, pacer.as_mut()) {
             (0, _) => 0,
@@ -360,6 +469,8 @@ struct LaneState<'a> {
     left: u64,
     in_flight: u32,
     totals: LaneTotals,
+    /// Paused or stopped by the run's control: out of the heap.
+    held: bool,
 }
 
 impl<'a> LaneState<'a> {
@@ -384,15 +495,31 @@ impl<'a> LaneState<'a> {
                 left: lane.plan.count.unwrap_or(u64::MAX),
                 in_flight: 0,
                 totals: LaneTotals::default(),
+                held: false,
             })
             .collect();
-        let ready = state
+        let ready = Self::ready(&state);
+        (state, ready)
+    }
+
+    /// The heap of the lanes that send: not held, with frames left.
+    fn ready(state: &[Self]) -> BinaryHeap<Reverse<(u64, usize)>> {
+        state
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.left > 0)
+            .filter(|(_, l)| l.left > 0 && !l.held)
             .map(|(i, l)| Reverse((l.pacer.next_due(), i)))
-            .collect();
-        (state, ready)
+            .collect()
+    }
+
+    /// Each lane as the control has it at `now`: held, resumed, or retimed.
+    fn steer(state: &mut [Self], lanes: &[LaneShare<'_>], control: &FlowControl, now: u64) {
+        for (i, l) in state.iter_mut().enumerate() {
+            let was = l.held;
+            l.held = control.state(i).holds();
+            let resumed = was && !l.held;
+            steer_pacer(&mut l.pacer, lanes[i].pacing, control.rate(i), resumed, now);
+        }
     }
 }
 
@@ -403,16 +530,19 @@ impl<'a> LaneState<'a> {
 /// frame by frame even when catching up; one reserve and one submit serve the whole batch.
 /// Completions come back in submit order, so a ring of (lane, frames) tells which lane's slots a
 /// reap frees: a lane never has more frames in flight than it owns slots, and a slot is patched
-/// only after its last frame was reaped. `clock` counts from `epoch`.
+/// only after its last frame was reaped. `clock` counts from `epoch`. Lane `i` is lane `i` of
+/// the control: a held lane leaves the heap, and the run waits while every lane left is held.
 pub fn transmit_lanes<Q: TxQueue + ?Sized>(
     queue: &mut Q,
     lanes: &[LaneShare<'_>],
     batch: u32,
-    stop: &AtomicBool,
+    steer: Steer<'_>,
     ctx: Option<&WorkerContext<'_>>,
     clock: &impl Clock,
     epoch: Instant,
 ) -> Result<WorkerTotals, PortError> {
+    let stop = steer.stop;
+    let mut watch = steer.control.map(Watch::new);
     let (mut state, mut ready) = LaneState::start(lanes, batch, epoch);
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut flight: VecDeque<(usize, u32)> = VecDeque::with_capacity(queue.slots() as usize);
@@ -423,7 +553,17 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
         let done = queue.reap()?;
         tally.completed += u64::from(done);
         retire(&mut flight, &mut state, done);
+        if let Some(w) = watch.as_mut()
+            && w.changed()
+        {
+            LaneState::steer(&mut state, lanes, w.control, clock.now());
+            ready = LaneState::ready(&state);
+        }
         let Some(&Reverse((first, _))) = ready.peek() else {
+            if state.iter().any(|l| l.held && l.left > 0) {
+                clock.wait(clock.now() + HELD_WAIT_PS, stop);
+                continue;
+            }
             break;
         };
         let now = clock.now();
@@ -514,6 +654,7 @@ fn retire(flight: &mut VecDeque<(usize, u32)>, state: &mut [LaneState<'_>], mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::FlowState;
     use linerate_port::SlotMemory;
     use linerate_stream::{Limits, Mode, Plan, Shape, StreamSpec, lanes_for_worker};
 
@@ -637,7 +778,16 @@ mod tests {
         fill_lanes(q, lanes);
         let stop = AtomicBool::new(false);
         let clock = Virtual(std::cell::Cell::new(start));
-        transmit_lanes(q, lanes, 64, &stop, None, &clock, Instant::now()).unwrap()
+        transmit_lanes(
+            q,
+            lanes,
+            64,
+            Steer::stop(&stop),
+            None,
+            &clock,
+            Instant::now(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -717,6 +867,153 @@ mod tests {
             want.iter().map(|&p| 60 + u64::from(p)).sum::<u64>()
         );
         assert!(q.dst_macs.iter().all(|m| *m == [2, 0, 0, 0, 0, 7]));
+    }
+
+    /// A change of a control, made at a virtual instant (ps).
+    type Change<'a> = (u64, Box<dyn Fn(&FlowControl) + 'a>);
+
+    /// A virtual clock that makes the control's changes when time reaches them, and raises the
+    /// stop flag at `end`.
+    struct Scripted<'a> {
+        now: std::cell::Cell<u64>,
+        changes: std::cell::RefCell<Vec<Change<'a>>>,
+        control: &'a FlowControl,
+        end: u64,
+    }
+
+    impl Clock for Scripted<'_> {
+        fn now(&self) -> u64 {
+            self.now.get()
+        }
+        fn wait(&self, until: u64, stop: &AtomicBool) {
+            let until = until.min(self.end);
+            self.now.set(self.now.get().max(until));
+            let mut changes = self.changes.borrow_mut();
+            while let Some((at, _)) = changes.first()
+                && *at <= self.now.get()
+            {
+                // A change lands when time reaches it, not past it.
+                self.now.set(*at);
+                (changes.remove(0).1)(self.control);
+            }
+            if self.now.get() >= self.end {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    const MS: u64 = 1_000_000_000;
+
+    #[test]
+    fn lanes_are_held_resumed_started_and_retimed_while_the_run_goes_on() {
+        // Three lanes at 1 kpps; lane 1 starts stopped. At 10 ms lane 0 pauses, at 20 ms it
+        // resumes and lane 1 starts, at 30 ms lane 2 doubles its rate; the run ends at 40 ms.
+        let plan = interleaved(&[
+            (1, "1k", 1_000_000, &[]),
+            (2, "1k", 1_000_000, &[]),
+            (3, "1k", 1_000_000, &[]),
+        ]);
+        let lanes = lanes_of(&plan, 8);
+        let control = FlowControl::new(3);
+        control.set_states([(1, FlowState::Stopped)]);
+        let changes: Vec<Change<'_>> = vec![
+            (
+                10 * MS,
+                Box::new(|c| c.set_states([(0, FlowState::Paused)])),
+            ),
+            (
+                20 * MS,
+                Box::new(|c| c.set_states([(0, FlowState::Running), (1, FlowState::Running)])),
+            ),
+            (30 * MS, Box::new(|c| c.set_rate(2, Some(2000.0)))),
+        ];
+        let clock = Scripted {
+            now: std::cell::Cell::new(0),
+            changes: std::cell::RefCell::new(changes),
+            control: &control,
+            end: 40 * MS,
+        };
+        let mut q = Recorder::new(256);
+        fill_lanes(&mut q, &lanes);
+        let stop = AtomicBool::new(false);
+        let steer = Steer {
+            stop: &stop,
+            control: Some(&control),
+        };
+        let totals =
+            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
+        let sent: Vec<u64> = totals.lanes.iter().map(|l| l.submitted).collect();
+        // Lane 0: 0..9 ms and 20..39 ms; lane 1: 20..39 ms; lane 2: 0..29 ms at 1 kpps, then
+        // every 0.5 ms from 30 ms.
+        assert_eq!(sent, [30, 20, 50]);
+        assert_eq!(q.ports.iter().filter(|&&p| p == 2).count(), 20);
+        assert_eq!(totals.submitted, 100);
+    }
+
+    #[test]
+    fn a_controlled_run_waits_while_every_lane_is_held_and_a_lone_cycle_is_steered_too() {
+        // Every lane paused from the start, resumed at 5 ms: nothing before, 1 kpps after.
+        let plan = interleaved(&[(1, "1k", 1_000_000, &[]), (2, "1k", 1_000_000, &[])]);
+        let lanes = lanes_of(&plan, 8);
+        let control = FlowControl::new(2);
+        control.set_states([(0, FlowState::Paused), (1, FlowState::Paused)]);
+        let resume: Box<dyn Fn(&FlowControl)> =
+            Box::new(|c| c.set_states([(0, FlowState::Running), (1, FlowState::Running)]));
+        let clock = Scripted {
+            now: std::cell::Cell::new(0),
+            changes: std::cell::RefCell::new(vec![(5 * MS, resume)]),
+            control: &control,
+            end: 15 * MS,
+        };
+        let mut q = Recorder::new(128);
+        fill_lanes(&mut q, &lanes);
+        let stop = AtomicBool::new(false);
+        let steer = Steer {
+            stop: &stop,
+            control: Some(&control),
+        };
+        let totals =
+            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
+        assert_eq!(
+            totals.lanes.iter().map(|l| l.submitted).collect::<Vec<_>>(),
+            [10, 10]
+        );
+
+        // A lone cycle, held: the loop sends nothing until it runs, then its count.
+        let plan = Plan::compile(
+            &[StreamSpec {
+                count: Some(7),
+                ..StreamSpec::seed()
+            }],
+            &Limits::default(),
+        )
+        .unwrap();
+        let Shape::Cycle { cycle, .. } = &plan.shape else {
+            panic!("not one cycle")
+        };
+        let wp = cycle.for_worker(0, 1, None);
+        let control = std::sync::Arc::new(FlowControl::new(1));
+        control.set_states([(0, FlowState::Paused)]);
+        let mut q = Recorder::new(crate::slots_for(wp.frames.len(), 64));
+        fill_slots(&mut q, &wp);
+        let stop = AtomicBool::new(false);
+        let totals = std::thread::scope(|s| {
+            let c = std::sync::Arc::clone(&control);
+            s.spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                c.set_states([(0, FlowState::Running)]);
+            });
+            let steer = Steer {
+                stop: &stop,
+                control: Some(&control),
+            };
+            transmit(&mut q, &wp, 4, steer, None, None).unwrap()
+        });
+        assert_eq!((totals.submitted, q.ports.len()), (7, 7));
+        assert!(
+            totals.elapsed >= Duration::from_millis(20),
+            "held until resumed"
+        );
     }
 
     #[test]

@@ -59,6 +59,7 @@ fn config(workers: usize, count: Option<u64>) -> RunConfig {
         stop: Arc::new(AtomicBool::new(false)),
         tick: Duration::from_millis(100),
         start_at: None,
+        control: None,
     }
 }
 

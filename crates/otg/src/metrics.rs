@@ -112,6 +112,27 @@ pub struct Counted {
     pub captures: BTreeMap<String, bool>,
     /// Each port's link, up or not, read when the metrics were asked for.
     pub links: BTreeMap<String, bool>,
+    /// Per flow, in the config's order, what it does while the run goes on, where the test bed
+    /// steers its flows (empty where it does not: every flow does what the run does).
+    pub steered: Vec<FlowNow>,
+}
+
+/// What a steered flow does now (OTG's `transmit` word of a flow metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowNow {
+    Started,
+    Paused,
+    Stopped,
+}
+
+impl FlowNow {
+    pub fn word(self) -> &'static str {
+        match self {
+            Self::Started => "started",
+            Self::Paused => "paused",
+            Self::Stopped => "stopped",
+        }
+    }
 }
 
 impl Counted {
@@ -202,7 +223,12 @@ impl Counted {
                     name: f.name.clone(),
                     port_tx: f.tx_port.clone(),
                     port_rx: f.rx_port.clone().unwrap_or_default(),
-                    transmit: if running { "started" } else { "stopped" }.into(),
+                    transmit: match self.steered.get(index) {
+                        Some(now) if running => now.word(),
+                        _ if running => "started",
+                        _ => "stopped",
+                    }
+                    .into(),
                     frames_tx,
                     frames_rx,
                     bytes_tx,
@@ -397,6 +423,7 @@ mod tests {
             run: run.clone(),
             captures: BTreeMap::new(),
             links: BTreeMap::new(),
+            steered: Vec::new(),
         };
         let f = &counted.flows(&[], |_, _| true)[0];
         assert_eq!((f.frames_tx, f.frames_rx, f.bytes_tx), (28, 28, 2800));

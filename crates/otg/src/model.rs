@@ -688,6 +688,26 @@ pub struct StateTraffic {
     pub rest: Rest,
 }
 
+/// Config.Update (`PATCH /config`, update_config)
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConfigUpdate {
+    pub choice: Option<String>,
+    pub flows: Option<FlowsUpdate>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// Flows.Update
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FlowsUpdate {
+    #[serde(default)]
+    pub property_names: Vec<String>,
+    #[serde(default)]
+    pub flows: Vec<Flow>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
 /// State.Traffic.FlowTransmit
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StateTrafficFlowTransmit {

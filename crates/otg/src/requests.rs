@@ -1,13 +1,20 @@
 //! What a client asks of a config, read from the bodies of set_control_state, get_metrics and
 //! get_states into values, each refusal naming its JSON path. The server then only does it.
 
+use linerate_stream::Rate;
+
 use crate::{ControlState, Mapped, MetricsRequest, Rest, StatesRequest};
 
 /// What set_control_state asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
-    /// Start or stop every flow of the config.
-    Transmit { start: bool },
+    /// Start, stop, pause or resume the flows at these indices of the config (every flow when
+    /// `all`).
+    Transmit {
+        action: Transmit,
+        flows: Vec<usize>,
+        all: bool,
+    },
     /// Start or stop the captures of these ports (each has one in the config).
     Capture { ports: Vec<String>, start: bool },
     /// Start or stop every device's control plane (`protocol.all`).
@@ -243,35 +250,148 @@ fn routers_named(
     Ok(asked.to_vec())
 }
 
+/// What `traffic.flow_transmit` does to the flows it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transmit {
+    Start,
+    Stop,
+    Pause,
+    Resume,
+}
+
 fn transmit(ft: &crate::StateTrafficFlowTransmit, mapped: &Mapped) -> Result<Control, String> {
+    let mut flows = Vec::with_capacity(ft.flow_names.len());
     for (i, name) in ft.flow_names.iter().enumerate() {
-        if !mapped.flows.iter().any(|f| &f.name == name) {
+        match mapped.flows.iter().position(|f| &f.name == name) {
+            Some(at) if !flows.contains(&at) => flows.push(at),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "traffic.flow_transmit.flow_names[{i}]: no flow is named '{name}'"
+                ));
+            }
+        }
+    }
+    let all = flows.is_empty() || flows.len() == mapped.flows.len();
+    if flows.is_empty() {
+        flows = (0..mapped.flows.len()).collect();
+    }
+    let action = match ft.state.as_deref() {
+        Some("start") if mapped.flows.is_empty() => {
+            return Err("the config has no flows to transmit".into());
+        }
+        Some("start") => Transmit::Start,
+        Some("stop") => Transmit::Stop,
+        Some("pause") => Transmit::Pause,
+        Some("resume") => Transmit::Resume,
+        other => {
             return Err(format!(
-                "traffic.flow_transmit.flow_names[{i}]: no flow is named '{name}'"
+                "traffic.flow_transmit.state: '{}' is not start, stop, pause or resume",
+                other.unwrap_or("")
             ));
         }
+    };
+    Ok(Control::Transmit { action, flows, all })
+}
+
+/// What `update_config` changes: each flow's index in the config and its new rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateUpdate {
+    pub flow: usize,
+    pub rate: Rate,
+}
+
+/// Reads an `update_config` body: the flows named, each with its new rate (the one property
+/// linerate changes while a flow runs; `size` lays new frames, so it is refused).
+pub fn update(u: &crate::ConfigUpdate, mapped: &Mapped) -> Result<Vec<RateUpdate>, String> {
+    if let Some(k) = u.rest.keys().next() {
+        return Err(format!("{k}: not in the model of Config.Update"));
     }
-    if !ft.flow_names.is_empty() && ft.flow_names.len() != mapped.flows.len() {
-        return Err(
-            "traffic.flow_transmit.flow_names: linerate starts and stops every flow of \
-                    the config together (name them all, or none)"
-                .into(),
-        );
-    }
-    match ft.state.as_deref() {
-        Some("start") if mapped.flows.is_empty() => {
-            Err("the config has no flows to transmit".into())
+    match u.choice.as_deref() {
+        None | Some("flows") => {}
+        Some("protocols") => {
+            return Err("choice: protocols updates are not supported: set_config again".into());
         }
-        Some("start") => Ok(Control::Transmit { start: true }),
-        Some("stop") => Ok(Control::Transmit { start: false }),
-        Some("pause" | "resume") => Err("traffic.flow_transmit.state: pause and resume are not \
-                                         supported (linerate's engine cannot hold a run \
-                                         mid-way): stop, then start again"
-            .into()),
-        other => Err(format!(
-            "traffic.flow_transmit.state: '{}' is not start, stop, pause or resume",
-            other.unwrap_or("")
-        )),
+        Some(other) => return Err(format!("choice: '{other}' is not flows or protocols")),
+    }
+    let f = u
+        .flows
+        .as_ref()
+        .ok_or("flows: missing (the flows to update and property_names)")?;
+    if let Some(k) = f.rest.keys().next() {
+        return Err(format!("flows.{k}: not in the model of Flows.Update"));
+    }
+    for (i, p) in f.property_names.iter().enumerate() {
+        match p.as_str() {
+            "rate" => {}
+            "size" => {
+                return Err(format!(
+                    "flows.property_names[{i}]: size is not changed while a flow runs (its \
+                     frames are laid before the run): set_config with the new size"
+                ));
+            }
+            other => {
+                return Err(format!(
+                    "flows.property_names[{i}]: '{other}' is not rate or size"
+                ));
+            }
+        }
+    }
+    if f.property_names.is_empty() {
+        return Err("flows.property_names: name the properties to update (rate)".into());
+    }
+    let mut updates = Vec::with_capacity(f.flows.len());
+    for (i, flow) in f.flows.iter().enumerate() {
+        let at = format!("flows.flows[{i}]");
+        let index = mapped
+            .flows
+            .iter()
+            .position(|m| m.name == flow.name)
+            .ok_or_else(|| format!("{at}.name: no flow is named '{}'", flow.name))?;
+        let rate = crate::map::rate_of(&at, flow.rate.as_ref())?;
+        updates.push(RateUpdate { flow: index, rate });
+    }
+    Ok(updates)
+}
+
+/// The frame rate that gives `new` for a flow planned at `planned_pps` frames per second to
+/// give `old`: the same unit scales the planned rate (a bit rate's frames keep their sizes);
+/// frames per second are themselves; bits against frames need the flow's bits per frame, read
+/// from its old bit rate.
+pub fn frame_rate(old: Rate, new: Rate, planned_pps: f64) -> Result<f64, String> {
+    // L2 bits per frame of the planned schedule, where the old rate says it.
+    let l2_bits = match old {
+        Rate::L2(b) => Some(b / planned_pps),
+        Rate::L1(b) => Some(b / planned_pps - 160.0),
+        Rate::Pps(_) | Rate::Percent(_) | Rate::Max => None,
+    };
+    let pps = match (old, new) {
+        (_, Rate::Pps(p)) => p,
+        (Rate::L2(a), Rate::L2(b))
+        | (Rate::L1(a), Rate::L1(b))
+        | (Rate::Percent(a), Rate::Percent(b)) => planned_pps * b / a,
+        (_, Rate::L2(b)) if l2_bits.is_some() => b / l2_bits.unwrap_or(1.0),
+        (_, Rate::L1(b)) if l2_bits.is_some() => b / (l2_bits.unwrap_or(1.0) + 160.0),
+        (Rate::Max, _) => {
+            return Err(
+                "the flow is sent at the port's max rate, unpaced: it has no schedule to change \
+                 (set_config with a rate)"
+                    .into(),
+            );
+        }
+        (_, Rate::Max) => return Err("rate: max is not a rate a running flow can take".into()),
+        _ => {
+            return Err(
+                "rate: give the new rate in the unit the flow was configured with (pps, a bit \
+                 rate or percentage): its frame sizes are not known here"
+                    .into(),
+            );
+        }
+    };
+    if pps.is_finite() && pps > 0.0 {
+        Ok(pps)
+    } else {
+        Err(format!("rate: {pps} frames per second is not a rate"))
     }
 }
 
@@ -553,7 +673,14 @@ mod tests {
         let m = mapped();
         let start = body(serde_json::json!({"choice": "traffic",
             "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}));
-        assert_eq!(control(&start, &m), Ok(Control::Transmit { start: true }));
+        assert_eq!(
+            control(&start, &m),
+            Ok(Control::Transmit {
+                action: Transmit::Start,
+                flows: vec![0],
+                all: true
+            })
+        );
         let capture = body(serde_json::json!({"choice": "port",
             "port": {"choice": "capture", "capture": {"state": "stop"}}}));
         assert_eq!(
@@ -563,9 +690,19 @@ mod tests {
                 start: false
             })
         );
-        let pause = body(serde_json::json!({"traffic": {"flow_transmit": {"state": "pause"}}}));
+        let pause = body(serde_json::json!({"traffic": {"flow_transmit":
+            {"state": "pause", "flow_names": ["f", "f"]}}}));
+        assert_eq!(
+            control(&pause, &m),
+            Ok(Control::Transmit {
+                action: Transmit::Pause,
+                flows: vec![0],
+                all: true
+            })
+        );
+        let hold = body(serde_json::json!({"traffic": {"flow_transmit": {"state": "hold"}}}));
         assert!(
-            control(&pause, &m)
+            control(&hold, &m)
                 .unwrap_err()
                 .starts_with("traffic.flow_transmit.state")
         );
@@ -580,6 +717,69 @@ mod tests {
                 .unwrap_err()
                 .contains("no device with a control plane")
         );
+    }
+
+    #[test]
+    fn an_update_gives_each_flow_named_its_new_rate_and_refuses_the_rest_by_path() {
+        let m = mapped();
+        let up = |v: serde_json::Value| update(&body(v), &m);
+        let rate = serde_json::json!({"choice": "flows", "flows": {"property_names": ["rate"],
+            "flows": [{"name": "f", "rate": {"choice": "pps", "pps": 2500}}]}});
+        assert_eq!(
+            up(rate),
+            Ok(vec![RateUpdate {
+                flow: 0,
+                rate: Rate::Pps(2500.0)
+            }])
+        );
+        let size = serde_json::json!({"flows": {"property_names": ["size"], "flows": []}});
+        assert!(
+            up(size)
+                .unwrap_err()
+                .starts_with("flows.property_names[0]: size")
+        );
+        let nosuch = serde_json::json!({"flows": {"property_names": ["rate"],
+            "flows": [{"name": "g"}]}});
+        assert_eq!(
+            up(nosuch).unwrap_err(),
+            "flows.flows[0].name: no flow is named 'g'"
+        );
+        let zero = serde_json::json!({"flows": {"property_names": ["rate"],
+            "flows": [{"name": "f", "rate": {"choice": "mbps", "mbps": 0}}]}});
+        assert!(
+            up(zero)
+                .unwrap_err()
+                .starts_with("flows.flows[0].rate.mbps")
+        );
+    }
+
+    #[test]
+    fn a_new_rate_is_a_frame_rate_by_the_unit_it_and_the_old_one_are_given_in() {
+        // Planned at 1000 frames/s of 1000 L2 bits (125-byte frames).
+        let planned = 1000.0;
+        assert_eq!(
+            frame_rate(Rate::Pps(1000.0), Rate::Pps(4000.0), planned),
+            Ok(4000.0)
+        );
+        assert_eq!(
+            frame_rate(Rate::L2(1e6), Rate::L2(3e6), planned),
+            Ok(3000.0)
+        );
+        assert_eq!(
+            frame_rate(Rate::Percent(10.0), Rate::Percent(5.0), planned),
+            Ok(500.0)
+        );
+        // Frames of 1000 L2 bits are 1160 on the wire.
+        assert_eq!(
+            frame_rate(Rate::L2(1e6), Rate::L1(2.32e6), planned),
+            Ok(2000.0)
+        );
+        assert!(
+            frame_rate(Rate::Pps(1000.0), Rate::L2(1e6), planned)
+                .unwrap_err()
+                .contains("in the unit the flow was configured with")
+        );
+        assert!(frame_rate(Rate::Max, Rate::Pps(5.0), planned).is_ok());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use linerate_engine::{Observer, Report, RunConfig, WorkerSpec};
+use linerate_engine::{FlowControl, Observer, Report, RunConfig, WorkerSpec};
 use linerate_port::PortInfo;
 use linerate_stream::{Plan, StreamSpec};
 
@@ -122,6 +122,8 @@ pub struct PortSession {
     rx: Option<Arc<RunReceiver>>,
     /// The receiver has counted a run since it was attached or cleared.
     rx_used: bool,
+    /// The control of the flows of its plan, when they are steered while they run.
+    control: Option<Arc<FlowControl>>,
 }
 
 impl PortSession {
@@ -173,6 +175,7 @@ impl PortSession {
             interface,
             netns,
             first_flow: 0,
+            control: None,
             lab,
             rx,
             rx_used: false,
@@ -332,6 +335,7 @@ impl PortSession {
             stop: Arc::clone(run.stop),
             tick: Duration::from_secs(1),
             start_at: run.start_at,
+            control: self.control.clone(),
         };
         let (sender, observer) = (&self.sender, run.observer);
         crate::netns::within(self.netns.as_deref(), move || {
@@ -350,6 +354,12 @@ impl PortSession {
         self.receiver()
             .ok_or_else(|| SessionError::usage("the port has no receiver to answer for its hosts"))?
             .hosts()
+    }
+
+    /// Steers the streams of this port's runs by `control` (lane `i`: stream `i` of the plan),
+    /// or not, with None.
+    pub fn set_control(&mut self, control: Option<Arc<FlowControl>>) {
+        self.control = control;
     }
 
     /// Numbers this port's flows from `first` on (see `Limits::first_flow`).

@@ -212,6 +212,7 @@ impl Sweep<'_> {
             stop: self.stop.clone(),
             tick: Duration::from_millis(500),
             start_at: None,
+            control: None,
         };
         let before = self.sink.map(Sink::read).transpose()?;
         let report = sender.run(plan, &config, observer).map_err(|e| {

@@ -30,6 +30,30 @@ impl Pacing {
         self.cycle_frames as f64 * PS_PER_S / self.cycle_ps as f64
     }
 
+    /// The same schedule at `pps` frames per second: every time in it scaled, so sizes, bursts
+    /// and their spacing keep their shape (a flow's rate changed while it runs). None for a
+    /// rate that is not positive or too high to schedule (under 1 ps a cycle).
+    pub fn at_rate(&self, pps: f64) -> Option<Pacing> {
+        if !(pps.is_finite() && pps > 0.0) {
+            return None;
+        }
+        let scale = self.pps() / pps;
+        let cycle_ps = (self.cycle_ps as f64 * scale).round();
+        if !(1.0..=u64::MAX as f64 / 2.0).contains(&cycle_ps) {
+            return None;
+        }
+        Some(Pacing {
+            cycle_frames: self.cycle_frames,
+            cycle_ps: cycle_ps as u64,
+            offsets_ps: self
+                .offsets_ps
+                .iter()
+                .map(|&o| (o as f64 * scale).round() as u64)
+                .collect(),
+            burst: self.burst,
+        })
+    }
+
     /// Builds the schedule of one stream that is not part of a sequence.
     pub(crate) fn for_stream(
         spec: &StreamSpec,
@@ -197,6 +221,24 @@ mod tests {
         assert_eq!((p.cycle_frames, p.cycle_ps), (1, 10_000_000));
         assert_eq!(p.due_ps(3), 30_000_000);
         assert!((p.pps() - 1e5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_new_rate_scales_every_time_of_the_schedule() {
+        let p = Pacing {
+            cycle_frames: 2,
+            cycle_ps: 3_000,
+            offsets_ps: vec![0, 1_000],
+            burst: 1,
+        };
+        // 2 frames per 3 ns is 666.7 Mpps; at a third of it every time is three times longer.
+        let slower = p.at_rate(p.pps() / 3.0).unwrap();
+        assert_eq!(
+            (slower.cycle_ps, slower.offsets_ps),
+            (9_000, vec![0, 3_000])
+        );
+        assert!(p.at_rate(0.0).is_none() && p.at_rate(f64::NAN).is_none());
+        assert!(p.at_rate(1e15).is_none(), "under 1 ps a cycle");
     }
 
     #[test]

@@ -14,13 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use linerate_engine::{Observer, Report};
+use linerate_engine::{FlowControl, Observer, Report};
 use linerate_rx::FlowReport;
 use linerate_session::{
     End, FlowSent, Outcome, PortOptions, PortSession, RunFlows, RunOptions, RxTarget, SinkResult,
 };
-use linerate_stream::{HostSpec, Plan, StreamSpec};
+use linerate_stream::{HostSpec, Plan, Shape, StreamSpec};
 
+use crate::control::BedControl;
 use crate::counts::LiveCounts;
 use crate::error::{Result, TestBedError};
 use crate::{FlowAt, RunResult};
@@ -73,6 +74,16 @@ impl BedSpec {
             resolve_wait: Duration::from_secs(5),
             #[cfg(target_os = "linux")]
             controller: None,
+        }
+    }
+}
+
+/// Each stream's planned rate in a plan (frames per second; None: unpaced).
+fn planned_pps(plan: &Plan) -> Vec<Option<f64>> {
+    match &plan.shape {
+        Shape::Lanes(lanes) => lanes.iter().map(|l| Some(l.pacing.pps())).collect(),
+        Shape::Cycle { pacing, .. } | Shape::Streamed { pacing, .. } => {
+            vec![pacing.as_ref().map(linerate_stream::Pacing::pps)]
         }
     }
 }
@@ -150,6 +161,9 @@ pub struct TestBed {
     flows: Vec<FlowAt>,
     names: Vec<String>,
     end: End,
+    /// Whether compiled flows are steered while they run, and their control once compiled.
+    controlled: bool,
+    control: BedControl,
 }
 
 #[derive(Debug)]
@@ -205,7 +219,72 @@ impl TestBed {
             flows: Vec::new(),
             names: Vec::new(),
             end: End::default(),
+            controlled: false,
+            control: BedControl::default(),
         })
+    }
+
+    /// Steers the flows of the next compile while they run ([`TestBed::control`]): each port
+    /// then runs them as lanes of their own, never merged into one cycle (so live, which sends
+    /// only a merged cycle, gives way to the next backend of `auto`'s ladder).
+    pub fn set_controlled(&mut self, on: bool) {
+        self.controlled = on;
+    }
+
+    /// The control of the flows compiled last: hold, resume and re-rate them by index while
+    /// a run goes on (every flow refuses when the bed is not controlled).
+    pub fn control(&self) -> &BedControl {
+        &self.control
+    }
+
+    /// A control for each place's plan, set on its port, and each flow's lane in it.
+    fn make_control(&mut self) -> BedControl {
+        if !self.controlled {
+            return BedControl::none(
+                self.flows.len(),
+                "the flows of this test bed are not steered while they run",
+            );
+        }
+        let mut places: Vec<(usize, Arc<FlowControl>, u16)> = Vec::new();
+        let mut planned: Vec<(usize, Vec<Option<f64>>)> = Vec::new();
+        match &mut self.bed {
+            Bed::Port { port, plan } => {
+                if let Some(p) = plan {
+                    let c = Arc::new(FlowControl::new(p.streams.len()));
+                    port.set_control(Some(Arc::clone(&c)));
+                    places.push((0, c, p.first_flow));
+                    planned.push((0, planned_pps(p)));
+                }
+            }
+            #[cfg(target_os = "linux")]
+            Bed::Hosts(h) => {
+                places = h.set_control();
+                planned = places
+                    .iter()
+                    .map(|(place, _, _)| {
+                        (*place, h.plan(*place).map(planned_pps).unwrap_or_default())
+                    })
+                    .collect();
+            }
+            #[cfg(target_os = "linux")]
+            Bed::Agents(_) => {
+                return BedControl::none(
+                    self.flows.len(),
+                    "flows sent by agents are not steered while they run yet: start and stop them all",
+                );
+            }
+        }
+        let lanes = self.flows.iter().map(|f| {
+            places
+                .iter()
+                .find(|(place, _, _)| *place == f.tx)
+                .map(|(_, c, first)| (Arc::clone(c), usize::from(f.id - first)))
+        });
+        let rates = self.flows.iter().zip(lanes.clone()).map(|(f, lane)| {
+            let (_, pps) = planned.iter().find(|(place, _)| *place == f.tx)?;
+            pps.get(lane?.1).copied().flatten()
+        });
+        BedControl::new(lanes.collect(), rates.collect())
     }
 
     /// Resolves every host's gateways but those given, whether or not a stream goes through
@@ -264,6 +343,7 @@ impl TestBed {
         };
         self.names = streams.iter().map(|s| s.name.clone()).collect();
         self.end = end;
+        self.control = self.make_control();
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use linerate_engine::FlowControl;
 use linerate_session::{HostSession, PortRun, PortSession, RunOptions, RunReceiver};
 use linerate_stream::{Plan, StreamSpec};
 
@@ -159,6 +160,18 @@ impl LocalHosts {
             sink: None,
             mode,
         })
+    }
+
+    /// A control for each sending port's plan, set on the port: (place, control, first flow id).
+    pub(crate) fn set_control(&mut self) -> Vec<(usize, Arc<FlowControl>, u16)> {
+        let mut made = Vec::with_capacity(self.runs.len());
+        for (r, plan) in self.runs.iter().zip(&self.plans) {
+            let c = Arc::new(FlowControl::new(plan.streams.len()));
+            let port = self.session.session.port_mut(r.port);
+            port.set_control(Some(Arc::clone(&c)));
+            made.push((r.port, c, plan.first_flow));
+        }
+        made
     }
 
     pub(crate) fn plan(&self, place: usize) -> Option<&Plan> {

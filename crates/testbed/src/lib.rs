@@ -11,6 +11,7 @@ mod agents;
 mod bed;
 #[cfg(target_os = "linux")]
 mod capture;
+mod control;
 mod counts;
 mod error;
 #[cfg(target_os = "linux")]
@@ -25,11 +26,13 @@ pub use agents::agent_of;
 pub use bed::{BedRun, BedSpec, FlowRun, Go, PlaceRun, Places, TestBed};
 #[cfg(target_os = "linux")]
 pub use capture::{Kept, PortCapture};
+pub use control::BedControl;
 pub use counts::{Counts, LiveCounts};
 pub use error::{LoadBound, Result, TestBedError};
 #[cfg(target_os = "linux")]
 pub use linerate_agent::{AgentsView, Controller, GivenMac};
 pub use linerate_agent::{FlowAt, FlowSetup, RunResult};
+pub use linerate_engine::FlowState;
 #[cfg(target_os = "linux")]
 pub use share::{share, stamp_clock, status};
 pub use thread::{BedThread, Progress};

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use linerate_engine::{Observer, Snapshot};
 
 use crate::bed::{Go, TestBed};
+use crate::control::BedControl;
 use crate::counts::LiveCounts;
 use crate::error::{Result, TestBedError};
 use crate::{FlowAt, RunResult};
@@ -108,6 +109,7 @@ pub struct BedThread {
     counts: LiveCounts,
     places: Vec<String>,
     flows: Vec<FlowAt>,
+    control: BedControl,
 }
 
 impl Drop for BedThread {
@@ -126,7 +128,7 @@ impl BedThread {
         setup: impl FnOnce() -> Result<TestBed> + Send + 'static,
         drain: Duration,
     ) -> Result<BedThread> {
-        type Ready = Result<(LiveCounts, Vec<String>, Vec<FlowAt>)>;
+        type Ready = Result<(LiveCounts, Vec<String>, Vec<FlowAt>, BedControl)>;
         let (ready_tx, ready_rx) = mpsc::channel::<Ready>();
         let (cmd_tx, cmd_rx) = mpsc::channel::<Start>();
         let thread = std::thread::Builder::new()
@@ -134,7 +136,12 @@ impl BedThread {
             .spawn(move || {
                 let mut bed = match setup() {
                     Ok(bed) => {
-                        let ready = (bed.counts(), bed.places().to_vec(), bed.flows().to_vec());
+                        let ready = (
+                            bed.counts(),
+                            bed.places().to_vec(),
+                            bed.flows().to_vec(),
+                            bed.control().clone(),
+                        );
                         let _ = ready_tx.send(Ok(ready));
                         bed
                     }
@@ -168,12 +175,14 @@ impl BedThread {
             counts: LiveCounts::default(),
             places: Vec::new(),
             flows: Vec::new(),
+            control: BedControl::default(),
         };
         match ready_rx.recv() {
-            Ok(Ok((counts, places, flows))) => {
+            Ok(Ok((counts, places, flows, control))) => {
                 handle.counts = counts;
                 handle.places = places;
                 handle.flows = flows;
+                handle.control = control;
                 Ok(handle)
             }
             Ok(Err(e)) => Err(e),
@@ -221,6 +230,11 @@ impl BedThread {
 
     pub fn flows(&self) -> &[FlowAt] {
         &self.flows
+    }
+
+    /// The control of the bed's flows (see [`TestBed::set_controlled`]).
+    pub fn control(&self) -> &BedControl {
+        &self.control
     }
 }
 

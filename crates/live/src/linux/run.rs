@@ -70,6 +70,14 @@ fn transmit(
             state,
         });
     }
+    if config.control.is_some() {
+        return Err(LiveError::Unsupported {
+            why: "its flows are steered while they run (paused, resumed, given a new rate), which \
+                  the engine's own loops do and the in-kernel cycle cannot: use --backend afxdp \
+                  or afpacket"
+                .into(),
+        });
+    }
     let workers = config.workers.len();
     // A streamed capture: each worker's frames go through a ring of entries refilled before
     // each call (crate::ring); otherwise the one cycle, laid into the map once.
@@ -286,6 +294,7 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             tick: Duration::from_millis(100),
             start_at: None,
+            control: None,
         };
         let panicked = OnceLock::new();
         let fault = |worker: usize, sent: u64| {

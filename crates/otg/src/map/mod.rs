@@ -300,6 +300,30 @@ pub fn parse_config(body: &[u8]) -> Result<Config, Refusals> {
     parse_json(body)
 }
 
+/// A config's body with the `rate` of each flow named replaced (update_config's changes, for
+/// get_config to answer with); the rest as given.
+pub fn with_rates<'a>(
+    body: &[u8],
+    rates: impl IntoIterator<Item = (&'a str, &'a Option<FlowRate>)>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut config: Value = serde_json::from_slice(body)?;
+    let rates: Vec<_> = rates.into_iter().collect();
+    if let Some(flows) = config.get_mut("flows").and_then(Value::as_array_mut) {
+        for flow in flows {
+            let name = flow.get("name").and_then(Value::as_str).map(str::to_owned);
+            if let Some((_, rate)) = rates.iter().find(|(n, _)| Some(*n) == name.as_deref())
+                && let Some(f) = flow.as_object_mut()
+            {
+                match rate {
+                    Some(r) => f.insert("rate".into(), serde_json::to_value(r)?),
+                    None => f.remove("rate"),
+                };
+            }
+        }
+    }
+    serde_json::to_vec(&config)
+}
+
 /// Any request model from JSON, a type error naming its path.
 pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refusals> {
     let de = &mut serde_json::Deserializer::from_slice(body);
@@ -324,6 +348,20 @@ pub fn map_config(config: &Config) -> Result<Mapped, Refusals> {
         Ok(mapped)
     } else {
         Err(Refusals(cx.refusals))
+    }
+}
+
+/// A flow's `rate` node (at `path`) as a typed rate, or its first refusal as one line.
+pub(crate) fn rate_of(
+    path: &str,
+    rate: Option<&FlowRate>,
+) -> Result<linerate_stream::Rate, String> {
+    let mut cx = Cx::default();
+    let mut spec = StreamSpec::default();
+    cx.rate(path, rate, &mut spec);
+    match cx.refusals.into_iter().next() {
+        Some(r) => Err(r.to_string()),
+        None => Ok(spec.rate),
     }
 }
 

@@ -107,6 +107,54 @@ fn snappi_drives_linerate_serve_on_a_lab() {
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
+/// serve's dashboard (`/ui`) in the distribution's headless Chromium: the page loads with the
+/// token, its table and charts follow two running flows, its stop button stops one of them and
+/// only it (tests/otg/ui_dashboard.py asserts it through snappi's metrics too). The screenshot
+/// is kept as `target/ui-dashboard.png`.
+#[test]
+fn the_dashboard_shows_running_flows_and_its_button_stops_one_in_a_real_browser() {
+    if !root_or_skip("serve's dashboard on a lab") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    if !Path::new("/usr/bin/chromedriver").exists() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no chromium-driver: scripts/setup.sh installs it"
+        );
+        eprintln!("SKIPPED: no /usr/bin/chromedriver (run scripts/setup.sh)");
+        return;
+    }
+    let lab = common::lab("otgui", 1);
+    let token = "dashboard-token-0123456789abcdef";
+    let (server, url) = serve(&["--token", token]);
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-dashboard.png");
+    let _ = std::fs::remove_file(&shot);
+    let status = Command::new(&python)
+        .arg("tests/otg/ui_dashboard.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TOKEN", token)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("UI_SHOT", &shot)
+        .status()
+        .expect("run the dashboard check");
+    assert!(
+        status.success(),
+        "the dashboard check failed (output above)"
+    );
+    let png = std::fs::read(&shot).expect("the screenshot was kept");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{} bytes",
+        png.len()
+    );
+    drop(server);
+}
+
 /// Two OTG devices on a router lab's two ends (issue 23): the router is never configured by
 /// the test, the devices resolve its MACs by ARP (get_states shows them), and a flow each way
 /// by device endpoints arrives whole (tests/otg/devices_router.py asserts it).

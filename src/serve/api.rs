@@ -14,6 +14,7 @@ use super::config::{get_config, set_config};
 use super::control::{get_version, set_control_state, update_config};
 use super::hosts::get_states;
 use super::metrics::{get_metrics, get_prometheus};
+use super::ui::get_ui;
 use axum::response::IntoResponse;
 
 use super::state::{App, BODY_WAIT, Fail};
@@ -29,7 +30,8 @@ pub(super) fn router(app: Arc<App>) -> Router {
         .route("/monitor/capture", post(get_capture))
         .route("/monitor/states", post(get_states))
         .route("/capabilities/version", get(get_version))
-        .route("/metrics", get(get_prometheus));
+        .route("/metrics", get(get_prometheus))
+        .route("/ui", get(get_ui));
     let router = router.route(
         "/linerate/controller/v1/agents",
         get(|State(app): State<Arc<App>>| async move {
@@ -134,6 +136,11 @@ fn is_transport(e: &axum::Error) -> bool {
 /// time so the answer's timing tells nothing about the token.
 pub(super) async fn auth(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
     use subtle::ConstantTimeEq;
+    // The dashboard's page holds no data (its calls carry the token): served to anyone, it
+    // lets no connection in.
+    if req.method() == axum::http::Method::GET && req.uri().path() == "/ui" {
+        return next.run(req).await;
+    }
     if let Some(token) = &app.args.token {
         let given = req
             .headers()

@@ -25,6 +25,7 @@ mod hosts;
 mod metrics;
 mod routing;
 mod state;
+mod ui;
 
 use state::App;
 

@@ -1,6 +1,8 @@
 //! The `linerate` command: parses what the user asked for, hands it to the library crates, and
 //! turns their typed errors into one clear line and an exit code (2 for usage errors).
 
+#[cfg(target_os = "linux")]
+mod console;
 mod generate;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
@@ -54,6 +56,12 @@ fn main() -> ExitCode {
         #[cfg(not(target_os = "linux"))]
         Command::Agent(_) => Err(usage(
             "linerate agent runs on Linux for now (its ports' receive side is Linux's XDP)",
+        )),
+        #[cfg(target_os = "linux")]
+        Command::Console(args) => console::run(&args),
+        #[cfg(not(target_os = "linux"))]
+        Command::Console(_) => Err(usage(
+            "linerate console runs on Linux for now (its OTG client's TLS is built there)",
         )),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),

@@ -155,6 +155,35 @@ fn the_dashboard_shows_running_flows_and_its_button_stops_one_in_a_real_browser(
     drop(server);
 }
 
+/// `linerate console` in tmux at 80×24 against a serve on a lab: the table shows every flow,
+/// the start-all key starts them, Down and p pause the second (its count stands still at the
+/// receiver, read through snappi), r resumes it, q quits; `--no-tui` prints the table as text
+/// (tests/otg/console_tmux.py asserts it).
+#[test]
+fn the_console_in_tmux_shows_every_flow_and_a_key_pauses_the_selected_one() {
+    if !root_or_skip("the console on a lab") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("otgcon", 1);
+    let token = "console-token-0123456789abcdef";
+    let (server, url) = serve(&["--token", token]);
+    let status = Command::new(&python)
+        .arg("tests/otg/console_tmux.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("LINERATE_BIN", env!("CARGO_BIN_EXE_linerate"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TOKEN", token)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .status()
+        .expect("run the console check");
+    assert!(status.success(), "the console check failed (output above)");
+    drop(server);
+}
+
 /// Two OTG devices on a router lab's two ends (issue 23): the router is never configured by
 /// the test, the devices resolve its MACs by ARP (get_states shows them), and a flow each way
 /// by device endpoints arrives whole (tests/otg/devices_router.py asserts it).

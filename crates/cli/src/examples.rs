@@ -71,6 +71,12 @@ Examples:
   linerate agent --listen 0.0.0.0:8443 --token-file /etc/linerate/token
   linerate agent --listen 192.0.2.10:8443 --token-file token --clock tai --lease 5s";
 
+pub const CONSOLE: &str = "\
+Examples:
+  linerate console                                # serve on https://127.0.0.1:8443
+  linerate console --location https://10.0.0.5:8443 --token-file token
+  linerate console --no-tui --interval 5s >> flows.log";
+
 pub const COMPLETIONS: &str = "\
 Examples:
   linerate completions bash > /etc/bash_completion.d/linerate

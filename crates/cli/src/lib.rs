@@ -87,6 +87,10 @@ pub enum Command {
     /// several machines (Linux).
     #[command(after_help = examples::AGENT)]
     Agent(Box<AgentArgs>),
+    /// A live table of an OTG server's flows and ports (`linerate serve`, or any other), with
+    /// keys to start, stop, pause, resume and re-rate the selected flow (Linux).
+    #[command(after_help = examples::CONSOLE)]
+    Console(ConsoleArgs),
     /// Print a shell completion script.
     #[command(after_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
@@ -191,6 +195,30 @@ pub struct AgentArgs {
     /// (hosts that PTP keeps together).
     #[arg(long, value_enum, default_value = "realtime", help_heading = AGENTS)]
     pub clock: AgentClock,
+}
+
+/// `linerate console`: where the OTG server is and how often to read it.
+#[derive(Debug, Args)]
+pub struct ConsoleArgs {
+    /// The OTG server, as snappi's location.
+    #[arg(long, default_value = "https://127.0.0.1:8443", value_name = "URL")]
+    pub location: String,
+    /// The server's bearer token.
+    #[arg(long, value_name = "T", conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// The bearer token, read from the first line of FILE (kept out of the process list).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// CA certificate(s) (PEM) the server's certificate must chain to (default: any is taken,
+    /// as snappi's verify=False; the token still guards the server).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Between two readings of the metrics.
+    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    pub interval: std::time::Duration,
+    /// Print the table as text once an interval (for logs), with no keys.
+    #[arg(long)]
+    pub no_tui: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -19,10 +19,11 @@ if [[ $(uname -s) == Linux ]]; then
     # namespace); its packaged service is never started (policy-rc.d below), nothing listens
     # outside a lab namespace. bird2: the BGP DUT of `lab up --dut bgp` (another implementation
     # than the devices', as a device under test is). chromium and its chromedriver: the real
-    # browser serve's dashboard (/ui) is checked in, headless.
+    # browser serve's dashboard (/ui) is checked in, headless; tmux: the terminal `linerate
+    # console` is checked in.
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
               linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
-              frr bird2 lldpd chromium chromium-driver)
+              frr bird2 lldpd chromium chromium-driver tmux)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

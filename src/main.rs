@@ -18,6 +18,7 @@ mod rx;
 #[cfg(target_os = "linux")]
 mod serve;
 mod signal;
+mod stats;
 mod sweep;
 mod tx;
 mod usage;

@@ -53,14 +53,34 @@ pub fn run(args: &TxArgs) -> Result<()> {
         Some(port) => LiveStatus::new(port.link_mbps(), args.send.quiet).with_rx(port.rx_handle()),
         None => LiveStatus::new(None, true),
     };
+    let names: Vec<String> = streams.iter().map(|s| s.name.clone()).collect();
+    let stats = args
+        .stats
+        .as_deref()
+        .map(|path| {
+            crate::stats::Stats::create(
+                path,
+                &live,
+                bed.counts(),
+                &names,
+                bed.flows(),
+                bed.places(),
+            )
+        })
+        .transpose()?;
     let go = Go {
         stop: &stop,
-        observer: &live,
+        observer: stats
+            .as_ref()
+            .map_or(&live as &dyn linerate_engine::Observer, |s| s),
         drain: args.send.drain,
         start_at: None,
         cleared: false,
     };
     let ran = bed.run(go);
+    if let Some(stats) = &stats {
+        stats.finish(ran.as_ref().ok())?;
+    }
     match bed.port() {
         Some(port) => print_port(args, &bed, port, ran),
         None => print_hosts(args, &bed, &ran.context("transmit on the hosts' ports")?),

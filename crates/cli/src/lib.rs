@@ -569,6 +569,11 @@ pub struct TxArgs {
     pub rx: Option<String>,
     #[command(flatten)]
     pub hosts: HostsArgs,
+    /// Write the run's time series to FILE: a line a second per flow (what its receiver
+    /// counted, its rate, loss, latency p50/p99) and per sending port, then each flow's exact
+    /// totals; JSON lines, or CSV when FILE ends in .csv.
+    #[arg(long, value_name = "FILE", help_heading = RECEIVE)]
+    pub stats: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,63 +1,205 @@
-//! `linerate console`: the OTG client's options from the flags, then the TUI or the text loop.
+//! `linerate console`: the OTG client's options from the flags (or a `linerate serve` of its own
+//! on loopback, for `--config`), then the TUI or the text loop.
 
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use linerate_cli::ConsoleArgs;
+use linerate_console::ConsoleError;
 use linerate_console::client::{ClientOptions, OtgClient};
 use linerate_console::tui::{self, Options};
 
 use crate::usage::usage;
 
 pub fn run(args: &ConsoleArgs) -> Result<()> {
-    let token = match (&args.token, &args.token_file) {
-        (_, Some(file)) => Some(crate::options::read_token(file, "--token-file")?),
-        (t, None) => t.clone(),
+    if args.interval < Duration::from_millis(100) {
+        return Err(usage("--interval: at least 100ms"));
+    }
+    // Kept until the console quits: dropped, it stops the server and what it set up.
+    let local = args.config.as_deref().map(LocalServe::start).transpose()?;
+    let (location, token) = match &local {
+        Some(l) => (l.url.clone(), Some(l.token.clone())),
+        None => (args.location.clone(), token(args)?),
     };
+    if !(location.starts_with("https://") || location.starts_with("http://")) {
+        return Err(usage(format!(
+            "--location {location}: give the server's URL, e.g. https://127.0.0.1:8443"
+        )));
+    }
     let ca = args
         .ca
         .as_ref()
         .map(|f| std::fs::read(f).map_err(|e| usage(format!("--ca {}: {e}", f.display()))))
         .transpose()?;
-    if !(args.location.starts_with("https://") || args.location.starts_with("http://")) {
-        return Err(usage(format!(
-            "--location {}: give the server's URL, e.g. https://127.0.0.1:8443",
-            args.location
-        )));
-    }
-    if args.interval < Duration::from_millis(100) {
-        return Err(usage("--interval: at least 100ms"));
-    }
     let client = OtgClient::new(&ClientOptions {
-        location: args.location.clone(),
+        location: location.clone(),
         token,
         ca,
         timeout: Duration::from_secs(10),
     })
     .map_err(|e| usage(e.to_string()))?;
+    if let (Some(l), Some(file)) = (&local, &args.config) {
+        l.set_config(&client, file)?;
+    }
     let stop = crate::signal::stop_flag()?;
     let stopped = || stop.load(Ordering::Relaxed);
     let options = Options {
         interval: args.interval,
-        location: args.location.clone(),
+        location: match &args.config {
+            Some(f) => format!("{} (serve of its own)", f.display()),
+            None => location.clone(),
+        },
     };
     if args.no_tui {
         let mut out = std::io::stdout().lock();
-        tui::print(&client, &options, &mut out, &stopped).context("print the table")
-    } else {
-        // A first reading before the screen is taken: a server that cannot be reached is one
-        // line on a terminal left as it was.
-        if let Err(e) = client.flows() {
-            return Err(match e {
-                linerate_console::ConsoleError::Transport(why) => anyhow::anyhow!(
-                    "no OTG server answers at {} ({why}): start `linerate serve` there, or give \
-                     its --location",
-                    args.location
-                ),
-                other => anyhow::Error::new(other).context(args.location.clone()),
-            });
-        }
-        tui::run(&client, &options, &stopped).context("the console")
+        return tui::print(&client, &options, &mut out, &stopped).context("print the table");
     }
+    // A first reading before the screen is taken: a server that cannot be reached is one line
+    // on a terminal left as it was.
+    if let Err(e) = client.flows() {
+        return Err(match e {
+            ConsoleError::Transport(why) => anyhow!(
+                "no OTG server answers at {location} ({why}): start `linerate serve` there, or \
+                 give its --location"
+            ),
+            other => anyhow::Error::new(other).context(location),
+        });
+    }
+    tui::run(&client, &options, &stopped).context("the console")
+}
+
+fn token(args: &ConsoleArgs) -> Result<Option<String>> {
+    Ok(match (&args.token, &args.token_file) {
+        (_, Some(file)) => Some(crate::options::read_token(file, "--token-file")?),
+        (t, None) => t.clone(),
+    })
+}
+
+/// A `linerate serve` of the console's own, on a loopback port the kernel picks, with a token
+/// only the two know; stopped (SIGTERM: traffic stopped, programs detached, the lab's sink given
+/// back) when dropped.
+struct LocalServe {
+    child: Child,
+    url: String,
+    token: String,
+    /// What it said on stderr, for the error of a config it refused or an early exit.
+    said: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl LocalServe {
+    fn start(config: &Path) -> Result<LocalServe> {
+        // Read and parsed first: a missing or malformed file starts nothing.
+        let text = std::fs::read(config)
+            .map_err(|e| usage(format!("--config {}: {e}", config.display())))?;
+        serde_json::from_slice::<serde_json::Value>(&text).map_err(|e| {
+            usage(format!(
+                "--config {}: not OTG JSON ({e}): give a config as snappi's serialize() writes it",
+                config.display()
+            ))
+        })?;
+        let token = random_token()?;
+        let dir = private_dir()?;
+        let token_file = dir.join("token");
+        std::fs::write(&token_file, &token).context("write the local server's token")?;
+        let exe = std::env::current_exe().context("find linerate's own binary")?;
+        let mut child = Command::new(exe)
+            .args(["serve", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&token_file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("start linerate serve")?;
+        let stderr = child.stderr.take().context("the server's stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines.next().transpose().ok().flatten().unwrap_or_default();
+        // It has read the token: the file goes.
+        let _ = std::fs::remove_dir_all(&dir);
+        let said = std::sync::Arc::new(std::sync::Mutex::new(vec![first.clone()]));
+        let keep = std::sync::Arc::clone(&said);
+        std::thread::spawn(move || {
+            for line in lines.map_while(std::result::Result::ok) {
+                let mut kept = keep.lock().unwrap_or_else(|p| p.into_inner());
+                kept.push(line);
+                let over = kept.len().saturating_sub(20);
+                kept.drain(..over);
+            }
+        });
+        let url = first.split_whitespace().find(|w| w.starts_with("http"));
+        let Some(url) = url.map(str::to_owned) else {
+            let mut serve = LocalServe {
+                child,
+                url: String::new(),
+                token,
+                said,
+            };
+            serve.stop();
+            return Err(anyhow!("linerate serve did not start: {first}"));
+        };
+        Ok(LocalServe {
+            child,
+            url,
+            token,
+            said,
+        })
+    }
+
+    /// set_config of the file; a refusal in the server's words.
+    fn set_config(&self, client: &OtgClient, file: &Path) -> Result<()> {
+        let text = std::fs::read(file)?;
+        let config: serde_json::Value = serde_json::from_slice(&text)?;
+        client.set_config(&config).map_err(|e| match e {
+            ConsoleError::Refused { errors, .. } => {
+                usage(format!("--config {}: refused: {errors}", file.display()))
+            }
+            other => anyhow!("--config {}: {other}", file.display()),
+        })
+    }
+
+    /// SIGTERM, then waits for it to clean up (10 s at most, then SIGKILL).
+    fn stop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let said = self.said.lock().map(|s| s.join("\n")).unwrap_or_default();
+        eprintln!("linerate console: the local server did not stop in 10 s; killed it\n{said}");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for LocalServe {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// 32 hex digits from the kernel's random source.
+fn random_token() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("read /dev/urandom for the local server's token")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A directory only this user may enter, for the token file.
+fn private_dir() -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!("linerate-console-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("create {}", dir.display()))?;
+    Ok(dir)
 }

@@ -182,6 +182,8 @@ fn the_console_in_tmux_shows_every_flow_and_a_key_pauses_the_selected_one() {
         .expect("run the console check");
     assert!(status.success(), "the console check failed (output above)");
     drop(server);
+    // The console's own server gave the lab's receive end back as it stopped.
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
 /// Two OTG devices on a router lab's two ends (issue 23): the router is never configured by

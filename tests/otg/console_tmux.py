@@ -1,6 +1,7 @@
 """`linerate console` in a real terminal (tmux, 80×24): the table shows every flow, a key pauses
 the selected flow and the receiver's count for it stops growing (read through snappi), another
-resumes it, q quits; `--no-tui` prints the same table as text.
+resumes it, q quits; `--no-tui` prints the same table as text; `--config` opens a test bed of its
+own (a serve it starts on loopback), whose flows a key starts, and which it stops as it quits.
 
     LINERATE_BIN=target/debug/linerate OTG_LOCATION=https://127.0.0.1:PORT OTG_TOKEN=T \\
         OTG_TX=... OTG_RX=... .venv/bin/python tests/otg/console_tmux.py
@@ -113,6 +114,38 @@ def main():
     api.set_control_state(cs)
     final = wait_for("the run to end", lambda: (lambda m: m if all(x.transmit == "stopped" and x.frames_rx == x.frames_tx for x in m.values()) else None)(metrics()))
     assert all(x.frames_tx > 0 for x in final.values())
+
+    # --config: a test bed of the console's own. The outer server lets the ports go first.
+    api.set_config(api.config())
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"console-{os.getpid()}.json")
+    with open(path, "w") as f:
+        f.write(c.serialize())
+    session = f"linerate-console-local-{os.getpid()}"
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24",
+         f"{binary} console --config {path} --interval 500ms; sleep 30")
+    try:
+        def rows():
+            out = {}
+            for line in tmux("capture-pane", "-p", "-t", session).splitlines():
+                words = line.replace(">", " ").split()
+                if words and words[0] in names:
+                    out[words[0]] = words
+            return out
+
+        wait_for("its table", lambda: len(rows()) == 3)
+        tmux("send-keys", "-t", session, "a")
+        wait_for("every flow arriving in its table",
+                 lambda: (lambda r: r if len(r) == 3 and all(w[1] == "started" and float(w[3]) > 500 for w in r.values()) else None)(rows()))
+        local = subprocess.run(["pgrep", "-f", "serve --listen 127.0.0.1:0 --token-file"],
+                               capture_output=True, text=True).stdout.split()
+        assert len(local) == 1, local
+        tmux("send-keys", "-t", session, "q")
+        # Its server stopped with it (the session lives on in `sleep`, the console does not).
+        wait_for("its server to stop", lambda: subprocess.run(
+            ["pgrep", "-f", "serve --listen 127.0.0.1:0 --token-file"], capture_output=True).returncode != 0)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        os.remove(path)
     print("console: ok")
 
 

@@ -75,7 +75,8 @@ pub const CONSOLE: &str = "\
 Examples:
   linerate console                                # serve on https://127.0.0.1:8443
   linerate console --location https://10.0.0.5:8443 --token-file token
-  linerate console --no-tui --interval 5s >> flows.log";
+  linerate console --no-tui --interval 5s >> flows.log
+  linerate console --config otg.json              # a test bed of its own: serve started and stopped";
 
 pub const COMPLETIONS: &str = "\
 Examples:

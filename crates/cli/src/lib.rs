@@ -203,6 +203,10 @@ pub struct ConsoleArgs {
     /// The OTG server, as snappi's location.
     #[arg(long, default_value = "https://127.0.0.1:8443", value_name = "URL")]
     pub location: String,
+    /// Open a test bed of this machine instead: an OTG config (JSON) set on a `linerate serve`
+    /// the console starts on loopback for itself and stops when it quits.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["location", "token", "token_file", "ca"])]
+    pub config: Option<PathBuf>,
     /// The server's bearer token.
     #[arg(long, value_name = "T", conflicts_with = "token_file")]
     pub token: Option<String>,

@@ -84,6 +84,12 @@ impl OtgClient {
         })
     }
 
+    /// set_config: the whole config, as OTG JSON.
+    pub fn set_config(&self, config: &Value) -> Result<(), ConsoleError> {
+        let _: Value = self.call("POST", "/config", Some(config))?;
+        Ok(())
+    }
+
     /// Every flow's metrics.
     pub fn flows(&self) -> Result<Vec<FlowReading>, ConsoleError> {
         #[derive(Deserialize)]

@@ -31,6 +31,45 @@ pub(super) fn routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
         .route(proto::NEIGHBOURS, get(neighbours))
         .route(proto::CAPTURE, post(capture))
         .route(proto::CAPTURE_FILE, post(capture_file))
+        .route(proto::FLOWS, post(steer))
+}
+
+/// Steers flows of the setup while they run, by id (the controller's flow_transmit subsets,
+/// pause, resume and update_config).
+async fn steer(State(app): State<Arc<App>>, body_: Bytes) -> Result<Response, Fail> {
+    use linerate_testbed::{FlowChange, FlowState, RateAsk};
+    heard(&app);
+    let steer: proto::Steer = body(&body_)?;
+    let mut changes = Vec::with_capacity(steer.changes.len());
+    for c in steer.changes {
+        let state = match c.state.as_deref() {
+            None => None,
+            Some("running") => Some(FlowState::Running),
+            Some("paused") => Some(FlowState::Paused),
+            Some("stopped") => Some(FlowState::Stopped),
+            Some(other) => return Err(Fail::bad(format!("flow {}: state {other:?}", c.id))),
+        };
+        let rate = match c.rate {
+            None | Some(proto::SteerRate::Planned) => None,
+            Some(proto::SteerRate::Pps(p)) => Some(RateAsk::Pps(p)),
+            Some(proto::SteerRate::TimesPlanned(x)) => Some(RateAsk::TimesPlanned(x)),
+        };
+        changes.push(FlowChange {
+            id: c.id,
+            state,
+            rate,
+        });
+    }
+    let inner = app.lock();
+    let bed = inner
+        .bed
+        .as_ref()
+        .ok_or_else(|| Fail::conflict("nothing is set up here"))?;
+    let ids: Vec<u16> = bed.flows().iter().map(|f| f.id).collect();
+    bed.control()
+        .apply_by_id(&ids, &changes)
+        .map_err(|e| Fail::bad(e.to_string()))?;
+    Ok(json(&serde_json::json!({})))
 }
 
 /// The lease, renewed: every call of the controller's counts as hearing from it.

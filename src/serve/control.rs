@@ -7,7 +7,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Response;
 use linerate_otg as otg;
-use linerate_testbed::FlowState;
+use linerate_testbed::{BedControl, FlowState, RateAsk};
 use otg::requests::{Control, Transmit};
 
 use super::capture::capture_state;
@@ -48,7 +48,10 @@ async fn transmit(
 ) -> Result<Response, Fail> {
     let running = app.lock().run.progress.running();
     match action {
-        Transmit::Start if !running => start_transmit(app, flows, all),
+        Transmit::Start if !running => {
+            starting(app, flows.to_vec(), all).await?;
+            start_transmit(app)
+        }
         Transmit::Stop if all || !running => {
             stop_transmit(app).await?;
             Ok(warnings())
@@ -62,7 +65,7 @@ async fn transmit(
                 Transmit::Pause => FlowState::Paused,
                 Transmit::Stop => FlowState::Stopped,
             };
-            let (said, ended) = steer(app, mapped, action, flows, state)?;
+            let (said, ended) = steer(app, mapped, action, flows, state).await?;
             if ended {
                 stop_transmit(app).await?;
             }
@@ -71,24 +74,30 @@ async fn transmit(
     }
 }
 
+/// The control of the config's flows, taken out of the state (its calls to agents wait on
+/// them, off the lock).
+fn control_of(app: &App) -> Result<BedControl, Fail> {
+    let inner = app.lock();
+    let bed = inner
+        .bed
+        .as_ref()
+        .ok_or_else(|| Fail::internal(&"the transmit port is gone: set_config again"))?;
+    Ok(bed.control().clone())
+}
+
 /// Sets the flows at `flows` to `state` in the running test bed (pause only those that run,
 /// resume only those paused, each other named in a warning); whether every flow is stopped now,
 /// which ends the run.
-fn steer(
+async fn steer(
     app: &App,
     mapped: &otg::Mapped,
     action: Transmit,
     flows: &[usize],
     state: FlowState,
 ) -> Result<(Vec<String>, bool), Fail> {
-    let inner = app.lock();
-    let bed = inner
-        .bed
-        .as_ref()
-        .ok_or_else(|| Fail::internal(&"the transmit port is gone: set_config again"))?;
-    let control = bed.control();
+    let control = control_of(app)?;
     control.check().map_err(|e| {
-        if inner.run.progress.running() && action == Transmit::Start {
+        if action == Transmit::Start {
             Fail::conflict(format!("traffic is already being transmitted, and {e}"))
         } else {
             Fail::bad(e.to_string())
@@ -108,34 +117,45 @@ fn steer(
             _ => take.push(f),
         }
     }
-    control
-        .set(&take, state)
-        .map_err(|e| Fail::bad(e.to_string()))?;
-    Ok((said, !control.any_live()))
+    blocking(move || {
+        control
+            .set(&take, state)
+            .map_err(|e| Fail::bad(e.to_string()))?;
+        Ok((said, !control.any_live()))
+    })
+    .await?
 }
 
-/// Starts the flows at `flows` (the others stopped, unless `all`): the test bed clears the
-/// receivers' counts as the run begins, so they are this run's. Answers with each agent's clock
-/// offset, as last measured.
-fn start_transmit(app: &App, flows: &[usize], all: bool) -> Result<Response, Fail> {
+/// Before a run: the flows at `flows` running, the others stopped (unless `all`); rates given
+/// by update_config stay, they are the config's now. A bed whose flows are not steered starts
+/// every flow or none.
+async fn starting(app: &App, flows: Vec<usize>, all: bool) -> Result<(), Fail> {
+    let control = control_of(app)?;
+    match control.check() {
+        Ok(()) => {
+            blocking(move || {
+                let others: Vec<usize> =
+                    (0..control.len()).filter(|f| !flows.contains(f)).collect();
+                control
+                    .set(&flows, FlowState::Running)
+                    .and_then(|()| control.set(&others, FlowState::Stopped))
+                    .map_err(|e| Fail::internal(&e))
+            })
+            .await?
+        }
+        Err(_) if all => Ok(()),
+        Err(e) => Err(Fail::bad(format!(
+            "traffic.flow_transmit.flow_names: {e}: start every flow (name them all, or none)"
+        ))),
+    }
+}
+
+/// Starts the run: the test bed clears the receivers' counts as it begins, so they are this
+/// run's. Answers with each agent's clock offset, as last measured.
+fn start_transmit(app: &App) -> Result<Response, Fail> {
     let mut inner = app.lock();
     if inner.run.progress.running() {
         return Err(Fail::conflict("traffic is already being transmitted"));
-    }
-    if let Some(bed) = &inner.bed {
-        let control = bed.control();
-        if control.check().is_ok() {
-            // Rates given by update_config stay: they are the config's now.
-            let others: Vec<usize> = (0..control.len()).filter(|f| !flows.contains(f)).collect();
-            control
-                .set(flows, FlowState::Running)
-                .and_then(|()| control.set(&others, FlowState::Stopped))
-                .map_err(|e| Fail::internal(&e))?;
-        } else if let (false, Err(e)) = (all, control.check()) {
-            return Err(Fail::bad(format!(
-                "traffic.flow_transmit.flow_names: {e}: start every flow (name them all, or none)"
-            )));
-        }
     }
     inner.run = RunState::default();
     let progress = Arc::clone(&inner.run.progress);
@@ -176,12 +196,8 @@ pub(super) async fn update_config(
     let update: otg::ConfigUpdate = otg::parse_json(&body)?;
     let mapped = app.mapped()?;
     let updates = otg::requests::update(&update, &mapped).map_err(Fail::bad)?;
-    let mut inner = app.lock();
-    let bed = inner
-        .bed
-        .as_ref()
-        .ok_or_else(|| Fail::bad("the config has no flows to update"))?;
-    let control = bed.control().clone();
+    let control =
+        control_of(app.as_ref()).map_err(|_| Fail::bad("the config has no flows to update"))?;
     control
         .check()
         .map_err(|e| Fail::bad(format!("update_config: {e}")))?;
@@ -192,18 +208,40 @@ pub(super) async fn update_config(
     {
         let name = &mapped.flows[u.flow].name;
         let old = mapped.streams[u.flow].rate;
-        let pps = control
-            .planned(u.flow)
-            .ok_or_else(|| "the flow is sent unpaced, at the port's max rate".to_owned())
-            .and_then(|planned| otg::requests::frame_rate(old, u.rate, planned))
-            .map_err(|why| Fail::bad(format!("flow '{name}': {why}")))?;
-        rates.push((u.flow, pps, given.rate.clone()));
+        let ask = match control.planned(u.flow) {
+            Some(planned) => otg::requests::frame_rate(old, u.rate, planned).map(RateAsk::Pps),
+            // An agent plans the flow: a frame rate, or one in the flow's own unit, is what it
+            // can take without knowing more here.
+            None if control.is_remote(u.flow) => {
+                match (u.rate, otg::requests::same_unit_scale(old, u.rate)) {
+                    (linerate_stream::Rate::Pps(p), _) => Ok(RateAsk::Pps(p)),
+                    (_, Some(x)) => Ok(RateAsk::TimesPlanned(x)),
+                    _ => Err(
+                        "the flow is sent by an agent: give its new rate in pps or in the unit \
+                          it was configured with"
+                            .to_owned(),
+                    ),
+                }
+            }
+            None => Err(
+                "the flow is sent unpaced, at the port's max rate: it has no schedule \
+                         to change (set_config with a rate)"
+                    .to_owned(),
+            ),
+        }
+        .map_err(|why| Fail::bad(format!("flow '{name}': {why}")))?;
+        rates.push((u.flow, ask, given.rate.clone()));
     }
-    for (flow, pps, _) in &rates {
-        control
-            .set_rate(*flow, Some(*pps))
-            .map_err(|e| Fail::internal(&e))?;
-    }
+    let asks: Vec<(usize, RateAsk)> = rates.iter().map(|(f, ask, _)| (*f, *ask)).collect();
+    blocking(move || {
+        asks.iter().try_for_each(|(flow, ask)| {
+            control
+                .set_rate(*flow, Some(*ask))
+                .map_err(|e| Fail::bad(e.to_string()))
+        })
+    })
+    .await??;
+    let mut inner = app.lock();
     if let Some(raw) = &inner.config {
         let given = rates
             .iter()

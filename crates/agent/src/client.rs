@@ -126,6 +126,12 @@ impl AgentClient {
             .map(drop)
     }
 
+    /// Steers flows of the agent's share while they run.
+    pub fn steer(&self, steer: &proto::Steer) -> Result<(), AgentError> {
+        let _: serde_json::Value = self.call("steer flows", "POST", proto::FLOWS, Some(steer))?;
+        Ok(())
+    }
+
     pub fn status(&self) -> Result<Status, AgentError> {
         self.call::<(), _>("status", "GET", proto::STATUS, None)
     }

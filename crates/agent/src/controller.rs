@@ -319,6 +319,22 @@ impl Agents {
     }
 
     /// The agent that owns `agent` (`HOST:PORT`).
+    /// Asks each agent to steer the flows its places send: `changes` by the global place that
+    /// sends each flow, one request per agent.
+    pub fn steer(&self, changes: &[(usize, crate::proto::SteerFlow)]) -> Result<(), AgentError> {
+        for a in &self.agents {
+            let mine: Vec<crate::proto::SteerFlow> = changes
+                .iter()
+                .filter(|(place, _)| (a.first..a.first + a.ports.len()).contains(place))
+                .map(|(_, c)| c.clone())
+                .collect();
+            if !mine.is_empty() {
+                a.client.steer(&crate::proto::Steer { changes: mine })?;
+            }
+        }
+        Ok(())
+    }
+
     fn client(&self, agent: &str) -> Result<&AgentClient, AgentError> {
         self.agents
             .iter()

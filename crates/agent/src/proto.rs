@@ -27,6 +27,34 @@ pub const CAPTURE: &str = "/linerate/agent/v1/capture";
 /// POST a [`CaptureFile`]: the capture so far, as a pcap or pcapng file.
 pub const CAPTURE_FILE: &str = "/linerate/agent/v1/capture/file";
 
+/// POST a [`Steer`]: flows held, resumed, started, stopped or re-rated while a run goes on.
+pub const FLOWS: &str = "/linerate/agent/v1/flows";
+
+/// Flows of the agent's share steered while they run, each by its id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Steer {
+    pub changes: Vec<SteerFlow>,
+}
+
+/// One flow's change: its state (`running`, `paused` or `stopped`), its rate, or both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteerFlow {
+    pub id: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<SteerRate>,
+}
+
+/// A flow's new rate: frames per second, its planned rate times a factor, or the planned one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SteerRate {
+    Pps(f64),
+    TimesPlanned(f64),
+    Planned,
+}
+
 /// Start (or stop) a capture on `port` (as the agent names it). The frames reach its stack only
 /// if the setup said `pass`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

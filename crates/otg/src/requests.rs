@@ -354,6 +354,18 @@ pub fn update(u: &crate::ConfigUpdate, mapped: &Mapped) -> Result<Vec<RateUpdate
     Ok(updates)
 }
 
+/// How many times its old rate `new` is, when both are in one unit (a bit rate keeps its frame
+/// sizes, a percentage its link, so its planned frame rate scales by as much).
+pub fn same_unit_scale(old: Rate, new: Rate) -> Option<f64> {
+    match (old, new) {
+        (Rate::Pps(a), Rate::Pps(b))
+        | (Rate::L2(a), Rate::L2(b))
+        | (Rate::L1(a), Rate::L1(b))
+        | (Rate::Percent(a), Rate::Percent(b)) => Some(b / a),
+        _ => None,
+    }
+}
+
 /// The frame rate that gives `new` for a flow planned at `planned_pps` frames per second to
 /// give `old`: the same unit scales the planned rate (a bit rate's frames keep their sizes);
 /// frames per second are themselves; bits against frames need the flow's bits per frame, read
@@ -367,9 +379,9 @@ pub fn frame_rate(old: Rate, new: Rate, planned_pps: f64) -> Result<f64, String>
     };
     let pps = match (old, new) {
         (_, Rate::Pps(p)) => p,
-        (Rate::L2(a), Rate::L2(b))
-        | (Rate::L1(a), Rate::L1(b))
-        | (Rate::Percent(a), Rate::Percent(b)) => planned_pps * b / a,
+        _ if same_unit_scale(old, new).is_some() => {
+            planned_pps * same_unit_scale(old, new).unwrap_or(1.0)
+        }
         (_, Rate::L2(b)) if l2_bits.is_some() => b / l2_bits.unwrap_or(1.0),
         (_, Rate::L1(b)) if l2_bits.is_some() => b / (l2_bits.unwrap_or(1.0) + 160.0),
         (Rate::Max, _) => {

@@ -170,6 +170,12 @@ impl AgentHosts {
         })
     }
 
+    /// The agents, as a bed's control asks them to steer the flows they send.
+    pub(crate) fn remote(&self) -> Option<std::sync::Arc<dyn crate::control::Remote>> {
+        let agents = std::sync::Arc::clone(self.conductor.as_ref()?.agents());
+        Some(std::sync::Arc::new(Steering(agents)))
+    }
+
     pub(crate) fn link_mbps(&self) -> Option<u64> {
         self.link
     }
@@ -179,6 +185,50 @@ impl AgentHosts {
             Some(c) => LiveCounts::from_agents(std::sync::Arc::clone(c.agents())),
             None => LiveCounts::local(Vec::new()),
         }
+    }
+}
+
+/// The agents of a bed, steering the flows they send.
+#[derive(Debug)]
+struct Steering(std::sync::Arc<linerate_agent::Agents>);
+
+impl crate::control::Remote for Steering {
+    fn steer(
+        &self,
+        changes: &[(usize, crate::control::FlowChange)],
+    ) -> std::result::Result<(), String> {
+        use linerate_agent::proto::{SteerFlow, SteerRate};
+        use linerate_engine::FlowState;
+        let wire: Vec<(usize, SteerFlow)> = changes
+            .iter()
+            .map(|(place, c)| {
+                let state = c.state.map(|s| {
+                    match s {
+                        FlowState::Running => "running",
+                        FlowState::Paused => "paused",
+                        FlowState::Stopped => "stopped",
+                    }
+                    .to_owned()
+                });
+                let rate = match (c.rate, c.state) {
+                    (Some(crate::control::RateAsk::Pps(p)), _) => Some(SteerRate::Pps(p)),
+                    (Some(crate::control::RateAsk::TimesPlanned(x)), _) => {
+                        Some(SteerRate::TimesPlanned(x))
+                    }
+                    (None, None) => Some(SteerRate::Planned),
+                    (None, Some(_)) => None,
+                };
+                (
+                    *place,
+                    SteerFlow {
+                        id: c.id,
+                        state,
+                        rate,
+                    },
+                )
+            })
+            .collect();
+        self.0.steer(&wire).map_err(|e| e.to_string())
     }
 }
 

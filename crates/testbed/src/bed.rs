@@ -267,11 +267,12 @@ impl TestBed {
                     .collect();
             }
             #[cfg(target_os = "linux")]
-            Bed::Agents(_) => {
-                return BedControl::none(
-                    self.flows.len(),
-                    "flows sent by agents are not steered while they run yet: start and stop them all",
-                );
+            Bed::Agents(a) => {
+                let flows: Vec<(usize, u16)> = self.flows.iter().map(|f| (f.tx, f.id)).collect();
+                return match a.remote() {
+                    Some(remote) => BedControl::remote(&flows, remote),
+                    None => BedControl::none(flows.len(), "the agents are not set up"),
+                };
             }
         }
         let lanes = self.flows.iter().map(|f| {

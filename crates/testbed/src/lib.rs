@@ -26,7 +26,7 @@ pub use agents::agent_of;
 pub use bed::{BedRun, BedSpec, FlowRun, Go, PlaceRun, Places, TestBed};
 #[cfg(target_os = "linux")]
 pub use capture::{Kept, PortCapture};
-pub use control::BedControl;
+pub use control::{BedControl, FlowChange, RateAsk, Remote};
 pub use counts::{Counts, LiveCounts};
 pub use error::{LoadBound, Result, TestBedError};
 #[cfg(target_os = "linux")]

@@ -68,8 +68,12 @@ pub fn share(
     };
     let (streams, ids): (Vec<_>, Vec<_>) =
         setup.flows.into_iter().map(|f| (f.stream, f.id)).unzip();
+    // The controller steers the share's flows while they run (a live port sends one merged
+    // cycle, which cannot be steered).
+    let controlled = spec.port.backend != linerate_session::Backend::Live;
     let open = move || {
         let mut bed = TestBed::open(&spec)?;
+        bed.set_controlled(controlled);
         bed.resolve()?;
         bed.compile_numbered(&streams, Some(&ids), end)
             .map_err(|e| e.context("flows"))?;

@@ -38,6 +38,7 @@ enum Lane {
     /// Its place is this machine's: its control and its lane there.
     Local(Arc<FlowControl>, usize),
     /// Another machine's place sends it: that place, its id, and the state last asked.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     Remote {
         place: usize,
         id: u16,
@@ -75,6 +76,7 @@ impl BedControl {
     }
 
     /// Flows that other machines' places send, each `(place, id)`, steered through `remote`.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn remote(flows: &[(usize, u16)], remote: Arc<dyn Remote>) -> Self {
         BedControl {
             flows: flows

@@ -200,6 +200,7 @@ impl Bed {
             .env("AGENT2", Self::agent_address(2))
             .env("AGENT3", Self::agent_address(3))
             .env("PORT_MACS", self.macs())
+            .env("AGENT_TOKEN_FILE", self.token_file())
             .output()
             .expect("run tests/otg/agents.py");
         let text = format!(

@@ -53,7 +53,9 @@ pub(super) async fn get_metrics(
 /// `GET /metrics`: every flow's and port's metrics of one instant in the OpenMetrics text
 /// format, for Prometheus; an empty page before any config.
 pub(super) async fn get_prometheus(State(app): State<Arc<App>>) -> Result<Response, Fail> {
-    let page = if app.lock().mapped.is_none() {
+    let page = if app.agent.is_some() {
+        agent_page(&app).await?
+    } else if app.lock().mapped.is_none() {
         otg::exposition::openmetrics(&[], &[])
     } else {
         let read = Read::now(&app).await?;
@@ -61,6 +63,64 @@ pub(super) async fn get_prometheus(State(app): State<Arc<App>>) -> Result<Respon
     };
     let kind = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     Ok(([(axum::http::header::CONTENT_TYPE, kind)], page).into_response())
+}
+
+/// An agent's page: its setup's ports and what their receivers counted, by flow id (empty before
+/// a setup).
+async fn agent_page(app: &App) -> Result<String, Fail> {
+    use otg::exposition::{AgentFlow, AgentPort};
+    let (counting, progress) = {
+        let inner = app.lock();
+        (Arc::clone(&inner.counting), Arc::clone(&inner.run.progress))
+    };
+    let of = Arc::clone(&counting);
+    let (counts, links) = blocking(move || {
+        let counts = of.counts.read();
+        let links: Vec<bool> = of
+            .places
+            .iter()
+            .map(|p| of.counts.link(p, &of.places))
+            .collect();
+        (counts, links)
+    })
+    .await?;
+    let counts = counts.map_err(|e| Fail::internal(&e))?;
+    let result = progress.result();
+    let (mut ports, mut flows) = (Vec::new(), Vec::new());
+    for (i, place) in counting.places.iter().enumerate() {
+        let totals = counts.totals.get(i).and_then(Option::as_ref);
+        let frames_tx = match &result {
+            Some(r) if !progress.running() => r
+                .per_port
+                .iter()
+                .find(|(port, _, _)| *port == i)
+                .map(|(_, frames, _)| *frames),
+            _ if counting.places.len() == 1 => Some(progress.sent().0),
+            _ => None,
+        };
+        ports.push(AgentPort {
+            name: place.clone(),
+            frames_rx: totals.map_or(0, linerate_rx::RxTotals::all_frames),
+            // Every frame's bytes, with its FCS, as OTG counts them.
+            bytes_rx: totals.map_or(0, |t| {
+                let g = &t.global;
+                let flows: u64 = t.flows.iter().map(|f| f.bytes).sum();
+                flows + g.other_bytes + g.untracked_bytes + 4 * t.all_frames()
+            }),
+            frames_tx,
+            link_up: links.get(i).copied().unwrap_or(false),
+        });
+        for f in totals.map(|t| t.flows.as_slice()).unwrap_or_default() {
+            flows.push(AgentFlow {
+                id: f.flow,
+                port: place.clone(),
+                frames_rx: f.frames,
+                bytes_rx: f.bytes + 4 * f.frames,
+                lost: f.estimated_loss(),
+            });
+        }
+    }
+    Ok(otg::exposition::agent_openmetrics(&ports, &flows))
 }
 
 /// What the metrics are read from, taken at one instant, and where they are counted.

@@ -152,9 +152,123 @@ pub fn openmetrics(flows: &[FlowMetric], ports: &[PortMetric]) -> String {
     page
 }
 
+/// One port of an agent, as its page says it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentPort {
+    /// The interface, as the agent names it.
+    pub name: String,
+    pub frames_rx: u64,
+    /// FCS included.
+    pub bytes_rx: u64,
+    /// Frames it sent, where known (the run's total of an agent of one port while it runs,
+    /// each port's once it has ended).
+    pub frames_tx: Option<u64>,
+    pub link_up: bool,
+}
+
+/// One flow received at an agent's port (by its test-bed-wide id: the agent holds no names).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentFlow {
+    pub id: u16,
+    pub port: String,
+    pub frames_rx: u64,
+    /// FCS included.
+    pub bytes_rx: u64,
+    /// Found missing from its sequence so far.
+    pub lost: u64,
+}
+
+const AGENT_PORT_COUNTERS: &[Count<AgentPort>] = &[
+    ("agent_port_frames_rx", "Frames the port received", |p| {
+        p.frames_rx
+    }),
+    (
+        "agent_port_bytes_rx",
+        "Bytes the port received, FCS included",
+        |p| p.bytes_rx,
+    ),
+];
+const AGENT_PORT_GAUGES: &[Level<AgentPort>] = &[
+    (
+        "agent_port_frames_tx",
+        "Frames the port sent in the run so far, where known",
+        |p| p.frames_tx.map(|n| n as f64),
+    ),
+    ("agent_port_link_up", "1 while the port's link is up", |p| {
+        Some(one_if(p.link_up))
+    }),
+];
+const AGENT_FLOW_COUNTERS: &[Count<AgentFlow>] = &[
+    (
+        "agent_flow_frames_rx",
+        "Frames of the flow received here",
+        |f| f.frames_rx,
+    ),
+    (
+        "agent_flow_bytes_rx",
+        "Bytes of the flow received here, FCS included",
+        |f| f.bytes_rx,
+    ),
+    (
+        "agent_flow_lost",
+        "Frames of the flow found missing from its sequence",
+        |f| f.lost,
+    ),
+];
+
+/// An agent's page: its ports' counters and the flows its receivers count, by flow id (the
+/// names are the controller's: scrape its `serve` for OTG's metrics).
+pub fn agent_openmetrics(ports: &[AgentPort], flows: &[AgentFlow]) -> String {
+    let mut registry = Registry::with_prefix("linerate");
+    let port = |p: &AgentPort| -> Labels { vec![("port", label(&p.name))] };
+    register(
+        &mut registry,
+        ports,
+        port,
+        AGENT_PORT_COUNTERS,
+        AGENT_PORT_GAUGES,
+    );
+    let flow =
+        |f: &AgentFlow| -> Labels { vec![("flow_id", f.id.to_string()), ("port", label(&f.port))] };
+    register(&mut registry, flows, flow, AGENT_FLOW_COUNTERS, &[]);
+    let mut page = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut page, &registry);
+    page
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agents_page_has_its_ports_and_the_flows_it_received_by_id() {
+        let ports = [AgentPort {
+            name: "d21".into(),
+            frames_rx: 10,
+            bytes_rx: 1280,
+            frames_tx: Some(7),
+            link_up: true,
+        }];
+        let flows = [AgentFlow {
+            id: 3,
+            port: "d21".into(),
+            frames_rx: 9,
+            bytes_rx: 1152,
+            lost: 1,
+        }];
+        let page = agent_openmetrics(&ports, &flows);
+        for line in [
+            r#"linerate_agent_port_frames_rx_total{port="d21"} 10"#,
+            r#"linerate_agent_port_frames_tx{port="d21"} 7.0"#,
+            r#"linerate_agent_port_link_up{port="d21"} 1.0"#,
+            r#"linerate_agent_flow_frames_rx_total{flow_id="3",port="d21"} 9"#,
+            r#"linerate_agent_flow_lost_total{flow_id="3",port="d21"} 1"#,
+        ] {
+            assert!(page.contains(line), "{line} not in\n{page}");
+        }
+        assert!(page.ends_with("# EOF\n"), "{page}");
+    }
 
     #[test]
     fn counters_carry_the_otg_totals_and_latency_only_where_measured() {

@@ -113,19 +113,31 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         None => (String::new(), None, None),
     };
     let live = LiveStatus::new(link, args.send.quiet);
+    // A capture's frames carry no flow: the series is the port's, sent and received.
+    let stats = args
+        .stats
+        .as_deref()
+        .map(|path| crate::stats::Stats::create(path, &live, bed.counts(), &[], &[], bed.places()))
+        .transpose()?;
     let run = RunOptions {
         end: options::send_end(&args.send, args.count),
         stop: &stop,
-        observer: &live,
+        observer: stats
+            .as_ref()
+            .map_or(&live as &dyn linerate_engine::Observer, |s| s),
         drain: args.send.drain,
         start_at: None,
     };
+    let ran = bed.run_unsigned(&plan, run);
+    if let Some(stats) = &stats {
+        stats.finish(None)?;
+    }
     let Outcome {
         report,
         flows,
         sink,
         ..
-    } = match bed.run_unsigned(&plan, run) {
+    } = match ran {
         Ok(outcome) => outcome,
         Err(e) => {
             if let Some(i) = e.interrupted() {

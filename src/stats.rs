@@ -1,4 +1,4 @@
-//! `--stats FILE`: a run's time series, one line a second per flow and per sending place, as
+//! `--stats FILE`: a run's time series, one line a second per flow and per place, as
 //! JSON lines (or CSV when FILE ends in `.csv`), then a last line per flow with what it sent,
 //! exact. Per second a flow's line holds what its receiver counted (the receive program's own
 //! counts, read live); the engine counts each flow's sent frames at the end of the run, so
@@ -19,7 +19,9 @@ use serde::Serialize;
 struct Line<'a> {
     /// Seconds since the run's first tick.
     t: f64,
-    /// `flow`, `place` (a sending place's totals) or `end` (a flow's last line).
+    /// `flow`, `place` (a sending place's totals), `received` (every frame a place's receiver
+    /// counted, a flow's or not: a replay's frames carry no flow) or `end` (a flow's last
+    /// line).
     kind: &'static str,
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,6 +89,8 @@ struct Writer {
     start: Option<Instant>,
     /// Per flow, frames received at the last tick and when.
     last_rx: Vec<(u64, f64)>,
+    /// Per place, every frame its receiver counted at the last tick and when.
+    last_place_rx: Vec<(u64, f64)>,
     /// The first failure to write: the rest of the series is not written, and the run says so.
     failed: Option<String>,
 }
@@ -126,6 +130,7 @@ impl<'a> Stats<'a> {
                 csv,
                 start: None,
                 last_rx: vec![(0, 0.0); flows.len()],
+                last_place_rx: vec![(0, 0.0); places.len()],
                 failed: None,
             }),
             counts,
@@ -168,6 +173,15 @@ impl<'a> Stats<'a> {
     }
 }
 
+/// Frames a second from `last` to `n` over `span` seconds.
+fn per_second(n: u64, last: u64, span: f64) -> f64 {
+    if span > 0.0 {
+        n.saturating_sub(last) as f64 / span
+    } else {
+        0.0
+    }
+}
+
 impl Writer {
     fn write(&mut self, line: &Line<'_>) {
         if self.failed.is_some() {
@@ -205,6 +219,23 @@ impl Observer for Stats<'_> {
             };
             w.write(&line);
         }
+        for (i, place) in self.places.iter().enumerate() {
+            let Some(totals) = read.as_ref().and_then(|c| c.totals.get(i)?.as_ref()) else {
+                continue;
+            };
+            let n = totals.all_frames();
+            let (last, when) = w.last_place_rx[i];
+            w.last_place_rx[i] = (n, t);
+            let line = Line {
+                t,
+                kind: "received",
+                name: place,
+                frames_rx: Some(n),
+                rx_fps: Some(per_second(n, last, t - when)),
+                ..Line::default()
+            };
+            w.write(&line);
+        }
         for (k, (name, at)) in self.flows.iter().enumerate() {
             // (frames, lost, latency) at its receiver: nothing yet reads as zeros; no receiver,
             // as nothing.
@@ -218,14 +249,7 @@ impl Observer for Stats<'_> {
             });
             let alone = self.places.len() == 1 && self.alone.contains(&at.tx);
             let (last, when) = w.last_rx[k];
-            let rx_fps = received.map(|(n, _, _)| {
-                let span = t - when;
-                if span > 0.0 {
-                    n.saturating_sub(last) as f64 / span
-                } else {
-                    0.0
-                }
-            });
+            let rx_fps = received.map(|(n, _, _)| per_second(n, last, t - when));
             if let Some((n, _, _)) = received {
                 w.last_rx[k] = (n, t);
             }

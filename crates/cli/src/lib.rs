@@ -625,6 +625,11 @@ pub struct ReplayArgs {
         display_order = 0
     )]
     pub rx: Option<String>,
+    /// Write the replay's time series to FILE: a line a second for the port, what it sent and
+    /// what its receiver counted (a capture carries no flow); JSON lines, or CSV when FILE
+    /// ends in .csv.
+    #[arg(long, value_name = "FILE", help_heading = RECEIVE)]
+    pub stats: Option<PathBuf>,
 }
 
 /// The port `tx` and `replay` open beside its interface: the workers' cores, a file port's

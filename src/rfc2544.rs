@@ -333,8 +333,26 @@ fn measure(
     let stop = crate::signal::stop_flag()?;
     let started = Instant::now();
     let bar = Bar::new(args.quiet);
-    let measured = procedure.run(ports, stop, &bar);
+    // The flows are compiled (check did): their names, ids and places are the trials'.
+    let names: Vec<String> = ports.streams.iter().map(|s| s.name.clone()).collect();
+    let stats = args
+        .stats
+        .as_deref()
+        .map(|path| {
+            let (counts, flows, places) =
+                (ports.bed.counts(), ports.bed.flows(), ports.bed.places());
+            crate::stats::Stats::create(path, &(), counts, &names, flows, places)
+        })
+        .transpose()?;
+    let watch = Watch {
+        bar: &bar,
+        stats: stats.as_ref(),
+    };
+    let measured = procedure.run(ports, stop, &watch);
     bar.0.finish_and_clear();
+    if let Some(stats) = &stats {
+        stats.finish(None)?;
+    }
     let cut = measured.cut.map(cut_error);
     let host = linerate_report::HostInfo::collect();
     let result = Rfc2544Result {
@@ -408,6 +426,30 @@ impl Bar {
         };
         bar.enable_steady_tick(Duration::from_millis(200));
         Bar(bar, !quiet && !std::io::stderr().is_terminal())
+    }
+}
+
+/// The progress line, and the time series when `--stats` asks for it (each line says the
+/// phase, `64 B thr`, it was counted in).
+struct Watch<'a> {
+    bar: &'a Bar,
+    stats: Option<&'a crate::stats::Stats<'a>>,
+}
+
+impl Rfc2544Observer for Watch<'_> {
+    fn phase(&self, label: &str) {
+        self.bar.phase(label);
+        if let Some(s) = self.stats {
+            s.phase(label);
+        }
+    }
+
+    fn trial(&self, size: u32, test: &str, line: &str) {
+        self.bar.trial(size, test, line);
+    }
+
+    fn ticks(&self) -> Option<&dyn linerate_engine::Observer> {
+        self.stats.map(|s| s as &dyn linerate_engine::Observer)
     }
 }
 

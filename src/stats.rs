@@ -24,6 +24,9 @@ struct Line<'a> {
     /// line).
     kind: &'static str,
     name: &'a str,
+    /// The phase of a procedure the line belongs to (`rfc2544`: `64 B thr`…).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    phase: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     frames_tx: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -42,7 +45,7 @@ struct Line<'a> {
 }
 
 const CSV_HEADER: &str =
-    "t,kind,name,frames_tx,tx_fps,frames_rx,rx_fps,lost,latency_p50_ns,latency_p99_ns";
+    "t,kind,name,frames_tx,tx_fps,frames_rx,rx_fps,lost,latency_p50_ns,latency_p99_ns,phase";
 
 impl Line<'_> {
     fn csv(&self) -> String {
@@ -55,8 +58,13 @@ impl Line<'_> {
         } else {
             self.name.to_owned()
         };
+        let phase = if self.phase.contains([',', '"', '\n']) {
+            format!("\"{}\"", self.phase.replace('"', "\"\""))
+        } else {
+            self.phase.to_owned()
+        };
         format!(
-            "{:.3},{},{name},{},{},{},{},{},{},{}",
+            "{:.3},{},{name},{},{},{},{},{},{},{},{phase}",
             self.t,
             self.kind,
             o(self.frames_tx),
@@ -81,6 +89,8 @@ pub struct Stats<'a> {
     alone: Vec<usize>,
     /// Place names, by index.
     places: Vec<String>,
+    /// The procedure's phase now (none outside one).
+    phase: Mutex<String>,
 }
 
 struct Writer {
@@ -137,7 +147,13 @@ impl<'a> Stats<'a> {
             flows: names.iter().cloned().zip(flows.iter().copied()).collect(),
             alone,
             places: places.to_vec(),
+            phase: Mutex::new(String::new()),
         })
+    }
+
+    /// Lines from now on belong to `phase`.
+    pub fn phase(&self, phase: &str) {
+        *self.phase.lock().unwrap_or_else(|p| p.into_inner()) = phase.to_owned();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Writer> {
@@ -204,6 +220,8 @@ impl Observer for Stats<'_> {
     fn tick(&self, s: &Snapshot) {
         self.inner.tick(s);
         let read = self.counts.read().ok();
+        let phase = self.phase.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let phase = phase.as_str();
         let mut w = self.lock();
         let start = *w.start.get_or_insert_with(|| Instant::now() - s.elapsed);
         let t = start.elapsed().as_secs_f64();
@@ -213,6 +231,7 @@ impl Observer for Stats<'_> {
                 t,
                 kind: "place",
                 name: place,
+                phase,
                 frames_tx: Some(s.frames),
                 tx_fps: Some(s.pps()),
                 ..Line::default()
@@ -230,6 +249,7 @@ impl Observer for Stats<'_> {
                 t,
                 kind: "received",
                 name: place,
+                phase,
                 frames_rx: Some(n),
                 rx_fps: Some(per_second(n, last, t - when)),
                 ..Line::default()
@@ -258,6 +278,7 @@ impl Observer for Stats<'_> {
                 t,
                 kind: "flow",
                 name,
+                phase,
                 frames_tx: alone.then_some(s.frames),
                 tx_fps: alone.then(|| s.pps()),
                 frames_rx: received.map(|(n, _, _)| n),

@@ -173,9 +173,12 @@ fn random_loss_meets_no_ndr_and_pdr_at_the_max_load() {
     // The table on stdout and the JSON in a file, from one run.
     let dir = tempfile::tempdir().expect("a temporary directory");
     let file = dir.path().join("loss.json");
+    let series = dir.path().join("series.jsonl");
     let text = linerate_ok(&[
         "rfc2544",
         "throughput",
+        "--stats",
+        series.to_str().unwrap(),
         "-i",
         &lab.sender,
         "--rx",
@@ -206,6 +209,33 @@ fn random_loss_meets_no_ndr_and_pdr_at_the_max_load() {
     assert_eq!(g[1].2, Some(20_000.0), "{g:?}");
     // The human table says so in words.
     assert!(text.contains("no rate meets it"), "{text}");
+    // --stats: each full (1 s) trial's second, by phase; lost frames show as the DUT drops them.
+    let lines: Vec<Value> = std::fs::read_to_string(&series)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let flows: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "flow").collect();
+    assert!(!flows.is_empty(), "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["phase"].as_str().is_some_and(|p| p.starts_with("64 B"))),
+        "{lines:?}"
+    );
+    // Counted a moment after the workers' tick: never more than 10 ms of frames past it.
+    assert!(
+        flows.iter().all(|l| {
+            let (rx, tx) = (l["frames_rx"].as_u64(), l["frames_tx"].as_u64());
+            rx.zip(tx).is_some_and(|(rx, tx)| rx > 0 && rx <= tx + 200)
+        }),
+        "{flows:?}"
+    );
+    // 0.1 % of tens of thousands of frames: the DUT's drops are in the series.
+    assert!(
+        flows.iter().any(|l| l["lost"].as_u64() > Some(0)),
+        "{flows:?}"
+    );
 }
 
 /// Back-to-back behind a short queue and a slower shaper: tbf at 500 kbit/s (1042 fps of

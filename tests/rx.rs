@@ -980,7 +980,8 @@ fn tx_stats_writes_a_line_a_second_per_flow_that_adds_up_to_the_run() {
             "rx_fps",
             "lost",
             "latency_p50_ns",
-            "latency_p99_ns"
+            "latency_p99_ns",
+            "phase"
         ]
     );
     let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();

@@ -133,6 +133,10 @@ pub struct Rfc2544Args {
     /// Plot throughput against size and loss against offered load (.svg or .png).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub plot: Option<PathBuf>,
+    /// Write every trial's time series to FILE: a line a second per flow and per port, each
+    /// with its phase (`64 B thr`); JSON lines, or CSV when FILE ends in .csv.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub stats: Option<PathBuf>,
     /// No progress line on stderr.
     #[arg(short, long, help_heading = OUTPUT)]
     pub quiet: bool,

@@ -88,6 +88,10 @@ pub trait Rfc2544Observer {
     fn phase(&self, label: &str);
     /// A trial of `test` at `size` ended; `line` says what it found.
     fn trial(&self, size: u32, test: &str, line: &str);
+    /// Who hears each trial's ticks (a second's counts), if anyone.
+    fn ticks(&self) -> Option<&dyn linerate_engine::Observer> {
+        None
+    }
 }
 
 /// What the procedure measured, kept even when it ended early.

@@ -86,8 +86,9 @@ impl Ports<'_> {
             return Ok(());
         }
         let streams = self.sized(size, None);
-        if !self.bed.is_one_port() && self.bed.flows().is_empty() {
-            // Hosts resolve their next hops once, at the first compile.
+        if self.bed.flows().is_empty() {
+            // Hosts resolve their next hops once, at the first compile; and from here on the
+            // bed says where each flow goes (a time series names them).
             self.bed.compile(&streams, End::default())?;
         }
         self.bed.check(&streams)
@@ -154,7 +155,7 @@ impl SessionTrial<'_> {
         self.ports.bed.compile(&streams, end)?;
         let go = Go {
             stop: &self.stop,
-            observer: &Quiet,
+            observer: self.observer.ticks().unwrap_or(&Quiet),
             drain: self.drain,
             start_at: None,
             cleared: false,

@@ -35,6 +35,13 @@ pub fn run(args: &ConsoleArgs) -> Result<()> {
         .as_ref()
         .map(|f| std::fs::read(f).map_err(|e| usage(format!("--ca {}: {e}", f.display()))))
         .transpose()?;
+    // The token goes to whoever answers: beyond loopback the server must prove who it is.
+    if local.is_none() && ca.is_none() && !args.insecure && !on_loopback(&location) {
+        return Err(usage(format!(
+            "--location {location}: beyond loopback give --ca FILE (the CA the server's \
+             certificate chains to), or --insecure to take any certificate"
+        )));
+    }
     let client = OtgClient::new(&ClientOptions {
         location: location.clone(),
         token,
@@ -72,6 +79,20 @@ pub fn run(args: &ConsoleArgs) -> Result<()> {
     tui::run(&client, &options, &stopped).context("the console")
 }
 
+/// Whether `url`'s host is this machine's loopback (`localhost`, 127.0.0.0/8, ::1).
+fn on_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 fn token(args: &ConsoleArgs) -> Result<Option<String>> {
     Ok(match (&args.token, &args.token_file) {
         (_, Some(file)) => Some(crate::options::read_token(file, "--token-file")?),
@@ -102,8 +123,9 @@ impl LocalServe {
             ))
         })?;
         let token = random_token()?;
-        let dir = private_dir()?;
-        let token_file = dir.join("token");
+        // Removed when this returns, whichever way: serve reads the token at its start.
+        let dir = PrivateDir::new(&token[..8])?;
+        let token_file = dir.0.join("token");
         std::fs::write(&token_file, &token).context("write the local server's token")?;
         let exe = std::env::current_exe().context("find linerate's own binary")?;
         let mut child = Command::new(exe)
@@ -115,20 +137,27 @@ impl LocalServe {
             .spawn()
             .context("start linerate serve")?;
         let stderr = child.stderr.take().context("the server's stderr")?;
-        let mut lines = BufReader::new(stderr).lines();
-        let first = lines.next().transpose().ok().flatten().unwrap_or_default();
-        // It has read the token: the file goes.
-        let _ = std::fs::remove_dir_all(&dir);
-        let said = std::sync::Arc::new(std::sync::Mutex::new(vec![first.clone()]));
+        let said = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
         let keep = std::sync::Arc::clone(&said);
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            for line in lines.map_while(std::result::Result::ok) {
+            let mut lines = BufReader::new(stderr)
+                .lines()
+                .map_while(std::result::Result::ok);
+            let _ = first_tx.send(lines.next().unwrap_or_default());
+            for line in lines {
                 let mut kept = keep.lock().unwrap_or_else(|p| p.into_inner());
                 kept.push(line);
                 let over = kept.len().saturating_sub(20);
                 kept.drain(..over);
             }
         });
+        // serve says where it listens as it starts; one that hangs before that is not waited
+        // for forever.
+        let first = first_rx
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| "(nothing within 30 s)".into());
+        drop(dir);
         let url = first.split_whitespace().find(|w| w.starts_with("http"));
         let Some(url) = url.map(str::to_owned) else {
             let mut serve = LocalServe {
@@ -193,13 +222,50 @@ fn random_token() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A directory only this user may enter, for the token file.
-fn private_dir() -> Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!("linerate-console-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("create {}", dir.display()))?;
-    Ok(dir)
+/// A directory only this user may enter, for the token file, named so no one can take the name
+/// first; removed when dropped.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn new(unique: &str) -> Result<PrivateDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir =
+            std::env::temp_dir().join(format!("linerate-console-{}-{unique}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| format!("create {}", dir.display()))?;
+        Ok(PrivateDir(dir))
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_loopback;
+
+    #[test]
+    fn only_this_machines_loopback_is_taken_on_any_certificate() {
+        for url in [
+            "https://127.0.0.1:8443",
+            "https://localhost:1/",
+            "https://[::1]:8443",
+            "http://127.9.0.1",
+        ] {
+            assert!(on_loopback(url), "{url}");
+        }
+        for url in [
+            "https://10.0.0.5:8443",
+            "https://example.com",
+            "https://[2001:db8::1]:1",
+            "https://127.0.0.1.example:1",
+        ] {
+            assert!(!on_loopback(url), "{url}");
+        }
+    }
 }

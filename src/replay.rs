@@ -129,9 +129,8 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         start_at: None,
     };
     let ran = bed.run_unsigned(&plan, run);
-    if let Some(stats) = &stats {
-        stats.finish(None)?;
-    }
+    // The series' own failure comes after the run's report, never instead of it.
+    let series = stats.as_ref().map_or(Ok(()), |s| s.finish(None));
     let Outcome {
         report,
         flows,
@@ -165,6 +164,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
             choice.as_ref(),
         )
     })
+    .and(series)
 }
 
 /// The replay the flags ask for, checked before any port opens.

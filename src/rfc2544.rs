@@ -350,9 +350,8 @@ fn measure(
     };
     let measured = procedure.run(ports, stop, &watch);
     bar.0.finish_and_clear();
-    if let Some(stats) = &stats {
-        stats.finish(None)?;
-    }
+    // The series' own failure comes after the result is written, never instead of it.
+    let series = stats.as_ref().map_or(Ok(()), |s| s.finish(None));
     let cut = measured.cut.map(cut_error);
     let host = linerate_report::HostInfo::collect();
     let result = Rfc2544Result {
@@ -392,7 +391,7 @@ fn measure(
     };
     output::wrote(&outputs.write(&result)?)?;
     match cut {
-        None => Ok(()),
+        None => series,
         Some(e) => Err(e.context(format!(
             "rfc2544 cut short at size {} after {} trial(s); what was measured is written, marked interrupted",
             result.sizes.last().map_or(0, |s| s.size),

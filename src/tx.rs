@@ -78,13 +78,15 @@ pub fn run(args: &TxArgs) -> Result<()> {
         cleared: false,
     };
     let ran = bed.run(go);
-    if let Some(stats) = &stats {
-        stats.finish(ran.as_ref().ok())?;
-    }
-    match bed.port() {
+    // The series' own failure comes after the run's report, never instead of it.
+    let series = stats
+        .as_ref()
+        .map_or(Ok(()), |s| s.finish(ran.as_ref().ok()));
+    let printed = match bed.port() {
         Some(port) => print_port(args, &bed, port, ran),
         None => print_hosts(args, &bed, &ran.context("transmit on the hosts' ports")?),
-    }
+    };
+    printed.and(series)
 }
 
 /// One port: its options, and a pcap file's plan checked before the file is created.

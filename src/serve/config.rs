@@ -190,7 +190,13 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
     let args = Arc::clone(&app);
     let new = Arc::clone(&mapped);
     let made = blocking(move || {
-        let previous = old.mapped.clone().zip(old.config.clone());
+        // Mapped again from its body: update_config may have given its flows new rates, which
+        // the body says and the old mapping does not.
+        let remapped = old.config.clone().and_then(|raw| {
+            let config = otg::parse_config(&raw).ok()?;
+            Some((Arc::new(otg::map_config(&config).ok()?), raw))
+        });
+        let previous = remapped.or_else(|| old.mapped.clone().zip(old.config.clone()));
         // The old config's port, receiver and captures go first: the new one may use them.
         drop(old);
         open(&args, &new).map_err(|e| {

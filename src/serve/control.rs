@@ -187,12 +187,22 @@ pub(super) async fn stop_transmit(app: &App) -> Result<(), Fail> {
     .await
 }
 
+/// The highest rate update_config gives a flow: a frame a picosecond is the schedule's limit,
+/// and no port comes near a billion frames a second.
+const MAX_PPS: f64 = 1e9;
+
 /// update_config (`PATCH /config`): new rates for flows, taken at once by flows that run and
 /// kept for the next start; the config get_config answers with says them. All or none.
 pub(super) async fn update_config(
     State(app): State<Arc<App>>,
     body: Bytes,
 ) -> Result<Response, Fail> {
+    // Not beside a set_config: the config it changes would be torn down under it.
+    let Ok(_building) = app.configuring.try_lock() else {
+        return Err(Fail::conflict(
+            "a set_config is being applied: send update_config once it has answered",
+        ));
+    };
     let update: otg::ConfigUpdate = otg::parse_json(&body)?;
     let mapped = app.mapped()?;
     let updates = otg::requests::update(&update, &mapped).map_err(Fail::bad)?;
@@ -229,6 +239,13 @@ pub(super) async fn update_config(
                     .to_owned(),
             ),
         }
+        .and_then(|ask| match ask {
+            // The schedule is kept in picoseconds a frame; the link is the DUT's to judge.
+            RateAsk::Pps(p) if p > MAX_PPS => Err(format!(
+                "{p:.0} frames per second is above the {MAX_PPS:.0} a flow's schedule keeps"
+            )),
+            ask => Ok(ask),
+        })
         .map_err(|why| Fail::bad(format!("flow '{name}': {why}")))?;
         rates.push((u.flow, ask, given.rate.clone()));
     }

@@ -52,6 +52,14 @@ def main():
         req.flow.flow_names = []
         return {m.name: m for m in api.get_metrics(req).flow_metrics}
 
+    # The page is served to anyone (it holds no data); every call it makes needs the token.
+    import requests
+    assert requests.get(f"{location}/ui", verify=False, timeout=10).status_code == 200
+    bare = requests.post(f"{location}/monitor/metrics", json={"choice": "flow", "flow": {}},
+                         verify=False, timeout=10)
+    assert bare.status_code == 401, bare.text
+    assert requests.get(f"{location}/ui/x", verify=False, timeout=10).status_code == 401
+
     options = webdriver.ChromeOptions()
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--ignore-certificate-errors",
                 "--disable-dev-shm-usage", "--window-size=1200,1000", "--no-first-run"):

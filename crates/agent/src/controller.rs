@@ -320,19 +320,27 @@ impl Agents {
 
     /// The agent that owns `agent` (`HOST:PORT`).
     /// Asks each agent to steer the flows its places send: `changes` by the global place that
-    /// sends each flow, one request per agent.
-    pub fn steer(&self, changes: &[(usize, crate::proto::SteerFlow)]) -> Result<(), AgentError> {
+    /// sends each flow, one request per agent, every agent asked even when one refuses. Each
+    /// refusal, with the global places whose changes it kept from taking effect.
+    pub fn steer(
+        &self,
+        changes: &[(usize, crate::proto::SteerFlow)],
+    ) -> Vec<(AgentError, std::ops::Range<usize>)> {
+        let mut refused = Vec::new();
         for a in &self.agents {
+            let places = a.first..a.first + a.ports.len();
             let mine: Vec<crate::proto::SteerFlow> = changes
                 .iter()
-                .filter(|(place, _)| (a.first..a.first + a.ports.len()).contains(place))
+                .filter(|(place, _)| places.contains(place))
                 .map(|(_, c)| c.clone())
                 .collect();
-            if !mine.is_empty() {
-                a.client.steer(&crate::proto::Steer { changes: mine })?;
+            if !mine.is_empty()
+                && let Err(e) = a.client.steer(&crate::proto::Steer { changes: mine })
+            {
+                refused.push((e, places));
             }
         }
-        Ok(())
+        refused
     }
 
     fn client(&self, agent: &str) -> Result<&AgentClient, AgentError> {

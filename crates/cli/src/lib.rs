@@ -205,7 +205,7 @@ pub struct ConsoleArgs {
     pub location: String,
     /// Open a test bed of this machine instead: an OTG config (JSON) set on a `linerate serve`
     /// the console starts on loopback for itself and stops when it quits.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["location", "token", "token_file", "ca"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["location", "token", "token_file", "ca", "insecure"])]
     pub config: Option<PathBuf>,
     /// The server's bearer token.
     #[arg(long, value_name = "T", conflicts_with = "token_file")]
@@ -213,10 +213,13 @@ pub struct ConsoleArgs {
     /// The bearer token, read from the first line of FILE (kept out of the process list).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// CA certificate(s) (PEM) the server's certificate must chain to (default: any is taken,
-    /// as snappi's verify=False; the token still guards the server).
-    #[arg(long, value_name = "FILE")]
+    /// CA certificate(s) (PEM) the server's certificate must chain to; needed beyond loopback
+    /// (on loopback any is taken, as snappi's verify=False takes serve's self-signed one).
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
     pub ca: Option<PathBuf>,
+    /// Beyond loopback, take any certificate: whoever answers gets the token.
+    #[arg(long)]
+    pub insecure: bool,
     /// Between two readings of the metrics.
     #[arg(long, value_parser = parse_duration, default_value = "1s")]
     pub interval: std::time::Duration,

@@ -242,13 +242,20 @@ fn scale(flow: &mut Value, factor: f64) -> Result<String, ConsoleError> {
             "the flow's rate ({choice} {now}) cannot be scaled"
         )));
     }
-    rate["choice"] = json!(choice);
     // Frames and bits per second are whole numbers in the models.
-    rate[&choice] = if choice == "percentage" {
+    let new = if choice == "percentage" {
         json!(new)
     } else {
-        json!(new.round().max(1.0) as u64)
+        let whole = new.round().max(1.0);
+        if whole == now {
+            return Err(ConsoleError::Transport(format!(
+                "the flow's rate is {choice} {now}: it goes no lower in whole {choice}"
+            )));
+        }
+        json!(whole as u64)
     };
+    rate["choice"] = json!(choice);
+    rate[&choice] = new;
     Ok(format!("{choice} {}", rate[&choice]))
 }
 
@@ -277,6 +284,14 @@ mod tests {
         assert_eq!(f["rate"], json!({"choice": "pps", "pps": 500}));
         let mut f = json!({"name": "c", "rate": {"choice": "percentage", "percentage": 30}});
         assert_eq!(scale(&mut f, 0.5).unwrap(), "percentage 15.0");
+        let mut f = json!({"name": "d", "rate": {"choice": "gbps", "gbps": 1}});
+        assert!(
+            scale(&mut f, 0.5)
+                .unwrap_err()
+                .to_string()
+                .contains("no lower")
+        );
+        assert_eq!(f["rate"]["gbps"], 1, "left as it was");
     }
 
     #[test]

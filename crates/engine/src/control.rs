@@ -81,21 +81,28 @@ impl FlowControl {
         (bits != 0).then(|| f64::from_bits(bits))
     }
 
-    /// Sets the states of the lanes given, as one change the workers see together.
+    /// Sets the states of the lanes given, as one change the workers see together (a lane
+    /// the control does not hold is left out).
     pub fn set_states(&self, changes: impl IntoIterator<Item = (usize, FlowState)>) {
         for (lane, state) in changes {
-            self.lanes[lane]
-                .state
-                .store(state.as_u8(), Ordering::Relaxed);
+            if let Some(l) = self.lanes.get(lane) {
+                l.state.store(state.as_u8(), Ordering::Relaxed);
+            }
         }
         self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Gives `lane` a new rate in frames per second (None: back to the plan's), from the
-    /// instant its worker sees it; a held lane takes it when it runs again.
+    /// instant its worker sees it; a held lane takes it when it runs again. The caller checks
+    /// the rate (`Pacing::at_rate` holds it): one the schedule cannot keep leaves the lane at
+    /// the rate it has.
     pub fn set_rate(&self, lane: usize, pps: Option<f64>) {
-        let bits = pps.filter(|p| *p > 0.0).map_or(0, f64::to_bits);
-        self.lanes[lane].pps.store(bits, Ordering::Relaxed);
+        let bits = pps
+            .filter(|p| p.is_finite() && *p > 0.0)
+            .map_or(0, f64::to_bits);
+        if let Some(l) = self.lanes.get(lane) {
+            l.pps.store(bits, Ordering::Relaxed);
+        }
         self.generation.fetch_add(1, Ordering::Release);
     }
 

@@ -305,10 +305,17 @@ impl<'a> Pacer<'a> {
         self.shift = self.shift.wrapping_add(by);
     }
 
-    /// Goes on from `now`: the next frame due at once, the rest after it as the schedule
-    /// spaces them (a flow resumed, or started late in a run). The pause is not a gap.
+    /// Goes on from `now`: the schedule's next group of frames (one frame of each worker,
+    /// `stride` of them) starts at `now`, this worker's frame at its place in the group, the
+    /// rest after it as the schedule spaces them (a flow resumed, retimed, or started late in a
+    /// run). So workers that see the change together stay spread over the group instead of
+    /// sending a frame each at once. The pause is not a gap.
     pub fn resume(&mut self, now: u64) {
-        self.shift = now.wrapping_sub(self.pacing.due_ps(self.seq));
+        let group = self.seq - self.seq % self.stride.max(1);
+        let into = self.pacing.due_ps(self.seq) - self.pacing.due_ps(group);
+        self.shift = now
+            .wrapping_add(into)
+            .wrapping_sub(self.pacing.due_ps(self.seq));
         self.last_send = None;
     }
 
@@ -442,26 +449,32 @@ mod tests {
             offsets_ps: vec![0],
             burst: 1,
         };
-        // Worker 1 of 2: frames 1, 3, 5, … due at 1, 3, 5 ms.
+        // Worker 1 of 2: frames 1, 3, 5, … due at 1, 3, 5 ms (worker 0's at 0, 2, 4 ms).
         let mut pacer = Pacer::new(&p, Instant::now(), 1, 2, 64);
         let mut log = PaceLog::new();
         assert_eq!(pacer.next_due(), 1_000_000_000);
         assert_eq!(pacer.grant(1_000_000_000, 8), Grant::Send(1));
         pacer.sent(1, &mut log);
-        // Paused at 2 ms, resumed at 10 ms: frame 3 leaves then, frame 5 two ms after.
+        // Paused at 2 ms, resumed at 10 ms: the group of frames 2 and 3 starts then, so this
+        // worker's frame 3 leaves a ms after (worker 0's 2 at 10 ms), frame 5 two ms later.
         pacer.resume(10_000_000_000);
-        assert_eq!(pacer.next_due(), 10_000_000_000);
-        assert_eq!(pacer.grant(10_000_000_000, 8), Grant::Send(1));
+        assert_eq!(pacer.next_due(), 11_000_000_000);
+        assert_eq!(pacer.grant(11_000_000_000, 8), Grant::Send(1));
         pacer.sent(1, &mut log);
-        assert_eq!(pacer.next_due(), 12_000_000_000);
+        assert_eq!(pacer.next_due(), 13_000_000_000);
+        // Worker 0 at the same instant: its frame at the group's start.
+        let mut first = Pacer::new(&p, Instant::now(), 0, 2, 64);
+        first.resume(10_000_000_000);
+        assert_eq!(first.next_due(), 10_000_000_000);
         // Resumed earlier on the plan's times than it is (a lane resumed at once): no overflow.
         pacer.resume(500);
-        assert_eq!(pacer.next_due(), 500);
-        // Four times the rate from 20 ms: the worker's frames 0.5 ms apart.
+        assert_eq!(pacer.next_due(), 1_000_000_500);
+        // Four times the rate from 20 ms: the group's frames 0.25 ms apart, this worker's 0.5.
         pacer.retime(p.at_rate(4_000.0).unwrap(), 20_000_000_000);
-        assert_eq!(pacer.grant(20_000_000_000, 8), Grant::Send(1));
+        assert_eq!(pacer.next_due(), 20_250_000_000);
+        assert_eq!(pacer.grant(20_250_000_000, 8), Grant::Send(1));
         pacer.sent(1, &mut log);
-        assert_eq!(pacer.next_due(), 20_500_000_000);
+        assert_eq!(pacer.next_due(), 20_750_000_000);
         assert_eq!(pacer.pacing().cycle_ps, 250_000_000);
         // Each resume forgets the last send: a pause is not a gap between sends.
         assert_eq!(log.gap.len(), 0);

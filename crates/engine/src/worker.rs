@@ -8,7 +8,7 @@ use linerate_stream::{MappedFrames, Pacing, StreamShare, WorkerPlan};
 use linerate_wire::{Rng, signature};
 
 use crate::clock;
-use crate::control::{FlowControl, Watch};
+use crate::control::{FlowControl, FlowState, Watch};
 use crate::pace::{Clock, Grant, MAX_LAG_PS, PaceLog, Pacer, SLICE_PS};
 use crate::runner::WorkerContext;
 
@@ -379,9 +379,14 @@ fn steer_pacer(
     resumed: bool,
     now: u64,
 ) {
-    match rate.and_then(|pps| planned.at_rate(pps)) {
+    // A rate the schedule cannot hold (the caller checks; `at_rate` is the last word) keeps
+    // the schedule it has rather than falling back to the plan's.
+    let wanted = match rate {
+        None => Some(planned.clone()),
+        Some(pps) => planned.at_rate(pps),
+    };
+    match wanted {
         Some(p) if p != *pacer.pacing() => pacer.retime(p, now),
-        None if *pacer.pacing() != *planned => pacer.retime(planned.clone(), now),
         _ if resumed => pacer.resume(now),
         _ => {}
     }
@@ -469,8 +474,8 @@ struct LaneState<'a> {
     left: u64,
     in_flight: u32,
     totals: LaneTotals,
-    /// Paused or stopped by the run's control: out of the heap.
-    held: bool,
+    /// As the run's control has it: a paused or stopped lane is out of the heap.
+    state: FlowState,
 }
 
 impl<'a> LaneState<'a> {
@@ -495,7 +500,7 @@ impl<'a> LaneState<'a> {
                 left: lane.plan.count.unwrap_or(u64::MAX),
                 in_flight: 0,
                 totals: LaneTotals::default(),
-                held: false,
+                state: FlowState::Running,
             })
             .collect();
         let ready = Self::ready(&state);
@@ -507,7 +512,7 @@ impl<'a> LaneState<'a> {
         state
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.left > 0 && !l.held)
+            .filter(|(_, l)| l.left > 0 && !l.state.holds())
             .map(|(i, l)| Reverse((l.pacer.next_due(), i)))
             .collect()
     }
@@ -515,9 +520,9 @@ impl<'a> LaneState<'a> {
     /// Each lane as the control has it at `now`: held, resumed, or retimed.
     fn steer(state: &mut [Self], lanes: &[LaneShare<'_>], control: &FlowControl, now: u64) {
         for (i, l) in state.iter_mut().enumerate() {
-            let was = l.held;
-            l.held = control.state(i).holds();
-            let resumed = was && !l.held;
+            let was = l.state.holds();
+            l.state = control.state(i);
+            let resumed = was && !l.state.holds();
             steer_pacer(&mut l.pacer, lanes[i].pacing, control.rate(i), resumed, now);
         }
     }
@@ -560,7 +565,10 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
             ready = LaneState::ready(&state);
         }
         let Some(&Reverse((first, _))) = ready.peek() else {
-            if state.iter().any(|l| l.held && l.left > 0) {
+            // A paused lane is waited for; once every lane that ran has sent its count, the
+            // stopped ones end the run with it (a subset started alone ends when it is done).
+            let paused = |l: &LaneState<'_>| l.state == FlowState::Paused && l.left > 0;
+            if state.iter().any(paused) {
                 clock.wait(clock.now() + HELD_WAIT_PS, stop);
                 continue;
             }
@@ -654,7 +662,6 @@ fn retire(flight: &mut VecDeque<(usize, u32)>, state: &mut [LaneState<'_>], mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FlowState;
     use linerate_port::SlotMemory;
     use linerate_stream::{Limits, Mode, Plan, Shape, StreamSpec, lanes_for_worker};
 
@@ -977,6 +984,37 @@ mod tests {
         assert_eq!(
             totals.lanes.iter().map(|l| l.submitted).collect::<Vec<_>>(),
             [10, 10]
+        );
+
+        // A subset of counted lanes: once the one that runs has sent its count, the stopped
+        // one ends the run with it (nothing waits for it to be started).
+        let plan = interleaved(&[(1, "1k", 5, &[]), (2, "1k", 5, &[])]);
+        let lanes = lanes_of(&plan, 8);
+        let control = FlowControl::new(2);
+        control.set_states([(1, FlowState::Stopped)]);
+        let clock = Scripted {
+            now: std::cell::Cell::new(0),
+            changes: std::cell::RefCell::new(Vec::new()),
+            control: &control,
+            end: 1_000 * MS,
+        };
+        let mut q = Recorder::new(128);
+        fill_lanes(&mut q, &lanes);
+        let stop = AtomicBool::new(false);
+        let steer = Steer {
+            stop: &stop,
+            control: Some(&control),
+        };
+        let totals =
+            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
+        assert_eq!(
+            totals.lanes.iter().map(|l| l.submitted).collect::<Vec<_>>(),
+            [5, 0]
+        );
+        assert!(
+            clock.now() < 10 * MS,
+            "ended when lane 0 was done: {} ps",
+            clock.now()
         );
 
         // A lone cycle, held: the loop sends nothing until it runs, then its count.

@@ -196,7 +196,7 @@ impl crate::control::Remote for Steering {
     fn steer(
         &self,
         changes: &[(usize, crate::control::FlowChange)],
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), (String, Vec<usize>)> {
         use linerate_agent::proto::{SteerFlow, SteerRate};
         use linerate_engine::FlowState;
         let wire: Vec<(usize, SteerFlow)> = changes
@@ -228,7 +228,17 @@ impl crate::control::Remote for Steering {
                 )
             })
             .collect();
-        self.0.steer(&wire).map_err(|e| e.to_string())
+        let refused = self.0.steer(&wire);
+        if refused.is_empty() {
+            return Ok(());
+        }
+        let why = refused
+            .iter()
+            .map(|(e, _)| e.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        let places = refused.into_iter().flat_map(|(_, places)| places).collect();
+        Err((why, places))
     }
 }
 

@@ -78,6 +78,16 @@ impl BedSpec {
     }
 }
 
+/// Whether a plan's streams are lanes a control can hold one by one: interleaved lanes, or a
+/// lone stream's cycle (streams in sequence share one cycle, a capture streams on its own).
+pub(crate) fn steerable(plan: &Plan) -> bool {
+    match &plan.shape {
+        Shape::Lanes(_) => true,
+        Shape::Cycle { .. } => plan.streams.len() == 1,
+        Shape::Streamed { .. } => false,
+    }
+}
+
 /// Each stream's planned rate in a plan (frames per second; None: unpaced).
 fn planned_pps(plan: &Plan) -> Vec<Option<f64>> {
     match &plan.shape {
@@ -249,7 +259,7 @@ impl TestBed {
         let mut planned: Vec<(usize, Vec<Option<f64>>)> = Vec::new();
         match &mut self.bed {
             Bed::Port { port, plan } => {
-                if let Some(p) = plan {
+                if let Some(p) = plan.as_ref().filter(|p| steerable(p)) {
                     let c = Arc::new(FlowControl::new(p.streams.len()));
                     port.set_control(Some(Arc::clone(&c)));
                     places.push((0, c, p.first_flow));
@@ -279,7 +289,9 @@ impl TestBed {
             places
                 .iter()
                 .find(|(place, _, _)| *place == f.tx)
-                .map(|(_, c, first)| (Arc::clone(c), usize::from(f.id - first)))
+                .and_then(|(_, c, first)| {
+                    Some((Arc::clone(c), usize::from(f.id.checked_sub(*first)?)))
+                })
         });
         let rates = self.flows.iter().zip(lanes.clone()).map(|(f, lane)| {
             let (_, pps) = planned.iter().find(|(place, _)| *place == f.tx)?;

@@ -27,9 +27,13 @@ pub struct FlowChange {
 }
 
 /// Places of other machines, steered by asking them: `changes` by the global place that sends
-/// each flow.
+/// each flow. A refusal says why and which places' changes did not take effect (the others'
+/// did: each machine is asked on its own).
 pub trait Remote: Send + Sync + std::fmt::Debug {
-    fn steer(&self, changes: &[(usize, FlowChange)]) -> std::result::Result<(), String>;
+    fn steer(
+        &self,
+        changes: &[(usize, FlowChange)],
+    ) -> std::result::Result<(), (String, Vec<usize>)>;
 }
 
 /// Where a flow is steered.
@@ -212,13 +216,22 @@ impl BedControl {
             let to = self.remote.as_ref().ok_or_else(|| {
                 TestBedError::usage("flows on another machine, and no way to reach it")
             })?;
-            to.steer(&remote).map_err(TestBedError::usage)?;
+            let outcome = to.steer(&remote);
+            let failed = outcome
+                .as_ref()
+                .err()
+                .map_or(&[][..], |(_, p)| p.as_slice());
+            // What took effect is remembered, what did not is not.
             for &(f, change) in changes {
-                if let (Some(Lane::Remote { state, .. }), Some(s)) =
+                if let (Some(Lane::Remote { state, place, .. }), Some(s)) =
                     (self.flows.get(f).and_then(Option::as_ref), change.state)
+                    && !failed.contains(place)
                 {
                     *locked(state) = s;
                 }
+            }
+            if let Err((why, _)) = outcome {
+                return Err(TestBedError::usage(why));
             }
         }
         for (c, lanes) in places {
@@ -344,11 +357,15 @@ mod tests {
     struct Asked(Mutex<Vec<(usize, FlowChange)>>);
 
     impl Remote for Asked {
-        fn steer(&self, changes: &[(usize, FlowChange)]) -> std::result::Result<(), String> {
+        fn steer(
+            &self,
+            changes: &[(usize, FlowChange)],
+        ) -> std::result::Result<(), (String, Vec<usize>)> {
+            // Place 9's machine is gone; the others take their changes.
+            locked(&self.0).extend(changes.iter().filter(|(place, _)| *place != 9));
             if changes.iter().any(|(place, _)| *place == 9) {
-                return Err("agent 9 is gone".into());
+                return Err(("agent 9 is gone".into(), vec![9]));
             }
-            locked(&self.0).extend_from_slice(changes);
             Ok(())
         }
     }
@@ -371,12 +388,17 @@ mod tests {
         );
         assert_eq!(bed.state(1), Some(FlowState::Paused));
         assert!(bed.is_remote(0) && bed.planned(0).is_none());
-        let lost = bed.set(&[2], FlowState::Stopped).unwrap_err();
+        let lost = bed.set(&[0, 2], FlowState::Stopped).unwrap_err();
         assert_eq!(lost.to_string(), "agent 9 is gone");
         assert_eq!(
             bed.state(2),
             Some(FlowState::Running),
             "not remembered when refused"
+        );
+        assert_eq!(
+            bed.state(0),
+            Some(FlowState::Stopped),
+            "the agent that took it"
         );
     }
 }

@@ -166,6 +166,9 @@ impl LocalHosts {
     pub(crate) fn set_control(&mut self) -> Vec<(usize, Arc<FlowControl>, u16)> {
         let mut made = Vec::with_capacity(self.runs.len());
         for (r, plan) in self.runs.iter().zip(&self.plans) {
+            if !crate::bed::steerable(plan) {
+                continue;
+            }
             let c = Arc::new(FlowControl::new(plan.streams.len()));
             let port = self.session.session.port_mut(r.port);
             port.set_control(Some(Arc::clone(&c)));

@@ -23,6 +23,8 @@ import time
 import dpkt
 import snappi
 
+from devices_common import wait_for
+
 FRAMES = 20_000
 
 
@@ -175,14 +177,6 @@ def by_name(api):
     return {m.name: m for m in flow_metrics(api)}
 
 
-def wait_for(what, check, timeout=15):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def steered(api, env):

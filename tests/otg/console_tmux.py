@@ -12,16 +12,9 @@ import sys
 import time
 
 import snappi
+from devices_common import wait_for
 
 
-def wait_for(what, check, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last: {check()!r}")
 
 
 def tmux(*args):

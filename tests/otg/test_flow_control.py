@@ -5,6 +5,7 @@ paused; the re-rated flow's rate, read from the receiver's own first/last timest
 asked before and after."""
 import time
 
+from devices_common import wait_for
 from test_otg import config, flow, flow_metrics
 
 
@@ -25,14 +26,6 @@ def rate_between(a, b):
     return (b.frames_rx - a.frames_rx) * 1e9 / span_ns
 
 
-def wait_for(what, check, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def ended(api):

@@ -911,6 +911,34 @@ mod tests {
 
     const MS: u64 = 1_000_000_000;
 
+    /// Runs `plan`'s lanes (one worker, 8-slot regions) steered by `control`, its `changes`
+    /// made as virtual time reaches them, until `end`: what each lane sent, and when it ended.
+    fn run_steered(
+        plan: &Plan,
+        control: &FlowControl,
+        changes: Vec<Change<'_>>,
+        end: u64,
+    ) -> (Vec<u64>, u64, Vec<u16>) {
+        let lanes = lanes_of(plan, 8);
+        let clock = Scripted {
+            now: std::cell::Cell::new(0),
+            changes: std::cell::RefCell::new(changes),
+            control,
+            end,
+        };
+        let mut q = Recorder::new(256);
+        fill_lanes(&mut q, &lanes);
+        let stop = AtomicBool::new(false);
+        let steer = Steer {
+            stop: &stop,
+            control: Some(control),
+        };
+        let totals =
+            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
+        let sent = totals.lanes.iter().map(|l| l.submitted).collect();
+        (sent, clock.now(), q.ports)
+    }
+
     #[test]
     fn lanes_are_held_resumed_started_and_retimed_while_the_run_goes_on() {
         // Three lanes at 1 kpps; lane 1 starts stopped. At 10 ms lane 0 pauses, at 20 ms it
@@ -920,7 +948,6 @@ mod tests {
             (2, "1k", 1_000_000, &[]),
             (3, "1k", 1_000_000, &[]),
         ]);
-        let lanes = lanes_of(&plan, 8);
         let control = FlowControl::new(3);
         control.set_states([(1, FlowState::Stopped)]);
         let changes: Vec<Change<'_>> = vec![
@@ -934,88 +961,35 @@ mod tests {
             ),
             (30 * MS, Box::new(|c| c.set_rate(2, Some(2000.0)))),
         ];
-        let clock = Scripted {
-            now: std::cell::Cell::new(0),
-            changes: std::cell::RefCell::new(changes),
-            control: &control,
-            end: 40 * MS,
-        };
-        let mut q = Recorder::new(256);
-        fill_lanes(&mut q, &lanes);
-        let stop = AtomicBool::new(false);
-        let steer = Steer {
-            stop: &stop,
-            control: Some(&control),
-        };
-        let totals =
-            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
-        let sent: Vec<u64> = totals.lanes.iter().map(|l| l.submitted).collect();
+        let (sent, _, ports) = run_steered(&plan, &control, changes, 40 * MS);
         // Lane 0: 0..9 ms and 20..39 ms; lane 1: 20..39 ms; lane 2: 0..29 ms at 1 kpps, then
         // every 0.5 ms from 30 ms.
         assert_eq!(sent, [30, 20, 50]);
-        assert_eq!(q.ports.iter().filter(|&&p| p == 2).count(), 20);
-        assert_eq!(totals.submitted, 100);
+        assert_eq!(ports.iter().filter(|&&p| p == 2).count(), 20);
+        assert_eq!(ports.len(), 100);
     }
 
     #[test]
     fn a_controlled_run_waits_while_every_lane_is_held_and_a_lone_cycle_is_steered_too() {
         // Every lane paused from the start, resumed at 5 ms: nothing before, 1 kpps after.
         let plan = interleaved(&[(1, "1k", 1_000_000, &[]), (2, "1k", 1_000_000, &[])]);
-        let lanes = lanes_of(&plan, 8);
         let control = FlowControl::new(2);
         control.set_states([(0, FlowState::Paused), (1, FlowState::Paused)]);
-        let resume: Box<dyn Fn(&FlowControl)> =
-            Box::new(|c| c.set_states([(0, FlowState::Running), (1, FlowState::Running)]));
-        let clock = Scripted {
-            now: std::cell::Cell::new(0),
-            changes: std::cell::RefCell::new(vec![(5 * MS, resume)]),
-            control: &control,
-            end: 15 * MS,
-        };
-        let mut q = Recorder::new(128);
-        fill_lanes(&mut q, &lanes);
-        let stop = AtomicBool::new(false);
-        let steer = Steer {
-            stop: &stop,
-            control: Some(&control),
-        };
-        let totals =
-            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
-        assert_eq!(
-            totals.lanes.iter().map(|l| l.submitted).collect::<Vec<_>>(),
-            [10, 10]
+        let resume: Change<'_> = (
+            5 * MS,
+            Box::new(|c| c.set_states([(0, FlowState::Running), (1, FlowState::Running)])),
         );
+        let (sent, _, _) = run_steered(&plan, &control, vec![resume], 15 * MS);
+        assert_eq!(sent, [10, 10]);
 
         // A subset of counted lanes: once the one that runs has sent its count, the stopped
         // one ends the run with it (nothing waits for it to be started).
         let plan = interleaved(&[(1, "1k", 5, &[]), (2, "1k", 5, &[])]);
-        let lanes = lanes_of(&plan, 8);
         let control = FlowControl::new(2);
         control.set_states([(1, FlowState::Stopped)]);
-        let clock = Scripted {
-            now: std::cell::Cell::new(0),
-            changes: std::cell::RefCell::new(Vec::new()),
-            control: &control,
-            end: 1_000 * MS,
-        };
-        let mut q = Recorder::new(128);
-        fill_lanes(&mut q, &lanes);
-        let stop = AtomicBool::new(false);
-        let steer = Steer {
-            stop: &stop,
-            control: Some(&control),
-        };
-        let totals =
-            transmit_lanes(&mut q, &lanes, 64, steer, None, &clock, Instant::now()).unwrap();
-        assert_eq!(
-            totals.lanes.iter().map(|l| l.submitted).collect::<Vec<_>>(),
-            [5, 0]
-        );
-        assert!(
-            clock.now() < 10 * MS,
-            "ended when lane 0 was done: {} ps",
-            clock.now()
-        );
+        let (sent, ended, _) = run_steered(&plan, &control, Vec::new(), 1_000 * MS);
+        assert_eq!(sent, [5, 0]);
+        assert!(ended < 10 * MS, "ended when lane 0 was done: {ended} ps");
 
         // A lone cycle, held: the loop sends nothing until it runs, then its count.
         let plan = Plan::compile(

@@ -1,4 +1,5 @@
-//! set_control_state: start and stop the traffic, the captures and the devices' protocols.
+//! set_control_state (traffic started, stopped, paused and resumed, by flow; captures; the
+//! devices' protocols) and update_config (flows' rates, while they run).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

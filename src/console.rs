@@ -19,6 +19,12 @@ pub fn run(args: &ConsoleArgs) -> Result<()> {
     if args.interval < Duration::from_millis(100) {
         return Err(usage("--interval: at least 100ms"));
     }
+    // The keys are read from standard input: the table needs a terminal there.
+    if !args.no_tui && !std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(usage(
+            "standard input is not a terminal: run the console in one, or give --no-tui",
+        ));
+    }
     // Kept until the console quits: dropped, it stops the server and what it set up.
     let local = args.config.as_deref().map(LocalServe::start).transpose()?;
     let (location, token) = match &local {

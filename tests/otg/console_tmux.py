@@ -90,6 +90,20 @@ def main():
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
+    # A console whose terminal goes away (its tmux session killed: a dropped SSH session) ends,
+    # rather than reading the hung-up terminal forever.
+    orphan = f"{binary} console --location {location} --token {token} --interval 600ms"
+    session = f"linerate-console-gone-{os.getpid()}"
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", orphan)
+    wait_for("its table", lambda: "c0" in tmux("capture-pane", "-p", "-t", session))
+    subprocess.run(["tmux", "kill-session", "-t", session], check=True)
+    wait_for("the console to end with its terminal", lambda: subprocess.run(
+        ["pgrep", "-f", orphan], capture_output=True).returncode != 0, timeout=10)
+    # And with no terminal at all it says to give --no-tui.
+    bare = subprocess.run([binary, "console", "--location", location, "--token", token],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    assert bare.returncode == 2 and "--no-tui" in bare.stderr, bare
+
     # --no-tui: the same table as text, a block an interval.
     text = subprocess.run(
         ["timeout", "-s", "INT", "2.5", binary, "console", "--no-tui", "--location", location,

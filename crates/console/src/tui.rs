@@ -69,34 +69,92 @@ fn run_on(
         }
         terminal.draw(|f| draw(f, &screen, options))?;
         let wait = next.saturating_duration_since(Instant::now());
-        if !event::poll(wait.min(Duration::from_millis(200)))? {
-            continue;
-        }
-        let Event::Key(k) = event::read()? else {
-            continue;
+        // A terminal that went away (its tmux pane closed, its SSH session dropped) ends the
+        // console as a quit would.
+        let Some(events) = events(wait.min(Duration::from_millis(200)))? else {
+            break;
         };
-        if k.kind != KeyEventKind::Press {
-            continue;
-        }
-        let key = match k.code {
-            KeyCode::Up => Key::Up,
-            KeyCode::Down => Key::Down,
-            KeyCode::Esc => Key::Esc,
-            KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
-            KeyCode::Char(c) => Key::Char(c),
-            _ => continue,
-        };
-        match action(key) {
-            Some(Action::Quit) => break,
-            Some(a) => {
-                act(client, &mut screen, a);
-                // Show what the action did at once.
-                next = Instant::now();
+        for key in events.iter().filter_map(key_of) {
+            match action(key) {
+                Some(Action::Quit) => return Ok(()),
+                Some(a) => {
+                    act(client, &mut screen, a);
+                    // Show what the action did at once.
+                    next = Instant::now();
+                }
+                None => {}
             }
-            None => {}
         }
     }
     Ok(())
+}
+
+/// The key a terminal event is, if it is a key press the console reads.
+fn key_of(event: &Event) -> Option<Key> {
+    let Event::Key(k) = event else {
+        return None;
+    };
+    if k.kind != KeyEventKind::Press {
+        return None;
+    }
+    Some(match k.code {
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::Esc => Key::Esc,
+        KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => Key::CtrlC,
+        KeyCode::Char(c) => Key::Char(c),
+        _ => return None,
+    })
+}
+
+/// What the terminal (standard input) holds within `wait`.
+#[derive(Debug, PartialEq, Eq)]
+enum Terminal {
+    Nothing,
+    Input,
+    /// Hung up or closed: nothing will ever come.
+    Gone,
+}
+
+fn terminal(wait: Duration) -> Result<Terminal, ConsoleError> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(0) | Err(nix::errno::Errno::EINTR) => Ok(Terminal::Nothing),
+        Ok(_) => {
+            let got = fds[0].revents().unwrap_or(PollFlags::empty());
+            Ok(
+                if got.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL) {
+                    Terminal::Gone
+                } else if got.contains(PollFlags::POLLIN) {
+                    Terminal::Input
+                } else {
+                    Terminal::Nothing
+                },
+            )
+        }
+        Err(e) => Err(ConsoleError::Terminal(e.into())),
+    }
+}
+
+/// The events the terminal has within `wait` (none when it has nothing); None once it is gone.
+/// crossterm 0.28 re-reads a hung-up terminal forever inside `event::poll`, its timeout never
+/// checked (crossterm issue #793), so the terminal is polled here first and crossterm asked
+/// only for what is there: a read of what arrived, then what its parser still holds.
+fn events(wait: Duration) -> Result<Option<Vec<Event>>, ConsoleError> {
+    match terminal(wait)? {
+        Terminal::Gone => return Ok(None),
+        Terminal::Nothing => return Ok(Some(Vec::new())),
+        Terminal::Input => {}
+    }
+    let mut got = vec![event::read()?];
+    while terminal(Duration::ZERO)? != Terminal::Gone && event::poll(Duration::ZERO)? {
+        got.push(event::read()?);
+    }
+    Ok(Some(got))
 }
 
 /// One reading of the server's metrics into the screen; an error is shown, not fatal.

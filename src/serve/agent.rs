@@ -49,11 +49,11 @@ async fn steer(State(app): State<Arc<App>>, body_: Bytes) -> Result<Response, Fa
             Some("stopped") => Some(FlowState::Stopped),
             Some(other) => return Err(Fail::bad(format!("flow {}: state {other:?}", c.id))),
         };
-        let rate = match c.rate {
-            None | Some(proto::SteerRate::Planned) => None,
-            Some(proto::SteerRate::Pps(p)) => Some(RateAsk::Pps(p)),
-            Some(proto::SteerRate::TimesPlanned(x)) => Some(RateAsk::TimesPlanned(x)),
-        };
+        let rate = c.rate.map(|r| match r {
+            proto::SteerRate::Pps(p) => RateAsk::Pps(p),
+            proto::SteerRate::TimesPlanned(x) => RateAsk::TimesPlanned(x),
+            proto::SteerRate::Planned => RateAsk::Planned,
+        });
         changes.push(FlowChange {
             id: c.id,
             state,

@@ -254,7 +254,7 @@ pub(super) async fn update_config(
     blocking(move || {
         asks.iter().try_for_each(|(flow, ask)| {
             control
-                .set_rate(*flow, Some(*ask))
+                .set_rate(*flow, *ask)
                 .map_err(|e| Fail::bad(e.to_string()))
         })
     })

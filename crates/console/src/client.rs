@@ -92,32 +92,32 @@ impl OtgClient {
 
     /// Every flow's metrics.
     pub fn flows(&self) -> Result<Vec<FlowReading>, ConsoleError> {
-        #[derive(Deserialize)]
-        struct Answer {
-            #[serde(default)]
-            flow_metrics: Vec<FlowReading>,
-        }
-        let a: Answer = self.call(
-            "POST",
-            "/monitor/metrics",
-            Some(&json!({"choice": "flow", "flow": {}})),
-        )?;
-        Ok(a.flow_metrics)
+        self.metrics("flow")
     }
 
     /// Every port's metrics.
     pub fn ports(&self) -> Result<Vec<PortReading>, ConsoleError> {
-        #[derive(Deserialize)]
-        struct Answer {
-            #[serde(default)]
-            port_metrics: Vec<PortReading>,
-        }
-        let a: Answer = self.call(
+        self.metrics("port")
+    }
+
+    /// get_metrics of every `choice` (`flow`, `port`): the answer's `<choice>_metrics`.
+    fn metrics<T: serde::de::DeserializeOwned>(
+        &self,
+        choice: &str,
+    ) -> Result<Vec<T>, ConsoleError> {
+        let mut answer: Value = self.call(
             "POST",
             "/monitor/metrics",
-            Some(&json!({"choice": "port", "port": {}})),
+            Some(&json!({"choice": choice, choice: {}})),
         )?;
-        Ok(a.port_metrics)
+        match answer.get_mut(format!("{choice}_metrics")).map(Value::take) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(list) => serde_json::from_value(list).map_err(|e| {
+                ConsoleError::Transport(format!(
+                    "/monitor/metrics: not OTG's {choice} metrics: {e}"
+                ))
+            }),
+        }
     }
 
     /// `flow_transmit` `state` of the flows named (every flow, with none); the answer's

@@ -197,6 +197,7 @@ impl crate::control::Remote for Steering {
         &self,
         changes: &[(usize, crate::control::FlowChange)],
     ) -> std::result::Result<(), (String, Vec<usize>)> {
+        use crate::control::RateAsk;
         use linerate_agent::proto::{SteerFlow, SteerRate};
         use linerate_engine::FlowState;
         let wire: Vec<(usize, SteerFlow)> = changes
@@ -210,14 +211,11 @@ impl crate::control::Remote for Steering {
                     }
                     .to_owned()
                 });
-                let rate = match (c.rate, c.state) {
-                    (Some(crate::control::RateAsk::Pps(p)), _) => Some(SteerRate::Pps(p)),
-                    (Some(crate::control::RateAsk::TimesPlanned(x)), _) => {
-                        Some(SteerRate::TimesPlanned(x))
-                    }
-                    (None, None) => Some(SteerRate::Planned),
-                    (None, Some(_)) => None,
-                };
+                let rate = c.rate.map(|r| match r {
+                    RateAsk::Pps(p) => SteerRate::Pps(p),
+                    RateAsk::TimesPlanned(x) => SteerRate::TimesPlanned(x),
+                    RateAsk::Planned => SteerRate::Planned,
+                });
                 (
                     *place,
                     SteerFlow {

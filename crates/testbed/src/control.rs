@@ -9,12 +9,13 @@ use linerate_engine::{FlowControl, FlowState};
 
 use crate::error::{Result, TestBedError};
 
-/// A new rate for a flow: frames per second, or its planned rate times a factor (a rate in the
-/// unit it was planned in, where the plan is another machine's).
+/// A new rate for a flow: frames per second, its planned rate times a factor (a rate in the
+/// unit it was planned in, where the plan is another machine's), or its planned rate again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum RateAsk {
     Pps(f64),
     TimesPlanned(f64),
+    Planned,
 }
 
 /// One flow's change, as a place that sends it takes it.
@@ -22,7 +23,9 @@ pub enum RateAsk {
 pub struct FlowChange {
     /// The flow's id (the signature's).
     pub id: u16,
+    /// None: as it is.
     pub state: Option<FlowState>,
+    /// None: as it is.
     pub rate: Option<RateAsk>,
 }
 
@@ -120,8 +123,8 @@ impl BedControl {
         }
     }
 
+    /// Flow `flow`'s lane (the bed checked by the caller).
     fn lane(&self, flow: usize) -> Result<&Lane> {
-        self.check()?;
         self.flows
             .get(flow)
             .and_then(Option::as_ref)
@@ -165,12 +168,12 @@ impl BedControl {
         self.apply(&changes)
     }
 
-    /// Gives flow `flow` a new rate (None: its planned rate).
-    pub fn set_rate(&self, flow: usize, rate: Option<RateAsk>) -> Result<()> {
+    /// Gives flow `flow` a new rate.
+    pub fn set_rate(&self, flow: usize, rate: RateAsk) -> Result<()> {
         let change = FlowChange {
             id: 0,
             state: None,
-            rate,
+            rate: Some(rate),
         };
         self.apply(&[(flow, change)])
     }
@@ -178,8 +181,8 @@ impl BedControl {
     /// Applies each `(flow index, change)`: every flow checked first, then the local ones one
     /// change per place, the remote ones one request per agent.
     fn apply(&self, changes: &[(usize, FlowChange)]) -> Result<()> {
+        self.check()?;
         for (f, change) in changes {
-            self.lane(*f)?;
             if let (Some(RateAsk::TimesPlanned(_)), Lane::Local(..)) = (change.rate, self.lane(*f)?)
                 && self.planned(*f).is_none()
             {
@@ -236,10 +239,11 @@ impl BedControl {
         }
         for (c, lanes) in places {
             for (lane, change) in &lanes {
-                if let Some(RateAsk::Pps(pps)) = change.rate {
-                    c.set_rate(*lane, Some(pps));
-                } else if change.rate.is_none() && change.state.is_none() {
-                    c.set_rate(*lane, None);
+                match change.rate {
+                    Some(RateAsk::Pps(pps)) => c.set_rate(*lane, Some(pps)),
+                    Some(RateAsk::Planned) => c.set_rate(*lane, None),
+                    // Made frames per second above, where the plan is this machine's.
+                    Some(RateAsk::TimesPlanned(_)) | None => {}
                 }
             }
             let states: Vec<(usize, FlowState)> = lanes
@@ -305,14 +309,12 @@ mod tests {
             (FlowState::Paused, FlowState::Paused)
         );
         assert_eq!(b.state(0), FlowState::Running);
-        bed.set_rate(0, Some(RateAsk::TimesPlanned(3.0))).unwrap();
-        bed.set_rate(2, Some(RateAsk::Pps(50.0))).unwrap();
+        bed.set_rate(0, RateAsk::TimesPlanned(3.0)).unwrap();
+        bed.set_rate(2, RateAsk::Pps(50.0)).unwrap();
         assert_eq!((a.rate(0), a.rate(1)), (Some(3000.0), Some(50.0)));
-        let unpaced = bed
-            .set_rate(1, Some(RateAsk::TimesPlanned(2.0)))
-            .unwrap_err();
+        let unpaced = bed.set_rate(1, RateAsk::TimesPlanned(2.0)).unwrap_err();
         assert!(unpaced.to_string().contains("unpaced"), "{unpaced}");
-        bed.set_rate(0, None).unwrap();
+        bed.set_rate(0, RateAsk::Planned).unwrap();
         assert_eq!(a.rate(0), None);
         let no = bed.set(&[0, 3], FlowState::Stopped).unwrap_err();
         assert_eq!(no.to_string(), "no flow 3: the test bed has 3");
@@ -375,7 +377,7 @@ mod tests {
         let asked = Arc::new(Asked::default());
         let bed = BedControl::remote(&[(0, 10), (2, 11), (9, 12)], Arc::clone(&asked) as _);
         bed.set(&[0, 1], FlowState::Paused).unwrap();
-        bed.set_rate(1, Some(RateAsk::TimesPlanned(2.0))).unwrap();
+        bed.set_rate(1, RateAsk::TimesPlanned(2.0)).unwrap();
         let got = locked(&asked.0).clone();
         assert_eq!(got.len(), 3);
         assert_eq!(

@@ -23,7 +23,7 @@ import time
 import dpkt
 import snappi
 
-from devices_common import wait_for
+from devices_common import held_while_another_runs, rerated, wait_for
 
 FRAMES = 20_000
 
@@ -177,8 +177,6 @@ def by_name(api):
     return {m.name: m for m in flow_metrics(api)}
 
 
-
-
 def steered(api, env):
     """Flows on agents steered while they run: two of four started, one paused and resumed,
     one re-rated by update_config; every flow exact once the run ends."""
@@ -190,33 +188,14 @@ def steered(api, env):
     assert m["p2-p1"].frames_rx == m["p4-p3"].frames_rx == 0, m
     assert (m["p2-p1"].transmit, m["p1-p2"].transmit) == ("stopped", "started"), m
     transmit(api, "pause", ["p1-p2"])
-    time.sleep(0.5)
-    held = by_name(api)
-    time.sleep(1.0)
-    later = by_name(api)
+    held, later = held_while_another_runs(lambda: by_name(api), "p1-p2", "p3-p4", 5_000,
+                                          settle=0.5)
     assert held["p1-p2"].transmit == "paused", held
-    assert later["p1-p2"].frames_rx == held["p1-p2"].frames_rx, (held["p1-p2"], later["p1-p2"])
-    assert later["p3-p4"].frames_rx > held["p3-p4"].frames_rx + 5_000
-
-    def rate(a, b):
-        span = b.timestamps.last_timestamp_ns - a.timestamps.last_timestamp_ns
-        return (b.frames_rx - a.frames_rx) * 1e9 / span
 
     # p3-p4 from 20 kpps to 40 kpps: the agent that sends it scales its own plan.
-    before = by_name(api)["p3-p4"]
-    time.sleep(1.0)
-    at_20k = rate(before, by_name(api)["p3-p4"])
-    update = api.config_update()
-    update.flows.property_names = [update.flows.RATE]
     f = c.flows[2]
     assert f.name == "p3-p4"
-    f.rate.pps = 40_000
-    update.flows.flows.append(f)
-    api.update_config(update)
-    time.sleep(0.3)
-    start_ = by_name(api)["p3-p4"]
-    time.sleep(1.0)
-    at_40k = rate(start_, by_name(api)["p3-p4"])
+    at_20k, at_40k = rerated(api, lambda: by_name(api), f, 40_000, settle=0.3)
     # Three agents' workers and a controller share this machine's cores: a rate may fall a few
     # percent behind; the change itself is what is checked, as the ratio of the two.
     assert abs(at_20k - 20_000) < 2_000 and abs(at_40k - 40_000) < 4_000, (at_20k, at_40k)

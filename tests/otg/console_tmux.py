@@ -9,10 +9,9 @@ own (a serve it starts on loopback), whose flows a key starts, and which it stop
 import os
 import subprocess
 import sys
-import time
 
 import snappi
-from devices_common import wait_for
+from devices_common import all_counted, held_while_another_runs, wait_for
 
 
 
@@ -73,12 +72,7 @@ def main():
         tmux("send-keys", "-t", session, "p")
         wait_for("c1 paused in the table", lambda: (row("c1") or ["", ""])[1] == "paused")
         assert metrics()["c1"].transmit == "paused"
-        time.sleep(0.3)
-        held = metrics()
-        time.sleep(1.0)
-        later = metrics()
-        assert later["c1"].frames_rx == held["c1"].frames_rx, (held["c1"], later["c1"])
-        assert later["c0"].frames_rx > held["c0"].frames_rx + 500
+        _, later = held_while_another_runs(metrics, "c1", "c0", 500)
         assert (row("c0") or ["", ""])[1] == "started"
 
         # r resumes it; q quits and the terminal is left.
@@ -119,7 +113,7 @@ def main():
     cs = api.control_state()
     cs.traffic.flow_transmit.state = "stop"
     api.set_control_state(cs)
-    final = wait_for("the run to end", lambda: (lambda m: m if all(x.transmit == "stopped" and x.frames_rx == x.frames_tx for x in m.values()) else None)(metrics()))
+    final = wait_for("the run to end", lambda: all_counted(metrics))
     assert all(x.frames_tx > 0 for x in final.values())
 
     # --config: a test bed of the console's own. The outer server lets the ports go first.

@@ -1,8 +1,54 @@
-"""What the device scripts (bgp_b2b.py, bgp_router.py, isis_b2b.py, ospfv2_b2b.py, …) share:
+"""What the snappi scripts (bgp_b2b.py, isis_b2b.py, agents.py, console_tmux.py, …) share:
 waiting for a condition, the device namespaces of the server under test, killing a device's
-daemon to see it named, and the conformance tests' flow check."""
+daemon to see it named, the conformance tests' flow check, and the checks of flows steered
+while they run (a held flow's count standing still, a rate before and after update_config, a
+run ended with every frame counted)."""
 import os
 import time
+
+
+def all_counted(metrics):
+    """metrics() (flow name → metric) once every flow is stopped and every frame it sent was
+    counted, else None."""
+    m = metrics()
+    done = all(x.transmit == "stopped" and x.frames_rx == x.frames_tx for x in m.values())
+    return m if done else None
+
+
+def held_while_another_runs(metrics, held, running, more_than, settle=0.3):
+    """Two readings of metrics() a second apart, `settle` s after a flow was held: `held`'s
+    received count stands still while `running`'s grows by more than `more_than`. Both readings."""
+    time.sleep(settle)
+    first = metrics()
+    time.sleep(1.0)
+    later = metrics()
+    assert later[held].frames_rx == first[held].frames_rx, (first[held], later[held])
+    assert later[running].frames_rx > first[running].frames_rx + more_than, (
+        first[running], later[running])
+    return first, later
+
+
+def received_rate(a, b):
+    """Frames a second a flow's receiver saw between two of its metrics (its own timestamps)."""
+    span_ns = b.timestamps.last_timestamp_ns - a.timestamps.last_timestamp_ns
+    return (b.frames_rx - a.frames_rx) * 1e9 / span_ns
+
+
+def rerated(api, metrics, flow, pps, settle):
+    """Flow `flow` (a snappi Flow of the config set) given `pps` by update_config: its received
+    rate over a second before, and over a second from `settle` s after."""
+    before = metrics()[flow.name]
+    time.sleep(1.0)
+    was = received_rate(before, metrics()[flow.name])
+    update = api.config_update()
+    update.flows.property_names = [update.flows.RATE]
+    flow.rate.pps = pps
+    update.flows.flows.append(flow)
+    api.update_config(update)
+    time.sleep(settle)
+    start = metrics()[flow.name]
+    time.sleep(1.0)
+    return was, received_rate(start, metrics()[flow.name])
 
 
 def wait_for(what, fn, timeout=30, every=0.2):

@@ -3,9 +3,8 @@ and resumed, one given a new rate by update_config; the others stay stopped. Cou
 receiver: per flow, every frame sent arrived; the paused flow's count stands still while it is
 paused; the re-rated flow's rate, read from the receiver's own first/last timestamps, is the one
 asked before and after."""
-import time
 
-from devices_common import wait_for
+from devices_common import all_counted, held_while_another_runs, rerated, wait_for
 from test_otg import config, flow, flow_metrics
 
 
@@ -18,21 +17,6 @@ def control(api, state, names):
 
 def by_name(api):
     return {m.name: m for m in flow_metrics(api)}
-
-
-def rate_between(a, b):
-    """Frames a second the receiver saw between two readings of one flow."""
-    span_ns = b.timestamps.last_timestamp_ns - a.timestamps.last_timestamp_ns
-    return (b.frames_rx - a.frames_rx) * 1e9 / span_ns
-
-
-
-
-def ended(api):
-    """Every flow stopped and every frame sent counted, or None."""
-    m = by_name(api)
-    done = all(x.transmit == "stopped" for x in m.values())
-    return m if done and all(x.frames_rx == x.frames_tx for x in m.values()) else None
 
 
 def test_two_of_ten_flows_started_one_paused_and_resumed_one_re_rated(api, lab):
@@ -59,28 +43,11 @@ def test_two_of_ten_flows_started_one_paused_and_resumed_one_re_rated(api, lab):
 
     # Paused: its count stands still while c0 goes on; its state says so.
     control(api, "pause", ["c1"])
-    time.sleep(0.3)
-    held = by_name(api)
-    time.sleep(1.0)
-    later = by_name(api)
+    held, later = held_while_another_runs(lambda: by_name(api), "c1", "c0", 500)
     assert held["c1"].transmit == later["c1"].transmit == "paused"
-    assert later["c1"].frames_rx == held["c1"].frames_rx
-    assert later["c0"].frames_rx > held["c0"].frames_rx + 500
 
     # c0 at 1 kpps, then at 4 kpps from update_config, each read over a second of arrivals.
-    before = later["c0"]
-    time.sleep(1.0)
-    at_1k = rate_between(before, by_name(api)["c0"])
-    update = api.config_update()
-    update.flows.property_names = [update.flows.RATE]
-    c0 = c.flows[0]
-    c0.rate.pps = 4000
-    update.flows.flows.append(c0)
-    api.update_config(update)
-    time.sleep(0.2)
-    start = by_name(api)["c0"]
-    time.sleep(1.0)
-    at_4k = rate_between(start, by_name(api)["c0"])
+    at_1k, at_4k = rerated(api, lambda: by_name(api), c.flows[0], 4000, settle=0.2)
     assert abs(at_1k - 1000) < 20, at_1k
     assert abs(at_4k - 4000) < 80, at_4k
     # get_config says the new rate.
@@ -92,7 +59,7 @@ def test_two_of_ten_flows_started_one_paused_and_resumed_one_re_rated(api, lab):
 
     # Stopping c0 and c1 stops the run: every flow sent what arrived, the others nothing.
     control(api, "stop", ["c0", "c1"])
-    m = wait_for("the run to end with every frame counted", lambda: ended(api))
+    m = wait_for("the run to end with every frame counted", lambda: all_counted(lambda: by_name(api)))
     assert m["c0"].frames_tx > m["c1"].frames_tx > 0
     assert all((m[n].frames_tx, m[n].frames_rx) == (0, 0) for n in names[2:])
     assert all(x.loss == 0 for x in m.values())
@@ -115,5 +82,5 @@ def test_pause_before_a_start_and_a_resume_of_a_flow_that_runs_are_answered_plai
     said = control(api, "resume", ["a"])
     assert any("not paused" in w for w in said.warnings), said
     control(api, "stop", [])
-    m = wait_for("both to stop", lambda: ended(api))
+    m = wait_for("both to stop", lambda: all_counted(lambda: by_name(api)))
     assert m["a"].frames_tx > 50 and m["b"].frames_tx > 50

@@ -8,10 +8,9 @@ while the other's grows, as snappi's own metrics read it), and a screenshot is k
 """
 import os
 import sys
-import time
 
 import snappi
-from devices_common import wait_for
+from devices_common import all_counted, held_while_another_runs, wait_for
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -88,12 +87,7 @@ def main():
         browser.find_element(By.CSS_SELECTOR, "button[data-flow='left'][data-state='stop']").click()
         wait_for("left to read stopped in the page", lambda: rows().get("left", ("",))[0] == "stopped")
         wait_for("left stopped in the API", lambda: metrics()["left"].transmit == "stopped")
-        time.sleep(0.3)
-        held = metrics()
-        time.sleep(1.0)
-        later = metrics()
-        assert later["left"].frames_rx == held["left"].frames_rx, (held["left"], later["left"])
-        assert later["right"].frames_rx > held["right"].frames_rx + 1000
+        _, later = held_while_another_runs(metrics, "left", "right", 1000)
         assert later["right"].transmit == "started"
         shot = os.environ.get("UI_SHOT")
         if shot:
@@ -103,7 +97,7 @@ def main():
         cs = api.control_state()
         cs.traffic.flow_transmit.state = "stop"
         api.set_control_state(cs)
-    final = wait_for("the run to end", lambda: (lambda m: m if all(x.transmit == "stopped" and x.frames_rx == x.frames_tx for x in m.values()) else None)(metrics()))
+    final = wait_for("the run to end", lambda: all_counted(metrics))
     assert final["right"].frames_tx > final["left"].frames_tx > 0
     print("ui dashboard: ok")
 

@@ -348,8 +348,8 @@ fn tx_text(
     if let Some(p) = report.pacing.as_ref().filter(|_| detail.verbose) {
         writeln!(
             out,
-            "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches",
-            p.late_p50_ns, p.late_p99_ns, p.late_p999_ns, p.late_max_ns, p.batches
+            "lateness  p50 {} ns, p99 {} ns, p99.9 {} ns, max {} ns over {} batches ({})",
+            p.late_p50_ns, p.late_p99_ns, p.late_p999_ns, p.late_max_ns, p.batches, p.spacing
         )?;
     }
     if let Some(s) = sink {

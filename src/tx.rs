@@ -34,6 +34,8 @@ pub fn run(args: &TxArgs) -> Result<()> {
         if let Some(rate) = rate {
             s.rate = rate;
         }
+        s.pacing = args.pacing.unwrap_or(s.pacing);
+        s.gaps = args.gaps.unwrap_or(s.gaps);
         if let (Some(frames), Some(per_second)) = (args.burst, args.bursts_per_sec)
             && !with_hosts
         {

@@ -14,15 +14,22 @@ use linerate_stream::Pacing;
 /// faster than asked, so a stall does not become a line-rate burst yet the average holds.
 pub const CATCH_UP: u64 = 2;
 
+/// A precise schedule catches up at 4/3 of its rate, one frame a send: at 500 kpps its
+/// catching-up gaps (1.5 µs) are still within 512 ns of the 2 µs asked.
+pub const PRECISE_CATCH_UP: (u64, u64) = (4, 3);
+
 /// A worker this far behind stops catching up and moves its schedule: the lost time is lost,
 /// which the report's achieved rate and lateness show.
 pub const MAX_LAG_PS: u64 = 50_000_000_000;
 
-/// A send takes, with its first frame, the frames due within this of it (never more than a
-/// batch): at low rates that is one frame, at high rates a kick or a BPF_PROG_RUN call is shared
-/// by the frames of 20 µs instead of being paid per frame or two, which is what lets a paced
-/// worker come close to its unpaced rate. A frame leaves at most this early.
-pub const SLICE_PS: u64 = 20_000_000;
+pub use linerate_stream::SLICE_PS;
+use linerate_stream::Spacing;
+
+/// What a send of one frame costs AF_XDP and AF_PACKET (a kick each): `auto` spacing sends
+/// frame by frame where a worker's frames are at least this far apart. Per-frame kicks held
+/// 1.5 Mpps on the veth lab (docs/performance.md, "The gaps a receiver sees"), so 2 Mpps is
+/// where they start to cost rate.
+pub const KICK_PS: u64 = 500_000;
 
 /// Waits longer than this are slept (minus a margin for the sleep's own lateness); shorter ones
 /// are spun, since a sleep cannot hit a sub-100 µs deadline.
@@ -63,14 +70,28 @@ pub fn wait_until(epoch: Instant, due: u64, stop: &AtomicBool) {
 }
 
 /// The latest due time a send at `now` takes when its first frame is due at `first`: what is
-/// due by now and what falls due within a slice of the first frame — except in bursty
-/// schedules, whose bursts must leave apart however close they are.
+/// due by now and what falls due within the schedule's slice of the first frame (never more
+/// than a batch) — except in bursty schedules, whose bursts must leave apart however close
+/// they are. At low rates that is one frame; a precise schedule (no slice) sends each frame at
+/// its own instant.
 #[inline]
-pub fn horizon(pacing: &Pacing, first: u64, now: u64) -> u64 {
+pub fn horizon(pacing: &Pacing, slice_ps: u64, first: u64, now: u64) -> u64 {
     if pacing.burst > 1 {
         now
     } else {
-        now.max(first + SLICE_PS)
+        now.max(first + slice_ps)
+    }
+}
+
+/// The slice a worker's sends reach (0: precise) on `pacing`, sending every `stride`-th frame,
+/// where a send costs `send_ps`: `auto` is precise where the worker's mean gap is at least that.
+pub fn slice_for(pacing: &Pacing, stride: u64, send_ps: u64) -> u64 {
+    let mean_gap = pacing.cycle_ps / pacing.cycle_frames.max(1) * stride.max(1);
+    match pacing.spacing {
+        Spacing::Precise => 0,
+        Spacing::Sliced => SLICE_PS,
+        Spacing::Auto if mean_gap >= send_ps => 0,
+        Spacing::Auto => SLICE_PS,
     }
 }
 
@@ -115,17 +136,31 @@ pub struct CatchUp {
 }
 
 impl CatchUp {
-    /// For the worker that sends every `stride`-th frame of `pacing`, up to `batch` at once.
-    pub fn for_worker(pacing: &Pacing, stride: u64, batch: u64) -> CatchUp {
+    /// For the worker that sends every `stride`-th frame of `pacing`, up to `batch` at once. A
+    /// precise schedule (no slice) catches up frame by frame, each at least three quarters of
+    /// its mean gap after the last (`PRECISE_CATCH_UP`), so a stall leaves one long gap and no
+    /// frames back to back.
+    pub fn for_worker(pacing: &Pacing, stride: u64, batch: u64, slice_ps: u64) -> CatchUp {
         let mean_gap = pacing.cycle_ps / pacing.cycle_frames.max(1) * stride;
-        CatchUp::new(mean_gap, batch, pacing.burst.div_ceil(stride))
+        let burst = pacing.burst.div_ceil(stride);
+        if slice_ps == 0 {
+            let (num, den) = PRECISE_CATCH_UP;
+            let min_gap = (mean_gap * den / num).max(1);
+            return CatchUp {
+                min_gap,
+                depth: burst,
+                slice: 1,
+                empty: 0,
+            };
+        }
+        CatchUp::new(mean_gap, batch, burst, slice_ps)
     }
 
     /// For a worker whose frames are `mean_gap` apart on average, sending up to `batch` at once,
-    /// with bursts of `burst` of its frames.
-    pub fn new(mean_gap: u64, batch: u64, burst: u64) -> CatchUp {
+    /// with bursts of `burst` of its frames, on a schedule sliced by `slice_ps`.
+    pub fn new(mean_gap: u64, batch: u64, burst: u64, slice_ps: u64) -> CatchUp {
         let mean_gap = mean_gap.max(1);
-        let slice = SLICE_PS / mean_gap + 1;
+        let slice = slice_ps / mean_gap + 1;
         CatchUp {
             min_gap: (mean_gap / CATCH_UP).max(1),
             depth: batch.max(burst + 1).max(slice),
@@ -190,11 +225,13 @@ pub enum Grant {
 }
 
 /// How closely paced sends kept their schedule (ns), one record per send: how late its first
-/// frame left, and the time since the previous send of the same schedule.
+/// frame left, and the time since the previous send of the same schedule; and whether any send
+/// reached a slice ahead (frames left together) rather than each frame alone.
 #[derive(Debug, Clone)]
 pub struct PaceLog {
     pub late: Histogram<u64>,
     pub gap: Histogram<u64>,
+    pub sliced: bool,
 }
 
 impl PaceLog {
@@ -202,6 +239,7 @@ impl PaceLog {
         PaceLog {
             late: histogram(),
             gap: histogram(),
+            sliced: false,
         }
     }
 }
@@ -220,6 +258,10 @@ impl Default for PaceLog {
 pub struct Pacer<'a> {
     /// The plan's schedule, or its copy at the rate a flow was given while it ran.
     pacing: Cow<'a, Pacing>,
+    /// What one send costs the backend, and the slice its sends reach on this schedule (0:
+    /// each frame alone, precise).
+    send_ps: u64,
+    slice_ps: u64,
     epoch: Instant,
     seq: u64,
     stride: u64,
@@ -243,17 +285,39 @@ impl<'a> Pacer<'a> {
         stride: u64,
         batch: u64,
     ) -> Self {
+        let slice_ps = slice_for(pacing, stride, KICK_PS);
         Pacer {
             pacing: Cow::Borrowed(pacing),
+            send_ps: KICK_PS,
+            slice_ps,
             epoch,
             seq: first_seq,
             stride,
             batch,
             shift: 0,
-            catch_up: CatchUp::for_worker(pacing, stride, batch),
+            catch_up: CatchUp::for_worker(pacing, stride, batch, slice_ps),
             granted: (0, 0),
             last_send: None,
         }
+    }
+
+    /// The same pacer for a backend whose send costs `send_ps` (the live backend's
+    /// BPF_PROG_RUN call), which `auto` spacing weighs against the worker's gap.
+    pub fn sending_at(mut self, send_ps: u64) -> Self {
+        self.send_ps = send_ps;
+        self.slice_ps = slice_for(&self.pacing, self.stride, send_ps);
+        self.catch_up = CatchUp::for_worker(&self.pacing, self.stride, self.batch, self.slice_ps);
+        self
+    }
+
+    /// Whether each frame leaves alone at its own instant (no slice).
+    pub fn precise(&self) -> bool {
+        self.slice_ps == 0
+    }
+
+    /// How far ahead of its first frame a send reaches (ps; 0 when precise).
+    pub fn slice_ps(&self) -> u64 {
+        self.slice_ps
     }
 
     /// Now, in ps after the epoch.
@@ -288,7 +352,7 @@ impl<'a> Pacer<'a> {
         if late > MAX_LAG_PS {
             self.shift = self.shift.wrapping_add(late - MAX_LAG_PS);
         }
-        let until = horizon(&self.pacing, due, now).min(before);
+        let until = horizon(&self.pacing, self.slice_ps, due, now).min(before);
         let due_now = due_by(&self.pacing, self.seq, self.stride, self.shift, until, n);
         match self.catch_up.grant(now, due_now) {
             Ok(k) => {
@@ -321,7 +385,8 @@ impl<'a> Pacer<'a> {
 
     /// Goes on from `now` on `pacing` (the plan's schedule at a new rate).
     pub fn retime(&mut self, pacing: Pacing, now: u64) {
-        self.catch_up = CatchUp::for_worker(&pacing, self.stride, self.batch);
+        self.slice_ps = slice_for(&pacing, self.stride, self.send_ps);
+        self.catch_up = CatchUp::for_worker(&pacing, self.stride, self.batch, self.slice_ps);
         self.pacing = Cow::Owned(pacing);
         self.resume(now);
     }
@@ -336,6 +401,7 @@ impl<'a> Pacer<'a> {
     pub fn sent(&mut self, k: u64, log: &mut PaceLog) {
         self.catch_up.spend(k);
         self.seq += k * self.stride;
+        log.sliced |= self.slice_ps > 0;
         let (late, at) = self.granted;
         log.late.saturating_record(late / 1000);
         if let Some(last) = self.last_send {
@@ -360,13 +426,14 @@ mod tests {
             cycle_ps: 10_000_000,
             offsets_ps: vec![0],
             burst,
+            spacing: Spacing::Sliced,
         }
     }
 
     #[test]
     fn the_bucket_starts_full_and_refills_at_twice_the_rate() {
         // 10 µs frames, batch 4: a slice is 3 frames, the bucket holds a batch.
-        let mut c = CatchUp::new(10_000_000, 4, 1);
+        let mut c = CatchUp::new(10_000_000, 4, 1, SLICE_PS);
         assert_eq!(c.grant(0, 10), Ok(4));
         c.spend(4);
         // Empty: one frame due may leave a half gap later, three (a slice) after three.
@@ -386,6 +453,7 @@ mod tests {
             cycle_ps: 1000,
             offsets_ps: vec![0, 100, 500, 600],
             burst: 1,
+            spacing: Spacing::Sliced,
         };
         for seq in [0, 1, 5] {
             for until in (0..5000).step_by(37) {
@@ -406,12 +474,12 @@ mod tests {
 
     #[test]
     fn a_slice_reaches_ahead_except_in_bursts() {
-        assert_eq!(horizon(&pacing(1), 100, 50), 100 + SLICE_PS);
+        assert_eq!(horizon(&pacing(1), SLICE_PS, 100, 50), 100 + SLICE_PS);
         assert_eq!(
-            horizon(&pacing(1), 100, 100 + 2 * SLICE_PS),
+            horizon(&pacing(1), SLICE_PS, 100, 100 + 2 * SLICE_PS),
             100 + 2 * SLICE_PS
         );
-        assert_eq!(horizon(&pacing(8), 100, 150), 150);
+        assert_eq!(horizon(&pacing(8), SLICE_PS, 100, 150), 150);
     }
 
     /// Drives a pacer on a virtual clock that jumps to each answer's wait: (sends, frames).
@@ -421,6 +489,7 @@ mod tests {
             cycle_ps: gap_ps,
             offsets_ps: vec![0],
             burst: 1,
+            spacing: Spacing::Sliced,
         };
         let mut pacer = Pacer::new(&p, Instant::now(), 0, 1, 64);
         let mut log = PaceLog::new();
@@ -448,6 +517,7 @@ mod tests {
             cycle_ps: 1_000_000_000,
             offsets_ps: vec![0],
             burst: 1,
+            spacing: Spacing::Sliced,
         };
         // Worker 1 of 2: frames 1, 3, 5, … due at 1, 3, 5 ms (worker 0's at 0, 2, 4 ms).
         let mut pacer = Pacer::new(&p, Instant::now(), 1, 2, 64);

@@ -5,11 +5,15 @@ use serde::Serialize;
 
 use crate::WorkerTotals;
 use crate::counters::rate;
+use crate::pace::PaceLog;
 
 /// How closely a paced worker kept its schedule, in nanoseconds: how late batches went out
 /// (actual minus scheduled submit time) and the gap between successive submits.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PacingStats {
+    /// `precise` (each frame sent alone at its own instant) or `sliced` (the frames due within
+    /// a slice sent together).
+    pub spacing: &'static str,
     pub batches: u64,
     pub late_p50_ns: u64,
     pub late_p99_ns: u64,
@@ -26,14 +30,15 @@ pub struct PacingStats {
 
 impl PacingStats {
     pub(crate) fn of(totals: &WorkerTotals) -> Option<Self> {
-        let log = totals.pacing.clone()?;
-        Some(Self::from_histograms(log.late, log.gap))
+        Some(Self::from_log(totals.pacing.clone()?))
     }
 
-    /// Summarises a worker's histograms (ns): lateness per batch (or per call, for backends that
+    /// Summarises a worker's log (ns): lateness per batch (or per call, for backends that
     /// pace by call) and gaps between them.
-    pub fn from_histograms(late: Histogram<u64>, gap: Histogram<u64>) -> Self {
+    pub fn from_log(log: PaceLog) -> Self {
+        let PaceLog { late, gap, sliced } = log;
         Self {
+            spacing: if sliced { "sliced" } else { "precise" },
             batches: late.len(),
             late_p50_ns: late.value_at_quantile(0.5),
             late_p99_ns: late.value_at_quantile(0.99),
@@ -51,12 +56,17 @@ impl PacingStats {
     fn merged(workers: &[WorkerReport]) -> Option<Self> {
         let mut it = workers.iter().filter_map(|w| w.pacing.as_ref());
         let first = it.next()?;
-        let (mut late, mut gap) = (first.late.clone(), first.gap.clone());
+        let mut log = PaceLog {
+            late: first.late.clone(),
+            gap: first.gap.clone(),
+            sliced: first.spacing == "sliced",
+        };
         for p in it {
-            late.add(&p.late).ok()?;
-            gap.add(&p.gap).ok()?;
+            log.late.add(&p.late).ok()?;
+            log.gap.add(&p.gap).ok()?;
+            log.sliced |= p.spacing == "sliced";
         }
-        Some(Self::from_histograms(late, gap))
+        Some(Self::from_log(log))
     }
 }
 

@@ -9,7 +9,7 @@ use linerate_wire::{Rng, signature};
 
 use crate::clock;
 use crate::control::{FlowControl, FlowState, Watch};
-use crate::pace::{Clock, Grant, MAX_LAG_PS, PaceLog, Pacer, SLICE_PS};
+use crate::pace::{Clock, Grant, MAX_LAG_PS, PaceLog, Pacer};
 use crate::runner::WorkerContext;
 
 /// How long the last completions may take once a worker stops; a backend that loses frames is
@@ -564,7 +564,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
             LaneState::steer(&mut state, lanes, w.control, clock.now());
             ready = LaneState::ready(&state);
         }
-        let Some(&Reverse((first, _))) = ready.peek() else {
+        let Some(&Reverse((first, first_lane))) = ready.peek() else {
             // A paused lane is waited for; once every lane that ran has sent its count, the
             // stopped ones end the run with it (a subset started alone ends when it is done).
             let paused = |l: &LaneState<'_>| l.state == FlowState::Paused && l.left > 0;
@@ -589,7 +589,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
                 .collect();
         }
         let room = queue.reserve(batch);
-        let reach = now.max(first + SLICE_PS);
+        let reach = now.max(first + state[first_lane].pacer.slice_ps());
         let (mut n, mut bytes, mut refill) = (0u32, 0u64, None);
         while n < room
             && let Some(&Reverse((due, i))) = ready.peek()

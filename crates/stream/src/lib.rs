@@ -28,7 +28,7 @@ pub use encap::{ENCAP_FORM, Encap, OuterHeader, VNI_MASK, VNI_SHIFT};
 pub use error::{ReplaySetting, StreamError};
 pub use host::{HOSTS_PER_PORT, HostSpec, MAX_HOSTS, check_hosts};
 pub use mapped::{FileBytes, MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
-pub use pacing::Pacing;
+pub use pacing::{Gaps, POISSON_CYCLE, Pacing, SLICE_PS, Spacing};
 pub use plan::{
     CACHE_LIMIT, Cycle, Lane, Merged, Plan, Shape, StreamInfo, WorkerPlan, lane_counts,
     lanes_for_worker, merge,

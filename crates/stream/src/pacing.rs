@@ -1,3 +1,5 @@
+use serde::{Deserialize, Serialize};
+
 use crate::rate::PS_PER_S;
 use crate::spec::{Bursts, Resolved};
 use crate::{Limits, StreamError, StreamSpec};
@@ -13,7 +15,80 @@ pub struct Pacing {
     pub offsets_ps: Vec<u64>,
     /// Most frames due at the same instant (a burst's size; 1 without bursts).
     pub burst: u64,
+    /// Whether each frame leaves at its own instant or with the frames due within a slice of it.
+    pub spacing: Spacing,
 }
+
+/// How a paced stream's frames leave (`pacing` in a stream file, `--pacing`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Spacing {
+    /// Precise where a send per frame costs the backend less than the worker's gap between
+    /// frames, sliced where it does not.
+    #[default]
+    Auto,
+    /// A send takes, with its first frame, the frames due within [`SLICE_PS`] of it: a kick
+    /// shared by the frames of 20 µs, which leave together.
+    Sliced,
+    /// Each frame leaves at its own instant, alone; a worker that falls behind catches up
+    /// frame by frame, so it never sends two back to back.
+    Precise,
+}
+
+impl Spacing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Spacing::Auto => "auto",
+            Spacing::Sliced => "sliced",
+            Spacing::Precise => "precise",
+        }
+    }
+}
+
+impl std::str::FromStr for Spacing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Spacing::Auto),
+            "sliced" => Ok(Spacing::Sliced),
+            "precise" => Ok(Spacing::Precise),
+            _ => Err(format!("pacing {s:?}: auto, precise or sliced")),
+        }
+    }
+}
+
+/// The gaps between a paced stream's frames (`gaps` in a stream file, `--gaps`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gaps {
+    /// Every gap the rate's (constant bit rate).
+    #[default]
+    Even,
+    /// Exponential gaps of the rate's mean (Poisson arrivals), drawn from the stream's seed:
+    /// a cycle of [`POISSON_CYCLE`] frames (at least), repeated.
+    Poisson,
+}
+
+impl std::str::FromStr for Gaps {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "even" => Ok(Gaps::Even),
+            "poisson" => Ok(Gaps::Poisson),
+            _ => Err(format!("gaps {s:?}: even or poisson")),
+        }
+    }
+}
+
+/// Frames of a Poisson schedule's cycle: enough drawn gaps that its repetition shows in no
+/// test a run's length allows (at 1 Mpps it repeats every 65 ms, and a repeated sample of
+/// independent draws is as Poisson as the first).
+pub const POISSON_CYCLE: u64 = 1 << 16;
+
+/// A sliced schedule's reach: at high rates a kick or a BPF_PROG_RUN call is shared by the
+/// frames of 20 µs instead of being paid per frame or two, which is what lets a paced worker
+/// come close to its unpaced rate — at the cost of frames leaving up to this early, together.
+pub const SLICE_PS: u64 = 20_000_000;
 
 impl Pacing {
     #[inline]
@@ -51,6 +126,7 @@ impl Pacing {
                 .map(|&o| (o as f64 * scale).round() as u64)
                 .collect(),
             burst: self.burst,
+            spacing: self.spacing,
         })
     }
 
@@ -66,8 +142,27 @@ impl Pacing {
                 let frames = b.frames;
                 stream_offsets(spec, r, sizes, frames, Some(b), limits)?
             }
-            None => stream_offsets(spec, r, sizes, sizes.len() as u64, None, limits)?,
+            None => {
+                let mut frames = sizes.len() as u64;
+                if spec.gaps == Gaps::Poisson {
+                    frames *= POISSON_CYCLE.div_ceil(frames);
+                }
+                stream_offsets(spec, r, sizes, frames, None, limits)?
+            }
         };
+        if r.rate == crate::Rate::Max && spec.bursts.is_none() {
+            let asked = match (spec.gaps, spec.pacing) {
+                (Gaps::Poisson, _) => Some("gaps poisson"),
+                (_, Spacing::Precise) => Some("pacing precise"),
+                _ => None,
+            };
+            if let Some(asked) = asked {
+                return Err(StreamError::Invalid {
+                    stream: spec.name.clone(),
+                    why: format!("{asked} spaces frames at a rate: give one (--rate 500k)"),
+                });
+            }
+        }
         if duration < 1.0 && (r.rate != crate::Rate::Max || spec.bursts.is_some()) {
             return Err(StreamError::Invalid {
                 stream: spec.name.clone(),
@@ -77,7 +172,7 @@ impl Pacing {
                 ),
             });
         }
-        Ok(Self::from_offsets(offsets, duration))
+        Ok(Self::from_offsets(offsets, duration).map(|p| p.spaced(spec.pacing)))
     }
 
     /// Builds the schedule of streams run one after another, each for its count.
@@ -92,7 +187,9 @@ impl Pacing {
             offsets.extend(own.into_iter().map(|o| o + base));
             base += duration;
         }
-        Ok(Self::from_offsets(offsets, base))
+        // A sequence is one schedule: precise if any of its streams asks for it.
+        let spacing = parts.iter().map(|p| p.0.pacing).max().unwrap_or_default();
+        Ok(Self::from_offsets(offsets, base).map(|p| p.spaced(spacing)))
     }
 
     fn from_offsets(offsets: Vec<f64>, duration: f64) -> Option<Self> {
@@ -117,7 +214,14 @@ impl Pacing {
             cycle_ps,
             offsets_ps,
             burst,
+            spacing: Spacing::Auto,
         }
+    }
+
+    /// The same schedule, its frames leaving as `spacing` says.
+    pub fn spaced(mut self, spacing: Spacing) -> Pacing {
+        self.spacing = spacing;
+        self
     }
 }
 
@@ -154,12 +258,23 @@ fn stream_offsets(
         }
     }
     let mut offsets = Vec::with_capacity(count as usize);
+    if spec.gaps == Gaps::Poisson && bursts.is_some() {
+        return Err(invalid(
+            "gaps poisson spaces every frame apart: it has no bursts (drop --burst)".into(),
+        ));
+    }
     match bursts {
         None => {
+            // Exponential gaps by inversion: -ln(1 - u) for u uniform in [0, 1), mean 1.
+            let mut rng = (spec.gaps == Gaps::Poisson).then(|| linerate_wire::Rng::new(spec.seed));
             let mut t = 0.0;
             for k in 0..count {
                 offsets.push(t);
-                t += interval(size_of(k))?;
+                let scale = rng.as_mut().map_or(1.0, |rng| {
+                    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    -(1.0 - u).ln()
+                });
+                t += interval(size_of(k))? * scale;
             }
             Ok((offsets, t))
         }

@@ -114,6 +114,11 @@ pub struct StreamSpec {
     /// How many times `goto-first` loops before stopping (none: forever).
     pub loops: Option<u64>,
     pub bursts: Option<Bursts>,
+    /// `auto`, `precise` (each frame at its own instant) or `sliced` (the frames of 20 µs
+    /// together): how a paced stream's frames leave.
+    pub pacing: crate::Spacing,
+    /// `even` or `poisson`: the gaps between a paced stream's frames.
+    pub gaps: crate::Gaps,
     /// `max`, `1.5M` (frames/s), `500Mbps` (L2), `1Gbps-l1` (L1), `50%` (of line rate).
     pub rate: Rate,
     /// Seed for random payloads, random sizes and random fields.
@@ -171,6 +176,8 @@ impl Default for StreamSpec {
             next: Next::Stop,
             loops: None,
             bursts: None,
+            pacing: crate::Spacing::Auto,
+            gaps: crate::Gaps::Even,
             rate: Rate::Max,
             seed: 1,
             signature: false,

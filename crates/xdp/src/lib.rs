@@ -14,7 +14,7 @@ pub use linux::{
     LinkSwap, PassLink, PinnedSink, ReceiveEnd, ReceiveEndLock, Sink, XdpLink, attach_object,
     attach_pass, dut_fwd_object, host_object, ifindex, impair_object, in_netns, in_netns_file,
     interface, link_running, live_tx_object, load_object, load_object_checked, pass_object, pin_fd,
-    rx_object, unpin, unpin_link, xdp_features,
+    rx_object, stamp_object, unpin, unpin_link, xdp_features,
 };
 
 /// `NETDEV_XDP_ACT_*` (include/uapi/linux/netdev.h): what a driver's XDP can do, as

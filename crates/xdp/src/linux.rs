@@ -34,6 +34,8 @@ static DUT_FWD_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/dut_fwd.bpf.o")));
 static IMPAIR_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/impair.bpf.o")));
+static STAMP_OBJ: &Aligned<[u8]> =
+    &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/stamp.bpf.o")));
 static HOST_OBJ: &Aligned<[u8]> =
     &Aligned(*include_bytes!(concat!(env!("OUT_DIR"), "/host.bpf.o")));
 
@@ -41,6 +43,12 @@ static HOST_OBJ: &Aligned<[u8]> =
 /// `linerate-hosts`.
 pub fn host_object() -> &'static [u8] {
     &HOST_OBJ.0
+}
+
+/// The compiled `bpf/stamp.bpf.c` (the tests' own arrival stamps, apart from the receiver),
+/// 8-byte aligned, for `linerate-probe`.
+pub fn stamp_object() -> &'static [u8] {
+    &STAMP_OBJ.0
 }
 
 /// The compiled `bpf/dut_fwd.bpf.c` (the lab's XDP DUT), 8-byte aligned, for `linerate-lab`.

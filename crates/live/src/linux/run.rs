@@ -103,6 +103,22 @@ fn transmit(
         }
         Work::Lanes(lanes) => return Err(layout::unmerged(lanes.len())),
     };
+    if let Some(p) = pacing
+        && p.spacing == linerate_stream::Spacing::Precise
+    {
+        let gap = p.cycle_ps / p.cycle_frames.max(1) * workers as u64;
+        if gap < super::send::CALL_PS {
+            return Err(LiveError::Unsupported {
+                why: format!(
+                    "precise pacing sends each frame in its own BPF_PROG_RUN call, which costs \
+                     ~15 µs: a worker's frames {:.2} µs apart cannot leave alone (it holds \
+                     {} kpps a worker): use --backend afxdp or afpacket, or --pacing sliced",
+                    gap as f64 / 1e6,
+                    (linerate_stream::PS_PER_S / super::send::CALL_PS as f64 / 1e3) as u64
+                ),
+            });
+        }
+    }
     let cores: Vec<Option<usize>> = config.workers.iter().map(|w| w.core).collect();
     let placement = Placement::for_cores(&cores);
     let mut loaded = match &streamed {
@@ -196,6 +212,7 @@ impl Call<'_> {
                 wl.stride,
                 self.batch.into(),
             )
+            .sending_at(super::send::CALL_PS)
         });
         let start = std::time::Instant::now();
         let limit = wl.limit.unwrap_or(u64::MAX);
@@ -216,7 +233,7 @@ impl Call<'_> {
             ]
             .into_iter()
             .collect(),
-            pacing: log.map(|l| PacingStats::from_histograms(l.late, l.gap)),
+            pacing: log.map(PacingStats::from_log),
             cpu: None,
         };
         Ok(Done {

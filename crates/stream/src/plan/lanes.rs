@@ -163,6 +163,7 @@ pub fn merge(lanes: &[Lane]) -> Option<Merged> {
             cycle_ps: period,
             offsets_ps,
             burst,
+            spacing: lanes.iter().map(|l| l.pacing.spacing).max()?,
         },
         lane_of,
     })

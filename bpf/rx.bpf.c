@@ -10,6 +10,10 @@
  * `hist_flows` flows a log-linear latency histogram. Frames without the signature are "other",
  * flows beyond the table "untracked": counted, never a flow.
  *
+ * With `gaps`, every frame is timed and the gap since the flow's last arrival on this CPU goes
+ * into a second histogram of the same buckets (`rx_gap_hists`, the first `hist_flows` flows):
+ * what a device behind a paced sender sees (crates/rx/src/gaps.rs reads it against the target).
+ *
  * Latency is timed once per departure stamp: a sender reads its clock once for a bulk or batch of
  * frames that leave together (16 for live frames, a batch for AF_XDP and AF_PACKET) and stamps
  * them all with it, so only the first of them carries its own departure time. The clock is read
@@ -82,6 +86,7 @@ struct rx_ro {
 	__u32 pass;		/* XDP_PASS the frames (for a capture) instead of dropping */
 	__u32 clock_tai;	/* CLOCK_TAI instead of CLOCK_MONOTONIC */
 	__u32 every_frame;	/* time every frame, not one a departure stamp */
+	__u32 gaps;		/* time every frame and keep the gaps between arrivals */
 };
 const volatile struct rx_ro ro = {};
 
@@ -98,6 +103,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rx_hist);
 } rx_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);		/* resized by the loader: hist_flows with gaps */
+	__type(key, __u32);
+	__type(value, struct rx_hist);
+} rx_gap_hists SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -178,6 +190,18 @@ static __always_inline void sequence(struct rx_flow *f, __u32 seq, int first)
 	}
 }
 
+static __always_inline void gap(__u32 flow, __u64 ns)
+{
+	struct rx_hist *h = bpf_map_lookup_elem(&rx_gap_hists, &flow);
+
+	if (h) {
+		__u32 b = bucket(ns);
+		asm volatile("" : "+r"(b));
+		if (b < HIST_BUCKETS)
+			h->b[b] += 1;
+	}
+}
+
 SEC("xdp")
 int rx(struct xdp_md *ctx)
 {
@@ -213,12 +237,14 @@ int rx(struct xdp_md *ctx)
 	f->frames += 1;
 	f->bytes += len;
 	sequence(f, seq, first);
-	if (!first && !ro.every_frame && (__u32)tx == f->timed_tx)
+	if (!first && !ro.every_frame && !ro.gaps && (__u32)tx == f->timed_tx)
 		return verdict();
 	f->timed_tx = (__u32)tx;
 	now = ro.clock_tai ? bpf_ktime_get_tai_ns() : bpf_ktime_get_ns();
 	if (first)
 		f->first_ns = now;
+	else if (ro.gaps)
+		gap(flow, now - f->last_ns);
 	f->last_ns = now;
 
 	__u64 lat = (now - tx) & TS_MASK;

@@ -64,6 +64,7 @@ pub fn receiver(a: &ReceiverArgs) -> ReceiverOptions {
         clock: clock(a.clock),
         pass: a.rx_pass,
         every_frame: a.rx_time_every_frame,
+        gaps: a.rx_gaps,
     }
 }
 

@@ -113,7 +113,12 @@ fn port_spec(args: &TxArgs, streams: &[StreamSpec]) -> Result<BedSpec> {
         }
     }
     let mut spec = BedSpec::port(port);
-    spec.rx = args.rx.as_deref().map(|t| options::send_rx(t, &args.send));
+    spec.rx = args.rx.as_deref().map(|t| {
+        let mut rx = options::send_rx(t, &args.send);
+        // A rate asked is a gap asked: the receiver says how the gaps came out.
+        rx.receiver.gaps |= args.rate.is_some();
+        rx
+    });
     Ok(spec)
 }
 

@@ -5,7 +5,9 @@
 
 use std::env;
 
-const PROGRAMS: &[&str] = &["sink", "pass", "live_tx", "rx", "dut_fwd", "impair", "host", "stamp"];
+const PROGRAMS: &[&str] = &[
+    "sink", "pass", "live_tx", "rx", "dut_fwd", "impair", "host", "stamp",
+];
 /// Headers the programs include: a change to one rebuilds them all.
 const HEADERS: &[&str] = &["hosts.h"];
 

@@ -468,6 +468,11 @@ pub struct ReceiverArgs {
     /// frame: docs/receive.md).
     #[arg(long, help_heading = RECEIVE)]
     pub rx_time_every_frame: bool,
+    /// Keep the gaps between each flow's arrivals and report them against its mean gap (the
+    /// share within ±64…±512 ns, back to back): a clock read a frame. On by itself in `tx`
+    /// with a --rate.
+    #[arg(long, help_heading = RECEIVE)]
+    pub rx_gaps: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

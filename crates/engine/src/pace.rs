@@ -14,9 +14,11 @@ use linerate_stream::Pacing;
 /// faster than asked, so a stall does not become a line-rate burst yet the average holds.
 pub const CATCH_UP: u64 = 2;
 
-/// A precise schedule catches up at 4/3 of its rate, one frame a send: at 500 kpps its
-/// catching-up gaps (1.5 µs) are still within 512 ns of the 2 µs asked.
-pub const PRECISE_CATCH_UP: (u64, u64) = (4, 3);
+/// A precise schedule catches up frame by frame, each frame at least this share of its own gap
+/// in the schedule after the last one sent (4/3 of the rate): at 500 kpps its catching-up gaps
+/// (1.5 µs) are still within 512 ns of the 2 µs asked, and a stall leaves one long gap and no
+/// frames back to back. Its own gap, not the mean: a Poisson schedule's short gaps are kept.
+pub const PRECISE_CATCH_UP: (u64, u64) = (3, 4);
 
 /// A worker this far behind stops catching up and moves its schedule: the lost time is lost,
 /// which the report's achieved rate and lateness show.
@@ -136,24 +138,11 @@ pub struct CatchUp {
 }
 
 impl CatchUp {
-    /// For the worker that sends every `stride`-th frame of `pacing`, up to `batch` at once. A
-    /// precise schedule (no slice) catches up frame by frame, each at least three quarters of
-    /// its mean gap after the last (`PRECISE_CATCH_UP`), so a stall leaves one long gap and no
-    /// frames back to back.
+    /// For the worker that sends every `stride`-th frame of `pacing`, up to `batch` at once, its
+    /// sends reaching `slice_ps` ahead.
     pub fn for_worker(pacing: &Pacing, stride: u64, batch: u64, slice_ps: u64) -> CatchUp {
         let mean_gap = pacing.cycle_ps / pacing.cycle_frames.max(1) * stride;
-        let burst = pacing.burst.div_ceil(stride);
-        if slice_ps == 0 {
-            let (num, den) = PRECISE_CATCH_UP;
-            let min_gap = (mean_gap * den / num).max(1);
-            return CatchUp {
-                min_gap,
-                depth: burst,
-                slice: 1,
-                empty: 0,
-            };
-        }
-        CatchUp::new(mean_gap, batch, burst, slice_ps)
+        CatchUp::new(mean_gap, batch, pacing.burst.div_ceil(stride), slice_ps)
     }
 
     /// For a worker whose frames are `mean_gap` apart on average, sending up to `batch` at once,
@@ -352,6 +341,9 @@ impl<'a> Pacer<'a> {
         if late > MAX_LAG_PS {
             self.shift = self.shift.wrapping_add(late - MAX_LAG_PS);
         }
+        if self.slice_ps == 0 {
+            return self.grant_precise(now, late, n, before);
+        }
         let until = horizon(&self.pacing, self.slice_ps, due, now).min(before);
         let due_now = due_by(&self.pacing, self.seq, self.stride, self.shift, until, n);
         match self.catch_up.grant(now, due_now) {
@@ -361,6 +353,30 @@ impl<'a> Pacer<'a> {
             }
             Err(refill) => Grant::Wait(refill),
         }
+    }
+
+    /// A precise schedule's send: the next frame alone (with those due within a send's cost of
+    /// it), once it is due and, catching up, `PRECISE_CATCH_UP` of its own gap
+    /// after the last send.
+    #[inline]
+    fn grant_precise(&mut self, now: u64, late: u64, n: u64, before: u64) -> Grant {
+        if let Some(last) = self.last_send
+            && self.seq >= self.stride
+        {
+            let own_gap = self.pacing.due_ps(self.seq) - self.pacing.due_ps(self.seq - self.stride);
+            let (num, den) = PRECISE_CATCH_UP;
+            let earliest = last + own_gap / den * num;
+            if now < earliest {
+                return Grant::Wait(earliest);
+            }
+        }
+        // Frames due closer after it than a send takes could not leave apart anyway: they go
+        // with it (a burst's frames, a Poisson schedule's shortest gaps).
+        let due = self.next_due();
+        let until = (due + self.send_ps.saturating_sub(1)).min(before);
+        let k = due_by(&self.pacing, self.seq, self.stride, self.shift, until, n);
+        self.granted = (late, now);
+        Grant::Send(k)
     }
 
     /// Moves the rest of the schedule `by` ps later: lateness written off for a whole worker at

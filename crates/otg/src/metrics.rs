@@ -385,6 +385,7 @@ mod tests {
                     gaps: 0,
                     latency: None,
                     cpus: 1,
+                    gap_buckets: None,
                 }],
                 ..RxTotals::default()
             }),

@@ -30,7 +30,8 @@ impl GapTable {
             return None;
         }
         let n = gaps.len() as f64;
-        let share = |pred: &dyn Fn(u64) -> bool| gaps.iter().filter(|&&g| pred(g)).count() as f64 / n;
+        let share =
+            |pred: &dyn Fn(u64) -> bool| gaps.iter().filter(|&&g| pred(g)).count() as f64 / n;
         let within = WINDOWS_NS.map(|w| share(&|g| (g as f64 - target_ns).abs() <= w as f64));
         let back_to_back = share(&|g| (g as f64) < target_ns / 4.0);
         let span = stamps[stamps.len() - 1] - stamps[0];
@@ -43,7 +44,11 @@ impl GapTable {
             median_ns: gaps[gaps.len() / 2],
             mean_ns: span as f64 / n,
             max_ns: gaps[gaps.len() - 1],
-            rate_pps: if span == 0 { 0.0 } else { n * 1e9 / span as f64 },
+            rate_pps: if span == 0 {
+                0.0
+            } else {
+                n * 1e9 / span as f64
+            },
         })
     }
 
@@ -67,7 +72,10 @@ impl GapTable {
 /// The gaps between consecutive stamps (a stamp earlier than the one before, which one CPU's
 /// clock never gives, counts as a zero gap).
 pub fn gaps(stamps: &[u64]) -> Vec<u64> {
-    stamps.windows(2).map(|w| w[1].saturating_sub(w[0])).collect()
+    stamps
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .collect()
 }
 
 /// A one-sample Kolmogorov–Smirnov test.

@@ -37,12 +37,13 @@ impl Probe {
             }
         }
         let object = open.load().map_err(load)?;
-        let link = linerate_xdp::attach_object(&object, iface, netns, AttachMode::Drv).map_err(
-            |e| ProbeError::Attach {
-                iface: iface.to_owned(),
-                why: e.to_string(),
-            },
-        )?;
+        let link =
+            linerate_xdp::attach_object(&object, iface, netns, AttachMode::Drv).map_err(|e| {
+                ProbeError::Attach {
+                    iface: iface.to_owned(),
+                    why: e.to_string(),
+                }
+            })?;
         Ok(Probe {
             _link: link,
             object,
@@ -57,7 +58,9 @@ impl Probe {
             .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| ProbeError::Read(e.to_string()))?
             .ok_or_else(|| ProbeError::Read("no counter".into()))?;
-        Ok(u64::from_ne_bytes(value[..8].try_into().expect("an 8-byte value")))
+        Ok(u64::from_ne_bytes(
+            value[..8].try_into().expect("an 8-byte value"),
+        ))
     }
 
     /// The arrival stamps (ns, CLOCK_MONOTONIC) of the frames seen so far, in arrival order, as

@@ -200,6 +200,10 @@ pub struct FlowStats {
     pub latency: Option<Latency>,
     /// CPUs the flow arrived on (more than one: order is judged per CPU).
     pub cpus: u32,
+    /// The gaps between its arrivals on the CPU that received most of it (`RxConfig::gaps`):
+    /// buckets as `hist` numbers them, and that CPU's mean gap (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_buckets: Option<(Vec<u64>, f64)>,
 }
 
 impl FlowStats {
@@ -261,7 +265,15 @@ impl FlowStats {
             gaps: sum(|c| c.gaps),
             latency,
             cpus: seen.len() as u32,
+            gap_buckets: None,
         }
+    }
+
+    /// The gaps between its arrivals against its mean gap as received (its asked gap, when
+    /// the rate held), on the CPU that received most of it: None without a gap histogram.
+    pub fn gap_report(&self) -> Option<crate::GapReport> {
+        let (buckets, mean) = self.gap_buckets.as_ref()?;
+        crate::GapReport::of(buckets, *mean)
     }
 
     /// Frames received once (duplicates taken out).
@@ -294,6 +306,9 @@ pub struct FlowReport {
     pub duplicates: u64,
     pub old: u64,
     pub latency: Option<Latency>,
+    /// The gaps between its arrivals, when the receiver kept them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gaps: Option<crate::GapReport>,
 }
 
 impl FlowReport {
@@ -318,6 +333,7 @@ impl FlowReport {
             duplicates: rx.map_or(0, |r| r.duplicates),
             old: rx.map_or(0, |r| r.old),
             latency: rx.and_then(|r| r.latency),
+            gaps: rx.and_then(FlowStats::gap_report),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod error;
 pub mod flow;
+pub mod gaps;
 pub mod hist;
 #[cfg(target_os = "linux")]
 mod linux;
@@ -13,5 +14,6 @@ pub mod table;
 
 pub use error::RxError;
 pub use flow::{FlowReport, FlowState, FlowStats, Latency, RxFlow, RxGlobal, RxProgress, RxTotals};
+pub use gaps::GapReport;
 #[cfg(target_os = "linux")]
 pub use linux::{Clock, MAX_FLOWS, MAX_HIST_FLOWS, Receiver, RxConfig};

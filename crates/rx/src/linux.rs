@@ -11,6 +11,7 @@ use crate::{RxError, hist};
 
 const FLOWS: &str = "rx_flows";
 const HISTS: &str = "rx_hists";
+const GAP_HISTS: &str = "rx_gap_hists";
 const GLOBAL: &str = "rx_global";
 
 /// The program's read-only data, `struct rx_ro` of `bpf/rx.bpf.c`.
@@ -19,11 +20,17 @@ struct RxRodata {
     pass: u32,
     clock_tai: u32,
     every_frame: u32,
+    gaps: u32,
 }
 
-const ABI: [MapAbi; 4] = [
+const ABI: [MapAbi; 5] = [
     MapAbi::of::<u32, RxFlow>(FLOWS),
     MapAbi::sized(HISTS, size_of::<u32>(), hist::BUCKETS * size_of::<u64>()),
+    MapAbi::sized(
+        GAP_HISTS,
+        size_of::<u32>(),
+        hist::BUCKETS * size_of::<u64>(),
+    ),
     MapAbi::of::<u32, RxGlobal>(GLOBAL),
     MapAbi::rodata::<RxRodata>(),
 ];
@@ -55,6 +62,9 @@ pub struct RxConfig {
     pub pass: bool,
     /// Time every frame's latency, not one frame a departure stamp (bpf/rx.bpf.c).
     pub every_frame: bool,
+    /// Time every frame's arrival and keep a histogram of the gaps between a flow's arrivals
+    /// (its first `hist_flows` flows).
+    pub gaps: bool,
 }
 
 impl Default for RxConfig {
@@ -65,6 +75,7 @@ impl Default for RxConfig {
             clock: Clock::Monotonic,
             pass: false,
             every_frame: false,
+            gaps: false,
         }
     }
 }
@@ -99,10 +110,12 @@ impl Receiver {
             pass: config.pass.into(),
             clock_tai: (config.clock == Clock::Tai).into(),
             every_frame: config.every_frame.into(),
+            gaps: config.gaps.into(),
         };
         let flows = config.flows;
         // An empty array map cannot be made: one entry that no flow id reaches stands for none.
         let hist_flows = config.hist_flows.max(1);
+        let gap_flows = if config.gaps { hist_flows } else { 1 };
         let object =
             linerate_xdp::load_object_checked("rx", linerate_xdp::rx_object(), &ABI, |open| {
                 for mut map in open.maps_mut() {
@@ -111,6 +124,8 @@ impl Receiver {
                         map.set_max_entries(flows)?;
                     } else if name == HISTS {
                         map.set_max_entries(hist_flows)?;
+                    } else if name == GAP_HISTS {
+                        map.set_max_entries(gap_flows)?;
                     } else if name.ends_with(".rodata") {
                         let data = map.initial_value_mut().ok_or_else(|| {
                             libbpf_rs::Error::from(std::io::Error::other("no read-only data"))
@@ -118,6 +133,7 @@ impl Receiver {
                         data[0..4].copy_from_slice(&rodata.pass.to_ne_bytes());
                         data[4..8].copy_from_slice(&rodata.clock_tai.to_ne_bytes());
                         data[8..12].copy_from_slice(&rodata.every_frame.to_ne_bytes());
+                        data[12..16].copy_from_slice(&rodata.gaps.to_ne_bytes());
                     }
                 }
                 Ok(())
@@ -199,6 +215,7 @@ impl Receiver {
     ) -> Result<RxTotals, RxError> {
         let flows = self.map(FLOWS)?;
         let hists = self.map(HISTS)?;
+        let gap_hists = self.map(GAP_HISTS)?;
         let global = self.map(GLOBAL)?;
         let mut totals = RxTotals::default();
         for cpu in percpu::<RxGlobal>(&global, 0, GLOBAL)? {
@@ -209,23 +226,27 @@ impl Receiver {
             if cpus.iter().all(|c| c.frames == 0) {
                 continue;
             }
-            let h = if percentiles && id < self.config.hist_flows {
-                let raw = lookup(&hists, id, HISTS)?;
-                Some(
-                    raw.iter()
-                        .map(|b| {
-                            b.chunks_exact(8)
-                                .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
-                                .collect()
-                        })
-                        .collect::<Vec<Vec<u64>>>(),
-                )
-            } else {
-                None
-            };
-            totals
-                .flows
-                .push(FlowStats::merge(id as u16, &cpus, h.as_deref()));
+            let with_hist = percentiles && id < self.config.hist_flows;
+            let h = with_hist
+                .then(|| per_cpu_buckets(&hists, id, HISTS))
+                .transpose()?;
+            let mut stats = FlowStats::merge(id as u16, &cpus, h.as_deref());
+            if with_hist && self.config.gaps {
+                // Gaps are between one CPU's arrivals: the CPU that took most of the flow
+                // (a stray frame on another, or a flow spread by RSS, would mix two clocks'
+                // sequences).
+                let (cpu, most) = cpus
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|(_, c)| c.frames)
+                    .expect("a flow that arrived has a CPU");
+                if most.frames >= 2 {
+                    let mut buckets = per_cpu_buckets(&gap_hists, id, GAP_HISTS)?;
+                    let mean = (most.last_ns - most.first_ns) as f64 / (most.frames - 1) as f64;
+                    stats.gap_buckets = Some((buckets.swap_remove(cpu), mean));
+                }
+            }
+            totals.flows.push(stats);
         }
         Ok(totals)
     }
@@ -249,6 +270,9 @@ impl Receiver {
             zero(&flows, id, FLOWS)?;
             if id < self.config.hist_flows {
                 zero(&hists, id, HISTS)?;
+                if self.config.gaps {
+                    zero(&self.map(GAP_HISTS)?, id, GAP_HISTS)?;
+                }
             }
         }
         Ok(())
@@ -281,6 +305,22 @@ impl Receiver {
                 message: "missing from the object".into(),
             })
     }
+}
+
+/// Entry `key` of a per-CPU histogram map: each CPU's buckets.
+fn per_cpu_buckets(
+    map: &impl MapCore,
+    key: u32,
+    name: &'static str,
+) -> Result<Vec<Vec<u64>>, RxError> {
+    Ok(lookup(map, key, name)?
+        .iter()
+        .map(|b| {
+            b.chunks_exact(8)
+                .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+                .collect()
+        })
+        .collect())
 }
 
 fn lookup(map: &impl MapCore, key: u32, name: &'static str) -> Result<Vec<Vec<u8>>, RxError> {

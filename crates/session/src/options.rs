@@ -130,6 +130,8 @@ pub struct ReceiverOptions {
     pub pass: bool,
     /// Time every frame's latency, not one frame a departure stamp.
     pub every_frame: bool,
+    /// Keep the gaps between each flow's arrivals (every frame timed).
+    pub gaps: bool,
 }
 
 impl Default for ReceiverOptions {
@@ -140,6 +142,7 @@ impl Default for ReceiverOptions {
             clock: Clock::Monotonic,
             pass: false,
             every_frame: false,
+            gaps: false,
         }
     }
 }
@@ -156,6 +159,7 @@ impl From<&ReceiverOptions> for linerate_rx::RxConfig {
             },
             pass: o.pass,
             every_frame: o.every_frame,
+            gaps: o.gaps,
         }
     }
 }

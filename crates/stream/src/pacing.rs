@@ -345,6 +345,7 @@ mod tests {
             cycle_ps: 3_000,
             offsets_ps: vec![0, 1_000],
             burst: 1,
+            spacing: Spacing::Auto,
         };
         // 2 frames per 3 ns is 666.7 Mpps; at a third of it every time is three times longer.
         let slower = p.at_rate(p.pps() / 3.0).unwrap();

@@ -33,6 +33,9 @@ fn main() -> anyhow::Result<()> {
         poisson: bool,
         #[arg(long)]
         json: bool,
+        /// Also writes the stamps kept (ns, one a line) to this file.
+        #[arg(long)]
+        stamps: Option<std::path::PathBuf>,
     }
     let args = Args::parse();
     let probe = linerate_probe::Probe::attach(&args.iface, args.netns.as_deref(), args.frames)
@@ -57,6 +60,10 @@ fn main() -> anyhow::Result<()> {
     }
     let stamps = probe.stamps()?;
     let stamps = &stamps[args.skip.min(stamps.len())..];
+    if let Some(path) = &args.stamps {
+        let text: String = stamps.iter().map(|s| format!("{s}\n")).collect();
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
     let Some(mean) = linerate_probe::GapTable::of(stamps, 1.0) else {
         anyhow::bail!("fewer than two frames arrived on {}", args.iface);
     };

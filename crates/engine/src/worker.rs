@@ -419,7 +419,9 @@ fn send_loop<Q: TxQueue + ?Sized, F: Fill, G: Gate>(
 ) -> Result<WorkerTotals, PortError> {
     let slots = queue.slots();
     let mut descs = vec![TxDesc::default(); batch as usize];
-    let mut log = pacer.as_ref().map(|_| PaceLog::new());
+    let mut log = pacer
+        .as_ref()
+        .map(|_| ctx.map_or_else(PaceLog::new, WorkerContext::pace_log));
     let count = count.unwrap_or(u64::MAX);
     let mut in_flight = 0u32;
     let mut tally = Tally::new(ctx);
@@ -551,7 +553,7 @@ pub fn transmit_lanes<Q: TxQueue + ?Sized>(
     let (mut state, mut ready) = LaneState::start(lanes, batch, epoch);
     let mut descs = vec![TxDesc::default(); batch as usize];
     let mut flight: VecDeque<(usize, u32)> = VecDeque::with_capacity(queue.slots() as usize);
-    let mut log = PaceLog::new();
+    let mut log = ctx.map_or_else(PaceLog::new, WorkerContext::pace_log);
     let mut tally = Tally::new(ctx);
 
     while !stop.load(Ordering::Relaxed) {

@@ -53,7 +53,7 @@ impl Sender<'_> {
         ctx: &WorkerContext<'_>,
         after_call: &(dyn Fn(usize, u64) + Sync),
     ) -> Result<(u64, Option<PaceLog>), LiveError> {
-        let mut log = pacer.as_ref().map(|_| PaceLog::new());
+        let mut log = pacer.as_ref().map(|_| ctx.pace_log());
         let mut runs = 0u64;
         // The program counts a redirect as sent; the kernel drops it later if the link is down,
         // and tells no one. So the link is looked at now and then, and once more at the end.

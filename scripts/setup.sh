@@ -20,10 +20,11 @@ if [[ $(uname -s) == Linux ]]; then
     # outside a lab namespace. bird2: the BGP DUT of `lab up --dut bgp` (another implementation
     # than the devices', as a device under test is). chromium and its chromedriver: the real
     # browser serve's dashboard (/ui) is checked in, headless; tmux: the terminal `linerate
-    # console` is checked in.
+    # console` is checked in. qemu-system-x86, cpio, xz-utils: the VM lab (scripts/vm.sh), a guest
+    # with Debian's 6.12 kernel and virtio-net NICs, fetched below.
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
               linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
-              frr bird2 lldpd chromium chromium-driver tmux)
+              frr bird2 lldpd chromium chromium-driver tmux qemu-system-x86 cpio xz-utils)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,6 +43,11 @@ if [[ $(uname -s) == Linux ]]; then
     fi
     if ! mountpoint -q /sys/fs/bpf 2>/dev/null; then
         mount -t bpf bpf /sys/fs/bpf 2>/dev/null || log "could not mount bpffs at /sys/fs/bpf"
+    fi
+    # The VM lab's guest kernel and busybox (target/vm, ~110 MB once): root only, as apt-get
+    # download and the lab are.
+    if [[ $(id -u) -eq 0 && ! -f "$(dirname "$0")/../target/vm/kernel/ready" ]]; then
+        "$(dirname "$0")/vm.sh" fetch >/dev/null || log "could not fetch the VM lab's guest kernel (scripts/vm.sh fetch)"
     fi
 fi
 

@@ -62,6 +62,15 @@ pub enum LiveError {
     )]
     WentDown { iface: String, state: String },
 
+    #[error(
+        "{iface}'s driver dropped {dropped} of the {sent} frames redirected to it: its XDP transmit ring was full, and ndo_xdp_xmit drops without holding the sender back; pace the run (--rate) or use the afxdp backend, whose ring waits"
+    )]
+    DriverDropped {
+        iface: String,
+        dropped: u64,
+        sent: u64,
+    },
+
     #[error("the live backend runs on Linux only: use the pcap or bpf backend here")]
     NotLinux,
 

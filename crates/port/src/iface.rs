@@ -315,6 +315,52 @@ fn count_queues(dir: &Path) -> (u32, u32) {
     (tx, rx)
 }
 
+const ETHTOOL_GSTRINGS: u32 = 0x0000_001b;
+const ETHTOOL_GSTATS: u32 = 0x0000_001d;
+const ETH_SS_STATS: u32 = 1;
+const ETH_GSTRING_LEN: usize = 32;
+
+/// The driver's own counters (`ethtool -S`): name and value, in the driver's order; None when
+/// it has none or does not answer. virtio_net's `tx_xdp_tx_drops` is where frames redirected
+/// into a full XDP transmit ring go: ndo_xdp_xmit drops them and tells the sender nothing.
+pub fn driver_stats(name: &str) -> Option<Vec<(String, u64)>> {
+    let n = drvinfo(name)?.n_stats as usize;
+    if n == 0 {
+        return None;
+    }
+    // struct ethtool_gstrings { u32 cmd, string_set, len; u8 data[len * 32] }, in u64s so the
+    // buffer is aligned for the kernel's copy.
+    let mut strings = vec![0u64; (12 + n * ETH_GSTRING_LEN).div_ceil(8)];
+    let head = [ETHTOOL_GSTRINGS, ETH_SS_STATS, n as u32];
+    write_u32s(&mut strings, &head);
+    ifreq(name, libc::SIOCETHTOOL, |ifr| {
+        ifr.ifr_ifru.ifru_data = strings.as_mut_ptr().cast();
+    })?;
+    // struct ethtool_stats { u32 cmd, n_stats; u64 data[n_stats] }.
+    let mut stats = vec![0u64; 1 + n];
+    write_u32s(&mut stats, &[ETHTOOL_GSTATS, n as u32]);
+    ifreq(name, libc::SIOCETHTOOL, |ifr| {
+        ifr.ifr_ifru.ifru_data = stats.as_mut_ptr().cast();
+    })?;
+    let bytes: Vec<u8> = strings.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    // The driver may have answered with fewer than it said (a count that changed between calls).
+    let answered = u32::from_ne_bytes(bytes[8..12].try_into().ok()?) as usize;
+    let names = bytes[12..]
+        .chunks(ETH_GSTRING_LEN)
+        .take(answered.min(n))
+        .map(cstr);
+    Some(names.zip(stats[1..].iter().copied()).collect())
+}
+
+fn write_u32s(buf: &mut [u64], words: &[u32]) {
+    for (i, w) in words.iter().enumerate() {
+        let (at, half) = (i / 2, i % 2);
+        let mut b = buf[at].to_ne_bytes();
+        b[half * 4..half * 4 + 4].copy_from_slice(&w.to_ne_bytes());
+        buf[at] = u64::from_ne_bytes(b);
+    }
+}
+
 /// `struct ethtool_drvinfo` from linux/ethtool.h (not in libc).
 #[repr(C)]
 struct EthtoolDrvinfo {

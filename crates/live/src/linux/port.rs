@@ -13,6 +13,10 @@ pub struct LivePort {
     ifindex: u32,
     kernel: String,
     info: linerate_port::PortInfo,
+    /// The pass program attached to the interface itself for as long as the port lives, on a
+    /// driver that takes redirected frames only while some program is attached (virtio_net
+    /// sets up its XDP transmit queues then); None where none was needed.
+    lent: Option<std::sync::Arc<linerate_xdp::PassLink>>,
 }
 
 impl LivePort {
@@ -28,6 +32,7 @@ impl LivePort {
         if version.is_some_and(|v| v < (5, 18)) {
             return Err(LiveError::NoLiveFrames { kernel });
         }
+        let mut lent = None;
         let object = load(1, None, false)?;
         let probe = program(&object, "live_probe")?;
         let data = [0u8; 64];
@@ -55,14 +60,22 @@ impl LivePort {
                 source,
             })?;
             if features & xdp_act::NDO_XMIT == 0 {
-                return Err(LiveError::NoXdpTransmit {
-                    iface: iface.into(),
-                    hint: if interface(iface)?.is_veth_like() {
-                        " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)"
-                    } else {
-                        ""
-                    },
-                });
+                let veth = interface(iface)?.is_veth_like();
+                lent = if veth {
+                    None
+                } else {
+                    lend_program(iface, ifindex)?
+                };
+                if lent.is_none() {
+                    return Err(LiveError::NoXdpTransmit {
+                        iface: iface.into(),
+                        hint: if veth {
+                            " (a veth takes XDP frames only while its peer has an XDP program, as the lab's sink)"
+                        } else {
+                            ""
+                        },
+                    });
+                }
             }
         }
         Ok(LivePort {
@@ -74,7 +87,29 @@ impl LivePort {
                 crate::BACKEND,
                 std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
             ),
+            lent,
         })
+    }
+
+    /// Whether the port holds a pass program on the interface so that its driver takes
+    /// redirected frames (virtio_net); it goes when the port does.
+    pub fn lends_program(&self) -> bool {
+        self.lent.is_some()
+    }
+
+    /// Frames the driver has dropped from its XDP transmit queues so far, by its own counters
+    /// (`ethtool -S`); None where it keeps none that linerate knows.
+    pub fn xmit_drops(&self) -> Option<u64> {
+        let stats = linerate_port::iface::driver_stats(&self.iface)?;
+        let drops = stats
+            .iter()
+            .filter(|(name, _)| XMIT_DROPS.contains(&name.as_str()))
+            .map(|(_, v)| v)
+            .sum();
+        stats
+            .iter()
+            .any(|(name, _)| XMIT_DROPS.contains(&name.as_str()))
+            .then_some(drops)
     }
 
     pub fn iface(&self) -> &str {
@@ -114,6 +149,30 @@ impl LivePort {
     pub fn kernel(&self) -> &str {
         &self.kernel
     }
+}
+
+/// Driver counters of redirected frames dropped for a full XDP transmit ring: virtio_net's
+/// (`virtnet_xdp_xmit`; the per-queue `txN_xdp_tx_drops` add up to it).
+const XMIT_DROPS: &[&str] = &["tx_xdp_tx_drops"];
+
+/// A pass program attached (driver mode, through a bpf_link) to an interface whose driver
+/// offers ndo_xdp_xmit only while a program is attached: virtio_net allocates its XDP transmit
+/// queues and sets NETDEV_XDP_ACT_NDO_XMIT in `virtnet_xdp_set` (drivers/net/virtio_net.c,
+/// `xdp_features_set_redirect_target`), and clears both when the program goes. None when the
+/// driver has no native XDP, another program holds the hook (it would have set the feature
+/// already), or the feature does not follow.
+fn lend_program(
+    iface: &str,
+    ifindex: u32,
+) -> Result<Option<std::sync::Arc<linerate_xdp::PassLink>>, LiveError> {
+    let Ok(link) = linerate_xdp::attach_pass(ifindex, linerate_xdp::AttachMode::Drv) else {
+        return Ok(None);
+    };
+    let features = xdp_features(ifindex).map_err(|source| LiveError::Run {
+        iface: iface.into(),
+        source,
+    })?;
+    Ok((features & xdp_act::NDO_XMIT != 0).then(|| std::sync::Arc::new(link)))
 }
 
 /// The one Linux interface description (`linerate_port::iface`), as afxdp, the report and

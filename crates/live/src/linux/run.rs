@@ -165,7 +165,20 @@ fn transmit(
             s.stop.store(1, Ordering::Relaxed);
         }
     };
-    Ok(runner.run(jobs, &on_halt).map_err(EngineError::from)?)
+    let drops_before = port.xmit_drops();
+    let done = runner.run(jobs, &on_halt).map_err(EngineError::from)?;
+    // The program counts a redirect as sent; a driver whose XDP ring is full drops it and
+    // says so only in its own counters.
+    if let (Some(before), Some(after)) = (drops_before, port.xmit_drops())
+        && after > before
+    {
+        return Err(LiveError::DriverDropped {
+            iface: port.iface().to_owned(),
+            dropped: after - before,
+            sent: done.iter().map(|d| d.report.completed).sum(),
+        });
+    }
+    Ok(done)
 }
 
 /// What every worker shares to call the program.

@@ -15,7 +15,7 @@ const CHECKS: &str = r#"
 far=52:54:00:12:34:02
 echo "ports=$(linerate ports | grep '^eth0' | tr -s ' ')"
 b=$(far_rx)
-linerate tx -i eth0 -n 20000 --dst-mac $far > auto.out 2>&1
+linerate tx -i eth0 -n 20000 --rate 10k --dst-mac $far > auto.out 2>&1
 echo "auto_rc=$?"
 echo "auto_far=$(( $(far_rx) - b ))"
 echo "auto_choice=$(grep '^backend' auto.out)"
@@ -68,7 +68,8 @@ fn virtio_net_in_a_guest_sends_every_frame_or_says_which_it_could_not() {
     // Live is offered: the port lends the driver the program its ndo_xdp_xmit needs.
     assert!(at("ports").contains("afxdp; live; afpacket"), "{g:?}");
     // No backend flag: AF_XDP copy, saying why live is passed over; the far NIC's driver
-    // counts every frame.
+    // counts every frame. Paced: at full rate under TCG, QEMU's own path between the NICs lost
+    // 2,041 of 20,000 once on a busy host, with no driver counting a drop (docs/lab.md).
     assert_eq!((at("auto_rc"), at("auto_far")), ("0", "20000"), "{g:?}");
     assert!(
         at("auto_choice").contains("AF_XDP in copy mode")

@@ -190,12 +190,14 @@ static __always_inline void sequence(struct rx_flow *f, __u32 seq, int first)
 	}
 }
 
-static __always_inline void gap(__u32 flow, __u64 ns)
+/* One more count in the bucket of `ns` of `flow`'s histogram in `hists` (rx_hists, rx_gap_hists). */
+static __always_inline void record(void *hists, __u32 flow, __u64 ns)
 {
-	struct rx_hist *h = bpf_map_lookup_elem(&rx_gap_hists, &flow);
+	struct rx_hist *h = bpf_map_lookup_elem(hists, &flow);
 
 	if (h) {
 		__u32 b = bucket(ns);
+		/* The compiler knows b is in range and would drop the check the verifier needs. */
 		asm volatile("" : "+r"(b));
 		if (b < HIST_BUCKETS)
 			h->b[b] += 1;
@@ -244,7 +246,7 @@ int rx(struct xdp_md *ctx)
 	if (first)
 		f->first_ns = now;
 	else if (ro.gaps)
-		gap(flow, now - f->last_ns);
+		record(&rx_gap_hists, flow, now - f->last_ns);
 	f->last_ns = now;
 
 	__u64 lat = (now - tx) & TS_MASK;
@@ -268,14 +270,7 @@ int rx(struct xdp_md *ctx)
 	f->prev_transit = (__s64)lat;
 	f->lat_count += 1;
 
-	struct rx_hist *h = bpf_map_lookup_elem(&rx_hists, &flow);
-	if (h) {
-		__u32 b = bucket(lat);
-		/* The compiler knows b is in range and would drop the check the verifier needs. */
-		asm volatile("" : "+r"(b));
-		if (b < HIST_BUCKETS)
-			h->b[b] += 1;
-	}
+	record(&rx_hists, flow, lat);
 	return verdict();
 
 other:

@@ -451,14 +451,19 @@ impl<'a> Pacer<'a> {
 mod tests {
     use super::*;
 
-    fn pacing(burst: u64) -> Pacing {
+    /// Frames `gap_ps` apart, in bursts of `burst`, spaced as `spacing` says.
+    fn even(gap_ps: u64, burst: u64, spacing: Spacing) -> Pacing {
         Pacing {
             cycle_frames: 1,
-            cycle_ps: 10_000_000,
+            cycle_ps: gap_ps,
             offsets_ps: vec![0],
             burst,
-            spacing: Spacing::Sliced,
+            spacing,
         }
+    }
+
+    fn pacing(burst: u64) -> Pacing {
+        even(10_000_000, burst, Spacing::Sliced)
     }
 
     #[test]
@@ -515,13 +520,7 @@ mod tests {
 
     /// Drives a pacer on a virtual clock that jumps to each answer's wait: (sends, frames).
     fn paced_sends(gap_ps: u64, frames: u64) -> (u64, u64) {
-        let p = Pacing {
-            cycle_frames: 1,
-            cycle_ps: gap_ps,
-            offsets_ps: vec![0],
-            burst: 1,
-            spacing: Spacing::Sliced,
-        };
+        let p = even(gap_ps, 1, Spacing::Sliced);
         let mut pacer = Pacer::new(&p, Instant::now(), 0, 1, 64);
         let mut log = PaceLog::new();
         let (mut now, mut sent) = (0, 0);
@@ -544,13 +543,7 @@ mod tests {
     /// A precise pacer stalled for `stall_ps` before frame 1 of a schedule `gap_ps` apart: the
     /// gaps between its sends on a virtual clock that jumps to each wait, until it is on time.
     fn precise_catch_up(gap_ps: u64, stall_ps: u64) -> Vec<u64> {
-        let p = Pacing {
-            cycle_frames: 1,
-            cycle_ps: gap_ps,
-            offsets_ps: vec![0],
-            burst: 1,
-            spacing: Spacing::Precise,
-        };
+        let p = even(gap_ps, 1, Spacing::Precise);
         let mut pacer = Pacer::new(&p, Instant::now(), 0, 1, 64);
         assert!(pacer.precise());
         let mut log = PaceLog::new();
@@ -609,13 +602,7 @@ mod tests {
 
     #[test]
     fn a_resumed_or_retimed_schedule_goes_on_from_then() {
-        let p = Pacing {
-            cycle_frames: 1,
-            cycle_ps: 1_000_000_000,
-            offsets_ps: vec![0],
-            burst: 1,
-            spacing: Spacing::Sliced,
-        };
+        let p = even(1_000_000_000, 1, Spacing::Sliced);
         // Worker 1 of 2: frames 1, 3, 5, … due at 1, 3, 5 ms (worker 0's at 0, 2, 4 ms).
         let mut pacer = Pacer::new(&p, Instant::now(), 1, 2, 64);
         let mut log = PaceLog::new();

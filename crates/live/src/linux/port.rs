@@ -100,16 +100,12 @@ impl LivePort {
     /// Frames the driver has dropped from its XDP transmit queues so far, by its own counters
     /// (`ethtool -S`); None where it keeps none that linerate knows.
     pub fn xmit_drops(&self) -> Option<u64> {
-        let stats = linerate_port::iface::driver_stats(&self.iface)?;
-        let drops = stats
-            .iter()
+        let drops: Vec<u64> = linerate_port::iface::driver_stats(&self.iface)?
+            .into_iter()
             .filter(|(name, _)| XMIT_DROPS.contains(&name.as_str()))
             .map(|(_, v)| v)
-            .sum();
-        stats
-            .iter()
-            .any(|(name, _)| XMIT_DROPS.contains(&name.as_str()))
-            .then_some(drops)
+            .collect();
+        (!drops.is_empty()).then(|| drops.iter().sum())
     }
 
     pub fn iface(&self) -> &str {

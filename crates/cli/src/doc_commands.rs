@@ -32,6 +32,7 @@ const PLACEHOLDERS: &[(&str, &str)] = &[
     ("FILE", "file"),
     ("T", "0123456789abcdef"),
     ("ADDR:PORT", "127.0.0.1:8443"),
+    ("MAC", "02:00:00:00:00:02"),
 ];
 
 /// Backtick spans that start with `linerate ` and are no command: the alias linerate gives the

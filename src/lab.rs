@@ -29,6 +29,7 @@ pub fn run(action: &LabAction) -> Result<()> {
                 DutArg::Bridge => DutKind::Bridge,
                 DutArg::Xdp => DutKind::Xdp,
                 DutArg::Bgp => DutKind::Bgp,
+                DutArg::Nat => DutKind::Nat,
             });
             let lab = Lab::up_with_dut(&config, dut)?;
             print_lab(&lab, None, None, None)
@@ -51,13 +52,16 @@ pub fn run(action: &LabAction) -> Result<()> {
             let lab = Lab::find(name)?.ok_or_else(|| LabError::NotFound { name: name.clone() })?;
             // A receiver that died without putting the sink back is noticed (and the sink put
             // back) here, as by every run that counts at the sink.
-            let end = if nix::unistd::geteuid().is_root() {
+            // A NAT lab's receive end is the servers' host: no sink to read.
+            let has_sink = !matches!(lab.dut.as_ref().map(|d| d.kind), Some(DutKind::Nat));
+            let end = if has_sink && nix::unistd::geteuid().is_root() {
                 Some(linerate_session::receive_end(&lab)?)
             } else {
                 None
             };
             // Without root the pinned counters cannot be opened; the lab is no less whole.
             let counters = match lab.sink_counters() {
+                _ if !has_sink => None,
                 Ok(c) => Some(c),
                 Err(e) if !nix::unistd::geteuid().is_root() => {
                     eprintln!("linerate: the sink's counters need root: {e}");
@@ -70,6 +74,7 @@ pub fn run(action: &LabAction) -> Result<()> {
                 None => None,
             };
             let attached = match end {
+                _ if !has_sink => "servers (NAT lab, no sink)",
                 Some(linerate_xdp::ReceiveEnd::InUse) => "receiver",
                 _ => "sink",
             };

@@ -356,6 +356,9 @@ pub enum DutArg {
     Xdp,
     /// The router learning its routes by eBGP (BIRD) from both test ports' devices.
     Bgp,
+    /// The router with an nftables NAT and conntrack: stateful clients on 100.64.0.0/16
+    /// behind it, kernel servers (nginx) in the sink's namespace (no sink there).
+    Nat,
 }
 
 #[derive(Debug, Args)]

@@ -45,7 +45,18 @@ pub enum DutKind {
     /// The router with no route beyond its two subnets but those it learns: BIRD speaks eBGP
     /// to each test port's address and installs what it learns in the DUT's FIB.
     Bgp,
+    /// The router with a NAT: nftables masquerades [`NAT_INSIDE`] (reached on its port toward
+    /// the sender, [`NAT_INSIDE_GATEWAY`] its gateway) behind its address toward the sink, and
+    /// conntrack keeps every translation. The receive end has no sink: the sink's namespace is
+    /// the servers' host (a kernel server, nginx, listens on the receiver's address).
+    Nat,
 }
+
+/// The NAT DUT's inside network: where stateful clients take their addresses. RFC 6598's shared
+/// address space, what a carrier-grade NAT translates; it exists only inside a NAT lab's DUT.
+pub const NAT_INSIDE: (Ipv4Addr, u8) = (Ipv4Addr::new(100, 64, 0, 0), 16);
+/// The NAT DUT's own address in [`NAT_INSIDE`]: the clients' gateway.
+pub const NAT_INSIDE_GATEWAY: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
 
 impl DutKind {
     pub fn as_str(self) -> &'static str {
@@ -54,6 +65,7 @@ impl DutKind {
             DutKind::Bridge => "bridge",
             DutKind::Xdp => "xdp",
             DutKind::Bgp => "bgp",
+            DutKind::Nat => "nat",
         }
     }
 
@@ -63,13 +75,14 @@ impl DutKind {
             "bridge" => Some(DutKind::Bridge),
             "xdp" => Some(DutKind::Xdp),
             "bgp" => Some(DutKind::Bgp),
+            "nat" => Some(DutKind::Nat),
             _ => None,
         }
     }
 
     /// It routes between two subnets (frames go to its MAC, the hosts' gateways are its).
     pub fn is_router(self) -> bool {
-        matches!(self, DutKind::Router | DutKind::Bgp)
+        matches!(self, DutKind::Router | DutKind::Bgp | DutKind::Nat)
     }
 }
 

@@ -26,6 +26,7 @@ pub mod bird;
 mod delay;
 pub mod device;
 mod dut;
+mod nat;
 mod netlink;
 mod netns;
 

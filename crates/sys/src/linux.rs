@@ -332,6 +332,77 @@ pub fn release_freed() {
     unsafe { libc::malloc_trim(0) };
 }
 
+/// `send(fd, frame, MSG_DONTWAIT)` on a bound packet socket: one whole frame, or an error
+/// (`EAGAIN`/`ENOBUFS` when the device queue is full: the frame is not sent).
+pub fn send_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<usize> {
+    // SAFETY: frame is a live slice of the length passed; the kernel only reads it.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// `recv(fd, buf, MSG_DONTWAIT | MSG_TRUNC)`: the frame's whole length (which may exceed the
+/// buffer: the frame was cut), or `EAGAIN` when nothing waits.
+pub fn recv_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: buf is a live, writable slice of the length passed; the kernel writes within it.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Waits up to `timeout` for `fd` to be readable; false when the time ran out (or a signal
+/// came: the caller's loop looks again).
+pub fn wait_readable(fd: &OwnedFd, timeout: std::time::Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: pfd is one live pollfd, and one is the count passed.
+    let n = unsafe { libc::poll(&raw mut pfd, 1, ms) };
+    match n {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => match io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EINTR) => Ok(false),
+            e => Err(e),
+        },
+    }
+}
+
+/// Moves the calling thread into the network namespace `ns` (an open `/run/netns/NAME`):
+/// setns(2) moves only this thread, so callers run it on a thread of its own.
+pub fn enter_netns(ns: &std::fs::File) -> io::Result<()> {
+    // SAFETY: setns takes an fd (live for the call) and a flag, no pointers.
+    let rc = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

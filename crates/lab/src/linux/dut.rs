@@ -132,16 +132,23 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
     // What the sender and the sink take each other's MAC to be: a router stands between them at
     // layer 2; a bridge or the XDP DUT do not.
     let (toward_sink, toward_sender) = match dut.kind {
-        DutKind::Router | DutKind::Bgp => (ingress_mac, egress_mac),
+        DutKind::Router | DutKind::Bgp | DutKind::Nat => (ingress_mac, egress_mac),
         DutKind::Bridge | DutKind::Xdp => (receiver_mac, sender_mac),
     };
     if dut.kind == DutKind::Bridge {
         add_bridge(&mut inside, lab, dut)?;
     }
-    // The sink goes on before the links come up, so it sees every frame from the first.
-    let mut xdp_sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
-    xdp_sink.pin(&pin_dir(&lab.name))?;
-    drop(xdp_sink); // the pins keep it attached
+    if dut.kind == DutKind::Nat {
+        // No sink: the receive end's stack is the servers' host. The pin directory still
+        // holds the DUT's own pins.
+        let dir = pin_dir(&lab.name);
+        std::fs::create_dir_all(&dir).map_err(state_io(format!("creating {}", dir.display())))?;
+    } else {
+        // The sink goes on before the links come up, so it sees every frame from the first.
+        let mut xdp_sink = Sink::attach(&lab.receiver, Some(sink_ns), AttachMode::Drv)?;
+        xdp_sink.pin(&pin_dir(&lab.name))?;
+        drop(xdp_sink); // the pins keep it attached
+    }
     if dut.kind == DutKind::Xdp {
         attach_xdp_dut(lab, dut)?;
     }
@@ -165,6 +172,9 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         if dut.kind == DutKind::Bgp {
             let (west, _, _, east) = crate::routed_addresses(&lab.name);
             super::bird::start(&lab.name, dut_ns, (ingress_ip, west), (egress_ip, east))?;
+        }
+        if dut.kind == DutKind::Nat {
+            super::nat::start(dut)?;
         }
     } else {
         // A bridge or the XDP DUT: one subnet, and static neighbours, so no ARP frame reaches

@@ -1,0 +1,86 @@
+//! The NAT DUT: the router DUT plus what a stateful box keeps. nftables masquerades the
+//! inside network ([`crate::NAT_INSIDE`], on the DUT's port toward the sender) behind the
+//! DUT's address toward the sink, and conntrack holds every translation, so a stateful test
+//! sees a real NAT: its table filling (`conntrack -C` in the DUT's namespace), a SYN-less
+//! segment dropped, its ports running out.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use super::in_netns;
+use super::netlink::Rtnl;
+use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY};
+
+/// The nftables table the lab owns in the DUT's namespace.
+const TABLE: &str = "linerate_nat";
+
+fn ruleset(dut: &Dut) -> String {
+    let (net, prefix) = NAT_INSIDE;
+    // Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
+    // new flow may start only from the inside.
+    format!(
+        "table ip {TABLE} {{\n\
+         \tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
+         \t\tip saddr {net}/{prefix} oifname \"{egress}\" masquerade\n\t}}\n\
+         \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
+         \t\tct state invalid counter drop\n\
+         \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\
+         }}\n",
+        egress = dut.egress,
+    )
+}
+
+/// Adds the inside network's gateway, the NAT and conntrack's rules, and turns the DUT's
+/// transmit offloads toward the sender off: a packet socket there (a stateful client) then
+/// reads every segment whole, checksummed and no larger than the MTU, as a NIC would deliver it.
+pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
+    let mut inside = Rtnl::open(Some(&dut.netns))?;
+    inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
+    let rules = ruleset(dut);
+    in_netns(&dut.netns, || {
+        run(
+            Command::new("nft").args(["-f", "-"]),
+            Some(&rules),
+            "nft (the NAT DUT's rules: install nftables, or ./scripts/setup.sh)",
+        )?;
+        for dev in [&dut.ingress, &dut.egress] {
+            run(
+                Command::new("ethtool").args(["-K", dev, "tx", "off", "tso", "off", "gso", "off"]),
+                None,
+                "ethtool (the NAT DUT's offloads: install ethtool, or ./scripts/setup.sh)",
+            )?;
+        }
+        Ok(())
+    })
+}
+
+fn run(command: &mut Command, stdin: Option<&str>, what: &str) -> Result<(), LabError> {
+    let shown = format!("{command:?}").replace('"', "");
+    let mut child = command
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| LabError::Io {
+            what: format!("starting {what}"),
+            source,
+        })?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        pipe.write_all(text.as_bytes())
+            .map_err(|source| LabError::Io {
+                what: format!("writing to {shown}"),
+                source,
+            })?;
+    }
+    let out = child.wait_with_output().map_err(|source| LabError::Io {
+        what: format!("waiting for {shown}"),
+        source,
+    })?;
+    if !out.status.success() {
+        return Err(LabError::Command {
+            command: shown,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,455 @@
+//! The client: opens connections from a range of addresses and ports to one server at a target
+//! rate under a cap of concurrent ones, runs the HTTP profile on each (requests, responses
+//! checked byte by byte) and counts how every connection ended.
+//!
+//! Connections live in a fixed table of slots, each a smoltcp socket whose buffers are made
+//! once: a new connection takes a free slot by index and reuses its socket, so nothing is
+//! allocated per connection. smoltcp keeps each socket's retransmission and TIME-WAIT timers.
+
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::socket::tcp::{self, State};
+use smoltcp::wire::IpAddress;
+
+use crate::counters::{ClientCounters, Percentiles, Times};
+use crate::http::{self, Progress, ResponseReader};
+use crate::stack::{self, Clock, Link, LinkCounters};
+use crate::{Addresses, StatefulError};
+
+/// What a client run does.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The client's MAC, address range (connections go round its addresses, then its ports),
+    /// on-link network and gateway.
+    pub addresses: Addresses,
+    /// Source ports, first and last.
+    pub ports: (u16, u16),
+    pub server: SocketAddrV4,
+    /// Connections to open in all.
+    pub connections: u64,
+    /// New connections a second; None: as fast as the cap lets.
+    pub rate: Option<f64>,
+    /// Connections open at once, at most (the slots of the table).
+    pub concurrent: usize,
+    /// Requests on each connection (keep-alive between them; the last asks the server to close).
+    pub requests: u32,
+    /// Body bytes of each response (the request is `GET /<bytes>`).
+    pub response_bytes: u64,
+    /// A connection that makes no progress this long is ended: a SYN unanswered, a response
+    /// stalled, a close that never completes.
+    pub timeout: Duration,
+    /// Each socket's receive buffer (the window it offers).
+    pub rx_buffer: usize,
+    pub seed: u64,
+}
+
+impl ClientConfig {
+    pub fn validate(&self) -> Result<(), StatefulError> {
+        let usage = |m: String| Err(StatefulError::Usage(m));
+        self.addresses.validate()?;
+        if self.ports.0 == 0 || self.ports.0 > self.ports.1 {
+            return usage(format!(
+                "source ports {}-{}: give FIRST-LAST with 1 <= FIRST <= LAST",
+                self.ports.0, self.ports.1
+            ));
+        }
+        if self.concurrent == 0 || self.concurrent > 1 << 20 {
+            return usage("concurrent connections: 1 to 1048576".into());
+        }
+        if self.requests == 0 {
+            return usage("requests per connection: at least 1".into());
+        }
+        if let Some(r) = self.rate
+            && !(r > 0.0 && r.is_finite())
+        {
+            return usage(format!(
+                "connection rate {r}: give a positive number a second"
+            ));
+        }
+        let tuples = u64::from(self.addresses.range.len()) * self.tuple_ports();
+        if self.connections > tuples {
+            return usage(format!(
+                "{} connections need as many 5-tuples; {} addresses × {} ports give {tuples}: widen the range or the ports",
+                self.connections,
+                self.addresses.range.len(),
+                self.tuple_ports()
+            ));
+        }
+        Ok(())
+    }
+
+    fn tuple_ports(&self) -> u64 {
+        u64::from(self.ports.1 - self.ports.0) + 1
+    }
+
+    /// The source of connection `k`: addresses first, so consecutive connections spread over
+    /// the range, then the next port.
+    fn source(&self, k: u64) -> (std::net::Ipv4Addr, u16) {
+        let n = u64::from(self.addresses.range.len());
+        let port = self.ports.0 as u64 + (k / n) % self.tuple_ports();
+        (self.addresses.range.nth(k), port as u16)
+    }
+}
+
+/// One second of a run, or its end.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ClientSnapshot {
+    pub elapsed_s: f64,
+    pub counters: ClientCounters,
+    pub active: u64,
+}
+
+/// A client run's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientReport {
+    pub elapsed_s: f64,
+    pub counters: ClientCounters,
+    /// Connections established a second, over the run.
+    pub cps: f64,
+    /// Body bits a second, over the run.
+    pub goodput_bps: f64,
+    /// SYN sent to handshake done (one round trip, plus the server's accept).
+    pub connect_time: Percentiles,
+    /// Request sent to the response's last byte.
+    pub response_time: Percentiles,
+    pub link: LinkCounters,
+    /// Whether a stop (Ctrl-C) ended the run before every connection was opened.
+    pub stopped: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Connecting,
+    Sending,
+    Reading,
+    Closing,
+    /// Closed or aborted; the socket still owes the peer a segment (an RST, the last ACK).
+    Draining,
+}
+
+#[derive(Debug)]
+struct Slot {
+    handle: SocketHandle,
+    phase: Phase,
+    /// When the connection last moved: the timeout runs from here.
+    moved: smoltcp::time::Instant,
+    /// When its SYN or its request left.
+    started: smoltcp::time::Instant,
+    requests_left: u32,
+    sent: usize,
+    reader: ResponseReader,
+}
+
+/// Runs the client until every connection has ended (or `stop` is set and the open ones have
+/// ended or timed out), calling `each_second` with the counts once a second.
+pub fn run_client<L: Link>(
+    link: &mut L,
+    config: &ClientConfig,
+    stop: &AtomicBool,
+    mut each_second: impl FnMut(&ClientSnapshot),
+) -> Result<ClientReport, StatefulError> {
+    config.validate()?;
+    let clock = Clock::start();
+    let mut iface = stack::interface(link, &config.addresses, &clock, config.seed)?;
+    let next_hop = config.addresses.gateway.unwrap_or(*config.server.ip());
+    stack::announce(link, &config.addresses, next_hop, &clock);
+    let slots_wanted = config.concurrent.min(config.connections.max(1) as usize);
+    let mut sockets = SocketSet::new(Vec::with_capacity(slots_wanted));
+    let now = clock.now();
+    let mut slots: Vec<Slot> = (0..slots_wanted)
+        .map(|_| {
+            let rx = tcp::SocketBuffer::new(vec![0; config.rx_buffer]);
+            let tx = tcp::SocketBuffer::new(vec![0; 1024]);
+            let mut socket = tcp::Socket::new(rx, tx);
+            socket.set_nagle_enabled(false);
+            Slot {
+                handle: sockets.add(socket),
+                phase: Phase::Idle,
+                moved: now,
+                started: now,
+                requests_left: 0,
+                sent: 0,
+                reader: ResponseReader::new(config.response_bytes),
+            }
+        })
+        .collect();
+    let mut free: Vec<usize> = (0..slots.len()).rev().collect();
+    let host = config.server.ip().to_string();
+    let request_more = http::request(&host, config.response_bytes, false);
+    let request_last = http::request(&host, config.response_bytes, true);
+    let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
+    let mut c = ClientCounters::default();
+    let (mut connect_times, mut response_times) = (Times::default(), Times::default());
+    let mut next_second = 1.0;
+    let mut stopped = false;
+
+    loop {
+        let now = clock.now();
+        iface.poll(now, link, &mut sockets);
+        for (i, slot) in slots.iter_mut().enumerate() {
+            if slot.phase == Phase::Idle {
+                continue;
+            }
+            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+            let ended = step(
+                slot,
+                socket,
+                now,
+                timeout,
+                &mut c,
+                &mut connect_times,
+                &mut response_times,
+                &request_more,
+                &request_last,
+            );
+            if ended {
+                slot.phase = Phase::Idle;
+                free.push(i);
+            }
+        }
+        stopped |= stop.load(Ordering::Relaxed) && c.attempted < config.connections;
+        // New connections: as many as the rate has made due, the cap allows and remain.
+        let due = match config.rate {
+            _ if stopped => 0,
+            Some(rate) => {
+                ((clock.elapsed().as_secs_f64() * rate) as u64 + 1).saturating_sub(c.attempted)
+            }
+            None => u64::MAX,
+        };
+        let open = due
+            .min(config.connections - c.attempted)
+            .min(free.len() as u64);
+        for _ in 0..open {
+            let Some(i) = free.pop() else { break };
+            let slot = &mut slots[i];
+            let (ip, port) = config.source(c.attempted);
+            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+            socket
+                .connect(
+                    iface.context(),
+                    (IpAddress::Ipv4(*config.server.ip()), config.server.port()),
+                    (IpAddress::Ipv4(ip), port),
+                )
+                .map_err(|e| StatefulError::Usage(format!("connecting from {ip}:{port}: {e}")))?;
+            c.attempted += 1;
+            slot.phase = Phase::Connecting;
+            slot.moved = now;
+            slot.started = now;
+            slot.requests_left = config.requests;
+        }
+        if open > 0 {
+            // The SYNs leave now rather than at the next wake.
+            iface.poll(clock.now(), link, &mut sockets);
+        }
+        let elapsed = clock.elapsed().as_secs_f64();
+        if elapsed >= next_second {
+            next_second = elapsed.floor() + 1.0;
+            each_second(&ClientSnapshot {
+                elapsed_s: elapsed,
+                counters: c,
+                active: c.active(),
+            });
+        }
+        let all_idle = free.len() == slots.len();
+        if all_idle && (c.attempted == config.connections || stopped) {
+            break;
+        }
+        // Sleep until a frame, a socket's timer, the next connection due or the next second.
+        let mut wait = iface
+            .poll_delay(clock.now(), &sockets)
+            .map_or(Duration::from_millis(10), |d| {
+                Duration::from_micros(d.total_micros())
+            });
+        if let Some(rate) = config.rate
+            && c.attempted < config.connections
+            && !free.is_empty()
+        {
+            let next = (c.attempted as f64) / rate - clock.elapsed().as_secs_f64();
+            wait = wait.min(Duration::from_secs_f64(next.max(0.0)));
+        }
+        if !wait.is_zero() {
+            link.wait(wait.min(Duration::from_millis(10)))?;
+        }
+    }
+    let elapsed = clock.elapsed().as_secs_f64();
+    each_second(&ClientSnapshot {
+        elapsed_s: elapsed,
+        counters: c,
+        active: c.active(),
+    });
+    Ok(ClientReport {
+        elapsed_s: elapsed,
+        counters: c,
+        cps: c.established as f64 / elapsed.max(1e-9),
+        goodput_bps: c.body_bytes as f64 * 8.0 / elapsed.max(1e-9),
+        connect_time: connect_times.percentiles(),
+        response_time: response_times.percentiles(),
+        link: link.counters(),
+        stopped,
+    })
+}
+
+/// Moves one connection on; true when it has ended and its slot is free again.
+#[allow(clippy::too_many_arguments)]
+fn step(
+    slot: &mut Slot,
+    socket: &mut tcp::Socket,
+    now: smoltcp::time::Instant,
+    timeout: smoltcp::time::Duration,
+    c: &mut ClientCounters,
+    connect_times: &mut Times,
+    response_times: &mut Times,
+    request_more: &str,
+    request_last: &str,
+) -> bool {
+    let state = socket.state();
+    let stalled = now - slot.moved > timeout;
+    loop {
+        match slot.phase {
+            Phase::Idle => return true,
+            Phase::Connecting => match state {
+                State::SynSent | State::SynReceived if stalled => {
+                    c.failed_timeout += 1;
+                    socket.abort();
+                    slot.phase = Phase::Draining;
+                }
+                State::SynSent | State::SynReceived => return false,
+                // A reset answered the SYN.
+                State::Closed => {
+                    c.failed_refused += 1;
+                    slot.phase = Phase::Draining;
+                }
+                _ => {
+                    c.established += 1;
+                    connect_times.record((now - slot.started).total_micros());
+                    slot.phase = Phase::Sending;
+                    slot.sent = 0;
+                    slot.moved = now;
+                }
+            },
+            Phase::Sending => {
+                if state == State::Closed || !socket.may_send() {
+                    c.closed_reset += 1;
+                    socket.abort();
+                    slot.phase = Phase::Draining;
+                    continue;
+                }
+                let request = if slot.requests_left == 1 {
+                    request_last
+                } else {
+                    request_more
+                };
+                if slot.sent == 0 && socket.can_send() {
+                    slot.started = now;
+                }
+                match socket.send_slice(&request.as_bytes()[slot.sent..]) {
+                    Ok(n) => slot.sent += n,
+                    Err(_) => {
+                        c.closed_reset += 1;
+                        socket.abort();
+                        slot.phase = Phase::Draining;
+                        continue;
+                    }
+                }
+                if slot.sent < request.len() {
+                    if stalled {
+                        c.closed_timeout += 1;
+                        socket.abort();
+                        slot.phase = Phase::Draining;
+                        continue;
+                    }
+                    return false;
+                }
+                c.requests += 1;
+                slot.moved = now;
+                slot.reader.reset(slot.reader_expected());
+                slot.phase = Phase::Reading;
+            }
+            Phase::Reading => {
+                let mut outcome = Ok(Progress::More { body: 0 });
+                while socket.can_recv() {
+                    let reader = &mut slot.reader;
+                    let got = socket.recv(|data| match reader.feed(data) {
+                        Ok(Progress::Done { used, body }) => {
+                            (used, Ok(Progress::Done { used, body }))
+                        }
+                        Ok(more) => (data.len(), Ok(more)),
+                        Err(e) => (data.len(), Err(e)),
+                    });
+                    outcome = got.unwrap_or(Ok(Progress::More { body: 0 }));
+                    match outcome {
+                        Ok(Progress::More { body }) => {
+                            c.body_bytes += body;
+                            slot.moved = now;
+                        }
+                        _ => break,
+                    }
+                }
+                match outcome {
+                    Err(_) => {
+                        c.closed_bad_response += 1;
+                        socket.abort();
+                        slot.phase = Phase::Draining;
+                    }
+                    Ok(Progress::Done { body, .. }) => {
+                        c.body_bytes += body;
+                        c.responses += 1;
+                        response_times.record((now - slot.started).total_micros());
+                        slot.moved = now;
+                        slot.requests_left -= 1;
+                        if slot.requests_left > 0 {
+                            slot.phase = Phase::Sending;
+                            slot.sent = 0;
+                        } else {
+                            socket.close();
+                            slot.phase = Phase::Closing;
+                        }
+                    }
+                    Ok(Progress::More { .. }) => {
+                        // The peer ended the stream (a FIN or a reset) before the response did.
+                        if state == State::Closed || (!socket.may_recv() && !socket.can_recv()) {
+                            c.closed_reset += 1;
+                            socket.abort();
+                            slot.phase = Phase::Draining;
+                        } else if stalled {
+                            c.closed_timeout += 1;
+                            socket.abort();
+                            slot.phase = Phase::Draining;
+                        } else {
+                            return false;
+                        }
+                    }
+                }
+            }
+            Phase::Closing => match socket.state() {
+                // Ended: LAST-ACK answered, or our FIN answered and theirs seen (TIME-WAIT, the
+                // socket held until smoltcp's timer frees it).
+                State::Closed | State::TimeWait => {
+                    c.closed += 1;
+                    slot.phase = Phase::Draining;
+                }
+                _ if stalled => {
+                    c.closed_timeout += 1;
+                    socket.abort();
+                    slot.phase = Phase::Draining;
+                }
+                _ => return false,
+            },
+            // Free once smoltcp forgot the tuple (its RST or TIME-WAIT done).
+            Phase::Draining => {
+                return socket.state() == State::Closed && socket.local_endpoint().is_none();
+            }
+        }
+    }
+}
+
+impl Slot {
+    fn reader_expected(&self) -> u64 {
+        self.reader.expected()
+    }
+}

@@ -1,0 +1,277 @@
+//! The server: a table of listening sockets on one port, each serving `GET /<bytes>` with a
+//! body in the pattern clients check, keep-alive or closing as the request asks.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use smoltcp::iface::{SocketHandle, SocketSet};
+use smoltcp::socket::tcp::{self, State};
+
+use crate::counters::ServerCounters;
+use crate::http::{self, MAX_HEAD};
+use crate::stack::{self, Clock, Link, LinkCounters};
+use crate::{Addresses, StatefulError};
+
+/// What a server run does.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The server's MAC, its one address (a /32 range), the on-link network and a gateway.
+    pub addresses: Addresses,
+    pub port: u16,
+    /// Body bytes for `GET /` (a path `/<bytes>` asks for its own).
+    pub default_bytes: u64,
+    /// The largest body served.
+    pub max_bytes: u64,
+    /// Connections served at once (listening sockets; one that closed first holds its slot
+    /// through TIME-WAIT, 10 s in smoltcp).
+    pub concurrent: usize,
+    /// A connection that makes no progress this long is ended.
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+/// A server run's outcome (it runs until stopped).
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerReport {
+    pub elapsed_s: f64,
+    pub counters: ServerCounters,
+    pub link: LinkCounters,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Listening,
+    Reading,
+    /// Writing a response: head bytes left to send, then body bytes.
+    Writing {
+        head: usize,
+        body: u64,
+        close: bool,
+    },
+    Closing,
+}
+
+#[derive(Debug)]
+struct Slot {
+    handle: SocketHandle,
+    phase: Phase,
+    moved: smoltcp::time::Instant,
+    request: Vec<u8>,
+    head: Vec<u8>,
+    /// Body bytes of the response being written (the pattern's offset is `len - body`).
+    len: u64,
+}
+
+/// Serves until `stop` is set, calling `each_second` with the counts.
+pub fn run_server<L: Link>(
+    link: &mut L,
+    config: &ServerConfig,
+    stop: &AtomicBool,
+    mut each_second: impl FnMut(f64, &ServerCounters),
+) -> Result<ServerReport, StatefulError> {
+    if config.addresses.range.len() != 1 {
+        return Err(StatefulError::Usage(
+            "a server has one address: give A.B.C.D/N as its on-link network, not a range".into(),
+        ));
+    }
+    if config.concurrent == 0 || config.port == 0 {
+        return Err(StatefulError::Usage(
+            "a server needs a port (1 to 65535) and at least one connection".into(),
+        ));
+    }
+    let clock = Clock::start();
+    let mut iface = stack::interface(link, &config.addresses, &clock, config.seed)?;
+    let mut sockets = SocketSet::new(Vec::with_capacity(config.concurrent));
+    let now = clock.now();
+    let mut slots: Vec<Slot> = (0..config.concurrent)
+        .map(|_| {
+            let rx = tcp::SocketBuffer::new(vec![0; 4096]);
+            let tx = tcp::SocketBuffer::new(vec![0; 64 * 1024]);
+            let mut socket = tcp::Socket::new(rx, tx);
+            socket.set_nagle_enabled(false);
+            // Listening from the start: a SYN that comes before the first poll finds a socket.
+            let _ = socket.listen(config.port);
+            Slot {
+                handle: sockets.add(socket),
+                phase: Phase::Listening,
+                moved: now,
+                request: Vec::with_capacity(MAX_HEAD),
+                head: Vec::with_capacity(256),
+                len: 0,
+            }
+        })
+        .collect();
+    let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
+    let mut c = ServerCounters::default();
+    let mut next_second = 1.0;
+    while !stop.load(Ordering::Relaxed) {
+        let now = clock.now();
+        iface.poll(now, link, &mut sockets);
+        for slot in &mut slots {
+            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+            serve(slot, socket, now, timeout, config, &mut c);
+        }
+        iface.poll(clock.now(), link, &mut sockets);
+        let elapsed = clock.elapsed().as_secs_f64();
+        if elapsed >= next_second {
+            next_second = elapsed.floor() + 1.0;
+            each_second(elapsed, &c);
+        }
+        let wait = iface
+            .poll_delay(clock.now(), &sockets)
+            .map_or(Duration::from_millis(50), |d| {
+                Duration::from_micros(d.total_micros())
+            });
+        if !wait.is_zero() {
+            link.wait(wait.min(Duration::from_millis(50)))?;
+        }
+    }
+    Ok(ServerReport {
+        elapsed_s: clock.elapsed().as_secs_f64(),
+        counters: c,
+        link: link.counters(),
+    })
+}
+
+fn serve(
+    slot: &mut Slot,
+    socket: &mut tcp::Socket,
+    now: smoltcp::time::Instant,
+    timeout: smoltcp::time::Duration,
+    config: &ServerConfig,
+    c: &mut ServerCounters,
+) {
+    let stalled = now - slot.moved > timeout;
+    loop {
+        match slot.phase {
+            Phase::Listening => match socket.state() {
+                State::Listen | State::SynReceived => return,
+                State::Closed => {
+                    slot.phase = Phase::Closing;
+                }
+                _ => {
+                    c.accepted += 1;
+                    slot.request.clear();
+                    slot.moved = now;
+                    slot.phase = Phase::Reading;
+                }
+            },
+            Phase::Reading => {
+                if socket.state() == State::Closed {
+                    c.reset += 1;
+                    slot.phase = Phase::Closing;
+                    continue;
+                }
+                while socket.can_recv() && slot.request.len() <= MAX_HEAD {
+                    let request = &mut slot.request;
+                    let _ = socket.recv(|data| {
+                        let n = data.len().min(MAX_HEAD + 1 - request.len());
+                        request.extend_from_slice(&data[..n]);
+                        (n, ())
+                    });
+                    slot.moved = now;
+                }
+                match http::parse_request(&slot.request, config.default_bytes) {
+                    Ok(Some(req)) if req.len <= config.max_bytes => {
+                        c.requests += 1;
+                        slot.request.drain(..req.used);
+                        slot.head.clear();
+                        slot.head
+                            .extend_from_slice(http::response_head(req.len, req.close).as_bytes());
+                        slot.len = req.len;
+                        slot.phase = Phase::Writing {
+                            head: slot.head.len(),
+                            body: req.len,
+                            close: req.close,
+                        };
+                    }
+                    Ok(Some(_)) | Err(_) => {
+                        c.bad_request += 1;
+                        socket.abort();
+                        slot.phase = Phase::Closing;
+                    }
+                    Ok(None) if !socket.may_recv() => {
+                        // The client closed between requests: close our half too.
+                        socket.close();
+                        c.closed += 1;
+                        slot.phase = Phase::Closing;
+                    }
+                    Ok(None) if stalled => {
+                        c.timeout += 1;
+                        socket.abort();
+                        slot.phase = Phase::Closing;
+                    }
+                    Ok(None) => return,
+                }
+            }
+            Phase::Writing { head, body, close } => {
+                if socket.state() == State::Closed || !socket.may_send() {
+                    c.reset += 1;
+                    socket.abort();
+                    slot.phase = Phase::Closing;
+                    continue;
+                }
+                let (mut head, mut body) = (head, body);
+                if head > 0 {
+                    let from = slot.head.len() - head;
+                    head -= socket.send_slice(&slot.head[from..]).unwrap_or(0);
+                }
+                if head == 0 {
+                    let len = slot.len;
+                    while body > 0 && socket.can_send() {
+                        let sent = socket
+                            .send(|buf| {
+                                let n = (body as usize).min(buf.len());
+                                let at = len - body;
+                                for (i, b) in buf[..n].iter_mut().enumerate() {
+                                    *b = http::body_byte(at + i as u64);
+                                }
+                                (n, n)
+                            })
+                            .unwrap_or(0);
+                        if sent == 0 {
+                            break;
+                        }
+                        body -= sent as u64;
+                        c.body_bytes += sent as u64;
+                        slot.moved = now;
+                    }
+                }
+                if head > 0 || body > 0 {
+                    slot.phase = Phase::Writing { head, body, close };
+                    if stalled {
+                        c.timeout += 1;
+                        socket.abort();
+                        slot.phase = Phase::Closing;
+                        continue;
+                    }
+                    return;
+                }
+                c.responses += 1;
+                if close {
+                    socket.close();
+                    c.closed += 1;
+                    slot.phase = Phase::Closing;
+                } else {
+                    slot.phase = Phase::Reading;
+                }
+            }
+            // Back to listening once smoltcp has forgotten the last connection.
+            Phase::Closing => {
+                if socket.state() != State::Closed || socket.local_endpoint().is_some() {
+                    if stalled && socket.state() != State::TimeWait {
+                        socket.abort();
+                    }
+                    return;
+                }
+                if socket.listen(config.port).is_err() {
+                    return;
+                }
+                slot.moved = now;
+                slot.phase = Phase::Listening;
+                return;
+            }
+        }
+    }
+}

@@ -20,6 +20,8 @@ mod serve;
 mod signal;
 mod stats;
 mod sweep;
+#[cfg(target_os = "linux")]
+mod tcp;
 mod tx;
 mod usage;
 mod words;
@@ -63,6 +65,12 @@ fn main() -> ExitCode {
         #[cfg(not(target_os = "linux"))]
         Command::Console(_) => Err(usage(
             "linerate console runs on Linux for now (its OTG client's TLS is built there)",
+        )),
+        #[cfg(target_os = "linux")]
+        Command::Tcp { action } => tcp::run(&action),
+        #[cfg(not(target_os = "linux"))]
+        Command::Tcp { .. } => Err(usage(
+            "linerate tcp runs on Linux for now (its port is a packet socket)",
         )),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),

@@ -38,6 +38,12 @@ pub const SINK: &str = "\
 Examples:
   linerate sink -i lr1 --netns lr-sink -d 10s --json";
 
+pub const TCP: &str = "\
+Examples:
+  linerate lab up --dut nat                     # a NAT between lr0 and the servers' namespace
+  linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 -n 10000 --response-bytes 4096
+  linerate tcp server -i eth2 --address 10.0.0.1/24 --port 80 -d 60s";
+
 pub const RX: &str = "\
 Examples:
   linerate rx -i eth2 -d 30s                      # the far end of a two-host test";

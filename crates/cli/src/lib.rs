@@ -91,6 +91,13 @@ pub enum Command {
     /// keys to start, stop, pause, resume and re-rate the selected flow (Linux).
     #[command(after_help = examples::CONSOLE)]
     Console(ConsoleArgs),
+    /// Stateful TCP: a client opening HTTP connections from an address range through a
+    /// device (a NAT, a firewall) to a server, or a server answering them (Linux).
+    #[command(after_help = examples::TCP)]
+    Tcp {
+        #[command(subcommand)]
+        action: TcpAction,
+    },
     /// Print a shell completion script.
     #[command(after_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
@@ -488,6 +495,96 @@ pub enum ClockArg {
 pub enum XdpAttach {
     Drv,
     Skb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TcpAction {
+    /// Open connections from an address range to one HTTP server: each a handshake, GETs
+    /// whose every body byte is checked, and a close; counted by how they ended.
+    Client(TcpClientArgs),
+    /// Answer `GET /<bytes>` on one address and port with that many bytes of the pattern
+    /// clients check, until Ctrl-C or --duration.
+    Server(TcpServerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TcpClientArgs {
+    /// Interface the clients live on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// The clients' addresses: every host address of the prefix (A.B.C.D/N), or one address.
+    #[arg(long, value_name = "PREFIX")]
+    pub src: String,
+    /// The clients' gateway and on-link prefix length (A.B.C.D/N); without it the server must
+    /// be on the --src prefix itself.
+    #[arg(long, value_name = "ADDR/LEN")]
+    pub gateway: Option<String>,
+    /// The HTTP server.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub server: std::net::SocketAddrV4,
+    /// The clients' MAC.
+    #[arg(long, default_value = "02:6c:72:00:00:01", value_parser = linerate_wire::parse_mac)]
+    pub mac: [u8; 6],
+    /// Connections to open in all.
+    #[arg(short = 'n', long, default_value = "1000", value_parser = linerate_wire::quantity::parse_count)]
+    pub connections: u64,
+    /// New connections a second (default: as fast as --concurrent lets).
+    #[arg(long, value_name = "CPS")]
+    pub rate: Option<f64>,
+    /// Connections open at once, at most.
+    #[arg(long, default_value_t = 256)]
+    pub concurrent: usize,
+    /// GET requests on each connection (keep-alive between them).
+    #[arg(long, default_value_t = 1)]
+    pub requests: u32,
+    /// Body bytes of each response (the request is GET /<bytes>).
+    #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
+    pub response_bytes: u64,
+    /// Source ports, FIRST-LAST.
+    #[arg(long, default_value = "1024-65535")]
+    pub src_ports: String,
+    /// A connection that makes no progress this long is ended (and counted by its phase).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TcpServerArgs {
+    /// Interface the server lives on.
+    #[arg(short, long, value_name = "IFACE")]
+    pub interface: String,
+    /// Network namespace the interface lives in.
+    #[arg(long)]
+    pub netns: Option<String>,
+    /// The server's address and on-link prefix length (A.B.C.D/N).
+    #[arg(long, value_name = "ADDR/LEN")]
+    pub address: String,
+    /// The server's gateway, for clients off its network.
+    #[arg(long, value_name = "ADDR")]
+    pub gateway: Option<std::net::Ipv4Addr>,
+    #[arg(long, default_value_t = 80)]
+    pub port: u16,
+    /// The server's MAC.
+    #[arg(long, default_value = "02:6c:72:00:00:02", value_parser = linerate_wire::parse_mac)]
+    pub mac: [u8; 6],
+    /// Body bytes for GET / (GET /<bytes> asks for its own).
+    #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
+    pub response_bytes: u64,
+    /// Connections served at once (one the server closed holds its place through TIME-WAIT).
+    #[arg(long, default_value_t = 1024)]
+    pub concurrent: usize,
+    /// Stop after this long (default: until Ctrl-C).
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -57,7 +57,11 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
 fn run(command: &mut Command, stdin: Option<&str>, what: &str) -> Result<(), LabError> {
     let shown = format!("{command:?}").replace('"', "");
     let mut child = command
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -211,7 +211,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         });
     }
     eprintln!(
-        "tcp server on {} at {addr}:{}; Ctrl-C to stop",
+        "tcp server on {}: listening on {addr}:{}; Ctrl-C to stop",
         args.interface, args.port
     );
     let report = linerate_stateful::run_server(&mut link, &config, &stop, |t, c| {

@@ -1,0 +1,407 @@
+//! linerate's TCP ends against the kernel's (root): its client through the NAT lab's DUT
+//! (nftables masquerade, conntrack) to nginx — every response's bytes checked by the client,
+//! nginx's own log and the DUT's conntrack table counted — clean and with loss and reordering
+//! on the DUT; and curl against linerate's server. Every test builds its own uniquely named
+//! lab or namespaces and removes them, even when it fails.
+
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{json, linerate, root_or_skip};
+use linerate_lab::{DutKind, Impairments, Lab, LabConfig, LabGuard, unique_name};
+
+/// nginx in a namespace, serving files of the body pattern, stopped on drop.
+struct Nginx {
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    fn start(netns: &str, addr: &str, sizes: &[usize]) -> Nginx {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let www = dir.path().join("www");
+        std::fs::create_dir(&www).expect("www");
+        for &n in sizes {
+            std::fs::write(www.join(n.to_string()), linerate_stateful::http::body(n))
+                .expect("body");
+        }
+        let d = dir.path().display();
+        let conf = format!(
+            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n access_log {d}/access.log;\n default_type application/octet-stream;\n\
+             client_body_temp_path {d}/t; proxy_temp_path {d}/t; fastcgi_temp_path {d}/t;\n\
+             uwsgi_temp_path {d}/t; scgi_temp_path {d}/t;\n\
+             server {{ listen {addr}:80; root {d}/www; }}\n}}\n"
+        );
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(&path, conf).expect("nginx.conf");
+        let child = Command::new("ip")
+            .args(["netns", "exec", netns, "nginx", "-c"])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx (scripts/setup.sh installs nginx-light)");
+        let nginx = Nginx { child, dir };
+        // Listening once the pid file is there.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !nginx.dir.path().join("nginx.pid").exists() {
+            assert!(
+                Instant::now() < deadline,
+                "nginx did not start: {}",
+                nginx.errors()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        nginx
+    }
+
+    fn log(&self) -> PathBuf {
+        self.dir.path().join("access.log")
+    }
+
+    fn errors(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("error.log")).unwrap_or_default()
+    }
+
+    /// The access log's lines as (client address, status, body bytes).
+    fn requests(&self) -> Vec<(String, String, String)> {
+        std::fs::read_to_string(self.log())
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                (w[0].to_owned(), w[8].to_owned(), w[9].to_owned())
+            })
+            .collect()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let pid = std::fs::read_to_string(self.dir.path().join("nginx.pid")).unwrap_or_default();
+        if let Ok(pid) = pid.trim().parse::<i32>() {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn nat_lab(prefix: &str) -> LabGuard {
+    LabGuard::up_with_dut(
+        &LabConfig {
+            name: unique_name(prefix),
+            queues: 2,
+        },
+        Some(DutKind::Nat),
+    )
+    .expect("lab up --dut nat")
+}
+
+fn in_dut(lab: &Lab, args: &[&str]) -> String {
+    let ns = &lab.dut.as_ref().expect("a DUT").netns;
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .output()
+        .expect("ip netns exec");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `linerate tcp client` from the NAT's inside network to nginx: its JSON report.
+fn client(lab: &Lab, connections: u64, bytes: u64, extra: &[&str]) -> serde_json::Value {
+    let server = format!("{}:80", lab.receiver_ip);
+    let (n, b) = (connections.to_string(), bytes.to_string());
+    let mut args = vec![
+        "tcp",
+        "client",
+        "-i",
+        &lab.sender,
+        "--src",
+        "100.64.1.0/24",
+        "--gateway",
+        "100.64.0.1/16",
+        "--server",
+        &server,
+        "-n",
+        &n,
+        "--response-bytes",
+        &b,
+        "--json",
+    ];
+    args.extend(extra);
+    let out = linerate(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "linerate {args:?}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&stdout)
+}
+
+/// Every connection established, answered whole and closed; nginx logged each GET once, from
+/// the NAT's outside address; conntrack holds a translation of each.
+fn assert_all_through_nat(
+    lab: &Lab,
+    nginx: &Nginx,
+    report: &serde_json::Value,
+    n: u64,
+    bytes: u64,
+) {
+    let c = &report["counters"];
+    for key in [
+        "attempted",
+        "established",
+        "closed",
+        "requests",
+        "responses",
+    ] {
+        assert_eq!(c[key], n, "{key}: {report:#}");
+    }
+    for key in [
+        "failed_timeout",
+        "failed_refused",
+        "closed_reset",
+        "closed_timeout",
+        "closed_bad_response",
+    ] {
+        assert_eq!(c[key], 0, "{key}: {report:#}");
+    }
+    assert_eq!(c["body_bytes"], n * bytes);
+    let outside = lab
+        .dut
+        .as_ref()
+        .and_then(|d| d.gateways)
+        .expect("the NAT's addresses")
+        .1;
+    let logged = nginx.requests();
+    assert_eq!(logged.len() as u64, n, "nginx's log: {}", nginx.errors());
+    let want = (outside.to_string(), "200".to_owned(), bytes.to_string());
+    assert!(
+        logged.iter().all(|l| *l == want),
+        "nginx logged other than {want:?}"
+    );
+    // One conntrack entry a connection: the inside source, translated to the outside address.
+    let table = in_dut(lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
+    let translated = table
+        .lines()
+        .filter(|l| l.contains("src=100.64.1.") && l.contains(&format!("dst={outside} ")))
+        .count() as u64;
+    assert_eq!(
+        translated,
+        n,
+        "conntrack:\n{}",
+        &table[..table.len().min(2000)]
+    );
+}
+
+#[test]
+fn ten_thousand_connections_through_the_nat_to_nginx_all_add_up() {
+    if !root_or_skip("ten_thousand_connections_through_the_nat_to_nginx_all_add_up") {
+        return;
+    }
+    let lab = nat_lab("stn");
+    let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
+    let report = client(&lab, 10_000, 4096, &[]);
+    assert_all_through_nat(&lab, &nginx, &report, 10_000, 4096);
+}
+
+#[test]
+fn every_transfer_completes_through_loss_and_reordering() {
+    if !root_or_skip("every_transfer_completes_through_loss_and_reordering") {
+        return;
+    }
+    let mut lab = nat_lab("stl");
+    let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
+    let bin = Path::new(env!("CARGO_BIN_EXE_linerate"));
+    lab.impair(
+        &Impairments {
+            loss: 1.0,
+            delay: Duration::from_millis(1),
+            reorder: 10.0,
+            ..Default::default()
+        },
+        bin,
+    )
+    .expect("impair --loss 1% --delay 1ms --reorder 10%");
+    let n = 1000;
+    let report = client(&lab, n, 4096, &["--timeout", "20s"]);
+    let dropped = lab.impair_counters().expect("impair counters");
+    assert!(dropped.dropped > 0, "the DUT dropped nothing: {dropped:?}");
+    assert_all_through_nat(&lab, &nginx, &report, n, 4096);
+}
+
+/// A bare veth pair between two namespaces: linerate's server on one end, the kernel's curl on
+/// the other.
+struct Pair {
+    name: String,
+}
+
+impl Pair {
+    fn new() -> Pair {
+        let name = unique_name("stc");
+        let pair = Pair { name };
+        let (a, b) = (pair.ns("a"), pair.ns("b"));
+        let sh = format!(
+            "set -e; ip netns add {a}; ip netns add {b};\
+             ip -n {a} link add {n}a type veth peer name {n}b netns {b};\
+             for x in a b; do ns={n}-$x; ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1;\
+             ip -n $ns link set {n}$x up; done;\
+             ip -n {b} addr add 10.77.0.2/24 dev {n}b;\
+             ip netns exec {b} ethtool -K {n}b tx off tso off gso off >/dev/null",
+            n = pair.name
+        );
+        let out = Command::new("sh").args(["-c", &sh]).output().expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        pair
+    }
+
+    fn ns(&self, end: &str) -> String {
+        format!("{}-{end}", self.name)
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for end in ["a", "b"] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(end)])
+                .output();
+        }
+    }
+}
+
+#[test]
+fn curl_gets_every_byte_from_linerates_server() {
+    if !root_or_skip("curl_gets_every_byte_from_linerates_server") {
+        return;
+    }
+    let pair = Pair::new();
+    let iface = format!("{}a", pair.name);
+    let ns = pair.ns("a");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args([
+            "tcp",
+            "server",
+            "-i",
+            &iface,
+            "--netns",
+            &ns,
+            "--address",
+            "10.77.0.1/24",
+            "-d",
+            "30s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linerate tcp server");
+    let stderr = common::listening(&mut server);
+    let sizes = [0usize, 1, 1460, 4096, 100_000];
+    for n in sizes {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &pair.ns("b"),
+                "curl",
+                "-sS",
+                "--max-time",
+                "10",
+            ])
+            .arg(format!("http://10.77.0.1/{n}"))
+            .output()
+            .expect("curl");
+        assert!(
+            out.status.success(),
+            "curl /{n}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, linerate_stateful::http::body(n), "body of /{n}");
+    }
+    // Keep-alive: curl asks twice on one connection.
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &pair.ns("b"),
+            "curl",
+            "-sS",
+            "--max-time",
+            "10",
+            "-o",
+            "/dev/null",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{num_connects} ",
+        ])
+        .args(["http://10.77.0.1/4096", "http://10.77.0.1/4096"])
+        .output()
+        .expect("curl twice");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "1 0",
+        "curl reused the connection"
+    );
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let out = server.wait_with_output().expect("server exits");
+    drop(stderr);
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    assert_eq!(c["accepted"], sizes.len() as u64 + 1, "{report:#}");
+    assert_eq!(c["requests"], sizes.len() as u64 + 2, "{report:#}");
+    assert_eq!(c["responses"], c["requests"], "{report:#}");
+    let body: usize = sizes.iter().sum::<usize>() + 2 * 4096;
+    assert_eq!(c["body_bytes"], body as u64, "{report:#}");
+}
+
+#[test]
+fn bad_client_input_is_one_line_and_exit_2() {
+    for (args, says) in [
+        (&["--src", "100.64.1.1/24"][..], "first address"),
+        (
+            &["--src", "100.64.1.0/24", "--gateway", "10.0.0.1/16"],
+            "not on the network",
+        ),
+        (
+            &["--src", "100.64.1.0/24", "--src-ports", "9-1"],
+            "FIRST-LAST",
+        ),
+        (
+            &[
+                "--src",
+                "100.64.1.0/30",
+                "--src-ports",
+                "1000-1000",
+                "-n",
+                "3",
+            ],
+            "5-tuples",
+        ),
+    ] {
+        let mut all = vec!["tcp", "client", "-i", "nosuch0", "--server", "10.0.0.1:80"];
+        all.extend(args);
+        let line = common::linerate_usage_error(&all);
+        assert!(line.contains(says), "{all:?}: {line}");
+    }
+}

@@ -21,10 +21,13 @@ if [[ $(uname -s) == Linux ]]; then
     # than the devices', as a device under test is). chromium and its chromedriver: the real
     # browser serve's dashboard (/ui) is checked in, headless; tmux: the terminal `linerate
     # console` is checked in. qemu-system-x86, cpio, xz-utils: the VM lab (scripts/vm.sh), a guest
-    # with Debian's 6.12 kernel and virtio-net NICs, fetched below.
+    # with Debian's 6.12 kernel and virtio-net NICs, fetched below. nginx-light, nftables,
+    # conntrack, curl: the stateful tests' kernel server, the NAT DUT's rules and table, and
+    # the kernel client against linerate's server (nginx's service is never started either).
     packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
               linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
-              frr bird2 lldpd chromium chromium-driver tmux qemu-system-x86 cpio xz-utils)
+              frr bird2 lldpd chromium chromium-driver tmux qemu-system-x86 cpio xz-utils
+              nginx-light nftables conntrack curl)
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

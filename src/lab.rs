@@ -243,7 +243,9 @@ fn print_lab(
     attached: Option<&str>,
 ) -> Result<()> {
     let status = attached.is_some();
+    let nat = lab.dut.as_ref().is_some_and(|d| d.kind == DutKind::Nat);
     let attached = match attached {
+        _ if nat => "no sink: the servers' host, behind the NAT",
         Some("receiver") => "a running receiver attached: the sink counts nothing until it ends",
         _ => "XDP sink attached",
     };
@@ -275,6 +277,14 @@ fn print_lab(
             line.push_str(" (the delay line is NOT running: frames are lost; run `linerate lab impair` again)");
         }
         text.push_str(&format!("impair    {line}\n"));
+        if let (DutKind::Nat, Some((_, outside))) = (d.kind, d.gateways) {
+            let (inside, len) = linerate_lab::NAT_INSIDE;
+            text.push_str(&format!(
+                "nat       {inside}/{len} (gateway {}) masqueraded as {outside}; conntrack -L in {}\n",
+                linerate_lab::NAT_INSIDE_GATEWAY,
+                d.netns
+            ));
+        }
         if let Some(c) = impaired.filter(|c| c.seen > 0) {
             text.push_str(&format!(
                 "          {} frames seen, {} dropped, {} duplicated\n",
@@ -287,7 +297,7 @@ fn print_lab(
             "sink      {} packets, {} bytes\n",
             c.packets, c.bytes
         )),
-        None if status => text.push_str("sink      its counters need root to read\n"),
+        None if status && !nat => text.push_str("sink      its counters need root to read\n"),
         None => {}
     }
     print(&text)

@@ -13,6 +13,7 @@ pub enum StatefulError {
 }
 
 impl StatefulError {
+    #[cfg(target_os = "linux")]
     pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> StatefulError {
         let what = what.into();
         move |source| StatefulError::Io { what, source }

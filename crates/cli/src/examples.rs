@@ -44,6 +44,14 @@ Examples:
   linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 -n 10000 --response-bytes 4096
   linerate tcp server -i eth2 --address 10.0.0.1/24 --port 80 -d 60s";
 
+pub const TCP_CLIENT: &str = "\
+Examples:
+  linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 -n 100000 --rate 5000 --concurrent 1024";
+
+pub const TCP_SERVER: &str = "\
+Examples:
+  linerate tcp server -i eth2 --address 10.0.0.1/24 --gateway 10.0.0.254 --response-bytes 4096 --json";
+
 pub const RX: &str = "\
 Examples:
   linerate rx -i eth2 -d 30s                      # the far end of a two-host test";

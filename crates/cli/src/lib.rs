@@ -501,9 +501,11 @@ pub enum XdpAttach {
 pub enum TcpAction {
     /// Open connections from an address range to one HTTP server: each a handshake, GETs
     /// whose every body byte is checked, and a close; counted by how they ended.
+    #[command(after_help = examples::TCP_CLIENT)]
     Client(TcpClientArgs),
     /// Answer `GET /<bytes>` on one address and port with that many bytes of the pattern
     /// clients check, until Ctrl-C or --duration.
+    #[command(after_help = examples::TCP_SERVER)]
     Server(TcpServerArgs),
 }
 

@@ -167,6 +167,8 @@ pub fn run_client<L: Link>(
             let tx = tcp::SocketBuffer::new(vec![0; 1024]);
             let mut socket = tcp::Socket::new(rx, tx);
             socket.set_nagle_enabled(false);
+            // Reno: a stateful box sees the slow start and back-off a real stack does.
+            socket.set_congestion_control(tcp::CongestionControl::Reno);
             Slot {
                 handle: sockets.add(socket),
                 phase: Phase::Idle,
@@ -255,8 +257,13 @@ pub fn run_client<L: Link>(
                 active: c.active(),
             });
         }
-        let all_idle = free.len() == slots.len();
-        if all_idle && (c.attempted == config.connections || stopped) {
+        // Done when every connection has ended: a socket still draining (TIME-WAIT's 10 s,
+        // an RST to send) holds no connection of the count, and the last poll sends its due.
+        let all_ended = slots
+            .iter()
+            .all(|s| matches!(s.phase, Phase::Idle | Phase::Draining));
+        if all_ended && (c.attempted == config.connections || stopped) {
+            iface.poll(clock.now(), link, &mut sockets);
             break;
         }
         // Sleep until a frame, a socket's timer, the next connection due or the next second.
@@ -316,12 +323,14 @@ fn step(
                 State::SynSent | State::SynReceived if stalled => {
                     c.failed_timeout += 1;
                     socket.abort();
+                    slot.moved = now;
                     slot.phase = Phase::Draining;
                 }
                 State::SynSent | State::SynReceived => return false,
                 // A reset answered the SYN.
                 State::Closed => {
                     c.failed_refused += 1;
+                    slot.moved = now;
                     slot.phase = Phase::Draining;
                 }
                 _ => {
@@ -336,6 +345,7 @@ fn step(
                 if state == State::Closed || !socket.may_send() {
                     c.closed_reset += 1;
                     socket.abort();
+                    slot.moved = now;
                     slot.phase = Phase::Draining;
                     continue;
                 }
@@ -352,6 +362,7 @@ fn step(
                     Err(_) => {
                         c.closed_reset += 1;
                         socket.abort();
+                        slot.moved = now;
                         slot.phase = Phase::Draining;
                         continue;
                     }
@@ -360,6 +371,7 @@ fn step(
                     if stalled {
                         c.closed_timeout += 1;
                         socket.abort();
+                        slot.moved = now;
                         slot.phase = Phase::Draining;
                         continue;
                     }
@@ -394,6 +406,7 @@ fn step(
                     Err(_) => {
                         c.closed_bad_response += 1;
                         socket.abort();
+                        slot.moved = now;
                         slot.phase = Phase::Draining;
                     }
                     Ok(Progress::Done { body, .. }) => {
@@ -415,10 +428,12 @@ fn step(
                         if state == State::Closed || (!socket.may_recv() && !socket.can_recv()) {
                             c.closed_reset += 1;
                             socket.abort();
+                            slot.moved = now;
                             slot.phase = Phase::Draining;
                         } else if stalled {
                             c.closed_timeout += 1;
                             socket.abort();
+                            slot.moved = now;
                             slot.phase = Phase::Draining;
                         } else {
                             return false;
@@ -427,22 +442,34 @@ fn step(
                 }
             }
             Phase::Closing => match socket.state() {
-                // Ended: LAST-ACK answered, or our FIN answered and theirs seen (TIME-WAIT, the
-                // socket held until smoltcp's timer frees it).
-                State::Closed | State::TimeWait => {
+                // Ended: LAST-ACK answered, or our FIN answered (FIN-WAIT-2, TIME-WAIT: the
+                // socket drains while the slot waits). As a kernel's close() returns, the
+                // client is done once its FIN is acknowledged; a peer's FIN that never comes
+                // (smoltcp can miss one that arrived out of order) costs the slot the timeout.
+                State::Closed | State::TimeWait | State::FinWait2 => {
                     c.closed += 1;
+                    slot.moved = now;
                     slot.phase = Phase::Draining;
                 }
                 _ if stalled => {
                     c.closed_timeout += 1;
                     socket.abort();
+                    slot.moved = now;
                     slot.phase = Phase::Draining;
                 }
                 _ => return false,
             },
-            // Free once smoltcp forgot the tuple (its RST or TIME-WAIT done).
+            // Free once smoltcp forgot the tuple (its RST or TIME-WAIT done); a socket held
+            // past the timeout (FIN-WAIT-2 with no FIN coming) is reset.
             Phase::Draining => {
-                return socket.state() == State::Closed && socket.local_endpoint().is_none();
+                let state = socket.state();
+                if state == State::Closed && socket.local_endpoint().is_none() {
+                    return true;
+                }
+                if now - slot.moved > timeout && !matches!(state, State::TimeWait | State::Closed) {
+                    socket.abort();
+                }
+                return false;
             }
         }
     }

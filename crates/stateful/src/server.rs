@@ -90,6 +90,8 @@ pub fn run_server<L: Link>(
             let tx = tcp::SocketBuffer::new(vec![0; 64 * 1024]);
             let mut socket = tcp::Socket::new(rx, tx);
             socket.set_nagle_enabled(false);
+            // Reno: a stateful box sees the slow start and back-off a real stack does.
+            socket.set_congestion_control(tcp::CongestionControl::Reno);
             // Listening from the start: a SYN that comes before the first poll finds a socket.
             let _ = socket.listen(config.port);
             Slot {

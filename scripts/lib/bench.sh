@@ -2,8 +2,9 @@
 # What the bench-*.sh scripts share. Sourced first thing, with the script's arguments:
 #   . "$(dirname "$0")/lib/bench.sh" "$@"
 # It re-runs the script under sudo when not root and moves to the repository root. Then:
-#   bench_lab_up NAME   installs what is missing, builds linerate (release) and brings up a fresh
-#                       lab NAME with 2 queue pairs, taken down on exit; sets $lab. Refuses
+#   bench_lab_up NAME [DUT]  installs what is missing, builds linerate (release) and brings up a
+#                       fresh lab NAME with 2 queue pairs (and the DUT, if given), taken down on
+#                       exit; sets $lab. Refuses
 #                       (exit 2) while another benchmark holds the same lab name.
 #   bench_cleanup       override to add to the exit cleanup (runs before the lab goes down).
 #   bench_unknown ARG   one line naming the bad argument, the script's usage line, exit 2.
@@ -34,7 +35,7 @@ bench_lab_up() {
     trap 'bench_cleanup; "$lr" lab down --name "$lab" >/dev/null 2>&1 || true' EXIT
     trap 'exit 130' INT TERM
     "$lr" lab down --name "$lab" >/dev/null 2>&1 || true
-    "$lr" lab up --name "$lab" --queues 2 >/dev/null
+    "$lr" lab up --name "$lab" --queues 2 ${2:+--dut "$2"} >/dev/null
 }
 
 bench_unknown() {

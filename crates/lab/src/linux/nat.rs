@@ -1,8 +1,8 @@
-//! The NAT DUT: the router DUT plus what a stateful box keeps. nftables masquerades the
-//! inside network ([`crate::NAT_INSIDE`], on the DUT's port toward the sender) behind the
-//! DUT's address toward the sink, and conntrack holds every translation, so a stateful test
-//! sees a real NAT: its table filling (`conntrack -C` in the DUT's namespace), a SYN-less
-//! segment dropped, its ports running out.
+//! The NAT DUT: the router DUT plus what a stateful box keeps. nftables masquerades what leaves
+//! toward the sink (the inside network [`crate::NAT_INSIDE`] on the DUT's port toward the
+//! sender, and the sender's own address) behind the DUT's address there, and conntrack holds
+//! every translation, so a stateful test sees a real NAT: its table filling (`conntrack -C` in
+//! the DUT's namespace), a SYN-less segment dropped, its ports running out.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -15,13 +15,13 @@ use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY};
 const TABLE: &str = "linerate_nat";
 
 fn ruleset(dut: &Dut) -> String {
-    let (net, prefix) = NAT_INSIDE;
-    // Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
+    // Everything leaving toward the servers is translated: the stateful clients' network
+    // and a kernel client on the sender's end alike (the benchmark's wrk). Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
     // new flow may start only from the inside.
     format!(
         "table ip {TABLE} {{\n\
          \tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
-         \t\tip saddr {net}/{prefix} oifname \"{egress}\" masquerade\n\t}}\n\
+         \t\toifname \"{egress}\" masquerade\n\t}}\n\
          \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
          \t\tct state invalid counter drop\n\
          \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\

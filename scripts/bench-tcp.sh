@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Connections a second through the lab's NAT DUT (nftables masquerade, conntrack) to nginx-light
+# in the servers' namespace, a new connection per request, 1 KiB responses: linerate's client
+# (`linerate tcp client`, one core) against wrk (-t1 -c64, "Connection: close") on the same lab,
+# --rounds runs each, alternated, conntrack flushed between runs (so no run meets the last one's
+# TIME_WAIT translations). Prints each run and the medians.
+#
+#   bench-tcp.sh [--rounds 3] [--connections 30000] [--seconds 10] [--bytes 1024] [--concurrent 256]
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh" "$@"
+
+rounds=3
+connections=30000
+seconds=10
+bytes=1024
+concurrent=256
+while (($#)); do
+    case $1 in
+        --rounds) rounds=$2; shift 2 ;;
+        --connections) connections=$2; shift 2 ;;
+        --seconds) seconds=$2; shift 2 ;;
+        --bytes) bytes=$2; shift 2 ;;
+        --concurrent) concurrent=$2; shift 2 ;;
+        *) bench_unknown "$1" ;;
+    esac
+done
+
+command -v wrk >/dev/null || {
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+}
+
+work=$(mktemp -d)
+bench_cleanup() {
+    [[ -f $work/nginx.pid ]] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+    sleep 0.2
+    rm -rf "$work"
+}
+bench_lab_up lrtcp nat
+status=$("$lr" lab status --name "$lab" --json)
+field() { sed -n "s/.*\"$1\": \"\\([^\"]*\\)\".*/\\1/p" <<<"$status" | head -1; }
+server=$(field receiver_ip)
+sender=$(field sender)
+netns=$(field netns)
+dut_ns=$lab-dut
+ingress=$(ip -n "$dut_ns" -4 -o addr show dev "${lab}d0" | awk '$4 !~ /^100\.64\./ { sub(/\/.*/, "", $4); print $4; exit }')
+
+mkdir -p "$work/www" "$work/t"
+python3 -c "import sys; sys.stdout.buffer.write(bytes(i % 251 for i in range($bytes)))" >"$work/www/$bytes"
+cat >"$work/nginx.conf" <<CONF
+daemon off; worker_processes 1; pid $work/nginx.pid; error_log $work/error.log;
+events { worker_connections 8192; }
+http { access_log off; default_type application/octet-stream;
+  client_body_temp_path $work/t; proxy_temp_path $work/t; fastcgi_temp_path $work/t;
+  uwsgi_temp_path $work/t; scgi_temp_path $work/t;
+  server { listen $server:80 backlog=4096; root $work/www; } }
+CONF
+ip netns exec "$netns" nginx -c "$work/nginx.conf" &
+for _ in $(seq 100); do [[ -f $work/nginx.pid ]] && break; sleep 0.05; done
+# wrk runs on the sender's end in the root namespace: its one route to the server is the lab's.
+ip route replace "$server/32" via "$ingress" dev "$sender"
+
+flush() { ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true; sleep 1; }
+lr_cps=() wrk_cps=()
+for round in $(seq "$rounds"); do
+    flush
+    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+        --server "$server:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
+        --src-ports 10000-60000 --json 2>/dev/null)
+    cps=$(python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; assert c["closed"]==c["attempted"], c; print(round(r["cps"]))' <<<"$out")
+    lr_cps+=("$cps")
+    flush
+    w=$(taskset -c 0 wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "http://$server/$bytes" 2>&1)
+    wcps=$(awk '/Requests\/sec/ { printf "%d", $2 }' <<<"$w")
+    errors=$(awk '/Socket errors|Non-2xx/ { print }' <<<"$w")
+    wrk_cps+=("$wcps")
+    echo "round $round: linerate $cps connections/s, wrk $wcps connections/s ${errors:+($errors)}"
+done
+lr_med=$(printf '%s\n' "${lr_cps[@]}" | median)
+wrk_med=$(printf '%s\n' "${wrk_cps[@]}" | median)
+echo "median of $rounds: linerate $lr_med, wrk $wrk_med connections/s; ratio $(awk -v a="$lr_med" -v b="$wrk_med" 'BEGIN { printf "%.2f", a / b }')"

@@ -216,6 +216,16 @@ impl Sink {
         let Some(lab) = lab_of(iface)? else {
             return Ok(None);
         };
+        if lab
+            .dut
+            .as_ref()
+            .is_some_and(|d| d.kind == linerate_lab::DutKind::Nat)
+        {
+            return Err(crate::SessionError::Usage(format!(
+                "lab {} has the NAT DUT: its receive end is the servers' host, with no sink to count at; send stateful traffic there with `linerate tcp client` (docs/stateful.md), or bring the lab up with another --dut",
+                lab.name
+            )));
+        }
         let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir())?;
         if said(sink.receive_end()?, &lab.name) == linerate_xdp::ReceiveEnd::InUse {
             return Err(linerate_xdp::XdpError::ReceiveEndBusy {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Connections a second through the lab's NAT DUT (nftables masquerade, conntrack) to nginx-light
-# in the servers' namespace, a new connection per request, 1 KiB responses: linerate's client
-# (`linerate tcp client`, one core) against wrk (-t1 -c64, "Connection: close") on the same lab,
-# --rounds runs each, alternated, conntrack flushed between runs (so no run meets the last one's
-# TIME_WAIT translations). Prints each run and the medians.
+# Connections a second through the lab's NAT DUT (nftables masquerade, conntrack), a new
+# connection per request, 1 KiB responses, three pairs alternated --rounds times: linerate's
+# client (`linerate tcp client`, core 0) to nginx-light (one worker) in the servers' namespace;
+# wrk (-t1 -c64, "Connection: close", core 0) to the same nginx; and linerate's client to
+# linerate's server (`linerate tcp server` on the receiver's interface, core 1, --time-wait 0).
+# conntrack is flushed between runs (so no run meets the last one's translations). Prints each
+# run and the medians.
 #
 #   bench-tcp.sh [--rounds 3] [--connections 30000] [--seconds 10] [--bytes 1024] [--concurrent 256]
 set -euo pipefail
@@ -68,7 +70,8 @@ for _ in $(seq 100); do [[ -f $work/nginx.pid ]] && break; sleep 0.05; done
 ip route replace "$server/32" via "$ingress" dev "$sender"
 
 flush() { ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true; sleep 1; }
-lr_cps=() wrk_cps=()
+lr_cps=() wrk_cps=() both_cps=()
+emulated=198.51.100.2 emulated_gw=198.51.100.1   # linerate_lab::NAT_SERVERS
 for round in $(seq "$rounds"); do
     flush
     out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
@@ -78,12 +81,26 @@ for round in $(seq "$rounds"); do
     cps=$(python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out")
     [[ $cps == unclean* ]] || lr_cps+=("$cps")
     flush
+    taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
+        --gateway "$emulated_gw" --time-wait 0 --concurrent 1024 --response-bytes "$bytes" \
+        >/dev/null 2>&1 &
+    srv=$!
+    sleep 0.5
+    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+        --server "$emulated:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
+        --src-ports 10000-60000 --json 2>/dev/null) || true
+    kill -INT "$srv"; wait "$srv" || true
+    both=$(python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out")
+    [[ $both == unclean* ]] || both_cps+=("$both")
+    flush
     w=$(taskset -c 0 wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "http://$server/$bytes" 2>&1)
     wcps=$(awk '/Requests\/sec/ { printf "%d", $2 }' <<<"$w")
     errors=$(awk '/Socket errors|Non-2xx/ { print }' <<<"$w")
     wrk_cps+=("$wcps")
-    echo "round $round: linerate $cps connections/s, wrk $wcps connections/s ${errors:+($errors)}"
+    echo "round $round: linerate -> nginx $cps, wrk -> nginx $wcps ${errors:+($errors) }, linerate -> linerate $both connections/s"
 done
 lr_med=$(printf '%s\n' "${lr_cps[@]}" | median)
 wrk_med=$(printf '%s\n' "${wrk_cps[@]}" | median)
-echo "median of $rounds: linerate $lr_med, wrk $wrk_med connections/s; ratio $(awk -v a="$lr_med" -v b="$wrk_med" 'BEGIN { printf "%.2f", a / b }')"
+both_med=$(printf '%s\n' "${both_cps[@]}" | median)
+echo "median of $rounds: linerate -> nginx $lr_med, wrk -> nginx $wrk_med, linerate -> linerate $both_med connections/s"
+echo "ratios to wrk + nginx: $(awk -v a="$lr_med" -v b="$wrk_med" -v c="$both_med" 'BEGIN { printf "%.2f (linerate client), %.2f (linerate both ends)", a / b, c / b }')"

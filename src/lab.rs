@@ -279,10 +279,15 @@ fn print_lab(
         text.push_str(&format!("impair    {line}\n"));
         if let (DutKind::Nat, Some((_, outside))) = (d.kind, d.gateways) {
             let (inside, len) = linerate_lab::NAT_INSIDE;
+            let (servers, slen) = linerate_lab::NAT_SERVERS;
             text.push_str(&format!(
-                "nat       {inside}/{len} (gateway {}) masqueraded as {outside}; conntrack -L in {}\n",
+                "nat       {inside}/{len} (gateway {}) masqueraded as {outside}; conntrack -L in {}\n\
+                 servers   kernel ones on {}, emulated ones on {servers}/{slen} (gateway {}) on {}\n",
                 linerate_lab::NAT_INSIDE_GATEWAY,
-                d.netns
+                d.netns,
+                lab.receiver_ip,
+                linerate_lab::NAT_SERVERS_GATEWAY,
+                lab.receiver
             ));
         }
         if let Some(c) = impaired.filter(|c| c.seen > 0) {

@@ -197,6 +197,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         max_bytes: 1 << 30,
         concurrent: args.concurrent,
         timeout: std::time::Duration::from_secs(10),
+        time_wait: args.time_wait,
         seed: std::process::id().into(),
     };
     config.addresses.validate().map_err(lift)?;

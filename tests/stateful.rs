@@ -411,3 +411,95 @@ fn bad_client_input_is_one_line_and_exit_2() {
         assert!(line.contains(says), "{all:?}: {line}");
     }
 }
+
+#[test]
+fn linerates_client_and_server_through_the_nat_count_alike() {
+    if !root_or_skip("linerates_client_and_server_through_the_nat_count_alike") {
+        return;
+    }
+    let lab = nat_lab("sts");
+    let (net, len) = linerate_lab::NAT_SERVERS;
+    let server_ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
+    let address = format!("{server_ip}/{len}");
+    let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
+        .args([
+            "--address",
+            &address,
+            "--gateway",
+            &gateway,
+            "--time-wait",
+            "0",
+            "-d",
+            "60s",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linerate tcp server");
+    let stderr = common::listening(&mut server);
+    let n = 3000u64;
+    let server_at = format!("{server_ip}:80");
+    let report = {
+        let out = linerate(&[
+            "tcp",
+            "client",
+            "-i",
+            &lab.sender,
+            "--src",
+            "100.64.1.0/24",
+            "--gateway",
+            "100.64.0.1/16",
+            "--server",
+            &server_at,
+            "-n",
+            "3000",
+            "--response-bytes",
+            "4096",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&String::from_utf8_lossy(&out.stdout))
+    };
+    // The NAT's table right away: a translation a connection, to its address on the servers'
+    // network (CLOSE: the server took its TIME-WAIT back with an RST, as --time-wait 0 says).
+    let table = in_dut(&lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
+    let translated = table
+        .lines()
+        .filter(|l| l.contains("src=100.64.1.") && l.contains(&format!("dst={gateway} ")))
+        .count() as u64;
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let out = server.wait_with_output().expect("server exits");
+    drop(stderr);
+    let served = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    for key in [
+        "attempted",
+        "established",
+        "closed",
+        "requests",
+        "responses",
+    ] {
+        assert_eq!(c[key], n, "{key}: {report:#}");
+    }
+    assert_eq!(c["body_bytes"], n * 4096);
+    let s = &served["counters"];
+    for key in ["accepted", "closed", "requests", "responses"] {
+        assert_eq!(s[key], n, "server {key}: {served:#}");
+    }
+    assert_eq!(s["body_bytes"], n * 4096);
+    assert_eq!(
+        translated,
+        n,
+        "conntrack:\n{}",
+        &table[..table.len().min(2000)]
+    );
+}

@@ -581,6 +581,10 @@ pub struct TcpServerArgs {
     /// Connections served at once (one the server closed holds its place through TIME-WAIT).
     #[arg(long, default_value_t = 1024)]
     pub concurrent: usize,
+    /// TIME-WAIT of a connection the server closed first, at most smoltcp's 10 s; shorter
+    /// takes the place back sooner by resetting the socket (one RST to a peer already closed).
+    #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
+    pub time_wait: std::time::Duration,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
@@ -903,6 +907,14 @@ pub fn parse_link_speed(text: &str) -> Result<u64, String> {
 /// units").
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     linerate_stream::parse_duration(text)
+}
+
+/// A duration as [`parse_duration`] reads it, or none at all (`0`, `0s`).
+pub fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().trim_end_matches('s') {
+        "0" => Ok(std::time::Duration::ZERO),
+        _ => parse_duration(text),
+    }
 }
 
 #[cfg(test)]

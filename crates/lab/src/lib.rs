@@ -57,6 +57,12 @@ pub enum DutKind {
 pub const NAT_INSIDE: (Ipv4Addr, u8) = (Ipv4Addr::new(100, 64, 0, 0), 16);
 /// The NAT DUT's own address in [`NAT_INSIDE`]: the clients' gateway.
 pub const NAT_INSIDE_GATEWAY: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
+/// The NAT DUT's servers' network, on its port toward the sink beside the receiver's /30:
+/// addresses for emulated servers (`linerate tcp server` on the receiver's interface) that the
+/// sink namespace's stack does not hold. RFC 5737's TEST-NET-2; it exists only inside the lab.
+pub const NAT_SERVERS: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 51, 100, 0), 24);
+/// The NAT DUT's own address in [`NAT_SERVERS`]: the emulated servers' gateway.
+pub const NAT_SERVERS_GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 
 impl DutKind {
     pub fn as_str(self) -> &'static str {

@@ -28,6 +28,10 @@ pub struct ServerConfig {
     pub concurrent: usize,
     /// A connection that makes no progress this long is ended.
     pub timeout: Duration,
+    /// How long a connection the server closed first stays in TIME-WAIT (holding its slot)
+    /// before the slot is taken back; smoltcp's own is 10 s, and a longer one is that. Taking
+    /// it back sooner resets the socket: one RST to a peer that has closed already.
+    pub time_wait: Duration,
     pub seed: u64,
 }
 
@@ -61,6 +65,8 @@ struct Slot {
     head: Vec<u8>,
     /// Body bytes of the response being written (the pattern's offset is `len - body`).
     len: u64,
+    /// When the socket was first seen in TIME-WAIT.
+    time_wait_since: Option<smoltcp::time::Instant>,
 }
 
 /// Serves until `stop` is set, calling `each_second` with the counts.
@@ -101,6 +107,7 @@ pub fn run_server<L: Link>(
                 request: Vec::with_capacity(MAX_HEAD),
                 head: Vec::with_capacity(256),
                 len: 0,
+                time_wait_since: None,
             }
         })
         .collect();
@@ -144,6 +151,7 @@ fn serve(
     config: &ServerConfig,
     c: &mut ServerCounters,
 ) {
+    let time_wait = smoltcp::time::Duration::from_micros(config.time_wait.as_micros() as u64);
     let stalled = now - slot.moved > timeout;
     loop {
         match slot.phase {
@@ -254,6 +262,7 @@ fn serve(
                 if close {
                     socket.close();
                     c.closed += 1;
+                    slot.moved = now;
                     slot.phase = Phase::Closing;
                 } else {
                     slot.phase = Phase::Reading;
@@ -262,11 +271,17 @@ fn serve(
             // Back to listening once smoltcp has forgotten the last connection.
             Phase::Closing => {
                 if socket.state() != State::Closed || socket.local_endpoint().is_some() {
-                    if stalled && socket.state() != State::TimeWait {
+                    if socket.state() == State::TimeWait {
+                        let since = *slot.time_wait_since.get_or_insert(now);
+                        if now - since >= time_wait {
+                            socket.abort();
+                        }
+                    } else if stalled {
                         socket.abort();
                     }
                     return;
                 }
+                slot.time_wait_since = None;
                 if socket.listen(config.port).is_err() {
                     return;
                 }

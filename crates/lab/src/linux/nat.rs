@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use super::in_netns;
 use super::netlink::Rtnl;
-use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY};
+use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERVERS_GATEWAY};
 
 /// The nftables table the lab owns in the DUT's namespace.
 const TABLE: &str = "linerate_nat";
@@ -30,12 +30,13 @@ fn ruleset(dut: &Dut) -> String {
     )
 }
 
-/// Adds the inside network's gateway, the NAT and conntrack's rules, and turns the DUT's
+/// Adds the inside network's gateway and the servers' one, the NAT and conntrack's rules, and turns the DUT's
 /// transmit offloads toward the sender off: a packet socket there (a stateful client) then
 /// reads every segment whole, checksummed and no larger than the MTU, as a NIC would deliver it.
 pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
+    inside.add_address(&dut.egress, NAT_SERVERS_GATEWAY, NAT_SERVERS.1)?;
     let rules = ruleset(dut);
     in_netns(&dut.netns, || {
         run(

@@ -379,7 +379,8 @@ fn step(
                 }
                 c.requests += 1;
                 slot.moved = now;
-                slot.reader.reset(slot.reader_expected());
+                let expected = slot.reader.expected();
+                slot.reader.reset(expected);
                 slot.phase = Phase::Reading;
             }
             Phase::Reading => {
@@ -472,11 +473,5 @@ fn step(
                 return false;
             }
         }
-    }
-}
-
-impl Slot {
-    fn reader_expected(&self) -> u64 {
-        self.reader.expected()
     }
 }

@@ -73,7 +73,10 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         requests: args.requests,
         response_bytes: args.response_bytes,
         timeout: args.timeout,
-        rx_buffer: 64 * 1024,
+        rx_buffer: usize::try_from(args.window)
+            .ok()
+            .filter(|w| (1024..=1 << 30).contains(w))
+            .ok_or_else(|| usage(format!("--window {}: 1 KiB to 1 GiB", args.window)))?,
         seed: std::process::id().into(),
     };
     config.validate().map_err(lift)?;

@@ -551,6 +551,10 @@ pub struct TcpClientArgs {
     /// A connection that makes no progress this long is ended (and counted by its phase).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub timeout: std::time::Duration,
+    /// Each connection's receive buffer, the window it offers (scaled past 64 KiB): memory a
+    /// slot holds, and a bound on one connection's goodput (window / round trip).
+    #[arg(long, default_value = "65536", value_parser = linerate_wire::quantity::parse_count)]
+    pub window: u64,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

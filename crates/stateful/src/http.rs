@@ -13,6 +13,44 @@ pub fn body(len: usize) -> Vec<u8> {
     (0..len as u64).map(body_byte).collect()
 }
 
+/// The pattern 64 cycles long: a body is copied from it and compared against it a slice at a
+/// time, not a byte at a time.
+const PERIOD: usize = 251;
+static PATTERN: [u8; PERIOD * 64] = {
+    let mut p = [0u8; PERIOD * 64];
+    let mut i = 0;
+    while i < p.len() {
+        p[i] = (i % PERIOD) as u8;
+        i += 1;
+    }
+    p
+};
+
+/// Writes the pattern's bytes from body offset `offset` into `buf`.
+pub fn fill_body(buf: &mut [u8], offset: u64) {
+    let mut at = (offset % PERIOD as u64) as usize;
+    for chunk in buf.chunks_mut(PATTERN.len() - PERIOD) {
+        chunk.copy_from_slice(&PATTERN[at..at + chunk.len()]);
+        at = (at + chunk.len()) % PERIOD;
+    }
+}
+
+/// The offset within `data` of its first byte off the pattern, `data` being the body from
+/// offset `offset`; None when every byte is right.
+pub fn first_wrong(data: &[u8], offset: u64) -> Option<usize> {
+    let mut at = (offset % PERIOD as u64) as usize;
+    let mut done = 0;
+    for chunk in data.chunks(PATTERN.len() - PERIOD) {
+        if chunk != &PATTERN[at..at + chunk.len()] {
+            let i = chunk.iter().zip(&PATTERN[at..]).position(|(a, b)| a != b)?;
+            return Some(done + i);
+        }
+        done += chunk.len();
+        at = (at + chunk.len()) % PERIOD;
+    }
+    None
+}
+
 /// The request a client sends for a `len`-byte response; `last` asks the server to close after
 /// answering, so the server closes first and holds TIME_WAIT, as a web server does.
 pub fn request(host: &str, len: u64, last: bool) -> String {
@@ -115,11 +153,10 @@ impl ResponseReader {
         let done = self.body.unwrap_or(0);
         let want = (self.expected - done) as usize;
         let piece = &data[used..(used + want).min(data.len())];
-        for (i, &b) in piece.iter().enumerate() {
-            let offset = done + i as u64;
-            if b != body_byte(offset) {
-                return Err(BadResponse::Body { offset });
-            }
+        if let Some(i) = first_wrong(piece, done) {
+            return Err(BadResponse::Body {
+                offset: done + i as u64,
+            });
         }
         let body = piece.len() as u64;
         self.body = Some(done + body);
@@ -277,6 +314,21 @@ mod tests {
             r.feed(b"HTTP/1.1 404 Not Found\r\n\r\n"),
             Err(BadResponse::Status(_))
         ));
+    }
+
+    #[test]
+    fn the_pattern_is_filled_and_checked_from_any_offset() {
+        for (offset, len) in [(0u64, 0usize), (0, 1), (250, 3), (1000, 40_000), (7, 15_813)] {
+            let mut buf = vec![0u8; len];
+            fill_body(&mut buf, offset);
+            let want: Vec<u8> = (offset..offset + len as u64).map(body_byte).collect();
+            assert_eq!(buf, want, "from {offset}, {len} bytes");
+            assert_eq!(first_wrong(&buf, offset), None);
+            if len > 20 {
+                buf[len - 20] ^= 1;
+                assert_eq!(first_wrong(&buf, offset), Some(len - 20));
+            }
+        }
     }
 
     #[test]

@@ -233,10 +233,7 @@ fn serve(
                         let sent = socket
                             .send(|buf| {
                                 let n = (body as usize).min(buf.len());
-                                let at = len - body;
-                                for (i, b) in buf[..n].iter_mut().enumerate() {
-                                    *b = http::body_byte(at + i as u64);
-                                }
+                                http::fill_body(&mut buf[..n], len - body);
                                 (n, n)
                             })
                             .unwrap_or(0);

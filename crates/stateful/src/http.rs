@@ -318,7 +318,13 @@ mod tests {
 
     #[test]
     fn the_pattern_is_filled_and_checked_from_any_offset() {
-        for (offset, len) in [(0u64, 0usize), (0, 1), (250, 3), (1000, 40_000), (7, 15_813)] {
+        for (offset, len) in [
+            (0u64, 0usize),
+            (0, 1),
+            (250, 3),
+            (1000, 40_000),
+            (7, 15_813),
+        ] {
             let mut buf = vec![0u8; len];
             fill_body(&mut buf, offset);
             let want: Vec<u8> = (offset..offset + len as u64).map(body_byte).collect();

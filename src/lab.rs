@@ -96,6 +96,32 @@ pub fn run(action: &LabAction) -> Result<()> {
                 .map_or_else(|| "none".to_owned(), |d| d.impairments.describe());
             println(&format!("lab {} impairments: {line}", lab.name))
         }
+        LabAction::Nat(args) => {
+            let ports = match args.ports.as_str() {
+                "any" => None,
+                text => Some(
+                    text.split_once('-')
+                        .and_then(|(a, b)| Some((a.parse::<u16>().ok()?, b.parse::<u16>().ok()?)))
+                        .filter(|(a, b)| *a >= 1 && a <= b)
+                        .ok_or_else(|| {
+                            crate::usage(format!(
+                                "lab nat --ports {text}: give FIRST-LAST (1 to 65535, FIRST <= LAST) or any"
+                            ))
+                        })?,
+                ),
+            };
+            let lab = Lab::nat_ports(&args.name.name, ports)?;
+            let line = ports.map_or_else(
+                || "any free port".to_owned(),
+                |(a, b)| {
+                    format!(
+                        "ports {a}-{b} ({} translations to one server at once)",
+                        b - a + 1
+                    )
+                },
+            );
+            println(&format!("lab {} NAT: {line}", lab.name))
+        }
         LabAction::DelayLine(args) => {
             linerate_lab::run_delay_line(&args.name)?;
             Ok(())

@@ -72,6 +72,7 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         concurrent: args.concurrent,
         requests: args.requests,
         response_bytes: args.response_bytes,
+        think: args.think,
         timeout: args.timeout,
         rx_buffer: usize::try_from(args.window)
             .ok()

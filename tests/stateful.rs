@@ -503,3 +503,107 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         &table[..table.len().min(2000)]
     );
 }
+
+/// The NAT held to 100 ports, 150 connections open at once, each two requests 3 s apart (a
+/// translation in TIME_WAIT is free again to the kernel's NAT; a live one is not): 100 get a
+/// translation, the other 50 SYNs find no port and are dropped — the client counts them failed
+/// by its 2 s timeout, nginx logs the 100 × 2 requests, conntrack shows the 100. With any port
+/// again, 50 more pass.
+#[test]
+fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
+    if !root_or_skip("a_nat_held_to_a_hundred_ports_runs_out_exactly") {
+        return;
+    }
+    let lab = nat_lab("stx");
+    let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[1024]);
+    // The test holds the lab's lock: the guard sets the ports (`linerate lab nat` does the same
+    // through Lab::nat_ports).
+    lab.nat_ports(Some((10000, 10099)))
+        .expect("lab nat --ports 10000-10099");
+    let server = format!("{}:80", lab.receiver_ip);
+    let run = |n: &str| {
+        linerate(&[
+            "tcp",
+            "client",
+            "-i",
+            &lab.sender,
+            "--src",
+            "100.64.1.0/24",
+            "--gateway",
+            "100.64.0.1/16",
+            "--server",
+            &server,
+            "-n",
+            n,
+            "--response-bytes",
+            "1024",
+            "--timeout",
+            "2s",
+            "--requests",
+            "2",
+            "--think",
+            "3s",
+            "--json",
+        ])
+    };
+    let out = run("150");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("50 of 150 connections did not end cleanly"),
+        "{stderr}"
+    );
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    assert_eq!(
+        (c["established"].as_u64(), c["closed"].as_u64()),
+        (Some(100), Some(100)),
+        "{report:#}"
+    );
+    assert_eq!(c["failed_timeout"], 50, "{report:#}");
+    assert_eq!(nginx.requests().len(), 200, "nginx's log");
+    let table = in_dut(&lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
+    let held: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("src=100.64.1."))
+        .collect();
+    assert_eq!(held.len(), 100, "conntrack:\n{table}");
+    assert!(
+        held.iter().all(|l| l.split_whitespace().any(|w| w
+            .strip_prefix("dport=")
+            .and_then(|p| p.parse::<u16>().ok())
+            .is_some_and(|p| (10000..=10099).contains(&p)))),
+        "a translation outside 10000-10099:\n{table}"
+    );
+    lab.nat_ports(None).expect("lab nat --ports any");
+    let out = run("50");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(nginx.requests().len(), 300, "nginx's log");
+}
+
+#[test]
+fn lab_nat_refuses_a_lab_without_the_nat() {
+    if !root_or_skip("lab_nat_refuses_a_lab_without_the_nat") {
+        return;
+    }
+    let lab = common::lab("stn", 1);
+    let err = lab.nat_ports(Some((1, 2))).unwrap_err();
+    assert!(
+        matches!(err, linerate_lab::LabError::NotNat { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("--dut nat"), "{err}");
+    let line = common::linerate_usage_error(&["lab", "nat", "--name", "nosuch", "--ports", "1-2"]);
+    assert!(line.contains("no lab named nosuch"), "{line}");
+    let line = common::linerate_usage_error(&["lab", "nat", "--name", &lab.name, "--ports", "9-1"]);
+    assert!(line.contains("FIRST-LAST"), "{line}");
+}

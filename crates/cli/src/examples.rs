@@ -29,6 +29,11 @@ pub const LAB_STATUS: &str = "\
 Examples:
   linerate lab status --json";
 
+pub const LAB_NAT: &str = "\
+Examples:
+  linerate lab nat --ports 10000-10099   # 100 translations to one server, then no more
+  linerate lab nat --ports any";
+
 pub const LAB_IMPAIR: &str = "\
 Examples:
   linerate lab impair --delay 1ms --jitter 100us --reorder 5%

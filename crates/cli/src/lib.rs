@@ -347,6 +347,9 @@ pub enum LabAction {
     /// queue limit), replacing what was set before.
     #[command(after_help = examples::LAB_IMPAIR)]
     Impair(LabImpairArgs),
+    /// Limit the ports the NAT DUT (`lab up --dut nat`) translates to, to see it run out.
+    #[command(after_help = examples::LAB_NAT)]
+    Nat(LabNatArgs),
     /// The delay line's process, started by `lab impair` (not for direct use).
     #[command(hide = true)]
     DelayLine(LabNameArgs),
@@ -366,6 +369,15 @@ pub enum DutArg {
     /// The router with an nftables NAT and conntrack: stateful clients on 100.64.0.0/16
     /// behind it, kernel servers (nginx) in the sink's namespace (no sink there).
     Nat,
+}
+
+#[derive(Debug, Args)]
+pub struct LabNatArgs {
+    #[command(flatten)]
+    pub name: LabNameArgs,
+    /// The source ports the NAT may translate to, FIRST-LAST, or `any` (the kernel's choice).
+    #[arg(long, value_name = "FIRST-LAST|any")]
+    pub ports: String,
 }
 
 #[derive(Debug, Args)]
@@ -545,6 +557,9 @@ pub struct TcpClientArgs {
     /// Body bytes of each response (the request is GET /<bytes>).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,
+    /// Time between a response and the next request on a connection (it stays open, idle).
+    #[arg(long, default_value = "0", value_parser = parse_duration_or_zero)]
+    pub think: std::time::Duration,
     /// Source ports, FIRST-LAST.
     #[arg(long, default_value = "1024-65535")]
     pub src_ports: String,

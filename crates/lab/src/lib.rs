@@ -193,6 +193,9 @@ pub enum LabError {
     )]
     XdpDutImpair { name: String },
 
+    #[error("lab {name} has no NAT DUT: make the lab again with --dut nat")]
+    NotNat { name: String },
+
     #[error("the delay line of lab {name}: {reason}")]
     DelayLine { name: String, reason: String },
 

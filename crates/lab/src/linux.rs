@@ -353,6 +353,24 @@ impl Lab {
         Ok(Lab::find(name)?.unwrap_or(lab))
     }
 
+    /// Sets the ports lab `name`'s NAT DUT translates to (`first..=last`; None: any free one,
+    /// the kernel's choice), replacing its rules; conntrack keeps the translations it holds.
+    pub fn nat_ports(name: &str, ports: Option<(u16, u16)>) -> Result<Lab, LabError> {
+        validate_name(name)?;
+        if !nix::unistd::geteuid().is_root() {
+            return Err(LabError::NotRoot {
+                what: format!("setting lab {name}'s NAT"),
+            });
+        }
+        let lock = LabLock::take(name)?;
+        let Some(lab) = Lab::find(name)? else {
+            lock.unlink();
+            return Err(LabError::NotFound { name: name.into() });
+        };
+        set_nat_ports(&lab, ports)?;
+        Ok(lab)
+    }
+
     /// What the impairment program has counted (zeroes without one).
     pub fn impair_counters(&self) -> Result<ImpairCounters, LabError> {
         dut::counters(&self.name)
@@ -610,6 +628,22 @@ impl LabGuard {
             self.lab = lab;
         }
         Ok(())
+    }
+}
+
+impl LabGuard {
+    /// [`Lab::nat_ports`] on the guarded lab, whose lock this guard holds already.
+    pub fn nat_ports(&self, ports: Option<(u16, u16)>) -> Result<(), LabError> {
+        set_nat_ports(&self.lab, ports)
+    }
+}
+
+fn set_nat_ports(lab: &Lab, ports: Option<(u16, u16)>) -> Result<(), LabError> {
+    match &lab.dut {
+        Some(dut) if dut.kind == DutKind::Nat => nat::set_ports(dut, ports),
+        _ => Err(LabError::NotNat {
+            name: lab.name.clone(),
+        }),
     }
 }
 

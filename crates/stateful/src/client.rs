@@ -39,6 +39,9 @@ pub struct ClientConfig {
     pub requests: u32,
     /// Body bytes of each response (the request is `GET /<bytes>`).
     pub response_bytes: u64,
+    /// Time between a response and the next request on the same connection (a user reading
+    /// the page): the connection stays open, idle.
+    pub think: Duration,
     /// A connection that makes no progress this long is ended: a SYN unanswered, a response
     /// stalled, a close that never completes.
     pub timeout: Duration,
@@ -127,6 +130,8 @@ enum Phase {
     Connecting,
     Sending,
     Reading,
+    /// Between a response and the next request, until the instant held.
+    Thinking(smoltcp::time::Instant),
     Closing,
     /// Closed or aborted; the socket still owes the peer a segment (an RST, the last ACK).
     Draining,
@@ -185,6 +190,7 @@ pub fn run_client<L: Link>(
     let request_more = http::request(&host, config.response_bytes, false);
     let request_last = http::request(&host, config.response_bytes, true);
     let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
+    let think = smoltcp::time::Duration::from_micros(config.think.as_micros() as u64);
     let mut c = ClientCounters::default();
     let (mut connect_times, mut response_times) = (Times::default(), Times::default());
     let mut next_second = 1.0;
@@ -208,6 +214,7 @@ pub fn run_client<L: Link>(
                 &mut response_times,
                 &request_more,
                 &request_last,
+                think,
             );
             if ended {
                 slot.phase = Phase::Idle;
@@ -313,14 +320,17 @@ fn step(
     response_times: &mut Times,
     request_more: &str,
     request_last: &str,
+    think: smoltcp::time::Duration,
 ) -> bool {
     let state = socket.state();
-    let stalled = now - slot.moved > timeout;
+    // Whether the connection has not moved for the timeout: read when needed, as a phase
+    // change within this call moves it.
+    let stalled = |slot: &Slot| now - slot.moved > timeout;
     loop {
         match slot.phase {
             Phase::Idle => return true,
             Phase::Connecting => match state {
-                State::SynSent | State::SynReceived if stalled => {
+                State::SynSent | State::SynReceived if stalled(slot) => {
                     c.failed_timeout += 1;
                     socket.abort();
                     slot.moved = now;
@@ -368,7 +378,7 @@ fn step(
                     }
                 }
                 if slot.sent < request.len() {
-                    if stalled {
+                    if stalled(slot) {
                         c.closed_timeout += 1;
                         socket.abort();
                         slot.moved = now;
@@ -417,7 +427,7 @@ fn step(
                         slot.moved = now;
                         slot.requests_left -= 1;
                         if slot.requests_left > 0 {
-                            slot.phase = Phase::Sending;
+                            slot.phase = Phase::Thinking(now + think);
                             slot.sent = 0;
                         } else {
                             socket.close();
@@ -431,7 +441,7 @@ fn step(
                             socket.abort();
                             slot.moved = now;
                             slot.phase = Phase::Draining;
-                        } else if stalled {
+                        } else if stalled(slot) {
                             c.closed_timeout += 1;
                             socket.abort();
                             slot.moved = now;
@@ -440,6 +450,20 @@ fn step(
                             return false;
                         }
                     }
+                }
+            }
+            Phase::Thinking(until) => {
+                if state == State::Closed || !socket.may_send() {
+                    // The peer closed an idle connection (its keep-alive timeout).
+                    c.closed_reset += 1;
+                    socket.abort();
+                    slot.moved = now;
+                    slot.phase = Phase::Draining;
+                } else if now >= until {
+                    slot.moved = now;
+                    slot.phase = Phase::Sending;
+                } else {
+                    return false;
                 }
             }
             Phase::Closing => match socket.state() {
@@ -452,7 +476,7 @@ fn step(
                     slot.moved = now;
                     slot.phase = Phase::Draining;
                 }
-                _ if stalled => {
+                _ if stalled(slot) => {
                     c.closed_timeout += 1;
                     socket.abort();
                     slot.moved = now;

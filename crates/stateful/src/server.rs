@@ -152,7 +152,7 @@ fn serve(
     c: &mut ServerCounters,
 ) {
     let time_wait = smoltcp::time::Duration::from_micros(config.time_wait.as_micros() as u64);
-    let stalled = now - slot.moved > timeout;
+    let stalled = |slot: &Slot| now - slot.moved > timeout;
     loop {
         match slot.phase {
             Phase::Listening => match socket.state() {
@@ -207,7 +207,7 @@ fn serve(
                         c.closed += 1;
                         slot.phase = Phase::Closing;
                     }
-                    Ok(None) if stalled => {
+                    Ok(None) if stalled(slot) => {
                         c.timeout += 1;
                         socket.abort();
                         slot.phase = Phase::Closing;
@@ -247,7 +247,7 @@ fn serve(
                 }
                 if head > 0 || body > 0 {
                     slot.phase = Phase::Writing { head, body, close };
-                    if stalled {
+                    if stalled(slot) {
                         c.timeout += 1;
                         socket.abort();
                         slot.phase = Phase::Closing;
@@ -273,7 +273,7 @@ fn serve(
                         if now - since >= time_wait {
                             socket.abort();
                         }
-                    } else if stalled {
+                    } else if stalled(slot) {
                         socket.abort();
                     }
                     return;

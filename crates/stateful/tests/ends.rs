@@ -26,6 +26,7 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
         concurrent: 32,
         requests,
         response_bytes: 4096,
+        think: Duration::ZERO,
         timeout: Duration::from_secs(10),
         rx_buffer: 16 * 1024,
         seed: 1,
@@ -50,6 +51,11 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
 
 fn run(connections: u64, requests: u32, drop_every: u64) {
     let (client, server) = configs(connections, requests);
+    run_with(client, server, drop_every);
+}
+
+fn run_with(client: ClientConfig, server: ServerConfig, drop_every: u64) {
+    let (connections, requests) = (client.connections, client.requests);
     let (mut a, mut b) = mem::pair(drop_every);
     let stop = AtomicBool::new(false);
     let never = AtomicBool::new(false);
@@ -89,4 +95,14 @@ fn keep_alive_connections_carry_every_request() {
 #[test]
 fn a_link_that_drops_one_frame_in_fifty_loses_no_transfer() {
     run(200, 1, 50);
+}
+
+#[test]
+fn a_think_time_longer_than_the_timeout_is_no_stall() {
+    // The timeout runs from the last move: a connection idle by design (thinking) is not
+    // stalled, and its next request's wait starts when it is sent.
+    let (mut client, server) = configs(20, 2);
+    client.think = Duration::from_millis(300);
+    client.timeout = Duration::from_millis(200);
+    run_with(client, server, 0);
 }

@@ -14,14 +14,22 @@ use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERV
 /// The nftables table the lab owns in the DUT's namespace.
 const TABLE: &str = "linerate_nat";
 
-fn ruleset(dut: &Dut) -> String {
+fn ruleset(dut: &Dut, ports: Option<(u16, u16)>) -> String {
+    // A port range maps TCP and UDP (nft takes ports only after a transport match); the rest
+    // (ICMP) is masqueraded as before.
+    let ranged = ports.map_or_else(String::new, |(a, b)| {
+        format!(
+            "\t\tmeta l4proto {{ tcp, udp }} oifname \"{}\" masquerade to :{a}-{b}\n",
+            dut.egress
+        )
+    });
     // Everything leaving toward the servers is translated: the stateful clients' network
     // and a kernel client on the sender's end alike (the benchmark's wrk). Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
     // new flow may start only from the inside.
     format!(
         "table ip {TABLE} {{\n\
          \tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
-         \t\toifname \"{egress}\" masquerade\n\t}}\n\
+         {ranged}\t\toifname \"{egress}\" masquerade\n\t}}\n\
          \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
          \t\tct state invalid counter drop\n\
          \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\
@@ -37,7 +45,7 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
     inside.add_address(&dut.egress, NAT_SERVERS_GATEWAY, NAT_SERVERS.1)?;
-    let rules = ruleset(dut);
+    let rules = ruleset(dut, None);
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),
@@ -52,6 +60,18 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
             )?;
         }
         Ok(())
+    })
+}
+
+/// Replaces the NAT's rules, its translations limited to `ports` (None: any).
+pub(crate) fn set_ports(dut: &Dut, ports: Option<(u16, u16)>) -> Result<(), LabError> {
+    let rules = format!("delete table ip {TABLE}\n{}", ruleset(dut, ports));
+    in_netns(&dut.netns, || {
+        run(
+            Command::new("nft").args(["-f", "-"]),
+            Some(&rules),
+            "nft (the NAT DUT's rules: install nftables, or ./scripts/setup.sh)",
+        )
     })
 }
 

@@ -73,6 +73,7 @@ mod macos {
             LabAction::Impair(_) | LabAction::DelayLine(_) => {
                 Err(usage("impairments need the Linux lab's device under test"))
             }
+            LabAction::Nat(_) => Err(usage("the NAT is the Linux lab's device under test")),
         }
     }
 

@@ -70,15 +70,20 @@ for _ in $(seq 100); do [[ -f $work/nginx.pid ]] && break; sleep 0.05; done
 ip route replace "$server/32" via "$ingress" dev "$sender"
 
 flush() { ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true; sleep 1; }
+# linerate's client on core 0 to SERVER:80: its connections a second, or "unclean: …" for a run
+# in which a connection did not end cleanly (it still reports; its rate is not taken).
+lr_client() {
+    local out
+    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+        --server "$1:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
+        --src-ports 10000-60000 --json 2>/dev/null) || true
+    python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out"
+}
 lr_cps=() wrk_cps=() both_cps=()
 emulated=198.51.100.2 emulated_gw=198.51.100.1   # linerate_lab::NAT_SERVERS
 for round in $(seq "$rounds"); do
     flush
-    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
-        --server "$server:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
-        --src-ports 10000-60000 --json 2>/dev/null) || true
-    # A run in which a connection did not end cleanly still reports; its rate is not taken.
-    cps=$(python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out")
+    cps=$(lr_client "$server")
     [[ $cps == unclean* ]] || lr_cps+=("$cps")
     flush
     taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
@@ -86,11 +91,8 @@ for round in $(seq "$rounds"); do
         >/dev/null 2>&1 &
     srv=$!
     sleep 0.5
-    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
-        --server "$emulated:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
-        --src-ports 10000-60000 --json 2>/dev/null) || true
+    both=$(lr_client "$emulated")
     kill -INT "$srv"; wait "$srv" || true
-    both=$(python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out")
     [[ $both == unclean* ]] || both_cps+=("$both")
     flush
     w=$(taskset -c 0 wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "http://$server/$bytes" 2>&1)

@@ -122,6 +122,24 @@ fn in_dut(lab: &Lab, args: &[&str]) -> String {
 /// `linerate tcp client` from the NAT's inside network to nginx: its JSON report.
 fn client(lab: &Lab, connections: u64, bytes: u64, extra: &[&str]) -> serde_json::Value {
     let server = format!("{}:80", lab.receiver_ip);
+    let out = run_client(lab, &server, connections, bytes, extra);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json(&stdout)
+}
+
+/// `linerate tcp client` from the NAT's inside network to `server`, as it ended.
+fn run_client(
+    lab: &Lab,
+    server: &str,
+    connections: u64,
+    bytes: u64,
+    extra: &[&str],
+) -> std::process::Output {
     let (n, b) = (connections.to_string(), bytes.to_string());
     let mut args = vec![
         "tcp",
@@ -133,7 +151,7 @@ fn client(lab: &Lab, connections: u64, bytes: u64, extra: &[&str]) -> serde_json
         "--gateway",
         "100.64.0.1/16",
         "--server",
-        &server,
+        server,
         "-n",
         &n,
         "--response-bytes",
@@ -141,14 +159,19 @@ fn client(lab: &Lab, connections: u64, bytes: u64, extra: &[&str]) -> serde_json
         "--json",
     ];
     args.extend(extra);
-    let out = linerate(&args);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "linerate {args:?}: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json(&stdout)
+    linerate(&args)
+}
+
+/// The NAT's translations of the inside network to `outside` (its address toward the server),
+/// counted in the DUT's conntrack table, and the table to show when the count is off.
+fn translations(lab: &Lab, outside: &str) -> (u64, String) {
+    let table = in_dut(lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
+    let n = table
+        .lines()
+        .filter(|l| l.contains("src=100.64.1.") && l.contains(&format!("dst={outside} ")))
+        .count() as u64;
+    let shown = table[..table.len().min(2000)].to_owned();
+    (n, shown)
 }
 
 /// Every connection established, answered whole and closed; nginx logged each GET once, from
@@ -194,17 +217,8 @@ fn assert_all_through_nat(
         "nginx logged other than {want:?}"
     );
     // One conntrack entry a connection: the inside source, translated to the outside address.
-    let table = in_dut(lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
-    let translated = table
-        .lines()
-        .filter(|l| l.contains("src=100.64.1.") && l.contains(&format!("dst={outside} ")))
-        .count() as u64;
-    assert_eq!(
-        translated,
-        n,
-        "conntrack:\n{}",
-        &table[..table.len().min(2000)]
-    );
+    let (translated, table) = translations(lab, &outside.to_string());
+    assert_eq!(translated, n, "conntrack:\n{table}");
 }
 
 #[test]
@@ -441,25 +455,8 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         .expect("linerate tcp server");
     let stderr = common::listening(&mut server);
     let n = 3000u64;
-    let server_at = format!("{server_ip}:80");
     let report = {
-        let out = linerate(&[
-            "tcp",
-            "client",
-            "-i",
-            &lab.sender,
-            "--src",
-            "100.64.1.0/24",
-            "--gateway",
-            "100.64.0.1/16",
-            "--server",
-            &server_at,
-            "-n",
-            "3000",
-            "--response-bytes",
-            "4096",
-            "--json",
-        ]);
+        let out = run_client(&lab, &format!("{server_ip}:80"), n, 4096, &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -469,11 +466,7 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
     };
     // The NAT's table right away: a translation a connection, to its address on the servers'
     // network (CLOSE: the server took its TIME-WAIT back with an RST, as --time-wait 0 says).
-    let table = in_dut(&lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
-    let translated = table
-        .lines()
-        .filter(|l| l.contains("src=100.64.1.") && l.contains(&format!("dst={gateway} ")))
-        .count() as u64;
+    let (translated, table) = translations(&lab, &gateway);
     let _ = Command::new("kill")
         .args(["-INT", &server.id().to_string()])
         .status();
@@ -496,12 +489,7 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         assert_eq!(s[key], n, "server {key}: {served:#}");
     }
     assert_eq!(s["body_bytes"], n * 4096);
-    assert_eq!(
-        translated,
-        n,
-        "conntrack:\n{}",
-        &table[..table.len().min(2000)]
-    );
+    assert_eq!(translated, n, "conntrack:\n{table}");
 }
 
 /// The NAT held to 100 ports, 150 connections open at once, each two requests 3 s apart (a
@@ -521,32 +509,11 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
     lab.nat_ports(Some((10000, 10099)))
         .expect("lab nat --ports 10000-10099");
     let server = format!("{}:80", lab.receiver_ip);
-    let run = |n: &str| {
-        linerate(&[
-            "tcp",
-            "client",
-            "-i",
-            &lab.sender,
-            "--src",
-            "100.64.1.0/24",
-            "--gateway",
-            "100.64.0.1/16",
-            "--server",
-            &server,
-            "-n",
-            n,
-            "--response-bytes",
-            "1024",
-            "--timeout",
-            "2s",
-            "--requests",
-            "2",
-            "--think",
-            "3s",
-            "--json",
-        ])
+    let run = |n: u64| {
+        let extra = ["--timeout", "2s", "--requests", "2", "--think", "3s"];
+        run_client(&lab, &server, n, 1024, &extra)
     };
-    let out = run("150");
+    let out = run(150);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -581,7 +548,7 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
         "a translation outside 10000-10099:\n{table}"
     );
     lab.nat_ports(None).expect("lab nat --ports any");
-    let out = run("50");
+    let out = run(50);
     assert!(
         out.status.success(),
         "{}",

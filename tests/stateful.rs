@@ -257,7 +257,8 @@ fn every_transfer_completes_through_loss_and_reordering() {
     )
     .expect("impair --loss 1% --delay 1ms --reorder 10%");
     let n = 10_000;
-    let report = client(&lab, n, 4096, &["--timeout", "20s"]);
+    // A retransmission lost again backs off (1, 2, 4 … s): the timeout leaves room for a few.
+    let report = client(&lab, n, 4096, &["--timeout", "60s"]);
     let dropped = lab.impair_counters().expect("impair counters");
     assert!(dropped.dropped > 0, "the DUT dropped nothing: {dropped:?}");
     assert_all_through_nat(&lab, &nginx, &report, n, 4096);

@@ -23,9 +23,10 @@ fn ruleset(dut: &Dut, ports: Option<(u16, u16)>) -> String {
             dut.egress
         )
     });
-    // Everything leaving toward the servers is translated: the stateful clients' network
-    // and a kernel client on the sender's end alike (the benchmark's wrk). Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
-    // new flow may start only from the inside.
+    // Everything leaving toward the servers is translated: the stateful clients' network and
+    // a kernel client on the sender's end alike (the benchmark's wrk). Invalid segments (a
+    // stray ACK no connection knows) are dropped as a NAT drops them; a new flow may start only
+    // from the inside.
     format!(
         "table ip {TABLE} {{\n\
          \tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
@@ -38,9 +39,10 @@ fn ruleset(dut: &Dut, ports: Option<(u16, u16)>) -> String {
     )
 }
 
-/// Adds the inside network's gateway and the servers' one, the NAT and conntrack's rules, and turns the DUT's
-/// transmit offloads toward the sender off: a packet socket there (a stateful client) then
-/// reads every segment whole, checksummed and no larger than the MTU, as a NIC would deliver it.
+/// Adds the inside network's gateway and the servers' one, the NAT and conntrack's rules, and
+/// turns the DUT's transmit offloads off on both ends: a packet socket on either side (a
+/// stateful client or server) then reads every segment whole, checksummed and no larger than
+/// the MTU, as a NIC would deliver it.
 pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;

@@ -129,6 +129,12 @@ fn client(args: &TcpClientArgs) -> Result<()> {
             crate::usage::Interrupted("the client stopped opening connections".into()).into(),
         );
     }
+    for t in &report.timed_out {
+        eprintln!(
+            "timed out: {} → {} while {} in {}",
+            t.source, config.server, t.phase, t.tcp_state
+        );
+    }
     let c = report.counters;
     if c.failed() + c.closed_reset + c.closed_timeout + c.closed_bad_response > 0 {
         anyhow::bail!(

@@ -126,10 +126,49 @@ fn client(lab: &Lab, connections: u64, bytes: u64, extra: &[&str]) -> serde_json
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+        "{}\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        where_stalled(lab, &stdout)
     );
     json(&stdout)
+}
+
+/// For each connection the client timed out: the DUT's conntrack entry and the server's
+/// sockets on its translated port, to tell which side stalled.
+fn where_stalled(lab: &Lab, report: &str) -> String {
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(report) else {
+        return String::new();
+    };
+    let table = in_dut(lab, &["conntrack", "-L", "-p", "tcp"]);
+    let sockets = Command::new("ip")
+        .args(["netns", "exec", &lab.netns, "ss", "-tanoi"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let mut shown = String::new();
+    for t in report["timed_out"].as_array().into_iter().flatten() {
+        let source = t["source"].as_str().unwrap_or_default();
+        let Some((ip, port)) = source.split_once(':') else {
+            continue;
+        };
+        shown += &format!("{t}\n");
+        for entry in table
+            .lines()
+            .filter(|l| l.contains(&format!("src={ip} ")) && l.contains(&format!("sport={port} ")))
+        {
+            shown += &format!("  conntrack: {entry}\n");
+            // The reply's destination port is the NAT's translation, the server's peer port.
+            let translated = entry.rsplit("dport=").next().unwrap_or_default();
+            let translated = translated.split_whitespace().next().unwrap_or_default();
+            let mut lines = sockets.lines();
+            while let Some(line) = lines.next() {
+                if line.contains(&format!(":{translated} ")) {
+                    shown += &format!("  server: {line} {}\n", lines.next().unwrap_or_default());
+                }
+            }
+        }
+    }
+    shown
 }
 
 /// `linerate tcp client` from the NAT's inside network to `server`, as it ended.

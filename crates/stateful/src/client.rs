@@ -122,7 +122,22 @@ pub struct ClientReport {
     pub link: LinkCounters,
     /// Whether a stop (Ctrl-C) ended the run before every connection was opened.
     pub stopped: bool,
+    /// The first connections that timed out, where they stood: which side stalled.
+    pub timed_out: Vec<TimedOut>,
 }
+
+/// A connection ended by the timeout, as it stood when it was ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimedOut {
+    pub source: SocketAddrV4,
+    /// What the client was doing: connecting, sending, reading, thinking or closing.
+    pub phase: &'static str,
+    /// smoltcp's TCP state (e.g. LAST-ACK: the client's FIN was never acknowledged).
+    pub tcp_state: String,
+}
+
+/// Timed-out connections described in a report, at most.
+const TIMED_OUT_KEPT: usize = 16;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -135,6 +150,20 @@ enum Phase {
     Closing,
     /// Closed or aborted; the socket still owes the peer a segment (an RST, the last ACK).
     Draining,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Idle => "idle",
+            Phase::Connecting => "connecting",
+            Phase::Sending => "sending",
+            Phase::Reading => "reading",
+            Phase::Thinking(_) => "thinking",
+            Phase::Closing => "closing",
+            Phase::Draining => "draining",
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -195,6 +224,7 @@ pub fn run_client<L: Link>(
     let (mut connect_times, mut response_times) = (Times::default(), Times::default());
     let mut next_second = 1.0;
     let mut stopped = false;
+    let mut timed_out = Vec::new();
 
     loop {
         let now = clock.now();
@@ -204,6 +234,12 @@ pub fn run_client<L: Link>(
                 continue;
             }
             let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+            let before = (
+                slot.phase,
+                socket.state(),
+                c.failed_timeout + c.closed_timeout,
+                socket.local_endpoint(),
+            );
             let ended = step(
                 slot,
                 socket,
@@ -216,6 +252,17 @@ pub fn run_client<L: Link>(
                 &request_last,
                 think,
             );
+            if c.failed_timeout + c.closed_timeout > before.2
+                && timed_out.len() < TIMED_OUT_KEPT
+                && let Some(source) = before.3
+                && let IpAddress::Ipv4(ip) = source.addr
+            {
+                timed_out.push(TimedOut {
+                    source: SocketAddrV4::new(ip, source.port),
+                    phase: before.0.name(),
+                    tcp_state: before.1.to_string(),
+                });
+            }
             if ended {
                 slot.phase = Phase::Idle;
                 free.push(i);
@@ -305,6 +352,7 @@ pub fn run_client<L: Link>(
         response_time: response_times.percentiles(),
         link: link.counters(),
         stopped,
+        timed_out,
     })
 }
 

@@ -22,7 +22,7 @@ mod server;
 mod stack;
 
 pub use addr::{Addresses, Range};
-pub use client::{ClientConfig, ClientReport, ClientSnapshot, run_client};
+pub use client::{ClientConfig, ClientReport, ClientSnapshot, TimedOut, run_client};
 pub use counters::{ClientCounters, Percentiles, ServerCounters};
 pub use error::StatefulError;
 #[cfg(target_os = "linux")]

@@ -23,7 +23,7 @@ pub fn run(action: &TcpAction) -> Result<()> {
 /// A usage error of the library is the user's: exit 2 with its line.
 fn lift(e: StatefulError) -> anyhow::Error {
     match e {
-        StatefulError::Usage(m) => usage(format!("linerate tcp: {m}")),
+        StatefulError::Usage(m) => usage(format!("tcp: {m}")),
         other => other.into(),
     }
 }

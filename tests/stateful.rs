@@ -458,6 +458,18 @@ fn bad_client_input_is_one_line_and_exit_2() {
             ],
             "5-tuples",
         ),
+        (&["--src", "10.0.0.0/24"], "inside the clients' range"),
+        (
+            &[
+                "--src",
+                "100.64.1.0/24",
+                "--concurrent",
+                "1048576",
+                "--window",
+                "1M",
+            ],
+            "over the 16384 MiB budget",
+        ),
     ] {
         let mut all = vec!["tcp", "client", "-i", "nosuch0", "--server", "10.0.0.1:80"];
         all.extend(args);

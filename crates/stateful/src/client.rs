@@ -73,6 +73,24 @@ impl ClientConfig {
                 "connection rate {r}: give a positive number a second"
             ));
         }
+        if self.addresses.range.contains(*self.server.ip()) {
+            return usage(format!(
+                "the server {} is inside the clients' range {}/{}: the client would answer for it; give the clients another prefix",
+                self.server.ip(),
+                self.addresses.range.network,
+                self.addresses.range.prefix_len
+            ));
+        }
+        let buffers = self.concurrent as u64 * (self.rx_buffer + TX_BUFFER) as u64;
+        if buffers > BUFFER_BUDGET {
+            return usage(format!(
+                "{} connections at once × a {} B window need {} MiB of socket buffers, over the {} MiB budget: lower --concurrent or --window",
+                self.concurrent,
+                self.rx_buffer,
+                buffers >> 20,
+                BUFFER_BUDGET >> 20
+            ));
+        }
         let tuples = u64::from(self.addresses.range.len()) * self.tuple_ports();
         if self.connections > tuples {
             return usage(format!(
@@ -97,6 +115,11 @@ impl ClientConfig {
         (self.addresses.range.nth(k), port as u16)
     }
 }
+
+/// Each connection's transmit buffer: a request is one line of headers.
+const TX_BUFFER: usize = 1024;
+/// Socket buffers a client may make, all told (made at start, one set a slot): 16 GiB.
+const BUFFER_BUDGET: u64 = 16 << 30;
 
 /// One second of a run, or its end.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -198,7 +221,7 @@ pub fn run_client<L: Link>(
     let mut slots: Vec<Slot> = (0..slots_wanted)
         .map(|_| {
             let rx = tcp::SocketBuffer::new(vec![0; config.rx_buffer]);
-            let tx = tcp::SocketBuffer::new(vec![0; 1024]);
+            let tx = tcp::SocketBuffer::new(vec![0; TX_BUFFER]);
             let mut socket = tcp::Socket::new(rx, tx);
             socket.set_nagle_enabled(false);
             // Reno: a stateful box sees the slow start and back-off a real stack does.

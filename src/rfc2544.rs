@@ -32,6 +32,16 @@ fn ratio(flag: &str, text: &str) -> Result<f64> {
         .ok_or_else(|| usage(format!("{flag} {text}: not a number or a percentage")))
 }
 
+/// `1 h 05 min`, `12 min`, `40 s`: a duration to read at a glance.
+fn hours_minutes(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s.div_ceil(60)),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// Learning frames (RFC 2544 §23) teach a bridge a handful of addresses; more than this is a
 /// typo, and would run for hours before the first trial.
 const MAX_LEARNING_FRAMES: u64 = 10_000_000;
@@ -71,6 +81,15 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
     let mut goals = Vec::new();
     for g in &args.goals {
         let loss = ratio("--goals", g)?;
+        // "0.5" is read as a ratio, 50 % loss, but is far likelier meant as 0.5 %: above 1 %
+        // the percentage must be written out.
+        if loss > 0.01 && !g.trim().ends_with('%') {
+            return Err(usage(format!(
+                "--goals {g}: a bare number is a ratio ({g} = {} % loss); write {g}% for {g} %, or {}% if you mean it",
+                loss * 100.0,
+                loss * 100.0
+            )));
+        }
         let goal = SearchGoal::new(loss, args.trial)
             .and_then(|x| x.with_exceed_ratio(exceed))
             .and_then(|x| x.with_width(width))
@@ -332,7 +351,21 @@ fn measure(
     }
     let stop = crate::signal::stop_flag()?;
     let started = Instant::now();
-    let bar = Bar::new(args.quiet);
+    let bar = Bar::new(args.quiet, procedure.stages());
+    if !args.quiet {
+        let (short, long) = procedure.estimate();
+        let (short, long) = (hours_minutes(short), hours_minutes(long));
+        let about = if short == long {
+            format!("about {short}")
+        } else {
+            format!("about {short} to {long}")
+        };
+        eprintln!(
+            "rfc2544: {} stage(s) ({} size(s)); {about} at full length and drains, longer when a search needs more halvings",
+            procedure.stages(),
+            procedure.sizes.len(),
+        );
+    }
     // The flows are compiled (check did): their names, ids and places are the trials'.
     let names: Vec<String> = ports.streams.iter().map(|s| s.name.clone()).collect();
     let stats = args
@@ -409,12 +442,19 @@ fn cut_error(e: Rfc2544Error) -> anyhow::Error {
     }
 }
 
-/// The spinner with the phase and the last trial; a line per trial on stderr instead when
-/// stderr is no terminal (a log, a test).
-struct Bar(ProgressBar, bool);
+/// The spinner with the stage, the phase and the last trial; a line per stage and per trial on
+/// stderr instead when stderr is no terminal (a log, a test).
+struct Bar(ProgressBar, bool, Stages);
+
+/// Which stage of how many (a test at a size) is running.
+struct Stages {
+    done: std::sync::atomic::AtomicUsize,
+    all: usize,
+    started: Instant,
+}
 
 impl Bar {
-    fn new(quiet: bool) -> Self {
+    fn new(quiet: bool, stages: usize) -> Self {
         let bar = if quiet {
             ProgressBar::hidden()
         } else {
@@ -424,7 +464,12 @@ impl Bar {
             )
         };
         bar.enable_steady_tick(Duration::from_millis(200));
-        Bar(bar, !quiet && !std::io::stderr().is_terminal())
+        let stages = Stages {
+            done: Default::default(),
+            all: stages,
+            started: Instant::now(),
+        };
+        Bar(bar, !quiet && !std::io::stderr().is_terminal(), stages)
     }
 }
 
@@ -454,7 +499,20 @@ impl Rfc2544Observer for Watch<'_> {
 
 impl Rfc2544Observer for Bar {
     fn phase(&self, label: &str) {
-        self.0.set_prefix(label.to_owned());
+        let stage = [" thr", " lat", " loss", " b2b"]
+            .iter()
+            .any(|t| label.ends_with(t));
+        let order = std::sync::atomic::Ordering::Relaxed;
+        let k = self.2.done.load(order) + usize::from(stage);
+        self.2.done.store(k, order);
+        if stage && self.1 {
+            eprintln!(
+                "rfc2544 stage {k}/{}: {label} ({:.0} s so far)",
+                self.2.all,
+                self.2.started.elapsed().as_secs_f64()
+            );
+        }
+        self.0.set_prefix(format!("{k}/{} {label}", self.2.all));
     }
 
     fn trial(&self, size: u32, test: &str, line: &str) {

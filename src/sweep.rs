@@ -2,6 +2,10 @@
 //! when there is one — on one backend, or on several interleaved (`--backends`) — and
 //! side-by-side comparisons of the result files.
 
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
 use anyhow::Result;
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -18,21 +22,28 @@ use crate::signal::stop_flag;
 use crate::usage::{Interrupted, usage};
 use linerate_cli::{Backends, CompareArgs, SweepArgs};
 
-/// Shows the current rate on the progress bar while a run goes.
+/// Shows the current rate on the progress bar while a run goes; when stderr is no terminal (a
+/// log, CI), where the bar is hidden, a line a run instead, with the time left.
 struct BarObserver<'a> {
     bar: &'a ProgressBar,
     /// Several backends take turns: the prefix names the one running.
     several: bool,
+    lines: bool,
+    started: Instant,
+    /// The last rate a tick showed (f64 bits).
+    last_pps: AtomicU64,
 }
 
 impl Observer for BarObserver<'_> {
     fn tick(&self, s: &Snapshot) {
+        self.last_pps.store(s.pps().to_bits(), Ordering::Relaxed);
         self.bar.set_message(format!("{:.3} Mpps", s.pps() / 1e6));
     }
 }
 
 impl SweepObserver for BarObserver<'_> {
     fn run_starts(&self, size: usize, backend: &str) {
+        self.last_pps.store(0, Ordering::Relaxed);
         if self.several {
             self.bar.set_prefix(format!("{size} B {backend}"));
         } else {
@@ -42,6 +53,18 @@ impl SweepObserver for BarObserver<'_> {
 
     fn run_done(&self) {
         self.bar.inc(1);
+        if self.lines {
+            let (done, all) = (self.bar.position(), self.bar.length().unwrap_or(0));
+            let elapsed = self.started.elapsed().as_secs_f64();
+            let left = elapsed / done.max(1) as f64 * all.saturating_sub(done) as f64;
+            eprintln!(
+                "sweep {done}/{all}: {} {:.3} Mpps ({:.0} s so far, about {:.0} s left)",
+                self.bar.prefix(),
+                f64::from_bits(self.last_pps.load(Ordering::Relaxed)) / 1e6,
+                elapsed,
+                left
+            );
+        }
     }
 
     fn warn(&self, text: &str) {
@@ -112,6 +135,9 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     let observer = BarObserver {
         bar: &bar,
         several: args.backends.is_some(),
+        lines: !std::io::stderr().is_terminal(),
+        started: Instant::now(),
+        last_pps: AtomicU64::new(0),
     };
     let swept = sweep.run(&args.sizes, &plans, &observer);
     bar.finish_and_clear();

@@ -299,6 +299,9 @@ fn bad_input_is_one_line_and_exit_code_2() {
         let line = with(&["--goals", &format!("0,{goal}")]);
         assert!(line.contains("--goals"), "{goal}: {line}");
     }
+    // Issue 41: "0.5" meant as 0.5 % is not read silently as 50 %.
+    let line = with(&["--goals", "0,0.5"]);
+    assert!(line.contains("0.5%"), "{line}");
     let line = with(&["--precision", "0"]);
     assert!(
         line.contains("precision") || line.contains("width"),
@@ -377,15 +380,25 @@ fn two_trials_in(sender: &str, file: &std::path::Path) -> (std::process::Child, 
         .expect("start linerate rfc2544");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut seen = 0;
+    let mut before = Vec::new();
     for line in lines.by_ref() {
-        if line.expect("stderr").contains("trial ") {
+        let line = line.expect("stderr");
+        if line.contains("trial ") {
             seen += 1;
             if seen == 2 {
                 break;
             }
+        } else {
+            before.push(line);
         }
     }
     assert_eq!(seen, 2, "the run ended before two trials");
+    // Issue 41: how much there is to run, said up front, and which stage of it is running.
+    let said = |what: &str| before.iter().any(|l| l.contains(what));
+    assert!(
+        said("rfc2544: 2 stage(s) (2 size(s)); about ") && said("stage 1/2: 64 B thr"),
+        "{before:?}"
+    );
     (child, lines)
 }
 

@@ -246,6 +246,11 @@ fn outputs_are_checked_before_the_first_trial_and_never_followed() {
     for f in ["ok.json", "ok.csv", "ok.repetitions.csv"] {
         assert!(stderr.contains(&format!("wrote {}", d(f))), "{f}: {stderr}");
     }
+    // Issue 41: with stderr no terminal the bar is hidden, and a line a run says how far.
+    assert!(
+        stderr.contains("sweep 1/2: 64 B") && stderr.contains("sweep 2/2: 64 B"),
+        "{stderr}"
+    );
     common::json(&std::fs::read_to_string(d("ok.json")).unwrap());
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

@@ -64,7 +64,8 @@ pub struct Rfc2544Args {
     pub initial_trial: Option<Duration>,
     #[arg(long, value_enum, default_value = "mlr", help_heading = TRIALS)]
     pub search: Search,
-    /// Loss-ratio goals: 0 is NDR, 0.5% a PDR; a ratio (0.005) or a percentage.
+    /// Loss-ratio goals: 0 is NDR, 0.5% a PDR; a ratio (0.005) or a percentage (above 1 %, a
+    /// percentage only: a bare 0.5 is refused as ambiguous).
     #[arg(long, value_delimiter = ',', default_value = "0,0.5%", help_heading = TRIALS)]
     pub goals: Vec<String>,
     /// Share of trial time allowed to exceed the goal's loss at a lower bound (RFC 9971 exceed

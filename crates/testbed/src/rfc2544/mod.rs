@@ -141,6 +141,54 @@ impl Rfc2544 {
         Ok(())
     }
 
+    /// The phases it will run: per size the throughput search (for latency too), latency,
+    /// frame loss and back-to-back, as asked; the max-rate trial is not counted.
+    pub fn stages(&self) -> usize {
+        let wants = |t: Test| self.test == t || self.test == Test::All;
+        let per_size = [
+            wants(Test::Throughput) || wants(Test::Latency),
+            wants(Test::Latency),
+            wants(Test::Loss),
+            wants(Test::BackToBack),
+        ]
+        .iter()
+        .filter(|&&w| w)
+        .count();
+        per_size * self.sizes.len()
+    }
+
+    /// A rough length of the whole run, to say up front, as (shortest, longest): full trials
+    /// only (a search's short ones are left out), each followed by its drain. A search's trial
+    /// count comes from the range it halves (a thousandth of the max load to the max, down to
+    /// the width); frame loss counts its ten steps down from 100 %; a back-to-back search is
+    /// one burst of about two seconds when the device takes it whole, and else ~20 halvings
+    /// whose bursts add up to about two bursts more.
+    pub fn estimate(&self) -> (Duration, Duration) {
+        let wants = |t: Test| self.test == t || self.test == Test::All;
+        let halvings = ((1000f64.ln() / (1.0 + self.width).ln()).log2().ceil()).max(1.0);
+        let mut trials = 0.0;
+        if wants(Test::Throughput) || wants(Test::Latency) {
+            trials += halvings * self.goals.len() as f64;
+        }
+        if wants(Test::Latency) {
+            trials += f64::from(self.latency_trials);
+        }
+        if wants(Test::Loss) {
+            trials += 10.0;
+        }
+        let full = (self.trial + self.drain).mul_f64(trials);
+        let (mut short, mut long) = (full, full);
+        if wants(Test::BackToBack) {
+            // Two seconds at the max load by default; a --max-burst is taken as no longer.
+            let burst = Duration::from_secs(2);
+            let searches = self.b2b_trials;
+            short += (burst + self.drain) * searches;
+            long += (burst * 3 + self.drain * 21) * searches;
+        }
+        let sizes = self.sizes.len() as u32;
+        (short * sizes, long * sizes)
+    }
+
     /// Runs the tests at every size, in order, on `ports` (whose receivers judge the trials).
     pub fn run(
         &self,

@@ -183,11 +183,11 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
     }
     let loops = match args.loops.trim() {
         l if l.eq_ignore_ascii_case("inf") => None,
-        l => match l.parse::<u64>() {
-            Ok(n) if n > 0 => Some(n),
+        l => match linerate_wire::quantity::parse_count(l) {
+            Ok(n) => Some(n),
             _ => {
                 return Err(usage(format!(
-                    "--loop {l}: give the times to send the capture (1 or more) or inf"
+                    "--loop {l}: give the times to send the capture (1 or more: 10, 1e3, 1k) or inf"
                 )));
             }
         },

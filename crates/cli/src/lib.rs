@@ -692,7 +692,7 @@ pub struct TxArgs {
     #[arg(long, value_name = "even|poisson", help_heading = PACE)]
     pub gaps: Option<linerate_stream::Gaps>,
     /// Frames per burst (with --bursts-per-sec).
-    #[arg(long, requires = "bursts_per_sec", help_heading = PACE)]
+    #[arg(long, requires = "bursts_per_sec", value_parser = linerate_wire::quantity::parse_count, help_heading = PACE)]
     pub burst: Option<u64>,
     /// Bursts each second (with --burst).
     #[arg(long, requires = "burst", help_heading = PACE)]

@@ -96,7 +96,7 @@ pub struct Rfc2544Args {
     #[arg(long, default_value_t = linerate_bench::DEFAULT_BACK_TO_BACK_TRIALS, value_parser = clap::value_parser!(u32).range(1..), help_heading = TRIALS)]
     pub b2b_trials: u32,
     /// Longest burst the back-to-back search tries (default: 2 s at the max rate).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = TRIALS)]
+    #[arg(long, value_parser = linerate_wire::quantity::parse_count, help_heading = TRIALS)]
     pub max_burst: Option<u64>,
     /// Source MAC of the trials' frames (default: the port's).
     #[arg(long, help_heading = SEND)]

@@ -54,6 +54,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Bursts {
+    #[serde(with = "crate::text::count")]
     pub frames: u64,
     pub per_second: f64,
 }
@@ -109,9 +110,11 @@ pub struct StreamSpec {
     /// `FIELD:MODE:START-END[:STEP][,mask=M]`, applied in order.
     pub vary: Vec<Vary>,
     /// Frames this stream sends before `next`; none means it never ends by itself.
+    #[serde(with = "crate::text::optional_count")]
     pub count: Option<u64>,
     pub next: Next,
     /// How many times `goto-first` loops before stopping (none: forever).
+    #[serde(with = "crate::text::optional_count")]
     pub loops: Option<u64>,
     pub bursts: Option<Bursts>,
     /// `auto`, `precise` (each frame at its own instant) or `sliced` (the frames of 20 µs
@@ -682,6 +685,30 @@ mod tests {
             err.contains("write [[stream]]") && err.contains("line 1"),
             "{err}"
         );
+    }
+
+    /// Issue 41: a count reads as on the command line (`-n 1e6`), in a file too.
+    #[test]
+    fn counts_read_as_the_command_line_reads_them() {
+        let file = SpecFile::parse(
+            "[[stream]]\ncount = \"1e3\"\nloops = \"2k\"\nbursts = { frames = \"1M\", per-second = 2.0 }\n\
+             [[stream]]\ncount = 1e3\nloops = 7\n",
+            "t.toml",
+        )
+        .unwrap();
+        let (a, b) = (&file.streams[0], &file.streams[1]);
+        assert_eq!((a.count, a.loops), (Some(1000), Some(2000)));
+        assert_eq!(a.bursts.unwrap().frames, 1_000_000);
+        assert_eq!((b.count, b.loops), (Some(1000), Some(7)));
+        // Written back as integers, read back the same.
+        let back = SpecFile::parse(&toml::to_string(&file).unwrap(), "t.toml").unwrap();
+        assert_eq!(back.streams[0].count, Some(1000));
+        for bad in ["count = \"1e3x\"", "count = 1.5", "count = -1"] {
+            let err = SpecFile::parse(&format!("[[stream]]\n{bad}\n"), "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("count"), "{bad}: {err}");
+        }
     }
 
     #[test]

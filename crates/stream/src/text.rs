@@ -80,3 +80,65 @@ pub mod optional_ip {
         }))
     }
 }
+
+/// A count (frames, loops, a burst's frames) as the CLI reads it: an integer, or text in
+/// `linerate_wire::quantity::parse_count`'s grammar (`1000`, `1e6`, `1M`); TOML's `1e3` is
+/// a float and is taken when whole. Written back as an integer.
+struct Count;
+
+impl<'de> Visitor<'de> for Count {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a count: 1000, \"1e6\" or \"1M\"")
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<u64, E> {
+        Ok(v)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<u64, E> {
+        u64::try_from(v).map_err(|_| E::custom(format!("{v}: a count is at least 0")))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<u64, E> {
+        if v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64 {
+            Ok(v as u64)
+        } else {
+            Err(E::custom(format!("{v}: a count is a whole number")))
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<u64, E> {
+        linerate_wire::quantity::parse_count(v).map_err(E::custom)
+    }
+}
+
+/// `u64` counts in `Count`'s grammar.
+pub mod count {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(*v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        d.deserialize_any(Count)
+    }
+}
+
+/// `Option<u64>` counts in `Count`'s grammar; absent is none.
+pub mod optional_count {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_u64(*n),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        d.deserialize_any(Count).map(Some)
+    }
+}

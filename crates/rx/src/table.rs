@@ -64,7 +64,12 @@ pub fn flow_table(flows: &[FlowReport], global: &RxGlobal) -> String {
         "jitter"
     );
     for f in flows {
-        let name = f.name.clone().unwrap_or_else(|| format!("#{}", f.flow));
+        // The id is what `rx` alone knows a flow by: shown with the sender's name as well, so
+        // the same flow reads `#0` in `rx` and `stream0 #0` in `tx --rx`.
+        let name = match &f.name {
+            Some(n) => format!("{n} #{}", f.flow),
+            None => format!("#{}", f.flow),
+        };
         let [min, mean, p50, p99, p999, max, jitter] = latency_cells(f.latency.as_ref());
         let _ = writeln!(
             out,
@@ -100,4 +105,24 @@ pub fn flow_table(flows: &[FlowReport], global: &RxGlobal) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 41: one flow, one label: `#0` where only the id is known (`rx`), `stream0 #0`
+    /// where the sender named it (`tx --rx`).
+    #[test]
+    fn a_flow_reads_by_its_id_with_or_without_a_name() {
+        let global = RxGlobal::default();
+        let named = flow_table(
+            &[FlowReport::new(0, Some("stream0".into()), 5, None)],
+            &global,
+        );
+        let bare = flow_table(&[FlowReport::new(0, None, 5, None)], &global);
+        let row = |t: &str| t.lines().nth(1).unwrap().to_owned();
+        assert!(row(&named).starts_with("stream0 #0 "), "{named}");
+        assert!(row(&bare).starts_with("#0 "), "{bare}");
+    }
 }

@@ -1068,8 +1068,10 @@ fn one_set_config_at_a_time_and_a_failed_one_keeps_the_last_that_worked() {
             );
             let m: serde_json::Value = serde_json::from_str(&body).expect("metrics JSON");
             let f = &m["flow_metrics"][0];
-            if f["transmit"] == "stopped" && f["frames_tx"] == 1000 {
-                assert_eq!(f["frames_rx"], 1000, "{body}");
+            // Received frames may trail the sender's stop (a loaded machine's veth backlog),
+            // as an OTG suite's wait allows: every one is counted by the deadline, none twice.
+            assert!(f["frames_rx"].as_u64() <= Some(1000), "{body}");
+            if f["transmit"] == "stopped" && f["frames_tx"] == 1000 && f["frames_rx"] == 1000 {
                 break;
             }
             assert!(std::time::Instant::now() < deadline, "{body}");

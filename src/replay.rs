@@ -181,9 +181,12 @@ fn options(args: &ReplayArgs) -> Result<Replay> {
             "--clock does not apply to replay: a capture's frames carry no signature to stamp",
         ));
     }
-    let loops = match args.loops.trim() {
-        l if l.eq_ignore_ascii_case("inf") => None,
-        l => match linerate_wire::quantity::parse_count(l) {
+    let loops = match args.loops.as_deref().map(str::trim) {
+        // `-n 1000000` asks for that many frames: the capture loops until they are sent.
+        None if args.count.is_some() => None,
+        None => Some(1),
+        Some(l) if l.eq_ignore_ascii_case("inf") => None,
+        Some(l) => match linerate_wire::quantity::parse_count(l) {
             Ok(n) => Some(n),
             _ => {
                 return Err(usage(format!(

@@ -727,9 +727,10 @@ pub struct ReplayArgs {
     /// The capture: pcap (µs or ns) or pcapng, Ethernet link type.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-    /// Times the capture is sent: a number, or inf (until --count, --duration or Ctrl-C).
-    #[arg(long = "loop", value_name = "N|inf", default_value = "1", help_heading = SEND)]
-    pub loops: String,
+    /// Times the capture is sent: a number, or inf (until --count, --duration or Ctrl-C);
+    /// default once, or as many times as -n needs when -n is given.
+    #[arg(long = "loop", value_name = "N|inf", help_heading = SEND)]
+    pub loops: Option<String>,
     /// Rewrite every frame's destination MAC (e.g. a lab's receive end).
     #[arg(long, value_parser = NonEmptyStringValueParser::new(), help_heading = SEND)]
     pub dst_mac: Option<String>,

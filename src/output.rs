@@ -204,6 +204,9 @@ pub fn finish_send(
     if let Some(warning) = sink.as_ref().and_then(SinkResult::shared_warning) {
         eprintln!("linerate: warning: {warning}");
     }
+    if let Some(hint) = sink.as_ref().and_then(|s| s.hint.as_ref()) {
+        eprintln!("linerate: warning: {hint}");
+    }
     print(sink)?;
     if let Some(path) = pcap {
         eprintln!("wrote {}", path.display());

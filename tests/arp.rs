@@ -147,4 +147,24 @@ fn a_signed_arp_storm_is_counted_by_the_labs_receive_end() {
     assert_eq!(f["tx_frames"], 600, "{f}");
     assert_eq!(f["rx_frames"], 600, "{f}");
     assert_eq!(f["lost"], 0, "{f}");
+    // Issue 41: without --rx the sink, which passes ARP to its stack uncounted, reads it all
+    // as lost; the report says why and what to give.
+    let out = common::linerate(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "--stream",
+        file.to_str().unwrap(),
+        "--json",
+        "--cores",
+        "0",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(report["sink"]["lost"], 600, "{report}");
+    assert!(
+        stderr.contains("the frames are ARP") && stderr.contains("give --rx"),
+        "{stderr}"
+    );
 }

@@ -303,6 +303,12 @@ impl PortSession {
             (Some(l), Some(b), _) => Some(l.settle(b, report.completed)?),
             _ => None,
         };
+        let sink = sink.map(|mut s| {
+            if let (Some(l), Some(first)) = (&self.lab, plan.first_frame()) {
+                s.explain(&first, l.peer_mac);
+            }
+            s
+        });
         Ok(Outcome {
             report,
             sent,

@@ -37,6 +37,10 @@ pub struct SinkResult {
     /// Frames the sink counted beyond what this run sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub extra: Option<u64>,
+    /// Why (nearly) nothing was counted, when the frames say: ARP the sink does not count, or
+    /// a destination MAC that is not the lab's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl SinkResult {
@@ -48,7 +52,39 @@ impl SinkResult {
             bytes,
             lost: completed.checked_sub(packets),
             extra: packets.checked_sub(completed).filter(|&n| n > 0),
+            hint: None,
         }
+    }
+
+    /// When nine frames in ten or more went uncounted, says why if `first` (the run's first
+    /// frame) shows it: the lab's sink passes ARP to its namespace's stack uncounted, and
+    /// counts only frames to `peer_mac` (the MAC the lab's sender end sends to) or to a group.
+    pub fn explain(&mut self, first: &[u8], peer_mac: [u8; 6]) {
+        let completed = self.packets + self.lost.unwrap_or(0);
+        if completed == 0 || self.packets * 10 > completed || first.len() < 14 {
+            return;
+        }
+        let mut ethertype = u16::from_be_bytes([first[12], first[13]]);
+        if ethertype == 0x8100 && first.len() >= 18 {
+            ethertype = u16::from_be_bytes([first[16], first[17]]);
+        }
+        let dst: [u8; 6] = first[..6].try_into().expect("six bytes");
+        self.hint = if ethertype == 0x0806 {
+            Some(format!(
+                "the frames are ARP, which the sink of lab {} passes to its namespace's stack without counting: give --rx to count them at the receive end",
+                self.lab
+            ))
+        } else if dst[0] & 1 == 0 && dst != peer_mac {
+            Some(format!(
+                "the frames go to {}, not to lab {}'s {}: the lab's end drops them; give --dst-mac {} (or rewrite the capture's addresses)",
+                linerate_wire::format_mac(&dst),
+                self.lab,
+                linerate_wire::format_mac(&peer_mac),
+                linerate_wire::format_mac(&peer_mac)
+            ))
+        } else {
+            None
+        };
     }
 
     /// The line that says why there is no loss figure, when there is none.
@@ -275,6 +311,36 @@ impl Sink {
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 41: a run the sink counted (nearly) none of says why when its frames show it.
+    #[test]
+    fn nothing_counted_is_explained_by_the_frames() {
+        let lab_mac = [2, 0, 0, 0, 0, 1];
+        let frame = |dst: [u8; 6], ethertype: u16| {
+            let mut f = dst.to_vec();
+            f.extend([2, 0, 0, 0, 0, 9]);
+            f.extend(ethertype.to_be_bytes());
+            f.resize(60, 0);
+            f
+        };
+        let hint = |counted, dst, ethertype| {
+            let mut r = SinkResult::new("lr", counted, 0, 100);
+            r.explain(&frame(dst, ethertype), lab_mac);
+            r.hint
+        };
+        let foreign = hint(0, [0, 0x1b, 0x21, 1, 2, 3], 0x0800).unwrap();
+        assert!(
+            foreign.contains("00:1b:21:01:02:03")
+                && foreign.contains("--dst-mac 02:00:00:00:00:01"),
+            "{foreign}"
+        );
+        assert!(hint(0, lab_mac, 0x0806).unwrap().contains("give --rx"));
+        // Counted, addressed to the lab, or to a group: nothing to say.
+        assert_eq!(hint(95, [0, 0x1b, 0x21, 1, 2, 3], 0x0800), None);
+        assert_eq!(hint(0, lab_mac, 0x0800), None);
+        assert_eq!(hint(0, [0xff; 6], 0x0800), None);
+    }
+
     use super::*;
 
     #[test]

@@ -41,6 +41,24 @@ pub struct Plan {
     pub first_flow: u16,
 }
 
+impl Plan {
+    /// The first frame it sends, as sent (a streamed capture's with its addresses rewritten):
+    /// what a report looks at to say why nothing arrived.
+    pub fn first_frame(&self) -> Option<Vec<u8>> {
+        match &self.shape {
+            Shape::Cycle { cycle, .. } => cycle.frames.first().cloned(),
+            Shape::Lanes(lanes) => lanes.first()?.cycle.frames.first().cloned(),
+            Shape::Streamed { frames, .. } if !frames.is_empty() => {
+                let mut out = vec![0; frames.max_len()];
+                let n = frames.copy_into(0, &mut out);
+                out.truncate(n);
+                Some(out)
+            }
+            Shape::Streamed { .. } => None,
+        }
+    }
+}
+
 /// How a plan's frames leave: the two shapes a backend may be asked to send. A backend that
 /// cannot send one refuses it by matching here, where it compiles the plan for itself.
 #[derive(Debug, Clone)]

@@ -12,6 +12,17 @@ fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
+# `--for sweep` installs what building linerate and measuring a port take (sweep.sh, the
+# benchmarks' own peers aside): the C toolchain for the XDP programs, libbpf's build
+# dependencies, iproute2 and ethtool for the lab. Without it, everything the tests need too.
+for_sweep=false
+case "${1:-}" in
+    --for) [[ ${2:-} == sweep ]] || { echo "setup.sh: --for takes sweep" >&2; exit 2; }; for_sweep=true ;;
+    --for=sweep) for_sweep=true ;;
+    "") ;;
+    *) echo "setup.sh: unknown argument $1 (give nothing, or --for sweep)" >&2; exit 2 ;;
+esac
+
 if [[ $(uname -s) == Linux ]]; then
     # wireshark-common brings dumpcap, the pcapng writer the replay tests capture with
     # (tcpdump 4.99 writes pcap only). iputils-ping: the hosts tests ping linerate's hosts from a router.
@@ -24,10 +35,13 @@ if [[ $(uname -s) == Linux ]]; then
     # with Debian's 6.12 kernel and virtio-net NICs, fetched below. nginx-light, nftables,
     # conntrack, curl: the stateful tests' kernel server, the NAT DUT's rules and table, and
     # the kernel client against linerate's server (nginx's service is never started either).
-    packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 tcpdump netsniff-ng ethtool
-              linux-libc-dev libc6-dev procps util-linux wireshark-common iputils-ping bpftool
-              frr bird2 lldpd chromium chromium-driver tmux qemu-system-x86 cpio xz-utils
-              nginx-light nftables conntrack curl)
+    packages=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 ethtool linux-libc-dev
+              libc6-dev procps util-linux bpftool)
+    if ! $for_sweep; then
+        packages+=(tcpdump netsniff-ng wireshark-common iputils-ping frr bird2 lldpd chromium
+                   chromium-driver tmux qemu-system-x86 cpio xz-utils nginx-light nftables
+                   conntrack curl)
+    fi
     missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -49,11 +63,15 @@ if [[ $(uname -s) == Linux ]]; then
     fi
     # The VM lab's guest kernel and busybox (target/vm, ~110 MB once): root only, as apt-get
     # download and the lab are.
-    if [[ $(id -u) -eq 0 && ! -f "$(dirname "$0")/../target/vm/kernel/ready" ]]; then
+    if ! $for_sweep && [[ $(id -u) -eq 0 && ! -f "$(dirname "$0")/../target/vm/kernel/ready" ]]; then
         "$(dirname "$0")/vm.sh" fetch >/dev/null || log "could not fetch the VM lab's guest kernel (scripts/vm.sh fetch)"
     fi
 fi
 
+if $for_sweep; then
+    log "ready (for sweep)"
+    exit 0
+fi
 if command -v rustup >/dev/null; then
     for component in rustfmt clippy; do
         rustup component list --installed 2>/dev/null | grep -q "^$component" ||

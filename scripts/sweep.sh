@@ -58,7 +58,7 @@ worker_cores() {
     fi
 }
 
-./scripts/setup.sh
+./scripts/setup.sh --for sweep
 log "building (release)"
 cargo build --release
 

@@ -20,3 +20,32 @@ fn a_worker_reports_its_cpu_time_core_and_the_cores_load() {
     assert!(text.contains("worker 0 cpu: user"), "{text}");
     assert!(text.contains("busy over the run"), "{text}");
 }
+
+/// Issue 41: two runs side by side with no --cores do not take turns on core 0 (each paced run
+/// fell 17–53 % short): the second takes the next core the first has not claimed.
+#[test]
+fn two_runs_without_cores_spin_on_two_cores() {
+    if !common::root_or_skip("two_runs_without_cores_spin_on_two_cores") {
+        return;
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_linerate");
+    let first = std::process::Command::new(bin)
+        .args(["tx", "--null", "--rate", "1k", "-n", "1500", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the first run");
+    // The first has claimed its core once it is sending; 1.5 s of frames leave room.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let second = common::json(&common::linerate_ok(&[
+        "tx", "--null", "--rate", "1k", "-n", "200", "--json",
+    ]));
+    let first = first.wait_with_output().expect("the first run");
+    assert!(first.status.success());
+    let first = common::json(&String::from_utf8_lossy(&first.stdout));
+    let core = |v: &serde_json::Value| v["workers"][0]["core"].as_u64().expect("a core");
+    assert_ne!(core(&first), core(&second), "{first}\n{second}");
+}

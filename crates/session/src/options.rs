@@ -295,8 +295,43 @@ fn place_on(ports: &[String], pool: &[usize], default: bool) -> (Vec<usize>, Opt
     (placed, Some(warning))
 }
 
+/// Where a process's claims on cores live: a file a core, locked while a run's default worker
+/// is on it.
+const CORE_CLAIMS: &str = "/run/linerate/cores";
+
+/// The core of a run's one worker when none is named: the first allowed core that no other
+/// linerate run has claimed, claimed for as long as this process lives (the lock goes with
+/// it). Two runs started side by side then spin on two cores rather than take turns on core
+/// 0, and fall short of their rates silently (issue 41). With every core claimed, or no place
+/// to claim one (not root), the first allowed core, as before.
+fn default_core(allowed: &[usize]) -> usize {
+    use std::sync::Mutex;
+    static CLAIMED: Mutex<Option<(usize, std::fs::File)>> = Mutex::new(None);
+    let mut claimed = CLAIMED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((core, _)) = claimed.as_ref().filter(|(c, _)| allowed.contains(c)) {
+        return *core;
+    }
+    if std::fs::create_dir_all(CORE_CLAIMS).is_ok() {
+        for &core in allowed {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(std::path::Path::new(CORE_CLAIMS).join(core.to_string()));
+            if let Ok(file) = file
+                && file.try_lock().is_ok()
+            {
+                *claimed = Some((core, file));
+                return core;
+            }
+        }
+    }
+    allowed[0]
+}
+
 /// Pairs cores with queues: worker i runs on cores[i] and drives queues[i] (or queue i). No
-/// cores given: one worker, on the first core this process may run on.
+/// cores given: one worker, on the first core this process may run on that no other linerate
+/// run holds (`default_core`).
 pub fn workers(
     cores: &[usize],
     queues: Option<&[u32]>,
@@ -304,7 +339,7 @@ pub fn workers(
 ) -> Result<Vec<WorkerSpec>> {
     let first;
     let cores = if cores.is_empty() {
-        first = [allowed_cores()[0]];
+        first = [default_core(&allowed_cores())];
         &first[..]
     } else {
         cores

@@ -46,7 +46,7 @@ for dut in ${DUTS:-router xdp router-tbf}; do
     cleanup
     "$bin" lab up --name "$name" --dut "${dut%-tbf}" --queues 2 >/dev/null
     if [[ $dut == *-tbf ]]; then
-        "$bin" lab impair --name "$name" --rate 20M --limit 1000 >/dev/null
+        "$bin" lab impair --name "$name" --rate 20Mbps --limit 1000 >/dev/null
     fi
     for search in mlr binary; do
         test=all

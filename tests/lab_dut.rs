@@ -158,7 +158,7 @@ fn tbf_rate_is_the_received_rate() {
         },
         bin(),
     )
-    .expect("impair --rate 20M");
+    .expect("impair --rate 20Mbps");
     // Offer twice the rate (1000-byte frames at 5000/s = 39.8 Mbit/s of 996-byte buffers) and
     // measure the sink's byte rate in the steady middle of the run. The queue (4000 frames,
     // 1.6 s at the rate) outlasts any pause of the sender.
@@ -435,7 +435,7 @@ fn lab_cli_builds_impairs_shows_and_removes_a_dut() {
         "lab", "up", "--name", &name, "--dut", "router", "--queues", "1",
     ]);
     let out = linerate_ok(&[
-        "lab", "impair", "--name", &name, "--loss", "1%", "--delay", "1ms", "--rate", "100M",
+        "lab", "impair", "--name", &name, "--loss", "1%", "--delay", "1ms", "--rate", "100Mbps",
     ]);
     assert!(out.contains("loss 1%, delay 1ms, rate 100 Mbit/s"), "{out}");
     let status = json(&linerate_ok(&["lab", "status", "--name", &name, "--json"]));
@@ -501,7 +501,8 @@ fn impairment_values_out_of_range_are_refused_in_one_line() {
         (&["--delay", "1ms", "--jitter", "2ms"][..], "--jitter"),
         (&["--reorder", "5%"][..], "--reorder"),
         (&["--rate", "1k"][..], "--rate"),
-        (&["--rate", "200G"][..], "--rate"),
+        (&["--rate", "200Gbps"][..], "--rate"),
+        (&["--rate", "100M"][..], "name the unit: 100Mbps"),
         (&["--limit", "0"][..], "--limit"),
         (&[][..], "--clear"),
     ] {

@@ -399,7 +399,7 @@ pub struct LabImpairArgs {
     /// Share of frames sent at once, past the delayed ones (needs --delay).
     #[arg(long, value_name = "P%")]
     pub reorder: Option<String>,
-    /// Rate limit in bit/s of frame bytes (tbf), e.g. 100M or 1Gbit.
+    /// Rate limit in bit/s of frame bytes (tbf), its unit named: 100Mbps, 1Gbit.
     #[arg(long, value_name = "R")]
     pub rate: Option<String>,
     /// Queue limit in frames (tbf's queue, or a pfifo alone).

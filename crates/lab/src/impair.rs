@@ -126,9 +126,21 @@ impl Impairments {
         Ok(time)
     }
 
-    /// A rate in the one bandwidth grammar (`linerate_wire::quantity`): `100M`, `100Mbit`,
-    /// `100Mbps`, `1G`, `500k` (8 kbit/s to 100 Gbit/s).
+    /// A rate in bits a second, its unit named: `100Mbps`, `100Mbit`, `10Gb/s`, `500kbps`
+    /// (8 kbit/s to 100 Gbit/s). A bare `100M` is refused: in `tx --rate` it is frames a
+    /// second, and one quantity reads one way in every command (issue 41).
     pub fn parse_rate(what: Impairment, text: &str) -> Result<u64, LabError> {
+        let unit = quantity::split(text).map(|(_, unit)| unit.to_ascii_lowercase());
+        if unit.as_deref().is_some_and(|u| !u.contains('b')) {
+            let bits = format!("{}bps", text.trim());
+            return Err(bad(
+                what,
+                text,
+                format!(
+                    "name the unit: {bits} (bits a second); a bare number is frames a second in tx --rate"
+                ),
+            ));
+        }
         let bps = quantity::parse_bandwidth(text).map_err(|e| bad(what, text, e.why))?;
         if bps < MIN_RATE_BPS as f64 || bps > MAX_RATE_BPS as f64 {
             return Err(bad(what, text, "a rate is 8 kbit/s to 100 Gbit/s"));
@@ -359,9 +371,12 @@ mod tests {
             );
         }
         assert_eq!(
-            Impairments::parse_rate(Impairment::Rate, "100M").unwrap(),
+            Impairments::parse_rate(Impairment::Rate, "100Mbps").unwrap(),
             100_000_000
         );
+        // Issue 41: a bare 100M is frames a second in tx; here the unit is named.
+        let e = Impairments::parse_rate(Impairment::Rate, "100M").unwrap_err();
+        assert!(e.to_string().contains("100Mbps"), "{e}");
         assert_eq!(
             Impairments::parse_rate(Impairment::Rate, "1Gbit").unwrap(),
             1_000_000_000

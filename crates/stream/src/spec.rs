@@ -703,6 +703,13 @@ mod tests {
         // Written back as integers, read back the same.
         let back = SpecFile::parse(&toml::to_string(&file).unwrap(), "t.toml").unwrap();
         assert_eq!(back.streams[0].count, Some(1000));
+        // JSON (the agents' wire) writes none as null and reads it back.
+        let none = StreamSpec::default();
+        let json = serde_json::to_string(&none).unwrap();
+        let again: StreamSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!((again.count, again.loops), (None, None));
+        let some: StreamSpec = serde_json::from_str(&serde_json::to_string(a).unwrap()).unwrap();
+        assert_eq!((some.count, some.loops), (Some(1000), Some(2000)));
         for bad in ["count = \"1e3x\"", "count = 1.5", "count = -1"] {
             let err = SpecFile::parse(&format!("[[stream]]\n{bad}\n"), "t.toml")
                 .unwrap_err()

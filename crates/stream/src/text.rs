@@ -139,6 +139,29 @@ pub mod optional_count {
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        d.deserialize_any(Count).map(Some)
+        d.deserialize_option(OptionalCount)
+    }
+
+    /// `null` (JSON, the agents' wire) is none; anything else a count.
+    struct OptionalCount;
+
+    impl<'de> Visitor<'de> for OptionalCount {
+        type Value = Option<u64>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            Count.expecting(f)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<u64>, D::Error> {
+            d.deserialize_any(Count).map(Some)
+        }
     }
 }

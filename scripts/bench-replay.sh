@@ -9,7 +9,7 @@
 #   bench-replay.sh [--frames 1000] [--duration 3] [--warmup 1] [--rounds 5] [--nice -20] [--tools "live afxdp tcpreplay"] [BINARY]
 #
 # Tools: live, afxdp, afpacket (the capture loaded into the port's buffers), live-stream,
-# afxdp-stream, afpacket-stream (`replay --stream`: copied from the mapped file batch by batch),
+# afxdp-stream, afpacket-stream (`replay --from-file`: copied from the mapped file batch by batch),
 # tcpreplay (`--preload-pcap`: from memory) and tcpreplay-file (read from the file as it sends).
 # A loaded tool is compared with tcpreplay, a streamed one with tcpreplay-file when both run.
 #
@@ -60,7 +60,7 @@ capture=$work/64B.pcap
 
 run_tool() {
     local long=$((warmup + duration + 60)) stream=()
-    [[ $1 == *-stream ]] && stream=(--stream)
+    [[ $1 == *-stream ]] && stream=(--from-file)
     case $1 in
         live* | afxdp* | afpacket*) sink_measure nice -n "$niceness" "$binary" replay "$capture" -q \
             -i "${lab}0" --backend "${1%-stream}" "${stream[@]}" --speed max --loop inf -d "${long}s" \

@@ -66,7 +66,7 @@ pub fn run(args: &ReplayArgs) -> Result<()> {
         &args.send,
         "nothing to replay to: give -i IFACE, --pcap FILE or --null",
     )?;
-    let hold = if args.stream {
+    let hold = if args.from_file {
         Hold::Stream
     } else {
         Hold::Auto

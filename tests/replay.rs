@@ -37,7 +37,7 @@ fn via_tcpdump(path: &Path, dir: &Path) -> Vec<Vec<u8>> {
 
 /// How a capture is held, as the flags ask: loaded into the port's buffers (the default for
 /// captures within the caps) or streamed from the mapped file.
-const HOLDS: [(&str, &[&str]); 2] = [("loaded", &[]), ("streamed", &["--stream"])];
+const HOLDS: [(&str, &[&str]); 2] = [("loaded", &[]), ("streamed", &["--from-file"])];
 
 /// `replay` with `args` then `extra`.
 fn replay_ok(args: &[&str], extra: &[&str]) -> String {
@@ -148,10 +148,10 @@ fn a_pipe_is_loaded_and_the_capture_is_never_its_own_output() {
     writer.join().unwrap();
     assert_eq!(r["capture"]["mode"], "loaded");
     same_frames(&frames(&out), &want);
-    let line = linerate_usage_error(&["replay", fifo.to_str().unwrap(), "--null", "--stream"]);
+    let line = linerate_usage_error(&["replay", fifo.to_str().unwrap(), "--null", "--from-file"]);
     assert!(line.contains("not a regular file"), "{line}");
     let before = std::fs::read(&source).unwrap();
-    for hold in [&[][..], &["--stream"][..]] {
+    for hold in [&[][..], &["--from-file"][..]] {
         let line = linerate_usage_error(
             &[
                 &[
@@ -279,7 +279,7 @@ fn speed_keeps_the_capture_timing_scaled() {
     let runs: [(&str, f64, &[&str]); 3] = [
         ("1x", 0.5, &[]),
         ("2x", 0.25, &[]),
-        ("2x", 0.25, &["--stream"]),
+        ("2x", 0.25, &["--from-file"]),
     ];
     for (speed, secs, hold) in runs {
         within_three_attempts(|| {
@@ -458,7 +458,7 @@ mod lab {
                 &lab,
                 &source,
                 &[
-                    "--stream",
+                    "--from-file",
                     "--backend",
                     backend,
                     "--speed",
@@ -538,7 +538,7 @@ mod lab {
             ("afpacket", true),
         ];
         for (backend, stream) in runs {
-            let hold: &[&str] = if stream { &["--stream"] } else { &[] };
+            let hold: &[&str] = if stream { &["--from-file"] } else { &[] };
             let replay = |extra: &[&str]| replay(&lab, &source, &[extra, hold].concat());
             let r = replay(&["--backend", backend, "--speed", "max", "--loop", "3"]);
             let mode = if stream { "streamed" } else { "loaded" };
@@ -606,7 +606,7 @@ fn a_capture_cut_short_while_streamed_ends_the_run_with_the_report_so_far() {
     let dir = tempfile::tempdir().unwrap();
     let capture = common::frames::varied_capture(dir.path());
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["replay", capture.to_str().unwrap(), "--null", "--stream"])
+        .args(["replay", capture.to_str().unwrap(), "--null", "--from-file"])
         .args(["--loop", "inf", "--speed", "max", "--json", "-q"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -21,7 +21,7 @@ mod lab {
         } else {
             &["--speed", "max"]
         };
-        let live = ["--backend", "live", "--stream"];
+        let live = ["--backend", "live", "--from-file"];
         common::replay_on_lab(lab, file, &[&live[..], extra, pace].concat())
     }
 
@@ -137,7 +137,7 @@ mod lab {
             &lab.sender,
             "--backend",
             "live",
-            "--stream",
+            "--from-file",
             "--speed",
             "max",
         ]);

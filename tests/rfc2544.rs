@@ -38,8 +38,8 @@ fn rfc2544(lab: &LabGuard, test: &str, args: &[&str]) -> Value {
         "--sizes",
         "64",
         "-q",
+        // Alone, as every command's --json: the result on stdout (issue 41).
         "--json",
-        "-",
     ];
     all.extend_from_slice(args);
     json(&linerate_ok(&all))

@@ -299,8 +299,9 @@ pub struct SweepArgs {
     /// Network namespace of --sink-iface.
     #[arg(long, requires = "sink_iface", help_heading = RECEIVE)]
     pub sink_netns: Option<String>,
-    /// Write the result file (JSON); `-` prints it on stdout instead of the table.
-    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    /// The result as JSON: on stdout instead of the table (`--json` alone, or `--json -`, as
+    /// every command's `--json`), or written to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", help_heading = OUTPUT)]
     pub json: Option<std::path::PathBuf>,
     /// Write the table as CSV (and FILE.repetitions.csv with the raw counts).
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
@@ -755,7 +756,7 @@ pub struct ReplayArgs {
     /// capture would fit the buffers (captures over 65,536 frames or 64 MiB of frames always
     /// stream).
     #[arg(long, help_heading = TUNING)]
-    pub stream: bool,
+    pub from_file: bool,
     /// Receive on IFACE[@NETNS] and count what arrives (a capture carries no signature: the
     /// port's totals); without a value, the lab's receive end (with -i on a lab).
     #[arg(

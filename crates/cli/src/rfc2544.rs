@@ -125,8 +125,9 @@ pub struct Rfc2544Args {
     /// Clock both ends stamp with: monotonic (one host) or tai (two hosts synced by PTP).
     #[arg(long, value_enum, default_value = "monotonic", help_heading = RECEIVE)]
     pub clock: ClockArg,
-    /// Write the result with every trial (JSON); `-` prints it on stdout instead of the tables.
-    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    /// The result with every trial as JSON: on stdout instead of the tables (`--json` alone,
+    /// or `--json -`, as every command's `--json`), or written to FILE.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", help_heading = OUTPUT)]
     pub json: Option<PathBuf>,
     /// Write the results as CSV, one row per figure.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]

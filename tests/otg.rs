@@ -1091,3 +1091,205 @@ fn one_set_config_at_a_time_and_a_failed_one_keeps_the_last_that_worked() {
     assert!(now.contains(&format!("\"{}\"", lab.sender)), "{now}");
     sends_all();
 }
+
+/// Port flows both ways on a lab's veth pair (issue 41): a p1→p2 and a p2→p1 flow by
+/// `tx_rx.port`, the commonest OTG config, run at once as places of one test bed (each port
+/// sends its flow and counts the other's). Each flow's frames_tx and frames_rx are exact, twice
+/// (the receivers start afresh with each run), each port's frames_tx is its flow's, and a
+/// capture on each port (frames passed on to the stack, read by an AF_PACKET socket: a count
+/// that is not the receive program's) holds every frame of the flow sent toward it; one flow
+/// started by name runs alone. The lab is given back after SIGTERM: its sink on the receive
+/// end, nothing left on the sender end.
+#[test]
+fn port_flows_both_ways_on_a_veth_pair_count_exactly_per_flow_and_port() {
+    if !root_or_skip("linerate serve on a lab") {
+        return;
+    }
+    const FRAMES: u64 = 10_000;
+    let lab = common::lab("otp", 1);
+    let (server, url) = serve(&["--http", "--cores", "0,1"]);
+    let p2 = format!("{}@{}", lab.receiver, lab.netns);
+    let flow = |name: &str, tx: &str, rx: &str, dst_port: u16| {
+        serde_json::json!({
+            "name": name,
+            "tx_rx": {"choice": "port", "port": {"tx_name": tx, "rx_names": [rx]}},
+            "packet": [{"choice": "ethernet"}, {"choice": "ipv4"},
+                {"choice": "udp", "udp": {"dst_port": {"choice": "value", "value": dst_port}}}],
+            "size": {"choice": "fixed", "fixed": 128},
+            "rate": {"choice": "pps", "pps": "5000"},
+            "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": FRAMES}},
+            "metrics": {"enable": true, "latency": {"enable": true}}
+        })
+    };
+    let config = serde_json::json!({
+        "ports": [{"name": "p1", "location": lab.sender}, {"name": "p2", "location": p2}],
+        "captures": [{"name": "c1", "port_names": ["p1"]}, {"name": "c2", "port_names": ["p2"]}],
+        "flows": [flow("f12", "p1", "p2", 4012), flow("f21", "p2", "p1", 4021)]
+    });
+    let (code, body) = post(&url, "/config", &config.to_string());
+    assert_eq!(code, 200, "{body}");
+    let control = |body: &str| {
+        let (code, answer) = post(&url, "/control/state", body);
+        assert_eq!(code, 200, "{answer}");
+    };
+    let capture = |state: &str| {
+        control(&format!(
+            r#"{{"choice": "port", "port": {{"choice": "capture", "capture": {{"port_names": ["p1", "p2"], "state": "{state}"}}}}}}"#
+        ));
+    };
+    let metrics = |kind: &str| {
+        let (code, body) = post(
+            &url,
+            "/monitor/metrics",
+            &format!(r#"{{"choice": "{kind}", "{kind}": {{}}}}"#),
+        );
+        assert_eq!(code, 200, "{body}");
+        serde_json::from_str::<serde_json::Value>(&body).expect("metrics JSON")
+    };
+    for run in 0..2 {
+        if run == 0 {
+            capture("start");
+        }
+        control(
+            r#"{"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start"}}}"#,
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let flows = loop {
+            let m = metrics("flow");
+            let flows = m["flow_metrics"].as_array().expect("flow metrics").clone();
+            if flows.iter().all(|f| f["transmit"] == "stopped") {
+                break flows;
+            }
+            assert!(std::time::Instant::now() < deadline, "run {run}: {m}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let got: Vec<(&str, &str, &str, u64, u64)> = flows
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap_or_default(),
+                    f["port_tx"].as_str().unwrap_or_default(),
+                    f["port_rx"].as_str().unwrap_or_default(),
+                    f["frames_tx"].as_u64().unwrap_or(0),
+                    f["frames_rx"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("f12", "p1", "p2", FRAMES, FRAMES),
+                ("f21", "p2", "p1", FRAMES, FRAMES)
+            ],
+            "run {run}: {flows:?}"
+        );
+        for f in &flows {
+            assert_eq!(f["loss"].as_f64(), Some(0.0), "{f}");
+            assert_eq!(f["bytes_rx"].as_u64(), Some(FRAMES * 128), "{f}");
+            let latency = f["latency"]["average_ns"].as_f64().unwrap_or(0.0);
+            assert!(latency > 0.0 && latency < 1e9, "{f}");
+        }
+        // Each port sent its flow's frames and received at least the other's (the kernel of
+        // a lab end may say something of its own).
+        let ports = metrics("port");
+        for p in ports["port_metrics"].as_array().expect("port metrics") {
+            assert_eq!(p["frames_tx"].as_u64(), Some(FRAMES), "{p}");
+            assert_eq!(p["bytes_tx"].as_u64(), Some(FRAMES * 128), "{p}");
+            assert!(p["frames_rx"].as_u64().unwrap_or(0) >= FRAMES, "{p}");
+            assert_eq!(p["link"], "up", "{p}");
+        }
+        if run == 0 {
+            capture("stop");
+            for (port, dst_port) in [("p1", 4021), ("p2", 4012)] {
+                let (code, pcap) = post_bytes(
+                    &url,
+                    "/monitor/capture",
+                    &format!(r#"{{"port_name": "{port}"}}"#),
+                );
+                assert_eq!(code, 200, "{}", String::from_utf8_lossy(&pcap));
+                assert_eq!(
+                    udp_frames_to(&pcap, 128, dst_port),
+                    FRAMES,
+                    "port {port}'s capture"
+                );
+            }
+        }
+    }
+    // One flow started by name: the run ends once it has sent its count, the other flow sent
+    // nothing and nothing of it arrived (each port's flows are steered as lanes).
+    control(
+        r#"{"choice": "traffic", "traffic": {"choice": "flow_transmit", "flow_transmit": {"state": "start", "flow_names": ["f21"]}}}"#,
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let m = metrics("flow");
+        let f = &m["flow_metrics"];
+        if f[1]["transmit"] == "stopped" && f[1]["frames_tx"] == FRAMES {
+            assert_eq!(f[1]["frames_rx"], FRAMES, "{m}");
+            assert_eq!(
+                (&f[0]["frames_tx"], &f[0]["frames_rx"]),
+                (&0.into(), &0.into()),
+                "{m}"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{m}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    drop(server);
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+    assert!(!common::xdp_attached(&lab.sender, None));
+}
+
+/// A POST's status and body as bytes (a capture is a file).
+fn post_bytes(url: &str, path: &str, body: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).expect("read");
+    let head_end = answer
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("an HTTP head");
+    let head = String::from_utf8_lossy(&answer[..head_end]).into_owned();
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    assert!(
+        !head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    (code, answer[head_end + 4..].to_vec())
+}
+
+/// Frames of `size` bytes (FCS included) in a pcap (host byte order, as serve writes it) that
+/// are IPv4/UDP to `dst_port`.
+fn udp_frames_to(pcap: &[u8], size: u32, dst_port: u16) -> u64 {
+    let magic = u32::from_ne_bytes(pcap[..4].try_into().expect("a pcap header"));
+    assert!(matches!(magic, 0xa1b2_c3d4 | 0xa1b2_3c4d), "{magic:#x}");
+    let (mut at, mut n) = (24, 0);
+    while at + 16 <= pcap.len() {
+        let word = |o: usize| u32::from_ne_bytes(pcap[at + o..at + o + 4].try_into().unwrap());
+        let (caplen, len) = (word(8) as usize, word(12));
+        let frame = &pcap[at + 16..at + 16 + caplen];
+        let udp = frame.len() >= 38 && frame[12..14] == [0x08, 0x00] && frame[23] == 17;
+        if len == size && udp && u16::from_be_bytes([frame[36], frame[37]]) == dst_port {
+            n += 1;
+        }
+        at += 16 + caplen;
+    }
+    n
+}

@@ -33,8 +33,9 @@ fn rx_target(mapped: &otg::Mapped, tx_iface: &str) -> Result<Option<RxTarget>> {
     }))
 }
 
-/// The test bed of a config: its devices' ports (this machine's or agents'), or its one
-/// transmit port; None when it has neither flows nor devices.
+/// The test bed of a config: its devices' ports (this machine's or agents'), the ports its
+/// port flows leave from and arrive at when they are several, or its one transmit port; None
+/// when it has neither flows nor devices.
 fn bed_spec(app: &App, mapped: &otg::Mapped) -> Result<Option<BedSpec>> {
     if let Some(p) = mapped.ports.iter().find(|p| p.location.agent.is_some()) {
         if app.controller.is_none() {
@@ -47,8 +48,9 @@ fn bed_spec(app: &App, mapped: &otg::Mapped) -> Result<Option<BedSpec>> {
         }
         if mapped.hosts.is_empty() {
             return Err(crate::usage(
-                "ports on agents carry flows between devices (tx_rx.device): give each port's \
-                 ethernet an address and name the devices' addresses in the flows",
+                "ports on agents carry flows between devices (tx_rx.device), not port flows \
+                 (tx_rx.port): give each port's ethernet an address and name the devices' \
+                 addresses in the flows",
             ));
         }
     }
@@ -70,6 +72,24 @@ fn bed_spec(app: &App, mapped: &otg::Mapped) -> Result<Option<BedSpec>> {
         spec.rx = Some(crate::options::serve_receive(false, Clock::Monotonic));
         spec.resolve_wait = RESOLVE_WAIT;
         spec.controller = app.controller.clone();
+        return Ok(Some(spec));
+    }
+    if !mapped.flow_ports.is_empty() {
+        // Port flows on several ports: each port a place that sends its flows and counts
+        // those sent toward it, as hosts' ports do.
+        let ports: Vec<(String, Option<u64>)> = mapped
+            .flow_ports
+            .iter()
+            .filter_map(|name| mapped.port(name))
+            .map(|p| (p.location.to_string(), p.link_mbps))
+            .collect();
+        let first = ports.first().map(|(at, _)| at.clone()).unwrap_or_default();
+        let mut spec = BedSpec::port(crate::options::serve_port(&app.args, &first));
+        spec.places = Places::Ports {
+            ports,
+            capture: mapped.capture_locations(),
+        };
+        spec.rx = Some(crate::options::serve_receive(false, Clock::Monotonic));
         return Ok(Some(spec));
     }
     let Some(tx_name) = &mapped.tx_port else {
@@ -123,6 +143,7 @@ fn open_bed(app: &App, mapped: &Arc<otg::Mapped>) -> Result<(Option<BedThread>, 
         Some(t) if mapped.hosts.is_empty() => mapped.port(t).map_or_else(String::new, |p| {
             format!("port '{}' ({})", p.name, p.location)
         }),
+        _ if mapped.hosts.is_empty() => "the flows' ports".to_owned(),
         _ => "the devices' ports".to_owned(),
     };
     let routed = mapped.routed_hosts();
@@ -164,8 +185,8 @@ pub(super) async fn set_config(State(app): State<Arc<App>>, body: Bytes) -> Resu
     otg::check_flow_count(&body)?;
     let config = otg::parse_config(&body)?;
     let mapped = Arc::new(otg::map_config(&config)?);
-    // Hosts' ports may be in a namespace (the session sends from there); a lone transmit port
-    // is this namespace's.
+    // Hosts' ports and those of port flows on several ports may be in a namespace (the session
+    // sends from there); a lone transmit port is this namespace's.
     if let Some(tx) = mapped.tx_port.as_deref().and_then(|t| mapped.port(t))
         && tx.location.netns.is_some()
     {

@@ -38,15 +38,17 @@ pub struct PortCounted {
 
 impl PortCounted {
     /// Which places count each OTG port of `mapped`, the bed's `places` named as its
-    /// locations. One transmit port (no devices): place 0 sends every flow and, when a flow
-    /// names a receive port, `rx` (the first flow's receiver) counts them there.
+    /// locations. One transmit port (no devices, `tx_port`): place 0 sends every flow and, when
+    /// a flow names a receive port, `rx` (the first flow's receiver) counts them there. Devices
+    /// or port flows on several ports: each OTG port is the place of its location, which sends
+    /// and receives.
     pub fn of_ports(
         mapped: &crate::Mapped,
         places: &[String],
         rx: Option<usize>,
     ) -> std::collections::BTreeMap<String, PortCounted> {
         let mut ports = std::collections::BTreeMap::new();
-        if mapped.hosts.is_empty() {
+        if mapped.hosts.is_empty() && mapped.flow_ports.is_empty() {
             if let Some(tx) = &mapped.tx_port {
                 ports.insert(
                     tx.clone(),

@@ -3,12 +3,19 @@
 //! the flows sent toward it, whichever port sent them. Flows are numbered across the session,
 //! so a receiver tells apart flows from several senders.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use linerate_engine::Report;
 use linerate_stream::{Plan, StreamSpec};
 
 use crate::error::{Result, SessionError};
 use crate::flows::{FlowSent, RunFlows, sent_per_flow};
 use crate::session::{RunOptions, Session};
+
+/// How often a run over several ports looks whether its ports have ended.
+const ENDED_POLL: Duration = Duration::from_millis(2);
 
 /// What one port sends in a run over several ports.
 #[derive(Debug, Clone)]
@@ -125,21 +132,39 @@ impl Session {
     ) -> Result<Vec<PortOutcome>> {
         let stop = run.stop;
         let ports = self.ports();
+        // Each port stops by a flag of its own: the run's stop reaches all of them, and a port
+        // whose every flow is stopped (held by its control, as a subset started alone leaves
+        // the others) ends once every other port has ended, as a stopped lane ends with the
+        // lanes that ran beside it.
+        let own: Vec<Arc<AtomicBool>> = runs.iter().map(|_| Arc::default()).collect();
         let reports: Vec<Result<Report>> = std::thread::scope(|scope| {
             let handles: Vec<_> = runs
                 .iter()
                 .zip(plans)
-                .map(|(r, plan)| {
+                .zip(&own)
+                .map(|((r, plan), own)| {
                     let port = &ports[r.port];
+                    let run = RunOptions { stop: own, ..run };
                     scope.spawn(move || {
                         let report = port.send(plan, &run);
                         if report.is_err() {
-                            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                            stop.store(true, Ordering::Relaxed);
                         }
                         report
                     })
                 })
                 .collect();
+            loop {
+                let waited = handles
+                    .iter()
+                    .zip(runs)
+                    .any(|(h, r)| !h.is_finished() && !ports[r.port].holds_stopped_only());
+                if stop.load(Ordering::Relaxed) || !waited {
+                    own.iter().for_each(|s| s.store(true, Ordering::Relaxed));
+                    break;
+                }
+                std::thread::sleep(ENDED_POLL);
+            }
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))

@@ -368,6 +368,12 @@ impl PortSession {
         self.control = control;
     }
 
+    /// Every flow of its plan is stopped by its control (none is steered: false). Its loop
+    /// holds them for a start that may come while the run goes on.
+    pub(crate) fn holds_stopped_only(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| !c.any_live())
+    }
+
     /// Numbers this port's flows from `first` on (see `Limits::first_flow`).
     pub fn set_first_flow(&mut self, first: u16) {
         self.first_flow = first;

@@ -1,5 +1,6 @@
-//! The test bed itself: what it holds (one port, hosts on this machine's ports, or hosts on
-//! agents' ports), and the one path every command takes through it.
+//! The test bed itself: what it holds (one port, hosts on this machine's ports, hosts on
+//! agents' ports, or several of this machine's ports without hosts), and the one path every
+//! command takes through it.
 //!
 //! ```text
 //!  open ──> resolve ──> compile(streams, end) ──> run(go) ──> BedRun
@@ -45,17 +46,27 @@ pub enum Places {
         /// the stack there too.
         capture: Vec<String>,
     },
+    /// Ports of this machine, each a place that sends its own streams and counts those sent
+    /// toward it (flows between ports, no hosts): a stream's `from` and `to` name the places
+    /// it leaves from and goes to, by their `IFACE[@NETNS]`.
+    Ports {
+        /// Each port, `IFACE[@NETNS]`, with its link speed in Mbit/s when given (else the
+        /// options' or the port's own).
+        ports: Vec<(String, Option<u64>)>,
+        /// The places where a capture runs: received frames go on to the stack there too.
+        capture: Vec<String>,
+    },
 }
 
 /// How to open a test bed.
 #[derive(Debug, Clone)]
 pub struct BedSpec {
     pub places: Places,
-    /// Every port's options: backend, AF_XDP settings, link speed, clock; with hosts, port i
-    /// runs its workers on core `cores[i % len]`.
+    /// Every port's options: backend, AF_XDP settings, link speed, clock; with hosts or
+    /// several ports, port i runs its workers on core `cores[i % len]`.
     pub port: PortOptions,
-    /// One port: its receiver, and where (None: no receiver). Hosts: the options every
-    /// host's port receives with (`at` is each port's own).
+    /// One port: its receiver, and where (None: no receiver). Hosts or several ports: the
+    /// options every port receives with (`at` is each port's own; None: no receivers).
     pub rx: Option<RxTarget>,
     /// How long a next hop has to answer ARP/ND.
     pub resolve_wait: Duration,
@@ -186,6 +197,8 @@ enum Bed {
     Hosts(Box<crate::hosts::LocalHosts>),
     #[cfg(target_os = "linux")]
     Agents(Box<crate::agents::AgentHosts>),
+    #[cfg(target_os = "linux")]
+    Ports(Box<crate::ports::LocalPorts>),
 }
 
 impl TestBed {
@@ -216,10 +229,23 @@ impl TestBed {
                 let places = h.places();
                 (Bed::Hosts(Box::new(h)), places)
             }
+            #[cfg(target_os = "linux")]
+            Places::Ports { .. } => {
+                let p = crate::ports::LocalPorts::open(spec)?;
+                let places = p.places();
+                (Bed::Ports(Box::new(p)), places)
+            }
             #[cfg(not(target_os = "linux"))]
             Places::Hosts { .. } => {
                 return Err(TestBedError::usage(
                     "hosts answer ARP/ND from the receive side's XDP program: they need Linux",
+                ));
+            }
+            #[cfg(not(target_os = "linux"))]
+            Places::Ports { .. } => {
+                return Err(TestBedError::usage(
+                    "flows between several ports are counted by each port's XDP receiver: they \
+                     need Linux",
                 ));
             }
         };
@@ -273,6 +299,16 @@ impl TestBed {
                     .iter()
                     .map(|(place, _, _)| {
                         (*place, h.plan(*place).map(planned_pps).unwrap_or_default())
+                    })
+                    .collect();
+            }
+            #[cfg(target_os = "linux")]
+            Bed::Ports(p) => {
+                places = p.set_control();
+                planned = places
+                    .iter()
+                    .map(|(place, _, _)| {
+                        (*place, p.plan(*place).map(planned_pps).unwrap_or_default())
                     })
                     .collect();
             }
@@ -348,6 +384,8 @@ impl TestBed {
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.compile(streams, ids)?,
             #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.compile(streams, ids)?,
+            #[cfg(target_os = "linux")]
             Bed::Agents(a) => {
                 let (places, flows) = a.compile(streams, end)?;
                 self.places = places;
@@ -367,6 +405,8 @@ impl TestBed {
             Bed::Port { port, .. } => port.compile(streams).map(drop).map_err(Into::into),
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.check(streams),
+            #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.check(streams),
             #[cfg(target_os = "linux")]
             Bed::Agents(_) => Ok(()),
         }
@@ -393,6 +433,8 @@ impl TestBed {
             }
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.run(run, go.cleared)?,
+            #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.run(run, go.cleared)?,
             #[cfg(target_os = "linux")]
             Bed::Agents(a) => a.run(&go, &self.flows, &self.names)?,
         };
@@ -430,6 +472,8 @@ impl TestBed {
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.plan(place),
             #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.plan(place),
+            #[cfg(target_os = "linux")]
             Bed::Agents(_) => None,
         }
     }
@@ -451,6 +495,8 @@ impl TestBed {
             Bed::Port { port, .. } => Some(port),
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.first_sender(),
+            #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.first_sender(),
             #[cfg(target_os = "linux")]
             Bed::Agents(_) => None,
         }
@@ -482,7 +528,7 @@ impl TestBed {
         false
     }
 
-    /// The bed holds one port, not hosts: its runs have no directions.
+    /// The bed holds one port, not hosts or several: its runs have no directions.
     pub fn is_one_port(&self) -> bool {
         matches!(self.bed, Bed::Port { .. })
     }
@@ -513,6 +559,8 @@ impl TestBed {
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => h.check_receivers(),
             #[cfg(target_os = "linux")]
+            Bed::Ports(p) => p.check_receivers(),
+            #[cfg(target_os = "linux")]
             Bed::Agents(_) => Ok(()),
         }
     }
@@ -523,6 +571,8 @@ impl TestBed {
             Bed::Port { port, .. } => LiveCounts::local(vec![port.rx_handle()]),
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => LiveCounts::of_hosts(h.receivers(), h.asked()),
+            #[cfg(target_os = "linux")]
+            Bed::Ports(p) => LiveCounts::local(p.receivers()),
             #[cfg(target_os = "linux")]
             Bed::Agents(a) => a.counts(),
         }

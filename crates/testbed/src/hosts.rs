@@ -7,9 +7,9 @@ use linerate_engine::FlowControl;
 use linerate_session::{HostSession, PortRun, PortSession, RunOptions, RunReceiver};
 use linerate_stream::{Plan, StreamSpec};
 
-use crate::bed::{BedRun, BedSpec, PlaceRun, Places};
+use crate::FlowAt;
+use crate::bed::{BedRun, BedSpec, Places};
 use crate::error::{Result, TestBedError};
-use crate::{FlowAt, RunResult};
 
 #[derive(Debug)]
 pub(crate) struct LocalHosts {
@@ -82,7 +82,12 @@ impl LocalHosts {
         ids: Option<&[u16]>,
     ) -> Result<Vec<FlowAt>> {
         let runs = self.runs(streams)?;
-        let firsts = ids.map(|ids| first_ids(&runs, streams, ids)).transpose()?;
+        let firsts = ids
+            .map(|ids| {
+                let order = order_of(&runs, streams)?;
+                crate::several::first_ids(&runs, &order, ids)
+            })
+            .transpose()?;
         let plans = self
             .session
             .session
@@ -125,63 +130,16 @@ impl LocalHosts {
 
     pub(crate) fn run(&mut self, run: RunOptions<'_>, cleared: bool) -> Result<BedRun> {
         let session = &mut self.session.session;
-        let outcomes = if cleared {
-            session.run_cleared(&self.runs, &self.plans, run)?
-        } else {
-            session.run_all(&self.runs, &self.plans, run)?
-        };
-        let mut summary = RunResult::default();
-        let mut mode = None;
-        let mut places = Vec::with_capacity(outcomes.len());
-        for o in outcomes {
-            summary
-                .per_flow
-                .extend(o.sent.iter().map(|(id, _, n)| (*id, *n)));
-            if let Some(r) = &o.report {
-                summary.frames += r.completed;
-                summary.bytes += r.bytes;
-                summary.per_port.push((o.port, r.completed, r.bytes));
-                summary.elapsed_s = summary.elapsed_s.max(r.elapsed_s);
-                if mode.is_none() {
-                    mode = r.workers.first().map(|w| w.mode.clone());
-                }
-            }
-            places.push(PlaceRun {
-                place: o.port,
-                report: o.report,
-                sent: o.sent,
-                received: o.flows,
-            });
-        }
-        Ok(BedRun {
-            summary,
-            places,
-            flows: Vec::new(),
-            sink: None,
-            mode,
-        })
+        crate::several::run(session, &self.runs, &self.plans, run, cleared)
     }
 
     /// A control for each sending port's plan, set on the port: (place, control, first flow id).
     pub(crate) fn set_control(&mut self) -> Vec<(usize, Arc<FlowControl>, u16)> {
-        let mut made = Vec::with_capacity(self.runs.len());
-        for (r, plan) in self.runs.iter().zip(&self.plans) {
-            if !crate::bed::steerable(plan) {
-                continue;
-            }
-            let c = Arc::new(FlowControl::new(plan.streams.len()));
-            let port = self.session.session.port_mut(r.port);
-            port.set_control(Some(Arc::clone(&c)));
-            made.push((r.port, c, plan.first_flow));
-        }
-        made
+        crate::several::set_control(&mut self.session.session, &self.runs, &self.plans)
     }
 
     pub(crate) fn plan(&self, place: usize) -> Option<&Plan> {
-        self.runs
-            .iter()
-            .position(|r| r.port == place)
-            .map(|i| &self.plans[i])
+        crate::several::plan(&self.runs, &self.plans, place)
     }
 
     pub(crate) fn first_sender(&self) -> Option<&PortSession> {
@@ -221,45 +179,21 @@ fn keep_own(run: &mut StreamSpec, own: &StreamSpec) {
     run.dst_mac = own.dst_mac.or(run.dst_mac);
 }
 
-/// The first flow id of each run from the ids given per stream, which must follow each other
-/// on one port.
-fn first_ids(runs: &[PortRun], streams: &[StreamSpec], ids: &[u16]) -> Result<Vec<u16>> {
-    if ids.len() != streams.len() {
-        return Err(TestBedError::usage(format!(
-            "{} streams but {} flow ids",
-            streams.len(),
-            ids.len()
-        )));
-    }
-    let id = |name: &String| {
-        streams
-            .iter()
-            .position(|s| s.name == *name)
-            .map(|i| ids[i])
-            .ok_or_else(|| TestBedError::usage(format!("stream {name:?}: no flow id")))
-    };
+/// The streams of each run, by their index in `streams` (found by name).
+fn order_of(runs: &[PortRun], streams: &[StreamSpec]) -> Result<Vec<Vec<usize>>> {
     runs.iter()
         .map(|r| {
-            let got = r
-                .streams
+            r.streams
                 .iter()
-                .map(|s| id(&s.name))
-                .collect::<Result<Vec<u16>>>()?;
-            let first = *got
-                .first()
-                .ok_or_else(|| TestBedError::usage("a port's run without streams"))?;
-            if got
-                .iter()
-                .enumerate()
-                .any(|(i, &f)| usize::from(f) != usize::from(first) + i)
-            {
-                return Err(TestBedError::usage(format!(
-                    "port {}: flow ids {got:?} do not follow each other (a controller numbers \
-                     one port's flows consecutively)",
-                    r.port
-                )));
-            }
-            Ok(first)
+                .map(|s| {
+                    streams
+                        .iter()
+                        .position(|m| m.name == s.name)
+                        .ok_or_else(|| {
+                            TestBedError::usage(format!("stream {:?}: no flow id", s.name))
+                        })
+                })
+                .collect()
         })
         .collect()
 }

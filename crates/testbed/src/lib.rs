@@ -1,5 +1,6 @@
 //! The test bed: N places, each a port of this machine or a port of an agent on another one,
-//! with hosts (OTG devices) as an optional layer over any of them, and one API every command
+//! with hosts (OTG devices) as an optional layer over any of them (or flows between this
+//! machine's ports, no hosts), and one API every command
 //! calls — [`TestBed::open`], [`TestBed::resolve`], [`TestBed::compile`], [`TestBed::run`],
 //! live counts ([`TestBed::counts`]) and the stop flag. Where the ports are changes only how
 //! the bed is opened. It parses no arguments and prints nothing but warnings a run cannot return.
@@ -16,7 +17,11 @@ mod counts;
 mod error;
 #[cfg(target_os = "linux")]
 mod hosts;
+#[cfg(target_os = "linux")]
+mod ports;
 pub mod rfc2544;
+#[cfg(target_os = "linux")]
+mod several;
 #[cfg(target_os = "linux")]
 mod share;
 mod thread;

@@ -1,5 +1,6 @@
 //! The `Config` node: its ports, `layer1`, captures and the flows, and what linerate asks of
-//! them together (one end time; without devices, one transmit port and one receive port).
+//! them together (one end time; port flows from one port to one other, or from several ports
+//! each to another, as places of one test bed).
 
 use std::time::Duration;
 
@@ -42,12 +43,25 @@ impl Cx {
         let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
         self.lldp(&c.lldp, &ports, &mut routers);
         self.lldp_beside_port_flows(&c.lldp, &hosts, &flows);
-        // Between hosts every port sends its own flows and receives those sent toward it.
-        let (tx_port, rx_port) = if hosts.is_empty() {
-            self.one_port_each_way()
+        // Between hosts every port sends its own flows and receives those sent toward it; port
+        // flows on several ports do the same, each port a place of the test bed.
+        let (tx_port, rx_port, flow_ports) = if hosts.is_empty() {
+            self.port_flows(&ports)
         } else {
-            (None, None)
+            (None, None, Vec::new())
         };
+        if !flow_ports.is_empty() {
+            let at = |name: &str| {
+                ports
+                    .iter()
+                    .find(|p| p.name == name)
+                    .map(|p| p.location.to_string())
+            };
+            for (s, f) in streams.iter_mut().zip(&flows) {
+                s.from = at(&f.tx_port);
+                s.to = f.rx_port.as_deref().and_then(at);
+            }
+        }
         // One port signs all its frames or none (a receiver would count the unsigned ones as
         // other traffic): any flow with metrics signs every flow.
         let signed = flows.iter().any(|f| f.metrics);
@@ -62,6 +76,7 @@ impl Cx {
             hosts,
             tx_port,
             rx_port,
+            flow_ports,
             streams,
             flows,
             duration: seconds.map(Duration::from_secs_f64),
@@ -233,43 +248,37 @@ impl Cx {
         (streams, flows, seconds.map(|(_, s)| s))
     }
 
-    /// Every flow leaves by one port and arrives at one: the signature's flow id is the flow's
-    /// index on its port, so two transmit ports would give a receiver two flows 0. Checked on
-    /// every port flow of the config, those refused for other reasons too.
-    fn one_port_each_way(&mut self) -> (Option<String>, Option<String>) {
+    /// Where the port flows run: from one port and toward at most one other (that port and
+    /// the receive port, as a lone port with its receiver), or else on every port they leave
+    /// from or arrive at, each a place of one test bed (the OTG ports, in the config's order),
+    /// with flows numbered across them so that a receiver tells apart flows of several senders.
+    /// A flow's receive port is never its own transmit port. Checked on every port flow of the
+    /// config, those refused for other reasons too.
+    fn port_flows(&mut self, ports: &[PortPlan]) -> (Option<String>, Option<String>, Vec<String>) {
         let endpoints = std::mem::take(&mut self.endpoints);
-        let tx_port = endpoints.first().map(|f| f.1.clone());
-        let first = endpoints.first().map_or(0, |f| f.0);
-        for (i, tx, _) in &endpoints {
-            if Some(tx) != tx_port.as_ref() {
-                self.refuse(
-                    format!("flows[{i}].tx_rx.port.tx_name"),
-                    format!(
-                        "'{tx}', but flows[{first}] transmits on '{}': linerate runs every port flow of a config on one transmit port (flows between devices, tx_rx.device, may leave from every port)",
-                        tx_port.as_deref().unwrap_or_default()
-                    ),
-                );
-            }
-        }
-        let rx_port = endpoints.iter().find_map(|f| f.2.clone());
         for (i, tx, rx) in &endpoints {
-            if rx.is_some() && *rx != rx_port {
-                self.refuse(
-                    format!("flows[{i}].tx_rx.port.rx_names"),
-                    format!(
-                        "'{}', but another flow receives on '{}': linerate receives every flow of a config on one port",
-                        rx.as_deref().unwrap_or_default(),
-                        rx_port.as_deref().unwrap_or_default()
-                    ),
-                );
-            }
-            if rx_port.is_some() && rx_port.as_ref() == Some(tx) {
+            if rx.as_ref() == Some(tx) {
                 self.refuse(
                     format!("flows[{i}].tx_rx.port.rx_names"),
                     "the receive port is the transmit port: give the far end of the link",
                 );
             }
         }
-        (tx_port, rx_port)
+        let mut txs: Vec<&String> = endpoints.iter().map(|f| &f.1).collect();
+        let mut rxs: Vec<&String> = endpoints.iter().filter_map(|f| f.2.as_ref()).collect();
+        for names in [&mut txs, &mut rxs] {
+            names.sort();
+            names.dedup();
+        }
+        if txs.len() <= 1 && rxs.len() <= 1 {
+            let one = |names: &[&String]| names.first().map(|n| (*n).clone());
+            return (one(&txs), one(&rxs), Vec::new());
+        }
+        let used = ports
+            .iter()
+            .filter(|p| txs.contains(&&p.name) || rxs.contains(&&p.name))
+            .map(|p| p.name.clone())
+            .collect();
+        (None, None, used)
     }
 }

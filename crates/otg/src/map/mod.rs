@@ -1,5 +1,5 @@
-//! A `Config` onto linerate: the ports and where they are, one `StreamSpec` per flow (its index
-//! is the flow id the signature carries), and what each flow's metrics report. Everything the
+//! A `Config` onto linerate: the ports and where they are, one `StreamSpec` per flow (the test
+//! bed gives each the flow id its signature carries), and what each flow's metrics report. Everything the
 //! config asks that linerate cannot do is refused by its JSON path, all in one answer.
 
 use std::time::Duration;
@@ -271,11 +271,18 @@ pub struct Mapped {
     /// stream's `from` and `to`), on as many ports as they live on, and `tx_port`/`rx_port` are
     /// None.
     pub hosts: Vec<HostPlan>,
-    /// The one port every flow transmits on (None: no flows, or hosts).
+    /// The one port every flow transmits on (None: no flows, hosts, or port flows on several
+    /// ports).
     pub tx_port: Option<String>,
-    /// The one port flows name as their receive port (None: no flow names one).
+    /// The one port flows name as their receive port (None: no flow names one, or several
+    /// do).
     pub rx_port: Option<String>,
-    /// One per flow, in the config's order; the index is the flow id.
+    /// Port flows (no hosts) that leave from several ports or arrive at several: every OTG port
+    /// they leave from or arrive at, in the config's order, each a place of the test bed, and
+    /// each stream's `from` and `to` the locations of its transmit and receive ports (empty:
+    /// one transmit port and at most one receive port, `tx_port` and `rx_port`).
+    pub flow_ports: Vec<String>,
+    /// One per flow, in the config's order (the test bed numbers them: `TestBed::flows`).
     pub streams: Vec<StreamSpec>,
     pub flows: Vec<FlowPlan>,
     /// `fixed_seconds` (the same on every flow): the run ends then.
@@ -376,8 +383,8 @@ struct Cx {
     /// What set_config's answer says of what was taken but not quite as asked.
     warnings: Vec<String>,
     /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
-    /// as its endpoints are read, so the one-port checks see the flows refused for their
-    /// headers too and one answer lists every refusal.
+    /// as its endpoints are read, so the checks of where port flows run see the flows refused
+    /// for their headers too and one answer lists every refusal.
     endpoints: Vec<(usize, String, Option<String>)>,
 }
 

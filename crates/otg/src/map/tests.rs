@@ -325,8 +325,127 @@ fn two_flows_share_the_port_interleaved_and_fixed_seconds_must_agree() {
         .push(json!({"name": "p3", "location": "lr2"}));
     c["flows"][1]["duration"] = json!({"choice": "fixed_packets", "fixed_packets": {"packets": 5}});
     c["flows"][1]["tx_rx"]["port"]["tx_name"] = json!("p3");
-    let err = map(&c).unwrap_err().to_string();
-    assert!(err.contains("one transmit port"), "{err}");
+    // Each port sends one flow now: neither is interleaved with another.
+    let m = map(&c).unwrap();
+    assert_eq!(m.flow_ports, ["ptx", "prx", "p3"]);
+    assert!(m.streams.iter().all(|s| s.mode != Mode::Interleaved));
+}
+
+/// The config of two port flows in opposite directions, p1→p2 and p2→p1, the quickstart's flow
+/// and its mirror.
+fn both_ways() -> Value {
+    let mut c = quickstart();
+    let mut back = c["flows"][0].clone();
+    back["name"] = json!("back");
+    back["tx_rx"]["port"] = json!({"tx_name": "prx", "rx_names": ["ptx"]});
+    c["flows"].as_array_mut().unwrap().push(back);
+    c
+}
+
+#[test]
+fn port_flows_both_ways_run_on_both_ports_as_places_of_one_bed() {
+    let m = map(&both_ways()).unwrap();
+    assert_eq!((m.tx_port.as_deref(), m.rx_port.as_deref()), (None, None));
+    assert_eq!(m.flow_ports, ["ptx", "prx"]);
+    assert!(m.hosts.is_empty());
+    // Each stream leaves from its transmit port's place and goes to its receive port's, by
+    // location; each port sends one flow, so neither is interleaved; both are signed.
+    let ends: Vec<(Option<&str>, Option<&str>)> = m
+        .streams
+        .iter()
+        .map(|s| (s.from.as_deref(), s.to.as_deref()))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (Some("lr0"), Some("lr1@lr-sink")),
+            (Some("lr1@lr-sink"), Some("lr0"))
+        ]
+    );
+    assert!(
+        m.streams
+            .iter()
+            .all(|s| s.signature && s.mode != Mode::Interleaved && s.count == Some(100))
+    );
+    let flows: Vec<(&str, Option<&str>)> = m
+        .flows
+        .iter()
+        .map(|f| (f.tx_port.as_str(), f.rx_port.as_deref()))
+        .collect();
+    assert_eq!(flows, [("ptx", Some("prx")), ("prx", Some("ptx"))]);
+    // Each place compiles its own streams.
+    for s in &m.streams {
+        compiles(&Mapped {
+            streams: vec![s.clone()],
+            ..m.clone()
+        });
+    }
+    // Each OTG port is the place of its location, sending and receiving there.
+    let places = ["lr1@lr-sink".to_string(), "lr0".to_string()];
+    let counted = crate::metrics::PortCounted::of_ports(&m, &places, Some(0));
+    let at = |tx, rx| crate::metrics::PortCounted { tx, rx };
+    assert_eq!(counted["ptx"], at(Some(1), Some(1)));
+    assert_eq!(counted["prx"], at(Some(0), Some(0)));
+    // A third flow on the first port: that port's two are interleaved, the other's is not.
+    let mut c = both_ways();
+    let mut third = c["flows"][0].clone();
+    third["name"] = json!("third");
+    c["flows"].as_array_mut().unwrap().push(third);
+    let m = map(&c).unwrap();
+    let interleaved: Vec<bool> = m
+        .streams
+        .iter()
+        .map(|s| s.mode == Mode::Interleaved)
+        .collect();
+    assert_eq!(interleaved, [true, false, true]);
+}
+
+#[test]
+fn one_transmit_port_toward_two_receive_ports_is_a_bed_of_three() {
+    let mut c = quickstart();
+    c["ports"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "p3", "location": "lr3@ns3"}));
+    let mut other = c["flows"][0].clone();
+    other["name"] = json!("other");
+    other["tx_rx"]["port"]["rx_names"] = json!(["p3"]);
+    c["flows"].as_array_mut().unwrap().push(other);
+    let m = map(&c).unwrap();
+    assert_eq!(m.flow_ports, ["ptx", "prx", "p3"]);
+    assert_eq!(m.streams[1].to.as_deref(), Some("lr3@ns3"));
+    // A port no flow uses is no place; the flows of one port and one receive port keep the
+    // lone port's way.
+    c["flows"][1]["tx_rx"]["port"]["rx_names"] = json!(["prx"]);
+    let m = map(&c).unwrap();
+    assert_eq!(m.tx_port.as_deref(), Some("ptx"));
+    assert_eq!(m.rx_port.as_deref(), Some("prx"));
+    assert!(m.flow_ports.is_empty());
+    assert!(m.streams.iter().all(|s| s.from.is_none() && s.to.is_none()));
+    let counted = crate::metrics::PortCounted::of_ports(&m, &["lr0".into()], Some(0));
+    assert_eq!(counted["ptx"].tx, Some(0));
+    assert_eq!(counted["prx"].rx, Some(0));
+}
+
+#[test]
+fn a_port_flow_to_several_ports_or_to_its_own_is_refused_by_path() {
+    let mut c = both_ways();
+    c["ports"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "p3", "location": "lr3"}));
+    // One flow counted at two receivers: device flows have one destination too.
+    c["flows"][1]["tx_rx"]["port"]["rx_names"] = json!(["ptx", "p3"]);
+    let err = map(&c).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert_eq!(err.0[0].path, "flows[1].tx_rx.port.rx_names");
+    assert!(err.0[0].why.contains("one receive port per flow"), "{err}");
+    // Its own transmit port: it would count nothing (a port does not receive what it sends).
+    c["flows"][1]["tx_rx"]["port"]["rx_names"] = json!(["prx"]);
+    let err = map(&c).unwrap_err();
+    assert_eq!(err.0.len(), 1, "{err}");
+    assert_eq!(err.0[0].path, "flows[1].tx_rx.port.rx_names");
+    assert!(err.0[0].why.contains("far end"), "{err}");
 }
 
 #[test]
@@ -506,24 +625,15 @@ fn a_location_names_an_agents_port_before_a_slash() {
 }
 
 #[test]
-fn the_one_transmit_port_refusal_comes_with_the_header_refusals() {
-    // A p1→p2 and a p2→p1 port flow, the first with a header linerate does not build: one
-    // answer names both problems.
-    let mut c = quickstart();
-    let mut back = c["flows"][0].clone();
-    back["name"] = json!("back");
-    back["tx_rx"]["port"] = json!({"tx_name": "prx", "rx_names": ["ptx"]});
-    c["flows"].as_array_mut().unwrap().push(back);
+fn where_port_flows_run_is_checked_with_the_header_refusals() {
+    // A p1→p2 and a p2→p1 port flow, the first with a header linerate does not build and the
+    // second toward its own port: one answer names both problems.
+    let mut c = both_ways();
     c["flows"][0]["packet"][1] = json!({"choice": "ppp", "ppp": {}});
+    c["flows"][1]["tx_rx"]["port"]["rx_names"] = json!(["prx"]);
     let paths = refusal_paths(&c);
-    assert!(
-        paths.contains(&"flows[0].packet[1].choice".to_string()),
-        "{paths:?}"
+    assert_eq!(
+        paths,
+        ["flows[0].packet[1].choice", "flows[1].tx_rx.port.rx_names"]
     );
-    assert!(
-        paths.contains(&"flows[1].tx_rx.port.tx_name".to_string()),
-        "{paths:?}"
-    );
-    let msg = map(&c).unwrap_err().to_string();
-    assert!(msg.contains("flows[0] transmits on 'ptx'"), "{msg}");
 }

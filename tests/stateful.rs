@@ -269,12 +269,53 @@ fn ten_thousand_connections_through_the_nat_to_nginx_all_add_up() {
     let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
     let report = client(&lab, 10_000, 4096, &[]);
     assert_all_through_nat(&lab, &nginx, &report, 10_000, 4096);
+    ctrl_c_ends_every_open_connection_and_reports(&lab, &nginx);
     // Stateless traffic has no sink to be counted at there: one line says so, and what to use.
     let line = common::linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "10"]);
     assert!(
         line.contains("NAT DUT") && line.contains("tcp client"),
         "{line}"
     );
+}
+
+/// Ctrl-C (SIGINT) in the middle of a run: no new connection is opened, every open one ends
+/// (its FIN sent and answered) and the report counts them all, exit 130 — what nginx logged
+/// after the first run is exactly what the report says this one got.
+fn ctrl_c_ends_every_open_connection_and_reports(lab: &Lab, nginx: &Nginx) {
+    let before = nginx.requests().len() as u64;
+    let server = format!("{}:80", lab.receiver_ip);
+    let child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tcp", "client", "-i", &lab.sender, "--src", "100.64.1.0/24"])
+        .args(["--gateway", "100.64.0.1/16", "--server", &server])
+        .args(["-n", "1000000", "--rate", "2000", "--concurrent", "64"])
+        .args(["--response-bytes", "4096", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the client");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) on our own child's pid; it has not been reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().expect("the client");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    let n = |k: &str| c[k].as_u64().unwrap_or_else(|| panic!("{k}: {report}"));
+    assert_eq!(report["stopped"], true, "{report}");
+    assert!(
+        n("attempted") > 100 && n("attempted") < 1_000_000,
+        "{report}"
+    );
+    assert_eq!(
+        n("attempted"),
+        n("established") + n("failed_timeout") + n("failed_refused")
+    );
+    // Every open connection ended cleanly: none left active, none cut.
+    assert_eq!(n("closed"), n("established"), "{report}");
+    assert_eq!(n("responses"), n("established"), "{report}");
+    let logged = nginx.requests().len() as u64 - before;
+    assert_eq!(logged, n("responses"), "nginx's log against the report");
 }
 
 #[test]

@@ -363,7 +363,7 @@ struct SinkJson {
 /// when the interface is a lab's receive end (which the lab's sink already holds).
 enum Counting {
     Own(Sink),
-    Lab(linerate_session::LabSink),
+    Lab(Box<linerate_session::LabSink>),
 }
 
 impl Counting {
@@ -400,7 +400,7 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
                 "sink on {}: lab {}'s own sink, counting from now; Ctrl-C to stop",
                 args.interface, lab.lab.name
             );
-            Counting::Lab(lab)
+            Counting::Lab(Box::new(lab))
         }
         None => {
             let sink = Sink::attach(&args.interface, args.netns.as_deref(), mode)?;

@@ -32,7 +32,7 @@ pub fn run(action: &LabAction) -> Result<()> {
                 DutArg::Nat => DutKind::Nat,
             });
             let lab = Lab::up_with_dut(&config, dut)?;
-            print_lab(&lab, None, None, None)
+            print_lab(&lab, None, None, None, None)
         }
         LabAction::Down(args) => {
             // Down is idempotent, but its answer says whether there was a lab to remove.
@@ -78,12 +78,17 @@ pub fn run(action: &LabAction) -> Result<()> {
                 Some(linerate_xdp::ReceiveEnd::InUse) => "receiver",
                 _ => "sink",
             };
+            // Who holds the end, as its lock file says (a receiver, or `linerate sink`).
+            let held_by = end
+                .and_then(|_| linerate_xdp::ReceiveEndLock::holder(&lab.pin_dir()))
+                .filter(|_| attached == "receiver");
             if args.json {
                 let mut json = LabJson::new(&lab, counters, impaired);
                 json.receive_end = end.map(|_| attached);
+                json.receive_end_holder = held_by.map(|h| h.to_string());
                 print_json(&json)
             } else {
-                print_lab(&lab, counters, impaired, Some(attached))
+                print_lab(&lab, counters, impaired, Some(attached), held_by)
             }
         }
         LabAction::Impair(args) => {
@@ -195,6 +200,9 @@ struct LabJson {
     /// What runs on the receive end: "sink", or "receiver" while a running receiver holds it
     /// (the sink counts nothing meanwhile); None when it could not be read (not root).
     receive_end: Option<&'static str>,
+    /// The receiver holding the receive end, when one does: `` `linerate rx`, pid N ``.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    receive_end_holder: Option<String>,
     /// None for the direct pair.
     dut: Option<DutJson>,
 }
@@ -236,6 +244,7 @@ impl LabJson {
             sink_packets: c.map(|c| c.packets),
             sink_bytes: c.map(|c| c.bytes),
             receive_end: None,
+            receive_end_holder: None,
             dut: lab.dut.as_ref().map(|d| {
                 let i = &d.impairments;
                 DutJson {
@@ -267,13 +276,19 @@ fn print_lab(
     counters: Option<SinkCounters>,
     impaired: Option<ImpairCounters>,
     attached: Option<&str>,
+    held_by: Option<linerate_xdp::Holder>,
 ) -> Result<()> {
     let status = attached.is_some();
     let nat = lab.dut.as_ref().is_some_and(|d| d.kind == DutKind::Nat);
-    let attached = match attached {
-        _ if nat => "no sink: the servers' host, behind the NAT",
-        Some("receiver") => "a running receiver attached: the sink counts nothing until it ends",
-        _ => "XDP sink attached",
+    let attached = match (attached, held_by) {
+        _ if nat => "no sink: the servers' host, behind the NAT".to_owned(),
+        (Some("receiver"), Some(h)) => {
+            format!("a running receiver attached ({h}): the sink counts nothing until it ends")
+        }
+        (Some("receiver"), None) => {
+            "a running receiver attached: the sink counts nothing until it ends".to_owned()
+        }
+        _ => "XDP sink attached".to_owned(),
     };
     let mut text = format!(
         "lab       {} ({} queue(s) per end)\n\
@@ -344,26 +359,68 @@ struct SinkJson {
     pps: f64,
 }
 
-/// Attaches the sink, prints the receive rate once per second, detaches on exit.
+/// Where `linerate sink` counts: its own sink attached for the command, or a lab's pinned sink
+/// when the interface is a lab's receive end (which the lab's sink already holds).
+enum Counting {
+    Own(Sink),
+    Lab(Box<linerate_session::LabSink>),
+}
+
+impl Counting {
+    fn counters(&self) -> Result<SinkCounters> {
+        Ok(match self {
+            Counting::Own(s) => s.counters()?,
+            Counting::Lab(s) => s.counters()?,
+        })
+    }
+
+    /// Still counting what arrives: false once a lab's receive end went away (`lab down`).
+    fn present(&self) -> Result<bool> {
+        match self {
+            Counting::Own(_) => Ok(true),
+            Counting::Lab(s) => Ok(s.present()?),
+        }
+    }
+}
+
+/// Attaches the sink (or reads a lab's, on its receive end), prints the receive rate once per
+/// second, detaches on exit.
 pub fn sink(args: &SinkArgs) -> Result<()> {
     let mode = match args.mode {
         XdpAttach::Drv => AttachMode::Drv,
         XdpAttach::Skb => AttachMode::Skb,
     };
-    let sink = Sink::attach(&args.interface, args.netns.as_deref(), mode)?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("install the Ctrl-C handler")?;
+    let counting = match linerate_session::LabSink::at(&args.interface, args.netns.as_deref())? {
+        Some(lab) => {
+            eprintln!(
+                "sink on {}: lab {}'s own sink, counting from now; Ctrl-C to stop",
+                args.interface, lab.lab.name
+            );
+            Counting::Lab(Box::new(lab))
+        }
+        None => {
+            let sink = Sink::attach(&args.interface, args.netns.as_deref(), mode)?;
+            eprintln!("sink on {} ({mode}); Ctrl-C to stop", args.interface);
+            Counting::Own(sink)
+        }
+    };
     let start = Instant::now();
-    let mut last = (start, sink.counters()?);
+    let mut last = (start, counting.counters()?);
     let first: SinkCounters = last.1;
-    eprintln!("sink on {} ({mode}); Ctrl-C to stop", args.interface);
+    let mut gone = false;
     while !stop.load(Ordering::Relaxed) && args.duration.is_none_or(|d| start.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
         let now = Instant::now();
         if now - last.0 >= Duration::from_secs(1) {
-            let c = sink.counters()?;
+            if !counting.present()? {
+                gone = true;
+                break;
+            }
+            let c = counting.counters()?;
             let d = c.since(last.1);
             let secs = (now - last.0).as_secs_f64();
             eprintln!(
@@ -376,9 +433,9 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
             last = (now, c);
         }
     }
-    let total = sink.counters()?.since(first);
+    let total = counting.counters()?.since(first);
     let elapsed = start.elapsed().as_secs_f64();
-    drop(sink);
+    drop(counting);
     if args.json {
         print_json(&SinkJson {
             interface: args.interface.clone(),
@@ -387,7 +444,7 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
             bytes: total.bytes,
             elapsed_s: elapsed,
             pps: total.packets as f64 / elapsed,
-        })
+        })?;
     } else {
         println(&format!(
             "received  {} packets, {} bytes in {:.3} s ({:.3} Mpps)",
@@ -395,6 +452,13 @@ pub fn sink(args: &SinkArgs) -> Result<()> {
             total.bytes,
             elapsed,
             total.packets as f64 / elapsed / 1e6
-        ))
+        ))?;
     }
+    if gone {
+        anyhow::bail!(
+            "{} went away during the run (its lab taken down): the counts above are up to then",
+            args.interface
+        );
+    }
+    Ok(())
 }

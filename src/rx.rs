@@ -5,26 +5,35 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use linerate_rx::{Receiver, RxConfig};
+use linerate_session::RunReceiver;
 
 use crate::output::print_lone;
 use crate::signal::stop_flag;
 use linerate_cli::RxArgs;
 
 pub fn run(args: &RxArgs) -> Result<()> {
-    let rx = Receiver::attach(
+    // The stop flag before the receiver: a lab's receive end borrowed from its sink goes back
+    // when `rx` is dropped, which Ctrl-C must reach through the loop below, not by killing us.
+    let stop = stop_flag()?;
+    // A lab's receive end is borrowed from the lab's sink (under the end's lock) and given
+    // back when the receiver is dropped, on every way out of this function.
+    let rx = RunReceiver::lone(
         &args.interface,
         args.netns.as_deref(),
-        crate::options::rx_attach(args.mode).into(),
-        RxConfig::from(&crate::options::receiver(&args.receiver)),
+        crate::options::rx_attach(args.mode),
+        &crate::options::receiver(&args.receiver),
     )?;
-    let stop = stop_flag()?;
     eprintln!(
-        "receiving on {}{}; Ctrl-C to stop",
+        "receiving on {}{}{}; Ctrl-C to stop",
         args.interface,
         args.netns
             .as_deref()
-            .map_or(String::new(), |n| format!(" in {n}"))
+            .map_or(String::new(), |n| format!(" in {n}")),
+        if rx.lab_end {
+            " (the lab's receive end, borrowed from its sink until the end)"
+        } else {
+            ""
+        }
     );
     let start = Instant::now();
     let mut last = (start, 0u64);
@@ -53,6 +62,7 @@ pub fn run(args: &RxArgs) -> Result<()> {
         }
     }
     let totals = rx.read()?;
+    let lab_end = rx.lab_end;
     drop(rx);
     print_lone(
         args.json,
@@ -64,8 +74,13 @@ pub fn run(args: &RxArgs) -> Result<()> {
     if gone {
         // The counts so far are printed; the run itself failed (exit 1).
         anyhow::bail!(
-            "{} went away during the run (deleted, or moved to another namespace): the counts above are up to then",
-            args.interface
+            "{} went away during the run ({}): the counts above are up to then",
+            args.interface,
+            if lab_end {
+                "deleted, or its lab taken down"
+            } else {
+                "deleted, or moved to another namespace"
+            }
         );
     }
     Ok(())

@@ -108,7 +108,7 @@ pub fn run(args: &SweepArgs) -> Result<()> {
     // open, and what `auto` reads to choose live (issue 40 #14).
     let sink = match &args.sink_iface {
         Some(sink) => Some(Sink::attach(sink, args.sink_netns.as_deref())?),
-        None => Sink::of_lab(&iface)?,
+        None => Sink::of_lab_counting(&iface)?,
     };
     let (senders, skipped) = open_senders(args, &iface)?;
     let first = &senders[0];

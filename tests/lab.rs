@@ -232,6 +232,70 @@ fn a_user_without_root_gets_the_truth_and_exit_2() {
     assert!(stderr(&out).contains("RLIMIT_MEMLOCK"), "{}", stderr(&out));
 }
 
+/// Issue 41: `ports` was one ~300-character line per interface and offered AF_XDP to a user
+/// without root. A short row per port, the reasons as notes under the table; a user without
+/// the capabilities is offered no backend as usable (each marked `root`), and `--json` keeps
+/// every reason whole.
+#[test]
+fn ports_is_short_rows_with_notes_and_offers_nothing_to_a_user_without_root() {
+    if !root_or_skip("ports as root and as a user without root") {
+        return;
+    }
+    let lab = common::lab("pt", 1);
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .take_while(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    // Root: the lab's sender takes AF_XDP and AF_PACKET.
+    let text = common::linerate_ok(&["ports"]);
+    for row in rows(&text) {
+        assert!(row.chars().count() <= 120, "a long row: {row}");
+    }
+    let sender = rows(&text)
+        .into_iter()
+        .find(|r| r.starts_with(&format!("{} ", lab.sender)))
+        .unwrap_or_else(|| panic!("no row for {}: {text}", lab.sender));
+    assert!(sender.contains(" ok "), "{sender}");
+    let json = common::json(&common::linerate_ok(&["ports", "--json"]));
+    let port = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == lab.sender.as_str())
+        .unwrap();
+    assert_eq!(
+        port["backends"][0],
+        serde_json::json!(["afxdp", "ok"]),
+        "{port}"
+    );
+
+    let (_dir, bin) = unprivileged_binary();
+    let out = as_nobody(&bin, &["ports"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let sender = rows(&text)
+        .into_iter()
+        .find(|r| r.starts_with(&format!("{} ", lab.sender)))
+        .unwrap_or_else(|| panic!("no row for {}: {text}", lab.sender));
+    assert!(!sender.contains(" ok"), "{text}");
+    assert!(sender.contains("root"), "{text}");
+    assert!(
+        text.contains("needs root (this process lacks CAP_NET_RAW"),
+        "{text}"
+    );
+    let out = as_nobody(&bin, &["ports", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    for port in json.as_array().unwrap() {
+        for backend in port["backends"].as_array().unwrap() {
+            assert_ne!(backend[1], "ok", "{port}");
+            assert!(!backend[1].as_str().unwrap().is_empty(), "{port}");
+        }
+    }
+}
+
 #[test]
 fn lab_status_on_a_closed_or_full_stdout() {
     if !root_or_skip("lab_status_on_a_closed_or_full_stdout") {

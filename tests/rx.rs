@@ -1040,3 +1040,216 @@ fn tx_stats_writes_a_line_a_second_per_flow_that_adds_up_to_the_run() {
         .collect();
     assert!(sent.windows(2).all(|w| w[0] <= w[1]) && *sent.last().unwrap() <= 20_000);
 }
+
+/// `lab status --json` of `lab`.
+fn lab_status(lab: &linerate_lab::Lab) -> serde_json::Value {
+    common::json(&common::linerate_ok(&[
+        "lab", "status", "--name", &lab.name, "--json",
+    ]))
+}
+
+/// Waits (10 s at most) until `ready` holds, polling every 20 ms.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what}: not within 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The lab's sink is on its receive end and counts again: a plain `tx` of 1000 frames is
+/// counted whole there.
+fn assert_sink_is_back(lab: &linerate_lab::Lab) {
+    let status = lab_status(lab);
+    assert_eq!(status["receive_end"], "sink", "{status}");
+    let report = common::json(&common::linerate_ok(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "-n",
+        "1000",
+        "--cores",
+        "0",
+        "--json",
+        "-q",
+    ]));
+    assert_eq!(report["sink"]["packets"], 1000, "{report}");
+    assert_eq!(report["sink"]["lost"], 0, "{report}");
+}
+
+/// `linerate rx` on a lab that is up (`-i <name>1 --netns <name>-sink`, issue 41) was refused
+/// ("an XDP program is already attached … ip … xdp off", a fix that fails on a bpf_link). It
+/// borrows the lab's receive end from the sink, as `tx --rx` does, and a plain `tx` to the lab
+/// sends to it: the receiver counts every frame, and the sink is back when it ends.
+#[test]
+fn rx_on_a_labs_receive_end_counts_what_a_plain_tx_sends_and_gives_the_sink_back() {
+    if !root_or_skip("linerate rx on a lab's receive end") {
+        return;
+    }
+    let lab = common::lab("rxe", 1);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["rx", "-i", &lab.receiver, "--netns", &lab.netns])
+        .args(["-d", "5s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("rx takes the lab's receive end", || {
+        lab_status(&lab)["receive_end"] == "receiver"
+    });
+    let status = lab_status(&lab);
+    let holder = status["receive_end_holder"].as_str().unwrap_or_default();
+    assert!(holder.contains("`linerate rx`"), "{status}");
+    let out = linerate(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "--signature",
+        "-n",
+        "10000",
+        "--rate",
+        "50k",
+        "--cores",
+        "0",
+        "--json",
+        "-q",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("held by `linerate rx`"), "{stderr}");
+    let report = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert!(report["sink"].is_null(), "no sink count: {report}");
+    // Another run that would count its own frames there is refused, naming the holder.
+    let err = linerate_usage_error(&["tx", "-i", &lab.sender, "--rx", "-n", "10", "--cores", "0"]);
+    assert!(err.contains("(`linerate rx`, pid"), "{err}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    let f = &json["flows"][0];
+    assert_eq!(f["rx_frames"], 10_000, "{json}");
+    assert_eq!(f["lost"], 0, "{json}");
+    assert_eq!(json["totals"]["global"]["other_frames"], 0, "{json}");
+    assert_sink_is_back(&lab);
+}
+
+/// Ctrl-C ends a lone receiver on a lab's receive end with its report, and the sink goes back.
+#[test]
+fn rx_stopped_by_ctrl_c_gives_the_labs_receive_end_back() {
+    if !root_or_skip("linerate rx on a lab's receive end") {
+        return;
+    }
+    let lab = common::lab("rxc", 1);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["rx", "-i", &lab.receiver, "--netns", &lab.netns, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("rx takes the lab's receive end", || {
+        lab_status(&lab)["receive_end"] == "receiver"
+    });
+    common::linerate_ok(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "--signature",
+        "-n",
+        "500",
+        "--cores",
+        "0",
+        "-q",
+    ]);
+    // SAFETY: a plain signal to the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(json["flows"][0]["rx_frames"], 500, "{json}");
+    assert_sink_is_back(&lab);
+}
+
+/// `linerate sink` on a lab's receive end (its own `--help` example) was refused the same way.
+/// It reads the lab's own sink, holding the end so that no receiver takes it from under the
+/// count: what a plain `tx` sends is counted exactly by both, and the sink stays attached.
+#[test]
+fn sink_on_a_labs_receive_end_reads_the_labs_sink() {
+    if !root_or_skip("linerate sink on a lab's receive end") {
+        return;
+    }
+    let lab = common::lab("rxn", 1);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["sink", "-i", &lab.receiver, "--netns", &lab.netns])
+        .args(["-d", "4s", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("sink holds the lab's receive end", || {
+        linerate_xdp::ReceiveEndLock::holder(&lab.pin_dir())
+            .is_some_and(|h| h.kind == linerate_xdp::HolderKind::Sink)
+    });
+    let report = common::json(&common::linerate_ok(&[
+        "tx",
+        "-i",
+        &lab.sender,
+        "-n",
+        "7000",
+        "--rate",
+        "50k",
+        "--cores",
+        "0",
+        "--json",
+        "-q",
+    ]));
+    assert_eq!(report["sink"]["packets"], 7000, "{report}");
+    assert_eq!(report["sink"]["lost"], 0, "{report}");
+    // A receiver would take the frames from the count: refused, naming `linerate sink`.
+    let err = linerate_usage_error(&["tx", "-i", &lab.sender, "--rx", "-n", "10", "--cores", "0"]);
+    assert!(err.contains("(`linerate sink`, pid"), "{err}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = common::json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(json["packets"], 7000, "{json}");
+    assert_eq!(json["bytes"], 7000 * 60, "{json}");
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+    assert_sink_is_back(&lab);
+}
+
+/// Where an interface is held by a bpf_link, the error says so and how to find its holder —
+/// never `ip … xdp off`, which cannot remove a link: a lab's pinned link names the lab (and
+/// `lab down`), another process's link the `bpftool` commands that find it.
+#[test]
+fn an_interface_held_by_a_bpf_link_is_named_without_ip_xdp_off() {
+    if !root_or_skip("XDP attach errors") {
+        return;
+    }
+    let lab = common::lab("rxh", 1);
+    let err = linerate_xdp::Sink::attach(
+        &lab.receiver,
+        Some(&lab.netns),
+        linerate_xdp::AttachMode::Drv,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, linerate_xdp::XdpError::HeldByLab { lab: l, .. } if *l == lab.name),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("linerate lab down --name {}", lab.name)),
+        "{text}"
+    );
+    assert!(!text.contains("detach it with"), "{text}");
+
+    let pair = common::VethPair::new(&linerate_lab::unique_name("rxh"));
+    let b = pair.b();
+    let child = lone_rx(&b, &pair.name, "5s");
+    let err = linerate_usage_error(&["sink", "-i", &b, "--netns", &pair.name, "-d", "1s"]);
+    assert!(err.contains("through a bpf_link"), "{err}");
+    assert!(err.contains("bpftool net"), "{err}");
+    assert!(!err.contains("detach it with"), "{err}");
+    // SAFETY: a plain signal to the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+}

@@ -41,7 +41,8 @@ Examples:
 
 pub const SINK: &str = "\
 Examples:
-  linerate sink -i lr1 --netns lr-sink -d 10s --json";
+  linerate sink -i eth1                              # attach the XDP sink; Mpps once per second
+  linerate sink -i lr1 --netns lr-sink -d 10s --json # a lab's receive end: its own sink's counts";
 
 pub const TCP: &str = "\
 Examples:
@@ -59,7 +60,8 @@ Examples:
 
 pub const RX: &str = "\
 Examples:
-  linerate rx -i eth2 -d 30s                      # the far end of a two-host test";
+  linerate rx -i eth2 -d 30s                      # the far end of a two-host test
+  linerate rx -i lr1 --netns lr-sink -d 30s       # a lab's receive end, borrowed from its sink";
 
 pub const SWEEP: &str = "\
 Examples:

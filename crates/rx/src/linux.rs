@@ -4,7 +4,7 @@
 use libbpf_rs::{MapCore, MapFlags, Object};
 use std::os::fd::AsFd;
 
-use linerate_xdp::{AttachMode, LinkSwap, MapAbi, XdpLink};
+use linerate_xdp::{AttachMode, HolderKind, LinkSwap, MapAbi, XdpLink};
 
 use crate::flow::{FlowStats, RxFlow, RxGlobal, RxProgress, RxTotals};
 use crate::{RxError, hist};
@@ -161,17 +161,29 @@ impl Receiver {
     /// Loads the program and puts it in place of the program on the link pinned under `dir` (a
     /// lab's sink) until dropped: the lab's receive end counts per flow for a run.
     pub fn swap_into(dir: &std::path::Path, config: RxConfig) -> Result<Receiver, RxError> {
+        Self::swap_into_as(dir, config, HolderKind::Run)
+    }
+
+    /// [`Receiver::swap_into`] for a `kind` of command, which the receive end's lock names to
+    /// whoever finds it busy: a lone receiver ([`HolderKind::Receiver`]) counts any sender's
+    /// frames, so a plain `tx` may send to it.
+    pub fn swap_into_as(
+        dir: &std::path::Path,
+        config: RxConfig,
+        kind: HolderKind,
+    ) -> Result<Receiver, RxError> {
         let mut rx = Receiver::load(config)?;
-        let swap = LinkSwap::new(dir, rx.program().as_fd())?;
+        let swap = LinkSwap::new(dir, rx.program().as_fd(), kind)?;
         rx.swap = Some(swap);
         Ok(rx)
     }
 
     /// Still attached to its interface: false once the interface was deleted (or moved out
-    /// of its namespace), after which nothing more arrives. A lab's borrowed receive end and a
-    /// loaded-only program always answer true.
+    /// of its namespace, or, for a lab's borrowed receive end, the lab taken down), after which
+    /// nothing more arrives. A loaded-only program always answers true.
     pub fn attached(&self) -> bool {
         self.link.as_ref().is_none_or(XdpLink::attached)
+            && self.swap.as_ref().is_none_or(LinkSwap::attached)
     }
 
     /// The port's emulated hosts: the maps of `bpf/hosts.h` in this program, which answers ARP,

@@ -48,5 +48,5 @@ pub use sender::Sender;
 pub use session::{Outcome, PortSession, RunOptions, Session};
 pub use sink::{Counters, Sink, SinkResult, TempLab};
 #[cfg(target_os = "linux")]
-pub use sink::{lab_of, receive_end};
+pub use sink::{LabSink, lab_at, lab_of, receive_end};
 pub use sweep::{Cut, Series, Sweep, SweepObserver, Swept, plans as sweep_plans};

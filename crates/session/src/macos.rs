@@ -52,6 +52,7 @@ fn counting(
             }
             Ok(counts)
         }),
+        lone_receiver: None,
     }
 }
 

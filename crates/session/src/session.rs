@@ -166,6 +166,9 @@ impl PortSession {
             None => None,
         };
         let sender = crate::netns::within(netns.as_deref(), || Sender::open(&options, queues))?;
+        if let Some(note) = lab.as_ref().and_then(Sink::lone_receiver_note) {
+            eprintln!("linerate: {note}");
+        }
         Ok(PortSession {
             sender,
             workers,
@@ -286,7 +289,13 @@ impl PortSession {
         counted: Counted,
     ) -> Result<Outcome> {
         self.clear_receiver()?;
-        let before = self.lab.as_ref().map(Sink::read).transpose()?;
+        // A lone receiver holding the lab's receive end counts there: no sink count this run.
+        let before = self
+            .lab
+            .as_ref()
+            .filter(|l| l.lone_receiver.is_none())
+            .map(Sink::read)
+            .transpose()?;
         let report = self.send(plan, &run)?;
         let sent = sent_per_flow(plan, &report);
         let flows = match (&self.rx, counted) {

@@ -17,6 +17,9 @@ pub struct Sink {
     pub peer_mac: [u8; 6],
     pub ips: (Ipv4Addr, Ipv4Addr),
     pub counters: Counters,
+    /// Who holds the lab's receive end when a lone receiver (`linerate rx`) does: it counts the
+    /// run's frames there, the sink counts nothing, and the run reports no sink count.
+    pub lone_receiver: Option<String>,
 }
 
 impl std::fmt::Debug for Sink {
@@ -100,6 +103,28 @@ impl SinkResult {
 }
 
 impl Sink {
+    /// The line a run that sends to a lab whose receive end a lone receiver holds says once.
+    pub fn lone_receiver_note(&self) -> Option<String> {
+        self.lone_receiver.as_ref().map(|who| {
+            format!(
+                "lab {}'s receive end is held by {who}, which counts this run's frames there; the sink counts nothing meanwhile, so this report has no sink count",
+                self.name
+            )
+        })
+    }
+
+    /// [`Sink::of_lab`] for a command that needs the sink's count (a sweep): refused while a
+    /// lone receiver holds the lab's receive end.
+    pub fn of_lab_counting(iface: &str) -> Result<Option<Sink>> {
+        match Self::of_lab(iface)? {
+            Some(sink) if sink.lone_receiver.is_some() => Err(crate::SessionError::Usage(format!(
+                "lab {}'s receive end is held by a lone receiver (`linerate rx`), which counts what arrives: this command counts at the sink; wait for the receiver to end, or use another lab",
+                sink.name
+            ))),
+            sink => Ok(sink),
+        }
+    }
+
     /// Reads the counters now.
     pub fn read(&self) -> Result<(u64, u64)> {
         (self.counters)()
@@ -252,22 +277,24 @@ impl Sink {
         let Some(lab) = lab_of(iface)? else {
             return Ok(None);
         };
-        if lab
-            .dut
-            .as_ref()
-            .is_some_and(|d| d.kind == linerate_lab::DutKind::Nat)
-        {
-            return Err(crate::SessionError::Usage(format!(
-                "lab {} has the NAT DUT: its receive end is the servers' host, with no sink to count at; send stateful traffic there with `linerate tcp client` (docs/stateful.md), or bring the lab up with another --dut",
-                lab.name
-            )));
-        }
+        refuse_nat(&lab)?;
         let sink = linerate_xdp::PinnedSink::open(&lab.pin_dir())?;
+        let mut lone_receiver = None;
         if said(sink.receive_end()?, &lab.name) == linerate_xdp::ReceiveEnd::InUse {
-            return Err(linerate_xdp::XdpError::ReceiveEndBusy {
-                lab: lab.name.clone(),
+            let by = linerate_xdp::ReceiveEndLock::holder(&lab.pin_dir());
+            match by {
+                // A lone receiver counts whatever arrives: this run's frames are its to count.
+                Some(h) if h.kind == linerate_xdp::HolderKind::Receiver => {
+                    lone_receiver = Some(h.to_string());
+                }
+                by => {
+                    return Err(linerate_xdp::XdpError::ReceiveEndBusy {
+                        lab: lab.name.clone(),
+                        by,
+                    }
+                    .into());
+                }
             }
-            .into());
         }
         Ok(Some(Sink {
             name: lab.name.clone(),
@@ -277,6 +304,7 @@ impl Sink {
                 let c = sink.counters()?;
                 Ok((c.packets, c.bytes))
             }),
+            lone_receiver,
         }))
     }
 
@@ -291,7 +319,72 @@ impl Sink {
                 let c = sink.counters()?;
                 Ok((c.packets, c.bytes))
             }),
+            lone_receiver: None,
         })
+    }
+}
+
+/// A NAT lab's receive end is the servers' host: there is no sink to count at or borrow.
+#[cfg(target_os = "linux")]
+pub(crate) fn refuse_nat(lab: &linerate_lab::Lab) -> Result<()> {
+    if lab
+        .dut
+        .as_ref()
+        .is_some_and(|d| d.kind == linerate_lab::DutKind::Nat)
+    {
+        return Err(crate::SessionError::Usage(format!(
+            "lab {} has the NAT DUT: its receive end is the servers' host, with no sink to count at; send stateful traffic there with `linerate tcp client` (docs/stateful.md), or bring the lab up with another --dut",
+            lab.name
+        )));
+    }
+    Ok(())
+}
+
+/// A lab's own sink, read by `linerate sink` on the lab's receive end: the sink stays on the
+/// link (nothing is attached or swapped), and the end's lock is held for as long as this lives,
+/// so no receiver takes the end from under the count (it is refused, naming `linerate sink`).
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+pub struct LabSink {
+    pub lab: linerate_lab::Lab,
+    sink: linerate_xdp::PinnedSink,
+    _lock: linerate_xdp::ReceiveEndLock,
+}
+
+#[cfg(target_os = "linux")]
+impl LabSink {
+    /// The sink of the lab whose receive end is `iface` in `netns`, if it is one. A receiver that
+    /// died on the end is replaced by the sink first; a running one is in the way (refused).
+    pub fn at(iface: &str, netns: Option<&str>) -> Result<Option<LabSink>> {
+        let Some(lab) = lab_at(iface, netns)? else {
+            return Ok(None);
+        };
+        refuse_nat(&lab)?;
+        let dir = lab.pin_dir();
+        let sink = linerate_xdp::PinnedSink::open(&dir)?;
+        if said(sink.receive_end()?, &lab.name) == linerate_xdp::ReceiveEnd::InUse {
+            return Err(linerate_xdp::XdpError::ReceiveEndBusy {
+                lab: lab.name.clone(),
+                by: linerate_xdp::ReceiveEndLock::holder(&dir),
+            }
+            .into());
+        }
+        let lock = linerate_xdp::ReceiveEndLock::take(&dir, linerate_xdp::HolderKind::Sink)?;
+        Ok(Some(LabSink {
+            lab,
+            sink,
+            _lock: lock,
+        }))
+    }
+
+    /// The lab sink's counters so far (since `lab up`), summed over CPUs.
+    pub fn counters(&self) -> Result<linerate_xdp::SinkCounters> {
+        Ok(self.sink.counters()?)
+    }
+
+    /// The receive interface is still there (the lab was not taken down meanwhile).
+    pub fn present(&self) -> Result<bool> {
+        Ok(linerate_xdp::link_running(&self.lab.receiver, Some(&self.lab.netns))?.is_some())
     }
 }
 
@@ -368,6 +461,7 @@ mod tests {
                 seen.store(n, std::sync::atomic::Ordering::Relaxed);
                 Ok((n, n * 64))
             }),
+            lone_receiver: None,
         };
         let r = sink.settle((0, 0), 100).unwrap();
         assert_eq!(

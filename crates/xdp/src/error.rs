@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::AttachMode;
+use crate::{AttachMode, Holder};
 
 /// Errors while loading, attaching, pinning or reading the XDP programs.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +34,30 @@ pub enum XdpError {
     AlreadyAttached {
         iface: String,
         netns: Option<String>,
+    },
+
+    /// The interface is held by a bpf_link one of linerate's labs pinned (its sink, its DUT's
+    /// programs): `ip … xdp off` cannot remove a link, `lab down` can.
+    #[error(
+        "{iface}{} is held by lab {lab}'s XDP program (a bpf_link pinned at {}, which `ip link set … xdp off` cannot remove): {}",
+        in_netns(.netns), .pin.display(), lab_hint(.lab, .pin)
+    )]
+    HeldByLab {
+        iface: String,
+        netns: Option<String>,
+        lab: String,
+        pin: PathBuf,
+    },
+
+    /// The interface is held by a bpf_link of some other program or process.
+    #[error(
+        "an XDP program is attached to {iface}{} through a bpf_link (id {link}), which `ip link set … xdp off` cannot remove: {}",
+        in_netns(.netns), link_hint(*.link, .netns)
+    )]
+    HeldByLink {
+        iface: String,
+        netns: Option<String>,
+        link: u32,
     },
 
     #[error("{iface}{} does not support {mode} mode XDP: try skb mode", in_netns(.netns))]
@@ -93,9 +117,10 @@ pub enum XdpError {
     },
 
     #[error(
-        "the receive end of lab {lab} is in use by another receiver (a `tx --rx`, `rx` or `serve` still running): wait for it to end, or use another lab"
+        "the receive end of lab {lab} is in use by another receiver ({}): wait for it to end, or use another lab",
+        busy_by(.by)
     )]
-    ReceiveEndBusy { lab: String },
+    ReceiveEndBusy { lab: String, by: Option<Holder> },
 }
 
 impl XdpError {
@@ -107,6 +132,8 @@ impl XdpError {
                 | Self::NoSuchNetns { .. }
                 | Self::NotRoot { .. }
                 | Self::AlreadyAttached { .. }
+                | Self::HeldByLab { .. }
+                | Self::HeldByLink { .. }
                 | Self::ModeUnsupported { .. }
                 | Self::ReceiveEndBusy { .. }
         )
@@ -124,5 +151,106 @@ fn netns_flag(netns: &Option<String>) -> String {
     match netns {
         Some(ns) => format!(" -n {ns}"),
         None => String::new(),
+    }
+}
+
+fn busy_by(by: &Option<Holder>) -> String {
+    match by {
+        Some(h) => h.to_string(),
+        None => "a `tx --rx`, `rx`, `sink` or `serve` still running".into(),
+    }
+}
+
+/// What to do about an interface a lab's pinned link holds: remove the lab; its sink's link
+/// (`<dir>/link`) is borrowed by `sink` and `rx` on the lab's receive end without that.
+fn lab_hint(lab: &str, pin: &std::path::Path) -> String {
+    let down = format!("remove the lab with `linerate lab down --name {lab}`");
+    if pin.file_name().is_some_and(|n| n == "link") {
+        format!(
+            "it is the lab's sink on its receive end; `linerate sink` and `linerate rx` there (-i {lab}1 --netns {lab}-sink) borrow it, or {down}"
+        )
+    } else {
+        down
+    }
+}
+
+/// What to do about an interface some other bpf_link holds: find its holder.
+fn link_hint(link: u32, netns: &Option<String>) -> String {
+    let exec = match netns {
+        Some(ns) => format!("ip netns exec {ns} "),
+        None => String::new(),
+    };
+    format!(
+        "`{exec}bpftool net` lists the interface's programs and `bpftool link show id {link}` the processes that hold the link (stop them), or the link is pinned in bpffs (remove the pin)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_held_interface_is_never_told_to_use_ip_xdp_off() {
+        let lab = XdpError::HeldByLab {
+            iface: "lr1".into(),
+            netns: Some("lr-sink".into()),
+            lab: "lr".into(),
+            pin: "/sys/fs/bpf/linerate/lr/link".into(),
+        }
+        .to_string();
+        assert!(lab.contains("linerate lab down --name lr"), "{lab}");
+        assert!(lab.contains("linerate sink"), "{lab}");
+        assert!(
+            !lab.contains("xdp off`:") && !lab.contains("detach it with"),
+            "{lab}"
+        );
+        let dut = XdpError::HeldByLab {
+            iface: "lrd0".into(),
+            netns: Some("lr-dut".into()),
+            lab: "lr".into(),
+            pin: "/sys/fs/bpf/linerate/lr/dut-link".into(),
+        }
+        .to_string();
+        assert!(
+            dut.ends_with("remove the lab with `linerate lab down --name lr`"),
+            "{dut}"
+        );
+        let other = XdpError::HeldByLink {
+            iface: "eth2".into(),
+            netns: None,
+            link: 17,
+        }
+        .to_string();
+        assert!(other.contains("`bpftool net`"), "{other}");
+        assert!(other.contains("bpftool link show id 17"), "{other}");
+        let other = XdpError::HeldByLink {
+            iface: "b".into(),
+            netns: Some("ns".into()),
+            link: 3,
+        }
+        .to_string();
+        assert!(other.contains("ip netns exec ns bpftool net"), "{other}");
+    }
+
+    #[test]
+    fn a_busy_receive_end_names_its_holder_when_known() {
+        let e = XdpError::ReceiveEndBusy {
+            lab: "lr".into(),
+            by: Some(Holder {
+                kind: crate::HolderKind::Receiver,
+                pid: 7,
+            }),
+        }
+        .to_string();
+        assert!(
+            e.contains("in use by another receiver (`linerate rx`, pid 7)"),
+            "{e}"
+        );
+        let e = XdpError::ReceiveEndBusy {
+            lab: "lr".into(),
+            by: None,
+        }
+        .to_string();
+        assert!(e.contains("in use by another receiver"), "{e}");
     }
 }

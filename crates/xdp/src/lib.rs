@@ -27,6 +27,66 @@ pub mod xdp_act {
     pub const XSK_ZEROCOPY: u64 = 1 << 3;
 }
 
+/// What holds a lab's receive end, as the holder wrote it into the end's lock file once it had
+/// the lock: what kind of command, and its process id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder {
+    pub kind: HolderKind,
+    pub pid: u32,
+}
+
+/// The kinds of command that hold a lab's receive end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderKind {
+    /// A run that counts its own frames there (`tx --rx`, `rfc2544`, `serve`): another sender's
+    /// frames would spoil its counts.
+    Run,
+    /// `linerate rx`: counts whatever any sender sends there, so a plain `tx` may send to it.
+    Receiver,
+    /// `linerate sink`: reads the lab's own sink, which stays on the link.
+    Sink,
+}
+
+impl HolderKind {
+    fn word(self) -> &'static str {
+        match self {
+            HolderKind::Run => "run",
+            HolderKind::Receiver => "rx",
+            HolderKind::Sink => "sink",
+        }
+    }
+}
+
+impl Holder {
+    /// The holder as the lock file holds it: `<pid> <kind>`.
+    pub fn line(&self) -> String {
+        format!("{} {}\n", self.pid, self.kind.word())
+    }
+
+    /// The holder from its lock file's text; None when it says nothing (yet) or not this.
+    pub fn parse(text: &str) -> Option<Holder> {
+        let mut words = text.split_whitespace();
+        let pid = words.next()?.parse().ok()?;
+        let kind = match words.next()? {
+            "run" => HolderKind::Run,
+            "rx" => HolderKind::Receiver,
+            "sink" => HolderKind::Sink,
+            _ => return None,
+        };
+        Some(Holder { kind, pid })
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            HolderKind::Run => write!(f, "a `tx --rx`, `rfc2544` or `serve` run, pid {}", self.pid),
+            HolderKind::Receiver => write!(f, "`linerate rx`, pid {}", self.pid),
+            HolderKind::Sink => write!(f, "`linerate sink`, pid {}", self.pid),
+        }
+    }
+}
+
 /// What the sink has counted, summed over CPUs. `bytes` counts each frame as the XDP program sees
 /// it (`data_end - data`): the Ethernet frame without its FCS. Laid out as `struct sink_counters`
 /// of `bpf/sink.bpf.c`, which the loader checks.
@@ -144,6 +204,19 @@ impl std::fmt::Display for AttachMode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_holder_reads_back_as_it_was_written() {
+        for kind in [HolderKind::Run, HolderKind::Receiver, HolderKind::Sink] {
+            let h = Holder { kind, pid: 4242 };
+            assert_eq!(Holder::parse(&h.line()), Some(h));
+            assert!(h.to_string().contains("pid 4242"), "{h}");
+        }
+        assert_eq!(Holder::parse(""), None);
+        assert_eq!(Holder::parse("12"), None);
+        assert_eq!(Holder::parse("x rx"), None);
+        assert_eq!(Holder::parse("12 what"), None);
+    }
 
     #[test]
     fn the_abi_check_names_the_map_and_both_sizes() {

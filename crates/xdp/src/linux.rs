@@ -303,15 +303,7 @@ impl XdpLink {
     /// another namespace), which detaches every XDP link on it and leaves the program seeing
     /// nothing more.
     pub fn attached(&self) -> bool {
-        // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
-        let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
-        let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
-        // SAFETY: info and len are ours and sized as the call expects; the fd is live.
-        let ret = unsafe {
-            libbpf_sys::bpf_link_get_info_by_fd(self.link.as_raw_fd(), &mut info, &mut len)
-        };
-        // SAFETY: an XDP link's info fills the union's xdp member (the only kind made here).
-        ret == 0 && unsafe { info.__bindgen_anon_1.xdp.ifindex } != 0
+        link_ifindex(&self.link).is_ok_and(|i| i != 0)
     }
 
     /// Pins the link at `path` (bpffs, mounted first if it is not): the program then stays
@@ -325,6 +317,29 @@ impl XdpLink {
         self.pinned = true;
         Ok(())
     }
+}
+
+/// The interface an XDP link holds (0 once the interface is gone or the link detached).
+fn link_ifindex(link: &OwnedFd) -> io::Result<u32> {
+    let info = link_info(link.as_fd())?;
+    if info.type_ != libbpf_sys::BPF_LINK_TYPE_XDP {
+        return Err(io::ErrorKind::InvalidInput.into());
+    }
+    // SAFETY: an XDP link's info fills the union's xdp member (its type was checked).
+    Ok(unsafe { info.__bindgen_anon_1.xdp.ifindex })
+}
+
+/// What the kernel says of a link.
+fn link_info(link: std::os::fd::BorrowedFd<'_>) -> io::Result<libbpf_sys::bpf_link_info> {
+    // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
+    let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
+    // SAFETY: info and len are ours and sized as the call expects; the fd is live.
+    let ret = unsafe { libbpf_sys::bpf_link_get_info_by_fd(link.as_raw_fd(), &mut info, &mut len) };
+    if ret < 0 {
+        return Err(io::Error::from_raw_os_error(-ret));
+    }
+    Ok(info)
 }
 
 /// Detaches the link pinned at `path` and removes the pin; nothing to do when it is not there.
@@ -586,7 +601,7 @@ fn link_xdp(
             libc::EPERM | libc::EACCES => XdpError::NotRoot {
                 what: format!("attaching XDP to {iface}"),
             },
-            libc::EBUSY | libc::EEXIST => XdpError::AlreadyAttached { iface, netns },
+            libc::EBUSY | libc::EEXIST => held(ifindex, iface, netns),
             libc::ENODEV => XdpError::UnknownInterface { iface, netns },
             libc::EOPNOTSUPP if mode == AttachMode::Drv => {
                 XdpError::ModeUnsupported { iface, netns, mode }
@@ -601,6 +616,87 @@ fn link_xdp(
     }
     // SAFETY: bpf_link_create returned a fresh fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(ret) })
+}
+
+/// Why an attach to `ifindex` (of the calling thread's namespace) found the interface busy: a
+/// program attached the old way (`ip … xdp off` removes it), or a bpf_link, which that cannot
+/// remove: a lab's pinned one (named, with `lab down`), or another's (how to find its holder).
+fn held(ifindex: u32, iface: String, netns: Option<String>) -> XdpError {
+    let Some(link) = xdp_link_on(ifindex) else {
+        return XdpError::AlreadyAttached { iface, netns };
+    };
+    match lab_pin_of(link) {
+        Some((lab, pin)) => XdpError::HeldByLab {
+            iface,
+            netns,
+            lab,
+            pin,
+        },
+        None => XdpError::HeldByLink { iface, netns, link },
+    }
+}
+
+/// The id of the XDP link that runs the program attached to `ifindex` (of the calling thread's
+/// namespace), if a link runs it. Links name their interface by index only, so the program's
+/// id must match too (the same index in another namespace runs another program).
+fn xdp_link_on(ifindex: u32) -> Option<u32> {
+    // SAFETY: bpf_xdp_query_opts is a plain C struct of integers; all zeroes is valid.
+    let mut opts: libbpf_sys::bpf_xdp_query_opts = unsafe { std::mem::zeroed() };
+    opts.sz = size_of::<libbpf_sys::bpf_xdp_query_opts>() as _;
+    // SAFETY: opts is initialised with its `sz` set and outlives the call.
+    if unsafe { libbpf_sys::bpf_xdp_query(ifindex as i32, 0, &mut opts) } < 0 {
+        return None;
+    }
+    let progs = [opts.drv_prog_id, opts.skb_prog_id, opts.hw_prog_id];
+    let mut id = 0u32;
+    loop {
+        // SAFETY: a plain syscall wrapper writing the next id into `id`, which is ours.
+        if unsafe { libbpf_sys::bpf_link_get_next_id(id, &mut id) } < 0 {
+            return None;
+        }
+        // SAFETY: a plain syscall on an id; it returns a fresh fd or a negative errno.
+        let fd = unsafe { libbpf_sys::bpf_link_get_fd_by_id(id) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: bpf_link_get_fd_by_id returned a fresh fd that nothing else owns.
+        let link = unsafe { OwnedFd::from_raw_fd(fd) };
+        let Ok(info) = link_info(link.as_fd()) else {
+            continue;
+        };
+        if info.type_ == libbpf_sys::BPF_LINK_TYPE_XDP
+            // SAFETY: an XDP link's info fills the union's xdp member (its type was checked).
+            && unsafe { info.__bindgen_anon_1.xdp.ifindex } == ifindex
+            && info.prog_id != 0
+            && progs.contains(&info.prog_id)
+        {
+            return Some(info.id);
+        }
+    }
+}
+
+/// The lab (and the pin) whose pinned links include link `id`: every lab pins under
+/// /sys/fs/bpf/linerate/<lab>/.
+fn lab_pin_of(id: u32) -> Option<(String, PathBuf)> {
+    for lab in std::fs::read_dir(Path::new(BPFFS).join("linerate"))
+        .ok()?
+        .flatten()
+    {
+        for pin in std::fs::read_dir(lab.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = pin.path();
+            let Ok(Some(fd)) = open_pinned_link(&path) else {
+                continue;
+            };
+            if link_info(fd.as_fd()).is_ok_and(|info| info.id == id) {
+                return Some((lab.file_name().to_string_lossy().into_owned(), path));
+            }
+        }
+    }
+    None
 }
 
 /// Runs `f` in network namespace `netns` (None: right here). setns(2) changes the calling

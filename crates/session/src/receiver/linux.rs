@@ -55,9 +55,48 @@ impl RunReceiver {
         })
     }
 
+    /// A receiver alone (`linerate rx`) on `iface` in `netns`: a lab's receive end
+    /// (`<name>1` in `<name>-sink`) is borrowed from its sink as a run borrows it, under the
+    /// end's lock, and given back when the receiver is dropped (Ctrl-C and errors included); a
+    /// plain `tx` to the lab may send to it meanwhile (it counts any sender's frames). Any other
+    /// interface gets the program attached in `attach` mode.
+    pub fn lone(
+        iface: &str,
+        netns: Option<&str>,
+        attach: crate::options::RxAttach,
+        receiver: &crate::options::ReceiverOptions,
+    ) -> Result<RunReceiver> {
+        let config = linerate_rx::RxConfig::from(receiver);
+        if let Some(lab) = crate::sink::lab_at(iface, netns)? {
+            return Self::lab_end_as(&lab, config, linerate_xdp::HolderKind::Receiver);
+        }
+        let rx = Receiver::attach(iface, netns, attach.into(), config)?;
+        Ok(RunReceiver {
+            rx,
+            at: iface.to_owned(),
+            lab_end: false,
+            link: (iface.to_owned(), netns.map(str::to_owned)),
+        })
+    }
+
+    /// Still attached: false once the receive interface was deleted (or moved to another
+    /// namespace, or the lab whose end it borrowed taken down).
+    pub fn attached(&self) -> bool {
+        self.rx.attached()
+    }
+
     /// Takes `lab`'s receive end from its sink for as long as the receiver lives.
     fn lab_end(lab: &linerate_lab::Lab, config: linerate_rx::RxConfig) -> Result<RunReceiver> {
-        let rx = Receiver::swap_into(&lab.pin_dir(), config)?;
+        Self::lab_end_as(lab, config, linerate_xdp::HolderKind::Run)
+    }
+
+    fn lab_end_as(
+        lab: &linerate_lab::Lab,
+        config: linerate_rx::RxConfig,
+        kind: linerate_xdp::HolderKind,
+    ) -> Result<RunReceiver> {
+        crate::sink::refuse_nat(lab)?;
+        let rx = Receiver::swap_into_as(&lab.pin_dir(), config, kind)?;
         Ok(RunReceiver {
             rx,
             at: "the lab's receive end".into(),

@@ -6,13 +6,13 @@ use std::ffi::CString;
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use libbpf_rs::libbpf_sys;
 
 use super::{LOCK_DIR, PIN_LINK, PIN_PROG, PinnedSink, in_netns, open_pinned_link, pin_error};
-use crate::XdpError;
+use crate::{Holder, HolderKind, XdpError};
 
 impl PinnedSink {
     /// What runs on the sink's link now. When a receiver swapped itself in and died without
@@ -96,29 +96,40 @@ impl ReceiveEndLock {
         }
     }
 
-    /// Takes the lock or says who is in the way.
-    pub fn take(dir: &Path) -> Result<ReceiveEndLock, XdpError> {
-        Self::try_take(dir)?.ok_or_else(|| XdpError::ReceiveEndBusy {
+    /// Takes the lock for a `kind` of command, writing it (and this process's id) into the lock
+    /// file for whoever finds the end busy, or says who is in the way.
+    pub fn take(dir: &Path, kind: HolderKind) -> Result<ReceiveEndLock, XdpError> {
+        use std::os::unix::fs::FileExt;
+        let lock = Self::try_take(dir)?.ok_or_else(|| XdpError::ReceiveEndBusy {
             lab: dir
                 .file_name()
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned(),
-        })
+            by: Self::holder(dir),
+        })?;
+        let holder = Holder {
+            kind,
+            pid: std::process::id(),
+        };
+        let path = Self::path(dir);
+        let file: &File = &lock._file;
+        file.set_len(0)
+            .and_then(|()| file.write_all_at(holder.line().as_bytes(), 0))
+            .map_err(|e| pin_error(&path, e))?;
+        Ok(lock)
+    }
+
+    /// Who holds the receive end pinned under `dir`, as its lock file says: meaningful while the
+    /// lock is held by another (a holder that just took it may not have written it yet).
+    pub fn holder(dir: &Path) -> Option<Holder> {
+        Holder::parse(&std::fs::read_to_string(Self::path(dir)).ok()?)
     }
 }
 
 /// The id of the program a bpf_link runs.
 fn link_prog_id(link: &OwnedFd) -> io::Result<u32> {
-    // SAFETY: bpf_link_info is plain integers and unions of them; zeroes are valid.
-    let mut info: libbpf_sys::bpf_link_info = unsafe { std::mem::zeroed() };
-    let mut len = size_of::<libbpf_sys::bpf_link_info>() as u32;
-    // SAFETY: info and len are ours and sized as the call expects; link is a live fd.
-    let ret = unsafe { libbpf_sys::bpf_link_get_info_by_fd(link.as_raw_fd(), &mut info, &mut len) };
-    if ret < 0 {
-        return Err(io::Error::from_raw_os_error(-ret));
-    }
-    Ok(info.prog_id)
+    Ok(super::link_info(link.as_fd())?.prog_id)
 }
 
 /// The id of a program.
@@ -157,10 +168,14 @@ impl fmt::Debug for LinkSwap {
 
 impl LinkSwap {
     /// Puts `program` on the link pinned under `dir` (as [`Sink::pin`] pins it), holding the
-    /// receive end's lock: a second swap while this one lives is refused
+    /// receive end's lock for a `kind` of command: a second swap while this one lives is refused
     /// ([`XdpError::ReceiveEndBusy`]) before the link is touched.
-    pub fn new(dir: &Path, program: BorrowedFd<'_>) -> Result<LinkSwap, XdpError> {
-        let lock = ReceiveEndLock::take(dir)?;
+    pub fn new(
+        dir: &Path,
+        program: BorrowedFd<'_>,
+        kind: HolderKind,
+    ) -> Result<LinkSwap, XdpError> {
+        let lock = ReceiveEndLock::take(dir, kind)?;
         let path = dir.join(PIN_LINK);
         let link = open_pinned_link(&path)?.ok_or_else(|| XdpError::NotPinned {
             dir: dir.to_owned(),
@@ -187,6 +202,14 @@ impl LinkSwap {
             path,
             _lock: lock,
         })
+    }
+}
+
+impl LinkSwap {
+    /// The link still holds its interface: false once the interface was deleted (or the lab
+    /// taken down, which detaches the link), after which nothing more arrives.
+    pub fn attached(&self) -> bool {
+        super::link_ifindex(&self.link).is_ok_and(|i| i != 0)
     }
 }
 

@@ -258,7 +258,14 @@ fn hosts_flags_are_checked_before_anything_opens() {
     assert!(line.contains("port of its own"), "{line}");
     // The reverse shaper's rate has the forward one's bounds, checked before the lab is looked
     // at; and tx takes --bidir as rfc2544 does.
-    let line = linerate_usage_error(&["lab", "impair", "--name", "nosuch", "--reverse-rate", "1k"]);
+    let line = linerate_usage_error(&[
+        "lab",
+        "impair",
+        "--name",
+        "nosuch",
+        "--reverse-rate",
+        "1kbps",
+    ]);
     assert!(
         line.contains("--reverse-rate") && line.contains("8 kbit/s"),
         "{line}"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Concurrent connections held: linerate's client opens N connections through the lab's NAT DUT
+# to linerate's server (one GET each, keep-alive), and every connection then sits idle for
+# --think before its second GET. While they sit, the script reads each process's resident
+# memory and the CPU time it spent over --sample seconds: memory a connection (client and
+# server) and CPU a second with nothing to do. Every connection must end cleanly and the DUT's
+# conntrack must hold N translations while they sit, or the figure is not printed.
+#
+#   bench-tcp-hold.sh [--connections 10000,20000] [--think 40s] [--sample 10]
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib/bench.sh
+. "$(dirname "$0")/lib/bench.sh" "$@"
+
+counts=10000,20000
+think=40s
+sample=10
+while (($#)); do
+    case $1 in
+        --connections) counts=$2; shift 2 ;;
+        --think) think=$2; shift 2 ;;
+        --sample) sample=$2; shift 2 ;;
+        *) bench_unknown "$1" ;;
+    esac
+done
+
+work=$(mktemp -d)
+bench_cleanup() {
+    [[ -n ${srv:-} ]] && kill -INT "$srv" 2>/dev/null || true
+    [[ -n ${cli:-} ]] && kill -INT "$cli" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+bench_lab_up lrhold nat
+status=$("$lr" lab status --name "$lab" --json)
+field() { sed -n "s/.*\"$1\": \"\\([^\"]*\\)\".*/\\1/p" <<<"$status" | head -1; }
+sender=$(field sender)
+netns=$(field netns)
+dut_ns=$lab-dut
+emulated=198.51.100.2 emulated_gw=198.51.100.1   # linerate_lab::NAT_SERVERS
+# The NAT's table must hold every connection (and the last run's, cleared between runs).
+ip netns exec "$dut_ns" sysctl -qw net.netfilter.nf_conntrack_max=2000000 2>/dev/null || true
+
+rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+# utime + stime in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+IFS=, read -ra ns <<<"$counts"
+for n in "${ns[@]}"; do
+    ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true
+    taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
+        --gateway "$emulated_gw" --concurrent "$n" --response-bytes 1024 >/dev/null 2>&1 &
+    srv=$!
+    sleep 1
+    srv_base=$(rss_kib "$srv")
+    taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+        --server "$emulated:80" -n "$n" --concurrent "$n" --requests 2 --think "$think" \
+        --timeout 60s --window 4096 --response-bytes 1024 --json >"$work/client.json" 2>/dev/null &
+    cli=$!
+    # Every connection open and idle: the client's active count is N once the first GETs are
+    # answered; conntrack's count says the NAT holds them.
+    for _ in $(seq 600); do
+        held=$(ip netns exec "$dut_ns" conntrack -C 2>/dev/null || echo 0)
+        ((held >= n)) && break
+        sleep 0.1
+    done
+    sleep 2
+    c0=$(cpu_ticks "$cli") s0=$(cpu_ticks "$srv")
+    sleep "$sample"
+    c1=$(cpu_ticks "$cli") s1=$(cpu_ticks "$srv")
+    cli_rss=$(rss_kib "$cli") srv_rss=$(rss_kib "$srv")
+    held=$(ip netns exec "$dut_ns" conntrack -C 2>/dev/null || echo 0)
+    wait "$cli" || true
+    cli=
+    kill -INT "$srv"; wait "$srv" || true
+    srv=
+    clean=$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["counters"]; print("yes" if c["closed"]==c["attempted"]==int(sys.argv[2]) and c["responses"]==2*c["attempted"] else "no: %s" % c)' "$work/client.json" "$n")
+    if [[ $clean != yes || $held -lt $n ]]; then
+        echo "$n connections: not all held or not all clean (conntrack $held; $clean)"
+        continue
+    fi
+    awk -v n="$n" -v cr="$cli_rss" -v sr="$srv_rss" -v sb="$srv_base" -v c="$((c1 - c0))" \
+        -v s="$((s1 - s0))" -v hz="$hz" -v t="$sample" -v held="$held" 'BEGIN {
+        printf "%d connections held (conntrack %d): client %.0f MiB, %.2f KiB a connection, %.1f %% of a core idle; server %.0f MiB (%.2f KiB a connection over its start), %.1f %% of a core idle\n",
+            n, held, cr / 1024, cr / n, 100 * c / hz / t, sr / 1024, (sr - sb) / n, 100 * s / hz / t }'
+done

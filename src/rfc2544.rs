@@ -84,10 +84,10 @@ fn check(args: &Rfc2544Args) -> Result<Rfc2544> {
         // "0.5" is read as a ratio, 50 % loss, but is far likelier meant as 0.5 %: above 1 %
         // the percentage must be written out.
         if loss > 0.01 && !g.trim().ends_with('%') {
+            // Rounded to the digits a goal has: 0.07 × 100 is 7.000000000000001.
+            let pct = (loss * 100.0 * 1e6).round() / 1e6;
             return Err(usage(format!(
-                "--goals {g}: a bare number is a ratio ({g} = {} % loss); write {g}% for {g} %, or {}% if you mean it",
-                loss * 100.0,
-                loss * 100.0
+                "--goals {g}: a bare number is a ratio ({g} = {pct} % loss); write {g}% for {g} %, or {pct}% if you mean it"
             )));
         }
         let goal = SearchGoal::new(loss, args.trial)

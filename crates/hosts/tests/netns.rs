@@ -327,7 +327,7 @@ fn an_unknown_port_or_namespace_is_a_usage_error() {
     );
     let err = HostProgram::attach(&net.port, Some(&net.ns)).unwrap_err();
     assert!(
-        err.is_usage() && err.to_string().contains("already attached"),
+        err.is_usage() && err.to_string().contains("program is attached to"),
         "{err}"
     );
 }

@@ -50,13 +50,16 @@ fn a_second_program_on_the_sink_is_refused_clearly() {
     }
     let lab = lab("x");
     let err = Sink::attach(&lab.receiver, Some(&lab.netns), AttachMode::Drv).unwrap_err();
-    assert!(matches!(err, XdpError::AlreadyAttached { .. }), "{err:?}");
+    // The lab's sink holds the end through a pinned bpf_link, which `ip … xdp off` cannot
+    // remove: the error names the lab and the command that can (issue 41).
+    assert!(
+        matches!(&err, XdpError::HeldByLab { lab: l, .. } if *l == lab.name),
+        "{err:?}"
+    );
     let message = err.to_string();
     assert!(
-        message.contains(&format!(
-            "ip -n {} link set {} xdp off",
-            lab.netns, lab.receiver
-        )),
+        message.contains(&format!("linerate lab down --name {}", lab.name))
+            && message.contains("cannot remove"),
         "{message}"
     );
 }
@@ -129,9 +132,11 @@ fn the_pass_program_attaches_and_detaches_on_drop() {
         };
         assert!(details.contains(want), "{mode}: {details}");
         let again = attach_pass(index, mode).unwrap_err();
+        // Held by this process's own bpf_link: the error names the link to look up.
+        assert!(matches!(again, XdpError::HeldByLink { .. }), "{again:?}");
         assert!(
-            matches!(again, XdpError::AlreadyAttached { .. }),
-            "{again:?}"
+            again.to_string().contains("bpftool link show id"),
+            "{again}"
         );
         drop(pass);
         let details = link_details(None, &lab.sender);

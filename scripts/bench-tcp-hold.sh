@@ -49,9 +49,13 @@ IFS=, read -ra ns <<<"$counts"
 for n in "${ns[@]}"; do
     ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true
     taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
-        --gateway "$emulated_gw" --concurrent "$n" --response-bytes 1024 >/dev/null 2>&1 &
+        --gateway "$emulated_gw" --concurrent "$n" --response-bytes 1024 --timeout 600s >"$work/server.log" 2>&1 &
     srv=$!
     sleep 1
+    if ! kill -0 "$srv" 2>/dev/null; then
+        echo "$n connections: the server did not start: $(tail -1 "$work/server.log")" >&2
+        exit 1
+    fi
     srv_base=$(rss_kib "$srv")
     taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
         --server "$emulated:80" -n "$n" --concurrent "$n" --requests 2 --think "$think" \
@@ -65,6 +69,12 @@ for n in "${ns[@]}"; do
         sleep 0.1
     done
     sleep 2
+    for p in "$cli" "$srv"; do
+        if ! kill -0 "$p" 2>/dev/null; then
+            echo "$n connections: a process ended before the sample: $(tail -1 "$work/server.log")" >&2
+            exit 1
+        fi
+    done
     c0=$(cpu_ticks "$cli") s0=$(cpu_ticks "$srv")
     sleep "$sample"
     c1=$(cpu_ticks "$cli") s1=$(cpu_ticks "$srv")
@@ -81,6 +91,6 @@ for n in "${ns[@]}"; do
     fi
     awk -v n="$n" -v cr="$cli_rss" -v sr="$srv_rss" -v sb="$srv_base" -v c="$((c1 - c0))" \
         -v s="$((s1 - s0))" -v hz="$hz" -v t="$sample" -v held="$held" 'BEGIN {
-        printf "%d connections held (conntrack %d): client %.0f MiB, %.2f KiB a connection, %.1f %% of a core idle; server %.0f MiB (%.2f KiB a connection over its start), %.1f %% of a core idle\n",
-            n, held, cr / 1024, cr / n, 100 * c / hz / t, sr / 1024, (sr - sb) / n, 100 * s / hz / t }'
+        printf "%d connections held (conntrack %d): client %.0f MiB, %.2f KiB a connection, %.1f %% of a core idle; server %.0f MiB, %.2f KiB a connection (its slots are made at start: %.0f MiB before the first), %.1f %% of a core idle\n",
+            n, held, cr / 1024, cr / n, 100 * c / hz / t, sr / 1024, sr / n, sb / 1024, 100 * s / hz / t }'
 done

@@ -605,6 +605,10 @@ pub struct TcpServerArgs {
     /// takes the place back sooner by resetting the socket (one RST to a peer already closed).
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
     pub time_wait: std::time::Duration,
+    /// A connection that makes no progress this long is ended: one stalled mid-transfer, and
+    /// one idle between keep-alive requests (nginx's keepalive_timeout, 75 s there).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
     /// Stop after this long (default: until Ctrl-C).
     #[arg(short = 'd', long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,

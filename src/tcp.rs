@@ -206,6 +206,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         default_bytes: args.response_bytes,
         max_bytes: 1 << 30,
         concurrent: args.concurrent,
+        send_buffer: args.send_buffer as usize,
         timeout: args.timeout,
         time_wait: args.time_wait,
         seed: std::process::id().into(),

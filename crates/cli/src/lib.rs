@@ -601,6 +601,10 @@ pub struct TcpServerArgs {
     /// Connections served at once (one the server closed holds its place through TIME-WAIT).
     #[arg(long, default_value_t = 1024)]
     pub concurrent: usize,
+    /// Each connection's send buffer (a response's bytes in flight, most of a slot's memory:
+    /// --concurrent × this is made at start).
+    #[arg(long, default_value = "65536", value_parser = linerate_wire::quantity::parse_count)]
+    pub send_buffer: u64,
     /// TIME-WAIT of a connection the server closed first, at most smoltcp's 10 s; shorter
     /// takes the place back sooner by resetting the socket (one RST to a peer already closed).
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]

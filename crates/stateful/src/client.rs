@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::tcp::{self, State};
 use smoltcp::wire::IpAddress;
 
 use crate::counters::{ClientCounters, Percentiles, Times};
 use crate::http::{self, Progress, ResponseReader};
 use crate::stack::{self, Clock, Link, LinkCounters};
+use crate::table::{Side, Table};
 use crate::{Addresses, StatefulError};
 
 /// What a client run does.
@@ -119,7 +119,7 @@ impl ClientConfig {
 /// Each connection's transmit buffer: a request is one line of headers.
 const TX_BUFFER: usize = 1024;
 /// Socket buffers a client may make, all told (made at start, one set a slot): 16 GiB.
-const BUFFER_BUDGET: u64 = 16 << 30;
+pub(crate) const BUFFER_BUDGET: u64 = 16 << 30;
 
 /// One second of a run, or its end.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -176,6 +176,11 @@ enum Phase {
 }
 
 impl Phase {
+    /// Whether a slot in this phase holds a connection of the count.
+    fn counted(self) -> bool {
+        !matches!(self, Phase::Idle | Phase::Draining)
+    }
+
     fn name(self) -> &'static str {
         match self {
             Phase::Idle => "idle",
@@ -191,7 +196,6 @@ impl Phase {
 
 #[derive(Debug)]
 struct Slot {
-    handle: SocketHandle,
     phase: Phase,
     /// When the connection last moved: the timeout runs from here.
     moved: smoltcp::time::Instant,
@@ -200,6 +204,17 @@ struct Slot {
     requests_left: u32,
     sent: usize,
     reader: ResponseReader,
+}
+
+impl Slot {
+    /// When the slot next needs a step if no frame comes first: its think ending, or its
+    /// timeout (smoltcp's own timers are the table's to add).
+    fn deadline(&self, timeout: smoltcp::time::Duration) -> smoltcp::time::Instant {
+        match self.phase {
+            Phase::Thinking(until) => until,
+            _ => self.moved + timeout + smoltcp::time::Duration::from_micros(1),
+        }
+    }
 }
 
 /// Runs the client until every connection has ended (or `stop` is set and the open ones have
@@ -216,28 +231,32 @@ pub fn run_client<L: Link>(
     let next_hop = config.addresses.gateway.unwrap_or(*config.server.ip());
     stack::announce(link, &config.addresses, next_hop, &clock);
     let slots_wanted = config.concurrent.min(config.connections.max(1) as usize);
-    let mut sockets = SocketSet::new(Vec::with_capacity(slots_wanted));
     let now = clock.now();
-    let mut slots: Vec<Slot> = (0..slots_wanted)
-        .map(|_| {
+    let mut table = Table::new(
+        Side::Client,
+        (0..slots_wanted).map(|_| {
             let rx = tcp::SocketBuffer::new(vec![0; config.rx_buffer]);
             let tx = tcp::SocketBuffer::new(vec![0; TX_BUFFER]);
             let mut socket = tcp::Socket::new(rx, tx);
             socket.set_nagle_enabled(false);
             // Reno: a stateful box sees the slow start and back-off a real stack does.
             socket.set_congestion_control(tcp::CongestionControl::Reno);
-            Slot {
-                handle: sockets.add(socket),
-                phase: Phase::Idle,
-                moved: now,
-                started: now,
-                requests_left: 0,
-                sent: 0,
-                reader: ResponseReader::new(config.response_bytes),
-            }
+            socket
+        }),
+    );
+    let mut slots: Vec<Slot> = (0..table.slots())
+        .map(|_| Slot {
+            phase: Phase::Idle,
+            moved: now,
+            started: now,
+            requests_left: 0,
+            sent: 0,
+            reader: ResponseReader::new(config.response_bytes),
         })
         .collect();
     let mut free: Vec<usize> = (0..slots.len()).rev().collect();
+    // Slots holding a connection of the count (not idle, not draining).
+    let mut busy = 0usize;
     let host = config.server.ip().to_string();
     let request_more = http::request(&host, config.response_bytes, false);
     let request_last = http::request(&host, config.response_bytes, true);
@@ -251,12 +270,45 @@ pub fn run_client<L: Link>(
 
     loop {
         let now = clock.now();
-        iface.poll(now, link, &mut sockets);
-        for (i, slot) in slots.iter_mut().enumerate() {
-            if slot.phase == Phase::Idle {
-                continue;
+        table.ingress(&mut iface, link, now);
+        table.expire(now);
+        stopped |= stop.load(Ordering::Relaxed) && c.attempted < config.connections;
+        // New connections: as many as the rate has made due, the cap allows and remain.
+        let due = match config.rate {
+            _ if stopped => 0,
+            Some(rate) => {
+                ((clock.elapsed().as_secs_f64() * rate) as u64 + 1).saturating_sub(c.attempted)
             }
-            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+            None => u64::MAX,
+        };
+        let open = due
+            .min(config.connections - c.attempted)
+            .min(free.len() as u64);
+        for _ in 0..open {
+            let Some(i) = free.pop() else { break };
+            let slot = &mut slots[i];
+            let (ip, port) = config.source(c.attempted);
+            table
+                .socket(i)
+                .connect(
+                    iface.context(),
+                    (IpAddress::Ipv4(*config.server.ip()), config.server.port()),
+                    (IpAddress::Ipv4(ip), port),
+                )
+                .map_err(|e| StatefulError::Usage(format!("connecting from {ip}:{port}: {e}")))?;
+            table.touch(i);
+            c.attempted += 1;
+            busy += 1;
+            slot.phase = Phase::Connecting;
+            slot.moved = now;
+            slot.started = now;
+            slot.requests_left = config.requests;
+        }
+        table.visit(&mut iface, link, now, |i, socket| {
+            let slot = &mut slots[i];
+            if slot.phase == Phase::Idle {
+                return None;
+            }
             let before = (
                 slot.phase,
                 socket.state(),
@@ -286,45 +338,16 @@ pub fn run_client<L: Link>(
                     tcp_state: before.1.to_string(),
                 });
             }
+            if before.0.counted() && !slot.phase.counted() {
+                busy -= 1;
+            }
             if ended {
                 slot.phase = Phase::Idle;
                 free.push(i);
+                return None;
             }
-        }
-        stopped |= stop.load(Ordering::Relaxed) && c.attempted < config.connections;
-        // New connections: as many as the rate has made due, the cap allows and remain.
-        let due = match config.rate {
-            _ if stopped => 0,
-            Some(rate) => {
-                ((clock.elapsed().as_secs_f64() * rate) as u64 + 1).saturating_sub(c.attempted)
-            }
-            None => u64::MAX,
-        };
-        let open = due
-            .min(config.connections - c.attempted)
-            .min(free.len() as u64);
-        for _ in 0..open {
-            let Some(i) = free.pop() else { break };
-            let slot = &mut slots[i];
-            let (ip, port) = config.source(c.attempted);
-            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
-            socket
-                .connect(
-                    iface.context(),
-                    (IpAddress::Ipv4(*config.server.ip()), config.server.port()),
-                    (IpAddress::Ipv4(ip), port),
-                )
-                .map_err(|e| StatefulError::Usage(format!("connecting from {ip}:{port}: {e}")))?;
-            c.attempted += 1;
-            slot.phase = Phase::Connecting;
-            slot.moved = now;
-            slot.started = now;
-            slot.requests_left = config.requests;
-        }
-        if open > 0 {
-            // The SYNs leave now rather than at the next wake.
-            iface.poll(clock.now(), link, &mut sockets);
-        }
+            Some(slot.deadline(timeout))
+        });
         let elapsed = clock.elapsed().as_secs_f64();
         if elapsed >= next_second {
             next_second = elapsed.floor() + 1.0;
@@ -335,23 +358,30 @@ pub fn run_client<L: Link>(
             });
         }
         // Done when every connection has ended: a socket still draining (TIME-WAIT's 10 s,
-        // an RST to send) holds no connection of the count, and the last poll sends its due.
-        let all_ended = slots
-            .iter()
-            .all(|s| matches!(s.phase, Phase::Idle | Phase::Draining));
-        if all_ended && (c.attempted == config.connections || stopped) {
-            iface.poll(clock.now(), link, &mut sockets);
+        // an RST to send) holds no connection of the count, and a last visit sends its due.
+        if busy == 0 && (c.attempted == config.connections || stopped) {
+            table.touch_all();
+            table.visit(&mut iface, link, clock.now(), |_, _| None);
             break;
         }
-        // Sleep until a frame, a socket's timer, the next connection due or the next second.
-        let mut wait = iface
-            .poll_delay(clock.now(), &sockets)
-            .map_or(Duration::from_millis(10), |d| {
-                Duration::from_micros(d.total_micros())
-            });
-        if let Some(rate) = config.rate
-            && c.attempted < config.connections
-            && !free.is_empty()
+        // Sleep until a frame, a shard's deadline, the next connection due or the next second.
+        let more = !stopped && c.attempted < config.connections && !free.is_empty();
+        let mut wait = match table.next_deadline() {
+            Some(at) => {
+                let now = clock.now();
+                // smoltcp's difference of instants is unsigned: a deadline passed waits none.
+                Duration::from_micros(if at > now {
+                    (at - now).total_micros()
+                } else {
+                    0
+                })
+            }
+            None => Duration::from_millis(10),
+        };
+        if table.has_touched() || (more && config.rate.is_none()) {
+            wait = Duration::ZERO;
+        } else if let Some(rate) = config.rate
+            && more
         {
             let next = (c.attempted as f64) / rate - clock.elapsed().as_secs_f64();
             wait = wait.min(Duration::from_secs_f64(next.max(0.0)));

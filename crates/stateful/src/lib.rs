@@ -20,6 +20,7 @@ mod linux;
 pub mod mem;
 mod server;
 mod stack;
+mod table;
 
 pub use addr::{Addresses, Range};
 pub use client::{ClientConfig, ClientReport, ClientSnapshot, TimedOut, run_client};

@@ -22,6 +22,8 @@ pub struct PacketLink {
     addresses: Addresses,
     rx: Vec<u8>,
     rx_len: usize,
+    /// Whether `rx` holds a frame read (by a peek) and not yet handed up.
+    held: bool,
     tx: Vec<u8>,
     counters: LinkCounters,
 }
@@ -66,6 +68,7 @@ impl PacketLink {
             addresses,
             rx: vec![0; FRAME],
             rx_len: 0,
+            held: false,
             tx: vec![0; FRAME],
             counters: LinkCounters::default(),
         })
@@ -73,12 +76,16 @@ impl PacketLink {
 
     /// Reads frames until one is the end's; false when none waits.
     fn next_frame(&mut self) -> bool {
+        if self.held {
+            return true;
+        }
         loop {
             match linerate_sys::recv_frame(&self.fd, &mut self.rx) {
                 Ok(n) if n > self.rx.len() => self.counters.rx_oversize += 1,
                 Ok(n) if self.addresses.accepts(&self.rx[..n]) => {
                     self.counters.rx_frames += 1;
                     self.rx_len = n;
+                    self.held = true;
                     return true;
                 }
                 Ok(_) => self.counters.rx_ignored += 1,
@@ -163,6 +170,7 @@ impl Device for PacketLink {
         if !self.next_frame() {
             return None;
         }
+        self.held = false;
         Some((
             Rx(&self.rx[..self.rx_len]),
             Tx {
@@ -191,9 +199,16 @@ impl Device for PacketLink {
 
 impl Link for PacketLink {
     fn wait(&mut self, timeout: Duration) -> Result<(), StatefulError> {
+        if self.held {
+            return Ok(());
+        }
         linerate_sys::wait_readable(&self.fd, timeout)
             .map(|_| ())
             .map_err(StatefulError::io("waiting for a frame"))
+    }
+
+    fn peek(&mut self) -> Option<&[u8]> {
+        self.next_frame().then(|| &self.rx[..self.rx_len])
     }
 
     fn counters(&self) -> LinkCounters {

@@ -22,6 +22,8 @@ pub struct MemLink {
     inbox: Arc<Queue>,
     outbox: Arc<Queue>,
     drop_every: u64,
+    /// A frame taken off the queue by a peek, not yet handed up.
+    held: Option<Vec<u8>>,
     counters: LinkCounters,
 }
 
@@ -32,6 +34,7 @@ pub fn pair(drop_every: u64) -> (MemLink, MemLink) {
         inbox: inbox.clone(),
         outbox: outbox.clone(),
         drop_every,
+        held: None,
         counters: LinkCounters::default(),
     };
     (end(&a, &b), end(&b, &a))
@@ -70,7 +73,10 @@ impl Device for MemLink {
     type TxToken<'a> = Tx<'a>;
 
     fn receive(&mut self, _: smoltcp::time::Instant) -> Option<(Rx, Tx<'_>)> {
-        let frame = self.inbox.frames.lock().expect("queue").pop_front()?;
+        let frame = match self.held.take() {
+            Some(frame) => frame,
+            None => self.inbox.frames.lock().expect("queue").pop_front()?,
+        };
         self.counters.rx_frames += 1;
         Some((Rx(frame), Tx(self)))
     }
@@ -90,7 +96,7 @@ impl Device for MemLink {
 impl Link for MemLink {
     fn wait(&mut self, timeout: Duration) -> Result<(), StatefulError> {
         let frames = self.inbox.frames.lock().expect("queue");
-        if frames.is_empty() {
+        if frames.is_empty() && self.held.is_none() {
             let _ = self
                 .inbox
                 .ready
@@ -98,6 +104,13 @@ impl Link for MemLink {
                 .expect("queue");
         }
         Ok(())
+    }
+
+    fn peek(&mut self) -> Option<&[u8]> {
+        if self.held.is_none() {
+            self.held = self.inbox.frames.lock().expect("queue").pop_front();
+        }
+        self.held.as_deref()
     }
 
     fn counters(&self) -> LinkCounters {

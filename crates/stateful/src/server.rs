@@ -5,13 +5,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use smoltcp::iface::{SocketHandle, SocketSet};
 use smoltcp::socket::tcp::{self, State};
 
 use crate::counters::ServerCounters;
 use crate::http::{self, MAX_HEAD};
 use crate::stack::{self, Clock, Link, LinkCounters};
+use crate::table::{Side, Table};
 use crate::{Addresses, StatefulError};
+
+/// Each connection's receive buffer: requests are one line of headers.
+const RX_BUFFER: usize = 4096;
 
 /// What a server run does.
 #[derive(Debug, Clone)]
@@ -26,6 +29,9 @@ pub struct ServerConfig {
     /// Connections served at once (listening sockets; one that closed first holds its slot
     /// through TIME-WAIT, 10 s in smoltcp).
     pub concurrent: usize,
+    /// Each connection's send buffer: what a response may have in flight (the peer's window
+    /// and this bound the goodput), and most of a slot's memory.
+    pub send_buffer: usize,
     /// A connection that makes no progress this long is ended.
     pub timeout: Duration,
     /// How long a connection the server closed first stays in TIME-WAIT (holding its slot)
@@ -58,7 +64,6 @@ enum Phase {
 
 #[derive(Debug)]
 struct Slot {
-    handle: SocketHandle,
     phase: Phase,
     moved: smoltcp::time::Instant,
     request: Vec<u8>,
@@ -67,6 +72,25 @@ struct Slot {
     len: u64,
     /// When the socket was first seen in TIME-WAIT.
     time_wait_since: Option<smoltcp::time::Instant>,
+}
+
+impl Slot {
+    /// When the slot next needs a step if no frame comes first (smoltcp's own timers are the
+    /// table's to add).
+    fn deadline(
+        &self,
+        timeout: smoltcp::time::Duration,
+        config: &ServerConfig,
+    ) -> Option<smoltcp::time::Instant> {
+        let tick = smoltcp::time::Duration::from_micros(1);
+        match (self.phase, self.time_wait_since) {
+            (Phase::Listening, _) => None,
+            (Phase::Closing, Some(since)) => Some(
+                since + smoltcp::time::Duration::from_micros(config.time_wait.as_micros() as u64),
+            ),
+            _ => Some(self.moved + timeout + tick),
+        }
+    }
 }
 
 /// Serves until `stop` is set, calling `each_second` with the counts.
@@ -86,29 +110,42 @@ pub fn run_server<L: Link>(
             "a server needs a port (1 to 65535) and at least one connection".into(),
         ));
     }
+    let buffers = config.concurrent as u64 * (RX_BUFFER + config.send_buffer) as u64;
+    if buffers > crate::client::BUFFER_BUDGET || config.send_buffer < 1024 {
+        return Err(StatefulError::Usage(format!(
+            "{} connections at once × a {} B send buffer need {} MiB of socket buffers; give a send buffer of at least 1 KiB and at most {} MiB all told: lower --concurrent or --send-buffer",
+            config.concurrent,
+            config.send_buffer,
+            buffers >> 20,
+            crate::client::BUFFER_BUDGET >> 20
+        )));
+    }
     let clock = Clock::start();
     let mut iface = stack::interface(link, &config.addresses, &clock, config.seed)?;
-    let mut sockets = SocketSet::new(Vec::with_capacity(config.concurrent));
     let now = clock.now();
-    let mut slots: Vec<Slot> = (0..config.concurrent)
-        .map(|_| {
-            let rx = tcp::SocketBuffer::new(vec![0; 4096]);
-            let tx = tcp::SocketBuffer::new(vec![0; 64 * 1024]);
+    let mut table = Table::new(
+        Side::Server,
+        (0..config.concurrent).map(|_| {
+            let rx = tcp::SocketBuffer::new(vec![0; RX_BUFFER]);
+            let tx = tcp::SocketBuffer::new(vec![0; config.send_buffer]);
             let mut socket = tcp::Socket::new(rx, tx);
             socket.set_nagle_enabled(false);
             // Reno: a stateful box sees the slow start and back-off a real stack does.
             socket.set_congestion_control(tcp::CongestionControl::Reno);
             // Listening from the start: a SYN that comes before the first poll finds a socket.
             let _ = socket.listen(config.port);
-            Slot {
-                handle: sockets.add(socket),
-                phase: Phase::Listening,
-                moved: now,
-                request: Vec::with_capacity(MAX_HEAD),
-                head: Vec::with_capacity(256),
-                len: 0,
-                time_wait_since: None,
-            }
+            socket
+        }),
+    );
+    let mut slots: Vec<Slot> = (0..table.slots())
+        .map(|_| Slot {
+            phase: Phase::Listening,
+            moved: now,
+            // Made on a slot's first request: a million idle listeners hold no heads.
+            request: Vec::new(),
+            head: Vec::new(),
+            len: 0,
+            time_wait_since: None,
         })
         .collect();
     let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
@@ -116,22 +153,34 @@ pub fn run_server<L: Link>(
     let mut next_second = 1.0;
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now();
-        iface.poll(now, link, &mut sockets);
-        for slot in &mut slots {
-            let socket = sockets.get_mut::<tcp::Socket>(slot.handle);
+        table.ingress(&mut iface, link, now);
+        table.expire(now);
+        table.visit(&mut iface, link, now, |i, socket| {
+            let slot = &mut slots[i];
             serve(slot, socket, now, timeout, config, &mut c);
-        }
-        iface.poll(clock.now(), link, &mut sockets);
+            slot.deadline(timeout, config)
+        });
         let elapsed = clock.elapsed().as_secs_f64();
         if elapsed >= next_second {
             next_second = elapsed.floor() + 1.0;
             each_second(elapsed, &c);
         }
-        let wait = iface
-            .poll_delay(clock.now(), &sockets)
-            .map_or(Duration::from_millis(50), |d| {
-                Duration::from_micros(d.total_micros())
-            });
+        let wait = if table.has_touched() {
+            Duration::ZERO
+        } else {
+            match table.next_deadline() {
+                Some(at) => {
+                    let now = clock.now();
+                    // smoltcp's difference of instants is unsigned: a deadline passed waits none.
+                    Duration::from_micros(if at > now {
+                        (at - now).total_micros()
+                    } else {
+                        0
+                    })
+                }
+                None => Duration::from_millis(50),
+            }
+        };
         if !wait.is_zero() {
             link.wait(wait.min(Duration::from_millis(50)))?;
         }

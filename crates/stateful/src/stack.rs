@@ -17,6 +17,8 @@ use crate::{Addresses, StatefulError};
 pub trait Link: Device {
     /// Waits up to `timeout` for a frame to arrive.
     fn wait(&mut self, timeout: Duration) -> Result<(), StatefulError>;
+    /// The next frame, without taking it: the next `receive` hands up this one.
+    fn peek(&mut self) -> Option<&[u8]>;
     /// What the link has counted.
     fn counters(&self) -> LinkCounters;
 }

@@ -42,6 +42,7 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
         default_bytes: 1,
         max_bytes: 1 << 20,
         concurrent: 512,
+        send_buffer: 64 * 1024,
         timeout: Duration::from_secs(10),
         time_wait: Duration::from_secs(10),
         seed: 2,

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Concurrent connections held: linerate's client opens N connections to linerate's server (one
 # GET each, keep-alive), and every connection then sits idle for --think before its second
-# GET. While they sit, the script reads each process's resident memory and the CPU time it
+# GET. They open at --cps (a million SYNs at once would only meet the NAT's SYN backlog and come
+# back in waves of retransmissions). While they sit, the script reads each process's resident memory and the CPU time it
 # spent over --sample seconds: memory a connection (client and server) and CPU a second with
-# nothing to do. Every connection must end cleanly and the DUT's conntrack must hold N
-# translations while they sit, or the figure is not printed. The connections go through the
-# lab's NAT DUT, translated to a pool of 32 addresses (the lab's own masquerade, one address to
-# the server's one port, holds 64,512 at most).
+# nothing to do. Every connection must end cleanly and the DUT's conntrack must track N
+# connections while they sit, or the figure is not printed. The connections go through the
+# lab's NAT DUT with its translation off (see below): conntrack tracks each, as a firewall does.
 #
-#   bench-tcp-hold.sh [--connections 10000,20000] [--think 40s] [--sample 10]
+#   bench-tcp-hold.sh [--connections 10000,20000] [--think 40s] [--sample 10] [--cps 20000]
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 . "$(dirname "$0")/lib/bench.sh" "$@"
@@ -16,11 +16,13 @@ set -euo pipefail
 counts=10000,20000
 think=40s
 sample=10
+cps=20000
 while (($#)); do
     case $1 in
         --connections) counts=$2; shift 2 ;;
         --think) think=$2; shift 2 ;;
         --sample) sample=$2; shift 2 ;;
+        --cps) cps=$2; shift 2 ;;
         *) bench_unknown "$1" ;;
     esac
 done
@@ -30,6 +32,8 @@ bench_cleanup() {
     [[ -n ${srv:-} ]] && kill -INT "$srv" 2>/dev/null || true
     [[ -n ${cli:-} ]] && kill -INT "$cli" 2>/dev/null || true
     wait 2>/dev/null || true
+    [[ -n ${host_ct_max:-} ]] && sysctl -qw net.netfilter.nf_conntrack_max="$host_ct_max"
+    [[ -n ${host_ct_buckets:-} ]] && echo "$host_ct_buckets" >/sys/module/nf_conntrack/parameters/hashsize
     rm -rf "$work"
 }
 bench_lab_up lrhold nat
@@ -41,13 +45,21 @@ cli_if=$(field sender) cli_ns=
 srv_if=${lab}1 srv_ns=$netns
 server=198.51.100.2 server_net=198.51.100.2/24 server_gw=198.51.100.1 # linerate_lab::NAT_SERVERS
 clients=100.64.1.0/24 client_gw=100.64.0.1/16
-# The NAT's table must hold every connection (and the last run's, cleared between runs).
+# The NAT's table must hold every connection (and the last run's, cleared between runs). A
+# namespace's limit is bounded by the host's (262,144 here): both are raised for the run and
+# the host's is put back after.
+host_ct_max=$(sysctl -n net.netfilter.nf_conntrack_max)
+sysctl -qw net.netfilter.nf_conntrack_max=2000000
 ip netns exec "$dut_ns" sysctl -qw net.netfilter.nf_conntrack_max=2000000 2>/dev/null || true
-# The lab masquerades behind one address: 64,512 ports to the server's one port. Here it
-# translates to 32 addresses off the server's network (reached through its gateway, the
-# DUT), 2 million ports.
-ip netns exec "$dut_ns" nft insert rule ip linerate_nat postrouting meta l4proto tcp \
-    snat to 203.0.113.16-203.0.113.47
+# Not translated: the DUT's conntrack still tracks every connection (a stateful firewall, its
+# rules dropping what no connection knows), but a NAT's port search costs the kernel more than
+# the ends themselves at these counts — masquerade, one address to the server's one port, holds
+# 64,512 at most, and a pool of addresses spent most of the client's core in
+# nf_conntrack_tuple_taken past 500,000. The server reaches the clients through its gateway.
+ip netns exec "$dut_ns" nft insert rule ip linerate_nat postrouting ip saddr 100.64.0.0/16 accept
+# A bucket a connection, so a lookup stays one or two entries long.
+host_ct_buckets=$(cat /sys/module/nf_conntrack/parameters/hashsize)
+echo 1048576 >/sys/module/nf_conntrack/parameters/hashsize
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 # utime + stime in clock ticks.
@@ -80,7 +92,7 @@ for n in "${ns[@]}"; do
     srv_base=$(rss_kib "$srv")
     taskset -c 0 "$lr" tcp client -i "$cli_if" ${cli_ns:+--netns "$cli_ns"} --src "$clients" \
         ${client_gw:+--gateway "$client_gw"} --server "$server:80" -n "$n" --concurrent "$n" \
-        --requests 2 --think "$think" --timeout 60s --window 4096 --response-bytes 1024 \
+        --rate "$cps" --requests 2 --think "$think" --timeout 60s --window 4096 --response-bytes 1024 \
         --json >"$work/client.json" 2>"$work/client.log" &
     cli=$!
     # Every connection open and idle once every first GET is answered.

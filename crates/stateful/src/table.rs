@@ -13,7 +13,8 @@ use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketHandl
 use smoltcp::socket::tcp::{self, State};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
-    EthernetFrame, EthernetProtocol, IpAddress, IpEndpoint, IpProtocol, Ipv4Packet, TcpPacket,
+    ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpEndpoint, IpProtocol, Ipv4Packet,
+    TcpPacket,
 };
 
 use crate::stack::Link;
@@ -37,6 +38,11 @@ pub(crate) enum Side {
 /// No deadline.
 const NEVER: i64 = i64::MAX;
 
+/// An ARP frame from a neighbour not heard from for this long (µs) wakes every open shard: a
+/// socket may wait for it. One heard more recently is in smoltcp's cache already (it keeps an
+/// entry 60 s), and a socket that still waits retries by its own timer within a second.
+const NEIGHBOUR_FRESH_US: i64 = 10_000_000;
+
 pub(crate) struct Table<'a> {
     side: Side,
     shards: Vec<SocketSet<'a>>,
@@ -57,6 +63,8 @@ pub(crate) struct Table<'a> {
     timers: BinaryHeap<Reverse<(i64, u32)>>,
     touched: Vec<u32>,
     is_touched: Vec<bool>,
+    /// When each neighbour's ARP frame was last seen (µs), by its IPv4 address.
+    neighbours: HashMap<u32, i64>,
 }
 
 impl<'a> Table<'a> {
@@ -84,6 +92,7 @@ impl<'a> Table<'a> {
             timers: BinaryHeap::new(),
             touched: Vec::new(),
             is_touched: vec![false; n],
+            neighbours: HashMap::new(),
         };
         for s in 0..n {
             table.sync(s);
@@ -135,8 +144,10 @@ impl<'a> Table<'a> {
                         None => (0, false),
                     }
                 }
-                Demux::Arp => {
-                    arp = true;
+                Demux::Arp { sender } => {
+                    let at = now.total_micros();
+                    let last = self.neighbours.insert(sender, at);
+                    arp |= last.is_none_or(|last| at - last > NEIGHBOUR_FRESH_US);
                     (0, false)
                 }
                 Demux::Other => (0, false),
@@ -154,7 +165,7 @@ impl<'a> Table<'a> {
             }
         }
         if arp {
-            // An answer to the stack's ARP request: sockets that waited for it may send now
+            // A neighbour heard from anew: sockets that waited for its address may send now
             // (smoltcp holds them up to a second otherwise).
             for s in 0..self.shards.len() {
                 if self.open[s] > 0 {
@@ -305,7 +316,7 @@ fn key(endpoint: &IpEndpoint) -> Option<u64> {
 
 enum Demux {
     Tcp { dst: u64, src: u64, syn: bool },
-    Arp,
+    Arp { sender: u32 },
     Other,
 }
 
@@ -315,7 +326,16 @@ fn demux(frame: &[u8]) -> Demux {
         return Demux::Other;
     };
     match eth.ethertype() {
-        EthernetProtocol::Arp => return Demux::Arp,
+        EthernetProtocol::Arp => {
+            return match ArpPacket::new_checked(eth.payload()) {
+                Ok(arp) if arp.source_protocol_addr().len() == 4 => Demux::Arp {
+                    sender: u32::from_be_bytes(
+                        arp.source_protocol_addr().try_into().expect("four bytes"),
+                    ),
+                },
+                _ => Demux::Other,
+            };
+        }
         EthernetProtocol::Ipv4 => {}
         _ => return Demux::Other,
     }

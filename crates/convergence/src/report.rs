@@ -82,6 +82,23 @@ pub struct Report {
     pub date: String,
     pub events: Vec<EventReport>,
     pub spread: Spreads,
+    pub accounting: Accounting,
+}
+
+/// The whole run, once traffic stopped: what was sent and received per flow, summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Accounting {
+    pub sent: u64,
+    /// Received once (duplicates taken out).
+    pub received: u64,
+    /// sent − received.
+    pub lost: u64,
+    /// The receiver's sequence gaps not filled late: what every figure is computed from.
+    pub gap_lost: u64,
+    /// Lost during the measured events (the rest was lost outside them).
+    pub lost_in_events: u64,
+    /// Flows whose gaps differ from sent − received (none when the gaps counted exactly).
+    pub inexact: Vec<String>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -134,6 +151,21 @@ impl Report {
                 ms(e.fib_ms)
             );
         }
+        let a = &self.accounting;
+        let _ = writeln!(
+            s,
+            "run: {} sent, {} received, {} lost ({} in the events); sequence gaps {} {}",
+            a.sent,
+            a.received,
+            a.lost,
+            a.lost_in_events,
+            a.gap_lost,
+            if a.inexact.is_empty() {
+                "(exact for every flow)".to_owned()
+            } else {
+                format!("(differ for {} flows)", a.inexact.len())
+            }
+        );
         if self.events.len() > 1 {
             let line = |name: &str, sp: &Option<Spread>| match sp {
                 Some(x) => format!(

@@ -116,7 +116,7 @@ pub fn check(s: &Settings) -> Result<(Lab, Flows, u64), ConvergenceError> {
         )));
     }
     let pps = (s.rate_pps / f64::from(flows.count)).floor();
-    if !(pps >= 1.0) {
+    if pps.is_nan() || pps < 1.0 {
         return Err(usage(format!(
             "--rate {:.0} pps over {} flows is under a frame a second each: raise it",
             s.rate_pps, flows.count

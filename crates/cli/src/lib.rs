@@ -83,6 +83,7 @@ pub enum Command {
     /// Benchmark a BGP DUT's data-plane convergence (RFC 7747) on a `--dut bgp` lab: traffic to
     /// N prefixes learned over a preferred path, the path withdrawn or failed, per-flow loss
     /// and convergence times (Linux).
+    #[command(after_help = examples::CONVERGENCE)]
     Convergence(Box<convergence::ConvergenceArgs>),
     /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux); with
     /// --agent-token-file, also drive ports on other machines' agents.

@@ -257,6 +257,8 @@ mod tests {
         t.update(r(10, 0, 100.0), 100_000_000);
         assert!(!t.settled(0, 100_000_000, 500_000_000));
         t.update(r(20, 5, 250.0), 250_000_000);
+        // Asked at every poll, as the run does: the window runs from the poll after the loss.
+        assert!(!t.settled(0, 250_000_000, 500_000_000));
         t.update(r(60, 5, 650.0), 650_000_000);
         assert!(!t.settled(0, 650_000_000, 500_000_000));
         t.update(r(80, 5, 800.0), 800_000_000);

@@ -3,6 +3,8 @@
 
 #[cfg(target_os = "linux")]
 mod console;
+#[cfg(target_os = "linux")]
+mod convergence;
 mod generate;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
@@ -48,6 +50,12 @@ fn main() -> ExitCode {
         Command::Compare(args) => sweep::compare(&args),
         Command::Ports(args) => ports::run(&args),
         Command::Rfc2544(args) => rfc2544::run(&args),
+        #[cfg(target_os = "linux")]
+        Command::Convergence(args) => convergence::run(&args),
+        #[cfg(not(target_os = "linux"))]
+        Command::Convergence(_) => Err(usage(
+            "linerate convergence runs on Linux for now (its devices' BGP speakers and the BGP lab are Linux's)",
+        )),
         #[cfg(target_os = "linux")]
         Command::Serve(args) => serve::run(*args),
         #[cfg(not(target_os = "linux"))]

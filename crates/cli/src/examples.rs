@@ -81,6 +81,11 @@ Examples:
   linerate rfc2544 throughput -i lr0 --rx --sizes 64,1518 --trial 10s
   linerate rfc2544 all -i eth1 --rx eth2 --link-speed 10G --json dut.json --plot dut.svg";
 
+pub const CONVERGENCE: &str = "\
+Examples:
+  linerate convergence --lab cv                   # a lab from `linerate lab up --name cv --dut bgp`
+  linerate convergence --lab cv --prefixes 10000 --rate 100k --repeat 5 --json cv.json --csv cv.csv";
+
 pub const SERVE: &str = "\
 Examples:
   linerate serve                                  # https://127.0.0.1:8443, self-signed

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 mod backends;
+pub mod convergence;
 mod hosts;
 pub mod rfc2544;
 mod template;
@@ -79,6 +80,11 @@ pub enum Command {
     /// rate, back-to-back, judged at the receive port.
     #[command(after_help = examples::RFC2544)]
     Rfc2544(Box<rfc2544::Rfc2544Args>),
+    /// Benchmark a BGP DUT's data-plane convergence (RFC 7747) on a `--dut bgp` lab: traffic to
+    /// N prefixes learned over a preferred path, the path withdrawn or failed, per-flow loss
+    /// and convergence times (Linux).
+    #[command(after_help = examples::CONVERGENCE)]
+    Convergence(Box<convergence::ConvergenceArgs>),
     /// Serve the Open Traffic Generator API (snappi, OTG test suites) on HTTPS (Linux); with
     /// --agent-token-file, also drive ports on other machines' agents.
     #[command(after_help = examples::SERVE)]

@@ -308,6 +308,16 @@ pub fn routed_addresses(name: &str) -> (Ipv4Addr, Ipv4Addr, Ipv4Addr, Ipv4Addr) 
     )
 }
 
+/// A BGP lab's backup subnet on the receive side: a second /30 on the DUT's egress
+/// (`<name>d1`), for a second device on the receiving port — the next-best egress of the
+/// convergence benchmark (docs/convergence.md). Block k as in [`routed_addresses`], moved half
+/// of 198.19.0.0/16 along: (the DUT's address there, the device's).
+pub fn backup_addresses(name: &str) -> (Ipv4Addr, Ipv4Addr) {
+    let k = 4 * (fnv1a(name) % (1 << 14));
+    let c = u32::from(Ipv4Addr::new(198, 19, 0, 0)) + (k + (1 << 15)) % (1 << 16);
+    (Ipv4Addr::from(c + 1), Ipv4Addr::from(c + 2))
+}
+
 /// A short lab name that no other test running now uses: up to 4 characters of `prefix` (kept to
 /// `[a-z0-9]`) and 4 base-36 characters from the process id, a counter and the clock.
 pub fn unique_name(prefix: &str) -> String {

@@ -222,6 +222,20 @@ impl Routers {
         Ok(())
     }
 
+    /// Stops (`false`) or starts again (`true`) the daemons of device `name` alone (a
+    /// benchmark's failure event on one path); false: no device of that name.
+    pub fn set_device_running(&mut self, name: &str, run: bool) -> Result<bool, RoutingError> {
+        let Some(r) = self.devices.iter_mut().find(|r| r.spec.name == name) else {
+            return Ok(false);
+        };
+        if !run {
+            r.stop();
+        } else if r.daemons.is_empty() {
+            r.start()?;
+        }
+        Ok(true)
+    }
+
     /// Whether the daemons run (after start, or `set_running(true)`).
     pub fn running(&self) -> bool {
         self.devices.iter().any(|r| !r.daemons.is_empty())

@@ -29,8 +29,16 @@ pub fn socket(name: &str) -> PathBuf {
     file(name, "ctl")
 }
 
-/// The configuration: the DUT's two gateways peer with the two test ports' addresses.
-fn config(name: &str, west: (Ipv4Addr, Ipv4Addr), east: (Ipv4Addr, Ipv4Addr)) -> String {
+/// The DUT's sessions, each (the DUT's address, the peer's): toward the sending port, the
+/// receiving port, and the receiving port's backup subnet ([`crate::backup_addresses`]).
+pub(crate) struct Sessions {
+    pub west: (Ipv4Addr, Ipv4Addr),
+    pub east: (Ipv4Addr, Ipv4Addr),
+    pub backup: (Ipv4Addr, Ipv4Addr),
+}
+
+/// The configuration: the DUT's gateways peer with the test ports' addresses.
+fn config(name: &str, s: &Sessions) -> String {
     let session = |side: &str, (local, peer): (Ipv4Addr, Ipv4Addr)| {
         format!(
             "protocol bgp {side} {{\n  local {local} as {DUT_AS};\n  neighbor {peer} external;\n  \
@@ -41,24 +49,19 @@ fn config(name: &str, west: (Ipv4Addr, Ipv4Addr), east: (Ipv4Addr, Ipv4Addr)) ->
     format!(
         "log \"{}\" all;\nrouter id {};\nprotocol device {{ }}\n\
          protocol kernel {{ ipv4 {{ import none; export all; }}; }}\n\
-         protocol kernel {{ ipv6 {{ import none; export all; }}; }}\n{}{}",
+         protocol kernel {{ ipv6 {{ import none; export all; }}; }}\n{}{}{}",
         file(name, "log").display(),
-        west.0,
-        session("west", west),
-        session("east", east)
+        s.west.0,
+        session("west", s.west),
+        session("east", s.east),
+        session("backup", s.backup)
     )
 }
 
-/// Starts BIRD inside `netns` for lab `name`, `west` and `east` each (the DUT's address, the
-/// test port's).
-pub(crate) fn start(
-    name: &str,
-    netns: &str,
-    west: (Ipv4Addr, Ipv4Addr),
-    east: (Ipv4Addr, Ipv4Addr),
-) -> Result<(), LabError> {
+/// Starts BIRD inside `netns` for lab `name` with these sessions.
+pub(crate) fn start(name: &str, netns: &str, sessions: &Sessions) -> Result<(), LabError> {
     let conf = file(name, "conf");
-    std::fs::write(&conf, config(name, west, east))
+    std::fs::write(&conf, config(name, sessions))
         .map_err(state_io(format!("writing {}", conf.display())))?;
     let (sock, pid) = (socket(name), file(name, "pid"));
     let out = in_netns(netns, || {
@@ -102,4 +105,10 @@ pub(crate) fn stop(name: &str) -> Result<(), LabError> {
         let _ = std::fs::remove_file(file(name, what));
     }
     Ok(())
+}
+
+/// Whether lab `name`'s BIRD has the backup session (labs brought up before it was added
+/// have two sessions only).
+pub fn has_backup(name: &str) -> bool {
+    std::fs::read_to_string(file(name, "conf")).is_ok_and(|c| c.contains("protocol bgp backup"))
 }

@@ -171,7 +171,16 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
         inside.add_address(&dut.egress, egress_ip, 30)?;
         if dut.kind == DutKind::Bgp {
             let (west, _, _, east) = crate::routed_addresses(&lab.name);
-            super::bird::start(&lab.name, dut_ns, (ingress_ip, west), (egress_ip, east))?;
+            // The backup subnet: a second device on the receive end peers there, so one
+            // port offers the DUT a preferred and a next-best egress (docs/convergence.md).
+            let backup = crate::backup_addresses(&lab.name);
+            inside.add_address(&dut.egress, backup.0, 30)?;
+            let sessions = super::bird::Sessions {
+                west: (ingress_ip, west),
+                east: (egress_ip, east),
+                backup,
+            };
+            super::bird::start(&lab.name, dut_ns, &sessions)?;
         }
         if dut.kind == DutKind::Nat {
             super::nat::start(dut)?;

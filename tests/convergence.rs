@@ -1,6 +1,7 @@
 //! `linerate convergence` (RFC 7747) on a BGP lab of its own: 100 prefixes, a withdraw, every
 //! flow converged onto the next-best path and counted exactly; bad input refused in one line
 //! with exit 2; nothing of the devices left behind.
+#![cfg(target_os = "linux")]
 
 mod common;
 

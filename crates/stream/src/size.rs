@@ -104,7 +104,7 @@ impl SizeMode {
                 }
                 // Every size of the cycle becomes a pre-built frame: refuse by arithmetic what
                 // would be built and then refused (inc:64-65553 was 2 GB of frames).
-                let sizes = (max - min) / step + 1;
+                let sizes = ((max - min) / step).saturating_add(1);
                 if sizes as u64 > crate::CACHE_LIMIT {
                     let least = (max - min).div_ceil(crate::CACHE_LIMIT as usize - 1);
                     return Err(format!(
@@ -239,6 +239,8 @@ mod tests {
         assert!(fits.with_size(64).schedule(0).len() as u64 <= crate::CACHE_LIMIT);
         let over = "inc:64-65553:15".parse::<SizeMode>();
         assert!(over.is_err());
+        // The whole of usize is one size more than usize holds (the fuzzer's find).
+        assert!(format!("inc:0-{}", usize::MAX).parse::<SizeMode>().is_err());
     }
 
     #[test]

@@ -4,8 +4,10 @@
 # (under a quarter of it), for each backend × pacing × rate, one worker pinned to core 0. The gaps
 # are stamped at the far end of a veth pair by the tests' own XDP program (crates/probe, `gap-probe`:
 # bpf_ktime_get_ns per frame, no code shared with linerate's receiver). Each cell is the median of
-# --rounds runs; the first --skip arrivals of a run are left out. A last row sends --gaps poisson
-# and prints the Kolmogorov–Smirnov D and p against the exponential at the rate.
+# --rounds runs; the first --skip arrivals of a run are left out. `auto` rows say what auto chose
+# on this machine and the send cost it measured (the run's report: pacing.spacing, send_ns). A
+# last row sends --gaps poisson and prints the Kolmogorov–Smirnov D and p against the exponential
+# at the rate.
 #
 #   bench-gaps.sh [--rounds 3] [--frames 200000] [--skip 1000] [--rates 100k,500k,1M] [--backends afxdp,afpacket,live] [--json FILE]
 #
@@ -73,36 +75,41 @@ one_run() {
     local pid=$!
     for _ in $(seq 100); do grep -q attached "$ready" && break; sleep 0.05; done
     local err
-    if ! err=$("$lr" tx -q -i "$a" --dst-mac "$mac" -n "$frames" --backend "$backend" \
-        --pacing "$pacing" --rate "$rate" ${gaps:+--gaps "$gaps"} --cores 0 2>&1 >/dev/null); then
+    if ! err=$("$lr" tx -q --json -i "$a" --dst-mac "$mac" -n "$frames" --backend "$backend" \
+        --pacing "$pacing" --rate "$rate" ${gaps:+--gaps "$gaps"} --cores 0 2>&1 >"$work/tx.json"); then
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
         echo "refused: ${err#linerate: }"
         return
     fi
     wait "$pid"
-    cat "$out"
+    # The sender's own word on its pacing, appended to the probe's JSON line.
+    printf '%s "chose":"%s","send_ns":%s\n' "$(cat "$out")" \
+        "$(grep -o '"spacing": *"[a-z]*"' "$work/tx.json" | head -1 | cut -d'"' -f4)" \
+        "$(grep -o '"send_ns": *[0-9]*' "$work/tx.json" | head -1 | cut -d: -f2 | tr -d ' ')"
 }
 
 field() { sed -n "s/.*\"$1\":\([-0-9.e]*\).*/\1/p"; }
 
-printf '%-9s %-8s %-6s %7s %7s %7s %7s %7s %9s %11s\n' \
-    backend pacing rate '±64' '±128' '±256' '±512' 'b2b' 'median' 'mean pps'
+printf '%-9s %-8s %-6s %7s %7s %7s %7s %7s %9s %11s  %s\n' \
+    backend pacing rate '±64' '±128' '±256' '±512' 'b2b' 'median' 'mean pps' 'sender (send cost)'
 rows=()
 IFS=, read -ra rate_list <<< "$rates"
 IFS=, read -ra backend_list <<< "$backends"
 for backend in "${backend_list[@]}"; do
-    for pacing in sliced precise; do
+    for pacing in sliced precise auto; do
         for rate in "${rate_list[@]}"; do
             pps=$(pps_of "$rate")
             target=$(awk -v p="$pps" 'BEGIN { printf "%.3f", 1e9 / p }')
             declare -A col=()
             refused=
-            for k in within_64ns within_128ns within_256ns within_512ns back_to_back median_ns rate_pps; do col[$k]=; done
+            for k in within_64ns within_128ns within_256ns within_512ns back_to_back median_ns rate_pps send_ns; do col[$k]=; done
+            chose=
             for _ in $(seq "$rounds"); do
                 r=$(one_run "$backend" "$pacing" "$rate" "" "$target")
                 if [[ $r == refused:* ]]; then refused=$r; break; fi
                 for k in "${!col[@]}"; do col[$k]+="$(field "$k" <<< "$r") "; done
+                chose+="$(sed -n 's/.*"chose":"\([a-z]*\)".*/\1/p' <<< "$r") "
             done
             if [[ -n $refused ]]; then
                 printf '%-9s %-8s %-6s %s\n' "$backend" "$pacing" "$rate" "$refused"
@@ -111,10 +118,10 @@ for backend in "${backend_list[@]}"; do
             fi
             med() { tr ' ' '\n' <<< "${col[$1]}" | grep . | median; }
             pct() { awk -v v="$(med "$1")" 'BEGIN { printf "%.1f%%", v * 100 }'; }
-            printf '%-9s %-8s %-6s %7s %7s %7s %7s %7s %7sns %11.0f\n' "$backend" "$pacing" "$rate" \
+            printf '%-9s %-8s %-6s %7s %7s %7s %7s %7s %7sns %11.0f  %s (%s ns)\n' "$backend" "$pacing" "$rate" \
                 "$(pct within_64ns)" "$(pct within_128ns)" "$(pct within_256ns)" "$(pct within_512ns)" \
-                "$(pct back_to_back)" "$(med median_ns)" "$(med rate_pps)"
-            rows+=("{\"backend\":\"$backend\",\"pacing\":\"$pacing\",\"rate\":\"$rate\",\"within_64ns\":$(med within_64ns),\"within_128ns\":$(med within_128ns),\"within_256ns\":$(med within_256ns),\"within_512ns\":$(med within_512ns),\"back_to_back\":$(med back_to_back),\"median_ns\":$(med median_ns),\"rate_pps\":$(med rate_pps)}")
+                "$(pct back_to_back)" "$(med median_ns)" "$(med rate_pps)" "${chose% }" "$(med send_ns)"
+            rows+=("{\"backend\":\"$backend\",\"pacing\":\"$pacing\",\"chose\":\"${chose% }\",\"send_ns\":$(med send_ns),\"rate\":\"$rate\",\"within_64ns\":$(med within_64ns),\"within_128ns\":$(med within_128ns),\"within_256ns\":$(med within_256ns),\"within_512ns\":$(med within_512ns),\"back_to_back\":$(med back_to_back),\"median_ns\":$(med median_ns),\"rate_pps\":$(med rate_pps)}")
             unset col
         done
     done

@@ -698,8 +698,9 @@ pub struct TxArgs {
     #[arg(long, help_heading = PACE)]
     pub rate: Option<String>,
     /// How paced frames leave: precise (each at its own instant, a kick each), sliced (the
-    /// frames due within 20 µs together, one kick) or auto (precise where a kick per frame
-    /// costs less than a worker's gap: up to 2 Mpps a worker, 50 kpps on live).
+    /// frames due within 20 µs together, one kick) or auto (precise where a kick per frame,
+    /// as the run measures it on the port, fits a worker's gap: up to 2 Mpps a worker, 50 kpps
+    /// on live).
     #[arg(long, value_name = "auto|precise|sliced", help_heading = PACE)]
     pub pacing: Option<linerate_stream::Spacing>,
     /// The gaps between paced frames: even (constant bit rate) or poisson (exponential gaps of

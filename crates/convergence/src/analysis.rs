@@ -31,6 +31,18 @@ pub struct Track {
     last_loss_poll_ns: Option<u64>,
     /// Frames when the quiet window began (see [`Track::settled`]).
     quiet_frames: Option<(u64, u64)>,
+    /// The loss the last poll revealed, until the next poll confirms it: the level before it
+    /// and the marks it replaced.
+    unconfirmed: Option<(u64, Marks)>,
+}
+
+/// What a loss sets on a track, kept to take it back.
+#[derive(Debug, Clone, Copy)]
+struct Marks {
+    from_ns: Option<u64>,
+    restored_ns: Option<u64>,
+    last_loss_poll_ns: Option<u64>,
+    quiet_frames: Option<(u64, u64)>,
 }
 
 impl Track {
@@ -44,6 +56,7 @@ impl Track {
             restored_ns: None,
             last_loss_poll_ns: None,
             quiet_frames: None,
+            unconfirmed: None,
         }
     }
 
@@ -51,8 +64,29 @@ impl Track {
     /// sequence gap), so the poll that sees it brackets the frame that ended it: it arrived
     /// no later than `last_ns`, and `frames − 1` frame times before it at the earliest when
     /// every frame since the poll before came after the gap (the outage spanned that poll).
+    ///
+    /// A frame in flight on another CPU when the poll was read reads lost until a later poll
+    /// counts it: loss that the next poll takes back (to the level before) was none, and its
+    /// marks are undone.
     pub fn update(&mut self, r: Reading, at_ns: u64) {
+        if let Some((level, marks)) = self.unconfirmed.take()
+            && r.lost <= level
+        {
+            self.from_ns = marks.from_ns;
+            self.restored_ns = marks.restored_ns;
+            self.last_loss_poll_ns = marks.last_loss_poll_ns;
+            self.quiet_frames = marks.quiet_frames;
+        }
         if r.lost > self.prev.lost {
+            self.unconfirmed = Some((
+                self.prev.lost,
+                Marks {
+                    from_ns: self.from_ns,
+                    restored_ns: self.restored_ns,
+                    last_loss_poll_ns: self.last_loss_poll_ns,
+                    quiet_frames: self.quiet_frames,
+                },
+            ));
             if self.from_ns.is_none() {
                 self.from_ns = Some(self.prev.last_ns);
             }
@@ -228,6 +262,26 @@ mod tests {
         assert_eq!(f.restored_ms, Some(330.0));
         // 310 ms from the last frame before to the first after: 30 lost + 1 frame time.
         assert_eq!(f.outage_ms, Some(310.0));
+    }
+
+    #[test]
+    fn loss_the_next_poll_takes_back_was_frames_in_flight() {
+        let mut t = Track::new(r(100, 0, 1000.0), 100.0);
+        assert!(!t.settled(0, 1_000_000_000, 200_000_000));
+        // Two frames still on the other CPU when this poll read: taken back at the next.
+        t.update(r(110, 2, 1100.0), 1_100_000_000);
+        t.update(r(120, 0, 1200.0), 1_200_000_000);
+        let f = t.result(1_000_000_000);
+        assert_eq!((f.lost, f.outage_ms, f.loss_from_ms), (0, None, None));
+        assert!(
+            t.settled(0, 1_200_000_000, 200_000_000),
+            "the quiet window went on"
+        );
+        // Loss the next poll keeps is loss.
+        t.update(r(130, 3, 1300.0), 1_300_000_000);
+        t.update(r(140, 3, 1400.0), 1_400_000_000);
+        let f = t.result(1_000_000_000);
+        assert_eq!((f.lost, f.loss_from_ms), (3, Some(200.0)));
     }
 
     #[test]

@@ -93,7 +93,8 @@ pub struct Accounting {
     pub received: u64,
     /// sent − received.
     pub lost: u64,
-    /// The receiver's sequence gaps not filled late: what every figure is computed from.
+    /// The sequence numbers the receiver saw reached, less the frames it received (over every
+    /// CPU): what every figure is computed from.
     pub gap_lost: u64,
     /// Lost during the measured events (the rest was lost outside them).
     pub lost_in_events: u64,

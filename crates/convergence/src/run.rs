@@ -219,7 +219,7 @@ fn read(bed: &BedThread, at: &[FlowAt], ids: &[u16]) -> Result<Vec<Reading>, Con
                     .map(|f| {
                         let r = Reading {
                             frames: f.frames,
-                            lost: f.gaps.saturating_sub(f.late),
+                            lost: f.reached_loss(0),
                             last_ns: f.last_ns,
                         };
                         (f.flow, r)
@@ -313,9 +313,10 @@ pub fn run(s: &Settings, stop: &Arc<AtomicBool>) -> Result<Report, ConvergenceEr
     let hosts = mapped.placed_hosts();
     let mut port = s.port.clone();
     port.interface = Some(hosts[0].port.clone());
-    // Every frame of a flow on one CPU: the sender's worker pinned, so the DUT forwards and
-    // the receiver counts in its context (veth), and a flow's sequence is judged by one
-    // CPU's entry. Spread over two, each entry counts the other's frames as gaps.
+    // The sender's worker pinned to one core, so the DUT forwards and the receiver counts in
+    // its context (veth) and a flow's frames seldom cross CPUs on the way: a loss is read
+    // from the highest sequence number any CPU saw (`reached_loss`), where a frame still
+    // in flight on the other CPU reads lost until it is counted.
     if port.cores.is_empty() {
         port.cores = linerate_session::allowed_cores().split_off(0);
         port.cores.drain(..port.cores.len() - 1);
@@ -471,7 +472,7 @@ fn account(
         let stats =
             f.rx.and_then(|p| totals.get(p)?.as_ref()?.flow(f.id).cloned());
         let tx = sent.get(&f.id).copied().unwrap_or(0);
-        let (unique, gaps) = stats.map_or((0, 0), |s| (s.unique(), s.estimated_loss()));
+        let (unique, gaps) = stats.map_or((0, 0), |s| (s.unique(), s.reached_loss(0)));
         let lost = tx.saturating_sub(unique);
         a.sent += tx;
         a.received += unique;

@@ -14,6 +14,9 @@ pub struct PacingStats {
     /// `precise` (each frame sent alone at its own instant) or `sliced` (the frames due within
     /// a slice sent together).
     pub spacing: &'static str,
+    /// What one send cost the port (ns), measured over the worker's first sends: `auto`
+    /// spacing is precise only where the gap is 1.1 times that (0: too few sends to tell).
+    pub send_ns: u64,
     pub batches: u64,
     pub late_p50_ns: u64,
     pub late_p99_ns: u64,
@@ -36,9 +39,15 @@ impl PacingStats {
     /// Summarises a worker's log (ns): lateness per batch (or per call, for backends that
     /// pace by call) and gaps between them.
     pub fn from_log(log: PaceLog) -> Self {
-        let PaceLog { late, gap, sliced } = log;
+        let PaceLog {
+            late,
+            gap,
+            sliced,
+            send_ns,
+        } = log;
         Self {
             spacing: if sliced { "sliced" } else { "precise" },
+            send_ns,
             batches: late.len(),
             late_p50_ns: late.value_at_quantile(0.5),
             late_p99_ns: late.value_at_quantile(0.99),
@@ -60,11 +69,13 @@ impl PacingStats {
             late: first.late.clone(),
             gap: first.gap.clone(),
             sliced: first.spacing == "sliced",
+            send_ns: first.send_ns,
         };
         for p in it {
             log.late.add(&p.late).ok()?;
             log.gap.add(&p.gap).ok()?;
             log.sliced |= p.spacing == "sliced";
+            log.send_ns = log.send_ns.max(p.send_ns);
         }
         Some(Self::from_log(log))
     }

@@ -120,8 +120,9 @@ impl<'a> Share<'a> {
     ) -> Result<WorkerTotals, PortError> {
         let stop = ctx.halt();
         let steer = Steer { stop, control };
-        let pacer =
-            |p, first_seq, stride| Pacer::new(p, ctx.epoch, first_seq, stride, batch.into());
+        let pacer = |p, first_seq, stride| {
+            Pacer::new(p, ctx.epoch, first_seq, stride, batch.into()).measuring()
+        };
         match self {
             Self::Cycle(wp, pacing) => {
                 let pacer = pacing.map(|p| pacer(p, wp.first_seq, wp.stride));

@@ -387,6 +387,7 @@ mod tests {
                     gaps: 0,
                     latency: None,
                     cpus: 1,
+                    next_seq: 28,
                     gap_buckets: None,
                 }],
                 ..RxTotals::default()

@@ -200,6 +200,10 @@ pub struct FlowStats {
     pub latency: Option<Latency>,
     /// CPUs the flow arrived on (more than one: order is judged per CPU).
     pub cpus: u32,
+    /// One past the highest sequence number any CPU saw (wrapping): with `unique`, the
+    /// flow's loss however its frames were spread over CPUs (`reached_loss`).
+    #[serde(default)]
+    pub next_seq: u32,
     /// The gaps between its arrivals on the CPU that received most of it (`RxConfig::gaps`):
     /// buckets as `hist` numbers them, and that CPU's mean gap (ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +269,11 @@ impl FlowStats {
             gaps: sum(|c| c.gaps),
             latency,
             cpus: seen.len() as u32,
+            next_seq: seen
+                .iter()
+                .map(|c| c.next_seq)
+                .reduce(|a, b| if (b.wrapping_sub(a) as i32) > 0 { b } else { a })
+                .unwrap_or(0),
             gap_buckets: None,
         }
     }
@@ -285,6 +294,17 @@ impl FlowStats {
     /// Blind to frames lost after the last one received.
     pub fn estimated_loss(&self) -> u64 {
         self.gaps.saturating_sub(self.late + self.old)
+    }
+
+    /// The sequence numbers the flow reached from `first` (its first frame's), less the
+    /// frames received once. Unlike `estimated_loss`, a flow whose frames moved between CPUs
+    /// (each CPU's entry then counts the other's frames as its gaps) reads no loss; a frame
+    /// still in flight on another CPU reads lost until it is counted. Blind to a lost tail.
+    pub fn reached_loss(&self, first: u32) -> u64 {
+        if self.frames == 0 {
+            return 0;
+        }
+        u64::from(self.next_seq.wrapping_sub(first)).saturating_sub(self.unique())
     }
 }
 
@@ -545,5 +565,24 @@ mod tests {
         let l = s.latency.unwrap();
         assert_eq!(l.min, 10);
         assert_eq!(l.p50, None);
+    }
+
+    #[test]
+    fn a_flow_moving_between_cpus_reads_gaps_per_cpu_but_no_reached_loss() {
+        // Frames 0..=2 and 6..=7 on one CPU, 3..=5 on the other: no frame lost.
+        let a = run(&[0, 1, 2, 6, 7]);
+        let b = run(&[3, 4, 5]);
+        let s = FlowStats::merge(1, &[a, b], None);
+        assert_eq!(s.estimated_loss(), 3, "CPU a's gap is no loss");
+        assert_eq!((s.next_seq, s.reached_loss(0)), (8, 0));
+        // Frame 4 lost, and 9 past a wrap of the sequence.
+        let a = run(&[u32::MAX - 1, u32::MAX, 0, 1]);
+        let b = run(&[2, 3, 5]);
+        let s = FlowStats::merge(1, &[a, b], None);
+        assert_eq!((s.next_seq, s.reached_loss(u32::MAX - 1)), (6, 1));
+        assert_eq!(
+            FlowStats::merge(1, &[RxFlow::default()], None).reached_loss(7),
+            0
+        );
     }
 }

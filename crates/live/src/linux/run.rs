@@ -226,6 +226,7 @@ impl Call<'_> {
                 self.batch.into(),
             )
             .sending_at(super::send::CALL_PS)
+            .measuring()
         });
         let start = std::time::Instant::now();
         let limit = wl.limit.unwrap_or(u64::MAX);

@@ -96,6 +96,11 @@ pub fn config(device: &Device) -> Result<String, RoutingError> {
     // own to import from: zebra does not run.
     out.push_str(" no bgp ebgp-requires-policy\n no bgp network import-check\n");
     out.push_str(" no bgp default ipv4-unicast\n");
+    // OTG's graceful_restart is not modelled (refused): a device must not offer it either.
+    // With FRR's default helper mode its peers saw the capability with the N bit (RFC 8538),
+    // so a DUT kept a stopped device's routes as stale for 120 s after its Cease instead of
+    // withdrawing them (the convergence benchmark's `--event down` measured nothing).
+    out.push_str(" bgp graceful-restart-disable\n");
     for p in peers(device) {
         let a = p.address;
         let remote = match p.kind {

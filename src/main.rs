@@ -6,6 +6,8 @@ mod console;
 #[cfg(target_os = "linux")]
 mod convergence;
 mod generate;
+#[cfg(target_os = "linux")]
+mod host_bgp;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
 mod lab;

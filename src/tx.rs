@@ -42,15 +42,30 @@ pub fn run(args: &TxArgs) -> Result<()> {
             s.bursts = Some(linerate_stream::Bursts { frames, per_second });
         }
     }
+    #[cfg(target_os = "linux")]
+    let speakers = crate::host_bgp::devices(&hosts)?;
     let spec = if with_hosts {
         hosts_spec(args, hosts, &streams)?
     } else {
         port_spec(args, &streams)?
     };
+    let stop = stop_flag()?;
     let mut bed = TestBed::open(&spec)?;
+    // The hosts' BGP speakers, up and advertising before the first frame; they stop (and
+    // their namespaces go) when the run is over.
+    #[cfg(target_os = "linux")]
+    let _speakers = if speakers.is_empty() {
+        None
+    } else {
+        let routed: Vec<(String, Vec<[u8; 6]>)> = speakers
+            .iter()
+            .map(|d| (d.name.clone(), Vec::new()))
+            .collect();
+        bed.pass_to_stack(&routed)?;
+        Some(crate::host_bgp::start(speakers, &stop)?)
+    };
     let end = options::send_end(&args.send, args.count);
     bed.compile(&streams, end)?;
-    let stop = stop_flag()?;
     let live = match bed.port() {
         Some(port) => LiveStatus::new(port.link_mbps(), args.send.quiet).with_rx(port.rx_handle()),
         None => LiveStatus::new(None, true),

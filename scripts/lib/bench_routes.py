@@ -68,6 +68,9 @@ while fib is None and time.time() - start < 600:
     time.sleep(0.1)
 bgpd = int(open(next(f"/run/linerate/routing/{n}/bgpd.pid" for n in os.listdir("/run/linerate/routing"))).read())
 bird = int(open(f"/run/linerate/labs/{lab}.bird.pid").read())
+if advertised is None or fib is None:
+    raise SystemExit(f"bench-routes: after 600 s the device advertised {m.routes_advertised} "
+                     f"and the DUT holds {fib_count()} of {v4 + v6} prefixes")
 print(f"advertised {advertised:.2f} fib {fib:.2f} bgpd {rss_mib(bgpd)} bird {rss_mib(bird)} serve {rss_mib(int(os.environ['SERVER']))}")
 # The next round starts from nothing: an empty config stops the daemon and the DUT withdraws.
 api.set_config(api.config())

@@ -6,12 +6,13 @@
 //! One syntax everywhere: `--host` takes the table's keys as `key=value` pairs, so
 //! `--host name=west,port=lab0,ipv4=198.18.0.1/24,gateway=198.18.0.254` is the table
 //! `{ name = "west", port = "lab0", ipv4 = "198.18.0.1/24", gateway = "198.18.0.254" }`.
+//! A host's BGP speaker (`[host.bgp]`, its peer and route ranges) is a sub-table: files only.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::str::FromStr;
 
-use ipnet::{Ipv4Net, Ipv6Net};
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use linerate_wire::Mac;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,74 @@ pub struct HostSpec {
     /// IPv6 next hop off the prefix.
     #[serde(default)]
     pub gateway6: Option<Ipv6Addr>,
+    /// A BGP speaker with the host's MAC and address (`[host.bgp]`): FRR's bgpd, run as the
+    /// OTG devices' is (docs/routing.md), advertising `routes` to one peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp: Option<HostBgp>,
+}
+
+/// A host's BGP session and what it advertises on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostBgp {
+    /// The host's AS (1 to 4294967295).
+    #[serde(rename = "as")]
+    pub asn: u32,
+    /// The neighbour, on the host's subnet; default: its gateway (IPv4, else IPv6).
+    #[serde(default)]
+    pub peer: Option<IpAddr>,
+    /// The neighbour is in the host's AS (iBGP); default: another (eBGP).
+    #[serde(default)]
+    pub ibgp: bool,
+    /// Default: the host's IPv4 address.
+    #[serde(default)]
+    pub router_id: Option<Ipv4Addr>,
+    /// Seconds; default: FRR's (60 and 180).
+    #[serde(default)]
+    pub keepalive: Option<u16>,
+    #[serde(default)]
+    pub hold: Option<u16>,
+    /// TCP-MD5 (RFC 2385) key.
+    #[serde(default)]
+    pub md5: Option<String>,
+    #[serde(default)]
+    pub routes: Vec<HostRoutes>,
+}
+
+/// `count` prefixes from `prefix`, each `step` prefix-sized blocks after the last, with the
+/// path attributes they are advertised with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostRoutes {
+    /// Default: `<host>-routes<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub prefix: IpNet,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "one")]
+    pub step: u32,
+    /// Default: the host's own address on the session.
+    #[serde(default)]
+    pub next_hop: Option<IpAddr>,
+    #[serde(default)]
+    pub med: Option<u32>,
+    /// Sent to iBGP peers only.
+    #[serde(default)]
+    pub local_pref: Option<u32>,
+    /// `igp`, `egp` or `incomplete`.
+    #[serde(default)]
+    pub origin: Option<String>,
+    /// Standard communities, `AS:VALUE` (RFC 1997).
+    #[serde(default)]
+    pub communities: Vec<String>,
+    /// AS numbers put before the host's own.
+    #[serde(default)]
+    pub as_path: Vec<u32>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn bad(host: &str, why: impl Into<String>) -> StreamError {
@@ -358,6 +427,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t, h);
+    }
+
+    #[test]
+    fn a_bgp_sub_table_reads_with_its_defaults_and_refuses_unknown_keys() {
+        let t: HostSpec = toml::from_str(
+            "name = \"west\"\nport = \"lab0\"\nipv4 = \"198.18.0.1/30\"\n[bgp]\nas = 65201\n\
+             routes = [{ prefix = \"100.0.0.0/24\", count = 100, communities = [\"1:2\"] }]\n",
+        )
+        .unwrap();
+        let b = t.bgp.unwrap();
+        assert_eq!((b.asn, b.peer, b.ibgp), (65201, None, false));
+        let r = &b.routes[0];
+        assert_eq!(
+            (r.count, r.step, r.prefix.to_string()),
+            (100, 1, "100.0.0.0/24".into())
+        );
+        assert_eq!(r.communities, ["1:2"]);
+        let e =
+            toml::from_str::<HostSpec>("name = \"w\"\nport = \"p\"\n[bgp]\nas = 1\nbogus = 2\n")
+                .unwrap_err();
+        assert!(e.to_string().contains("unknown field `bogus`"), "{e}");
+        // `--host` keeps to flat keys: a BGP host is a file's.
+        assert!("name=w,port=p,bgp=1".parse::<HostSpec>().is_err());
     }
 
     /// Issue 40 #5: what can be told wrong from the hosts alone is refused when they are

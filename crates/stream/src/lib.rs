@@ -26,7 +26,7 @@ pub use capture::{
 };
 pub use encap::{ENCAP_FORM, Encap, OuterHeader, VNI_MASK, VNI_SHIFT};
 pub use error::{ReplaySetting, StreamError};
-pub use host::{HOSTS_PER_PORT, HostSpec, MAX_HOSTS, check_hosts};
+pub use host::{HOSTS_PER_PORT, HostBgp, HostRoutes, HostSpec, MAX_HOSTS, check_hosts};
 pub use mapped::{FileBytes, MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
 pub use pacing::{Gaps, POISSON_CYCLE, Pacing, SLICE_PS, Spacing};
 pub use plan::{

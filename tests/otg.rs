@@ -311,6 +311,36 @@ fn snappi_lldp_agents_back_to_back_hear_each_other() {
     back_to_back_devices(&python, "oll", "tests/otg/lldp_b2b.py");
 }
 
+/// Two LAGs back to back, LACP spoken by linerate itself (issue 35): tests/otg/lag_b2b.py runs
+/// the OTG project's own b2b test (its config and checks), then the flow over the LAGs counted
+/// exactly, LACP stopped on one member taking its partner out (expired, defaulted), protocols
+/// stopped and started, a static LAG's flow counted exactly, bad LAGs refused by field, and no
+/// LACP thread or socket left once the config is replaced; after SIGTERM the lab's receive end
+/// has its program back.
+#[test]
+fn snappi_lacp_lags_back_to_back_partner_and_carry_a_flow() {
+    if !root_or_skip("OTG LAGs with LACP") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("olg", 1);
+    let (server, url) = serve(&["--cores", "0,1"]);
+    let status = Command::new(&python)
+        .arg("tests/otg/lag_b2b.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("LINERATE_SERVER_PID", server.0.id().to_string())
+        .status()
+        .expect("run tests/otg/lag_b2b.py");
+    assert!(status.success(), "tests/otg/lag_b2b.py failed (output above)");
+    drop(server);
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
 /// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
 /// namespace nor any daemon is left, and the lab's receive end has its program back.

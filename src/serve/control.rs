@@ -29,7 +29,27 @@ pub(super) async fn set_control_state(
             transmit(&app, &mapped, action, &flows, all).await
         }
         Control::Capture { ports, start } => capture_state(&app, &mapped, ports, start).await,
-        Control::Protocols { start } => super::routing::set_running(&app, start).await,
+        Control::Protocols { start } => {
+            let (lags, daemons) = {
+                let inner = app.lock();
+                (inner.lags.clone(), inner.routers.is_some())
+            };
+            if let Some(lags) = lags {
+                lags.set_running(start);
+            }
+            if daemons {
+                super::routing::set_running(&app, start).await
+            } else {
+                Ok(warnings())
+            }
+        }
+        Control::LacpAdmin { ports, up } => {
+            let lags = app.lock().lags.clone();
+            if let Some(lags) = lags {
+                lags.set_admin(&ports, up);
+            }
+            Ok(warnings())
+        }
         Control::Routes { names, advertise } => {
             super::routing::announce(&app, names, advertise).await
         }

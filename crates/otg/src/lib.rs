@@ -10,6 +10,7 @@ mod count;
 mod error;
 pub mod exposition;
 pub mod isis;
+pub mod lag;
 pub mod lldp;
 mod map;
 pub mod metrics;

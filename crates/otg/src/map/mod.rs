@@ -31,6 +31,9 @@ mod ipv6;
 mod isis;
 #[cfg(test)]
 mod isis_tests;
+mod lag;
+#[cfg(test)]
+mod lag_tests;
 mod lldp;
 #[cfg(test)]
 mod lldp_tests;
@@ -291,6 +294,9 @@ pub struct Mapped {
     pub routers: Vec<linerate_routing::Device>,
     /// Every route range, as a flow endpoint.
     pub ranges: Vec<RangeEnd>,
+    /// The LAGs; the port flows that name one run on its members (`tx_port`, `rx_port` and
+    /// the flows' ports are members' names).
+    pub lags: Vec<linerate_lacp::LagSpec>,
     /// Set_config's warnings: what was taken, but not quite as asked.
     pub warnings: Vec<String>,
 }
@@ -421,7 +427,6 @@ fn hint(key: &str) -> &'static str {
         k if device::is_control_plane(k) => {
             "control planes other than BGP, IS-IS, OSPFv2 and OSPFv3 (RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPF (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)"
         }
-        "lags" => "LAGs are not supported: give a flow one transmit port",
         "events" | "stateful_flows" | "egress_only_tracking" => "not supported by linerate",
         "metric_tags" => "metric tags (tagged metrics) are not supported",
         "payload" => {

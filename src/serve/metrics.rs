@@ -32,7 +32,9 @@ pub(super) async fn get_metrics(
         Ok(MetricsAsk::Lag(names)) => {
             let views = lag_views(&app);
             let ports = Read::now(&app).await?.counted.ports(&[]);
-            return Ok(json(&otg::lag::answers::lag_response(&views, &ports, &names)));
+            return Ok(json(&otg::lag::answers::lag_response(
+                &views, &ports, &names,
+            )));
         }
         Ok(MetricsAsk::Lacp { lags, members }) => {
             let views = lag_views(&app);

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::LacpError;
 use crate::machine::Machine;
 use crate::pdu::{ETHERTYPE, SLOW_PROTOCOLS_MAC, SUBTYPE_LACP, field};
 use crate::spec::{LagSpec, LagView, Protocol};
-use crate::LacpError;
 
 /// How long the thread waits for a frame before it runs the timers and looks at its flags.
 const WAKE: Duration = Duration::from_millis(50);
@@ -74,7 +74,13 @@ impl Lags {
     pub fn views(&self) -> Vec<LagView> {
         self.lags
             .iter()
-            .map(|l| l.shared.view.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .map(|l| {
+                l.shared
+                    .view
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+            })
             .collect()
     }
 }

@@ -127,8 +127,8 @@ impl Member {
     /// recordPDU, update_Selected and update_NTT of §6.4.12 on one PDU.
     fn record(&mut self, pdu: &Pdu, now: Duration) {
         let agg = state::AGGREGATION;
-        let matched = pdu.partner.same_port(&self.actor)
-            && pdu.partner.has(agg) == self.actor.has(agg);
+        let matched =
+            pdu.partner.same_port(&self.actor) && pdu.partner.has(agg) == self.actor.has(agg);
         if !self.partner.same_port(&pdu.actor) || self.partner.has(agg) != pdu.actor.has(agg) {
             self.selected = false;
         }
@@ -175,7 +175,11 @@ impl Member {
     fn partner_key(&self) -> Option<(u16, [u8; 6], u16)> {
         let heard = matches!(self.rx, RxState::Current | RxState::Expired);
         (heard && self.partner.has(state::AGGREGATION) && self.actor.has(state::AGGREGATION))
-            .then_some((self.partner.system_priority, self.partner.system, self.partner.key))
+            .then_some((
+                self.partner.system_priority,
+                self.partner.system,
+                self.partner.key,
+            ))
     }
 
     /// The mux machine, coupled control; a change of the actor's state is sent at once.
@@ -206,15 +210,17 @@ impl Member {
 
     /// The periodic and transmit machines: the frame to send now, if any.
     fn transmit(&mut self, now: Duration) -> Option<[u8; FRAME_LEN]> {
-        let anyone_active =
-            self.actor.has(state::ACTIVITY) || self.partner.has(state::ACTIVITY);
+        let anyone_active = self.actor.has(state::ACTIVITY) || self.partner.has(state::ACTIVITY);
         if anyone_active && now >= self.next_periodic {
             self.ntt = true;
-            let period = self.cfg.periodic.unwrap_or(if self.partner.has(state::TIMEOUT) {
-                FAST_PERIODIC
-            } else {
-                SLOW_PERIODIC
-            });
+            let period = self
+                .cfg
+                .periodic
+                .unwrap_or(if self.partner.has(state::TIMEOUT) {
+                    FAST_PERIODIC
+                } else {
+                    SLOW_PERIODIC
+                });
             self.next_periodic = now + period;
         }
         if !self.ntt || self.last_tx.is_some_and(|t| now < t + TX_GAP) {

@@ -149,7 +149,7 @@ pub struct Pdu {
 /// Why a Slow Protocols frame is not a LACPDU this codec reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PduError {
-    #[error("{0} bytes: a LACPDU frame has at least {FRAME_LEN}")]
+    #[error("{0} bytes: a LACPDU frame has 124 at least")]
     Short(usize),
     #[error("EtherType {0:#06x} is not Slow Protocols (0x8809)")]
     NotSlowProtocols(u16),

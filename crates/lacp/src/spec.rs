@@ -85,4 +85,3 @@ impl LagView {
         self.members_up() >= self.min_links.max(1) as usize
     }
 }
-

@@ -186,7 +186,10 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
 }
 
 /// `protocol.lacp`: its `admin` choice, on members of LACP LAGs.
-fn lacp_admin(l: Option<&crate::lag::StateProtocolLacp>, mapped: &Mapped) -> Result<Control, String> {
+fn lacp_admin(
+    l: Option<&crate::lag::StateProtocolLacp>,
+    mapped: &Mapped,
+) -> Result<Control, String> {
     let l = l.cloned().unwrap_or_default();
     rest("protocol.lacp", &l.rest)?;
     let admin = match (l.choice.as_deref(), l.admin) {
@@ -598,7 +601,7 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
                 &asked.lag_names,
                 &known,
             )
-                .map(MetricsAsk::Lag)
+            .map(MetricsAsk::Lag)
         }
         (Some("lacp"), _, _) => {
             let asked = req.lacp.clone().unwrap_or_default();

@@ -42,7 +42,10 @@ fn a_lacpdu_is_laid_out_byte_for_byte() {
     let frame = sample().emit(SRC);
     assert_eq!(frame.len(), FRAME_LEN);
     assert_eq!(frame[..SAMPLE.len()], SAMPLE);
-    assert!(frame[SAMPLE.len()..].iter().all(|&b| b == 0), "50 reserved zeros");
+    assert!(
+        frame[SAMPLE.len()..].iter().all(|&b| b == 0),
+        "50 reserved zeros"
+    );
 }
 
 #[test]
@@ -66,7 +69,10 @@ fn what_is_not_a_lacpdu_is_refused_with_why() {
     assert_eq!(Pdu::parse(&f), Err(PduError::Version(0)));
     let mut f = good;
     f[field::PARTNER + 1] = 19;
-    assert!(matches!(Pdu::parse(&f), Err(PduError::Tlv { expected: 2, .. })));
+    assert!(matches!(
+        Pdu::parse(&f),
+        Err(PduError::Tlv { expected: 2, .. })
+    ));
     // A later version is read for what version 1 defines.
     let mut f = good;
     f[field::VERSION] = 2;
@@ -96,7 +102,11 @@ fn tcpdump_decodes_the_frame_as_written() {
         .arg(&path)
         .output()
         .expect("tcpdump is installed (scripts/setup.sh)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     for line in [
         "00:00:01:01:01:01 > 01:80:c2:00:00:02, ethertype Slow Protocols (0x8809), length 124",

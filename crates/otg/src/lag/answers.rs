@@ -22,8 +22,8 @@ pub fn lag_response(lags: &[LagView], ports: &[PortMetric], names: &[String]) ->
                 .iter()
                 .filter(|p| l.members.iter().any(|m| m.port == p.name))
                 .collect();
-            let sum = |f: fn(&PortMetric) -> u64| members.iter().map(|&p| f(p)).sum();
-            let rate = |f: fn(&PortMetric) -> f64| members.iter().map(|&p| f(p)).sum();
+            let sum = |f: fn(&PortMetric) -> u64| -> u64 { members.iter().map(|&p| f(p)).sum() };
+            let rate = |f: fn(&PortMetric) -> f64| -> f64 { members.iter().map(|&p| f(p)).sum() };
             LagMetric {
                 name: l.name.clone(),
                 oper_status: if l.up() { "up" } else { "down" }.into(),
@@ -66,8 +66,18 @@ pub fn lacp_response(lags: &[LagView], names: &[String], members: &[String]) -> 
                 lacp_packets_rx: m.pdus_rx,
                 lacp_packets_tx: m.pdus_tx,
                 lacp_rx_errors: m.rx_errors,
-                activity: if a.has(state::ACTIVITY) { "active" } else { "passive" }.into(),
-                timeout: if a.has(state::TIMEOUT) { "short" } else { "long" }.into(),
+                activity: if a.has(state::ACTIVITY) {
+                    "active"
+                } else {
+                    "passive"
+                }
+                .into(),
+                timeout: if a.has(state::TIMEOUT) {
+                    "short"
+                } else {
+                    "long"
+                }
+                .into(),
                 synchronization: if a.has(state::SYNCHRONIZATION) {
                     "in_sync"
                 } else {

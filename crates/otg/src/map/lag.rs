@@ -16,7 +16,11 @@ pub(super) fn parse_mac(text: &str) -> Option<[u8; 6]> {
         .split([':', '-'])
         .map(|p| {
             let hex = p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit());
-            if hex { u8::from_str_radix(p, 16).ok() } else { None }
+            if hex {
+                u8::from_str_radix(p, 16).ok()
+            } else {
+                None
+            }
         })
         .collect::<Option<_>>()?;
     parts.try_into().ok()
@@ -73,7 +77,10 @@ impl Cx {
             } else if ports.iter().any(|p| p.name == l.name) {
                 self.refuse(
                     format!("{path}.name"),
-                    format!("'{}' is a port's name too: a flow naming it would be ambiguous", l.name),
+                    format!(
+                        "'{}' is a port's name too: a flow naming it would be ambiguous",
+                        l.name
+                    ),
                 );
             }
             let min_links = self.ranged(format!("{path}.min_links"), &l.min_links, 1, 32);
@@ -215,7 +222,9 @@ impl Cx {
                 _ => {
                     self.refuse(
                         format!("{ep}.mac"),
-                        format!("'{text}' is not a unicast MAC (the member's LACPDUs leave from it)"),
+                        format!(
+                            "'{text}' is not a unicast MAC (the member's LACPDUs leave from it)"
+                        ),
                     );
                     None
                 }
@@ -289,7 +298,9 @@ impl Cx {
             return flows;
         }
         let member = |flow: &str, name: &str| {
-            let lag = lags.iter().find(|l| l.name == name && !l.members.is_empty())?;
+            let lag = lags
+                .iter()
+                .find(|l| l.name == name && !l.members.is_empty())?;
             let i = member_of(flow, lag.members.len());
             Some(lag.members[i].port.clone())
         };

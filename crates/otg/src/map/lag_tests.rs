@@ -49,7 +49,10 @@ fn each_lag_is_its_ports_with_its_system_and_a_flow_runs_on_its_members() {
         }
     );
     let p = &l.members[0];
-    assert_eq!((p.port.as_str(), p.location.as_str()), ("prx", "lr1@lr-sink"));
+    assert_eq!(
+        (p.port.as_str(), p.location.as_str()),
+        ("prx", "lr1@lr-sink")
+    );
     assert_eq!(p.mac, Some([0, 0, 1, 1, 1, 2]));
     assert_eq!((p.lacp.port_number, p.lacp.port_priority), (1, 1));
     assert!(p.lacp.active && p.lacp.short_timeout && p.lacp.periodic.is_none());
@@ -79,15 +82,17 @@ fn flows_over_lags_of_several_members_keep_one_member_index_each() {
         {"name": "b1", "location": "y1"}, {"name": "b2", "location": "y2"}]);
     for (l, ports) in [(0, ["a1", "a2"]), (1, ["b1", "b2"])] {
         let member = c["lags"][l]["ports"][0].clone();
-        c["lags"][l]["ports"] = json!(ports
-            .iter()
-            .map(|p| {
-                let mut m = member.clone();
-                m["port_name"] = json!(p);
-                m["ethernet"].as_object_mut().unwrap().remove("mac");
-                m
-            })
-            .collect::<Vec<_>>());
+        c["lags"][l]["ports"] = json!(
+            ports
+                .iter()
+                .map(|p| {
+                    let mut m = member.clone();
+                    m["port_name"] = json!(p);
+                    m["ethernet"].as_object_mut().unwrap().remove("mac");
+                    m
+                })
+                .collect::<Vec<_>>()
+        );
     }
     let mut flows = Vec::new();
     for i in 0..8 {
@@ -107,15 +112,26 @@ fn flows_over_lags_of_several_members_keep_one_member_index_each() {
     }
     assert!(placed.iter().any(|(t, _)| t == "a1") && placed.iter().any(|(t, _)| t == "a2"));
     // The same config, the same placement.
-    let again: Vec<String> = map(&c).unwrap().flows.iter().map(|f| f.tx_port.clone()).collect();
-    assert_eq!(again, placed.iter().map(|p| p.0.clone()).collect::<Vec<_>>());
+    let again: Vec<String> = map(&c)
+        .unwrap()
+        .flows
+        .iter()
+        .map(|f| f.tx_port.clone())
+        .collect();
+    assert_eq!(
+        again,
+        placed.iter().map(|p| p.0.clone()).collect::<Vec<_>>()
+    );
 }
 
 #[test]
 fn bad_lags_are_refused_by_path_one_line_each() {
     let mut c = b2b();
     c["lags"][1]["ports"][0]["port_name"] = json!("nope");
-    assert_eq!(refused_at(&c, "lags[1].ports[0].port_name"), "no port is named 'nope'");
+    assert_eq!(
+        refused_at(&c, "lags[1].ports[0].port_name"),
+        "no port is named 'nope'"
+    );
     let mut c = b2b();
     c["lags"][1]["ports"][0]["port_name"] = json!("ptx");
     assert_eq!(
@@ -148,7 +164,10 @@ fn bad_lags_are_refused_by_path_one_line_each() {
     assert!(refused_at(&c, "lags[1].name").contains("used twice"));
     let mut c = b2b();
     c["lags"][0]["ports"] = json!([]);
-    assert_eq!(refused_at(&c, "lags[0].ports"), "a LAG needs at least one port");
+    assert_eq!(
+        refused_at(&c, "lags[0].ports"),
+        "a LAG needs at least one port"
+    );
     let mut c = b2b();
     c["lags"][0]["protocol"]["choice"] = json!("pagp");
     assert!(refused_at(&c, "lags[0].protocol.choice").contains("'pagp'"));

@@ -176,20 +176,22 @@ fn auto_periodic_follows_the_partners_timeout() {
         "b: fast periodic: {:?}",
         w.sent
     );
-    // A period given is kept whatever the partner asks.
-    let every5 = MemberLacp {
-        periodic: Some(Duration::from_secs(5)),
+    // A period given is kept whatever the partner asks (within the partner's 3 s: a longer
+    // one lets it expire between PDUs, as 802.1AX would).
+    let every2 = MemberLacp {
+        periodic: Some(Duration::from_secs(2)),
         ..MemberLacp::default()
     };
     let (a, b) = (
-        lag("a", 1, 1, every5),
+        lag("a", 1, 1, every2),
         lag("b", 2, 1, MemberLacp::default()),
     );
     let mut w = Wire::new(&a, &b);
     w.run(Duration::from_secs(5));
     let before = w.sent;
     w.run(Duration::from_secs(60));
-    assert_eq!(w.sent.0 - before.0, 12);
+    assert_eq!(w.sent.0 - before.0, 30);
+    assert_eq!(w.b.views()[0].rx, RxState::Current);
 }
 
 #[test]
@@ -313,3 +315,4 @@ fn lacp_stopped_on_one_member_takes_it_and_its_partner_out() {
     w.run(Duration::from_secs(1));
     assert!(w.a.views()[0].up && w.b.views()[0].up);
 }
+

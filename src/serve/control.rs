@@ -35,7 +35,8 @@ pub(super) async fn set_control_state(
                 (inner.lags.clone(), inner.routers.is_some())
             };
             if let Some(lags) = lags {
-                lags.set_running(start);
+                // It waits for the LAGs' threads to take it: off the runtime.
+                blocking(move || lags.set_running(start)).await?;
             }
             if daemons {
                 super::routing::set_running(&app, start).await
@@ -46,7 +47,7 @@ pub(super) async fn set_control_state(
         Control::LacpAdmin { ports, up } => {
             let lags = app.lock().lags.clone();
             if let Some(lags) = lags {
-                lags.set_admin(&ports, up);
+                blocking(move || lags.set_admin(&ports, up)).await?;
             }
             Ok(warnings())
         }

@@ -4,7 +4,7 @@
 //! joins every thread (their sockets close with them).
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,6 +24,8 @@ struct Shared {
     running: AtomicBool,
     /// Per member: LACP not stopped on it alone (`protocol.lacp.admin`).
     admin: Vec<AtomicBool>,
+    /// The thread's turns so far: a change is in the view once two more have ended.
+    turns: AtomicU64,
     view: Mutex<LagView>,
 }
 
@@ -52,14 +54,33 @@ impl Lags {
         Ok(lags)
     }
 
-    /// LACP started or stopped on every LAG (static LAGs have nothing to start).
+    /// LACP started or stopped on every LAG (static LAGs have nothing to start); answers once
+    /// every thread has taken it, so the next metrics say it.
     pub fn set_running(&self, on: bool) {
         for l in &self.lags {
             l.shared.running.store(on, Ordering::Relaxed);
         }
+        self.taken();
     }
 
-    /// LACP started (`up`) or stopped on the members that are these OTG ports.
+    /// Waits (up to a second) for each thread to end two more turns: the one it may be in, and
+    /// one that began after the change.
+    fn taken(&self) {
+        let at: Vec<u64> = self
+            .lags
+            .iter()
+            .map(|l| l.shared.turns.load(Ordering::Acquire))
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        for (l, at) in self.lags.iter().zip(at) {
+            while l.shared.turns.load(Ordering::Acquire) < at + 2 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+
+    /// LACP started (`up`) or stopped on the members that are these OTG ports; answers once
+    /// every thread has taken it.
     pub fn set_admin(&self, ports: &[String], up: bool) {
         for l in &self.lags {
             for (i, p) in l.ports.iter().enumerate() {
@@ -68,6 +89,7 @@ impl Lags {
                 }
             }
         }
+        self.taken();
     }
 
     /// Every LAG's state, in the config's order.
@@ -125,6 +147,7 @@ impl LagThread {
             stop: AtomicBool::new(false),
             running: AtomicBool::new(true),
             admin: spec.members.iter().map(|_| AtomicBool::new(true)).collect(),
+            turns: AtomicU64::new(0),
             view: Mutex::new(view),
         });
         let (ready, said) = mpsc::channel();
@@ -291,6 +314,7 @@ fn run(spec: &LagSpec, links: &[Link], shared: &Shared) {
             let mut view = shared.view.lock().unwrap_or_else(PoisonError::into_inner);
             view.members = machine.views();
         }
+        shared.turns.fetch_add(1, Ordering::Release);
         match links.first() {
             Some(l) => {
                 let _ = linerate_sys::wait_readable(&l.socket, WAKE);

@@ -315,4 +315,3 @@ fn lacp_stopped_on_one_member_takes_it_and_its_partner_out() {
     w.run(Duration::from_secs(1));
     assert!(w.a.views()[0].up && w.b.views()[0].up);
 }
-

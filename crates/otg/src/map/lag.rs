@@ -104,6 +104,9 @@ impl Cx {
                     "a LAG is one system's: its ports must be in one network namespace",
                 );
             }
+            if members.is_empty() {
+                self.lags_unplaced.push(l.name.clone());
+            }
             lags.push(LagSpec {
                 name: l.name.clone(),
                 min_links,
@@ -287,6 +290,15 @@ impl Cx {
                 short_timeout,
             },
         })
+    }
+
+    /// Why a flow's endpoint `name` is no port.
+    pub(super) fn unknown_port(&self, name: &str) -> String {
+        if self.lags_unplaced.iter().any(|l| l == name) {
+            format!("LAG '{name}' has no port to run on (its ports are refused)")
+        } else {
+            format!("no port is named '{name}'")
+        }
     }
 
     /// The flows with each LAG they name replaced by the member they run on: the same member

@@ -388,6 +388,9 @@ struct Cx {
     ranges: Vec<RangeEnd>,
     /// What set_config's answer says of what was taken but not quite as asked.
     warnings: Vec<String>,
+    /// The LAGs left without a member (each of their ports refused): a flow naming one is
+    /// refused for that, not as naming no port.
+    lags_unplaced: Vec<String>,
     /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
     /// as its endpoints are read, so the checks of where port flows run see the flows refused
     /// for their headers too and one answer lists every refusal.

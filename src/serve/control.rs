@@ -44,6 +44,25 @@ pub(super) async fn set_control_state(
                 Ok(warnings())
             }
         }
+        Control::Link { locations, up } => {
+            blocking(move || {
+                locations.iter().try_for_each(|at| {
+                    let (iface, netns) = match at.split_once('@') {
+                        Some((i, n)) => (i, Some(n)),
+                        None => (at.as_str(), None),
+                    };
+                    linerate_lab::device::set_link_up(iface, netns, up)
+                })
+            })
+            .await?
+            .map_err(|e| Fail::internal(&e))?;
+            // The LAGs see it at their next turn: the next metrics say it.
+            let lags = app.lock().lags.clone();
+            if let Some(lags) = lags {
+                blocking(move || lags.settle()).await?;
+            }
+            Ok(warnings())
+        }
         Control::LacpAdmin { ports, up } => {
             let lags = app.lock().lags.clone();
             if let Some(lags) = lags {

@@ -3,7 +3,8 @@ the OTG project's own b2b test (conformance feature/b2b/lag/lag_lacp_partner_tes
 config and its checks as it has them, then more: tests/otg.rs starts a lab and `linerate
 serve` and sets OTG_LOCATION, OTG_TX, OTG_RX and LINERATE_SERVER_PID. The flow over the LAGs
 is counted exactly; LACP stopped on one member takes its partner out of sync (expired, then
-defaulted) and both LAGs down; protocols stopped and started; a static LAG's flow counted
+defaulted) and both LAGs down; protocols stopped and started; a member's link taken down
+and up (port.link); a static LAG's flow counted
 exactly; a bad LAG refused naming its field; and once the config is replaced, no LACP thread
 or Slow Protocols socket is left. Raises on failure."""
 import os
@@ -113,6 +114,10 @@ def control(api, **kw):
         ports, state = kw["lacp_admin"]
         cs.protocol.lacp.admin.lag_member_names = ports
         cs.protocol.lacp.admin.state = state
+    elif "link" in kw:
+        ports, state = kw["link"]
+        cs.port.link.port_names = ports
+        cs.port.link.state = state
     elif "transmit" in kw:
         cs.traffic.flow_transmit.state = kw["transmit"]
     api.set_control_state(cs)
@@ -225,6 +230,25 @@ def main():
     assert not any(m.collecting for m in lacp_metrics(api).values())
     control(api, all="start")
     wait_for("both LAGs up again", lambda: all(
+        m.oper_status == "up" for m in lag_metrics(api).values()), timeout=10)
+
+    # ptx's link taken down (its veth: prx loses its carrier with it): both members out of
+    # their LAGs at once, their LACP silent; brought back up, both LAGs up again.
+    control(api, link=(["ptx"], "down"))
+    try:
+        lags = lag_metrics(api)
+        assert all(m.oper_status == "down" and m.member_ports_up == 0 for m in lags.values()), lags
+        ports = {m.name: m.link for m in api.get_metrics(api.metrics_request()).port_metrics}
+        assert ports == {"ptx": "down", "prx": "down"}, ports
+        before = lacp_metrics(api)
+        time.sleep(1.5)
+        after = lacp_metrics(api)
+        for port in ("ptx", "prx"):
+            assert after[port].lacp_packets_tx == before[port].lacp_packets_tx, (port, after)
+            assert not after[port].collecting and after[port].partner_id == "00:00:00:00:00:00"
+    finally:
+        control(api, link=(["ptx"], "up"))
+    wait_for("both LAGs up after the link came back", lambda: all(
         m.oper_status == "up" for m in lag_metrics(api).values()), timeout=10)
 
     # A bad LAG is refused naming its field, and the config that worked stays.

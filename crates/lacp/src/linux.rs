@@ -60,12 +60,12 @@ impl Lags {
         for l in &self.lags {
             l.shared.running.store(on, Ordering::Relaxed);
         }
-        self.taken();
+        self.settle();
     }
 
     /// Waits (up to a second) for each thread to end two more turns: the one it may be in, and
-    /// one that began after the change.
-    fn taken(&self) {
+    /// one that began after a change (of its flags, or of its members' links).
+    pub fn settle(&self) {
         let at: Vec<u64> = self
             .lags
             .iter()
@@ -89,7 +89,7 @@ impl Lags {
                 }
             }
         }
-        self.taken();
+        self.settle();
     }
 
     /// Every LAG's state, in the config's order.

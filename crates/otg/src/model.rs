@@ -666,6 +666,17 @@ pub struct ControlState {
 pub struct StatePort {
     pub choice: Option<String>,
     pub capture: Option<StatePortCapture>,
+    pub link: Option<StatePortLink>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Port.Link: the links of the ports named (every LAG member, with none) `up` or `down`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatePortLink {
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    pub state: Option<String>,
     #[serde(flatten)]
     pub rest: Rest,
 }

@@ -21,6 +21,9 @@ pub enum Control {
     Protocols { start: bool },
     /// Advertise or withdraw these route ranges (`protocol.route`; each is in the config).
     Routes { names: Vec<String>, advertise: bool },
+    /// The links of these LAG member ports set up or down (`port.link`): their interfaces'
+    /// locations (`IFACE[@NETNS]`).
+    Link { locations: Vec<String>, up: bool },
     /// LACP started (up) or stopped on these LAG member ports (`protocol.lacp.admin`; each a
     /// member of an LACP LAG; every member with none named).
     LacpAdmin { ports: Vec<String>, up: bool },
@@ -111,10 +114,11 @@ pub fn control(state: &ControlState, mapped: &Mapped) -> Result<Control, String>
         }
         (Some("port") | None, _, Some(p)) => {
             rest("port", &p.rest)?;
-            match (p.choice.as_deref(), &p.capture) {
-                (Some("capture") | None, Some(c)) => capture(c, mapped),
-                (choice, _) => Err(format!(
-                    "port.choice: '{}' is not supported (capture is; links are the interfaces' own)",
+            match (p.choice.as_deref(), &p.capture, &p.link) {
+                (Some("capture") | None, Some(c), _) => capture(c, mapped),
+                (Some("link") | None, _, Some(l)) => link(l, mapped),
+                (choice, _, _) => Err(format!(
+                    "port.choice: '{}' is not supported (capture is, and link on LAG members)",
                     choice.unwrap_or("")
                 )),
             }
@@ -181,6 +185,48 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
         (choice, _, _) => Err(format!(
             "protocol.choice: '{}' is not supported (all, route and lacp are)",
             choice.unwrap_or("")
+        )),
+    }
+}
+
+/// `port.link`: on LAG members only (a LAG's member going down is what a test of it asks; the
+/// other ports' links are the interfaces' own).
+fn link(l: &crate::StatePortLink, mapped: &Mapped) -> Result<Control, String> {
+    rest("port.link", &l.rest)?;
+    let members: Vec<&linerate_lacp::MemberSpec> =
+        mapped.lags.iter().flat_map(|l| &l.members).collect();
+    if members.is_empty() {
+        return Err(
+            "port.link: the config has no LAG (lags[]): links are set on LAG members only".into(),
+        );
+    }
+    let mut locations = Vec::new();
+    for (i, name) in l.port_names.iter().enumerate() {
+        match members.iter().find(|m| &m.port == name) {
+            Some(m) => locations.push(m.location.clone()),
+            None => {
+                return Err(format!(
+                    "port.link.port_names[{i}]: '{name}' is not a LAG member: links are set on \
+                     LAG members only"
+                ));
+            }
+        }
+    }
+    if l.port_names.is_empty() {
+        locations = members.iter().map(|m| m.location.clone()).collect();
+    }
+    match l.state.as_deref() {
+        Some("up") => Ok(Control::Link {
+            locations,
+            up: true,
+        }),
+        Some("down") => Ok(Control::Link {
+            locations,
+            up: false,
+        }),
+        other => Err(format!(
+            "port.link.state: '{}' is not up or down",
+            other.unwrap_or("")
         )),
     }
 }

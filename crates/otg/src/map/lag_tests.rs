@@ -213,6 +213,14 @@ fn lag_and_lacp_metrics_and_lacp_admin_are_asked_by_name() {
             "all": {"state": "stop"}}})),
         Ok(Control::Protocols { start: false })
     );
+    assert_eq!(
+        state(json!({"choice": "port", "port": {"choice": "link",
+            "link": {"port_names": ["prx"], "state": "down"}}})),
+        Ok(Control::Link {
+            locations: vec!["lr1@lr-sink".into()],
+            up: false
+        })
+    );
     // Static LAGs have no LACP to ask about.
     let mut c = b2b();
     for l in 0..2 {

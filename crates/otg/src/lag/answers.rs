@@ -102,3 +102,122 @@ pub fn lacp_response(lags: &[LagView], names: &[String], members: &[String]) -> 
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linerate_lacp::pdu::Info;
+    use linerate_lacp::{MemberView, Mux, RxState};
+
+    fn member(port: &str, up: bool) -> MemberView {
+        let bits = state::ACTIVITY | state::AGGREGATION | state::SYNCHRONIZATION;
+        MemberView {
+            port: port.into(),
+            pdus_rx: 5,
+            pdus_tx: 6,
+            rx_errors: 1,
+            actor: Info {
+                system_priority: 1,
+                system: [1; 6],
+                key: 9,
+                port_priority: 1,
+                port: 3,
+                state: if up {
+                    bits | state::COLLECTING | state::DISTRIBUTING
+                } else {
+                    bits
+                },
+            },
+            partner: Info {
+                system: [0xab; 6],
+                key: 4,
+                port: 8,
+                ..Info::default()
+            },
+            rx: RxState::Current,
+            mux: if up {
+                Mux::CollectingDistributing
+            } else {
+                Mux::Attached
+            },
+            link_up: true,
+            up,
+        }
+    }
+
+    fn port(name: &str, frames: u64) -> PortMetric {
+        PortMetric {
+            name: name.into(),
+            frames_tx: frames,
+            frames_rx: 2 * frames,
+            bytes_tx: 64 * frames,
+            frames_tx_rate: 10.0,
+            ..PortMetric::default()
+        }
+    }
+
+    #[test]
+    fn a_lag_sums_its_members_ports_and_is_up_by_min_links() {
+        let lag = LagView {
+            name: "l".into(),
+            min_links: 2,
+            lacp: true,
+            members: vec![member("a", true), member("b", false)],
+        };
+        let ports = [port("a", 3), port("b", 4), port("c", 100)];
+        let m = lag_response(std::slice::from_ref(&lag), &ports, &[]);
+        let m = &m.lag_metrics.unwrap()[0];
+        assert_eq!((m.oper_status.as_str(), m.member_ports_up), ("down", 1));
+        assert_eq!((m.frames_tx, m.frames_rx, m.bytes_tx), (7, 14, 448));
+        assert_eq!(m.frames_tx_rate, 20.0);
+        let one = LagView {
+            min_links: 1,
+            ..lag.clone()
+        };
+        let m = lag_response(&[one], &ports, &[]);
+        assert_eq!(m.lag_metrics.unwrap()[0].oper_status, "up");
+        assert!(
+            lag_response(&[lag], &ports, &["x".into()])
+                .lag_metrics
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_member_says_its_lacp_state_in_otgs_words() {
+        let lag = LagView {
+            name: "l".into(),
+            min_links: 1,
+            lacp: true,
+            members: vec![member("a", true), member("b", false)],
+        };
+        let m = lacp_response(&[lag], &[], &["b".into()]);
+        let m = m.lacp_metrics.unwrap();
+        assert_eq!(m.len(), 1);
+        let b = &m[0];
+        assert_eq!(
+            (b.lag_name.as_str(), b.lag_member_port_name.as_str()),
+            ("l", "b")
+        );
+        assert_eq!(
+            (b.lacp_packets_rx, b.lacp_packets_tx, b.lacp_rx_errors),
+            (5, 6, 1)
+        );
+        assert_eq!(
+            (
+                b.activity.as_str(),
+                b.timeout.as_str(),
+                b.synchronization.as_str()
+            ),
+            ("active", "long", "in_sync")
+        );
+        assert!(b.aggregatable && !b.collecting && !b.distributing);
+        assert_eq!(b.system_id, "01:01:01:01:01:01");
+        assert_eq!(b.partner_id, "ab:ab:ab:ab:ab:ab");
+        assert_eq!(
+            (b.oper_key, b.partner_key, b.port_num, b.partner_port_num),
+            (9, 4, 3, 8)
+        );
+    }
+}

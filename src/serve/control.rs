@@ -91,7 +91,15 @@ async fn transmit(
     match action {
         Transmit::Start if !running => {
             starting(app, flows.to_vec(), all).await?;
-            start_transmit(app)
+            let started: Vec<usize> = if all {
+                (0..mapped.flows.len()).collect()
+            } else {
+                flows.to_vec()
+            };
+            let lags = app.lock().lags.clone();
+            let views = lags.map(|l| l.views()).unwrap_or_default();
+            let said = otg::lag::answers::off_lag(mapped, &views, &started);
+            start_transmit(app, said)
         }
         Transmit::Stop if all || !running => {
             stop_transmit(app).await?;
@@ -192,8 +200,8 @@ async fn starting(app: &App, flows: Vec<usize>, all: bool) -> Result<(), Fail> {
 }
 
 /// Starts the run: the test bed clears the receivers' counts as it begins, so they are this
-/// run's. Answers with each agent's clock offset, as last measured.
-fn start_transmit(app: &App) -> Result<Response, Fail> {
+/// run's. Answers with each agent's clock offset, as last measured, after what `said`.
+fn start_transmit(app: &App, mut said: Vec<String>) -> Result<Response, Fail> {
     let mut inner = app.lock();
     if inner.run.progress.running() {
         return Err(Fail::conflict("traffic is already being transmitted"));
@@ -208,9 +216,8 @@ fn start_transmit(app: &App) -> Result<Response, Fail> {
     };
     bed.start(stop, progress, None, false)
         .map_err(|e| Fail::internal(&e))?;
-    Ok(json(&otg::Warning {
-        warnings: inner.counting.counts.offsets_said(),
-    }))
+    said.extend(inner.counting.counts.offsets_said());
+    Ok(json(&otg::Warning { warnings: said }))
 }
 
 /// Stops the transmit and answers once the workers have drained, so the next metrics are

@@ -3,7 +3,8 @@ other), LACP spoken by linerate itself, through snappi 1.60.0: tests/otg.rs make
 starts `linerate serve` and sets OTG_LOCATION, OTG_TX, OTG_RX, OTG_TX2 and OTG_RX2. The members
 aggregate by partner, four flows go two on each member (the hash of their names) and are
 counted exactly per flow, per port and per LAG, and LACP stopped on one member takes down the
-LAG that needs both members while its partner LAG stays up on one. Raises on failure."""
+LAG that needs both members while its partner LAG stays up on one; flows started then on that
+member are named in the answer's warnings. Raises on failure."""
 import os
 
 import snappi
@@ -109,6 +110,16 @@ def main():
     g = lags(api)
     assert (g["lagRx"].oper_status, g["lagRx"].member_ports_up) == ("up", 1), g
     assert in_lag(lacp(api)["ptx1"]) and in_lag(lacp(api)["prx1"])
+    # Flows stay where set_config placed them: started now, those on ptx2/prx2 are named in
+    # the answer's warnings, and still sent there (the links are up) and counted.
+    go = api.control_state()
+    go.traffic.flow_transmit.state = go.traffic.flow_transmit.START
+    said = [w for w in api.set_control_state(go).warnings if "not in LAG" in w]
+    assert sorted({w.split("'")[1] for w in said}) == ["f0", "f2"], said
+    assert sorted({w.split("'")[3] for w in said}) == ["prx2", "ptx2"], said
+    wait_for("every flow's frames counted again", lambda: all(
+        m.transmit == "stopped" and m.frames_tx == FRAMES and m.frames_rx == FRAMES
+        for m in flows(api).values()), timeout=30)
     cs.protocol.lacp.admin.state = "up"
     api.set_control_state(cs)
     wait_for("all four back", lambda: all(

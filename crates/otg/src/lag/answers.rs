@@ -7,6 +7,29 @@ use linerate_lacp::pdu::state;
 use super::{LacpMetric, LagMetric};
 use crate::{MetricsResponse, PortMetric};
 
+/// What a `flow_transmit start` of the flows at `started` says of those placed on a LAG member
+/// that is not in its LAG now: they are sent there anyway (flows are placed at set_config).
+pub fn off_lag(mapped: &crate::Mapped, lags: &[LagView], started: &[usize]) -> Vec<String> {
+    let mut said = Vec::new();
+    for f in started.iter().filter_map(|&i| mapped.flows.get(i)) {
+        for p in mapped.lag_flows.iter().filter(|p| p.flow == f.name) {
+            let out = lags
+                .iter()
+                .filter(|l| l.name == p.lag)
+                .flat_map(|l| &l.members)
+                .any(|m| m.port == p.port && !m.up);
+            if out {
+                said.push(format!(
+                    "flow '{}' runs on port '{}', which is not in LAG '{}' now (flows are \
+                     placed on members at set_config and stay there)",
+                    f.name, p.port, p.lag
+                ));
+            }
+        }
+    }
+    said
+}
+
 fn mac(m: [u8; 6]) -> String {
     m.map(|b| format!("{b:02x}")).join(":")
 }

@@ -85,6 +85,7 @@ impl Cx {
             routers,
             ranges,
             lags,
+            lag_flows: std::mem::take(&mut self.lag_flows),
             warnings: std::mem::take(&mut self.warnings),
         }
     }

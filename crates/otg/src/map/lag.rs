@@ -304,17 +304,24 @@ impl Cx {
     /// The flows with each LAG they name replaced by the member they run on: the same member
     /// index of every LAG a flow names (b2b LAGs wired member to member keep a flow on one
     /// link), by a hash of the flow's name.
-    pub(super) fn flows_over_lags(&self, flows: &[Flow], lags: &[LagSpec]) -> Vec<Flow> {
+    pub(super) fn flows_over_lags(&mut self, flows: &[Flow], lags: &[LagSpec]) -> Vec<Flow> {
         let mut flows = flows.to_vec();
         if lags.is_empty() {
             return flows;
         }
-        let member = |flow: &str, name: &str| {
+        let mut placed = Vec::new();
+        let mut member = |flow: &str, name: &str| {
             let lag = lags
                 .iter()
                 .find(|l| l.name == name && !l.members.is_empty())?;
             let i = member_of(flow, lag.members.len());
-            Some(lag.members[i].port.clone())
+            let port = lag.members[i].port.clone();
+            placed.push(crate::LagFlow {
+                flow: flow.to_owned(),
+                lag: lag.name.clone(),
+                port: port.clone(),
+            });
+            Some(port)
         };
         for f in &mut flows {
             let name = f.name.clone();
@@ -335,6 +342,7 @@ impl Cx {
                 }
             }
         }
+        self.lag_flows = placed;
         flows
     }
 }

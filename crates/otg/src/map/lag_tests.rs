@@ -59,6 +59,12 @@ fn each_lag_is_its_ports_with_its_system_and_a_flow_runs_on_its_members() {
     assert_eq!(m.tx_port.as_deref(), Some("ptx"));
     assert_eq!(m.rx_port.as_deref(), Some("prx"));
     assert_eq!(m.flows[0].tx_port, "ptx");
+    let placed: Vec<(&str, &str, &str)> = m
+        .lag_flows
+        .iter()
+        .map(|p| (p.flow.as_str(), p.lag.as_str(), p.port.as_str()))
+        .collect();
+    assert_eq!(placed, [("f1", "lagTx", "ptx"), ("f1", "lagRx", "prx")]);
 }
 
 #[test]

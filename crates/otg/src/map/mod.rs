@@ -254,6 +254,14 @@ impl HostPlan {
     }
 }
 
+/// A flow's end that names a LAG, and the member port it runs on (placed at set_config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LagFlow {
+    pub flow: String,
+    pub lag: String,
+    pub port: String,
+}
+
 /// What a flow reports, besides its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowPlan {
@@ -297,6 +305,8 @@ pub struct Mapped {
     /// The LAGs; the port flows that name one run on its members (`tx_port`, `rx_port` and
     /// the flows' ports are members' names).
     pub lags: Vec<linerate_lacp::LagSpec>,
+    /// Each end of a flow that names a LAG: the member it was placed on.
+    pub lag_flows: Vec<LagFlow>,
     /// Set_config's warnings: what was taken, but not quite as asked.
     pub warnings: Vec<String>,
 }
@@ -388,6 +398,8 @@ struct Cx {
     ranges: Vec<RangeEnd>,
     /// What set_config's answer says of what was taken but not quite as asked.
     warnings: Vec<String>,
+    /// Which member of which LAG each flow naming a LAG runs on.
+    lag_flows: Vec<LagFlow>,
     /// The LAGs left without a member (each of their ports refused): a flow naming one is
     /// refused for that, not as naming no port.
     lags_unplaced: Vec<String>,

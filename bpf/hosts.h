@@ -872,14 +872,18 @@ static __always_inline int hosts_answer(struct xdp_md *ctx)
 	return HOSTS_NOT_MINE;
 }
 
-/* True when the frame is addressed to a host with a control plane (stack_macs): its verdict is
- * XDP_PASS once the hosts have seen it (they may have learned from it). */
+/* True when the frame is addressed to a host with a control plane (stack_macs), or is a Slow
+ * Protocols frame (EtherType 0x8809: LACP, markers, OAM), the link's own and read by a LAG's
+ * packet socket behind the port: its verdict is XDP_PASS once the hosts have seen it (they may
+ * have learned from it). */
 static __always_inline int hosts_to_stack(struct xdp_md *ctx)
 {
-	void *data = (void *)(long)ctx->data;
-	void *end = (void *)(long)ctx->data_end;
+	__u8 *data = (void *)(long)ctx->data;
+	__u8 *end = (void *)(long)ctx->data_end;
 	struct host_mac key = {};
 
+	if (data + 14 <= end && data[12] == 0x88 && data[13] == 0x09)
+		return 1;
 	if (data + 6 > end)
 		return 0;
 	__builtin_memcpy(key.mac, data, 6);

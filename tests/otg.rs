@@ -311,6 +311,110 @@ fn snappi_lldp_agents_back_to_back_hear_each_other() {
     back_to_back_devices(&python, "oll", "tests/otg/lldp_b2b.py");
 }
 
+/// Two LAGs back to back, LACP spoken by linerate itself (issue 35): tests/otg/lag_b2b.py runs
+/// the OTG project's own b2b test (its config and checks), then the flow over the LAGs counted
+/// exactly, LACP stopped on one member taking its partner out (expired, defaulted), protocols
+/// stopped and started, a static LAG's flow counted exactly, bad LAGs refused by field, and no
+/// LACP thread or socket left once the config is replaced; after SIGTERM the lab's receive end
+/// has its program back.
+#[test]
+fn snappi_lacp_lags_back_to_back_partner_and_carry_a_flow() {
+    if !root_or_skip("OTG LAGs with LACP") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("olg", 1);
+    // One transmit port of one queue: serve's default cores (two would ask for two queues).
+    let (server, url) = serve(&[]);
+    let status = Command::new(&python)
+        .arg("tests/otg/lag_b2b.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("LINERATE_SERVER_PID", server.0.id().to_string())
+        .status()
+        .expect("run tests/otg/lag_b2b.py");
+    assert!(
+        status.success(),
+        "tests/otg/lag_b2b.py failed (output above)"
+    );
+    drop(server);
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
+/// A second veth pair beside a lab's: one end in the root namespace, the other in the lab's
+/// namespace, IPv6 off on both (nothing but the test's frames reaches them); deleted on drop.
+struct SecondPair {
+    here: String,
+}
+
+impl SecondPair {
+    fn beside(lab: &linerate_lab::LabGuard) -> (SecondPair, String) {
+        let (here, there) = (format!("{}m", lab.sender), format!("{}m", lab.receiver));
+        let ip = |args: &[&str]| {
+            let ok = Command::new("ip").args(args).status();
+            assert!(ok.is_ok_and(|s| s.success()), "ip {args:?}");
+        };
+        ip(&[
+            "link", "add", &here, "type", "veth", "peer", "name", &there, "netns", &lab.netns,
+        ]);
+        let pair = SecondPair { here: here.clone() };
+        std::fs::write(format!("/proc/sys/net/ipv6/conf/{here}/disable_ipv6"), "1")
+            .expect("IPv6 off here");
+        ip(&["-n", &lab.netns, "link", "set", &there, "up"]);
+        let sysctl = format!("net.ipv6.conf.{there}.disable_ipv6=1");
+        ip(&["netns", "exec", &lab.netns, "sysctl", "-q", "-w", &sysctl]);
+        ip(&["link", "set", &here, "up"]);
+        (pair, there)
+    }
+}
+
+impl Drop for SecondPair {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.here])
+            .status();
+    }
+}
+
+/// Two LAGs of two members each, over two veth pairs: tests/otg/lag_members.py checks that the
+/// members aggregate by partner (each member's partner port its peer), that four flows are
+/// placed two on each member by the hash of their names and counted exactly per port and per
+/// LAG, and that LACP stopped on one member takes a LAG of min_links 2 down while its partner
+/// LAG (min_links 1) stays up on one member.
+#[test]
+fn snappi_lacp_lags_of_two_members_aggregate_and_spread_flows() {
+    if !root_or_skip("OTG LAGs of two members") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("olm", 1);
+    let (pair, there) = SecondPair::beside(&lab);
+    let (server, url) = serve(&[]);
+    let status = Command::new(&python)
+        .arg("tests/otg/lag_members.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("OTG_TX2", &pair.here)
+        .env("OTG_RX2", format!("{there}@{}", lab.netns))
+        .status()
+        .expect("run tests/otg/lag_members.py");
+    assert!(
+        status.success(),
+        "tests/otg/lag_members.py failed (output above)"
+    );
+    drop(server);
+    drop(pair);
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
 /// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
 /// namespace nor any daemon is left, and the lab's receive end has its program back.

@@ -108,12 +108,19 @@ struct Made {
     bed: Option<BedThread>,
     counting: Counting,
     routers: Option<super::state::Daemons>,
+    lags: Option<Arc<linerate_lacp::Lags>>,
 }
 
 /// The config's test bed, then its devices' control planes (their frames pass the bed's
-/// programs to the stack once the bed is open).
+/// programs to the stack once the bed is open) and its LAGs' LACP.
 fn open(app: &App, mapped: &Arc<otg::Mapped>) -> Result<Made> {
     let (bed, counting) = open_bed(app, mapped)?;
+    let lags = if mapped.lags.is_empty() {
+        None
+    } else {
+        let l = linerate_lacp::Lags::start(mapped.lags.clone()).context("the LAGs")?;
+        Some(Arc::new(l))
+    };
     let routers = if mapped.routers.is_empty() {
         None
     } else {
@@ -125,6 +132,7 @@ fn open(app: &App, mapped: &Arc<otg::Mapped>) -> Result<Made> {
         bed,
         counting,
         routers,
+        lags,
     })
 }
 
@@ -260,6 +268,7 @@ fn applied(mapped: Arc<otg::Mapped>, raw: Bytes, made: Made) -> Inner {
         bed,
         counting,
         routers,
+        lags,
     } = made;
     Inner {
         captures: mapped
@@ -273,6 +282,7 @@ fn applied(mapped: Arc<otg::Mapped>, raw: Bytes, made: Made) -> Inner {
         bed,
         counting: Arc::new(counting),
         routers,
+        lags,
         ..Inner::default()
     }
 }

@@ -29,7 +29,47 @@ pub(super) async fn set_control_state(
             transmit(&app, &mapped, action, &flows, all).await
         }
         Control::Capture { ports, start } => capture_state(&app, &mapped, ports, start).await,
-        Control::Protocols { start } => super::routing::set_running(&app, start).await,
+        Control::Protocols { start } => {
+            let (lags, daemons) = {
+                let inner = app.lock();
+                (inner.lags.clone(), inner.routers.is_some())
+            };
+            if let Some(lags) = lags {
+                // It waits for the LAGs' threads to take it: off the runtime.
+                blocking(move || lags.set_running(start)).await?;
+            }
+            if daemons {
+                super::routing::set_running(&app, start).await
+            } else {
+                Ok(warnings())
+            }
+        }
+        Control::Link { locations, up } => {
+            blocking(move || {
+                locations.iter().try_for_each(|at| {
+                    let (iface, netns) = match at.split_once('@') {
+                        Some((i, n)) => (i, Some(n)),
+                        None => (at.as_str(), None),
+                    };
+                    linerate_lab::device::set_link_up(iface, netns, up)
+                })
+            })
+            .await?
+            .map_err(|e| Fail::internal(&e))?;
+            // The LAGs see it at their next turn: the next metrics say it.
+            let lags = app.lock().lags.clone();
+            if let Some(lags) = lags {
+                blocking(move || lags.settle()).await?;
+            }
+            Ok(warnings())
+        }
+        Control::LacpAdmin { ports, up } => {
+            let lags = app.lock().lags.clone();
+            if let Some(lags) = lags {
+                blocking(move || lags.set_admin(&ports, up)).await?;
+            }
+            Ok(warnings())
+        }
         Control::Routes { names, advertise } => {
             super::routing::announce(&app, names, advertise).await
         }
@@ -51,7 +91,15 @@ async fn transmit(
     match action {
         Transmit::Start if !running => {
             starting(app, flows.to_vec(), all).await?;
-            start_transmit(app)
+            let started: Vec<usize> = if all {
+                (0..mapped.flows.len()).collect()
+            } else {
+                flows.to_vec()
+            };
+            let lags = app.lock().lags.clone();
+            let views = lags.map(|l| l.views()).unwrap_or_default();
+            let said = otg::lag::answers::off_lag(mapped, &views, &started);
+            start_transmit(app, said)
         }
         Transmit::Stop if all || !running => {
             stop_transmit(app).await?;
@@ -152,8 +200,8 @@ async fn starting(app: &App, flows: Vec<usize>, all: bool) -> Result<(), Fail> {
 }
 
 /// Starts the run: the test bed clears the receivers' counts as it begins, so they are this
-/// run's. Answers with each agent's clock offset, as last measured.
-fn start_transmit(app: &App) -> Result<Response, Fail> {
+/// run's. Answers with each agent's clock offset, as last measured, after what `said`.
+fn start_transmit(app: &App, mut said: Vec<String>) -> Result<Response, Fail> {
     let mut inner = app.lock();
     if inner.run.progress.running() {
         return Err(Fail::conflict("traffic is already being transmitted"));
@@ -168,9 +216,8 @@ fn start_transmit(app: &App) -> Result<Response, Fail> {
     };
     bed.start(stop, progress, None, false)
         .map_err(|e| Fail::internal(&e))?;
-    Ok(json(&otg::Warning {
-        warnings: inner.counting.counts.offsets_said(),
-    }))
+    said.extend(inner.counting.counts.offsets_said());
+    Ok(json(&otg::Warning { warnings: said }))
 }
 
 /// Stops the transmit and answers once the workers have drained, so the next metrics are

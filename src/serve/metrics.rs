@@ -29,6 +29,19 @@ pub(super) async fn get_metrics(
             return super::routing::ospfv3(&app, routers, false).await;
         }
         Ok(MetricsAsk::Lldp(agents)) => return super::routing::lldp(&app, agents, None).await,
+        Ok(MetricsAsk::Lag(names)) => {
+            let views = lag_views(&app);
+            let ports = Read::now(&app).await?.counted.ports(&[]);
+            return Ok(json(&otg::lag::answers::lag_response(
+                &views, &ports, &names,
+            )));
+        }
+        Ok(MetricsAsk::Lacp { lags, members }) => {
+            let views = lag_views(&app);
+            return Ok(json(&otg::lag::answers::lacp_response(
+                &views, &lags, &members,
+            )));
+        }
         Ok(MetricsAsk::Flows(names)) => (true, names),
         Ok(MetricsAsk::Ports(names)) => (false, names),
         Err(why) => return Err(Fail::bad(why)),
@@ -48,6 +61,12 @@ pub(super) async fn get_metrics(
         }
     };
     Ok(json(&response))
+}
+
+/// Every LAG's state now (none before a config with LAGs).
+fn lag_views(app: &App) -> Vec<linerate_lacp::LagView> {
+    let lags = app.lock().lags.clone();
+    lags.map(|l| l.views()).unwrap_or_default()
 }
 
 /// `GET /metrics`: every flow's and port's metrics of one instant in the OpenMetrics text

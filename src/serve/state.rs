@@ -78,6 +78,8 @@ pub(super) struct Inner {
     pub(super) captures: BTreeMap<String, PortCapture>,
     /// The devices' control planes (their daemons), when the config has any.
     pub(super) routers: Option<Daemons>,
+    /// The LAGs' threads (LACP), when the config has any.
+    pub(super) lags: Option<Arc<linerate_lacp::Lags>>,
 }
 
 /// The devices' daemons, shared by the handlers (each call waits on a daemon, off the runtime).

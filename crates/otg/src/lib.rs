@@ -10,6 +10,7 @@ mod count;
 mod error;
 pub mod exposition;
 pub mod isis;
+pub mod lag;
 pub mod lldp;
 mod map;
 pub mod metrics;
@@ -23,7 +24,7 @@ pub mod states;
 pub use count::{check_flow_count, count_flows};
 pub use error::{ErrorBody, Refusal, Refusals};
 pub use map::{
-    CaptureFormat, FlowPlan, HostPlan, Location, Mapped, PortPlan, RangeEnd, map_config,
+    CaptureFormat, FlowPlan, HostPlan, LagFlow, Location, Mapped, PortPlan, RangeEnd, map_config,
     parse_config, parse_json, with_rates,
 };
 pub use model::*;

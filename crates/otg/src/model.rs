@@ -28,7 +28,10 @@ pub struct Config {
     /// The LLDP agents, each on a port.
     #[serde(default)]
     pub lldp: Vec<crate::lldp::Lldp>,
-    /// lags, events, stateful_flows, egress_only_tracking, …
+    /// The LAGs: ports aggregated by LACP or statically.
+    #[serde(default)]
+    pub lags: Vec<crate::lag::Lag>,
+    /// events, stateful_flows, egress_only_tracking, …
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -663,6 +666,17 @@ pub struct ControlState {
 pub struct StatePort {
     pub choice: Option<String>,
     pub capture: Option<StatePortCapture>,
+    pub link: Option<StatePortLink>,
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// State.Port.Link: the links of the ports named (every LAG member, with none) `up` or `down`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatePortLink {
+    #[serde(default)]
+    pub port_names: Vec<String>,
+    pub state: Option<String>,
     #[serde(flatten)]
     pub rest: Rest,
 }
@@ -732,6 +746,8 @@ pub struct MetricsRequest {
     pub ospfv2: Option<crate::ospfv2::Ospfv2MetricsRequest>,
     pub ospfv3: Option<crate::ospfv3::Ospfv3MetricsRequest>,
     pub lldp: Option<crate::lldp::LldpMetricsRequest>,
+    pub lag: Option<crate::lag::LagMetricsRequest>,
+    pub lacp: Option<crate::lag::LacpMetricsRequest>,
     #[serde(flatten)]
     pub rest: Rest,
 }

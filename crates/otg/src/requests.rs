@@ -21,6 +21,12 @@ pub enum Control {
     Protocols { start: bool },
     /// Advertise or withdraw these route ranges (`protocol.route`; each is in the config).
     Routes { names: Vec<String>, advertise: bool },
+    /// The links of these LAG member ports set up or down (`port.link`): their interfaces'
+    /// locations (`IFACE[@NETNS]`).
+    Link { locations: Vec<String>, up: bool },
+    /// LACP started (up) or stopped on these LAG member ports (`protocol.lacp.admin`; each a
+    /// member of an LACP LAG; every member with none named).
+    LacpAdmin { ports: Vec<String>, up: bool },
 }
 
 /// What get_metrics asks for: the flows or the ports named (all, with none).
@@ -41,6 +47,14 @@ pub enum MetricsAsk {
     Ospfv3(Vec<String>),
     /// The LLDP agents named (all, with none).
     Lldp(Vec<String>),
+    /// The LAGs named (all, with none).
+    Lag(Vec<String>),
+    /// The members of the LACP LAGs named (all, with none), of the member ports named (all,
+    /// with none).
+    Lacp {
+        lags: Vec<String>,
+        members: Vec<String>,
+    },
 }
 
 /// What get_states asks for.
@@ -100,10 +114,11 @@ pub fn control(state: &ControlState, mapped: &Mapped) -> Result<Control, String>
         }
         (Some("port") | None, _, Some(p)) => {
             rest("port", &p.rest)?;
-            match (p.choice.as_deref(), &p.capture) {
-                (Some("capture") | None, Some(c)) => capture(c, mapped),
-                (choice, _) => Err(format!(
-                    "port.choice: '{}' is not supported (capture is; links are the interfaces' own)",
+            match (p.choice.as_deref(), &p.capture, &p.link) {
+                (Some("capture") | None, Some(c), _) => capture(c, mapped),
+                (Some("link") | None, _, Some(l)) => link(l, mapped),
+                (choice, _, _) => Err(format!(
+                    "port.choice: '{}' is not supported (capture is, and link on LAG members)",
                     choice.unwrap_or("")
                 )),
             }
@@ -120,9 +135,9 @@ pub fn control(state: &ControlState, mapped: &Mapped) -> Result<Control, String>
 
 fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, String> {
     rest("protocol", &p.rest)?;
-    if mapped.routers.is_empty() {
+    if mapped.routers.is_empty() && mapped.lags.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3, lldp[])".into(),
+            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3, lldp[]) and no LAG (lags[])".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -166,9 +181,98 @@ fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, S
                 )),
             }
         }
+        (Some("lacp"), _, _) => lacp_admin(p.lacp.as_ref(), mapped),
         (choice, _, _) => Err(format!(
-            "protocol.choice: '{}' is not supported (all and route are)",
+            "protocol.choice: '{}' is not supported (all, route and lacp are)",
             choice.unwrap_or("")
+        )),
+    }
+}
+
+/// `port.link`: on LAG members only (a LAG's member going down is what a test of it asks; the
+/// other ports' links are the interfaces' own).
+fn link(l: &crate::StatePortLink, mapped: &Mapped) -> Result<Control, String> {
+    rest("port.link", &l.rest)?;
+    let members: Vec<&linerate_lacp::MemberSpec> =
+        mapped.lags.iter().flat_map(|l| &l.members).collect();
+    if members.is_empty() {
+        return Err(
+            "port.link: the config has no LAG (lags[]): links are set on LAG members only".into(),
+        );
+    }
+    let mut locations = Vec::new();
+    for (i, name) in l.port_names.iter().enumerate() {
+        match members.iter().find(|m| &m.port == name) {
+            Some(m) => locations.push(m.location.clone()),
+            None => {
+                return Err(format!(
+                    "port.link.port_names[{i}]: '{name}' is not a LAG member: links are set on \
+                     LAG members only"
+                ));
+            }
+        }
+    }
+    if l.port_names.is_empty() {
+        locations = members.iter().map(|m| m.location.clone()).collect();
+    }
+    match l.state.as_deref() {
+        Some("up") => Ok(Control::Link {
+            locations,
+            up: true,
+        }),
+        Some("down") => Ok(Control::Link {
+            locations,
+            up: false,
+        }),
+        other => Err(format!(
+            "port.link.state: '{}' is not up or down",
+            other.unwrap_or("")
+        )),
+    }
+}
+
+/// `protocol.lacp`: its `admin` choice, on members of LACP LAGs.
+fn lacp_admin(
+    l: Option<&crate::lag::StateProtocolLacp>,
+    mapped: &Mapped,
+) -> Result<Control, String> {
+    let l = l.cloned().unwrap_or_default();
+    rest("protocol.lacp", &l.rest)?;
+    let admin = match (l.choice.as_deref(), l.admin) {
+        (Some("admin") | None, Some(a)) => a,
+        (choice, _) => {
+            return Err(format!(
+                "protocol.lacp.choice: '{}' is not supported (admin is)",
+                choice.unwrap_or("")
+            ));
+        }
+    };
+    rest("protocol.lacp.admin", &admin.rest)?;
+    let members: Vec<&str> = mapped
+        .lags
+        .iter()
+        .filter(|l| matches!(l.protocol, linerate_lacp::Protocol::Lacp { .. }))
+        .flat_map(|l| &l.members)
+        .map(|m| m.port.as_str())
+        .collect();
+    for (i, name) in admin.lag_member_names.iter().enumerate() {
+        if !members.contains(&name.as_str()) {
+            return Err(format!(
+                "protocol.lacp.admin.lag_member_names[{i}]: no LACP LAG has a port named '{name}'"
+            ));
+        }
+    }
+    let ports = if admin.lag_member_names.is_empty() {
+        members.iter().map(|m| (*m).to_owned()).collect()
+    } else {
+        admin.lag_member_names
+    };
+    match admin.state.as_deref() {
+        Some("up") => Ok(Control::LacpAdmin { ports, up: true }),
+        Some("down") => Ok(Control::LacpAdmin { ports, up: false }),
+        other => Err(format!(
+            "protocol.lacp.admin.state: '{}' is not up or down",
+            other.unwrap_or("")
         )),
     }
 }
@@ -533,9 +637,51 @@ pub fn metrics(req: &MetricsRequest, mapped: &Mapped) -> Result<MetricsAsk, Stri
             )
             .map(MetricsAsk::Lldp)
         }
+        (Some("lag"), _, _) => {
+            let asked = req.lag.clone().unwrap_or_default();
+            rest("lag", &asked.rest)?;
+            let known: Vec<&str> = mapped.lags.iter().map(|l| l.name.as_str()).collect();
+            routers_named(
+                ("static or LACP", "LAG", "lags[]"),
+                "lag.lag_names",
+                &asked.lag_names,
+                &known,
+            )
+            .map(MetricsAsk::Lag)
+        }
+        (Some("lacp"), _, _) => {
+            let asked = req.lacp.clone().unwrap_or_default();
+            rest("lacp", &asked.rest)?;
+            let lacp = mapped
+                .lags
+                .iter()
+                .filter(|l| matches!(l.protocol, linerate_lacp::Protocol::Lacp { .. }));
+            let known: Vec<&str> = lacp.clone().map(|l| l.name.as_str()).collect();
+            let lags = routers_named(
+                ("LACP", "LAG", "lags[].protocol.lacp"),
+                "lacp.lag_names",
+                &asked.lag_names,
+                &known,
+            )?;
+            let ports: Vec<&str> = lacp
+                .flat_map(|l| &l.members)
+                .map(|m| m.port.as_str())
+                .collect();
+            for (i, name) in asked.lag_member_port_names.iter().enumerate() {
+                if !ports.contains(&name.as_str()) {
+                    return Err(format!(
+                        "lacp.lag_member_port_names[{i}]: no LACP LAG has a port named '{name}'"
+                    ));
+                }
+            }
+            Ok(MetricsAsk::Lacp {
+                lags,
+                members: asked.lag_member_port_names,
+            })
+        }
         (Some(other), _, _) => Err(format!(
             "choice: '{other}' metrics are not supported (port, flow, bgpv4, bgpv6, isis, \
-             ospfv2, ospfv3 and lldp are)"
+             ospfv2, ospfv3, lldp, lag and lacp are)"
         )),
     }
 }

@@ -31,7 +31,7 @@ impl Version {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MetricsResponse {
     /// `port_metrics`, `flow_metrics`, `bgpv4_metrics`, `bgpv6_metrics`, `isis_metrics`,
-    /// `ospfv2_metrics`, `ospfv3_metrics` or `lldp_metrics`.
+    /// `ospfv2_metrics`, `ospfv3_metrics`, `lldp_metrics`, `lag_metrics` or `lacp_metrics`.
     pub choice: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port_metrics: Option<Vec<PortMetric>>,
@@ -49,6 +49,10 @@ pub struct MetricsResponse {
     pub ospfv3_metrics: Option<Vec<crate::ospfv3::Ospfv3Metric>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lldp_metrics: Option<Vec<crate::lldp::LldpMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag_metrics: Option<Vec<crate::lag::LagMetric>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lacp_metrics: Option<Vec<crate::lag::LacpMetric>>,
 }
 
 /// Port.Metric

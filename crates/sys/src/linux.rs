@@ -27,6 +27,8 @@ unsafe impl Plain for libc::sockaddr_xdp {}
 unsafe impl Plain for libc::sockaddr_ll {}
 // SAFETY: four u32.
 unsafe impl Plain for libc::tpacket_req {}
+// SAFETY: an int, two u16 and eight bytes: integers, no padding.
+unsafe impl Plain for libc::packet_mreq {}
 // SAFETY: seven u32.
 unsafe impl Plain for libc::tpacket_req3 {}
 // SAFETY: two integers (time_t, suseconds_t), no padding on 64-bit targets or 32-bit ones.

@@ -47,6 +47,17 @@ pub fn add_port_link(
     inside.set_up(name)
 }
 
+/// `ip link set dev IFACE up|down` in `netns` (None: ours): a test port's link taken down
+/// (a veth's peer loses its carrier with it) or brought back.
+pub fn set_link_up(iface: &str, netns: Option<&str>, up: bool) -> Result<(), LabError> {
+    let mut rtnl = Rtnl::open(netns)?;
+    if up {
+        rtnl.set_up(iface)
+    } else {
+        rtnl.set_down(iface)
+    }
+}
+
 /// Runs `f` on a short-lived thread inside `netns`: a process it spawns starts there.
 pub fn within<T: Send>(
     netns: &str,

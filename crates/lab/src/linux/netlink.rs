@@ -408,9 +408,21 @@ impl Rtnl {
         attributes: Vec<LinkAttribute>,
         flags: LinkFlags,
     ) -> Result<(), LabError> {
+        self.change_link(name, what, attributes, flags, flags)
+    }
+
+    /// Changes link `name`: sets `attributes`, and the `mask` flags to those of `flags`.
+    fn change_link(
+        &mut self,
+        name: &str,
+        what: String,
+        attributes: Vec<LinkAttribute>,
+        flags: LinkFlags,
+        mask: LinkFlags,
+    ) -> Result<(), LabError> {
         let mut request = LinkMessage::default();
         request.header.flags = flags;
-        request.header.change_mask = flags;
+        request.header.change_mask = mask;
         request.attributes = attributes;
         request.attributes.push(LinkAttribute::IfName(name.into()));
         self.call(RouteNetlinkMessage::NewLink(request), 0)
@@ -433,6 +445,12 @@ impl Rtnl {
     pub(crate) fn set_up(&mut self, name: &str) -> Result<(), LabError> {
         let what = format!("bringing {name} up{}", self.place);
         self.set_link(name, what, Vec::new(), LinkFlags::Up)
+    }
+
+    /// `ip link set dev NAME down`.
+    pub(crate) fn set_down(&mut self, name: &str) -> Result<(), LabError> {
+        let what = format!("taking {name} down{}", self.place);
+        self.change_link(name, what, Vec::new(), LinkFlags::empty(), LinkFlags::Up)
     }
 
     /// `ip link set dev PORT master BRIDGE`.

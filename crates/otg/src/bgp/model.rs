@@ -148,6 +148,7 @@ pub struct StateProtocol {
     pub choice: Option<String>,
     pub all: Option<StateProtocolAll>,
     pub route: Option<StateProtocolRoute>,
+    pub lacp: Option<crate::lag::StateProtocolLacp>,
     #[serde(flatten)]
     pub rest: Rest,
 }

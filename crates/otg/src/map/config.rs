@@ -40,7 +40,9 @@ impl Cx {
         self.ospfv2(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ospfv3(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ranges = ranges.clone();
-        let (mut streams, flows, seconds) = self.flows(&c.flows, &ports, &hosts);
+        let lags = self.lags(&c.lags, &ports, !c.devices.is_empty());
+        let given = self.flows_over_lags(&c.flows, &lags);
+        let (mut streams, flows, seconds) = self.flows(&given, &ports, &hosts);
         self.lldp(&c.lldp, &ports, &mut routers);
         self.lldp_beside_port_flows(&c.lldp, &hosts, &flows);
         // Between hosts every port sends its own flows and receives those sent toward it; port
@@ -82,6 +84,8 @@ impl Cx {
             duration: seconds.map(Duration::from_secs_f64),
             routers,
             ranges,
+            lags,
+            lag_flows: std::mem::take(&mut self.lag_flows),
             warnings: std::mem::take(&mut self.warnings),
         }
     }

@@ -177,10 +177,7 @@ impl Cx {
         self.rest(&p, &port.rest);
         let known = |n: &str| ports.iter().any(|q| q.name == n);
         if !known(&port.tx_name) {
-            self.refuse(
-                format!("{p}.tx_name"),
-                format!("no port is named '{}'", port.tx_name),
-            );
+            self.refuse(format!("{p}.tx_name"), self.unknown_port(&port.tx_name));
         }
         let mut rx: Vec<&String> = port.rx_names.iter().collect();
         if let Some(r) = &port.rx_name
@@ -190,10 +187,7 @@ impl Cx {
         }
         for (j, r) in port.rx_names.iter().enumerate() {
             if !known(r) {
-                self.refuse(
-                    format!("{p}.rx_names[{j}]"),
-                    format!("no port is named '{r}'"),
-                );
+                self.refuse(format!("{p}.rx_names[{j}]"), self.unknown_port(r));
             }
         }
         if rx.len() > 1 {

@@ -31,6 +31,9 @@ mod ipv6;
 mod isis;
 #[cfg(test)]
 mod isis_tests;
+mod lag;
+#[cfg(test)]
+mod lag_tests;
 mod lldp;
 #[cfg(test)]
 mod lldp_tests;
@@ -251,6 +254,14 @@ impl HostPlan {
     }
 }
 
+/// A flow's end that names a LAG, and the member port it runs on (placed at set_config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LagFlow {
+    pub flow: String,
+    pub lag: String,
+    pub port: String,
+}
+
 /// What a flow reports, besides its stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowPlan {
@@ -291,6 +302,11 @@ pub struct Mapped {
     pub routers: Vec<linerate_routing::Device>,
     /// Every route range, as a flow endpoint.
     pub ranges: Vec<RangeEnd>,
+    /// The LAGs; the port flows that name one run on its members (`tx_port`, `rx_port` and
+    /// the flows' ports are members' names).
+    pub lags: Vec<linerate_lacp::LagSpec>,
+    /// Each end of a flow that names a LAG: the member it was placed on.
+    pub lag_flows: Vec<LagFlow>,
     /// Set_config's warnings: what was taken, but not quite as asked.
     pub warnings: Vec<String>,
 }
@@ -382,6 +398,11 @@ struct Cx {
     ranges: Vec<RangeEnd>,
     /// What set_config's answer says of what was taken but not quite as asked.
     warnings: Vec<String>,
+    /// Which member of which LAG each flow naming a LAG runs on.
+    lag_flows: Vec<LagFlow>,
+    /// The LAGs left without a member (each of their ports refused): a flow naming one is
+    /// refused for that, not as naming no port.
+    lags_unplaced: Vec<String>,
     /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
     /// as its endpoints are read, so the checks of where port flows run see the flows refused
     /// for their headers too and one answer lists every refusal.
@@ -421,7 +442,6 @@ fn hint(key: &str) -> &'static str {
         k if device::is_control_plane(k) => {
             "control planes other than BGP, IS-IS, OSPFv2 and OSPFv3 (RSVP, DHCP, VXLAN, loopbacks, …) are not supported: linerate's devices answer ARP, ND and ping and speak BGP, IS-IS and OSPF (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3)"
         }
-        "lags" => "LAGs are not supported: give a flow one transmit port",
         "events" | "stateful_flows" | "egress_only_tracking" => "not supported by linerate",
         "metric_tags" => "metric tags (tagged metrics) are not supported",
         "payload" => {

@@ -1,0 +1,238 @@
+use std::time::Duration;
+
+use linerate_lacp::Protocol;
+use serde_json::{Value, json};
+
+use super::bgp_tests::{map, refused_at};
+
+/// The conformance repo's b2b LAG test's config (feature/b2b/lag/lag_lacp_partner_test.go), as
+/// snappi 1.60.0 writes it: two LAGs of one port each, LACP active, a flow from one to the
+/// other.
+fn b2b() -> Value {
+    let lag = |name: &str, port: &str, system: &str, mac: &str| {
+        json!({"name": name, "min_links": 1,
+            "protocol": {"choice": "lacp", "lacp": {"actor_system_id": system,
+                "actor_system_priority": 1, "actor_key": 1}},
+            "ports": [{"port_name": port,
+                "lacp": {"actor_port_number": 1, "actor_port_priority": 1,
+                    "actor_activity": "active", "lacpdu_periodic_time_interval": 0,
+                    "lacpdu_timeout": 0},
+                "ethernet": {"name": format!("{name}PortEth"), "mac": mac, "mtu": 1500}}]})
+    };
+    json!({
+        "ports": [{"name": "ptx", "location": "lr0"}, {"name": "prx", "location": "lr1@lr-sink"}],
+        "lags": [lag("lagTx", "ptx", "01:01:01:01:01:01", "00:00:01:01:01:01"),
+                 lag("lagRx", "prx", "02:02:02:02:02:02", "00:00:01:01:01:02")],
+        "flows": [{"name": "f1", "tx_rx": {"choice": "port",
+                "port": {"tx_name": "lagTx", "rx_name": "lagRx"}},
+            "duration": {"choice": "fixed_packets", "fixed_packets": {"packets": 100}},
+            "rate": {"choice": "pps", "pps": "50"},
+            "size": {"choice": "fixed", "fixed": 128},
+            "metrics": {"enable": true},
+            "packet": [{"choice": "ethernet", "ethernet": {}}, {"choice": "ipv4", "ipv4": {}},
+                {"choice": "udp", "udp": {}}]}]
+    })
+}
+
+#[test]
+fn each_lag_is_its_ports_with_its_system_and_a_flow_runs_on_its_members() {
+    let m = map(&b2b()).unwrap();
+    assert_eq!(m.lags.len(), 2);
+    let l = &m.lags[1];
+    assert_eq!((l.name.as_str(), l.min_links), ("lagRx", 1));
+    assert_eq!(
+        l.protocol,
+        Protocol::Lacp {
+            system_id: [2; 6],
+            system_priority: 1,
+            key: 1
+        }
+    );
+    let p = &l.members[0];
+    assert_eq!(
+        (p.port.as_str(), p.location.as_str()),
+        ("prx", "lr1@lr-sink")
+    );
+    assert_eq!(p.mac, Some([0, 0, 1, 1, 1, 2]));
+    assert_eq!((p.lacp.port_number, p.lacp.port_priority), (1, 1));
+    assert!(p.lacp.active && p.lacp.short_timeout && p.lacp.periodic.is_none());
+    assert_eq!(m.tx_port.as_deref(), Some("ptx"));
+    assert_eq!(m.rx_port.as_deref(), Some("prx"));
+    assert_eq!(m.flows[0].tx_port, "ptx");
+    let placed: Vec<(&str, &str, &str)> = m
+        .lag_flows
+        .iter()
+        .map(|p| (p.flow.as_str(), p.lag.as_str(), p.port.as_str()))
+        .collect();
+    assert_eq!(placed, [("f1", "lagTx", "ptx"), ("f1", "lagRx", "prx")]);
+}
+
+#[test]
+fn a_static_lag_and_the_timers_given_are_mapped() {
+    let mut c = b2b();
+    c["lags"][0]["protocol"] = json!({"choice": "static", "static": {"lag_id": 7}});
+    c["lags"][1]["ports"][0]["lacp"]["lacpdu_timeout"] = json!(90);
+    c["lags"][1]["ports"][0]["lacp"]["lacpdu_periodic_time_interval"] = json!(30);
+    c["lags"][1]["ports"][0]["lacp"]["actor_activity"] = json!("passive");
+    let m = map(&c).unwrap();
+    assert_eq!(m.lags[0].protocol, Protocol::Static { lag_id: 7 });
+    let p = m.lags[1].members[0].lacp;
+    assert!(!p.short_timeout && !p.active);
+    assert_eq!(p.periodic, Some(Duration::from_secs(30)));
+}
+
+#[test]
+fn flows_over_lags_of_several_members_keep_one_member_index_each() {
+    let mut c = b2b();
+    c["ports"] = json!([{"name": "a1", "location": "x1"}, {"name": "a2", "location": "x2"},
+        {"name": "b1", "location": "y1"}, {"name": "b2", "location": "y2"}]);
+    for (l, ports) in [(0, ["a1", "a2"]), (1, ["b1", "b2"])] {
+        let member = c["lags"][l]["ports"][0].clone();
+        c["lags"][l]["ports"] = json!(
+            ports
+                .iter()
+                .map(|p| {
+                    let mut m = member.clone();
+                    m["port_name"] = json!(p);
+                    m["ethernet"].as_object_mut().unwrap().remove("mac");
+                    m
+                })
+                .collect::<Vec<_>>()
+        );
+    }
+    let mut flows = Vec::new();
+    for i in 0..8 {
+        let mut f = c["flows"][0].clone();
+        f["name"] = json!(format!("f{i}"));
+        flows.push(f);
+    }
+    c["flows"] = json!(flows);
+    let m = map(&c).unwrap();
+    let placed: Vec<(String, String)> = m
+        .flows
+        .iter()
+        .map(|f| (f.tx_port.clone(), f.rx_port.clone().unwrap()))
+        .collect();
+    for (tx, rx) in &placed {
+        assert_eq!(tx[1..], rx[1..], "member i to member i: {placed:?}");
+    }
+    assert!(placed.iter().any(|(t, _)| t == "a1") && placed.iter().any(|(t, _)| t == "a2"));
+    // The same config, the same placement.
+    let again: Vec<String> = map(&c)
+        .unwrap()
+        .flows
+        .iter()
+        .map(|f| f.tx_port.clone())
+        .collect();
+    assert_eq!(
+        again,
+        placed.iter().map(|p| p.0.clone()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn bad_lags_are_refused_by_path_one_line_each() {
+    let mut c = b2b();
+    c["lags"][1]["ports"][0]["port_name"] = json!("nope");
+    assert_eq!(
+        refused_at(&c, "lags[1].ports[0].port_name"),
+        "no port is named 'nope'"
+    );
+    let mut c = b2b();
+    c["lags"][1]["ports"][0]["port_name"] = json!("ptx");
+    assert_eq!(
+        refused_at(&c, "lags[1].ports[0].port_name"),
+        "port 'ptx' is a member of LAG 'lagTx' already"
+    );
+    let mut c = b2b();
+    c["lags"][0]["protocol"]["lacp"]["actor_system_id"] = json!("01:01:01:01:01");
+    assert!(refused_at(&c, "lags[0].protocol.lacp.actor_system_id").contains("is not a MAC"));
+    let mut c = b2b();
+    c["lags"][0]["ports"][0]["ethernet"]["mac"] = json!("zz:00:01:01:01:01");
+    assert!(refused_at(&c, "lags[0].ports[0].ethernet.mac").contains("not a unicast MAC"));
+    let mut c = b2b();
+    c["lags"][0]["ports"][0]["lacp"]["lacpdu_timeout"] = json!(10);
+    assert!(refused_at(&c, "lags[0].ports[0].lacp.lacpdu_timeout").contains("90 (long)"));
+    let mut c = b2b();
+    c["lags"][0]["ports"][0]["lacp"]["actor_activity"] = json!("lazy");
+    assert!(refused_at(&c, "lags[0].ports[0].lacp.actor_activity").contains("'lazy'"));
+    let mut c = b2b();
+    c["lags"][0]["min_links"] = json!(33);
+    assert_eq!(refused_at(&c, "lags[0].min_links"), "0 to 32");
+    let mut c = b2b();
+    c["lags"][0]["ports"][0]["macsec"] = json!({"crypto_engine": {}});
+    refused_at(&c, "lags[0].ports[0].macsec");
+    let mut c = b2b();
+    c["lags"][0]["name"] = json!("prx");
+    assert!(refused_at(&c, "lags[0].name").contains("a port's name too"));
+    let mut c = b2b();
+    c["lags"][1]["name"] = json!("lagTx");
+    assert!(refused_at(&c, "lags[1].name").contains("used twice"));
+    let mut c = b2b();
+    c["lags"][0]["ports"] = json!([]);
+    assert_eq!(
+        refused_at(&c, "lags[0].ports"),
+        "a LAG needs at least one port"
+    );
+    let mut c = b2b();
+    c["lags"][0]["protocol"]["choice"] = json!("pagp");
+    assert!(refused_at(&c, "lags[0].protocol.choice").contains("'pagp'"));
+}
+
+#[test]
+fn lag_and_lacp_metrics_and_lacp_admin_are_asked_by_name() {
+    use crate::requests::{Control, MetricsAsk, control, metrics};
+    let m = map(&b2b()).unwrap();
+    let ask = |v: Value| metrics(&serde_json::from_value(v).unwrap(), &m);
+    assert_eq!(
+        ask(json!({"choice": "lag", "lag": {"lag_names": ["lagTx"]}})),
+        Ok(MetricsAsk::Lag(vec!["lagTx".into()]))
+    );
+    assert_eq!(
+        ask(json!({"choice": "lacp", "lacp": {"lag_member_port_names": ["prx"]}})),
+        Ok(MetricsAsk::Lacp {
+            lags: vec![],
+            members: vec!["prx".into()]
+        })
+    );
+    assert!(
+        ask(json!({"choice": "lag", "lag": {"lag_names": ["x"]}}))
+            .unwrap_err()
+            .starts_with("lag.lag_names[0]: no static or LACP LAG is named 'x'")
+    );
+    assert!(
+        ask(json!({"choice": "lacp", "lacp": {"lag_member_port_names": ["x"]}}))
+            .unwrap_err()
+            .starts_with("lacp.lag_member_port_names[0]")
+    );
+    let state = |v: Value| control(&serde_json::from_value(v).unwrap(), &m);
+    assert_eq!(
+        state(json!({"choice": "protocol", "protocol": {"choice": "lacp",
+            "lacp": {"choice": "admin", "admin": {"lag_member_names": ["ptx"], "state": "down"}}}})),
+        Ok(Control::LacpAdmin {
+            ports: vec!["ptx".into()],
+            up: false
+        })
+    );
+    assert_eq!(
+        state(json!({"choice": "protocol", "protocol": {"choice": "all",
+            "all": {"state": "stop"}}})),
+        Ok(Control::Protocols { start: false })
+    );
+    assert_eq!(
+        state(json!({"choice": "port", "port": {"choice": "link",
+            "link": {"port_names": ["prx"], "state": "down"}}})),
+        Ok(Control::Link {
+            locations: vec!["lr1@lr-sink".into()],
+            up: false
+        })
+    );
+    // Static LAGs have no LACP to ask about.
+    let mut c = b2b();
+    for l in 0..2 {
+        c["lags"][l]["protocol"] = json!({"choice": "static", "static": {"lag_id": 1}});
+    }
+    let s = map(&c).unwrap();
+    let req = serde_json::from_value(json!({"choice": "lacp", "lacp": {}})).unwrap();
+    assert!(metrics(&req, &s).unwrap_err().contains("no LACP LAG"));
+}

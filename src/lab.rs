@@ -227,6 +227,10 @@ struct DutJson {
     impair_seen: Option<u64>,
     impair_dropped: Option<u64>,
     impair_duplicated: Option<u64>,
+    /// The BGP DUT's IPv6 subnets (`linerate_lab::routed_addresses6`): the sending device's
+    /// address, the DUT's ingress, its egress, the receiving device's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ipv6: Option<[String; 4]>,
 }
 
 impl LabJson {
@@ -265,6 +269,10 @@ impl LabJson {
                     impair_seen: impaired.map(|c| c.seen),
                     impair_dropped: impaired.map(|c| c.dropped),
                     impair_duplicated: impaired.map(|c| c.duplicated),
+                    ipv6: (d.kind == linerate_lab::DutKind::Bgp).then(|| {
+                        let (a, b, c, e) = linerate_lab::routed_addresses6(&lab.name);
+                        [a, b, c, e].map(|x| x.to_string())
+                    }),
                 }
             }),
         }

@@ -1,6 +1,6 @@
 //! `[host.bgp]` (issue 35's CLI): a host of a stream file advertises 100 prefixes by eBGP to
-//! the lab's BIRD DUT through FRR's bgpd; the DUT installs them (read from its own FIB while
-//! the run lasts), frames from the other side to every prefix are counted exactly at the
+//! the lab's BIRD DUT through FRR's bgpd, and another 50 IPv6 prefixes over the DUT's IPv6
+//! subnet; the DUT installs them (read from its own FIB while the run lasts), frames from the other side to every prefix are counted exactly at the
 //! host's port, and when the run ends the routes are withdrawn and the daemon's namespace is
 //! gone. Mistakes in the table are one line naming the host, exit 2.
 #![cfg(target_os = "linux")]
@@ -28,10 +28,10 @@ fn addresses(lab: &str) -> ((Ipv4Addr, Ipv4Addr), (Ipv4Addr, Ipv4Addr)) {
     ((tx, other(tx)), (rx, other(rx)))
 }
 
-fn file(lab: &str, bgp: &str, extra_host: &str) -> String {
+fn file(lab: &str, bgp: &str, extra_host: &str, more: &str) -> String {
     let ((west, west_gw), (east, east_gw)) = addresses(lab);
     format!(
-        r#"
+        r#"{more}
 [[host]]
 name = "west"
 port = "{lab}0"
@@ -60,23 +60,25 @@ rate = "10k"
     )
 }
 
-fn fib(lab: &str) -> usize {
+/// The DUT's routes from BIRD of one family whose prefix starts so.
+fn routes(lab: &str, family: &str, prefix: &str) -> usize {
+    let ns = format!("{lab}-dut");
     let out = Command::new("ip")
-        .args([
-            "-n",
-            &format!("{lab}-dut"),
-            "-4",
-            "route",
-            "show",
-            "proto",
-            "bird",
-        ])
+        .args(["-n", &ns, family, "route", "show", "proto", "bird"])
         .output()
         .expect("ip route");
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| l.starts_with("100.0."))
+        .filter(|l| l.starts_with(prefix))
         .count()
+}
+
+fn fib(lab: &str) -> usize {
+    routes(lab, "-4", "100.0.")
+}
+
+fn fib6(lab: &str) -> usize {
+    routes(lab, "-6", "2001:db8:")
 }
 
 #[test]
@@ -97,7 +99,29 @@ fn a_bgp_host_teaches_the_dut_its_prefixes_and_receives_every_frame_sent_to_them
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bgp.toml");
     let bgp = "as = 65201\nroutes = [{ prefix = \"100.0.0.0/24\", count = 100, med = 20 }]";
-    std::fs::write(&path, file(&lab.name, bgp, "mac = \"02:00:00:00:0b:01\"")).unwrap();
+    // A second host on the same port speaks IPv6 only, over the BGP DUT's IPv6 subnet.
+    let (west6, ingress6, _, _) = linerate_lab::routed_addresses6(&lab.name);
+    let v6 = format!(
+        r#"
+[[host]]
+name = "west6"
+port = "{}0"
+mac = "02:00:00:00:0b:06"
+ipv6 = "{west6}/64"
+gateway6 = "{ingress6}"
+
+[host.bgp]
+as = 65206
+router-id = "192.0.2.6"
+routes = [{{ prefix = "2001:db8::/64", count = 50 }}]
+"#,
+        lab.name
+    );
+    std::fs::write(
+        &path,
+        file(&lab.name, bgp, "mac = \"02:00:00:00:0b:01\"", &v6),
+    )
+    .unwrap();
     assert_eq!(
         fib(&lab.name),
         0,
@@ -119,15 +143,17 @@ fn a_bgp_host_teaches_the_dut_its_prefixes_and_receives_every_frame_sent_to_them
     let pid = child.id();
     // The DUT's own FIB while the run lasts: all 100 learned from the host's bgpd.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut most = 0;
-    while Instant::now() < deadline && most < 100 {
+    let (mut most, mut most6) = (0, 0);
+    while Instant::now() < deadline && (most < 100 || most6 < 50) {
         most = most.max(fib(&lab.name));
+        most6 = most6.max(fib6(&lab.name));
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(most, 100, "prefixes in the DUT's FIB; {stderr}");
+    assert_eq!(most6, 50, "IPv6 prefixes in the DUT's FIB; {stderr}");
     let r = json(&String::from_utf8_lossy(&out.stdout));
     let west = r["ports"]
         .as_array()
@@ -142,10 +168,11 @@ fn a_bgp_host_teaches_the_dut_its_prefixes_and_receives_every_frame_sent_to_them
     assert_eq!(flow["lost"], 0, "{flow}");
     // The run over, its bgpd gone: the DUT withdrew the routes, no namespace is left.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while fib(&lab.name) > 0 && Instant::now() < deadline {
+    while fib(&lab.name) + fib6(&lab.name) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(fib(&lab.name), 0, "routes withdrawn after the run");
+    assert_eq!(fib6(&lab.name), 0, "IPv6 routes withdrawn after the run");
     let left: Vec<_> = std::fs::read_dir("/run/linerate/routing")
         .into_iter()
         .flatten()
@@ -177,7 +204,7 @@ fn a_bgp_host_teaches_the_dut_its_prefixes_and_receives_every_frame_sent_to_them
             "unknown field `bogus`",
         ),
     ] {
-        std::fs::write(&path, file(&lab.name, bgp, extra)).unwrap();
+        std::fs::write(&path, file(&lab.name, bgp, extra, "")).unwrap();
         let line = linerate_usage_error(&["tx", "--stream", path.to_str().unwrap(), "-n", "1"]);
         assert!(line.contains(says), "{bgp}: {line}");
     }

@@ -4,7 +4,7 @@
 //! with impairments. Traffic never leaves the lab. Linux only in substance: elsewhere only the
 //! configuration, the name rules and the plain types exist, and on macOS the feth pair (`feth`).
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 pub mod feth;
 mod impair;
@@ -308,6 +308,21 @@ pub fn routed_addresses(name: &str) -> (Ipv4Addr, Ipv4Addr, Ipv4Addr, Ipv4Addr) 
     )
 }
 
+/// A BGP lab's IPv6 addresses, a /64 each side from RFC 5180's benchmarking range 2001:2::/48:
+/// block k = FNV-1a-32(name) mod 32768, (the sending device 2001:2:0:k::1, the DUT's ingress
+/// ::2; the DUT's egress 2001:2:0:(k + 32768)::1, the receiving device ::2), the roles of
+/// [`routed_addresses`]. Only the BGP DUT's links carry IPv6 (its sessions for IPv6 ranges).
+pub fn routed_addresses6(name: &str) -> (Ipv6Addr, Ipv6Addr, Ipv6Addr, Ipv6Addr) {
+    let k = (fnv1a(name) % (1 << 15)) as u16;
+    let net = |block: u16, host: u16| Ipv6Addr::new(0x2001, 2, 0, block, 0, 0, 0, host);
+    (
+        net(k, 1),
+        net(k, 2),
+        net(k + (1 << 15), 1),
+        net(k + (1 << 15), 2),
+    )
+}
+
 /// A BGP lab's backup subnet on the receive side: a second /30 on the DUT's egress
 /// (`<name>d1`), for a second device on the receiving port — the next-best egress of the
 /// convergence benchmark (docs/convergence.md). Block k as in [`routed_addresses`], moved half
@@ -382,6 +397,31 @@ mod tests {
             assert_eq!(s % 4, 1);
             assert_eq!(u32::from(r), s + 1);
             assert_eq!(s >> 17, u32::from(Ipv4Addr::new(198, 18, 0, 0)) >> 17);
+        }
+    }
+
+    #[test]
+    fn ipv6_subnets_are_two_64s_of_the_benchmark_range() {
+        for name in ["lr", "a", "zzzzzzzz", "t0k3"] {
+            let (west, ingress, egress, east) = routed_addresses6(name);
+            let net = |a: Ipv6Addr| u128::from(a) >> 64;
+            assert_eq!(
+                (net(west), net(egress)),
+                (net(ingress), net(east)),
+                "{name}"
+            );
+            assert_ne!(net(west), net(egress));
+            for a in [west, ingress, egress, east] {
+                assert_eq!(
+                    u128::from(a) >> 80,
+                    0x2001_0002_0000,
+                    "inside 2001:2::/48: {a}"
+                );
+            }
+            assert_eq!(
+                (u128::from(west) as u16, u128::from(ingress) as u16),
+                (1, 2)
+            );
         }
     }
 

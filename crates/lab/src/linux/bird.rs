@@ -4,7 +4,7 @@
 //! purpose, as a device under test would be. BIRD daemonizes and outlives `lab up`; its pid,
 //! control socket, configuration and log sit beside the lab's marker.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -35,26 +35,47 @@ pub(crate) struct Sessions {
     pub west: (Ipv4Addr, Ipv4Addr),
     pub east: (Ipv4Addr, Ipv4Addr),
     pub backup: (Ipv4Addr, Ipv4Addr),
+    /// IPv6 sessions toward the sending and receiving ports ([`crate::routed_addresses6`]),
+    /// for IPv6 ranges with an IPv6 next hop.
+    pub west6: (Ipv6Addr, Ipv6Addr),
+    pub east6: (Ipv6Addr, Ipv6Addr),
+}
+
+fn v4((a, b): (Ipv4Addr, Ipv4Addr)) -> (IpAddr, IpAddr) {
+    (a.into(), b.into())
+}
+
+fn v6((a, b): (Ipv6Addr, Ipv6Addr)) -> (IpAddr, IpAddr) {
+    (a.into(), b.into())
 }
 
 /// The configuration: the DUT's gateways peer with the test ports' addresses.
 fn config(name: &str, s: &Sessions) -> String {
-    let session = |side: &str, (local, peer): (Ipv4Addr, Ipv4Addr)| {
+    // An IPv4 session carries both families (MP-BGP, as before the IPv6 sessions were
+    // added); an IPv6 one carries IPv6 only.
+    let session = |side: &str, (local, peer): (IpAddr, IpAddr)| {
+        let v4 = if local.is_ipv4() {
+            "ipv4 { import all; export all; };\n  "
+        } else {
+            ""
+        };
         format!(
             "protocol bgp {side} {{\n  local {local} as {DUT_AS};\n  neighbor {peer} external;\n  \
              hold time 3; keepalive time 1; connect retry time 1;\n  \
-             ipv4 {{ import all; export all; }};\n  ipv6 {{ import all; export all; }};\n}}\n"
+             {v4}ipv6 {{ import all; export all; }};\n}}\n"
         )
     };
     format!(
         "log \"{}\" all;\nrouter id {};\nprotocol device {{ }}\n\
          protocol kernel {{ ipv4 {{ import none; export all; }}; }}\n\
-         protocol kernel {{ ipv6 {{ import none; export all; }}; }}\n{}{}{}",
+         protocol kernel {{ ipv6 {{ import none; export all; }}; }}\n{}{}{}{}{}",
         file(name, "log").display(),
         s.west.0,
-        session("west", s.west),
-        session("east", s.east),
-        session("backup", s.backup)
+        session("west", v4(s.west)),
+        session("east", v4(s.east)),
+        session("backup", v4(s.backup)),
+        session("west6", v6(s.west6)),
+        session("east6", v6(s.east6)),
     )
 }
 

@@ -575,7 +575,7 @@ mod tests {
         let s = FlowStats::merge(1, &[a, b], None);
         assert_eq!(s.estimated_loss(), 3, "CPU a's gap is no loss");
         assert_eq!((s.next_seq, s.reached_loss(0)), (8, 0));
-        // Frame 4 lost, and 9 past a wrap of the sequence.
+        // Frame 4 lost, the sequence wrapping past u32::MAX on the way.
         let a = run(&[u32::MAX - 1, u32::MAX, 0, 1]);
         let b = run(&[2, 3, 5]);
         let s = FlowStats::merge(1, &[a, b], None);

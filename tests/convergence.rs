@@ -85,15 +85,7 @@ fn withdraw_converges_every_flow_onto_the_backup_path() {
     assert_eq!(a["gap_lost"], a["lost"], "{a}");
     assert!(a["inexact"].as_array().unwrap().is_empty(), "{a}");
     // The devices' daemons and namespaces went with the process.
-    let left: Vec<_> = std::fs::read_dir("/run/linerate/routing")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|d| {
-            std::fs::read_to_string(d.path().join("owner"))
-                .is_ok_and(|o| o.trim() == pid.to_string())
-        })
-        .collect();
+    let left = common::device_namespaces_of(pid);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 

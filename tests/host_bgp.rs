@@ -173,15 +173,7 @@ routes = [{{ prefix = "2001:db8::/64", count = 50 }}]
     }
     assert_eq!(fib(&lab.name), 0, "routes withdrawn after the run");
     assert_eq!(fib6(&lab.name), 0, "IPv6 routes withdrawn after the run");
-    let left: Vec<_> = std::fs::read_dir("/run/linerate/routing")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|d| {
-            std::fs::read_to_string(d.path().join("owner"))
-                .is_ok_and(|o| o.trim() == pid.to_string())
-        })
-        .collect();
+    let left = common::device_namespaces_of(pid);
     assert!(left.is_empty(), "left behind: {left:?}");
 
     // Mistakes: one line naming the host and what to do, exit 2, before anything starts.

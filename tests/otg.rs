@@ -431,7 +431,7 @@ fn back_to_back_devices(python: &Path, lab: &str, script: &str) {
         .status()
         .unwrap_or_else(|e| panic!("run {script}: {e}"));
     assert!(status.success(), "{script} failed (output above)");
-    let ours = device_namespaces_of(server.0.id());
+    let ours = common::device_namespaces_of(server.0.id());
     assert_eq!(ours.len(), 2, "two devices, two namespaces: {ours:?}");
     drop(server);
     for ns in &ours {
@@ -496,7 +496,7 @@ fn snappi_bgp_devices_teach_a_routing_dut_and_a_withdraw_stops_forwarding() {
         status.success(),
         "the routed BGP script failed (output above)"
     );
-    let ours = device_namespaces_of(server.0.id());
+    let ours = common::device_namespaces_of(server.0.id());
     assert_eq!(
         ours.len(),
         2,
@@ -515,24 +515,6 @@ fn snappi_bgp_devices_teach_a_routing_dut_and_a_withdraw_stops_forwarding() {
         !linerate_lab::bird::socket(&name).exists(),
         "lab down left the DUT's BIRD behind"
     );
-}
-
-/// The namespaces of the devices server `pid` made: `linerate_routing` records each one's
-/// owner under /run/linerate/routing/<netns>/owner (other tests' servers run beside this one).
-fn device_namespaces_of(pid: u32) -> Vec<String> {
-    let mut ours: Vec<String> = std::fs::read_dir("/run/linerate/routing")
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| {
-                    std::fs::read_to_string(e.path().join("owner"))
-                        .is_ok_and(|o| o.trim() == pid.to_string())
-                })
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    ours.sort();
-    ours
 }
 
 #[test]

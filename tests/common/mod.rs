@@ -119,6 +119,24 @@ pub fn replay_on_lab(lab: &linerate_lab::Lab, file: &Path, extra: &[&str]) -> se
 }
 
 /// Parses linerate's --json output.
+/// The namespaces of the devices process `pid` made, sorted: `linerate_routing` records each
+/// one's owner under /run/linerate/routing/<netns>/owner (other tests' processes run beside).
+pub fn device_namespaces_of(pid: u32) -> Vec<String> {
+    let mut ours: Vec<String> = std::fs::read_dir("/run/linerate/routing")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("owner"))
+                        .is_ok_and(|o| o.trim() == pid.to_string())
+                })
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    ours.sort();
+    ours
+}
+
 pub fn json(stdout: &str) -> serde_json::Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {stdout}"))
 }

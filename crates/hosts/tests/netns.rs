@@ -626,18 +626,8 @@ mod wire {
         pub fn open(net: &Net) -> Wire {
             let peer = net.peer.clone();
             let fd = linerate_xdp::in_netns(Some(&net.peer_ns), move || {
-                let fd = linerate_sys::raw_socket(libc::AF_PACKET, i32::from(ETH_P_ALL.to_be()))
-                    .unwrap();
-                let addr = libc::sockaddr_ll {
-                    sll_family: libc::AF_PACKET as u16,
-                    sll_protocol: ETH_P_ALL.to_be(),
-                    sll_ifindex: linerate_sys::if_index(&peer).unwrap() as i32,
-                    sll_hatype: 0,
-                    sll_pkttype: 0,
-                    sll_halen: 0,
-                    sll_addr: [0; 8],
-                };
-                linerate_sys::bind(&fd, &addr).unwrap();
+                let index = linerate_sys::if_index(&peer).unwrap();
+                let fd = linerate_sys::packet_socket(index, ETH_P_ALL.to_be()).unwrap();
                 linerate_sys::set_opt(&fd, libc::SOL_PACKET, libc::PACKET_AUXDATA, &1i32).unwrap();
                 let timeout = libc::timeval {
                     tv_sec: 0,

@@ -255,18 +255,7 @@ fn open_links(spec: &LagSpec) -> Result<(Vec<Link>, LagSpec), LacpError> {
 /// An AF_PACKET socket that receives only Slow Protocols frames arriving at `ifindex`, and
 /// that the link's NIC lets the group address through to.
 fn slow_protocols_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
-    let proto = ETHERTYPE.to_be();
-    let fd = linerate_sys::raw_socket(libc::AF_PACKET, libc::c_int::from(proto))?;
-    let addr = libc::sockaddr_ll {
-        sll_family: libc::AF_PACKET as u16,
-        sll_protocol: proto,
-        sll_ifindex: ifindex as i32,
-        sll_hatype: 0,
-        sll_pkttype: 0,
-        sll_halen: 0,
-        sll_addr: [0; 8],
-    };
-    linerate_sys::bind(&fd, &addr)?;
+    let fd = linerate_sys::packet_socket(ifindex, ETHERTYPE.to_be())?;
     let mut mr_address = [0u8; 8];
     mr_address[..6].copy_from_slice(&SLOW_PROTOCOLS_MAC);
     let group = libc::packet_mreq {

@@ -45,6 +45,23 @@ pub fn raw_socket(domain: libc::c_int, protocol: libc::c_int) -> io::Result<Owne
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// An AF_PACKET socket bound to interface `ifindex`, receiving the frames of `protocol_be` (an
+/// EtherType in network order, `ETH_P_ALL` for all; 0 for none: a socket that only sends).
+pub fn packet_socket(ifindex: u32, protocol_be: u16) -> io::Result<OwnedFd> {
+    let fd = raw_socket(libc::AF_PACKET, libc::c_int::from(protocol_be))?;
+    let addr = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: protocol_be,
+        sll_ifindex: ifindex as i32,
+        sll_hatype: 0,
+        sll_pkttype: 0,
+        sll_halen: 0,
+        sll_addr: [0; 8],
+    };
+    bind(&fd, &addr)?;
+    Ok(fd)
+}
+
 /// `setsockopt(fd, level, name, value)`; the kernel only reads `value`.
 pub fn set_opt<T: Plain>(
     fd: &OwnedFd,

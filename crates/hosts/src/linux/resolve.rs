@@ -4,7 +4,6 @@
 use std::fs::File;
 use std::io::Write;
 use std::net::IpAddr;
-use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 
 use linerate_xdp::XdpError;
@@ -144,25 +143,10 @@ fn open(iface: &str, netns: Option<&str>) -> Result<File, HostError> {
             },
             e => e,
         })?;
-        Ok(packet_socket(index))
+        Ok(linerate_sys::packet_socket(index, 0))
     })?;
     socket.map(File::from).map_err(|source| HostError::Send {
         iface: iface.to_owned(),
         source,
     })
-}
-
-fn packet_socket(ifindex: u32) -> std::io::Result<OwnedFd> {
-    let fd = linerate_sys::raw_socket(libc::AF_PACKET, 0)?;
-    let addr = libc::sockaddr_ll {
-        sll_family: libc::AF_PACKET as u16,
-        sll_protocol: 0,
-        sll_ifindex: ifindex as i32,
-        sll_hatype: 0,
-        sll_pkttype: 0,
-        sll_halen: 0,
-        sll_addr: [0; 8],
-    };
-    linerate_sys::bind(&fd, &addr)?;
-    Ok(fd)
 }

@@ -283,17 +283,7 @@ mod tests {
         let iface = iface.to_owned();
         linerate_lab::device::within(netns, move || {
             let index = nix::net::if_::if_nametoindex(iface.as_str()).expect("sender's index");
-            let fd = linerate_sys::raw_socket(libc::AF_PACKET, 0).expect("packet socket");
-            let addr = libc::sockaddr_ll {
-                sll_family: libc::AF_PACKET as u16,
-                sll_protocol: 0,
-                sll_ifindex: index as i32,
-                sll_hatype: 0,
-                sll_pkttype: 0,
-                sll_halen: 0,
-                sll_addr: [0; 8],
-            };
-            linerate_sys::bind(&fd, &addr).expect("bind the sender");
+            let fd = linerate_sys::packet_socket(index, 0).expect("a bound packet socket");
             Ok(Socket::from(fd))
         })
         .expect("enter the namespace")

@@ -527,11 +527,7 @@ impl Running {
                 Some((i, n)) => (i, Some(n)),
                 None => (link.port.as_str(), None),
             };
-            // An LLDP agent's link is named as its port id says; a router's eth0, eth1, ….
-            let name = match &self.spec.lldp {
-                Some(l) => l.interface.clone(),
-                None => format!("eth{i}"),
-            };
+            let name = self.link_name(i);
             linerate_lab::device::add_port_link(
                 iface,
                 netns,
@@ -548,6 +544,15 @@ impl Running {
             self.plumb_ranges(o, ospf6::range_link)?;
         }
         Ok(())
+    }
+
+    /// The name of the device's link `i` in its namespace: an LLDP agent's is as its port id
+    /// says; a router's eth0, eth1, ….
+    fn link_name(&self, i: usize) -> String {
+        match &self.spec.lldp {
+            Some(l) => l.interface.clone(),
+            None => format!("eth{i}"),
+        }
     }
 
     /// Each OSPF range on a link gets its veth pair in the device's namespace, up, the range's
@@ -913,8 +918,10 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.stop();
-        // The macvlans go with the namespace.
-        let _ = linerate_lab::device::del_netns(&self.netns);
+        let links: Vec<String> = (0..self.spec.links.len())
+            .map(|i| self.link_name(i))
+            .collect();
+        let _ = linerate_lab::device::del_device_netns(&self.netns, &links);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -74,7 +74,7 @@ pub(crate) fn udp_fixup(c: u16) -> u16 {
 
 /// The L4 checksum of a frame computed from scratch, ignoring the value in its field.
 fn l4_computed(frame: &[u8], layout: &Layout) -> u16 {
-    let l4 = &frame[layout.l4_offset..];
+    let l4 = &frame[layout.l4_offset..layout.len - layout.inner_fcs];
     let ip = &frame[layout.ip_offset..];
     let initial = if layout.ipv6 {
         let src = ip[ipv6::field::SRC_ADDR].try_into().expect("16 bytes");
@@ -110,7 +110,7 @@ fn frame_fits(frame: &[u8], layout: &Layout) -> bool {
     frame.len() == layout.len
         && layout.ip_offset + ip_len <= layout.l4_offset
         && layout.l4_offset + layout.l4.header_len() <= layout.payload_offset
-        && layout.payload_offset <= layout.len
+        && layout.payload_offset + layout.inner_fcs <= layout.len
 }
 
 /// Computes and stores every checksum of a frame laid out as `layout`, from scratch.

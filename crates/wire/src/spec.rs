@@ -335,6 +335,10 @@ pub struct Layout {
     pub l4: L4Proto,
     pub payload_offset: usize,
     pub len: usize,
+    /// Bytes at the end of the buffer past the flow's own frame: the FCS slots of the inner
+    /// Ethernet frames it is in (0 unless tunnelled; `StackSpec::build`). Its IP and L4
+    /// lengths and its L4 checksum stop that much before `len`.
+    pub inner_fcs: usize,
     /// Offset of the ARP header when the frame is ARP (no IP, no L4): `ip_offset` and
     /// `l4_offset` then hold the ARP header's start and end, `l4` means nothing, and fields are
     /// located in the ARP header (`Field::locate`).

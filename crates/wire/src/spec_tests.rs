@@ -36,6 +36,7 @@ fn plain_layout(s: &FrameSpec, size: usize) -> Layout {
         l4,
         payload_offset: l4_offset + l4.header_len(),
         len: size - crate::units::FCS_LEN,
+        inner_fcs: 0,
         arp_offset: None,
         ethernet_only: false,
     }

@@ -294,11 +294,20 @@ pub struct Layer {
     pub kind: LayerKind,
     pub offset: usize,
     pub len: usize,
+    /// Bytes at the end of the frame past the end of the frame this header is in: 4 for each
+    /// inner Ethernet frame it sits in, that frame's FCS (see [`StackSpec::build`]).
+    pub inner_fcs: usize,
 }
 
 impl Layer {
     pub fn range(&self) -> Range<usize> {
         self.offset..self.offset + self.len
+    }
+
+    /// Where the frame this header is in ends, in a buffer of `buffer_len` bytes (no outer FCS):
+    /// its lengths and checksums run to here.
+    pub fn frame_end(&self, buffer_len: usize) -> usize {
+        buffer_len - self.inner_fcs
     }
 }
 
@@ -431,6 +440,7 @@ impl StackFrame {
             l4: l4_proto,
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
+            inner_fcs: l4.inner_fcs,
             arp_offset: None,
             ethernet_only: false,
         })
@@ -451,6 +461,7 @@ impl StackFrame {
             l4: L4Proto::None,
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
+            inner_fcs: ip.inner_fcs,
             arp_offset: None,
             ethernet_only: false,
         })
@@ -474,6 +485,7 @@ impl StackFrame {
             l4: L4Proto::None,
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
+            inner_fcs: self.layers[eth].inner_fcs,
             arp_offset: None,
             ethernet_only: true,
         })
@@ -495,6 +507,7 @@ impl StackFrame {
             l4: L4Proto::Udp,
             payload_offset: self.payload_offset,
             len: self.bytes.len(),
+            inner_fcs: arp.inner_fcs,
             arp_offset: Some(arp.offset),
             ethernet_only: false,
         })
@@ -612,14 +625,33 @@ impl StackSpec {
         self.headers.iter().map(HeaderSpec::len).sum()
     }
 
-    /// Smallest frame size (FCS included) that holds the headers, never below Ethernet's 64.
+    /// Bytes the inner Ethernet frames' FCS slots take at the end of the frame: 4 for every
+    /// Ethernet header after the first.
+    pub fn inner_fcs_len(&self) -> usize {
+        let ethernets = self
+            .headers
+            .iter()
+            .filter(|h| matches!(h, HeaderSpec::Ethernet { .. }))
+            .count();
+        ethernets.saturating_sub(1) * FCS_LEN
+    }
+
+    /// Smallest frame size (FCS included) that holds the headers and the inner frames' FCS
+    /// slots, never below Ethernet's 64.
     pub fn min_frame_size(&self) -> usize {
-        (self.headers_len() + FCS_LEN).max(MIN_FRAME_SIZE)
+        (self.headers_len() + self.inner_fcs_len() + FCS_LEN).max(MIN_FRAME_SIZE)
     }
 
     /// Builds the frame for `frame_size` bytes on the wire including the outer FCS, so the bytes
     /// are `frame_size - 4` long: headers outermost first, the payload to the end, and every
     /// next-header number, length and checksum computed (see the module docs).
+    ///
+    /// An Ethernet frame inside a tunnel (VXLAN, GRE's transparent bridging, an MPLS pseudowire)
+    /// keeps 4 bytes for its own FCS at the end, as IxNetwork and ixia-c size it (ixia-c #112):
+    /// the lengths and checksums of the headers inside it stop 4 bytes short of the outer
+    /// ones'. The slot holds zeros (the signature's magic when the frame carries one), not a
+    /// CRC: RFC 7348 carries no inner FCS, so a decapsulating device reads them as a
+    /// trailer after the inner IP packet, and a CRC would be stale as soon as a field varied.
     pub fn build(&self, frame_size: usize) -> Result<StackFrame, WireError> {
         let kinds = self.validate()?;
         let min = self.min_frame_size();
@@ -642,8 +674,9 @@ impl StackSpec {
             crate::stack_emit::emit(&mut bytes, h, layer, after);
         }
         let payload_offset = self.headers_len();
+        let payload_end = bytes.len() - self.inner_fcs_len();
         self.payload
-            .fill(&mut bytes[payload_offset..], frame_size)?;
+            .fill(&mut bytes[payload_offset..payload_end], frame_size)?;
         let checksums = crate::stack_emit::fill_checksums(&mut bytes, &self.headers, &layers);
         Ok(StackFrame {
             bytes,
@@ -655,19 +688,25 @@ impl StackSpec {
 
     fn layout(&self, kinds: &[LayerKind]) -> Vec<Layer> {
         let mut cursor = 0;
+        let mut inner_fcs = 0;
         let mut layers = Vec::with_capacity(kinds.len());
-        for (h, &kind) in self.headers.iter().zip(kinds) {
+        for (i, (h, &kind)) in self.headers.iter().zip(kinds).enumerate() {
             let len = h.len();
+            if i > 0 && kind == LayerKind::Ethernet {
+                inner_fcs += FCS_LEN;
+            }
             layers.push(match kind {
                 LayerKind::Vlan => Layer {
                     kind,
                     offset: cursor - vlan::field::TPID.end,
                     len: vlan::field::ETHERTYPE.end,
+                    inner_fcs,
                 },
                 _ => Layer {
                     kind,
                     offset: cursor,
                     len,
+                    inner_fcs,
                 },
             });
             cursor += len;

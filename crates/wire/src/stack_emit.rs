@@ -45,6 +45,7 @@ pub(crate) fn emit(
     after: Option<(&HeaderSpec, LayerKind)>,
 ) {
     let o = layer.offset;
+    let end = layer.frame_end(b.len());
     let next_kind = after.map(|(_, k)| k);
     let next_type = ethertype(after.map(|(h, _)| h), next_kind);
     match h {
@@ -77,7 +78,7 @@ pub(crate) fn emit(
                 (None, IpSpec::V6 { .. }) => next::PROTO_NO_NEXT_HEADER,
                 (kind, _) => ip_proto(kind),
             };
-            emit_ip(b, ip, o, proto)
+            emit_ip(b, ip, o, end, proto)
         }
         HeaderSpec::Gre(g) => emit_gre(b, g, o, next_type),
         HeaderSpec::Udp {
@@ -94,7 +95,7 @@ pub(crate) fn emit(
                 at(o, udp::field::DST_PORT),
                 dst_port.unwrap_or(well_known).into(),
             );
-            set_be(b, at(o, udp::field::LENGTH), (b.len() - o) as u64);
+            set_be(b, at(o, udp::field::LENGTH), (end - o) as u64);
         }
         HeaderSpec::Tcp { .. } => emit_tcp(b, h, o),
         HeaderSpec::IcmpEcho { id, seq } => {
@@ -110,14 +111,13 @@ pub(crate) fn emit(
             b[o + vxlan::field::FLAGS] = vxlan::FLAG_VNI;
             set_be(b, at(o, vxlan::field::VNI), (*vni).into());
         }
-        HeaderSpec::GtpV1U { teid, seq } => emit_gtpu(b, o, *teid, *seq),
+        HeaderSpec::GtpV1U { teid, seq } => emit_gtpu(b, o, end, *teid, *seq),
         HeaderSpec::Arp { .. } => emit_arp(b, h, o),
     }
 }
 
-/// An IPv4 or IPv6 header; its length runs to the end of the frame.
-fn emit_ip(b: &mut [u8], ip: &IpSpec, o: usize, proto: u8) {
-    let len = b.len();
+/// An IPv4 or IPv6 header; its length runs to `len`, the end of the frame it is in.
+fn emit_ip(b: &mut [u8], ip: &IpSpec, o: usize, len: usize, proto: u8) {
     match ip {
         IpSpec::V4 {
             src,
@@ -220,12 +220,12 @@ fn emit_gre(b: &mut [u8], g: &GreSpec, o: usize, protocol: u16) {
     }
 }
 
-fn emit_gtpu(b: &mut [u8], o: usize, teid: u32, seq: Option<u16>) {
+fn emit_gtpu(b: &mut [u8], o: usize, end: usize, teid: u32, seq: Option<u16>) {
     use gtpu::field as f;
     let s = if seq.is_some() { gtpu::FLAG_SEQ } else { 0 };
     b[o + f::FLAGS] = gtpu::FLAGS_V1_PT | s;
     b[o + f::MSG_TYPE] = gtpu::MSG_G_PDU;
-    set_be(b, at(o, f::LENGTH), (b.len() - o - gtpu::HEADER_LEN) as u64);
+    set_be(b, at(o, f::LENGTH), (end - o - gtpu::HEADER_LEN) as u64);
     set_be(b, at(o, f::TEID), teid.into());
     if let Some(seq) = seq {
         set_be(b, at(o, f::SEQ), seq.into());
@@ -258,10 +258,10 @@ pub(crate) fn fill_checksums(
     headers: &[HeaderSpec],
     layers: &[Layer],
 ) -> Vec<ChecksumSpan> {
-    let end = b.len();
     let mut spans = Vec::new();
     for (i, (h, layer)) in headers.iter().zip(layers).enumerate().rev() {
         let o = layer.offset;
+        let end = layer.frame_end(b.len());
         let ip = i.checked_sub(1);
         let (field, covers, pseudo) = match (h, layer.kind) {
             (HeaderSpec::Udp { zero_checksum, .. }, _) => {

@@ -263,7 +263,9 @@ fn etherparse_reads_qinq_ip_in_ip_vxlan_inner_frames_and_arp() {
 
             let f = vxlan_stack(inner_ip_of(&f)).build(size.max(200)).unwrap();
             etherparse_ip(&f.bytes[14..]);
+            // The inner frame keeps 4 bytes for its FCS: its IP packet ends before them.
             let inner_eth = &f.bytes[f.offset_of(LayerKind::Ethernet, 1).unwrap()..];
+            let inner_eth = &inner_eth[..inner_eth.len() - 4];
             let h = PacketHeaders::from_ethernet_slice(inner_eth).unwrap();
             assert!(matches!(h.transport, Some(TransportHeader::Udp(_))));
             etherparse_ip(&inner_eth[14..]);
@@ -364,10 +366,14 @@ fn every_checksum_is_valid_and_a_flip_breaks_only_checksums_over_it() {
                     assert!(listed.contains(&c), "byte {i} breaks {c:?}, not listed");
                 }
             }
-            // A payload byte is under every checksum but IPv4 headers'.
+            // A payload byte is under every checksum but IPv4 headers' and, in an inner
+            // Ethernet frame's FCS slot, those of the headers inside that frame.
             if i >= f.payload_offset {
-                assert!(listed.iter().all(|c| c.covers.end == f.bytes.len()));
+                let inner_end = f.bytes.len() - s.inner_fcs_len();
+                assert!(listed.iter().all(|c| c.covers.end >= inner_end));
                 assert!(listed.iter().all(|c| !valid(&broken, c)), "byte {i}");
+                let l4 = f.checksums.first().expect("the innermost");
+                assert_eq!(listed.contains(&l4), i < inner_end, "byte {i}");
             }
         }
     }
@@ -449,21 +455,22 @@ fn the_locator_finds_every_layer_and_the_payload() {
 #[test]
 fn sizes_count_the_outer_fcs_and_the_minimum_is_named() {
     let s = vxlan_stack(v6(1));
-    // 14 + 20 + 8 + 8 + 14 + 40 + 8 headers, plus the FCS.
+    // 14 + 20 + 8 + 8 + 14 + 40 + 8 headers, plus the inner frame's FCS and the outer one.
     assert_eq!(s.headers_len(), 112);
-    assert_eq!(s.min_frame_size(), 116);
-    let f = s.build(116).unwrap();
-    assert_eq!(f.bytes.len(), 112);
+    assert_eq!(s.inner_fcs_len(), 4);
+    assert_eq!(s.min_frame_size(), 120);
+    let f = s.build(120).unwrap();
+    assert_eq!(f.bytes.len(), 116);
     assert_eq!(f.payload_offset, 112);
-    let e = s.build(115).unwrap_err();
+    let e = s.build(119).unwrap_err();
     assert_eq!(
         e,
         WireError::FrameTooSmall {
-            size: 115,
-            min: 116
+            size: 119,
+            min: 120
         }
     );
-    assert!(e.to_string().contains("116"), "{e}");
+    assert!(e.to_string().contains("120"), "{e}");
     assert_eq!(stack(vec![eth(), arp()]).min_frame_size(), 64);
     assert!(matches!(
         s.build(MAX_FRAME_SIZE + 1),
@@ -472,10 +479,12 @@ fn sizes_count_the_outer_fcs_and_the_minimum_is_named() {
     let mut raw = s.clone();
     raw.payload = Payload::Raw(vec![1; 20]);
     assert!(matches!(
-        raw.build(130),
+        raw.build(134),
         Err(WireError::PayloadTooLong { room: 14, .. })
     ));
-    assert_eq!(&raw.build(200).unwrap().bytes[112..132], &[1; 20]);
+    let f = raw.build(200).unwrap();
+    assert_eq!(&f.bytes[112..132], &[1; 20]);
+    assert_eq!(&f.bytes[f.bytes.len() - 4..], &[0; 4], "the inner FCS slot");
 }
 
 #[test]

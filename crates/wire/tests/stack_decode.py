@@ -8,7 +8,9 @@ independent decoder, so nothing here knows how linerate builds a frame.
 import json
 import sys
 
-from scapy.all import Ether, PcapReader, load_contrib, raw
+from scapy.all import IP, UDP, Ether, IPv6, PcapReader, load_contrib, raw
+from scapy.layers.inet6 import in6_chksum
+from scapy.layers.inet import in4_chksum
 from scapy.fields import FlagValue
 from scapy.layers.vxlan import VXLAN  # noqa: F401 (binds UDP 4789)
 
@@ -52,6 +54,23 @@ def recomputed(pkt):
     return Ether(raw(copy))
 
 
+def udp_over_wire_bytes(udp):
+    """A UDP checksum over the bytes its length field names, as they are in the frame.
+
+    scapy's own recomputation leaves out an inner frame's trailer (an inner Ethernet frame's FCS
+    slot, which scapy reads as padding) from the outer UDP's length, so the UDP layers that
+    carry a tunnel are summed here from the frame's bytes with scapy's pseudo-header sum.
+    """
+    segment = bytearray(raw(udp)[: udp.len])
+    segment[6:8] = b"\0\0"
+    under = udp.underlayer
+    if isinstance(under, IPv6):
+        c = in6_chksum(17, under, bytes(segment))
+    else:
+        c = in4_chksum(17, under, bytes(segment))
+    return c or 0xFFFF
+
+
 def describe(pkt):
     frame = []
     for ours, theirs in zip(layers(pkt), layers(recomputed(pkt))):
@@ -61,7 +80,10 @@ def describe(pkt):
         }
         name = checksum_field(ours)
         if name is not None:
-            entry["checksum"] = {"frame": getattr(ours, name), "scapy": getattr(theirs, name)}
+            scapy = getattr(theirs, name)
+            if isinstance(ours, UDP) and ours.chksum and isinstance(ours.underlayer, (IP, IPv6)):
+                scapy = udp_over_wire_bytes(ours)
+            entry["checksum"] = {"frame": getattr(ours, name), "scapy": scapy}
         frame.append(entry)
     return frame
 

@@ -3,7 +3,7 @@
 //! sends and receives through the port as the device; the port's XDP programs pass it the
 //! frames addressed to that MAC (`bpf/hosts.h`, `stack_macs`).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::AsFd;
 
 use super::netlink::Rtnl;
@@ -17,6 +17,19 @@ pub fn add_netns(name: &str) -> Result<(), LabError> {
 /// `ip netns del NAME`: safe to call for a namespace that is not there.
 pub fn del_netns(name: &str) -> Result<(), LabError> {
     super::netns::del(name)
+}
+
+/// Deletes `links` (a device's macvlans) in `netns`, then the namespace. The kernel tears a
+/// deleted namespace's links down later, on a work queue: a macvlan with the same MAC on the
+/// same port made before then fails to come up (`EADDRINUSE`), as the next config's device
+/// would. Deleted first, they are gone when this returns. A link not there is passed over.
+pub fn del_device_netns(netns: &str, links: &[String]) -> Result<(), LabError> {
+    if let Ok(mut inside) = Rtnl::open(Some(netns)) {
+        for link in links {
+            let _ = inside.del_link(link);
+        }
+    }
+    super::netns::del(netns)
 }
 
 /// A macvlan `name` of `port` (in `port_netns`, None: ours) with `mac`, made inside `netns`,
@@ -44,7 +57,20 @@ pub fn add_port_link(
         inside.add_ip(name, *addr, *prefix)?;
     }
     inside.set_up("lo")?;
-    inside.set_up(name)
+    inside.set_up(name)?;
+    // A subnet in 0.0.0.0/8 (an OTG device at 1.1.1.2/4, as the conformance repo's BGP test
+    // has one) gets no route from the kernel: its neighbours would be unreachable.
+    for (addr, prefix) in addrs {
+        if let IpAddr::V4(a) = addr
+            && (1..32).contains(prefix)
+        {
+            let net = Ipv4Addr::from(u32::from(*a) & (u32::MAX << (32 - prefix)));
+            if net.octets()[0] == 0 {
+                inside.add_subnet_route(name, net, *prefix, *a)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `ip link set dev IFACE up|down` in `netns` (None: ours): a test port's link taken down

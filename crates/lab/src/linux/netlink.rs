@@ -29,6 +29,9 @@ use netlink_packet_route::link::{
 use netlink_packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
 };
+use netlink_packet_route::route::{
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+};
 use netlink_packet_route::tc::{TcAttribute, TcHandle, TcMessage};
 use netlink_packet_route::{AddressFamily, neighbour::NeighbourHeader};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
@@ -511,6 +514,41 @@ impl Rtnl {
         .map_err(|r| {
             r.into_error(
                 format!("adding {addr}/{prefix} to {name}{}", self.place),
+                None,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// `ip route add NET/PREFIX dev NAME scope link proto kernel src SRC`: the route the kernel
+    /// adds itself for an address's subnet, but for one in 0.0.0.0/8, where it adds none
+    /// (`fib_add_ifaddr` skips a zero network).
+    pub(crate) fn add_subnet_route(
+        &mut self,
+        name: &str,
+        net: Ipv4Addr,
+        prefix: u8,
+        src: Ipv4Addr,
+    ) -> Result<(), LabError> {
+        let mut request = RouteMessage::default();
+        request.header.address_family = AddressFamily::Inet;
+        request.header.destination_prefix_length = prefix;
+        request.header.table = RouteHeader::RT_TABLE_MAIN;
+        request.header.protocol = RouteProtocol::Kernel;
+        request.header.scope = RouteScope::Link;
+        request.header.kind = RouteType::Unicast;
+        request.attributes = vec![
+            RouteAttribute::Destination(RouteAddress::Inet(net)),
+            RouteAttribute::Oif(self.ifindex(name)?),
+            RouteAttribute::PrefSource(RouteAddress::Inet(src)),
+        ];
+        self.call(
+            RouteNetlinkMessage::NewRoute(request),
+            NLM_F_CREATE | NLM_F_EXCL,
+        )
+        .map_err(|r| {
+            r.into_error(
+                format!("adding the route to {net}/{prefix} on {name}{}", self.place),
                 None,
             )
         })?;

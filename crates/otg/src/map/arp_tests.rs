@@ -123,9 +123,10 @@ fn arp_inside_vxlan_keeps_its_ethernet_header() {
         .map(ToString::to_string)
         .unwrap_or_default();
     assert_eq!(encap, "ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=9");
-    // The outer headers take 50 bytes of the 68 the config asks: the smallest frame is 96.
+    // The outer headers take 50 bytes of the 68 the config asks and the inner frame keeps 4
+    // for its FCS: the smallest frame is 100.
     let err = Plan::compile(&m.streams, &Limits::default()).unwrap_err();
-    assert!(err.to_string().contains("96"), "{err}");
+    assert!(err.to_string().contains("100"), "{err}");
     let mut streams = m.streams.clone();
     streams[0].size = 128;
     let plan = Plan::compile(&streams, &Limits::default()).unwrap();

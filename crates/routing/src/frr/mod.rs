@@ -144,6 +144,11 @@ pub fn config(device: &Device) -> Result<String, RoutingError> {
         }
         for (pi, p) in peers(device).iter().enumerate() {
             let _ = writeln!(out, "  neighbor {} activate", p.address);
+            // A test device learns what its peer sends, as a tester's emulated peer does: a
+            // path that carries the device's own AS (the OTG project's eBGP test has each
+            // device's ranges prepend the other's) is kept, not dropped as a loop. It goes
+            // into no FIB (bgpd runs without zebra) and is never passed on (`maps`).
+            let _ = writeln!(out, "  neighbor {} allowas-in 10", p.address);
             let _ = writeln!(
                 out,
                 "  neighbor {} route-map {} out",

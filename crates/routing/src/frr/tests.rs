@@ -87,6 +87,12 @@ fn a_range_is_originated_prefix_by_prefix_with_its_attributes() {
     );
     // Route-maps come before the `router bgp` that names them.
     assert!(conf.find("route-map lr-rr0").unwrap() < conf.find("router bgp").unwrap());
+    // A path with the device's own AS in it is learned, in both families.
+    assert_eq!(
+        conf.matches("  neighbor 1.1.1.2 allowas-in 10\n").count(),
+        2,
+        "{conf}"
+    );
 }
 
 #[test]

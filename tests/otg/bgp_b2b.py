@@ -1,7 +1,8 @@
 """BGP between two linerate devices back to back (a veth pair), through snappi 1.60.0, in the
 shape of the OTG project's own b2b eBGP test: tests/otg.rs starts a lab and `linerate serve`
 and sets OTG_LOCATION, OTG_TX and OTG_RX. Each device advertises IPv4 and IPv6 route ranges
-with path attributes over one IPv4 session; the sessions come up, each learns the other's
+with path attributes over one IPv4 session (drx on a /4, paths carrying drx's AS, as the
+conformance test has them); the sessions come up, each learns the other's
 ranges as sent (the other daemon's own view), flows between the ranges arrive exactly, a
 withdrawn range leaves the peer, protocols stop, and a daemon that dies is named. Raises on
 failure."""
@@ -15,13 +16,13 @@ ROUTES = 100
 FRAMES = 1000
 
 
-def device(c, name, port, mac, me, peer, asn, v4_route, v6_route, next_hop4, next_hop6):
+def device(c, name, port, mac, me, prefix, peer, asn, v4_route, v6_route, next_hop4, next_hop6):
     d = c.devices.add(name=name)
     e = d.ethernets.add(name=f"{name}_eth")
     e.connection.port_name = port
     e.mac = mac
     e.mtu = 1500
-    ip = e.ipv4_addresses.add(name=f"{name}_ip", address=me, gateway=peer, prefix=24)
+    ip = e.ipv4_addresses.add(name=f"{name}_ip", address=me, gateway=peer, prefix=prefix)
     d.bgp.router_id = me
     p = d.bgp.ipv4_interfaces.add(ipv4_name=ip.name).peers.add(name=f"{name}_peer")
     p.set(as_number=asn, as_type=p.EBGP, peer_address=peer)
@@ -34,7 +35,9 @@ def device(c, name, port, mac, me, peer, asn, v4_route, v6_route, next_hop4, nex
     com = r4.communities.add(as_number=1, as_custom=2)
     com.type = com.MANUAL_AS_NUMBER
     seg = r4.as_path.segments.add()
-    seg.set(as_numbers=[64512, 64513], type=seg.AS_SEQ)
+    # As the conformance test has it: both devices' paths carry drx's AS (1112), so drx
+    # learns paths with its own AS in them.
+    seg.set(as_numbers=[1112, 1113], type=seg.AS_SEQ)
     r6 = p.v6_routes.add(name=f"{name}_rr6")
     r6.set(next_hop_mode=r6.MANUAL, next_hop_address_type=r6.IPV6, next_hop_ipv6_address=next_hop6)
     r6.addresses.add(address=v6_route, prefix=128, count=1, step=1)
@@ -44,9 +47,10 @@ def device(c, name, port, mac, me, peer, asn, v4_route, v6_route, next_hop4, nex
 def config(api, tx, rx):
     c = api.config()
     c.ports.port(name="ptx", location=tx).port(name="prx", location=rx)
-    device(c, "dtx", "ptx", "02:00:01:01:01:01", "1.1.1.1", "1.1.1.2", 1111,
+    device(c, "dtx", "ptx", "02:00:01:01:01:01", "1.1.1.1", 24, "1.1.1.2", 1111,
            "10.10.10.1", "2001:db8:10::1", "1.1.1.3", "2001:db8::3")
-    device(c, "drx", "prx", "02:00:01:01:01:02", "1.1.1.2", "1.1.1.1", 1112,
+    # drx's subnet is 0.0.0.0/4 (the conformance test's), for which the kernel adds no route.
+    device(c, "drx", "prx", "02:00:01:01:01:02", "1.1.1.2", 4, "1.1.1.1", 1112,
            "20.20.20.1", "2001:db8:20::1", "1.1.1.4", "2001:db8::4")
     for name, src, dst, v6 in (("ftx_v4", "dtx_rr4", "drx_rr4", False),
                                ("frx_v4", "drx_rr4", "dtx_rr4", False),
@@ -107,7 +111,7 @@ def main():
     assert first.prefix_length == 32 and first.ipv4_next_hop == "1.1.1.3", first
     assert first.origin == "egp" and first.multi_exit_discriminator == 50, first
     assert [(c.as_number, c.as_custom) for c in first.communities] == [(1, 2)], first
-    assert list(first.as_path.segments[0].as_numbers) == [1111, 64512, 64513], first
+    assert list(first.as_path.segments[0].as_numbers) == [1111, 1112, 1113], first
     assert "10.10.10.100" in v4 and "10.10.10.101" not in v4
     (v6,) = got.ipv6_unicast_prefixes
     assert (v6.ipv6_address, v6.prefix_length, v6.ipv6_next_hop) == ("2001:db8:10::1", 128, "2001:db8::3"), v6
@@ -141,6 +145,14 @@ def main():
     cs.protocol.all.state = cs.protocol.all.START
     api.set_control_state(cs)
     wait_for("sessions up again", up)
+
+    # The same config set again: the new devices, with the old ones' MACs on the same ports,
+    # come up (the old macvlans are gone before set_config answers) and peer again.
+    api.set_config(config(api, env["OTG_TX"], env["OTG_RX"]))
+    cs = api.control_state()
+    cs.protocol.all.state = cs.protocol.all.START
+    api.set_control_state(cs)
+    wait_for("sessions up in the config set again", up)
 
     # A daemon that dies is named in the next metrics answer.
     kill_a_daemon_and_see_it_named("bgpd", lambda: sessions(api))

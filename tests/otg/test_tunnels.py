@@ -41,6 +41,10 @@ def test_a_vxlan_flow_with_an_incrementing_inner_port_decodes_as_configured(api,
         assert isinstance(inner, Ether) and inner.src == "02:00:00:00:01:01"
         assert (inner[IP].src, inner[IP].dst) == ("10.1.1.1", "10.1.1.2")
         assert (inner[UDP].sport, inner[UDP].dport) == (5000 + i % 10, 7)
+        # The inner frame keeps 4 bytes for its FCS (as ixia-c sizes it): its IP packet is
+        # the frame less the outer headers, both FCSs and the inner Ethernet header.
+        assert inner[IP].len == 128 - 4 - 14 - 20 - 8 - 8 - 14 - 4
+        assert inner[UDP].len == inner[IP].len - 20
         # Inner checksums as scapy computes them.
         again = Ether(bytes(inner))
         del again[IP].chksum, again[UDP].chksum
@@ -84,7 +88,8 @@ def test_vxlan_vni_values_over_ipv6_as_the_conformance_repo_sends_them(api, lab,
     path = tmp_path / "vni.pcap"
     path.write_bytes(api.get_capture(req).read())
 
-    from scapy.all import IPv6, TCP, UDP, VXLAN, Ether, rdpcap
+    from scapy.all import IP, IPv6, TCP, UDP, VXLAN, Ether, rdpcap
+    from scapy.layers.inet6 import in6_chksum
 
     frames = [p for p in rdpcap(str(path)) if p.haslayer(VXLAN)]
     assert len(frames) == 20
@@ -92,9 +97,12 @@ def test_vxlan_vni_values_over_ipv6_as_the_conformance_repo_sends_them(api, lab,
         assert len(p) == 256
         assert p[VXLAN].vni == vnis[i % 5] and p[VXLAN].flags == 0x08
         assert p[TCP].sport == 80
-        # The outer UDP checksum as scapy computes it over the VNI this frame carries.
-        again = Ether(bytes(p))
-        del again[UDP].chksum
-        again = Ether(bytes(again))
-        assert again[UDP].chksum == p[UDP].chksum, f"frame {i}"
+        # The outer UDP checksum with scapy's pseudo-header sum over the bytes its length
+        # names, as sent (scapy's own rebuild would leave the inner frame's FCS slot out).
+        segment = bytearray(bytes(p[UDP])[: p[UDP].len])
+        segment[6:8] = b"\0\0"
+        assert in6_chksum(17, p[IPv6], bytes(segment)) == p[UDP].chksum, f"frame {i}"
         assert p[IPv6].plen == 256 - 14 - 40 - 4
+        # The conformance test's inner length: less the inner frame's FCS slot too.
+        assert p[IP].len == 256 - 14 - 4 - 40 - 8 - 8 - 14 - 4
+        assert p[TCP].dataofs == 5

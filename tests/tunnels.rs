@@ -89,10 +89,23 @@ fn tunnelled_flows_decode_in_scapy_with_every_checksum_valid() {
             );
         }
         match names(f).as_slice() {
-            ["Ether", "IP", "UDP", "VXLAN", "Ether", "IP", "UDP", "Raw"] => {
+            // The inner frame's 4-byte FCS slot, past its IP packet: scapy's padding.
+            [
+                "Ether",
+                "IP",
+                "UDP",
+                "VXLAN",
+                "Ether",
+                "IP",
+                "UDP",
+                "Raw",
+                "Padding",
+            ] => {
                 assert_eq!(field(f, 2, "dport"), 4789);
                 assert_eq!(field(f, 1, "dst"), "192.0.2.2");
                 assert_eq!(field(f, 3, "vni"), 100);
+                // 128 less the FCS, the outer headers, the inner Ethernet and its FCS slot.
+                assert_eq!(field(f, 5, "len"), 128 - 4 - 50 - 14 - 4);
                 assert_eq!(field(f, 6, "sport"), 1000 + seen[0] % 100, "frame {n}");
                 seen[0] += 1;
             }

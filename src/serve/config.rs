@@ -63,6 +63,7 @@ fn bed_spec(app: &App, mapped: &otg::Mapped) -> Result<Option<BedSpec>> {
             .collect();
         let capture = mapped.capture_locations();
         let mut spec = BedSpec::port(crate::options::serve_port(&app.args, &hosts[0].port));
+        spec.port.link_speed = mapped.hosts_link_mbps();
         spec.places = Places::Hosts {
             hosts,
             given,

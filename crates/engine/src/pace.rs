@@ -573,6 +573,7 @@ mod tests {
             offsets_ps: vec![0],
             burst,
             spacing,
+            start_ps: 0,
         }
     }
 
@@ -604,6 +605,7 @@ mod tests {
             offsets_ps: vec![0, 100, 500, 600],
             burst: 1,
             spacing: Spacing::Sliced,
+            start_ps: 0,
         };
         for seq in [0, 1, 5] {
             for until in (0..5000).step_by(37) {

@@ -135,9 +135,12 @@ pub fn control(state: &ControlState, mapped: &Mapped) -> Result<Control, String>
 
 fn protocol(p: &crate::bgp::StateProtocol, mapped: &Mapped) -> Result<Control, String> {
     rest("protocol", &p.rest)?;
-    if mapped.routers.is_empty() && mapped.lags.is_empty() {
+    // Devices without a control plane have their interfaces' protocols, ARP and ND, which
+    // answer from set_config on: `protocol.all` is theirs to accept (ixia-c's suites send it
+    // whenever a config has devices), and changes nothing.
+    if mapped.routers.is_empty() && mapped.lags.is_empty() && mapped.hosts.is_empty() {
         return Err(
-            "protocol: the config has no device with a control plane (devices[].bgp, devices[].isis, devices[].ospfv2, devices[].ospfv3, lldp[]) and no LAG (lags[])".into(),
+            "protocol: the config has no devices (devices[]) and no LAGs (lags[]): no protocol to start or stop".into(),
         );
     }
     match (p.choice.as_deref(), &p.all, &p.route) {
@@ -873,7 +876,7 @@ mod tests {
         assert!(
             control(&protocol, &m)
                 .unwrap_err()
-                .contains("no device with a control plane")
+                .contains("no devices (devices[]) and no LAGs")
         );
     }
 

@@ -213,7 +213,7 @@ impl HostSession {
     ) -> Result<Vec<PortRun>> {
         // A peer's MAC is never read: the frame goes to the sending host's next hop.
         let peers: Vec<Host> = peers.iter().map(|p| host_of(p, [0; 6])).collect();
-        let mut placed: Vec<(usize, StreamSpec, Option<usize>, IpAddr)> = Vec::new();
+        let mut placed: Vec<(StreamSpec, Vec<Leg>)> = Vec::new();
         for s in streams {
             let (Some(from), Some(to)) = (&s.from, &s.to) else {
                 return Err(SessionError::usage(format!(
@@ -221,32 +221,28 @@ impl HostSession {
                     s.name
                 )));
             };
-            let f = self.host(from, &s.name)?;
-            let (t, to_host) = match peers.iter().find(|p| p.name == *to) {
-                Some(peer) if !self.hosts.iter().any(|h| h.name == *to) => (None, peer),
-                _ => {
-                    let t = self.host(to, &s.name)?;
-                    (Some(t), &self.hosts[t])
-                }
-            };
-            let (src, dst, hop) = match addresses(&self.hosts[f], to_host, s.ipv6, &s.name) {
-                Ok((src, dst)) => (src, dst, self.hosts[f].next_hop(dst)?),
-                // Both addresses of a family the host lacks, given by the stream itself: it
-                // leaves through the host's gateway of the other family, the one neighbour
-                // both families share (IPv6 routes learned over an IPv4 BGP session).
-                Err(e) => match (s.src_ip, s.dst_ip, gateway(&self.hosts[f])) {
-                    (Some(src), Some(dst), Some(hop)) if src.is_ipv6() == s.ipv6 => (src, dst, hop),
-                    _ => return Err(e),
-                },
-            };
+            let pairs = std::iter::once((from, to)).chain(s.pairs.iter().map(|(a, b)| (a, b)));
+            let legs = pairs
+                .map(|(from, to)| self.leg(s, from, to, &peers))
+                .collect::<Result<Vec<Leg>>>()?;
+            let first = &legs[0];
+            if let Some(other) = legs.iter().find(|l| l.to_port != first.to_port) {
+                return Err(SessionError::usage(format!(
+                    "stream {}: its pairs arrive at different ports ({} and {}): one receiver counts a stream, so give each port its own",
+                    s.name, first.to, other.to
+                )));
+            }
             let mut spec = s.clone();
-            spec.src_ip = Some(src);
-            spec.dst_ip = Some(dst);
-            spec.src_mac = Some(Mac(self.hosts[f].mac));
-            spec.vlan = spec.vlan.or(self.hosts[f].vlan);
-            placed.push((f, spec, t, hop));
+            spec.src_ip = Some(first.src);
+            spec.dst_ip = Some(first.dst);
+            spec.src_mac = Some(Mac(self.hosts[first.from].mac));
+            spec.vlan = spec.vlan.or(self.hosts[first.from].vlan);
+            placed.push((spec, legs));
         }
-        let wanted: Vec<(usize, IpAddr)> = placed.iter().map(|(f, .., hop)| (*f, *hop)).collect();
+        let wanted: Vec<(usize, IpAddr)> = placed
+            .iter()
+            .flat_map(|(_, legs)| legs.iter().map(|l| (l.from, l.hop)))
+            .collect();
         if wanted
             .iter()
             .any(|t| !self.given.contains_key(t) && !self.resolved.contains_key(t))
@@ -255,10 +251,14 @@ impl HostSession {
         }
         let macs = self.resolve(&wanted, timeout)?;
         let mut runs: Vec<PortRun> = Vec::new();
-        for (f, mut spec, t, hop) in placed {
-            spec.dst_mac = Some(Mac(macs[&(f, hop)]));
-            let port = self.host_port[f];
-            let to = t.map(|t| self.host_port[t]);
+        for (mut spec, legs) in placed {
+            let first = &legs[0];
+            spec.dst_mac = Some(Mac(macs[&(first.from, first.hop)]));
+            if legs.len() > 1 {
+                self.vary_over_pairs(&mut spec, &legs, &macs)?;
+            }
+            let port = self.host_port[first.from];
+            let to = first.to_port;
             match runs.iter_mut().find(|r| r.port == port) {
                 Some(r) => {
                     r.streams.push(spec);
@@ -275,20 +275,115 @@ impl HostSession {
         Ok(runs)
     }
 
+    /// One pair of a stream: the hosts, the addresses of the stream's family, and the next hop
+    /// the sending host resolves.
+    fn leg(&self, s: &StreamSpec, from: &str, to: &str, peers: &[Host]) -> Result<Leg> {
+        let f = self.host(from, &s.name)?;
+        let (t, to_host) = match peers.iter().find(|p| p.name == *to) {
+            Some(peer) if !self.hosts.iter().any(|h| h.name == *to) => (None, peer),
+            _ => {
+                let t = self.host(to, &s.name)?;
+                (Some(t), &self.hosts[t])
+            }
+        };
+        let (src, dst, hop) = match addresses(&self.hosts[f], to_host, s.ipv6, &s.name) {
+            Ok((src, dst)) => (src, dst, self.hosts[f].next_hop(dst)?),
+            // Both addresses of a family the host lacks, given by the stream itself: it
+            // leaves through the host's gateway of the other family, the one neighbour
+            // both families share (IPv6 routes learned over an IPv4 BGP session).
+            Err(e) => match (s.src_ip, s.dst_ip, gateway(&self.hosts[f])) {
+                (Some(src), Some(dst), Some(hop)) if src.is_ipv6() == s.ipv6 => (src, dst, hop),
+                _ => return Err(e),
+            },
+        };
+        // A peer is counted by its own agent's receiver: peers on one agent's port share it.
+        let to_port = t.map(|t| self.host_port[t]);
+        Ok(Leg {
+            from: f,
+            to: to.to_owned(),
+            to_port,
+            src,
+            dst,
+            hop,
+        })
+    }
+
+    /// A stream over several pairs: each of the fields the pairs set (source and destination
+    /// MAC and address, VLAN) that differs between them and that the stream does not vary
+    /// itself becomes a list, frame n taking pair n's value, all in step. Lists are pre-built
+    /// frames: nothing of it reaches the hot path.
+    fn vary_over_pairs(
+        &self,
+        spec: &mut StreamSpec,
+        legs: &[Leg],
+        macs: &HashMap<(usize, IpAddr), MacAddr>,
+    ) -> Result<()> {
+        use linerate_wire::{Field, FieldValue};
+        if legs.len() > linerate_stream::LIST_LIMIT {
+            return Err(SessionError::usage(format!(
+                "stream {}: {} host pairs, over the {} one stream goes round (its frames are pre-built, one per pair): split it into several",
+                spec.name,
+                legs.len(),
+                linerate_stream::LIST_LIMIT
+            )));
+        }
+        let vlans: Vec<Option<u16>> = legs.iter().map(|l| self.hosts[l.from].vlan).collect();
+        if vlans.iter().any(|v| v.is_some() != vlans[0].is_some()) {
+            return Err(SessionError::usage(format!(
+                "stream {}: some of its senders are on a VLAN and some are not: one stream's frames are all tagged or none",
+                spec.name
+            )));
+        }
+        let ip = |a: IpAddr| match a {
+            IpAddr::V4(v) => FieldValue::Ipv4(v),
+            IpAddr::V6(v) => FieldValue::Ipv6(v),
+        };
+        let lists: [(Field, Vec<FieldValue>); 5] = [
+            (
+                Field::SrcMac,
+                legs.iter()
+                    .map(|l| FieldValue::Mac(self.hosts[l.from].mac))
+                    .collect(),
+            ),
+            (
+                Field::DstMac,
+                legs.iter()
+                    .map(|l| FieldValue::Mac(macs[&(l.from, l.hop)]))
+                    .collect(),
+            ),
+            (Field::SrcIp, legs.iter().map(|l| ip(l.src)).collect()),
+            (Field::DstIp, legs.iter().map(|l| ip(l.dst)).collect()),
+            (
+                Field::VlanId,
+                vlans
+                    .iter()
+                    .map(|v| FieldValue::Int(v.unwrap_or(0).into()))
+                    .collect(),
+            ),
+        ];
+        for (field, values) in lists {
+            let constant = values.iter().all(|v| *v == values[0]);
+            if constant || spec.vary.iter().any(|v| v.field == field) {
+                continue;
+            }
+            // Pair 0 first, as the template holds it.
+            spec.vary
+                .push(linerate_stream::Vary::list(field, values, None));
+        }
+        Ok(())
+    }
+
     /// Compiles each port's streams with a stand-in next hop MAC: a refusal that needs no
     /// neighbour (a size over the port's MTU, too small for its headers) comes before any ARP
     /// or ND goes out, not after the resolve wait.
-    fn check_unresolved(
-        &self,
-        placed: &[(usize, StreamSpec, Option<usize>, IpAddr)],
-    ) -> Result<()> {
+    fn check_unresolved(&self, placed: &[(StreamSpec, Vec<Leg>)]) -> Result<()> {
         // Locally administered, unicast: only its shape matters here.
         const STAND_IN: MacAddr = [0x02, 0, 0, 0, 0, 1];
         for port in 0..self.ports.len() {
             let streams: Vec<StreamSpec> = placed
                 .iter()
-                .filter(|(f, ..)| self.host_port[*f] == port)
-                .map(|(_, spec, ..)| StreamSpec {
+                .filter(|(_, legs)| self.host_port[legs[0].from] == port)
+                .map(|(spec, _)| StreamSpec {
                     dst_mac: Some(Mac(STAND_IN)),
                     ..spec.clone()
                 })
@@ -383,6 +478,19 @@ fn gateway(host: &Host) -> Option<IpAddr> {
 }
 
 /// The addresses of a stream from `from` to `to`, of the stream's family.
+/// One host pair of a stream, placed.
+#[derive(Debug)]
+struct Leg {
+    /// The sending host's index.
+    from: usize,
+    /// The receiving host's name, and its port (None: a peer's, another agent's).
+    to: String,
+    to_port: Option<usize>,
+    src: IpAddr,
+    dst: IpAddr,
+    hop: IpAddr,
+}
+
 fn addresses(from: &Host, to: &Host, ipv6: bool, stream: &str) -> Result<(IpAddr, IpAddr)> {
     let family = |h: &Host| -> Option<IpAddr> {
         if ipv6 {

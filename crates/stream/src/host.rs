@@ -401,6 +401,57 @@ pub fn check_hosts(hosts: &[HostSpec], streams: &[crate::StreamSpec]) -> Result<
                     .into(),
             });
         }
+        check_pairs(hosts, &names, s)?;
+    }
+    Ok(())
+}
+
+/// A stream's further pairs: known hosts, none to itself, every sender on `from`'s port and
+/// every receiver on `to`'s (one port sends the stream, one receiver counts it).
+fn check_pairs(
+    hosts: &[HostSpec],
+    names: &HashMap<&str, usize>,
+    s: &crate::StreamSpec,
+) -> Result<(), StreamError> {
+    if s.pairs.is_empty() {
+        return Ok(());
+    }
+    let invalid = |why: String| StreamError::Invalid {
+        stream: s.name.clone(),
+        why,
+    };
+    let (Some(from), Some(to)) = (&s.from, &s.to) else {
+        return Err(invalid(
+            "pairs follow the first pair, from and to: name those too".into(),
+        ));
+    };
+    let port = |n: &str| {
+        names
+            .get(n)
+            .map(|&i| hosts[i].port.as_str())
+            .ok_or_else(|| StreamError::UnknownHost {
+                stream: s.name.clone(),
+                key: "pairs",
+                name: n.to_owned(),
+            })
+    };
+    let (tx, rx) = (port(from)?, port(to)?);
+    for (a, b) in &s.pairs {
+        if a == b {
+            return Err(invalid(format!(
+                "pair {a:?} → {b:?}: a host sends to another host, not to itself"
+            )));
+        }
+        for (name, end, want, side) in [
+            (a, port(a)?, tx, "leaves from"),
+            (b, port(b)?, rx, "arrives at"),
+        ] {
+            if end != want {
+                return Err(invalid(format!(
+                    "host {name:?} is on port {end}, but the stream {side} port {want}: give each port its own stream"
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -502,8 +553,40 @@ mod tests {
             to: Some("a".into()),
             ..crate::StreamSpec::default()
         };
-        let e = check_hosts(&[a, b], &[to_itself]).unwrap_err().to_string();
+        let e = check_hosts(&[a.clone(), b.clone()], &[to_itself])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("a-a") && e.contains("itself"), "{e}");
+        // Further pairs: known hosts, senders on from's port, receivers on to's.
+        let c = host("name=c,port=p0,ipv4=10.0.0.3/24");
+        let d = host("name=d,port=p1,ipv4=10.0.0.4/24");
+        let round = |pairs: &[(&str, &str)]| crate::StreamSpec {
+            name: "round".into(),
+            from: Some("a".into()),
+            to: Some("b".into()),
+            pairs: pairs
+                .iter()
+                .map(|(x, y)| (x.to_string(), y.to_string()))
+                .collect(),
+            ..crate::StreamSpec::default()
+        };
+        let all = [a, b, c, d];
+        check_hosts(&all, &[round(&[("c", "d"), ("a", "d")])]).unwrap();
+        let e = check_hosts(&all, &[round(&[("d", "b")])])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("host \"d\" is on port p1") && e.contains("leaves from port p0"),
+            "{e}"
+        );
+        let e = check_hosts(&all, &[round(&[("c", "x")])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"x\""), "{e}");
+        let e = check_hosts(&all, &[round(&[("c", "c")])])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("itself"), "{e}");
     }
 
     #[test]

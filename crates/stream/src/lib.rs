@@ -28,7 +28,7 @@ pub use encap::{ENCAP_FORM, Encap, OuterHeader, VNI_MASK, VNI_SHIFT};
 pub use error::{ReplaySetting, StreamError};
 pub use host::{HOSTS_PER_PORT, HostBgp, HostRoutes, HostSpec, MAX_HOSTS, check_hosts};
 pub use mapped::{FileBytes, MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
-pub use pacing::{Gaps, POISSON_CYCLE, Pacing, SLICE_PS, Spacing};
+pub use pacing::{Gaps, MAX_START_DELAY, POISSON_CYCLE, Pacing, SLICE_PS, Spacing, StartDelay};
 pub use plan::{
     CACHE_LIMIT, Cycle, Lane, Merged, Plan, Shape, StreamInfo, WorkerPlan, lane_counts,
     lanes_for_worker, merge,
@@ -38,4 +38,4 @@ pub use size::{SizeMode, Sizes};
 pub use spec::{
     Bursts, Limits, MAX_FILE_BYTES, MAX_STREAMS, Mode, Next, Proto, SpecFile, StreamSpec,
 };
-pub use vary::{Vary, VarySpec};
+pub use vary::{LIST_LIMIT, Vary, VarySpec};

@@ -17,6 +17,48 @@ pub struct Pacing {
     pub burst: u64,
     /// Whether each frame leaves at its own instant or with the frames due within a slice of it.
     pub spacing: Spacing,
+    /// The start delay (ps), already in `offsets_ps`: the schedule's first cycle begins this
+    /// late, and so does every cycle after it.
+    pub start_ps: u64,
+}
+
+/// A stream's start delay (`delay` in a stream file): a duration in the one duration grammar
+/// (`500us`, `1ms`, `2s`), at most a year, written back in the largest unit that keeps it exact.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StartDelay(pub std::time::Duration);
+
+impl StartDelay {
+    /// The delay in picoseconds, the schedule's unit.
+    pub fn ps(self) -> u64 {
+        // A year is 3.2e19 ps: u64 holds 5.8 months, so the ceiling is checked at parse.
+        u64::try_from(self.0.as_nanos() * 1000).unwrap_or(u64::MAX)
+    }
+}
+
+/// The longest start delay: what a schedule's picoseconds hold, with room for the run after it.
+pub const MAX_START_DELAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+impl std::str::FromStr for StartDelay {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let d = linerate_wire::quantity::parse_duration(s).map_err(|e| e.to_string())?;
+        if d > MAX_START_DELAY {
+            return Err(format!("delay '{}' is longer than a day", s.trim()));
+        }
+        Ok(StartDelay(d))
+    }
+}
+
+impl std::fmt::Display for StartDelay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ns = self.0.as_nanos();
+        match ns {
+            _ if ns.is_multiple_of(1_000_000_000) => write!(f, "{}s", ns / 1_000_000_000),
+            _ if ns.is_multiple_of(1_000_000) => write!(f, "{}ms", ns / 1_000_000),
+            _ if ns.is_multiple_of(1_000) => write!(f, "{}us", ns / 1_000),
+            _ => write!(f, "{ns}ns"),
+        }
+    }
 }
 
 /// How a paced stream's frames leave (`pacing` in a stream file, `--pacing`).
@@ -120,13 +162,15 @@ impl Pacing {
         Some(Pacing {
             cycle_frames: self.cycle_frames,
             cycle_ps: cycle_ps as u64,
+            // The delay is a time, not a share of the rate: it stays as it was.
             offsets_ps: self
                 .offsets_ps
                 .iter()
-                .map(|&o| (o as f64 * scale).round() as u64)
+                .map(|&o| ((o - self.start_ps) as f64 * scale).round() as u64 + self.start_ps)
                 .collect(),
             burst: self.burst,
             spacing: self.spacing,
+            start_ps: self.start_ps,
         })
     }
 
@@ -172,7 +216,10 @@ impl Pacing {
                 ),
             });
         }
-        Ok(Self::from_offsets(offsets, duration).map(|p| p.spaced(spec.pacing)))
+        Self::delayed(
+            Self::from_offsets(offsets, duration).map(|p| p.spaced(spec.pacing)),
+            spec,
+        )
     }
 
     /// Builds the schedule of streams run one after another, each for its count.
@@ -189,7 +236,22 @@ impl Pacing {
         }
         // A sequence is one schedule: precise if any of its streams asks for it.
         let spacing = parts.iter().map(|p| p.0.pacing).max().unwrap_or_default();
-        Ok(Self::from_offsets(offsets, base).map(|p| p.spaced(spacing)))
+        let pacing = Self::from_offsets(offsets, base).map(|p| p.spaced(spacing));
+        // Only the first stream's delay moves a sequence; the others start when it ends.
+        if let Some((later, ..)) = parts
+            .iter()
+            .skip(1)
+            .find(|p| p.0.delay.is_some_and(|d| !d.0.is_zero()))
+        {
+            return Err(StreamError::Invalid {
+                stream: later.name.clone(),
+                why: "a stream of a sequence starts when the one before it ends: only the first may have a delay (or make the streams interleaved)".into(),
+            });
+        }
+        match parts.first() {
+            Some(first) => Self::delayed(pacing, first.0),
+            None => Ok(pacing),
+        }
     }
 
     fn from_offsets(offsets: Vec<f64>, duration: f64) -> Option<Self> {
@@ -215,7 +277,33 @@ impl Pacing {
             offsets_ps,
             burst,
             spacing: Spacing::Auto,
+            start_ps: 0,
         }
+    }
+
+    /// The same schedule `delay` later (a stream's start delay); None for no delay. A
+    /// schedule of `max` (None) has nothing to move: refused.
+    pub(crate) fn delayed(
+        pacing: Option<Self>,
+        spec: &StreamSpec,
+    ) -> Result<Option<Self>, StreamError> {
+        let Some(delay) = spec.delay.filter(|d| !d.0.is_zero()) else {
+            return Ok(pacing);
+        };
+        let Some(mut p) = pacing else {
+            return Err(StreamError::Invalid {
+                stream: spec.name.clone(),
+                why: format!(
+                    "delay {delay} moves a schedule, and a stream at rate max has none: give it a rate (--rate 1M)"
+                ),
+            });
+        };
+        let ps = delay.ps();
+        for o in &mut p.offsets_ps {
+            *o += ps;
+        }
+        p.start_ps += ps;
+        Ok(Some(p))
     }
 
     /// The same schedule, its frames leaving as `spacing` says.
@@ -397,6 +485,7 @@ mod tests {
             offsets_ps: vec![0, 1_000],
             burst: 1,
             spacing: Spacing::Auto,
+            start_ps: 0,
         };
         // 2 frames per 3 ns is 666.7 Mpps; at a third of it every time is three times longer.
         let slower = p.at_rate(p.pps() / 3.0).unwrap();
@@ -404,6 +493,14 @@ mod tests {
             (slower.cycle_ps, slower.offsets_ps),
             (9_000, vec![0, 3_000])
         );
+        // A start delay is a time of its own: it stays.
+        let late = Pacing {
+            offsets_ps: vec![500, 1_500],
+            start_ps: 500,
+            ..p
+        };
+        let slower = late.at_rate(late.pps() / 3.0).unwrap();
+        assert_eq!(slower.offsets_ps, vec![500, 3_500]);
         assert!(p.at_rate(0.0).is_none() && p.at_rate(f64::NAN).is_none());
         assert!(p.at_rate(1e15).is_none(), "under 1 ps a cycle");
     }
@@ -421,6 +518,66 @@ mod tests {
         let first = p.offsets_ps[1];
         assert!(first == 672_000 || first == 12_304_000, "{first}");
         assert_eq!(p.cycle_ps, 672_000 + 12_304_000);
+    }
+
+    #[test]
+    fn a_start_delay_moves_the_first_cycle_and_every_one_after() {
+        let spec = StreamSpec {
+            rate: "1k".parse().unwrap(),
+            delay: Some("2.5ms".parse().unwrap()),
+            ..StreamSpec::seed()
+        };
+        let p = pacing_of(&plan(spec.clone())).unwrap();
+        assert_eq!(p.start_ps, 2_500_000_000);
+        // 1 kpps: frame n is due n ms after the delay.
+        assert_eq!(p.due_ps(0), 2_500_000_000);
+        assert_eq!(p.due_ps(11), 13_500_000_000);
+        assert_eq!(spec.delay.unwrap().to_string(), "2500us");
+        let max = StreamSpec {
+            rate: crate::Rate::Max,
+            ..spec.clone()
+        };
+        let err = Plan::compile(&[max], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rate max has none"), "{err}");
+        assert!("2days".parse::<StartDelay>().is_err());
+        assert!(
+            "25h"
+                .parse::<StartDelay>()
+                .unwrap_err()
+                .contains("longer than a day")
+        );
+        // In a sequence only the first stream starts on its own.
+        let first = StreamSpec {
+            count: Some(10),
+            next: crate::Next::Next,
+            ..spec.clone()
+        };
+        let second = StreamSpec {
+            name: "second".into(),
+            count: Some(10),
+            ..spec
+        };
+        let p = pacing_of(
+            &Plan::compile(
+                &[
+                    first.clone(),
+                    StreamSpec {
+                        delay: None,
+                        ..second.clone()
+                    },
+                ],
+                &Limits::default(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!((p.due_ps(0), p.due_ps(10)), (2_500_000_000, 12_500_000_000));
+        let err = Plan::compile(&[first, second], &Limits::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("only the first may have a delay"), "{err}");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::arp::{ArpKeys, ArpOp};
 use crate::encap::{Encap, OuterDefaults};
 use crate::size::Sizes;
 use crate::template::Template;
-use crate::{Rate, SizeMode, StreamError, Vary, VarySpec};
+use crate::{Rate, SizeMode, StartDelay, StreamError, Vary, VarySpec};
 
 /// Layer 4 of the template frame, or ARP in place of IP and L4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -117,6 +117,12 @@ pub struct StreamSpec {
     #[serde(with = "crate::text::optional_count")]
     pub loops: Option<u64>,
     pub bursts: Option<Bursts>,
+    /// How long after the run's start the stream's first frame is due (`delay = "1ms"`, OTG's
+    /// `duration.….delay`): its whole schedule moves that much later, once. A stream of a
+    /// sequence other than the first starts when the one before it ends, so only the first may
+    /// have one; a stream at `max` has no schedule to move.
+    #[serde(with = "crate::text::optional")]
+    pub delay: Option<StartDelay>,
     /// `auto`, `precise` (each frame at its own instant) or `sliced` (the frames of 20 µs
     /// together): how a paced stream's frames leave.
     pub pacing: crate::Spacing,
@@ -135,6 +141,12 @@ pub struct StreamSpec {
     /// The host it goes to: its address is the destination, the MAC is the next hop's as
     /// resolved by ARP/ND.
     pub to: Option<String>,
+    /// More host pairs the stream goes between after `from` → `to`, which is pair 0: frame n
+    /// goes between pair n mod (1 + len), its addresses, source MAC and next hop that pair's
+    /// (an OTG device flow between several devices, `one_to_one` or `mesh`), the stream's
+    /// other varied fields moving on with it. Every pair leaves from `from`'s port and arrives
+    /// at `to`'s, so one receiver counts the stream.
+    pub pairs: Vec<(String, String)>,
     /// Outer headers the stream's frame is sent inside (a tunnel), outermost first:
     /// `ethernet/ipv4:dst=192.0.2.2/udp/vxlan:vni=100`. The stream's own fields and `vary`
     /// describe the frame inside.
@@ -179,6 +191,7 @@ impl Default for StreamSpec {
             next: Next::Stop,
             loops: None,
             bursts: None,
+            delay: None,
             pacing: crate::Spacing::Auto,
             gaps: crate::Gaps::Even,
             rate: Rate::Max,
@@ -186,6 +199,7 @@ impl Default for StreamSpec {
             signature: false,
             from: None,
             to: None,
+            pairs: Vec::new(),
             encap: None,
             mode: Mode::Sequence,
         }
@@ -208,6 +222,25 @@ impl StreamSpec {
             }],
             ..Self::default()
         }
+    }
+
+    /// The smallest frame (FCS included, at least 64 B) that holds the stream's headers, its
+    /// raw payload and, after it, its signature: what a size left unset becomes where a
+    /// header may carry bytes of its own (an OTG flow with `custom` bytes and no `size`).
+    pub fn smallest_size(&self) -> Result<usize, StreamError> {
+        let template = self.template(&Limits::default())?;
+        let raw = match &self.payload {
+            Payload::Raw(bytes) => bytes.len(),
+            _ => 0,
+        };
+        let signature = if self.signature {
+            linerate_wire::signature::LEN
+        } else {
+            0
+        };
+        Ok(template
+            .min_frame_size()
+            .max(template.headers_len() + units::FCS_LEN + raw + signature))
     }
 
     /// Checks everything that can be checked without a port, and fills in what the port

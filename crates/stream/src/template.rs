@@ -39,6 +39,12 @@ impl Template {
         self.stack.min_frame_size()
     }
 
+    /// The headers' bytes, and an inner Ethernet frame's FCS slot: where the payload starts,
+    /// counted back from the frame's end.
+    pub fn headers_len(&self) -> usize {
+        self.stack.headers_len() + self.stack.inner_fcs_len()
+    }
+
     /// VLAN tags of the outer Ethernet header: the bytes they add are not under the MTU.
     pub fn outer_tags(&self) -> usize {
         self.stack.headers[1..]

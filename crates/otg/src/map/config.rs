@@ -72,6 +72,20 @@ impl Cx {
             if flows.iter().filter(|g| g.tx_port == f.tx_port).count() > 1 {
                 s.mode = Mode::Interleaved;
             }
+            // A flow without `size` is as large as its packet needs, its custom bytes and the
+            // signature after them (as ixia-c sends otg-examples' DNS payloads whole); a
+            // size given is the size, or refused.
+            let no_size = given.iter().any(|g| g.name == f.name && g.size.is_none());
+            if no_size
+                && let Ok(n) = s.smallest_size()
+                && n > s.size
+            {
+                self.warnings.push(format!(
+                    "flow '{}' has no size: its frames are {n} B, what its headers, custom bytes and signature take",
+                    f.name
+                ));
+                s.size = n;
+            }
         }
         Mapped {
             ports,
@@ -232,7 +246,7 @@ impl Cx {
                 (Some(s), Some((j, t))) if s != t => self.refuse(
                     format!("{path}.duration.fixed_seconds.seconds"),
                     format!(
-                        "{s} s, but flows[{j}] runs {t} s: linerate ends every flow of a run at one time, so fixed_seconds must be the same on every flow"
+                        "this flow ends {s} s after the start (its delay and seconds), but flows[{j}] ends at {t} s: linerate ends every flow of a run at one time, so delay + fixed_seconds must be the same on every flow"
                     ),
                 ),
                 (None, _) => any_seconds_missing = any_seconds_missing.or(Some(i)),

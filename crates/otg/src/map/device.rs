@@ -33,6 +33,7 @@ const V6: Family = Family {
 
 /// What an ethernet gives each of its hosts.
 struct Link<'a> {
+    device: &'a str,
     ethernet: &'a str,
     port: &'a PortPlan,
     mac: Option<Mac>,
@@ -58,7 +59,7 @@ impl Cx {
                     );
                 }
                 ethernets.push(&e.name);
-                self.ethernet_hosts(&at, e, ports, &mut hosts);
+                self.ethernet_hosts(&at, &d.name, e, ports, &mut hosts);
             }
         }
         hosts
@@ -67,6 +68,7 @@ impl Cx {
     fn ethernet_hosts(
         &mut self,
         at: &str,
+        device: &str,
         e: &DeviceEthernet,
         ports: &[PortPlan],
         hosts: &mut Vec<HostPlan>,
@@ -105,6 +107,7 @@ impl Cx {
             return;
         };
         let link = Link {
+            device,
             ethernet: &e.name,
             port,
             mac,
@@ -263,6 +266,7 @@ impl Cx {
         }
         (self.refusals.len() == before).then(|| HostPlan {
             spec,
+            device: link.device.to_owned(),
             ethernet: link.ethernet.to_owned(),
             port: link.port.name.clone(),
             gateway_mac,
@@ -513,8 +517,106 @@ mod tests {
         assert!(refused_at(&c, "flows[1].tx_rx.port").contains("tx_rx.device"));
         let mut c = routed();
         c["flows"][0]["tx_rx"]["device"]["rx_names"] = json!(["ip2", "ip1"]);
-        assert!(refused_at(&c, "flows[0].tx_rx.device.rx_names").contains("one address"));
+        assert!(
+            refused_at(&c, "flows[0].tx_rx.device.rx_names").contains("give each port its own")
+        );
         c["devices"][0]["ethernets"][0]["connection"] = json!({"port_name": "nope"});
         assert!(refused_at(&c, "devices[0].ethernets[0].connection.port_name").contains("'nope'"));
+    }
+
+    /// `routed()` with a third device on p1 and a fourth on p2.
+    fn four_devices() -> Value {
+        let mut c = routed();
+        for (n, port, addr, gw) in [
+            (3, "p1", "198.18.0.6", "198.18.0.5"),
+            (4, "p2", "198.19.0.6", "198.19.0.5"),
+        ] {
+            let mut d = c["devices"][0].clone();
+            d["name"] = json!(format!("d{n}"));
+            let e = &mut d["ethernets"][0];
+            e["name"] = json!(format!("e{n}"));
+            e["connection"]["port_name"] = json!(port);
+            e["mac"] = json!(format!("02:00:00:00:00:0{n}"));
+            e["ipv4_addresses"][0]["name"] = json!(format!("ip{n}"));
+            e["ipv4_addresses"][0]["address"] = json!(addr);
+            e["ipv4_addresses"][0]["gateway"] = json!(gw);
+            c["devices"].as_array_mut().unwrap().push(d);
+        }
+        c
+    }
+
+    #[test]
+    fn several_devices_a_side_go_round_their_pairs_one_to_one_or_mesh() {
+        let mut c = four_devices();
+        // Devices, ethernets and address objects all name hosts.
+        c["flows"][0]["tx_rx"]["device"] =
+            json!({"mode": "one_to_one", "tx_names": ["d1", "e3"], "rx_names": ["ip2", "d4"]});
+        // No packet: between devices it is ethernet and the hosts' IP.
+        c["flows"][0]["packet"] = json!([]);
+        let m = map(&c).unwrap();
+        let s = &m.streams[0];
+        assert_eq!(
+            (s.from.as_deref(), s.to.as_deref()),
+            (Some("ip1"), Some("ip2"))
+        );
+        assert_eq!(s.pairs, [("ip3".to_string(), "ip4".to_string())]);
+        assert_eq!((s.proto, s.ipv6), (linerate_stream::Proto::Ip, false));
+        assert_eq!(m.flows[0].rx_port.as_deref(), Some("p2"));
+        // Mesh, the default: every sender to every receiver, senders first.
+        c["flows"][0]["tx_rx"]["device"] =
+            json!({"tx_names": ["ip1", "ip3"], "rx_names": ["e2", "e4"]});
+        let m = map(&c).unwrap();
+        let s = &m.streams[0];
+        let pairs: Vec<(&str, &str)> =
+            std::iter::once((s.from.as_deref().unwrap(), s.to.as_deref().unwrap()))
+                .chain(s.pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+                .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("ip1", "ip2"),
+                ("ip1", "ip4"),
+                ("ip3", "ip2"),
+                ("ip3", "ip4")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_devices_ports_share_their_layer1_speed_when_they_agree() {
+        let mut c = routed();
+        assert_eq!(map(&c).unwrap().hosts_link_mbps(), None);
+        c["layer1"] = json!([{"name": "l1", "port_names": ["p1", "p2"], "speed": "speed_1_gbps"}]);
+        assert_eq!(map(&c).unwrap().hosts_link_mbps(), Some(1000));
+        c["layer1"] = json!([
+            {"name": "l1", "port_names": ["p1"], "speed": "speed_1_gbps"},
+            {"name": "l2", "port_names": ["p2"], "speed": "speed_10_gbps"}
+        ]);
+        assert_eq!(map(&c).unwrap().hosts_link_mbps(), None);
+    }
+
+    #[test]
+    fn pairs_that_do_not_match_or_span_ports_are_refused_by_path() {
+        let mut c = four_devices();
+        c["flows"][0]["tx_rx"]["device"] =
+            json!({"mode": "one_to_one", "tx_names": ["ip1", "ip3"], "rx_names": ["ip2"]});
+        assert!(
+            refused_at(&c, "flows[0].tx_rx.device.mode").contains("2 hosts and rx_names for 1")
+        );
+        c["flows"][0]["tx_rx"]["device"] = json!({"tx_names": ["ip1", "ip4"], "rx_names": ["ip2"]});
+        assert!(
+            refused_at(&c, "flows[0].tx_rx.device.tx_names")
+                .contains("give each port its own flow")
+        );
+        c["flows"][0]["tx_rx"]["device"] = json!({"tx_names": ["d9"], "rx_names": ["ip2"]});
+        assert!(refused_at(&c, "flows[0].tx_rx.device.tx_names[0]").contains("'d9'"));
+        c["flows"][0]["tx_rx"]["device"] = json!({"tx_names": ["ip1"], "rx_names": ["ip1"]});
+        assert!(refused_at(&c, "flows[0].tx_rx.device.rx_names[0]").contains("another address"));
+        // A device without an address of the packet's family.
+        c["flows"][0]["tx_rx"]["device"] = json!({"tx_names": ["d1"], "rx_names": ["ip2"]});
+        c["flows"][0]["packet"][1] = json!({"choice": "ipv6", "ipv6": {}});
+        assert!(
+            refused_at(&c, "flows[0].tx_rx.device.tx_names[0]").contains("no IPv6 address object")
+        );
     }
 }

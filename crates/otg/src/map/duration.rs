@@ -34,7 +34,7 @@ impl Cx {
                 let f = d.fixed_packets.clone().unwrap_or_default();
                 self.rest(&p, &f.rest);
                 self.gap(format!("{p}.gap"), &f.gap);
-                self.delay(format!("{p}.delay"), &f.delay);
+                self.delay(format!("{p}.delay"), &f.delay, spec, link_mbps);
                 match f.packets.as_ref().map_or(Some(1), int) {
                     Some(n) if n >= 1 && n <= u128::from(u64::MAX) => spec.count = Some(n as u64),
                     _ => self.refuse(format!("{p}.packets"), "packets must be at least 1"),
@@ -45,9 +45,11 @@ impl Cx {
                 let f = d.fixed_seconds.clone().unwrap_or_default();
                 self.rest(&p, &f.rest);
                 self.gap(format!("{p}.gap"), &f.gap);
-                self.delay(format!("{p}.delay"), &f.delay);
+                self.delay(format!("{p}.delay"), &f.delay, spec, link_mbps);
+                // The run ends when the flow has sent for its seconds after its delay.
+                let delay = spec.delay.map_or(0.0, |d| d.0.as_secs_f64());
                 match f.seconds.as_ref().map_or(Some(1.0), num) {
-                    Some(s) if s > 0.0 && s <= 1e6 => Some(s),
+                    Some(s) if s > 0.0 && s <= 1e6 => Some(delay + s),
                     _ => {
                         self.refuse(format!("{p}.seconds"), "seconds must be above 0");
                         None
@@ -62,7 +64,7 @@ impl Cx {
                 if let Some(c) = &d.continuous {
                     self.rest(&p, &c.rest);
                     self.gap(format!("{p}.gap"), &c.gap);
-                    self.delay(format!("{p}.delay"), &c.delay);
+                    self.delay(format!("{p}.delay"), &c.delay, spec, link_mbps);
                 }
                 None
             }
@@ -87,16 +89,33 @@ impl Cx {
         }
     }
 
-    fn delay(&mut self, p: String, d: &Option<FlowDelay>) {
-        if let Some(d) = d {
+    /// The flow's start delay onto `spec.delay` (bytes are times at the link's speed).
+    fn delay(
+        &mut self,
+        p: String,
+        d: &Option<FlowDelay>,
+        spec: &mut StreamSpec,
+        link_mbps: Option<u64>,
+    ) {
+        let Some(d) = d else { return };
+        let zero = [&d.bytes, &d.nanoseconds, &d.microseconds]
+            .iter()
+            .all(|v| v.as_ref().is_none_or(|v| num(v) == Some(0.0)));
+        if zero {
             self.rest(&p, &d.rest);
-            let zero = [&d.bytes, &d.nanoseconds, &d.microseconds]
-                .iter()
-                .all(|v| v.as_ref().is_none_or(|v| num(v) == Some(0.0)));
-            if !zero {
-                self.refuse(p, "a start delay is not supported");
-            }
+            return;
         }
+        let Some(seconds) = self.time_of(&p, d, 0.0, link_mbps) else {
+            return;
+        };
+        let max = linerate_stream::MAX_START_DELAY.as_secs_f64();
+        if !(0.0..=max).contains(&seconds) {
+            self.refuse(p, "a start delay is at least 0 and at most a day");
+            return;
+        }
+        spec.delay = Some(linerate_stream::StartDelay(
+            std::time::Duration::from_secs_f64(seconds),
+        ));
     }
 
     /// `packets` per burst, `bursts` of them (0: forever), the period from the flow's pps and
@@ -116,7 +135,7 @@ impl Cx {
         let packets = b.packets.as_ref().map_or(Some(1), int);
         let gap_s = match &b.inter_burst_gap {
             None => Some(12.0 * 8.0 / (link_mbps.unwrap_or(1000) as f64 * 1e6)),
-            Some(g) => self.inter_burst_gap(&format!("{p}.inter_burst_gap"), g, link_mbps),
+            Some(g) => self.time_of(&format!("{p}.inter_burst_gap"), g, 12.0, link_mbps),
         };
         let Some(pps) = pps else {
             self.refuse(
@@ -145,20 +164,41 @@ impl Cx {
         }
     }
 
-    /// The gap between bursts in seconds.
-    fn inter_burst_gap(&mut self, gp: &str, g: &FlowDelay, link_mbps: Option<u64>) -> Option<f64> {
+    /// A gap or a delay in seconds; `bytes` (its default) unless given is `default_bytes`.
+    fn time_of(
+        &mut self,
+        gp: &str,
+        g: &FlowDelay,
+        default_bytes: f64,
+        link_mbps: Option<u64>,
+    ) -> Option<f64> {
         self.rest(gp, &g.rest);
+        let mut time = |key: &str, v: &Option<Value>, scale: f64| {
+            let t = v
+                .as_ref()
+                .and_then(num)
+                .filter(|t| *t >= 0.0)
+                .map(|t| t * scale);
+            if t.is_none() {
+                self.refuse(
+                    format!("{gp}.{key}"),
+                    format!("{key} must be a number at least 0"),
+                );
+            }
+            t
+        };
         match g.choice.as_deref().unwrap_or("bytes") {
-            "nanoseconds" => g.nanoseconds.as_ref().and_then(num).map(|n| n / 1e9),
-            "microseconds" => g.microseconds.as_ref().and_then(num).map(|n| n / 1e6),
+            "nanoseconds" => time("nanoseconds", &g.nanoseconds, 1e-9),
+            "microseconds" => time("microseconds", &g.microseconds, 1e-6),
             "bytes" => match link_mbps {
-                Some(m) => {
-                    Some(g.bytes.as_ref().and_then(num).unwrap_or(12.0) * 8.0 / (m as f64 * 1e6))
-                }
+                Some(m) => Some(
+                    g.bytes.as_ref().and_then(num).unwrap_or(default_bytes) * 8.0
+                        / (m as f64 * 1e6),
+                ),
                 None => {
                     self.refuse(
                         format!("{gp}.bytes"),
-                        "a gap in bytes needs the link speed: set layer1.speed for the transmit port, or give nanoseconds",
+                        "a time in bytes needs the link speed: set layer1.speed for the transmit port, or give nanoseconds or microseconds",
                     );
                     None
                 }

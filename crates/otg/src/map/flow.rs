@@ -47,11 +47,12 @@ impl Stage {
     }
 }
 
-/// Where a flow leaves and arrives: its ports, and its hosts when it goes between devices.
+/// Where a flow leaves and arrives: its ports, and its pairs of hosts when it goes between
+/// devices (the first pair first).
 struct Endpoints<'h> {
     tx_port: String,
     rx_port: Option<String>,
-    between: Option<(&'h HostPlan, &'h HostPlan)>,
+    between: Option<Vec<(&'h HostPlan, &'h HostPlan)>>,
 }
 
 impl Cx {
@@ -76,11 +77,12 @@ impl Cx {
             payload: Payload::Increment,
             ..StreamSpec::default()
         };
+        let family = packet_family(&f.packet);
         let Endpoints {
             tx_port,
             rx_port,
             between,
-        } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts)?;
+        } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts, family)?;
         if between.is_none() {
             self.endpoints
                 .push((index, tx_port.clone(), rx_port.clone()));
@@ -89,8 +91,18 @@ impl Cx {
             .iter()
             .find(|p| p.name == tx_port)
             .and_then(|p| p.link_mbps);
-        self.headers(path, &f.packet, &mut spec);
-        if let Some((from, to)) = between {
+        match (&between, f.packet.is_empty()) {
+            (_, false) => self.headers(path, &f.packet, &mut spec),
+            // The schema's default packet is one ethernet header; between devices, which have
+            // addresses, the IP header of their family follows it (as ixia-c sends it).
+            (Some(pairs), true) => {
+                spec.proto = Proto::Ip;
+                spec.ipv6 = pairs[0].0.spec.ipv6.is_some();
+            }
+            (None, true) => spec.proto = Proto::Ethernet,
+        }
+        if let Some(pairs) = between {
+            let (from, to) = pairs[0];
             let d = f.tx_rx.as_ref().and_then(|t| t.device.as_ref());
             // A route range's family is its own, not its interface's (MP-BGP carries IPv6
             // routes over an IPv4 session).
@@ -101,10 +113,16 @@ impl Cx {
                     .any(|n| self.ranges.iter().any(|r| &r.name == n))
             });
             if !ranges {
-                self.host_family(path, &spec, from, to);
+                for (from, to) in &pairs {
+                    self.host_family(path, &spec, from, to);
+                }
             }
             spec.from = Some(from.spec.name.clone());
             spec.to = Some(to.spec.name.clone());
+            spec.pairs = pairs[1..]
+                .iter()
+                .map(|(a, b)| (a.spec.name.clone(), b.spec.name.clone()))
+                .collect();
             if let Some(d) = d {
                 self.range_addresses(path, d, &mut spec);
             }
@@ -138,6 +156,7 @@ impl Cx {
         tx_rx: Option<&FlowTxRx>,
         ports: &[PortPlan],
         hosts: &'h [HostPlan],
+        family: Option<bool>,
     ) -> Option<Endpoints<'h>> {
         let Some(t) = tx_rx else {
             self.refuse(format!("{path}.tx_rx"), "a flow needs tx_rx");
@@ -155,11 +174,12 @@ impl Cx {
                 return None;
             }
             (Some("device"), _, Some(d)) => {
-                let (from, to) = self.device_endpoints(&format!("{p}.device"), d, hosts)?;
+                let pairs = self.device_endpoints(&format!("{p}.device"), d, hosts, family)?;
+                let (from, to) = pairs[0];
                 return Some(Endpoints {
                     tx_port: from.port.clone(),
                     rx_port: Some(to.port.clone()),
-                    between: Some((from, to)),
+                    between: Some(pairs),
                 });
             }
             (choice, ..) => {
@@ -203,17 +223,22 @@ impl Cx {
         })
     }
 
-    /// The host a flow leaves from and the one it goes to, by their address objects' names.
+    /// The pairs of hosts a flow goes between, the first pair first: each sender with the
+    /// receiver at its place (`one_to_one`), or every sender with every other receiver (`mesh`,
+    /// the schema's default), senders first. Names are address objects, route ranges (their
+    /// device's session host), or ethernets and devices, which stand for their address objects
+    /// of the flow's family. One port sends a flow and one receiver counts it: every sender on
+    /// one port, every receiver on one port.
     fn device_endpoints<'h>(
         &mut self,
         p: &str,
         d: &FlowRouter,
         hosts: &'h [HostPlan],
-    ) -> Option<(&'h HostPlan, &'h HostPlan)> {
+        family: Option<bool>,
+    ) -> Option<Vec<(&'h HostPlan, &'h HostPlan)>> {
         self.rest(p, &d.rest);
-        if let Some(mode) = d.mode.as_deref()
-            && !matches!(mode, "mesh" | "one_to_one")
-        {
+        let mode = d.mode.as_deref().unwrap_or("mesh");
+        if !matches!(mode, "mesh" | "one_to_one") {
             self.refuse(format!("{p}.mode"), format!("unknown mode '{mode}'"));
         }
         if d.bidirectional == Some(true) {
@@ -222,40 +247,113 @@ impl Cx {
                 "give each direction its own flow (each is counted on its own)",
             );
         }
-        let mut one = |key: &str, names: &[String]| -> Option<&'h HostPlan> {
-            if names.len() != 1 {
+        let txs = self.named_hosts(p, "tx_names", &d.tx_names, hosts, family);
+        let rxs = self.named_hosts(p, "rx_names", &d.rx_names, hosts, family);
+        let (txs, rxs) = (txs?, rxs?);
+        let pairs: Vec<(&HostPlan, &HostPlan)> = if mode == "one_to_one" {
+            if txs.len() != rxs.len() {
                 self.refuse(
-                    format!("{p}.{key}"),
-                    "name one address object (linerate maps a flow to one stream between two hosts)",
+                    format!("{p}.mode"),
+                    format!(
+                        "one_to_one pairs each sender with the receiver at its place, but tx_names stand for {} hosts and rx_names for {}",
+                        txs.len(),
+                        rxs.len()
+                    ),
                 );
                 return None;
             }
-            // A route range stands for the host its sessions leave from.
-            let host = self
-                .ranges
-                .iter()
-                .find(|r| r.name == names[0])
-                .map_or(names[0].as_str(), |r| r.host.as_str());
-            let found = hosts.iter().find(|h| h.spec.name == host);
-            if found.is_none() {
-                self.refuse(
-                    format!("{p}.{key}[0]"),
-                    format!(
-                        "no ipv4 or ipv6 address object or route range is named '{}' (flows go between device addresses)",
-                        names[0]
-                    ),
-                );
-            }
-            found
+            txs.iter().copied().zip(rxs.iter().copied()).collect()
+        } else {
+            txs.iter()
+                .flat_map(|&a| rxs.iter().map(move |&b| (a, b)))
+                .filter(|(a, b)| a.spec.name != b.spec.name)
+                .collect()
         };
-        let from = one("tx_names", &d.tx_names);
-        let to = one("rx_names", &d.rx_names);
-        let (from, to) = (from?, to?);
-        if from.spec.name == to.spec.name {
+        if pairs.is_empty() || pairs.iter().any(|(a, b)| a.spec.name == b.spec.name) {
             self.refuse(format!("{p}.rx_names[0]"), "a flow goes to another address");
             return None;
         }
-        Some((from, to))
+        for (key, side) in [("tx_names", &txs), ("rx_names", &rxs)] {
+            if let Some(other) = side.iter().find(|h| h.port != side[0].port) {
+                self.refuse(
+                    format!("{p}.{key}"),
+                    format!(
+                        "'{}' is on port {} and '{}' on port {}: one port sends a flow and one receiver counts it, so give each port its own flow",
+                        side[0].spec.name, side[0].port, other.spec.name, other.port
+                    ),
+                );
+                return None;
+            }
+        }
+        Some(pairs)
+    }
+
+    /// The hosts `names` stand for, in order (see `device_endpoints`).
+    fn named_hosts<'h>(
+        &mut self,
+        p: &str,
+        key: &str,
+        names: &[String],
+        hosts: &'h [HostPlan],
+        family: Option<bool>,
+    ) -> Option<Vec<&'h HostPlan>> {
+        if names.is_empty() {
+            self.refuse(
+                format!("{p}.{key}"),
+                "name at least one address object, ethernet, device or route range",
+            );
+            return None;
+        }
+        let before = self.refusals.len();
+        let mut out = Vec::new();
+        for (j, n) in names.iter().enumerate() {
+            let at = format!("{p}.{key}[{j}]");
+            // A route range stands for the host its sessions leave from, and is a flow's only
+            // endpoint on its side: the flow steps over its prefixes.
+            if let Some(r) = self.ranges.iter().find(|r| &r.name == n) {
+                let host = r.host.clone();
+                if names.len() > 1 {
+                    self.refuse(
+                        at,
+                        "a route range is the only name on its side of a flow (the flow steps over its prefixes)",
+                    );
+                } else if let Some(h) = hosts.iter().find(|h| h.spec.name == host) {
+                    out.push(h);
+                }
+                continue;
+            }
+            if let Some(h) = hosts.iter().find(|h| &h.spec.name == n) {
+                out.push(h);
+                continue;
+            }
+            let of: Vec<&HostPlan> = hosts
+                .iter()
+                .filter(|h| &h.ethernet == n || &h.device == n)
+                .collect();
+            if of.is_empty() {
+                self.refuse(
+                    at,
+                    format!(
+                        "no ipv4 or ipv6 address object, ethernet, device or route range is named '{n}' (flows go between device addresses)"
+                    ),
+                );
+                continue;
+            }
+            // Without an IP header in the packet, IPv4 unless it has IPv6 addresses alone.
+            let v6 = family.unwrap_or_else(|| of.iter().all(|h| h.spec.ipv4.is_none()));
+            let len = out.len();
+            out.extend(of.into_iter().filter(|h| h.spec.ipv6.is_some() == v6));
+            if out.len() == len {
+                self.refuse(
+                    at,
+                    format!(
+                        "'{n}' has no {} address object, the family of the flow's packet",
+                        if v6 { "IPv6" } else { "IPv4" }
+                    ),
+                );
+            }
+        }
+        (self.refusals.len() == before).then_some(out)
     }
 
     /// A flow from or to a route range takes its address from the range where its headers set
@@ -369,13 +467,6 @@ impl Cx {
     /// The `packet` headers in order: those before a tunnel onto `spec.encap` (`outer`), the
     /// flow's own each by its own module onto `spec`.
     fn headers(&mut self, path: &str, packet: &[FlowHeader], spec: &mut StreamSpec) {
-        if packet.is_empty() {
-            self.refuse(
-                format!("{path}.packet"),
-                "a flow needs headers: ethernet, optionally vlan, ipv4 or ipv6, then udp, tcp or icmp",
-            );
-            return;
-        }
         let choices: Vec<String> = packet
             .iter()
             .map(|h| h.choice.clone().unwrap_or_else(|| implied_choice(h).into()))
@@ -443,6 +534,19 @@ impl Cx {
             spec.payload = Payload::Raw(payload);
         }
     }
+}
+
+/// The family of a packet's innermost IP header (true: IPv6); None without one.
+fn packet_family(packet: &[FlowHeader]) -> Option<bool> {
+    packet
+        .iter()
+        .rev()
+        .map(|h| h.choice.as_deref().unwrap_or_else(|| implied_choice(h)))
+        .find_map(|c| match c {
+            "ipv4" => Some(false),
+            "ipv6" => Some(true),
+            _ => None,
+        })
 }
 
 /// The header a `FlowHeader` without `choice` holds: the first one given, else ethernet.

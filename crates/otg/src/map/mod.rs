@@ -149,7 +149,8 @@ pub enum CaptureFormat {
 pub struct HostPlan {
     /// Named by the address object; its port is the ethernet's port's location.
     pub spec: HostSpec,
-    /// The ethernet it is an address of.
+    /// The device and the ethernet it is an address of.
+    pub device: String,
     pub ethernet: String,
     /// The OTG port the ethernet is connected to.
     pub port: String,
@@ -169,6 +170,19 @@ impl Mapped {
                 ..h.spec.clone()
             })
             .collect()
+    }
+
+    /// The link speed (`layer1.speed`) of the devices' ports, which share one set of port
+    /// options: given when every port with a device that has one gives the same (a rate in %
+    /// is taken of it); None when none does or they differ (then a rate in % is refused, naming
+    /// the port, as on a port that reports no speed).
+    pub fn hosts_link_mbps(&self) -> Option<u64> {
+        let mut speeds = self
+            .hosts
+            .iter()
+            .filter_map(|h| self.port(&h.port).and_then(|p| p.link_mbps));
+        let first = speeds.next()?;
+        speeds.all(|s| s == first).then_some(first)
     }
 
     /// The gateways whose MAC is given, never resolved: (host, gateway, MAC).

@@ -534,6 +534,75 @@ fn header_fields_linerate_writes_itself_accept_only_its_values() {
 }
 
 #[test]
+fn a_start_delay_moves_the_flow_and_fixed_seconds_end_after_it() {
+    let mut c = quickstart();
+    c["flows"][0]["duration"]["fixed_packets"]["delay"] =
+        json!({"choice": "microseconds", "microseconds": 1500});
+    let m = map(&c).unwrap();
+    assert_eq!(text(&m.streams[0].delay), "1500us");
+    compiles(&m);
+    // Bytes are a time at the link's speed: 125,000 bytes at 1 Gb/s are 1 ms.
+    c["flows"][0]["duration"]["fixed_packets"]["delay"] =
+        json!({"choice": "bytes", "bytes": 125000});
+    assert!(refusal_paths(&c).contains(&"flows[0].duration.fixed_packets.delay.bytes".to_string()));
+    c["layer1"] = json!([{"name": "l1", "port_names": ["ptx", "prx"], "speed": "speed_1_gbps"}]);
+    assert_eq!(text(&map(&c).unwrap().streams[0].delay), "1ms");
+    c["flows"][0]["duration"]["fixed_packets"]["delay"] =
+        json!({"choice": "nanoseconds", "nanoseconds": -1});
+    assert!(
+        refusal_paths(&c)
+            .contains(&"flows[0].duration.fixed_packets.delay.nanoseconds".to_string())
+    );
+    // The run ends when every flow has sent for its seconds after its own delay.
+    let mut second = c["flows"][0].clone();
+    second["name"] = json!("flow2");
+    c["flows"].as_array_mut().unwrap().push(second);
+    c["flows"][0]["duration"] = json!({"choice": "fixed_seconds", "fixed_seconds": {"seconds": 2,
+        "delay": {"choice": "microseconds", "microseconds": 500000}}});
+    c["flows"][1]["duration"] =
+        json!({"choice": "fixed_seconds", "fixed_seconds": {"seconds": 2.5}});
+    assert_eq!(
+        map(&c).unwrap().duration,
+        Some(std::time::Duration::from_millis(2500))
+    );
+    c["flows"][1]["duration"]["fixed_seconds"]["seconds"] = json!(2);
+    assert!(refusal_paths(&c).contains(&"flows[1].duration.fixed_seconds.seconds".to_string()));
+}
+
+#[test]
+fn a_flow_without_size_holds_its_headers_custom_bytes_and_signature() {
+    let mut c = quickstart();
+    c["flows"][0].as_object_mut().unwrap().remove("size");
+    let m = map(&c).unwrap();
+    // 14 + 20 + 8 header bytes, 11 custom bytes, the 18-byte signature, the FCS.
+    assert_eq!(m.streams[0].size, 14 + 20 + 8 + 11 + 18 + 4);
+    assert!(
+        m.warnings.iter().any(|w| w.contains("75 B")),
+        "{:?}",
+        m.warnings
+    );
+    compiles(&m);
+    // Without custom bytes the schema's 64 stands; a size given is never grown.
+    c["flows"][0]["packet"].as_array_mut().unwrap().pop();
+    assert_eq!(map(&c).unwrap().streams[0].size, 64);
+    c["flows"][0]["size"] = json!({"choice": "fixed", "fixed": 64});
+    c["flows"][0]["packet"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"choice": "custom", "custom": {"bytes": "2e2e515549434b53544152"}}));
+    assert_eq!(map(&c).unwrap().streams[0].size, 64);
+}
+
+#[test]
+fn a_port_flow_without_a_packet_is_one_ethernet_header() {
+    let mut c = quickstart();
+    c["flows"][0]["packet"] = json!([]);
+    let m = map(&c).unwrap();
+    assert_eq!(m.streams[0].proto, Proto::Ethernet);
+    compiles(&m);
+}
+
+#[test]
 fn device_endpoints_and_metrics_without_enable_are_refused() {
     let mut c = quickstart();
     c["flows"][0]["tx_rx"] =

@@ -93,9 +93,10 @@ pub struct Merged {
 /// lanes loop sends them in — so a worker sends many streams at the cost of one. None: the
 /// lanes loop (a heap of lanes) sends them.
 pub fn merge(lanes: &[Lane]) -> Option<Merged> {
+    // A lane that starts late would be out of place in a cycle repeated from the start.
     if lanes
         .iter()
-        .any(|l| l.cycle.count.is_some() || !l.cycle.patches.is_empty())
+        .any(|l| l.cycle.count.is_some() || !l.cycle.patches.is_empty() || l.pacing.start_ps != 0)
     {
         return None;
     }
@@ -164,6 +165,7 @@ pub fn merge(lanes: &[Lane]) -> Option<Merged> {
             offsets_ps,
             burst,
             spacing: lanes.iter().map(|l| l.pacing.spacing).max()?,
+            start_ps: 0,
         },
         lane_of,
     })

@@ -138,11 +138,21 @@ def lacp_threads(pid):
 
 
 def slow_protocol_sockets(pid):
-    """Packet sockets of the Slow Protocols EtherType in the server's own namespace (the
-    sender's end of the lab)."""
+    """The server's own packet sockets of the Slow Protocols EtherType (its namespace's table
+    lists every process's: another server's LAGs, of a test running beside this one, are
+    not its)."""
+    fd_dir = f"/proc/{pid}/fd"
+    inodes = set()
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
     with open(f"/proc/{pid}/net/packet") as f:
         rows = [line.split() for line in f.readlines()[1:]]
-    return [r for r in rows if len(r) > 3 and r[3] == "8809"]
+    return [r for r in rows if len(r) > 8 and r[3] == "8809" and r[8] in inodes]
 
 
 def in_lag(m):

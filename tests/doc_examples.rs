@@ -1,6 +1,7 @@
-//! The examples of README.md and docs/*.md, run (issue 41): every `linerate tx`, `replay` and
-//! `sink` command of a ```sh block that sends on the lab (`lr0`, `lr1@lr-sink`) or into a pcap
-//! file runs on a lab of its own and must exit 0; one that asks for `-n N` frames must say it
+//! The examples of README.md and docs/*.md, run (issue 41): every `linerate tx`, `replay`,
+//! `sink` and `rx` command of a ```sh block that sends on the lab (`lr0`, `lr1@lr-sink`) or
+//! into a pcap file, every `lab status` and `lab impair` (on a lab with a router DUT) and
+//! `ports`, runs on a lab of its own and must exit 0; one that asks for `-n N` frames must say it
 //! sent N. The parse-only test (crates/cli/src/doc_commands.rs) checks every other command's
 //! flags; this one catches what parses but fails as written.
 //!
@@ -70,21 +71,33 @@ fn examples(name: &str, text: &str) -> Vec<Example> {
 fn skip(e: &Example) -> Option<&'static str> {
     let has = |w: &str| e.args.iter().any(|a| a == w);
     let text = e.args.join(" ");
-    match e.args.first().map(String::as_str) {
-        Some("tx" | "replay" | "sink") => {}
+    match (
+        e.args.first().map(String::as_str),
+        e.args.get(1).map(String::as_str),
+    ) {
+        (Some("tx" | "replay" | "sink" | "rx" | "ports"), _) => {}
+        // A lab's state and impairments, on a lab the test makes with `lab up`.
+        (Some("lab"), Some("status" | "impair")) => {}
         _ => {
             return Some(
-                "not a sending or counting command (lab, tcp, sweep, rfc2544, serve: tests of their own)",
+                "not a command this test runs (lab up/down, tcp, sweep, rfc2544, serve: tests of their own)",
             );
         }
     }
+
     if text.contains("eth") || text.contains('[') || text.contains('…') || text.contains("...") {
         return Some("another machine's interface, or a syntax summary");
+    }
+    if matches!(e.args[0].as_str(), "ports" | "lab") {
+        return None;
     }
     if !text.contains("lr") && !has("--pcap") && !has("--null") {
         return Some("not on the lab");
     }
     let ends = has("-n") || has("--count") || has("-d") || has("--duration");
+    if e.args[0] == "rx" && !(has("-d") || has("--duration")) {
+        return Some("runs until stopped");
+    }
     let replay_once = e.args[0] == "replay" && !text.contains("--loop inf");
     let sink = e.args[0] == "sink";
     if !(ends || replay_once || sink) {
@@ -101,6 +114,11 @@ fn rewrite(args: &[String], name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
+        // `--name lr`: the lab itself.
+        if a == "lr" {
+            out.push(name.to_owned());
+            continue;
+        }
         let mut a = a
             .replace("lr-sink", &format!("{name}-sink"))
             .replace("lr0", &format!("{name}0"))
@@ -120,6 +138,10 @@ fn rewrite(args: &[String], name: &str) -> Vec<String> {
             out.push("300ms".into());
         }
     }
+    // A lab command without --name means the default lab, `lr`: the test's own here.
+    if out.first().is_some_and(|a| a == "lab") && !out.iter().any(|a| a == "--name") {
+        out.extend(["--name".to_owned(), name.to_owned()]);
+    }
     out
 }
 
@@ -127,6 +149,28 @@ fn rewrite(args: &[String], name: &str) -> Vec<String> {
 /// subnets.
 fn needs_router(args: &[String]) -> bool {
     args.iter().any(|a| a.contains("gateway="))
+}
+
+/// A lab made and removed by the binary (`lab up --dut router`, `lab down`): a lab command
+/// is refused on a lab another process holds, as the test's own `LabGuard`s are held.
+struct CliLab(String);
+
+impl CliLab {
+    fn up() -> Self {
+        let name = linerate_lab::unique_name("docl");
+        common::linerate_ok(&[
+            "lab", "up", "--name", &name, "--dut", "router", "--queues", "1",
+        ]);
+        CliLab(name)
+    }
+}
+
+impl Drop for CliLab {
+    fn drop(&mut self) {
+        let _ = Command::new(env!("CARGO_BIN_EXE_linerate"))
+            .args(["lab", "down", "--name", &self.0])
+            .output();
+    }
 }
 
 #[test]
@@ -177,14 +221,17 @@ fn every_lab_example_of_the_docs_runs_as_written() {
     )
     .expect("lab up --dut router");
 
+    let cli = CliLab::up();
     let mut failed = Vec::new();
     for e in &run {
-        let lab = if needs_router(&e.args) {
-            &routed
+        let lab = if e.args[0] == "lab" {
+            &cli.0
+        } else if needs_router(&e.args) {
+            &routed.name
         } else {
-            &plain
+            &plain.name
         };
-        let args = rewrite(&e.args, &lab.name);
+        let args = rewrite(&e.args, lab);
         let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
             .args(&args)
             .current_dir(dir.path())

@@ -251,11 +251,11 @@ impl HostSession {
         }
         let macs = self.resolve(&wanted, timeout)?;
         let mut runs: Vec<PortRun> = Vec::new();
-        for (mut spec, legs) in placed {
+        for ((mut spec, legs), own) in placed.into_iter().zip(streams) {
             let first = &legs[0];
             spec.dst_mac = Some(Mac(macs[&(first.from, first.hop)]));
             if legs.len() > 1 {
-                self.vary_over_pairs(&mut spec, &legs, &macs)?;
+                vary_over_pairs(&self.hosts, &mut spec, own, &legs, &macs)?;
             }
             let port = self.host_port[first.from];
             let to = first.to_port;
@@ -306,71 +306,6 @@ impl HostSession {
             dst,
             hop,
         })
-    }
-
-    /// A stream over several pairs: each of the fields the pairs set (source and destination
-    /// MAC and address, VLAN) that differs between them and that the stream does not vary
-    /// itself becomes a list, frame n taking pair n's value, all in step. Lists are pre-built
-    /// frames: nothing of it reaches the hot path.
-    fn vary_over_pairs(
-        &self,
-        spec: &mut StreamSpec,
-        legs: &[Leg],
-        macs: &HashMap<(usize, IpAddr), MacAddr>,
-    ) -> Result<()> {
-        use linerate_wire::{Field, FieldValue};
-        if legs.len() > linerate_stream::LIST_LIMIT {
-            return Err(SessionError::usage(format!(
-                "stream {}: {} host pairs, over the {} one stream goes round (its frames are pre-built, one per pair): split it into several",
-                spec.name,
-                legs.len(),
-                linerate_stream::LIST_LIMIT
-            )));
-        }
-        let vlans: Vec<Option<u16>> = legs.iter().map(|l| self.hosts[l.from].vlan).collect();
-        if vlans.iter().any(|v| v.is_some() != vlans[0].is_some()) {
-            return Err(SessionError::usage(format!(
-                "stream {}: some of its senders are on a VLAN and some are not: one stream's frames are all tagged or none",
-                spec.name
-            )));
-        }
-        let ip = |a: IpAddr| match a {
-            IpAddr::V4(v) => FieldValue::Ipv4(v),
-            IpAddr::V6(v) => FieldValue::Ipv6(v),
-        };
-        let lists: [(Field, Vec<FieldValue>); 5] = [
-            (
-                Field::SrcMac,
-                legs.iter()
-                    .map(|l| FieldValue::Mac(self.hosts[l.from].mac))
-                    .collect(),
-            ),
-            (
-                Field::DstMac,
-                legs.iter()
-                    .map(|l| FieldValue::Mac(macs[&(l.from, l.hop)]))
-                    .collect(),
-            ),
-            (Field::SrcIp, legs.iter().map(|l| ip(l.src)).collect()),
-            (Field::DstIp, legs.iter().map(|l| ip(l.dst)).collect()),
-            (
-                Field::VlanId,
-                vlans
-                    .iter()
-                    .map(|v| FieldValue::Int(v.unwrap_or(0).into()))
-                    .collect(),
-            ),
-        ];
-        for (field, values) in lists {
-            let constant = values.iter().all(|v| *v == values[0]);
-            if constant || spec.vary.iter().any(|v| v.field == field) {
-                continue;
-            }
-            // Pair 0 first, as the template holds it.
-            spec.vary
-                .push(linerate_stream::Vary::list(field, values, None));
-        }
-        Ok(())
     }
 
     /// Compiles each port's streams with a stand-in next hop MAC: a refusal that needs no
@@ -477,7 +412,79 @@ fn gateway(host: &Host) -> Option<IpAddr> {
     v4.or(host.ipv6.and_then(|v| v.gateway).map(IpAddr::V6))
 }
 
-/// The addresses of a stream from `from` to `to`, of the stream's family.
+/// A stream over several pairs: each of the fields the pairs set (source and destination
+/// MAC and address, VLAN) that differs between them, and that the stream (`own`, as
+/// given) neither sets nor varies itself, becomes a list, frame n taking pair n's value,
+/// all in step. Lists are pre-built frames: nothing of it reaches the hot path.
+fn vary_over_pairs(
+    hosts: &[Host],
+    spec: &mut StreamSpec,
+    own: &StreamSpec,
+    legs: &[Leg],
+    macs: &HashMap<(usize, IpAddr), MacAddr>,
+) -> Result<()> {
+    use linerate_wire::{Field, FieldValue};
+    if legs.len() > linerate_stream::LIST_LIMIT {
+        return Err(SessionError::usage(format!(
+            "stream {}: {} host pairs, over the {} one stream goes round (its frames are pre-built, one per pair): split it into several",
+            spec.name,
+            legs.len(),
+            linerate_stream::LIST_LIMIT
+        )));
+    }
+    let vlans: Vec<Option<u16>> = legs.iter().map(|l| hosts[l.from].vlan).collect();
+    if vlans.iter().any(|v| v.is_some() != vlans[0].is_some()) {
+        return Err(SessionError::usage(format!(
+            "stream {}: some of its senders are on a VLAN and some are not: one stream's frames are all tagged or none",
+            spec.name
+        )));
+    }
+    let ip = |a: IpAddr| match a {
+        IpAddr::V4(v) => FieldValue::Ipv4(v),
+        IpAddr::V6(v) => FieldValue::Ipv6(v),
+    };
+    let lists: [(Field, Vec<FieldValue>); 5] = [
+        (
+            Field::SrcMac,
+            legs.iter()
+                .map(|l| FieldValue::Mac(hosts[l.from].mac))
+                .collect(),
+        ),
+        (
+            Field::DstMac,
+            legs.iter()
+                .map(|l| FieldValue::Mac(macs[&(l.from, l.hop)]))
+                .collect(),
+        ),
+        (Field::SrcIp, legs.iter().map(|l| ip(l.src)).collect()),
+        (Field::DstIp, legs.iter().map(|l| ip(l.dst)).collect()),
+        (
+            Field::VlanId,
+            vlans
+                .iter()
+                .map(|v| FieldValue::Int(v.unwrap_or(0).into()))
+                .collect(),
+        ),
+    ];
+    for (field, values) in lists {
+        let constant = values.iter().all(|v| *v == values[0]);
+        let set = match field {
+            Field::SrcMac => own.src_mac.is_some(),
+            Field::DstMac => own.dst_mac.is_some(),
+            Field::SrcIp => own.src_ip.is_some(),
+            Field::DstIp => own.dst_ip.is_some(),
+            _ => own.vlan.is_some(),
+        };
+        if constant || set || spec.vary.iter().any(|v| v.field == field) {
+            continue;
+        }
+        // Pair 0 first, as the template holds it.
+        spec.vary
+            .push(linerate_stream::Vary::list(field, values, None));
+    }
+    Ok(())
+}
+
 /// One host pair of a stream, placed.
 #[derive(Debug)]
 struct Leg {
@@ -491,6 +498,7 @@ struct Leg {
     hop: IpAddr,
 }
 
+/// The addresses of a stream from `from` to `to`, of the stream's family.
 fn addresses(from: &Host, to: &Host, ipv6: bool, stream: &str) -> Result<(IpAddr, IpAddr)> {
     let family = |h: &Host| -> Option<IpAddr> {
         if ipv6 {
@@ -558,5 +566,63 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn pairs_become_lists_in_step_but_what_the_stream_sets_or_varies_stays() {
+        let host = |n: u8, vlan: Option<u16>| Host {
+            name: format!("h{n}"),
+            mac: [2, 0, 0, 0, 0, n],
+            vlan,
+            ipv4: Some(Ipv4Iface {
+                addr: std::net::Ipv4Addr::new(10, 0, n, 1),
+                prefix: 24,
+                gateway: Some(std::net::Ipv4Addr::new(10, 0, n, 2)),
+            }),
+            ipv6: None,
+        };
+        let hosts = [host(1, None), host(2, None), host(3, Some(7))];
+        let leg = |from: usize, to: u8| Leg {
+            from,
+            to: format!("r{to}"),
+            to_port: Some(1),
+            src: IpAddr::V4(std::net::Ipv4Addr::new(10, 0, from as u8 + 1, 1)),
+            dst: IpAddr::V4(std::net::Ipv4Addr::new(10, 9, to, 1)),
+            hop: IpAddr::V4(std::net::Ipv4Addr::new(10, 0, from as u8 + 1, 2)),
+        };
+        let legs = [leg(0, 1), leg(1, 2)];
+        // Both senders' next hops answer with one MAC: the destination MAC stays a constant.
+        let macs: HashMap<(usize, IpAddr), MacAddr> = legs
+            .iter()
+            .map(|l| ((l.from, l.hop), [2, 0, 0, 0, 0, 0x99]))
+            .collect();
+        let own = StreamSpec {
+            vary: vec!["dst-ip:inc:10.9.0.1-10.9.0.4".parse().unwrap()],
+            ..StreamSpec::default()
+        };
+        let mut spec = own.clone();
+        vary_over_pairs(&hosts, &mut spec, &own, &legs, &macs).unwrap();
+        let lists: Vec<String> = spec.vary[1..].iter().map(|v| v.to_string()).collect();
+        assert_eq!(
+            lists,
+            [
+                "src-mac:list:02:00:00:00:00:01,02:00:00:00:00:02",
+                "src-ip:list:10.0.1.1,10.0.2.1"
+            ]
+        );
+        // An address the stream sets itself is not taken from the pairs.
+        let own = StreamSpec {
+            src_ip: Some("192.0.2.1".parse().unwrap()),
+            ..StreamSpec::default()
+        };
+        let mut spec = own.clone();
+        vary_over_pairs(&hosts, &mut spec, &own, &legs, &macs).unwrap();
+        let fields: Vec<String> = spec.vary.iter().map(|v| v.field.name()).collect();
+        assert_eq!(fields, ["src-mac", "dst-ip"]);
+        // Tagged and untagged senders cannot share a stream.
+        let e = vary_over_pairs(&hosts, &mut spec, &own, &[leg(0, 1), leg(2, 2)], &macs)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("VLAN"), "{e}");
     }
 }

@@ -23,19 +23,20 @@ pub struct Pacing {
 }
 
 /// A stream's start delay (`delay` in a stream file): a duration in the one duration grammar
-/// (`500us`, `1ms`, `2s`), at most a year, written back in the largest unit that keeps it exact.
+/// (`500us`, `1ms`, `2s`), at most a day, written back in the largest unit that keeps it exact.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StartDelay(pub std::time::Duration);
 
 impl StartDelay {
     /// The delay in picoseconds, the schedule's unit.
     pub fn ps(self) -> u64 {
-        // A year is 3.2e19 ps: u64 holds 5.8 months, so the ceiling is checked at parse.
+        // u64 picoseconds hold 213 days; the day's ceiling is checked where a delay is read.
         u64::try_from(self.0.as_nanos() * 1000).unwrap_or(u64::MAX)
     }
 }
 
-/// The longest start delay: what a schedule's picoseconds hold, with room for the run after it.
+/// The longest start delay: a day, far inside what a schedule's picoseconds hold, with room
+/// for the run after it.
 pub const MAX_START_DELAY: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 impl std::str::FromStr for StartDelay {

@@ -618,5 +618,13 @@ mod tests {
         assert!(
             refused_at(&c, "flows[0].tx_rx.device.tx_names[0]").contains("no IPv6 address object")
         );
+        // Address objects of the other family: each host named once, not once a pair.
+        c["flows"][0]["tx_rx"]["device"] =
+            json!({"tx_names": ["ip1", "ip3"], "rx_names": ["ip2", "ip4"]});
+        let family: Vec<_> = refusals(&c)
+            .into_iter()
+            .filter(|(_, why)| why.contains("is an IPv4 address"))
+            .collect();
+        assert_eq!(family.len(), 4, "{family:?}");
     }
 }

@@ -113,9 +113,7 @@ impl Cx {
                     .any(|n| self.ranges.iter().any(|r| &r.name == n))
             });
             if !ranges {
-                for (from, to) in &pairs {
-                    self.host_family(path, &spec, from, to);
-                }
+                self.host_family(path, &spec, &pairs);
             }
             spec.from = Some(from.spec.name.clone());
             spec.to = Some(to.spec.name.clone());
@@ -414,9 +412,19 @@ impl Cx {
     }
 
     /// The flow's IP header is of its hosts' family.
-    fn host_family(&mut self, path: &str, spec: &StreamSpec, from: &HostPlan, to: &HostPlan) {
+    /// Each host of the pairs once: a mesh of ten by ten with the wrong family is ten
+    /// refusals a side, not a hundred.
+    fn host_family(&mut self, path: &str, spec: &StreamSpec, pairs: &[(&HostPlan, &HostPlan)]) {
         let p = format!("{path}.tx_rx.device");
-        for (key, h) in [("tx_names", from), ("rx_names", to)] {
+        let mut seen: Vec<&str> = Vec::new();
+        let ends = pairs
+            .iter()
+            .flat_map(|(from, to)| [("tx_names", *from), ("rx_names", *to)]);
+        for (key, h) in ends {
+            if seen.contains(&h.spec.name.as_str()) {
+                continue;
+            }
+            seen.push(&h.spec.name);
             let v6 = h.spec.ipv6.is_some();
             if v6 != spec.ipv6 {
                 self.refuse(

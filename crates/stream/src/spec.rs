@@ -751,6 +751,31 @@ mod tests {
         }
     }
 
+    /// A stream file's `delay` and `pairs`, and the agents' JSON, read back what they wrote.
+    #[test]
+    fn delay_and_pairs_read_from_a_file_and_go_over_the_wire() {
+        let file = SpecFile::parse(
+            "[[host]]\nname = \"a\"\nport = \"p0\"\nipv4 = \"10.0.0.1/24\"\n\
+             [[host]]\nname = \"c\"\nport = \"p0\"\nipv4 = \"10.0.0.3/24\"\n\
+             [[host]]\nname = \"b\"\nport = \"p1\"\nipv4 = \"10.0.0.2/24\"\n\
+             [[host]]\nname = \"d\"\nport = \"p1\"\nipv4 = \"10.0.0.4/24\"\n\
+             [[stream]]\nfrom = \"a\"\nto = \"b\"\npairs = [[\"c\", \"d\"]]\ndelay = \"1.5ms\"\nrate = \"1k\"\n",
+            "t.toml",
+        )
+        .unwrap();
+        let s = &file.streams[0];
+        assert_eq!(s.pairs, [("c".to_string(), "d".to_string())]);
+        assert_eq!(s.delay.unwrap().0, std::time::Duration::from_micros(1500));
+        let again: StreamSpec = serde_json::from_str(&serde_json::to_string(s).unwrap()).unwrap();
+        assert_eq!((again.pairs, again.delay), (s.pairs.clone(), s.delay));
+        let back = SpecFile::parse(&toml::to_string(&file).unwrap(), "t.toml").unwrap();
+        assert_eq!(back.streams[0].delay, s.delay);
+        let err = SpecFile::parse("[[stream]]\ndelay = \"2days\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("delay"), "{err}");
+    }
+
     #[test]
     fn toml_and_defaults_meet_in_one_struct() {
         let file = SpecFile::parse(

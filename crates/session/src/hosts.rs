@@ -226,6 +226,15 @@ impl HostSession {
                 .map(|(from, to)| self.leg(s, from, to, &peers))
                 .collect::<Result<Vec<Leg>>>()?;
             let first = &legs[0];
+            let port_of = |l: &Leg| self.host_port[l.from];
+            if let Some(other) = legs.iter().find(|l| port_of(l) != port_of(first)) {
+                return Err(SessionError::usage(format!(
+                    "stream {}: its pairs leave from different ports ({} and {}): one port sends a stream, so give each port its own",
+                    s.name,
+                    self.ports[port_of(first)],
+                    self.ports[port_of(other)]
+                )));
+            }
             if let Some(other) = legs.iter().find(|l| l.to_port != first.to_port) {
                 return Err(SessionError::usage(format!(
                     "stream {}: its pairs arrive at different ports ({} and {}): one receiver counts a stream, so give each port its own",

@@ -34,31 +34,10 @@ if [[ -z $binary ]]; then
     cargo build --release --quiet
     binary=$lr
 fi
-lab=lrbr
-mkdir -p /run/linerate
-exec {lock}>"/run/linerate/bench-$lab.lock"
-flock -n "$lock" || { echo "bench-routes: another benchmark is using lab $lab" >&2; exit 2; }
-server=
-cleanup() {
-    [[ -n $server ]] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
-    "$binary" lab down --name "$lab" >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-"$binary" lab down --name "$lab" >/dev/null 2>&1 || true
-"$binary" lab up --name "$lab" --dut bgp >/dev/null
-log=$(mktemp)
-"$binary" serve --listen 127.0.0.1:0 --cores 0 2>"$log" &
-server=$!
-for _ in $(seq 100); do grep -q https "$log" && break; sleep 0.1; done
-url=$(grep -o 'https://[^ ]*' "$log" | head -1)
+bench_serve_on_lab "$binary" lrbr --dut bgp
 for round in $(seq "$rounds"); do
     LAB=$lab URL=$url V4=$v4 V6=$v6 SERVER=$server .venv/bin/python scripts/lib/bench_routes.py
-done | tee /dev/stderr | awk -v v4="$v4" -v v6="$v6" '
+done | tee /dev/stderr | awk -v v4="$v4" -v v6="$v6" "$bench_awk_med"'
     { adv[NR] = $2; fib[NR] = $4; bgpd[NR] = $6; bird[NR] = $8; serve[NR] = $10 }
-    function med(a, n,   i, j, t, c) { for (i = 1; i <= n; i++) c[i] = a[i]
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (c[j] < c[i]) { t = c[i]; c[i] = c[j]; c[j] = t }
-        return n % 2 ? c[(n + 1) / 2] : (c[n / 2] + c[n / 2 + 1]) / 2 }
     END { printf "median of %d: %d v4 + %d v6 prefixes advertised in %.2f s, in the DUT FIB in %.2f s; RSS bgpd %d MiB, bird %d MiB, serve %d MiB\n",
           NR, v4, v6, med(adv, NR), med(fib, NR), med(bgpd, NR), med(bird, NR), med(serve, NR) }'
-rm -f "$log"

@@ -6,6 +6,13 @@
 #                       fresh lab NAME with 2 queue pairs (and the DUT, if given), taken down on
 #                       exit; sets $lab. Refuses
 #                       (exit 2) while another benchmark holds the same lab name.
+#   bench_serve_on_lab BINARY NAME ARGS…
+#                       holds the lab name NAME as bench_lab_up does, brings up `lab up --name
+#                       NAME ARGS…` and starts `BINARY serve` on a free loopback port on core 0;
+#                       sets $lab, $server (its pid) and $url. The exit stops serve and takes
+#                       the lab down.
+#   bench_awk_med       an awk function med(a, n): the median of a[1..n], to put before a
+#                       program that prints medians of several columns.
 #   bench_cleanup       override to add to the exit cleanup (runs before the lab goes down).
 #   bench_unknown ARG   one line naming the bad argument, the script's usage line, exit 2.
 #   median              the median of the numbers on stdin.
@@ -37,6 +44,39 @@ bench_lab_up() {
     "$lr" lab down --name "$lab" >/dev/null 2>&1 || true
     "$lr" lab up --name "$lab" --queues 2 ${2:+--dut "$2"} >/dev/null
 }
+
+bench_serve_on_lab() {
+    bench_binary=$1 lab=$2
+    shift 2
+    mkdir -p /run/linerate
+    exec {bench_lock}>"/run/linerate/bench-$lab.lock"
+    flock -n "$bench_lock" || { echo "$(basename "$0" .sh): another benchmark is using lab $lab" >&2; exit 2; }
+    server=
+    trap bench_serve_down EXIT
+    trap 'exit 130' INT TERM
+    "$bench_binary" lab down --name "$lab" >/dev/null 2>&1 || true
+    "$bench_binary" lab up --name "$lab" "$@" >/dev/null
+    local log
+    log=$(mktemp)
+    "$bench_binary" serve --listen 127.0.0.1:0 --cores 0 2>"$log" &
+    server=$!
+    for _ in $(seq 100); do grep -q https "$log" && break; sleep 0.1; done
+    url=$(grep -o 'https://[^ ]*' "$log" | head -1)
+    rm -f "$log"
+}
+
+bench_serve_down() {
+    if [[ -n $server ]]; then
+        kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    fi
+    "$bench_binary" lab down --name "$lab" >/dev/null 2>&1 || true
+}
+
+# shellcheck disable=SC2034 # used by the scripts that source this file
+bench_awk_med='
+    function med(a, n,   i, j, t, c) { for (i = 1; i <= n; i++) c[i] = a[i]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (c[j] < c[i]) { t = c[i]; c[i] = c[j]; c[j] = t }
+        return n % 2 ? c[(n + 1) / 2] : (c[n / 2] + c[n / 2 + 1]) / 2 }'
 
 bench_unknown() {
     echo "$(basename "$0" .sh): unknown argument $1" >&2

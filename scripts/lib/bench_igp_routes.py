@@ -11,19 +11,13 @@ import time
 
 import snappi
 
+from bench_proc import rss_mib
+
 lab, url, n, igp = os.environ["LAB"], os.environ["URL"], int(os.environ["N"]), os.environ["IGP"]
 server = os.environ["SERVER"]
 # Linux's route protocol numbers for FRR's daemons (rtnetlink.h: RTPROT_ISIS, RTPROT_OSPF).
 PROTO = {"isis": ("isis", "187"), "ospfv2": ("ospf", "188")}[igp]
 DAEMON = {"isis": "isisd", "ospfv2": "ospfd"}[igp]
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-    return 0
 
 
 def ours():

@@ -8,16 +8,10 @@ import time
 
 import snappi
 
+from bench_proc import rss_mib
+
 lab, url = os.environ["LAB"], os.environ["URL"]
 v4, v6 = int(os.environ["V4"]), int(os.environ["V6"])
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-    return 0
 
 
 def fib_count():

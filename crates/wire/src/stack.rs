@@ -674,7 +674,8 @@ impl StackSpec {
             crate::stack_emit::emit(&mut bytes, h, layer, after);
         }
         let payload_offset = self.headers_len();
-        let payload_end = bytes.len() - self.inner_fcs_len();
+        // The last layer's count holds every inner frame's FCS slot.
+        let payload_end = bytes.len() - layers.last().map_or(0, |l| l.inner_fcs);
         self.payload
             .fill(&mut bytes[payload_offset..payload_end], frame_size)?;
         let checksums = crate::stack_emit::fill_checksums(&mut bytes, &self.headers, &layers);

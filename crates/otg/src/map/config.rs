@@ -67,6 +67,11 @@ impl Cx {
         // One port signs all its frames or none (a receiver would count the unsigned ones as
         // other traffic): any flow with metrics signs every flow.
         let signed = flows.iter().any(|f| f.metrics);
+        let no_size: std::collections::HashSet<&str> = given
+            .iter()
+            .filter(|g| g.size.is_none())
+            .map(|g| g.name.as_str())
+            .collect();
         for (s, f) in streams.iter_mut().zip(&flows) {
             s.signature = signed;
             if flows.iter().filter(|g| g.tx_port == f.tx_port).count() > 1 {
@@ -75,8 +80,7 @@ impl Cx {
             // A flow without `size` is as large as its packet needs, its custom bytes and the
             // signature after them (as ixia-c sends otg-examples' DNS payloads whole); a
             // size given is the size, or refused.
-            let no_size = given.iter().any(|g| g.name == f.name && g.size.is_none());
-            if no_size
+            if no_size.contains(f.name.as_str())
                 && let Ok(n) = s.smallest_size()
                 && n > s.size
             {

@@ -84,3 +84,30 @@ def test_pause_before_a_start_and_a_resume_of_a_flow_that_runs_are_answered_plai
     control(api, "stop", [])
     m = wait_for("both to stop", lambda: all_counted(lambda: by_name(api)))
     assert m["a"].frames_tx > 50 and m["b"].frames_tx > 50
+
+
+def test_a_flow_of_another_port_started_later_joins_the_run(api, lab):
+    # Two ports each sending: the second port's only flow is stopped when the run starts, and
+    # a later start of it in the same run must still send (its worker waits for it).
+    c = config(api, lab)
+    there = flow(c, "there", size=64)
+    back = flow(c, "back", size=64)
+    back.tx_rx.port.tx_name, back.tx_rx.port.rx_names = "rx", ["tx"]
+    for f in (there, back):
+        f.rate.pps = 1000
+    api.set_config(c)
+
+    control(api, "start", ["there"])
+    wait_for("'there' to arrive", lambda: by_name(api)["there"].frames_rx > 200)
+    control(api, "start", ["back"])
+    def back_arrives():
+        m = by_name(api)
+        return m if m["back"].frames_rx > 200 else None
+
+    m = wait_for("'back' to arrive in the same run", back_arrives)
+    assert m["there"].transmit == m["back"].transmit == "started"
+
+    control(api, "stop", ["there", "back"])
+    m = wait_for("the run to end with every frame counted", lambda: all_counted(lambda: by_name(api)))
+    assert m["back"].frames_tx > 0 and m["there"].frames_tx > m["back"].frames_tx
+    assert all(x.loss == 0 for x in m.values())

@@ -638,27 +638,31 @@ impl Running {
     /// zebra, staticd with every static route of the device's ranges, then isisd and ospfd.
     fn start_zebra_and_clients(&mut self) -> Result<(), RoutingError> {
         let spec = self.spec.clone();
-        let (zebra, mut staticd) = match &spec.isis {
+        let plain = format!(
+            "frr defaults traditional\nhostname {}\n!\n",
+            frr::safe(&spec.name)
+        );
+        let (zebra, mut routes) = match &spec.isis {
             Some(isis) => (
                 frr::isis::zebra_config(&spec, isis),
-                frr::isis::staticd_config(&spec, isis)?,
+                frr::isis::static_routes(isis)?,
             ),
-            None => {
-                let plain = format!(
-                    "frr defaults traditional\nhostname {}\n!\n",
-                    frr::safe(&spec.name)
-                );
-                (plain.clone(), plain)
-            }
+            None => (plain.clone(), String::new()),
         };
         if let Some(o) = &spec.ospf {
-            staticd.push_str(&ospf::static_routes(o)?);
+            routes.push_str(&ospf::static_routes(o)?);
         }
         if let Some(o) = &spec.ospf6 {
-            staticd.push_str(&ospf6::static_routes(o)?);
+            routes.push_str(&ospf6::static_routes(o)?);
         }
         self.spawn(Daemon::Zebra, &zebra)?;
-        self.spawn(Daemon::Staticd, &staticd)?;
+        self.spawn(Daemon::Staticd, &plain)?;
+        // Through vtysh, not staticd's own file: vtysh commits a file's lines in one
+        // transaction, where a daemon reading its file commits a line at a time against the
+        // whole configuration so far — 10,000 routes took minutes that way, 7 s this way.
+        if !routes.is_empty() {
+            self.configure(Daemon::Staticd, &routes)?;
+        }
         if let Some(isis) = &spec.isis {
             self.spawn(Daemon::Isisd, &frr::isis::isisd_config(&spec, isis))?;
         }

@@ -180,12 +180,9 @@ fn static_route(n: &IpNet, i: usize) -> String {
     format!("{family} route {n} blackhole tag {}", tag(i))
 }
 
-/// `staticd.conf`: a tagged blackhole route for every prefix of every advertised range.
-pub fn staticd_config(device: &Device, isis: &Isis) -> Result<String, RoutingError> {
-    let mut out = format!(
-        "frr defaults traditional\nhostname {}\n!\n",
-        safe(&device.name)
-    );
+/// The `staticd` lines of every advertised range: a tagged blackhole route a prefix.
+pub fn static_routes(isis: &Isis) -> Result<String, RoutingError> {
+    let mut out = String::new();
     for (i, r) in isis.routes.iter().enumerate() {
         if !r.advertised {
             continue;

@@ -102,7 +102,7 @@ fn isisd_config_names_the_net_the_circuit_and_a_metric_per_range() {
 #[test]
 fn staticd_originates_the_advertised_ranges_and_announce_toggles_one() {
     let (d, isis) = device();
-    let conf = staticd_config(&d, &isis).unwrap();
+    let conf = static_routes(&isis).unwrap();
     assert!(
         conf.contains(
             "ip route 10.10.10.1/32 blackhole tag 1\nip route 10.10.10.2/32 blackhole tag 1\n"

@@ -383,8 +383,9 @@ impl Drop for SecondPair {
 /// Two LAGs of two members each, over two veth pairs: tests/otg/lag_members.py checks that the
 /// members aggregate by partner (each member's partner port its peer), that four flows are
 /// placed two on each member by the hash of their names and counted exactly per port and per
-/// LAG, and that LACP stopped on one member takes a LAG of min_links 2 down while its partner
-/// LAG (min_links 1) stays up on one member.
+/// LAG, that LACP stopped on one member takes a LAG of min_links 2 down while its partner
+/// LAG (min_links 1) stays up on one member, and that flows started after a member left (by
+/// LACP, then by its link) all go on the members still in.
 #[test]
 fn snappi_lacp_lags_of_two_members_aggregate_and_spread_flows() {
     if !root_or_skip("OTG LAGs of two members") {

@@ -139,7 +139,10 @@ fn open(app: &App, mapped: &Arc<otg::Mapped>) -> Result<Made> {
 
 /// The config's test bed, opened, resolved and compiled on its own thread, and where each of
 /// its flows and ports is counted.
-fn open_bed(app: &App, mapped: &Arc<otg::Mapped>) -> Result<(Option<BedThread>, Counting)> {
+pub(super) fn open_bed(
+    app: &App,
+    mapped: &Arc<otg::Mapped>,
+) -> Result<(Option<BedThread>, Counting)> {
     let Some(spec) = bed_spec(app, mapped)? else {
         return Ok((None, Counting::default()));
     };

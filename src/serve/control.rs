@@ -26,7 +26,7 @@ pub(super) async fn set_control_state(
     let mapped = app.mapped()?;
     match otg::requests::control(&state, &mapped).map_err(Fail::bad)? {
         Control::Transmit { action, flows, all } => {
-            transmit(&app, &mapped, action, &flows, all).await
+            transmit(&app, mapped, action, &flows, all).await
         }
         Control::Capture { ports, start } => capture_state(&app, &mapped, ports, start).await,
         Control::Protocols { start } => {
@@ -81,8 +81,8 @@ pub(super) async fn set_control_state(
 /// alone when nothing runs (the others stopped), started, stopped, paused or resumed while it
 /// runs, the others going on as they were.
 async fn transmit(
-    app: &App,
-    mapped: &otg::Mapped,
+    app: &Arc<App>,
+    mapped: Arc<otg::Mapped>,
     action: Transmit,
     flows: &[usize],
     all: bool,
@@ -90,6 +90,7 @@ async fn transmit(
     let running = app.lock().run.progress.running();
     match action {
         Transmit::Start if !running => {
+            let mapped = over_lags(app, mapped).await?;
             starting(app, flows.to_vec(), all).await?;
             let started: Vec<usize> = if all {
                 (0..mapped.flows.len()).collect()
@@ -98,7 +99,7 @@ async fn transmit(
             };
             let lags = app.lock().lags.clone();
             let views = lags.map(|l| l.views()).unwrap_or_default();
-            let said = otg::lag::answers::off_lag(mapped, &views, &started);
+            let said = otg::lag::answers::off_lag(&mapped, &views, &started);
             start_transmit(app, said)
         }
         Transmit::Stop if all || !running => {
@@ -114,13 +115,67 @@ async fn transmit(
                 Transmit::Pause => FlowState::Paused,
                 Transmit::Stop => FlowState::Stopped,
             };
-            let (said, ended) = steer(app, mapped, action, flows, state).await?;
+            let (said, ended) = steer(app, &mapped, action, flows, state).await?;
             if ended {
                 stop_transmit(app).await?;
             }
             Ok(json(&otg::Warning { warnings: said }))
         }
     }
+}
+
+/// Before a run: the LAGs' flows placed over the members in their LAGs now (docs/routing.md,
+/// "LAGs and LACP"). When a member has left its LAG since the flows were placed (its link went
+/// down, or LACP took it out), or come back, the config is mapped again with the members out
+/// now and its test bed opened again; the LAGs' threads and the captures go on as they were.
+async fn over_lags(app: &Arc<App>, mapped: Arc<otg::Mapped>) -> Result<Arc<otg::Mapped>, Fail> {
+    let (lags, raw) = {
+        let inner = app.lock();
+        (inner.lags.clone(), inner.config.clone())
+    };
+    let (Some(lags), Some(raw)) = (lags, raw) else {
+        return Ok(mapped);
+    };
+    let out: Vec<String> = lags
+        .views()
+        .iter()
+        .flat_map(|l| &l.members)
+        .filter(|m| !m.up)
+        .map(|m| m.port.clone())
+        .collect();
+    let config = otg::parse_config(&raw).map_err(|e| Fail::internal(&e))?;
+    let placed = otg::map_config_over_lags(&config, &out).map_err(|e| Fail::internal(&e))?;
+    if placed.lag_flows == mapped.lag_flows {
+        return Ok(mapped);
+    }
+    // Not beside a set_config, which replaces the bed itself.
+    let Ok(_building) = app.configuring.try_lock() else {
+        return Err(Fail::conflict(
+            "a set_config is being applied: start the flows once it has answered",
+        ));
+    };
+    let placed = Arc::new(placed);
+    // The old bed's programs, sockets and receivers (its counts hold them) go before the new
+    // one takes the same ports.
+    let old = {
+        let mut inner = app.lock();
+        (inner.bed.take(), std::mem::take(&mut inner.counting))
+    };
+    blocking(move || drop(old)).await?;
+    let (at, new) = (Arc::clone(app), Arc::clone(&placed));
+    let (bed, counting) = blocking(move || super::config::open_bed(&at, &new))
+        .await?
+        .map_err(|e| {
+            Fail::internal(&format!(
+                "{e:#}: the flows' ports could not be opened again over the LAGs' members up \
+                 now; set_config again"
+            ))
+        })?;
+    let mut inner = app.lock();
+    inner.bed = bed;
+    inner.counting = Arc::new(counting);
+    inner.mapped = Some(Arc::clone(&placed));
+    Ok(placed)
 }
 
 /// The control of the config's flows, taken out of the state (its calls to agents wait on

@@ -25,7 +25,7 @@ pub use count::{check_flow_count, count_flows};
 pub use error::{ErrorBody, Refusal, Refusals};
 pub use map::{
     CaptureFormat, FlowPlan, HostPlan, LagFlow, Location, Mapped, PortPlan, RangeEnd, map_config,
-    parse_config, parse_json, with_rates,
+    map_config_over_lags, parse_config, parse_json, with_rates,
 };
 pub use model::*;
 pub use response::*;

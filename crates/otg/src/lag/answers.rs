@@ -7,22 +7,32 @@ use linerate_lacp::pdu::state;
 use super::{LacpMetric, LagMetric};
 use crate::{MetricsResponse, PortMetric};
 
-/// What a `flow_transmit start` of the flows at `started` says of those placed on a LAG member
-/// that is not in its LAG now: they are sent there anyway (flows are placed at set_config).
+/// What a `flow_transmit start` of the flows at `started` says of their LAGs: a flow on a
+/// member out of its LAG (placed there because none of its LAG's members is in: it is sent
+/// anyway), and once each a LAG that is down by `min_links` while its flows go on the members
+/// still in it.
 pub fn off_lag(mapped: &crate::Mapped, lags: &[LagView], started: &[usize]) -> Vec<String> {
     let mut said = Vec::new();
+    let mut down_said: Vec<&str> = Vec::new();
     for f in started.iter().filter_map(|&i| mapped.flows.get(i)) {
         for p in mapped.lag_flows.iter().filter(|p| p.flow == f.name) {
-            let out = lags
-                .iter()
-                .filter(|l| l.name == p.lag)
-                .flat_map(|l| &l.members)
-                .any(|m| m.port == p.port && !m.up);
-            if out {
+            let Some(lag) = lags.iter().find(|l| l.name == p.lag) else {
+                continue;
+            };
+            if lag.members.iter().any(|m| m.port == p.port && !m.up) {
                 said.push(format!(
-                    "flow '{}' runs on port '{}', which is not in LAG '{}' now (flows are \
-                     placed on members at set_config and stay there)",
+                    "flow '{}' runs on port '{}', which is not in LAG '{}' now: no member of \
+                     the LAG is, and the flow is sent there anyway",
                     f.name, p.port, p.lag
+                ));
+            } else if !lag.up() && !down_said.contains(&lag.name.as_str()) {
+                down_said.push(&lag.name);
+                said.push(format!(
+                    "LAG '{}' is down ({} of its members in it, min_links {}): its flows are \
+                     sent on the members in it",
+                    lag.name,
+                    lag.members_up(),
+                    lag.min_links
                 ));
             }
         }
@@ -205,6 +215,42 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_start_names_flows_off_their_lag_and_a_lag_down_by_min_links_once() {
+        let c: crate::Config =
+            serde_json::from_value(crate::map::lag_tests::b2b_of_two_members()).unwrap();
+        let lag = |name: &str, ports: [&str; 2], up: [bool; 2], min_links| LagView {
+            name: name.into(),
+            min_links,
+            lacp: true,
+            members: vec![member(ports[0], up[0]), member(ports[1], up[1])],
+        };
+        let all: Vec<usize> = (0..8).collect();
+        // a1 out: the flows moved to a2 and b2; lagTx (min_links 2) down, said once.
+        let m = crate::map_config_over_lags(&c, &["a1".into()]).unwrap();
+        let views = [
+            lag("lagTx", ["a1", "a2"], [false, true], 2),
+            lag("lagRx", ["b1", "b2"], [true, true], 1),
+        ];
+        assert_eq!(
+            off_lag(&m, &views, &all),
+            [
+                "LAG 'lagTx' is down (1 of its members in it, min_links 2): its flows are sent on \
+              the members in it"
+            ]
+        );
+        // Neither of lagTx in: its flows stay where they were, each named.
+        let m = crate::map_config_over_lags(&c, &["a1".into(), "a2".into()]).unwrap();
+        let views = [
+            lag("lagTx", ["a1", "a2"], [false, false], 1),
+            lag("lagRx", ["b1", "b2"], [true, true], 1),
+        ];
+        let said = off_lag(&m, &views, &[0, 1]);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].starts_with("flow 'f0' runs on port 'a"), "{said:?}");
+        assert!(said[1].contains("not in LAG 'lagTx' now"), "{said:?}");
     }
 
     #[test]

@@ -303,43 +303,59 @@ impl Cx {
 
     /// The flows with each LAG they name replaced by the member they run on: the same member
     /// index of every LAG a flow names (b2b LAGs wired member to member keep a flow on one
-    /// link), by a hash of the flow's name.
+    /// link), by a hash of the flow's name over the indices whose members are in their LAGs
+    /// (none of `self.lag_out`). A LAG with no member in it keeps every index: its flows stay
+    /// where they would be, and the start's answer says they run off the LAG.
     pub(super) fn flows_over_lags(&mut self, flows: &[Flow], lags: &[LagSpec]) -> Vec<Flow> {
         let mut flows = flows.to_vec();
         if lags.is_empty() {
             return flows;
         }
+        let out = std::mem::take(&mut self.lag_out);
         let mut placed = Vec::new();
-        let mut member = |flow: &str, name: &str| {
-            let lag = lags
-                .iter()
-                .find(|l| l.name == name && !l.members.is_empty())?;
-            let i = member_of(flow, lag.members.len());
-            let port = lag.members[i].port.clone();
-            placed.push(crate::LagFlow {
-                flow: flow.to_owned(),
-                lag: lag.name.clone(),
-                port: port.clone(),
-            });
-            Some(port)
-        };
         for f in &mut flows {
             let name = f.name.clone();
             let Some(p) = f.tx_rx.as_mut().and_then(|t| t.port.as_mut()) else {
                 continue;
             };
-            if let Some(m) = member(&name, &p.tx_name) {
-                p.tx_name = m;
-            }
-            if let Some(r) = p.rx_name.as_mut()
-                && let Some(m) = member(&name, r)
-            {
-                *r = m;
-            }
-            for r in &mut p.rx_names {
-                if let Some(m) = member(&name, r) {
-                    *r = m;
-                }
+            let ends: Vec<&mut String> = std::iter::once(&mut p.tx_name)
+                .chain(p.rx_name.as_mut())
+                .chain(p.rx_names.iter_mut())
+                .collect();
+            let named: Vec<&LagSpec> = ends
+                .iter()
+                .filter_map(|e| lags.iter().find(|l| l.name == **e && !l.members.is_empty()))
+                .collect();
+            let is_in = |l: &LagSpec, i: usize| !out.contains(&l.members[i].port);
+            // LAGs of as many members each: the indices all of them have in; else each LAG's.
+            let n = named.first().map_or(0, |l| l.members.len());
+            let common: Vec<usize> = if named.iter().all(|l| l.members.len() == n) {
+                (0..n)
+                    .filter(|&i| named.iter().all(|l| is_in(l, i)))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for end in ends {
+                let Some(lag) = lags
+                    .iter()
+                    .find(|l| l.name == *end && !l.members.is_empty())
+                else {
+                    continue;
+                };
+                let n = lag.members.len();
+                let own: Vec<usize> = (0..n).filter(|&i| is_in(lag, i)).collect();
+                let from = [common.clone(), own, (0..n).collect()]
+                    .into_iter()
+                    .find(|c| !c.is_empty())
+                    .unwrap_or_default();
+                let port = lag.members[from[member_of(&name, from.len())]].port.clone();
+                placed.push(crate::LagFlow {
+                    flow: name.clone(),
+                    lag: lag.name.clone(),
+                    port: port.clone(),
+                });
+                *end = port;
             }
         }
         self.lag_flows = placed;

@@ -81,8 +81,9 @@ fn a_static_lag_and_the_timers_given_are_mapped() {
     assert_eq!(p.periodic, Some(Duration::from_secs(30)));
 }
 
-#[test]
-fn flows_over_lags_of_several_members_keep_one_member_index_each() {
+/// Two LAGs of two members each (a1, a2 and b1, b2) and eight flows f0..f7 from one to the
+/// other.
+pub(crate) fn b2b_of_two_members() -> Value {
     let mut c = b2b();
     c["ports"] = json!([{"name": "a1", "location": "x1"}, {"name": "a2", "location": "x2"},
         {"name": "b1", "location": "y1"}, {"name": "b2", "location": "y2"}]);
@@ -107,6 +108,12 @@ fn flows_over_lags_of_several_members_keep_one_member_index_each() {
         flows.push(f);
     }
     c["flows"] = json!(flows);
+    c
+}
+
+#[test]
+fn flows_over_lags_of_several_members_keep_one_member_index_each() {
+    let c = b2b_of_two_members();
     let m = map(&c).unwrap();
     let placed: Vec<(String, String)> = m
         .flows
@@ -235,4 +242,43 @@ fn lag_and_lacp_metrics_and_lacp_admin_are_asked_by_name() {
     let s = map(&c).unwrap();
     let req = serde_json::from_value(json!({"choice": "lacp", "lacp": {}})).unwrap();
     assert!(metrics(&req, &s).unwrap_err().contains("no LACP LAG"));
+}
+
+#[test]
+fn flows_over_lags_go_on_the_members_in_their_lags() {
+    let c: crate::Config = serde_json::from_value(b2b_of_two_members()).unwrap();
+    let placed = |out: &[&str]| -> Vec<(String, String)> {
+        let out: Vec<String> = out.iter().map(|p| p.to_string()).collect();
+        crate::map_config_over_lags(&c, &out)
+            .unwrap()
+            .flows
+            .iter()
+            .map(|f| (f.tx_port.clone(), f.rx_port.clone().unwrap()))
+            .collect()
+    };
+    // a1 out (its link down takes b1 out with it, or not): every flow on the second members.
+    for out in [&["a1"][..], &["a1", "b1"]] {
+        assert!(
+            placed(out).iter().all(|(t, r)| t == "a2" && r == "b2"),
+            "{out:?}: {:?}",
+            placed(out)
+        );
+    }
+    // No index in both LAGs: each LAG its own member in.
+    assert!(
+        placed(&["a1", "b2"])
+            .iter()
+            .all(|(t, r)| t == "a2" && r == "b1")
+    );
+    // A LAG with none in keeps the placement set_config had.
+    let all = placed(&[]);
+    let a_none: Vec<(String, String)> = placed(&["a1", "a2"]);
+    assert_eq!(a_none, all);
+    let m = crate::map_config_over_lags(&c, &["a1".into()]).unwrap();
+    assert!(
+        m.lag_flows.iter().all(|p| p.port.ends_with('2')),
+        "{:?}",
+        m.lag_flows
+    );
+    assert_eq!(m.lag_flows.len(), 16);
 }

@@ -33,7 +33,7 @@ mod isis;
 mod isis_tests;
 mod lag;
 #[cfg(test)]
-mod lag_tests;
+pub(crate) mod lag_tests;
 mod lldp;
 #[cfg(test)]
 mod lldp_tests;
@@ -268,7 +268,8 @@ impl HostPlan {
     }
 }
 
-/// A flow's end that names a LAG, and the member port it runs on (placed at set_config).
+/// A flow's end that names a LAG, and the member port it runs on (placed at set_config, and
+/// again at a start when members have left or joined their LAGs since).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LagFlow {
     pub flow: String,
@@ -379,7 +380,16 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Refu
 
 /// The config mapped, or every refusal it earned.
 pub fn map_config(config: &Config) -> Result<Mapped, Refusals> {
-    let mut cx = Cx::default();
+    map_config_over_lags(config, &[])
+}
+
+/// The config mapped with its LAGs' flows placed over the members in their LAGs: none of
+/// `out` (member ports out of their LAG now), or every refusal it earned.
+pub fn map_config_over_lags(config: &Config, out: &[String]) -> Result<Mapped, Refusals> {
+    let mut cx = Cx {
+        lag_out: out.to_vec(),
+        ..Cx::default()
+    };
     let mapped = cx.config(config);
     if cx.refusals.is_empty() {
         Ok(mapped)
@@ -417,6 +427,8 @@ struct Cx {
     /// The LAGs left without a member (each of their ports refused): a flow naming one is
     /// refused for that, not as naming no port.
     lags_unplaced: Vec<String>,
+    /// LAG members out of their LAG: flows are placed on the others.
+    lag_out: Vec<String>,
     /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
     /// as its endpoints are read, so the checks of where port flows run see the flows refused
     /// for their headers too and one answer lists every refusal.

@@ -3,7 +3,9 @@ pair (LAB0 and LAB1@LAB-sink) speak IS-IS (level 2, point to point) or OSPFv2 (a
 point); one advertises N IPv4 /24s as a route range, the other advertises none. Times, from
 set_config's answer, the receiving device's kernel FIB (zebra's routes in its namespace, protocol
 isis or ospf) holding all N, and reads the resident memory of both devices' protocol daemons and
-of linerate serve then. Prints `fib S rx_daemon MiB tx_daemon MiB serve MiB`."""
+of linerate serve then. ORIGIN (OSPFv2 only) is the range's route_origin, inter_area by default.
+set_config's own time is the routes going into the daemons (staticd, through vtysh) and the
+daemons starting. Prints `fib S rx_daemon MiB tx_daemon MiB serve MiB set_config S`."""
 import json
 import os
 import subprocess
@@ -15,6 +17,7 @@ from bench_proc import rss_mib
 
 lab, url, n, igp = os.environ["LAB"], os.environ["URL"], int(os.environ["N"]), os.environ["IGP"]
 server = os.environ["SERVER"]
+origin = os.environ.get("ORIGIN") or "inter_area"
 # Linux's route protocol numbers for FRR's daemons (rtnetlink.h: RTPROT_ISIS, RTPROT_OSPF).
 PROTO = {"isis": ("isis", "187"), "ospfv2": ("ospf", "188")}[igp]
 DAEMON = {"isis": "isisd", "ospfv2": "ospfd"}[igp]
@@ -64,6 +67,7 @@ def device(c, name, port, mac, ip, gw, system_id, routes):
         if routes:
             r = d.ospfv2.v4_routes.add(name=f"{name}_rr")
             r.metric = 10
+            r.route_origin.choice = origin
             r.addresses.add(address="100.0.0.0", prefix=24, count=routes, step=1)
 
 
@@ -72,6 +76,7 @@ c = api.config()
 c.ports.port(name="ptx", location=f"{lab}0").port(name="prx", location=f"{lab}1@{lab}-sink")
 device(c, "dtx", "ptx", "02:00:00:00:0d:01", "1.1.1.1", "1.1.1.2", "640000000001", n)
 device(c, "drx", "prx", "02:00:00:00:0d:02", "1.1.1.2", "1.1.1.1", "650000000001", 0)
+asked = time.time()
 api.set_config(c)
 start = time.time()
 fib = None
@@ -95,6 +100,6 @@ def daemon_mib(ns):
 
 
 print(f"fib {fib:.2f} rx_daemon {daemon_mib(rx_ns)} tx_daemon {daemon_mib(tx_ns)} "
-      f"serve {rss_mib(int(server))}", flush=True)
+      f"serve {rss_mib(int(server))} set_config {start - asked:.2f}", flush=True)
 # The next round starts from no config: the devices and their daemons go.
 api.set_config(api.config())

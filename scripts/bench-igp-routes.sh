@@ -6,11 +6,12 @@
 # N, and the resident memory of both devices' daemons and of linerate serve then. Prints every
 # round and the medians.
 #
-#   bench-igp-routes.sh [--igp isis|ospfv2] [--origin inter_area|external_type_2]
-#                       [--routes 10000] [--rounds 3] [BINARY]
+#   bench-igp-routes.sh [--igp isis|ospfv2] [--origin ORIGIN] [--routes 10000] [--rounds 3]
+#                       [BINARY]
 #
-# --origin is an OSPFv2 range's route_origin: inter_area ranges are addresses of a link of the
-# device, external ones blackhole routes redistributed (docs/routing.md, OSPFv2).
+# --origin is an OSPFv2 range's route_origin (inter_area, intra_area, external_type_1 or
+# external_type_2): inter- and intra-area ranges are addresses of a link of the device,
+# external ones blackhole routes redistributed (docs/routing.md, OSPFv2).
 # BINARY defaults to target/release/linerate.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh

@@ -100,6 +100,7 @@ def test_a_flow_of_another_port_started_later_joins_the_run(api, lab):
     control(api, "start", ["there"])
     wait_for("'there' to arrive", lambda: by_name(api)["there"].frames_rx > 200)
     control(api, "start", ["back"])
+
     def back_arrives():
         m = by_name(api)
         return m if m["back"].frames_rx > 200 else None

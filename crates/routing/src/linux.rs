@@ -638,10 +638,7 @@ impl Running {
     /// zebra, staticd with every static route of the device's ranges, then isisd and ospfd.
     fn start_zebra_and_clients(&mut self) -> Result<(), RoutingError> {
         let spec = self.spec.clone();
-        let plain = format!(
-            "frr defaults traditional\nhostname {}\n!\n",
-            frr::safe(&spec.name)
-        );
+        let plain = frr::header(&spec.name);
         let (zebra, mut routes) = match &spec.isis {
             Some(isis) => (
                 frr::isis::zebra_config(&spec, isis),

@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use ipnet::IpNet;
 use serde_json::Value;
 
-use super::safe;
 use crate::{Device, Isis, IsisRange, Level, RoutingError};
 
 /// The area tag of every device's `router isis` (one instance a device).
@@ -56,10 +55,8 @@ pub fn system_id(id: &[u8; 6]) -> String {
 
 /// The whole `isisd.conf` of `device`, whose `isis` is `isis`.
 pub fn isisd_config(device: &Device, isis: &Isis) -> String {
-    let mut out = String::new();
-    let host = isis.hostname.as_deref().unwrap_or(&device.name);
     // The dynamic hostname TLV carries the daemon's hostname.
-    let _ = writeln!(out, "frr defaults traditional\nhostname {}\n!", safe(host));
+    let mut out = super::header(isis.hostname.as_deref().unwrap_or(&device.name));
     // The route-map before the `router isis` that names it: a redistribute whose route-map is
     // not there yet lets nothing through until the route-map delay timer runs.
     for (i, r) in isis.routes.iter().enumerate() {
@@ -160,10 +157,7 @@ pub fn isisd_config(device: &Device, isis: &Isis) -> String {
 
 /// `zebra.conf`: the router id isisd puts in its TE router id TLV (RFC 5305 §4.3).
 pub fn zebra_config(device: &Device, isis: &Isis) -> String {
-    let mut out = format!(
-        "frr defaults traditional\nhostname {}\n!\n",
-        safe(&device.name)
-    );
+    let mut out = super::header(&device.name);
     if let Some(id) = isis.te_router_id {
         let _ = writeln!(out, "ip router-id {id}");
     }

@@ -69,16 +69,16 @@ fn tag(i: usize) -> usize {
     i + 1
 }
 
+/// The first lines of every daemon's configuration: FRR's traditional defaults and `host`'s
+/// name.
+pub fn header(host: &str) -> String {
+    format!("frr defaults traditional\nhostname {}\n!\n", safe(host))
+}
+
 /// The whole `bgpd.conf` of `device`, its ranges' prefixes expanded.
 pub fn config(device: &Device) -> Result<String, RoutingError> {
     let asn = router_as(device);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "frr defaults traditional\nhostname {}",
-        safe(&device.name)
-    );
-    out.push_str("!\n");
+    let mut out = header(&device.name);
     let mut ranges: Vec<(usize, &RouteRange, Vec<IpNet>)> = Vec::new();
     for (pi, p) in peers(device).iter().enumerate() {
         for r in &p.routes {

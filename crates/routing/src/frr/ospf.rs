@@ -19,7 +19,6 @@ use std::net::Ipv4Addr;
 use ipnet::IpNet;
 use serde_json::Value;
 
-use super::safe;
 use crate::{Device, Ospf, OspfAuth, OspfOrigin, OspfRange, RoutingError};
 
 /// What ospfd's and ospf6d's ranges differ in: their words and names, not their logic.
@@ -167,10 +166,7 @@ pub fn range_area(ospf: &Ospf, r: &OspfRange) -> Ipv4Addr {
 
 /// The whole `ospfd.conf` of `device`, whose `ospf` is `ospf`.
 pub fn ospfd_config(device: &Device, ospf: &Ospf) -> String {
-    let mut out = format!(
-        "frr defaults traditional\nhostname {}\n!\n",
-        safe(&device.name)
-    );
+    let mut out = super::header(&device.name);
     // The route-map before the `router ospf` that names it (as isisd's).
     let entries = V2.external_maps(ospf, &mut out);
     for i in &ospf.interfaces {

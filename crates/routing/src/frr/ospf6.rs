@@ -11,7 +11,6 @@ use ipnet::IpNet;
 use serde_json::Value;
 
 use super::ospf::{Change, Flavour, LsaHeader, Neighbour};
-use super::safe;
 use crate::{Device, Ospf, RoutingError};
 
 /// OSPFv3's: ospf6d's words, links `r6r<i>`, tags from 20001 (above IS-IS's and OSPFv2's).
@@ -30,10 +29,7 @@ pub fn range_link(i: usize) -> String {
 
 /// The whole `ospf6d.conf` of `device`, whose OSPFv3 router is `ospf`.
 pub fn ospf6d_config(device: &Device, ospf: &Ospf) -> String {
-    let mut out = format!(
-        "frr defaults traditional\nhostname {}\n!\n",
-        safe(&device.name)
-    );
+    let mut out = super::header(&device.name);
     let entries = V3.external_maps(ospf, &mut out);
     for i in &ospf.interfaces {
         let _ = writeln!(out, "interface eth{}", i.link);

@@ -128,6 +128,7 @@ async fn transmit(
 /// "LAGs and LACP"). When a member has left its LAG since the flows were placed (its link went
 /// down, or LACP took it out), or come back, the config is mapped again with the members out
 /// now and its test bed opened again; the LAGs' threads and the captures go on as they were.
+/// With the same members out as when the flows were placed, nothing is mapped again.
 async fn over_lags(app: &Arc<App>, mapped: Arc<otg::Mapped>) -> Result<Arc<otg::Mapped>, Fail> {
     let (lags, raw) = {
         let inner = app.lock();
@@ -143,6 +144,9 @@ async fn over_lags(app: &Arc<App>, mapped: Arc<otg::Mapped>) -> Result<Arc<otg::
         .filter(|m| !m.up)
         .map(|m| m.port.clone())
         .collect();
+    if out == mapped.lag_out {
+        return Ok(mapped);
+    }
     let config = otg::parse_config(&raw).map_err(|e| Fail::internal(&e))?;
     let placed = otg::map_config_over_lags(&config, &out).map_err(|e| Fail::internal(&e))?;
     if placed.lag_flows == mapped.lag_flows {

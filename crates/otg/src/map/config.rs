@@ -104,6 +104,7 @@ impl Cx {
             ranges,
             lags,
             lag_flows: std::mem::take(&mut self.lag_flows),
+            lag_out: std::mem::take(&mut self.lag_out),
             warnings: std::mem::take(&mut self.warnings),
         }
     }

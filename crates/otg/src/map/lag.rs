@@ -311,38 +311,35 @@ impl Cx {
         if lags.is_empty() {
             return flows;
         }
-        let out = std::mem::take(&mut self.lag_out);
+        let out = self.lag_out.clone();
         let mut placed = Vec::new();
         for f in &mut flows {
             let name = f.name.clone();
             let Some(p) = f.tx_rx.as_mut().and_then(|t| t.port.as_mut()) else {
                 continue;
             };
-            let ends: Vec<&mut String> = std::iter::once(&mut p.tx_name)
+            // Each end that names a LAG with members, with its LAG.
+            let ends: Vec<(&mut String, &LagSpec)> = std::iter::once(&mut p.tx_name)
                 .chain(p.rx_name.as_mut())
                 .chain(p.rx_names.iter_mut())
-                .collect();
-            let named: Vec<&LagSpec> = ends
-                .iter()
-                .filter_map(|e| lags.iter().find(|l| l.name == **e && !l.members.is_empty()))
+                .filter_map(|e| {
+                    let lag = lags
+                        .iter()
+                        .find(|l| l.name == *e && !l.members.is_empty())?;
+                    Some((e, lag))
+                })
                 .collect();
             let is_in = |l: &LagSpec, i: usize| !out.contains(&l.members[i].port);
             // LAGs of as many members each: the indices all of them have in; else each LAG's.
-            let n = named.first().map_or(0, |l| l.members.len());
-            let common: Vec<usize> = if named.iter().all(|l| l.members.len() == n) {
+            let n = ends.first().map_or(0, |(_, l)| l.members.len());
+            let common: Vec<usize> = if ends.iter().all(|(_, l)| l.members.len() == n) {
                 (0..n)
-                    .filter(|&i| named.iter().all(|l| is_in(l, i)))
+                    .filter(|&i| ends.iter().all(|(_, l)| is_in(l, i)))
                     .collect()
             } else {
                 Vec::new()
             };
-            for end in ends {
-                let Some(lag) = lags
-                    .iter()
-                    .find(|l| l.name == *end && !l.members.is_empty())
-                else {
-                    continue;
-                };
+            for (end, lag) in ends {
                 let n = lag.members.len();
                 let own: Vec<usize> = (0..n).filter(|&i| is_in(lag, i)).collect();
                 let from = [common.clone(), own, (0..n).collect()]

@@ -322,6 +322,8 @@ pub struct Mapped {
     pub lags: Vec<linerate_lacp::LagSpec>,
     /// Each end of a flow that names a LAG: the member it was placed on.
     pub lag_flows: Vec<LagFlow>,
+    /// The LAG members that were out of their LAGs when `lag_flows` were placed.
+    pub lag_out: Vec<String>,
     /// Set_config's warnings: what was taken, but not quite as asked.
     pub warnings: Vec<String>,
 }

@@ -2,12 +2,15 @@
 //! on stderr and the report on stdout.
 
 use std::net::Ipv4Addr;
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
 use linerate_cli::{TcpAction, TcpClientArgs, TcpServerArgs};
+use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
-    Addresses, ClientConfig, ClientReport, PacketLink, Range, ServerConfig, StatefulError,
+    Addresses, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Schedule,
+    ServerConfig, StatefulError,
 };
 
 use crate::output::{print_json, println};
@@ -58,6 +61,7 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
                 args.src_ports
             ))
         })?;
+    let schedule = schedule(args)?;
     let config = ClientConfig {
         addresses: Addresses {
             mac: args.mac,
@@ -67,8 +71,9 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         },
         ports,
         server: args.server,
-        connections: args.connections,
-        rate: args.rate,
+        connections: schedule.map_or(args.connections, |s| s.connections()),
+        rate: if schedule.is_some() { None } else { args.rate },
+        schedule,
         concurrent: args.concurrent,
         requests: args.requests,
         response_bytes: args.response_bytes,
@@ -84,8 +89,30 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
     Ok(config)
 }
 
+/// The ramp-up, steady time and ramp-down, when any is given: they need the rate they hold.
+fn schedule(args: &TcpClientArgs) -> Result<Option<Schedule>> {
+    if args.duration.is_none() && args.ramp_up.is_none() && args.ramp_down.is_none() {
+        return Ok(None);
+    }
+    let rate = args.rate.ok_or_else(|| {
+        usage("--duration, --ramp-up and --ramp-down pace connections at a rate: give --rate CPS")
+    })?;
+    let schedule = Schedule {
+        rate,
+        ramp_up: args.ramp_up.unwrap_or_default(),
+        steady: args.duration.unwrap_or_default(),
+        ramp_down: args.ramp_down.unwrap_or_default(),
+    };
+    schedule.validate().map_err(lift)?;
+    Ok(Some(schedule))
+}
+
 fn client(args: &TcpClientArgs) -> Result<()> {
     let config = client_config(args)?;
+    // The files are reserved before the first SYN: a bad path costs no run.
+    let csv: Vec<_> = args.csv.iter().cloned().collect();
+    let json = args.json.then_some(Path::new("-"));
+    let outputs = Outputs::reserve(json, &csv, args.plot.as_deref())?;
     let mut link =
         PacketLink::open(&args.interface, args.netns.as_deref(), config.addresses).map_err(lift)?;
     let stop = crate::signal::stop_flag()?;
@@ -96,18 +123,14 @@ fn client(args: &TcpClientArgs) -> Result<()> {
         args.src,
         config.server,
         config.concurrent,
-        config
-            .rate
-            .map(|r| format!(", {r} a second"))
-            .unwrap_or_default()
+        pace(&config)
     );
-    let mut last = (0.0, 0u64);
+    let mut seconds: Vec<Second> = Vec::new();
     let report = linerate_stateful::run_client(&mut link, &config, &stop, |s| {
+        let second = Second::after(seconds.last(), s);
         let c = &s.counters;
-        let cps = (c.established - last.1) as f64 / (s.elapsed_s - last.0).max(1e-9);
-        last = (s.elapsed_s, c.established);
         eprintln!(
-            "{:6.1}s  attempted {}  established {}  active {}  closed {}  failed {}  responses {}  {:.0} cps",
+            "{:6.1}s  attempted {}  established {}  active {}  closed {}  failed {}  responses {}  retransmitted {}  {:.0} cps",
             s.elapsed_s,
             c.attempted,
             c.established,
@@ -115,15 +138,20 @@ fn client(args: &TcpClientArgs) -> Result<()> {
             c.ended(),
             c.failed(),
             c.responses,
-            cps
+            c.retransmitted,
+            second.cps
         );
+        seconds.push(second);
     })
     .context("running the TCP client")?;
-    if args.json {
-        print_json(&report)?;
-    } else {
-        println(&summary(&report))?;
-    }
+    let run = ClientRun {
+        report,
+        seconds,
+        interface: args.interface.clone(),
+        server: config.server,
+    };
+    crate::output::wrote(&outputs.write(&run)?)?;
+    let report = run.report;
     if report.stopped && stop.load(Ordering::Relaxed) {
         return Err(
             crate::usage::Interrupted("the client stopped opening connections".into()).into(),
@@ -150,13 +178,155 @@ fn client(args: &TcpClientArgs) -> Result<()> {
     Ok(())
 }
 
+/// How the run paces its connections, for the first line.
+fn pace(config: &ClientConfig) -> String {
+    match (&config.schedule, config.rate) {
+        (Some(s), _) => format!(
+            ", {} a second after {:.0} s of ramp-up, for {:.0} s, then {:.0} s of ramp-down",
+            s.rate,
+            s.ramp_up.as_secs_f64(),
+            s.steady.as_secs_f64(),
+            s.ramp_down.as_secs_f64()
+        ),
+        (None, Some(r)) => format!(", {r} a second"),
+        (None, None) => String::new(),
+    }
+}
+
+/// One second of a client run, as the CSV and the plot show it.
+#[derive(Debug, Clone, Copy)]
+struct Second {
+    snapshot: ClientSnapshot,
+    /// Connections established a second since the last row.
+    cps: f64,
+    /// Segments sent again a second since the last row.
+    retransmitted_per_s: f64,
+}
+
+impl Second {
+    fn after(last: Option<&Second>, s: &ClientSnapshot) -> Second {
+        let (t, established, retransmitted) = last.map_or((0.0, 0, 0), |l| {
+            let c = &l.snapshot.counters;
+            (l.snapshot.elapsed_s, c.established, c.retransmitted)
+        });
+        let span = (s.elapsed_s - t).max(1e-9);
+        Second {
+            snapshot: *s,
+            cps: (s.counters.established - established) as f64 / span,
+            retransmitted_per_s: (s.counters.retransmitted - retransmitted) as f64 / span,
+        }
+    }
+}
+
+/// A client run: its report and its seconds.
+struct ClientRun {
+    report: ClientReport,
+    seconds: Vec<Second>,
+    interface: String,
+    server: std::net::SocketAddrV4,
+}
+
+impl Written for ClientRun {
+    fn json(&self) -> String {
+        serde_json::to_string_pretty(&self.report).unwrap_or_default() + "\n"
+    }
+
+    fn csv(&self) -> Vec<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let _ = w.write_record([
+            "elapsed_s",
+            "target_cps",
+            "cps",
+            "attempted",
+            "established",
+            "active",
+            "closed",
+            "failed_timeout",
+            "failed_refused",
+            "closed_reset",
+            "closed_timeout",
+            "closed_bad_response",
+            "requests",
+            "responses",
+            "body_bytes",
+            "retransmitted",
+        ]);
+        for second in &self.seconds {
+            let s = &second.snapshot;
+            let c = &s.counters;
+            let _ = w.write_record([
+                format!("{:.3}", s.elapsed_s),
+                s.target_cps.map_or(String::new(), |r| format!("{r:.1}")),
+                format!("{:.1}", second.cps),
+                c.attempted.to_string(),
+                c.established.to_string(),
+                s.active.to_string(),
+                c.closed.to_string(),
+                c.failed_timeout.to_string(),
+                c.failed_refused.to_string(),
+                c.closed_reset.to_string(),
+                c.closed_timeout.to_string(),
+                c.closed_bad_response.to_string(),
+                c.requests.to_string(),
+                c.responses.to_string(),
+                c.body_bytes.to_string(),
+                c.retransmitted.to_string(),
+            ]);
+        }
+        vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]
+    }
+
+    fn plot(&self, path: &Path) -> Result<bool, ReportError> {
+        let curve = |name: &str, dashed: bool, y: &dyn Fn(&Second) -> Option<f64>| Curve {
+            name: name.into(),
+            points: self
+                .seconds
+                .iter()
+                .filter_map(|s| Some((s.snapshot.elapsed_s, y(s)?)))
+                .collect(),
+            dashed,
+        };
+        let mut rates = vec![curve("established a second", false, &|s| Some(s.cps))];
+        if self.seconds.iter().any(|s| s.snapshot.target_cps.is_some()) {
+            rates.push(curve("asked", true, &|s| s.snapshot.target_cps));
+        }
+        let panel = |y: &str, curves| Panel {
+            x_desc: "seconds".into(),
+            y_desc: y.into(),
+            curves,
+        };
+        let panels = [
+            panel("connections a second", rates),
+            panel(
+                "connections open",
+                vec![curve("established, not ended", false, &|s| {
+                    Some(s.snapshot.active as f64)
+                })],
+            ),
+            panel(
+                "segments sent again a second",
+                vec![curve("retransmitted", false, &|s| {
+                    Some(s.retransmitted_per_s)
+                })],
+            ),
+        ];
+        let title = format!("linerate tcp client: {} → {}", self.interface, self.server);
+        plot_panels(path, &title, &panels).map(|()| true)
+    }
+
+    fn table(&self) -> String {
+        summary(&self.report)
+    }
+}
+
 fn summary(r: &ClientReport) -> String {
     let c = &r.counters;
     format!(
         "connections  attempted {}  established {}  closed {}  failed {} (timeout {}, refused {})  reset {}  timed out {}  bad response {}\n\
          requests     {}  responses {}  body bytes {}\n\
          rate         {:.0} connections/s  goodput {:.1} Mbit/s  over {:.2} s\n\
-         connect      p50 {:.0} µs  p99 {:.0} µs   response p50 {:.0} µs  p99 {:.0} µs",
+         connect      p50 {:.0} µs  p99 {:.0} µs   response p50 {:.0} µs  p99 {:.0} µs\n\
+         segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
         c.attempted,
         c.established,
         c.closed,
@@ -176,6 +346,9 @@ fn summary(r: &ClientReport) -> String {
         r.connect_time.p99_us,
         r.response_time.p50_us,
         r.response_time.p99_us,
+        c.retransmitted,
+        r.rtt.p50_us,
+        r.rtt.p99_us,
     )
 }
 
@@ -228,12 +401,13 @@ fn server(args: &TcpServerArgs) -> Result<()> {
     );
     let report = linerate_stateful::run_server(&mut link, &config, &stop, |t, c| {
         eprintln!(
-            "{t:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}",
+            "{t:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}  retransmitted {}",
             c.accepted,
             c.active(),
             c.requests,
             c.responses,
-            c.body_bytes
+            c.body_bytes,
+            c.retransmitted
         );
     })
     .map_err(lift)?;
@@ -242,7 +416,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
     } else {
         let c = report.counters;
         println(&format!(
-            "connections  accepted {}  closed {}  reset {}  bad request {}  timed out {}\nrequests     {}  responses {}  body bytes {}",
+            "connections  accepted {}  closed {}  reset {}  bad request {}  timed out {}\nrequests     {}  responses {}  body bytes {}\nsegments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
             c.accepted,
             c.closed,
             c.reset,
@@ -250,7 +424,10 @@ fn server(args: &TcpServerArgs) -> Result<()> {
             c.timeout,
             c.requests,
             c.responses,
-            c.body_bytes
+            c.body_bytes,
+            c.retransmitted,
+            report.rtt.p50_us,
+            report.rtt.p99_us
         ))
     }
 }

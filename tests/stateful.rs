@@ -270,12 +270,103 @@ fn ten_thousand_connections_through_the_nat_to_nginx_all_add_up() {
     let report = client(&lab, 10_000, 4096, &[]);
     assert_all_through_nat(&lab, &nginx, &report, 10_000, 4096);
     ctrl_c_ends_every_open_connection_and_reports(&lab, &nginx);
+    a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(&lab, &nginx);
     // Stateless traffic has no sink to be counted at there: one line says so, and what to use.
     let line = common::linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "10"]);
     assert!(
         line.contains("NAT DUT") && line.contains("tcp client"),
         "{line}"
     );
+}
+
+/// Connections a second rising over 1 s to 400, held 1 s, falling over 1 s: 200 + 400 + 200
+/// connections, never more opened by any second than the schedule had made due, every one
+/// logged by nginx; the CSV has a row a second and the plot its three panels.
+fn a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(lab: &Lab, nginx: &Nginx) {
+    let before = nginx.requests().len() as u64;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (csv, plot) = (dir.path().join("seconds.csv"), dir.path().join("run.svg"));
+    let server = format!("{}:80", lab.receiver_ip);
+    let out = linerate(&[
+        "tcp",
+        "client",
+        "-i",
+        &lab.sender,
+        "--src",
+        "100.64.1.0/24",
+        "--gateway",
+        "100.64.0.1/16",
+        "--server",
+        &server,
+        "--rate",
+        "400",
+        "--ramp-up",
+        "1s",
+        "--duration",
+        "1s",
+        "--ramp-down",
+        "1s",
+        "--response-bytes",
+        "4096",
+        "--json",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(report["counters"]["closed"], 800, "{report:#}");
+    assert_eq!(nginx.requests().len() as u64 - before, 800);
+    // The schedule's integral, as the test reads it: what may be open by t seconds.
+    let due = |t: f64| -> f64 {
+        let r = 400.0;
+        match t {
+            t if t <= 1.0 => r * t * t / 2.0,
+            t if t <= 2.0 => r / 2.0 + r * (t - 1.0),
+            t if t <= 3.0 => {
+                let tau = t - 2.0;
+                r / 2.0 + r + r * (tau - tau * tau / 2.0)
+            }
+            _ => 800.0,
+        }
+    };
+    let mut rows = csv::Reader::from_path(&csv).expect("the CSV");
+    let head = rows.headers().expect("a header").clone();
+    let col = |name: &str| head.iter().position(|h| h == name).expect(name);
+    let (t, attempted, closed, target) = (
+        col("elapsed_s"),
+        col("attempted"),
+        col("closed"),
+        col("target_cps"),
+    );
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.expect("a row")).collect();
+    assert!(rows.len() >= 3, "{rows:?}");
+    for row in &rows {
+        let at: f64 = row[t].parse().unwrap();
+        let opened: f64 = row[attempted].parse().unwrap();
+        assert!(
+            opened <= due(at).floor() + 1.0,
+            "ahead of the schedule: {row:?}"
+        );
+        let asked: f64 = row[target].parse().unwrap();
+        assert!((0.0..=400.0).contains(&asked), "{row:?}");
+    }
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (&last[attempted], &last[closed]),
+        ("800", "800"),
+        "{last:?}"
+    );
+    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    for panel in [
+        "connections a second",
+        "connections open",
+        "segments sent again",
+    ] {
+        assert!(svg.contains(panel), "{panel} not in the plot");
+    }
 }
 
 /// Ctrl-C (SIGINT) in the middle of a run: no new connection is opened, every open one ends
@@ -342,6 +433,12 @@ fn every_transfer_completes_through_loss_and_reordering() {
     let dropped = lab.impair_counters().expect("impair counters");
     assert!(dropped.dropped > 0, "the DUT dropped nothing: {dropped:?}");
     assert_all_through_nat(&lab, &nginx, &report, n, 4096);
+    // What the loss cost the client: its SYNs, requests and FINs the DUT dropped were sent
+    // again (the crate's tests check the count against a decoder of the frames), and its
+    // round trips were timed.
+    let c = &report["counters"];
+    assert!(c["retransmitted"].as_u64().unwrap() > 0, "{report:#}");
+    assert!(report["rtt"]["count"].as_u64().unwrap() > n, "{report:#}");
 }
 
 /// A bare veth pair between two namespaces: linerate's server on one end, the kernel's curl on
@@ -500,6 +597,22 @@ fn bad_client_input_is_one_line_and_exit_2() {
             "5-tuples",
         ),
         (&["--src", "10.0.0.0/24"], "inside the clients' range"),
+        (
+            &["--src", "100.64.1.0/24", "--duration", "10s"],
+            "give --rate",
+        ),
+        (
+            &["--src", "100.64.1.0/24", "--rate", "100", "--ramp-up", "0"],
+            "no time",
+        ),
+        (
+            &["--src", "100.64.1.0/24", "-n", "5", "--duration", "1s"],
+            "cannot be used with",
+        ),
+        (
+            &["--src", "100.64.1.0/24", "--plot", "run.txt"],
+            ".svg or .png",
+        ),
         (
             &[
                 "--src",

@@ -552,9 +552,20 @@ pub struct TcpClientArgs {
     /// Connections to open in all.
     #[arg(short = 'n', long, default_value = "1000", value_parser = linerate_wire::quantity::parse_count)]
     pub connections: u64,
-    /// New connections a second (default: as fast as --concurrent lets).
+    /// New connections a second (default: as fast as --concurrent lets); with --duration,
+    /// --ramp-up or --ramp-down, the rate the schedule holds.
     #[arg(long, value_name = "CPS")]
     pub rate: Option<f64>,
+    /// Open connections at --rate for this long (after any ramp-up): the run's connections are
+    /// what the schedule adds up to, not -n.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "connections")]
+    pub duration: Option<std::time::Duration>,
+    /// Raise the connection rate linearly from none to --rate over this long first.
+    #[arg(long, value_parser = parse_duration_or_zero, conflicts_with = "connections")]
+    pub ramp_up: Option<std::time::Duration>,
+    /// Lower it linearly from --rate to none over this long last.
+    #[arg(long, value_parser = parse_duration_or_zero, conflicts_with = "connections")]
+    pub ramp_down: Option<std::time::Duration>,
     /// Connections open at once, at most.
     #[arg(long, default_value_t = 256)]
     pub concurrent: usize,
@@ -580,6 +591,13 @@ pub struct TcpClientArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Write the counters of every second as CSV (one row a second, and one at the end).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Plot the run (.svg or .png): connections a second asked and made, connections open,
+    /// retransmissions, over time.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

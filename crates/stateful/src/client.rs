@@ -16,6 +16,7 @@ use smoltcp::wire::IpAddress;
 
 use crate::counters::{ClientCounters, Percentiles, Times};
 use crate::http::{self, Progress, ResponseReader};
+use crate::schedule::Schedule;
 use crate::stack::{self, Clock, Link, LinkCounters};
 use crate::table::{Side, Table};
 use crate::{Addresses, StatefulError};
@@ -33,6 +34,9 @@ pub struct ClientConfig {
     pub connections: u64,
     /// New connections a second; None: as fast as the cap lets.
     pub rate: Option<f64>,
+    /// Or a rate that ramps up, holds and ramps down; `connections` is then what it adds up to
+    /// ([`Schedule::connections`]) or fewer.
+    pub schedule: Option<Schedule>,
     /// Connections open at once, at most (the slots of the table).
     pub concurrent: usize,
     /// Requests on each connection (keep-alive between them; the last asks the server to close).
@@ -73,6 +77,19 @@ impl ClientConfig {
                 "connection rate {r}: give a positive number a second"
             ));
         }
+        if let Some(schedule) = &self.schedule {
+            schedule.validate()?;
+            if self.rate.is_some() {
+                return usage("a rate and a schedule: give one".into());
+            }
+            if self.connections > schedule.connections() {
+                return usage(format!(
+                    "{} connections, and the schedule opens {}: give no more than it does",
+                    self.connections,
+                    schedule.connections()
+                ));
+            }
+        }
         if self.addresses.range.contains(*self.server.ip()) {
             return usage(format!(
                 "the server {} is inside the clients' range {}/{}: the client would answer for it; give the clients another prefix",
@@ -103,6 +120,14 @@ impl ClientConfig {
         Ok(())
     }
 
+    /// The rate asked for `t` seconds into the run.
+    fn target_at(&self, t: f64) -> Option<f64> {
+        match (&self.schedule, self.rate) {
+            (Some(schedule), _) => Some(schedule.rate_at(t)),
+            (None, rate) => rate,
+        }
+    }
+
     fn tuple_ports(&self) -> u64 {
         u64::from(self.ports.1 - self.ports.0) + 1
     }
@@ -127,6 +152,8 @@ pub struct ClientSnapshot {
     pub elapsed_s: f64,
     pub counters: ClientCounters,
     pub active: u64,
+    /// New connections a second the rate or schedule asked for at this time; None: unpaced.
+    pub target_cps: Option<f64>,
 }
 
 /// A client run's outcome.
@@ -142,6 +169,8 @@ pub struct ClientReport {
     pub connect_time: Percentiles,
     /// Request sent to the response's last byte.
     pub response_time: Percentiles,
+    /// The client's round trips: a segment (SYN, request, FIN) leaving to its acknowledgement.
+    pub rtt: Percentiles,
     pub link: LinkCounters,
     /// Whether a stop (Ctrl-C) ended the run before every connection was opened.
     pub stopped: bool,
@@ -274,12 +303,15 @@ pub fn run_client<L: Link>(
         table.expire(now);
         stopped |= stop.load(Ordering::Relaxed) && c.attempted < config.connections;
         // New connections: as many as the rate has made due, the cap allows and remain.
-        let due = match config.rate {
+        let due = match (&config.schedule, config.rate) {
             _ if stopped => 0,
-            Some(rate) => {
+            (Some(schedule), _) => {
+                (schedule.due(clock.elapsed().as_secs_f64()) as u64 + 1).saturating_sub(c.attempted)
+            }
+            (None, Some(rate)) => {
                 ((clock.elapsed().as_secs_f64() * rate) as u64 + 1).saturating_sub(c.attempted)
             }
-            None => u64::MAX,
+            (None, None) => u64::MAX,
         };
         let open = due
             .min(config.connections - c.attempted)
@@ -348,6 +380,7 @@ pub fn run_client<L: Link>(
             }
             Some(slot.deadline(timeout))
         });
+        c.retransmitted = table.retransmitted();
         let elapsed = clock.elapsed().as_secs_f64();
         if elapsed >= next_second {
             next_second = elapsed.floor() + 1.0;
@@ -355,6 +388,7 @@ pub fn run_client<L: Link>(
                 elapsed_s: elapsed,
                 counters: c,
                 active: c.active(),
+                target_cps: config.target_at(elapsed),
             });
         }
         // Done when every connection has ended: a socket still draining (TIME-WAIT's 10 s,
@@ -362,6 +396,7 @@ pub fn run_client<L: Link>(
         if busy == 0 && (c.attempted == config.connections || stopped) {
             table.touch_all();
             table.visit(&mut iface, link, clock.now(), |_, _| None);
+            c.retransmitted = table.retransmitted();
             break;
         }
         // Sleep until a frame, a shard's deadline, the next connection due or the next second.
@@ -378,13 +413,20 @@ pub fn run_client<L: Link>(
             }
             None => Duration::from_millis(10),
         };
-        if table.has_touched() || (more && config.rate.is_none()) {
+        let paced = config.rate.is_some() || config.schedule.is_some();
+        if table.has_touched() || (more && !paced) {
             wait = Duration::ZERO;
-        } else if let Some(rate) = config.rate
-            && more
-        {
-            let next = (c.attempted as f64) / rate - clock.elapsed().as_secs_f64();
-            wait = wait.min(Duration::from_secs_f64(next.max(0.0)));
+        } else if more {
+            // When the next connection is due: the rate's, or the schedule's inverse.
+            let at = match (&config.schedule, config.rate) {
+                (Some(schedule), _) => schedule.when(c.attempted as f64),
+                (None, Some(rate)) => Some(c.attempted as f64 / rate),
+                (None, None) => None,
+            };
+            if let Some(at) = at {
+                let next = at - clock.elapsed().as_secs_f64();
+                wait = wait.min(Duration::from_secs_f64(next.max(0.0)));
+            }
         }
         if !wait.is_zero() {
             link.wait(wait.min(Duration::from_millis(10)))?;
@@ -395,6 +437,7 @@ pub fn run_client<L: Link>(
         elapsed_s: elapsed,
         counters: c,
         active: c.active(),
+        target_cps: config.target_at(elapsed),
     });
     Ok(ClientReport {
         elapsed_s: elapsed,
@@ -403,6 +446,7 @@ pub fn run_client<L: Link>(
         goodput_bps: c.body_bytes as f64 * 8.0 / elapsed.max(1e-9),
         connect_time: connect_times.percentiles(),
         response_time: response_times.percentiles(),
+        rtt: table.rtt(),
         link: link.counters(),
         stopped,
         timed_out,

@@ -29,6 +29,9 @@ pub struct ClientCounters {
     pub responses: u64,
     /// Body bytes received and checked (goodput).
     pub body_bytes: u64,
+    /// Segments the client sent again (SYNs, requests, FINs): no connection's count, the
+    /// link's.
+    pub retransmitted: u64,
 }
 
 impl ClientCounters {
@@ -71,6 +74,8 @@ pub struct ServerCounters {
     pub responses: u64,
     /// Body bytes queued.
     pub body_bytes: u64,
+    /// Segments the server sent again (SYN-ACKs, response data, FINs).
+    pub retransmitted: u64,
 }
 
 impl ServerCounters {

@@ -18,6 +18,7 @@ pub mod http;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod mem;
+mod schedule;
 mod server;
 mod stack;
 mod table;
@@ -28,5 +29,6 @@ pub use counters::{ClientCounters, Percentiles, ServerCounters};
 pub use error::StatefulError;
 #[cfg(target_os = "linux")]
 pub use linux::PacketLink;
+pub use schedule::Schedule;
 pub use server::{ServerConfig, ServerReport, run_server};
 pub use stack::{Link, LinkCounters};

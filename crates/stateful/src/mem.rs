@@ -1,5 +1,6 @@
 //! Two links joined in memory, for tests of the ends without a port: what one sends the other
-//! receives, in order, except every `drop_every`-th frame (a lossy link, to see TCP recover).
+//! receives, in order, except every `drop_every`-th frame (a lossy link, to see TCP recover)
+//! or the frames a test picks ([`pair_dropping`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,28 +17,51 @@ struct Queue {
     ready: Condvar,
 }
 
+/// Which frames an end's sends lose: true drops the frame.
+pub type Dropper = Box<dyn FnMut(&[u8]) -> bool + Send>;
+
 /// One end of a pair.
-#[derive(Debug)]
 pub struct MemLink {
     inbox: Arc<Queue>,
     outbox: Arc<Queue>,
     drop_every: u64,
+    dropper: Option<Dropper>,
     /// A frame taken off the queue by a peek, not yet handed up.
     held: Option<Vec<u8>>,
     counters: LinkCounters,
 }
 
+impl std::fmt::Debug for MemLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemLink")
+            .field("drop_every", &self.drop_every)
+            .field("dropper", &self.dropper.is_some())
+            .field("counters", &self.counters)
+            .finish()
+    }
+}
+
 /// Two joined links; `drop_every` (0: none) drops that share of each end's sent frames.
 pub fn pair(drop_every: u64) -> (MemLink, MemLink) {
-    let (a, b) = (Arc::new(Queue::default()), Arc::new(Queue::default()));
-    let end = |inbox: &Arc<Queue>, outbox: &Arc<Queue>| MemLink {
+    joined(drop_every, None, None)
+}
+
+/// Two joined links, each losing the frames its dropper picks.
+pub fn pair_dropping(a: Dropper, b: Dropper) -> (MemLink, MemLink) {
+    joined(0, Some(a), Some(b))
+}
+
+fn joined(drop_every: u64, a: Option<Dropper>, b: Option<Dropper>) -> (MemLink, MemLink) {
+    let (qa, qb) = (Arc::new(Queue::default()), Arc::new(Queue::default()));
+    let end = |inbox: &Arc<Queue>, outbox: &Arc<Queue>, dropper| MemLink {
         inbox: inbox.clone(),
         outbox: outbox.clone(),
         drop_every,
+        dropper,
         held: None,
         counters: LinkCounters::default(),
     };
-    (end(&a, &b), end(&b, &a))
+    (end(&qa, &qb, a), end(&qb, &qa, b))
 }
 
 #[derive(Debug)]
@@ -58,7 +82,9 @@ impl smoltcp::phy::TxToken for Tx<'_> {
         let r = f(&mut frame);
         let link = self.0;
         link.counters.tx_frames += 1;
-        if link.drop_every > 0 && link.counters.tx_frames.is_multiple_of(link.drop_every) {
+        let picked = link.dropper.as_mut().is_some_and(|d| d(&frame));
+        if picked || link.drop_every > 0 && link.counters.tx_frames.is_multiple_of(link.drop_every)
+        {
             link.counters.tx_dropped += 1;
         } else {
             link.outbox.frames.lock().expect("queue").push_back(frame);

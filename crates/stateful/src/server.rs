@@ -46,6 +46,9 @@ pub struct ServerConfig {
 pub struct ServerReport {
     pub elapsed_s: f64,
     pub counters: ServerCounters,
+    /// The server's round trips: a segment (SYN-ACK, response data, FIN) leaving to its
+    /// acknowledgement.
+    pub rtt: crate::Percentiles,
     pub link: LinkCounters,
 }
 
@@ -160,6 +163,7 @@ pub fn run_server<L: Link>(
             serve(slot, socket, now, timeout, config, &mut c);
             slot.deadline(timeout, config)
         });
+        c.retransmitted = table.retransmitted();
         let elapsed = clock.elapsed().as_secs_f64();
         if elapsed >= next_second {
             next_second = elapsed.floor() + 1.0;
@@ -188,6 +192,7 @@ pub fn run_server<L: Link>(
     Ok(ServerReport {
         elapsed_s: clock.elapsed().as_secs_f64(),
         counters: c,
+        rtt: table.rtt(),
         link: link.counters(),
     })
 }

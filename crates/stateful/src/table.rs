@@ -5,11 +5,18 @@
 //! its connection's shard by one map lookup on the endpoint that names it, and a wake visits
 //! only the shards a frame came for, the caller touched, or whose deadline fell (a heap of each
 //! shard's next instant: smoltcp's timers and the caller's). An idle connection costs nothing.
+//!
+//! The table also watches the segments that cross the link, since smoltcp keeps its
+//! retransmissions and round-trip estimate to itself: a segment that starts before the
+//! highest sequence number its connection has sent is a retransmission, and one new segment
+//! at a time is timed until an acknowledgement covers it (Karn's rule: not across a
+//! retransmission), as a BSD stack times its round trips.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketHandle, SocketSet};
+use smoltcp::phy::{Device, DeviceCapabilities, TxToken};
 use smoltcp::socket::tcp::{self, State};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
@@ -17,6 +24,7 @@ use smoltcp::wire::{
     TcpPacket,
 };
 
+use crate::counters::{Percentiles, Times};
 use crate::stack::Link;
 
 /// Sockets a shard holds: a visit walks them all a few times, so a few dozen keeps it cheap
@@ -65,6 +73,38 @@ pub(crate) struct Table<'a> {
     is_touched: Vec<bool>,
     /// When each neighbour's ARP frame was last seen (µs), by its IPv4 address.
     neighbours: HashMap<u32, i64>,
+    /// By slot: what its connection has sent.
+    sent: Vec<Sent>,
+    /// Segments the link took since they were last accounted to their slots.
+    out: Vec<Segment>,
+    retransmitted: u64,
+    rtt: Times,
+}
+
+/// What one connection has sent, as far as telling a retransmission and timing a round trip
+/// need.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    /// Whether the connection has sent anything yet.
+    begun: bool,
+    /// The sequence number after the highest it has sent.
+    high: u32,
+    /// A segment being timed: the sequence number after it, and when it left (µs).
+    timed: Option<(u32, i64)>,
+}
+
+/// A segment that occupies sequence space (data, SYN or FIN), as it left.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    key: u64,
+    seq: u32,
+    len: u32,
+    at: i64,
+}
+
+/// Whether sequence number `a` comes before `b` (RFC 793's arithmetic modulo 2^32).
+fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
 
 impl<'a> Table<'a> {
@@ -79,10 +119,11 @@ impl<'a> Table<'a> {
             handles.push(shard.add(socket));
         }
         let n = shards.len();
+        let slots = handles.len();
         let mut table = Table {
             side,
             shards,
-            key_of: vec![None; handles.len()],
+            key_of: vec![None; slots],
             handles,
             slot_of: HashMap::new(),
             listening: vec![0; n],
@@ -93,6 +134,10 @@ impl<'a> Table<'a> {
             touched: Vec::new(),
             is_touched: vec![false; n],
             neighbours: HashMap::new(),
+            sent: vec![Sent::default(); slots],
+            out: Vec::new(),
+            retransmitted: 0,
+            rtt: Times::default(),
         };
         for s in 0..n {
             table.sync(s);
@@ -102,6 +147,17 @@ impl<'a> Table<'a> {
 
     pub(crate) fn slots(&self) -> usize {
         self.handles.len()
+    }
+
+    /// Segments sent again so far, every connection's.
+    pub(crate) fn retransmitted(&self) -> u64 {
+        self.retransmitted
+    }
+
+    /// Round trips timed so far: a segment's leaving to the first acknowledgement covering it
+    /// (the peer's delayed acknowledgement included, as TCP's own estimate sees it).
+    pub(crate) fn rtt(&self) -> Percentiles {
+        self.rtt.percentiles()
     }
 
     pub(crate) fn socket(&mut self, slot: usize) -> &mut tcp::Socket<'a> {
@@ -132,13 +188,18 @@ impl<'a> Table<'a> {
         for _ in 0..INGRESS_BATCH {
             let Some(frame) = link.peek() else { break };
             let (s, new_peer) = match demux(frame) {
-                Demux::Tcp { dst, src, syn } => {
+                Demux::Tcp { dst, src, syn, ack } => {
                     let key = match self.side {
                         Side::Client => dst,
                         Side::Server => src,
                     };
                     match self.slot_of.get(&key) {
-                        Some(&slot) => (slot as usize / SHARD, false),
+                        Some(&slot) => {
+                            if let Some(ack) = ack {
+                                self.acknowledged(slot as usize, ack, now);
+                            }
+                            (slot as usize / SHARD, false)
+                        }
                         None if syn && self.side == Side::Server => (self.listening_shard(), true),
                         // No connection of ours: any shard answers it (smoltcp resets it).
                         None => (0, false),
@@ -152,7 +213,13 @@ impl<'a> Table<'a> {
                 }
                 Demux::Other => (0, false),
             };
-            if iface.poll_ingress_single(now, link, &mut self.shards[s])
+            let mut watched = Watched {
+                link: &mut *link,
+                side: self.side,
+                out: &mut self.out,
+                at: now.total_micros(),
+            };
+            if iface.poll_ingress_single(now, &mut watched, &mut self.shards[s])
                 == PollIngressSingleResult::None
             {
                 break;
@@ -164,6 +231,9 @@ impl<'a> Table<'a> {
                 self.sync(s);
             }
         }
+        // An answer smoltcp sent at once (a reset, an acknowledgement) occupies no sequence
+        // space; anything else is accounted to its slot here.
+        self.account();
         if arp {
             // A neighbour heard from anew: sockets that waited for its address may send now
             // (smoltcp holds them up to a second otherwise).
@@ -222,12 +292,18 @@ impl<'a> Table<'a> {
             self.is_touched[s] = false;
             let first = s * SHARD;
             let last = (first + SHARD).min(self.handles.len());
-            egress(iface, link, now, &mut self.shards[s]);
+            let mut watched = Watched {
+                link: &mut *link,
+                side: self.side,
+                out: &mut self.out,
+                at: now.total_micros(),
+            };
+            egress(iface, &mut watched, now, &mut self.shards[s]);
             for slot in first..last {
                 let socket = self.shards[s].get_mut::<tcp::Socket>(self.handles[slot]);
                 step(slot, socket);
             }
-            egress(iface, link, now, &mut self.shards[s]);
+            egress(iface, &mut watched, now, &mut self.shards[s]);
             let mut due = NEVER;
             for slot in first..last {
                 let socket = self.shards[s].get_mut::<tcp::Socket>(self.handles[slot]);
@@ -239,6 +315,9 @@ impl<'a> Table<'a> {
                 due = due.min(at.total_micros());
             }
             self.sync(s);
+            // After the sync: a connection's first segment (a client's SYN, a server's
+            // SYN-ACK) finds the slot under its new key.
+            self.account();
             if due != NEVER && due != self.due_at[s] {
                 self.due_at[s] = due;
                 self.timers.push(Reverse((due, s as u32)));
@@ -274,10 +353,55 @@ impl<'a> Table<'a> {
                     self.slot_of.insert(new, slot as u32);
                 }
                 self.key_of[slot] = key;
+                // Another connection in the slot: its sequence space starts afresh.
+                self.sent[slot] = Sent::default();
             }
         }
         self.listening[s] = listening;
         self.open[s] = open;
+    }
+
+    /// Accounts the segments sent since the last call to their connections: retransmissions
+    /// counted, a new segment timed when none is.
+    fn account(&mut self) {
+        for seg in self.out.drain(..) {
+            let Some(&slot) = self.slot_of.get(&seg.key) else {
+                continue;
+            };
+            let sent = &mut self.sent[slot as usize];
+            let end = seg.seq.wrapping_add(seg.len);
+            if !sent.begun {
+                *sent = Sent {
+                    begun: true,
+                    high: end,
+                    timed: Some((end, seg.at)),
+                };
+                continue;
+            }
+            let again = before(seg.seq, sent.high);
+            if again {
+                self.retransmitted += 1;
+                sent.timed = None;
+            }
+            if before(sent.high, end) {
+                sent.high = end;
+                if !again && sent.timed.is_none() {
+                    sent.timed = Some((end, seg.at));
+                }
+            }
+        }
+    }
+
+    /// An acknowledgement for `slot`'s connection arrived: the timed segment, if it covers it,
+    /// is a round trip.
+    fn acknowledged(&mut self, slot: usize, ack: u32, now: Instant) {
+        let sent = &mut self.sent[slot];
+        if let Some((end, at)) = sent.timed
+            && !before(ack, end)
+        {
+            self.rtt.record((now.total_micros() - at).max(0) as u64);
+            sent.timed = None;
+        }
     }
 
     /// A shard with a listening socket, round from the last one that had one.
@@ -302,8 +426,112 @@ impl<'a> Table<'a> {
     }
 }
 
-fn egress<L: Link>(iface: &mut Interface, link: &mut L, now: Instant, sockets: &mut SocketSet<'_>) {
+fn egress<D: Device>(
+    iface: &mut Interface,
+    link: &mut D,
+    now: Instant,
+    sockets: &mut SocketSet<'_>,
+) {
     while iface.poll_egress(now, link, sockets) == PollResult::SocketStateChanged {}
+}
+
+/// The link as smoltcp sees it while the table watches: every frame it sends passes through
+/// [`outgoing`] on its way.
+struct Watched<'w, L> {
+    link: &'w mut L,
+    side: Side,
+    out: &'w mut Vec<Segment>,
+    /// The instant of this poll (µs): the segments' departure.
+    at: i64,
+}
+
+struct WatchedTx<'w, T> {
+    inner: T,
+    side: Side,
+    out: &'w mut Vec<Segment>,
+    at: i64,
+}
+
+impl<'w, L: Device> Device for Watched<'w, L> {
+    type RxToken<'a>
+        = L::RxToken<'a>
+    where
+        Self: 'a;
+    type TxToken<'a>
+        = WatchedTx<'a, L::TxToken<'a>>
+    where
+        Self: 'a;
+
+    fn receive(&mut self, now: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
+        let (rx, tx) = self.link.receive(now)?;
+        Some((
+            rx,
+            WatchedTx {
+                inner: tx,
+                side: self.side,
+                out: &mut *self.out,
+                at: self.at,
+            },
+        ))
+    }
+
+    fn transmit(&mut self, now: Instant) -> Option<Self::TxToken<'_>> {
+        Some(WatchedTx {
+            inner: self.link.transmit(now)?,
+            side: self.side,
+            out: &mut *self.out,
+            at: self.at,
+        })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        self.link.capabilities()
+    }
+}
+
+impl<T: TxToken> TxToken for WatchedTx<'_, T> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        let (side, out, at) = (self.side, self.out, self.at);
+        self.inner.consume(len, |buf| {
+            let r = f(buf);
+            if let Some(seg) = outgoing(buf, side, at) {
+                out.push(seg);
+            }
+            r
+        })
+    }
+}
+
+/// A frame the end sends, if it is a TCP segment that occupies sequence space, keyed by the
+/// endpoint that names its connection (a client's own, a server's peer).
+fn outgoing(frame: &[u8], side: Side, at: i64) -> Option<Segment> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EthernetProtocol::Ipv4 {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if ip.next_header() != IpProtocol::Tcp {
+        return None;
+    }
+    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+    let len = tcp.payload().len() as u32 + u32::from(tcp.syn()) + u32::from(tcp.fin());
+    if len == 0 {
+        return None;
+    }
+    let key = match side {
+        Side::Client => endpoint(ip.src_addr(), tcp.src_port()),
+        Side::Server => endpoint(ip.dst_addr(), tcp.dst_port()),
+    };
+    Some(Segment {
+        key,
+        seq: tcp.seq_number().0 as u32,
+        len,
+        at,
+    })
+}
+
+fn endpoint(addr: std::net::Ipv4Addr, port: u16) -> u64 {
+    u64::from(addr.to_bits()) << 16 | u64::from(port)
 }
 
 fn key(endpoint: &IpEndpoint) -> Option<u64> {
@@ -315,8 +543,16 @@ fn key(endpoint: &IpEndpoint) -> Option<u64> {
 }
 
 enum Demux {
-    Tcp { dst: u64, src: u64, syn: bool },
-    Arp { sender: u32 },
+    Tcp {
+        dst: u64,
+        src: u64,
+        syn: bool,
+        /// The acknowledgement number, when the ACK flag is set.
+        ack: Option<u32>,
+    },
+    Arp {
+        sender: u32,
+    },
     Other,
 }
 
@@ -348,11 +584,10 @@ fn demux(frame: &[u8]) -> Demux {
     let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
         return Demux::Other;
     };
-    let at =
-        |addr: std::net::Ipv4Addr, port: u16| u64::from(addr.to_bits()) << 16 | u64::from(port);
     Demux::Tcp {
-        dst: at(ip.dst_addr(), tcp.dst_port()),
-        src: at(ip.src_addr(), tcp.src_port()),
+        dst: endpoint(ip.dst_addr(), tcp.dst_port()),
+        src: endpoint(ip.src_addr(), tcp.src_port()),
         syn: tcp.syn() && !tcp.ack(),
+        ack: tcp.ack().then(|| tcp.ack_number().0 as u32),
     }
 }

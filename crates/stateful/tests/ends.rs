@@ -1,12 +1,16 @@
 //! linerate's client against linerate's server over joined in-memory links: every connection
 //! accounted for, every body byte checked, on a clean link and on one that drops frames.
 
+use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use etherparse::{NetSlice, SlicedPacket, TcpSlice, TransportSlice};
 use linerate_stateful::{
-    Addresses, ClientConfig, Range, ServerConfig, mem, run_client, run_server,
+    Addresses, ClientConfig, ClientReport, Range, ServerConfig, ServerReport, mem, run_client,
+    run_server,
 };
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -23,6 +27,7 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
         server: SocketAddrV4::new(SERVER, 80),
         connections,
         rate: None,
+        schedule: None,
         concurrent: 32,
         requests,
         response_bytes: 4096,
@@ -50,14 +55,96 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
     (client, server)
 }
 
+/// What one end's frames show a decoder of its own (etherparse, not smoltcp): segments that
+/// occupy sequence space, those sent again, and those the link dropped.
+#[derive(Debug, Default)]
+struct Seen {
+    /// By connection (its addresses and ports): the sequence number after the highest sent.
+    high: HashMap<(Ipv4Addr, u16, Ipv4Addr, u16), u32>,
+    retransmitted: u64,
+    dropped: u64,
+}
+
+impl Seen {
+    /// Looks at one frame the end sent; `drop` says whether the link will lose it.
+    fn look(&mut self, frame: &[u8], drop: impl FnOnce(Ipv4Addr, &TcpSlice) -> bool) -> bool {
+        let Ok(packet) = SlicedPacket::from_ethernet(frame) else {
+            return false;
+        };
+        let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) =
+            (&packet.net, &packet.transport)
+        else {
+            return false;
+        };
+        let source = ip.header().source_addr();
+        let len = tcp.payload().len() as u32 + u32::from(tcp.syn()) + u32::from(tcp.fin());
+        if len == 0 {
+            return false;
+        }
+        let end = tcp.sequence_number().wrapping_add(len);
+        let conn = (
+            source,
+            tcp.source_port(),
+            ip.header().destination_addr(),
+            tcp.destination_port(),
+        );
+        let again = match self.high.get(&conn) {
+            Some(&high) => {
+                let again = (tcp.sequence_number().wrapping_sub(high) as i32) < 0;
+                if (high.wrapping_sub(end) as i32) < 0 {
+                    self.high.insert(conn, end);
+                }
+                again
+            }
+            None => {
+                self.high.insert(conn, end);
+                false
+            }
+        };
+        self.retransmitted += u64::from(again);
+        let dropped = drop(source, tcp);
+        self.dropped += u64::from(dropped);
+        dropped
+    }
+}
+
+type Shared = Arc<Mutex<Seen>>;
+
+/// An end's dropper that shows the frames to `seen` and drops what `rule` picks.
+fn watching(
+    seen: &Shared,
+    mut rule: impl FnMut(Ipv4Addr, &TcpSlice) -> bool + Send + 'static,
+) -> mem::Dropper {
+    let seen = seen.clone();
+    Box::new(move |frame| seen.lock().unwrap().look(frame, &mut rule))
+}
+
 fn run(connections: u64, requests: u32, drop_every: u64) {
     let (client, server) = configs(connections, requests);
     run_with(client, server, drop_every);
 }
 
-fn run_with(client: ClientConfig, server: ServerConfig, drop_every: u64) {
-    let (connections, requests) = (client.connections, client.requests);
-    let (mut a, mut b) = mem::pair(drop_every);
+fn run_with(
+    client: ClientConfig,
+    server: ServerConfig,
+    drop_every: u64,
+) -> (ClientReport, ServerReport) {
+    let (a, b) = mem::pair(drop_every);
+    let (report, served) = run_on(client, server, a, b);
+    if drop_every > 0 {
+        assert!(report.link.tx_dropped + served.link.tx_dropped > 0);
+    }
+    (report, served)
+}
+
+fn run_on(
+    client: ClientConfig,
+    server: ServerConfig,
+    mut a: mem::MemLink,
+    mut b: mem::MemLink,
+) -> (ClientReport, ServerReport) {
+    let (connections, requests, bytes) =
+        (client.connections, client.requests, client.response_bytes);
     let stop = AtomicBool::new(false);
     let never = AtomicBool::new(false);
     let (report, served) = std::thread::scope(|s| {
@@ -73,14 +160,12 @@ fn run_with(client: ClientConfig, server: ServerConfig, drop_every: u64) {
     assert_eq!(c.failed() + c.active() + c.connecting(), 0, "{report:#?}");
     assert_eq!(c.requests, connections * u64::from(requests));
     assert_eq!(c.responses, c.requests);
-    assert_eq!(c.body_bytes, c.responses * 4096);
+    assert_eq!(c.body_bytes, c.responses * bytes);
     let s = served.counters;
     assert_eq!(s.accepted, connections, "{served:#?}");
     assert_eq!((s.requests, s.responses), (c.requests, c.requests));
     assert_eq!(s.bad_request + s.reset + s.timeout, 0, "{served:#?}");
-    if drop_every > 0 {
-        assert!(report.link.tx_dropped + served.link.tx_dropped > 0);
-    }
+    (report, served)
 }
 
 #[test]
@@ -106,4 +191,70 @@ fn a_think_time_longer_than_the_timeout_is_no_stall() {
     client.think = Duration::from_millis(300);
     client.timeout = Duration::from_millis(200);
     run_with(client, server, 0);
+}
+
+#[test]
+fn each_lost_syn_and_request_is_one_retransmission() {
+    // The client's first SYN and first request of every connection are lost: each is sent
+    // once more after the retransmission timeout, and nothing else is.
+    let n = 20;
+    let (client, server) = configs(n, 1);
+    let (client_seen, server_seen) = (Shared::default(), Shared::default());
+    let mut lost: HashSet<(Ipv4Addr, u16, bool)> = HashSet::new();
+    let a = watching(&client_seen, move |source, tcp| {
+        let what = if tcp.syn() {
+            Some(false)
+        } else if !tcp.payload().is_empty() {
+            Some(true)
+        } else {
+            None
+        };
+        what.is_some_and(|request| lost.insert((source, tcp.source_port(), request)))
+    });
+    let b = watching(&server_seen, |_, _| false);
+    let (a, b) = mem::pair_dropping(a, b);
+    let (report, served) = run_on(client, server, a, b);
+    assert_eq!(client_seen.lock().unwrap().dropped, 2 * n);
+    assert_eq!(report.counters.retransmitted, 2 * n, "{report:#?}");
+    assert_eq!(client_seen.lock().unwrap().retransmitted, 2 * n);
+    assert_eq!(served.counters.retransmitted, 0, "{served:#?}");
+    assert_eq!(server_seen.lock().unwrap().retransmitted, 0);
+    // Round trips timed: a retransmitted segment is never (Karn), each handshake's ACK
+    // and FIN are; a round trip over joined queues is well under the 1 s a resend waits.
+    assert!(report.rtt.count >= n, "{report:#?}");
+    assert!(report.rtt.p99_us < 500_000.0, "{report:#?}");
+    assert!(served.rtt.count >= n, "{served:#?}");
+}
+
+#[test]
+fn retransmissions_are_counted_as_a_decoder_of_the_frames_counts_them() {
+    // Every 15th segment with data, SYN or FIN lost both ways: each end's count of what it
+    // sent again is what etherparse reads off its frames, and each lost segment was sent again.
+    let (mut client, server) = configs(100, 2);
+    client.timeout = Duration::from_secs(30);
+    let (client_seen, server_seen) = (Shared::default(), Shared::default());
+    let every = |k: u64| {
+        let mut seen = 0u64;
+        move |_: Ipv4Addr, _: &TcpSlice| {
+            seen += 1;
+            seen.is_multiple_of(k)
+        }
+    };
+    let (a, b) = mem::pair_dropping(
+        watching(&client_seen, every(15)),
+        watching(&server_seen, every(15)),
+    );
+    let (report, served) = run_on(client, server, a, b);
+    let (cs, ss) = (client_seen.lock().unwrap(), server_seen.lock().unwrap());
+    assert!(cs.dropped > 0 && ss.dropped > 0, "{cs:?} {ss:?}");
+    assert_eq!(
+        report.counters.retransmitted, cs.retransmitted,
+        "{report:#?}"
+    );
+    assert_eq!(
+        served.counters.retransmitted, ss.retransmitted,
+        "{served:#?}"
+    );
+    assert!(cs.retransmitted >= cs.dropped, "{cs:?}");
+    assert!(ss.retransmitted >= ss.dropped, "{ss:?}");
 }

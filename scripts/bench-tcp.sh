@@ -5,9 +5,12 @@
 # wrk (-t1 -c64, "Connection: close", core 0) to the same nginx; and linerate's client to
 # linerate's server (`linerate tcp server` on the receiver's interface, core 1, --time-wait 0).
 # conntrack is flushed between runs (so no run meets the last one's translations). Prints each
-# run and the medians.
+# run and the medians. --vs OLD runs both linerate pairs again with another build of linerate
+# (client and server alike), alternated with this one's in each round, for an old-against-new
+# figure from one run.
 #
 #   bench-tcp.sh [--rounds 3] [--connections 30000] [--seconds 10] [--bytes 1024] [--concurrent 256]
+#                [--vs OLD_BINARY]
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 . "$(dirname "$0")/lib/bench.sh" "$@"
@@ -17,6 +20,7 @@ connections=30000
 seconds=10
 bytes=1024
 concurrent=256
+old=
 while (($#)); do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
@@ -24,9 +28,12 @@ while (($#)); do
         --seconds) seconds=$2; shift 2 ;;
         --bytes) bytes=$2; shift 2 ;;
         --concurrent) concurrent=$2; shift 2 ;;
+        --vs) old=$2; shift 2 ;;
         *) bench_unknown "$1" ;;
     esac
 done
+
+[[ -z $old || -x $old ]] || { echo "bench-tcp: --vs $old: not an executable (give a linerate binary)" >&2; exit 2; }
 
 command -v wrk >/dev/null || {
     printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
@@ -70,31 +77,45 @@ for _ in $(seq 100); do [[ -f $work/nginx.pid ]] && break; sleep 0.05; done
 ip route replace "$server/32" via "$ingress" dev "$sender"
 
 flush() { ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true; sleep 1; }
-# linerate's client on core 0 to SERVER:80: its connections a second, or "unclean: …" for a run
-# in which a connection did not end cleanly (it still reports; its rate is not taken).
+# linerate's client (BINARY, default this build's) on core 0 to SERVER:80: its connections a
+# second, or "unclean: …" for a run in which a connection did not end cleanly (it still reports;
+# its rate is not taken).
 lr_client() {
     local out
-    out=$(taskset -c 0 "$lr" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+    out=$(taskset -c 0 "${2:-$lr}" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
         --server "$1:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
         --src-ports 10000-60000 --json 2>/dev/null) || true
     python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out"
 }
-lr_cps=() wrk_cps=() both_cps=()
+lr_cps=() wrk_cps=() both_cps=() old_cps=() old_both_cps=()
 emulated=198.51.100.2 emulated_gw=198.51.100.1   # linerate_lab::NAT_SERVERS
+# Both ends BINARY's: linerate's server on core 1, its client on core 0.
+both_ends() {
+    taskset -c 1 "$1" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
+        --gateway "$emulated_gw" --time-wait 0 --concurrent 1024 --response-bytes "$bytes" \
+        >/dev/null 2>&1 &
+    local srv=$!
+    sleep 0.5
+    lr_client "$emulated" "$1"
+    kill -INT "$srv"; wait "$srv" || true
+}
 for round in $(seq "$rounds"); do
     flush
     cps=$(lr_client "$server")
     [[ $cps == unclean* ]] || lr_cps+=("$cps")
     flush
-    taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address "$emulated/24" \
-        --gateway "$emulated_gw" --time-wait 0 --concurrent 1024 --response-bytes "$bytes" \
-        >/dev/null 2>&1 &
-    srv=$!
-    sleep 0.5
-    both=$(lr_client "$emulated")
-    kill -INT "$srv"; wait "$srv" || true
+    both=$(both_ends "$lr")
     [[ $both == unclean* ]] || both_cps+=("$both")
     flush
+    if [[ -n $old ]]; then
+        ocps=$(lr_client "$server" "$old")
+        [[ $ocps == unclean* ]] || old_cps+=("$ocps")
+        flush
+        oboth=$(both_ends "$old")
+        [[ $oboth == unclean* ]] || old_both_cps+=("$oboth")
+        flush
+        echo "round $round, $old: linerate -> nginx $ocps, linerate -> linerate $oboth connections/s"
+    fi
     w=$(taskset -c 0 wrk -t1 -c64 -d"${seconds}s" -H "Connection: close" "http://$server/$bytes" 2>&1)
     wcps=$(awk '/Requests\/sec/ { printf "%d", $2 }' <<<"$w")
     errors=$(awk '/Socket errors|Non-2xx/ { print }' <<<"$w")
@@ -105,4 +126,7 @@ lr_med=$(printf '%s\n' "${lr_cps[@]}" | median)
 wrk_med=$(printf '%s\n' "${wrk_cps[@]}" | median)
 both_med=$(printf '%s\n' "${both_cps[@]}" | median)
 echo "median of $rounds: linerate -> nginx $lr_med, wrk -> nginx $wrk_med, linerate -> linerate $both_med connections/s"
+if [[ -n $old ]]; then
+    echo "median of $rounds, $old: linerate -> nginx $(printf '%s\n' "${old_cps[@]}" | median), linerate -> linerate $(printf '%s\n' "${old_both_cps[@]}" | median) connections/s"
+fi
 echo "ratios to wrk + nginx: $(awk -v a="$lr_med" -v b="$wrk_med" -v c="$both_med" 'BEGIN { printf "%.2f (linerate client), %.2f (linerate both ends)", a / b, c / b }')"

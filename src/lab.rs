@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use linerate_lab::{DutKind, ImpairCounters, Impairment, Impairments, Lab, LabConfig, LabError};
+use linerate_lab::{
+    DutKind, ImpairCounters, Impairment, Impairments, Lab, LabConfig, LabError, NatRules,
+};
 use linerate_wire::format_mac;
 use linerate_xdp::{AttachMode, Sink, SinkCounters};
 use serde::Serialize;
@@ -115,8 +117,16 @@ pub fn run(action: &LabAction) -> Result<()> {
                         })?,
                 ),
             };
-            let lab = Lab::nat_ports(&args.name.name, ports)?;
-            let line = ports.map_or_else(
+            let limit = match args.limit.as_str() {
+                "none" => None,
+                text => Some(text.parse::<u32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                    crate::usage(format!(
+                        "lab nat --limit {text}: give the connections it lets through at once (1 to 4294967295) or none"
+                    ))
+                })?),
+            };
+            let lab = Lab::set_nat(&args.name.name, &NatRules { ports, limit })?;
+            let mut line = ports.map_or_else(
                 || "any free port".to_owned(),
                 |(a, b)| {
                     format!(
@@ -124,6 +134,10 @@ pub fn run(action: &LabAction) -> Result<()> {
                         b - a + 1
                     )
                 },
+            );
+            line += &limit.map_or_else(
+                || ", no limit of connections".to_owned(),
+                |n| format!(", at most {n} connections at once (a new one past them dropped)"),
             );
             println(&format!("lab {} NAT: {line}", lab.name))
         }

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{json, linerate, root_or_skip};
-use linerate_lab::{DutKind, Impairments, Lab, LabConfig, LabGuard, unique_name};
+use linerate_lab::{DutKind, Impairments, Lab, LabConfig, LabGuard, NatRules, unique_name};
 
 /// nginx in a namespace, serving files of the body pattern, stopped on drop.
 struct Nginx {
@@ -711,9 +711,12 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
     let lab = nat_lab("stx");
     let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[1024]);
     // The test holds the lab's lock: the guard sets the ports (`linerate lab nat` does the same
-    // through Lab::nat_ports).
-    lab.nat_ports(Some((10000, 10099)))
-        .expect("lab nat --ports 10000-10099");
+    // through Lab::set_nat).
+    lab.set_nat(&NatRules {
+        ports: Some((10000, 10099)),
+        limit: None,
+    })
+    .expect("lab nat --ports 10000-10099");
     let server = format!("{}:80", lab.receiver_ip);
     let run = |n: u64| {
         let extra = ["--timeout", "2s", "--requests", "2", "--think", "3s"];
@@ -753,7 +756,8 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
             .is_some_and(|p| (10000..=10099).contains(&p)))),
         "a translation outside 10000-10099:\n{table}"
     );
-    lab.nat_ports(None).expect("lab nat --ports any");
+    lab.set_nat(&NatRules::default())
+        .expect("lab nat --ports any");
     let out = run(50);
     assert!(
         out.status.success(),
@@ -761,6 +765,52 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(nginx.requests().len(), 300, "nginx's log");
+    assert_eq!(lab.nat_limit_drops().expect("nft"), None, "no limit set");
+    a_firewall_limit_lets_through_exactly_its_connections(&lab, &nginx, &run);
+}
+
+/// The NAT as a firewall with a session limit of 100 (`lab nat --limit 100`): 150 connections
+/// held open at once, 100 get through and complete both requests, the other 50 SYNs are
+/// dropped at the limit (its rule's counter) and time out; conntrack holds the 100 only.
+fn a_firewall_limit_lets_through_exactly_its_connections(
+    lab: &LabGuard,
+    nginx: &Nginx,
+    run: &dyn Fn(u64) -> std::process::Output,
+) {
+    in_dut(lab, &["conntrack", "-F"]);
+    // The guard holds the lab's lock, so it sets the limit (`lab nat --limit 100`'s way).
+    lab.set_nat(&NatRules {
+        ports: None,
+        limit: Some(100),
+    })
+    .expect("lab nat --limit 100");
+    let before = nginx.requests().len();
+    let out = run(150);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("50 of 150 connections did not end cleanly"),
+        "{stderr}"
+    );
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    assert_eq!(
+        (c["established"].as_u64(), c["closed"].as_u64()),
+        (Some(100), Some(100)),
+        "{report:#}"
+    );
+    assert_eq!(c["failed_timeout"], 50, "{report:#}");
+    assert_eq!(nginx.requests().len() - before, 200, "nginx's log");
+    let dropped = lab.nat_limit_drops().expect("nft").expect("a limit set");
+    assert!(dropped >= 50, "the limit's rule dropped {dropped} SYNs");
+    let table = in_dut(lab, &["conntrack", "-L", "-p", "tcp", "--dport", "80"]);
+    let held = table
+        .lines()
+        .filter(|l| l.contains("src=100.64.1."))
+        .count();
+    assert_eq!(held, 100, "conntrack:\n{table}");
+    let line = common::linerate_usage_error(&["lab", "nat", "--name", &lab.name, "--limit", "0"]);
+    assert!(line.contains("--limit 0"), "{line}");
 }
 
 #[test]
@@ -769,7 +819,12 @@ fn lab_nat_refuses_a_lab_without_the_nat() {
         return;
     }
     let lab = common::lab("stn", 1);
-    let err = lab.nat_ports(Some((1, 2))).unwrap_err();
+    let err = lab
+        .set_nat(&NatRules {
+            ports: Some((1, 2)),
+            limit: None,
+        })
+        .unwrap_err();
     assert!(
         matches!(err, linerate_lab::LabError::NotNat { .. }),
         "{err}"

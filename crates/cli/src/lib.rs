@@ -382,9 +382,14 @@ pub enum DutArg {
 pub struct LabNatArgs {
     #[command(flatten)]
     pub name: LabNameArgs,
-    /// The source ports the NAT may translate to, FIRST-LAST, or `any` (the kernel's choice).
-    #[arg(long, value_name = "FIRST-LAST|any")]
+    /// The source ports the NAT may translate to, FIRST-LAST, or `any` (the kernel's choice,
+    /// the default).
+    #[arg(long, value_name = "FIRST-LAST|any", default_value = "any")]
     pub ports: String,
+    /// Connections from the inside it lets through at once, as a firewall's session limit (a
+    /// new one past it is dropped), or `none` (the default).
+    #[arg(long, value_name = "N|none", default_value = "none")]
+    pub limit: String,
 }
 
 #[derive(Debug, Args)]

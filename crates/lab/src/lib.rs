@@ -55,6 +55,17 @@ pub enum DutKind {
 /// The NAT DUT's inside network: where stateful clients take their addresses. RFC 6598's shared
 /// address space, what a carrier-grade NAT translates; it exists only inside a NAT lab's DUT.
 pub const NAT_INSIDE: (Ipv4Addr, u8) = (Ipv4Addr::new(100, 64, 0, 0), 16);
+/// What the NAT DUT holds to (`linerate lab nat`): its translations to a port range, and the
+/// connections it lets through at once, as a firewall's session limit. Default: neither.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NatRules {
+    /// First and last source port of the translations; None: any free one (the kernel's
+    /// choice).
+    pub ports: Option<(u16, u16)>,
+    /// Connections from the inside tracked at once, at most: a new one past it is dropped.
+    pub limit: Option<u32>,
+}
+
 /// The NAT DUT's own address in [`NAT_INSIDE`]: the clients' gateway.
 pub const NAT_INSIDE_GATEWAY: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
 /// The NAT DUT's servers' network, on its port toward the sink beside the receiver's /30:

@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use linerate_xdp::{AttachMode, PinnedSink, Sink, SinkCounters};
 
 use crate::{
-    DutKind, ImpairCounters, Impairments, Lab, LabConfig, LabError, addresses, validate_name,
+    DutKind, ImpairCounters, Impairments, Lab, LabConfig, LabError, NatRules, addresses,
+    validate_name,
 };
 
 pub mod bird;
@@ -353,9 +354,9 @@ impl Lab {
         Ok(Lab::find(name)?.unwrap_or(lab))
     }
 
-    /// Sets the ports lab `name`'s NAT DUT translates to (`first..=last`; None: any free one,
-    /// the kernel's choice), replacing its rules; conntrack keeps the translations it holds.
-    pub fn nat_ports(name: &str, ports: Option<(u16, u16)>) -> Result<Lab, LabError> {
+    /// Sets what lab `name`'s NAT DUT holds to (its ports, its limit of connections),
+    /// replacing its rules; conntrack keeps the translations it holds.
+    pub fn set_nat(name: &str, rules: &NatRules) -> Result<Lab, LabError> {
         validate_name(name)?;
         if !nix::unistd::geteuid().is_root() {
             return Err(LabError::NotRoot {
@@ -367,8 +368,18 @@ impl Lab {
             lock.unlink();
             return Err(LabError::NotFound { name: name.into() });
         };
-        set_nat_ports(&lab, ports)?;
+        set_nat(&lab, rules)?;
         Ok(lab)
+    }
+
+    /// New connections the NAT's limit has dropped so far; None: no limit set.
+    pub fn nat_limit_drops(&self) -> Result<Option<u64>, LabError> {
+        match &self.dut {
+            Some(dut) if dut.kind == DutKind::Nat => nat::limit_drops(dut),
+            _ => Err(LabError::NotNat {
+                name: self.name.clone(),
+            }),
+        }
     }
 
     /// What the impairment program has counted (zeroes without one).
@@ -632,15 +643,15 @@ impl LabGuard {
 }
 
 impl LabGuard {
-    /// [`Lab::nat_ports`] on the guarded lab, whose lock this guard holds already.
-    pub fn nat_ports(&self, ports: Option<(u16, u16)>) -> Result<(), LabError> {
-        set_nat_ports(&self.lab, ports)
+    /// [`Lab::set_nat`] on the guarded lab, whose lock this guard holds already.
+    pub fn set_nat(&self, rules: &NatRules) -> Result<(), LabError> {
+        set_nat(&self.lab, rules)
     }
 }
 
-fn set_nat_ports(lab: &Lab, ports: Option<(u16, u16)>) -> Result<(), LabError> {
+fn set_nat(lab: &Lab, rules: &NatRules) -> Result<(), LabError> {
     match &lab.dut {
-        Some(dut) if dut.kind == DutKind::Nat => nat::set_ports(dut, ports),
+        Some(dut) if dut.kind == DutKind::Nat => nat::set(dut, rules),
         _ => Err(LabError::NotNat {
             name: lab.name.clone(),
         }),

@@ -9,18 +9,30 @@ use std::process::{Command, Stdio};
 
 use super::in_netns;
 use super::netlink::Rtnl;
-use crate::{Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERVERS_GATEWAY};
+use crate::{
+    Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERVERS_GATEWAY, NatRules,
+};
 
 /// The nftables table the lab owns in the DUT's namespace.
 const TABLE: &str = "linerate_nat";
 
-fn ruleset(dut: &Dut, ports: Option<(u16, u16)>) -> String {
+fn ruleset(dut: &Dut, rules: &NatRules) -> String {
     // A port range maps TCP and UDP (nft takes ports only after a transport match); the rest
     // (ICMP) is masqueraded as before.
-    let ranged = ports.map_or_else(String::new, |(a, b)| {
+    let ranged = rules.ports.map_or_else(String::new, |(a, b)| {
         format!(
             "\t\tmeta l4proto {{ tcp, udp }} oifname \"{}\" masquerade to :{a}-{b}\n",
             dut.egress
+        )
+    });
+    // A firewall's session limit: nft's connlimit keeps the connections this rule let through
+    // and forgets each when conntrack does or when it closes (TIME_WAIT, CLOSE), so it counts
+    // the live ones; a new flow past the limit is dropped before conntrack confirms it, and
+    // the counter says how many were.
+    let limited = rules.limit.map_or_else(String::new, |n| {
+        format!(
+            "\t\tiifname \"{}\" ct state new ct count over {n} counter drop\n",
+            dut.ingress
         )
     });
     // Everything leaving toward the servers is translated: the stateful clients' network and
@@ -33,7 +45,7 @@ fn ruleset(dut: &Dut, ports: Option<(u16, u16)>) -> String {
          {ranged}\t\toifname \"{egress}\" masquerade\n\t}}\n\
          \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
          \t\tct state invalid counter drop\n\
-         \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\
+         \t\tiifname \"{egress}\" ct state new counter drop\n{limited}\t}}\n\
          }}\n",
         egress = dut.egress,
     )
@@ -47,7 +59,7 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
     inside.add_address(&dut.egress, NAT_SERVERS_GATEWAY, NAT_SERVERS.1)?;
-    let rules = ruleset(dut, None);
+    let rules = ruleset(dut, &NatRules::default());
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),
@@ -65,9 +77,9 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     })
 }
 
-/// Replaces the NAT's rules, its translations limited to `ports` (None: any).
-pub(crate) fn set_ports(dut: &Dut, ports: Option<(u16, u16)>) -> Result<(), LabError> {
-    let rules = format!("delete table ip {TABLE}\n{}", ruleset(dut, ports));
+/// Replaces the NAT's rules with `rules`' (conntrack keeps the translations it holds).
+pub(crate) fn set(dut: &Dut, rules: &NatRules) -> Result<(), LabError> {
+    let rules = format!("delete table ip {TABLE}\n{}", ruleset(dut, rules));
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),
@@ -110,4 +122,26 @@ fn run(command: &mut Command, stdin: Option<&str>, what: &str) -> Result<(), Lab
         });
     }
     Ok(())
+}
+
+/// How many new connections the limit has dropped (the counter of its rule); None: no limit set.
+pub(crate) fn limit_drops(dut: &Dut) -> Result<Option<u64>, LabError> {
+    let out = in_netns(&dut.netns, || {
+        Command::new("nft")
+            .args(["list", "chain", "ip", TABLE, "forward"])
+            .output()
+            .map_err(|source| LabError::Io {
+                what: "running nft list chain".into(),
+                source,
+            })
+    })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text
+        .lines()
+        .find(|l| l.contains("ct count over"))
+        .and_then(|l| {
+            let mut words = l.split_whitespace();
+            words.find(|w| *w == "packets")?;
+            words.next()?.parse().ok()
+        }))
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
-use linerate_cli::{TcpAction, TcpClientArgs, TcpServerArgs};
+use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs};
 use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
-    Addresses, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Schedule,
-    ServerConfig, StatefulError,
+    Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Recording,
+    Replay, Schedule, ServerConfig, StatefulError,
 };
 
 use crate::output::{print_json, println};
@@ -83,10 +83,38 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
             .ok()
             .filter(|w| (1024..=1 << 30).contains(w))
             .ok_or_else(|| usage(format!("--window {}: 1 KiB to 1 GiB", args.window)))?,
+        time_wait: args.time_wait,
+        replay: replay(args.profile.as_deref(), args.profile_check)?,
         seed: std::process::id().into(),
     };
     config.validate().map_err(lift)?;
     Ok(config)
+}
+
+/// The recorded session of `--profile`, read before anything is sent.
+fn replay(path: Option<&Path>, check: ProfileCheck) -> Result<Option<Replay>> {
+    let Some(path) = path else { return Ok(None) };
+    let recording = Recording::read(path).map_err(lift)?;
+    let (client, server) = recording.bytes();
+    eprintln!(
+        "profile {}: {} turns of {} → {}, {client} bytes from the client and {server} from the server, the {} closing first",
+        path.display(),
+        recording.turns.len(),
+        recording.client,
+        recording.server,
+        if recording.server_closes {
+            "server"
+        } else {
+            "client"
+        }
+    );
+    Ok(Some(Replay {
+        recording: std::sync::Arc::new(recording),
+        check: match check {
+            ProfileCheck::Bytes => Check::Bytes,
+            ProfileCheck::Lengths => Check::Lengths,
+        },
+    }))
 }
 
 /// The ramp-up, steady time and ramp-down, when any is given: they need the rate they hold.
@@ -382,6 +410,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         send_buffer: args.send_buffer as usize,
         timeout: args.timeout,
         time_wait: args.time_wait,
+        replay: replay(args.profile.as_deref(), args.profile_check)?,
         seed: std::process::id().into(),
     };
     config.addresses.validate().map_err(lift)?;

@@ -835,3 +835,189 @@ fn lab_nat_refuses_a_lab_without_the_nat() {
     let line = common::linerate_usage_error(&["lab", "nat", "--name", &lab.name, "--ports", "9-1"]);
     assert!(line.contains("FIRST-LAST"), "{line}");
 }
+
+/// A real session captured by tcpdump (curl fetching 4096 bytes from nginx over a veth pair)
+/// is the profile: linerate's client and server replay it through the NAT lab, every byte of
+/// both sides checked, the counts exact at both ends; the recording's server side ends in the
+/// 4096 body bytes nginx sent; and the same profile against nginx behind the NAT (lengths
+/// checked: its answers carry a date) is logged by nginx once a connection.
+#[test]
+fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
+    if !root_or_skip("a_captured_session_replays_through_the_nat_both_ends_and_against_nginx") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pcap = dir.path().join("session.pcap");
+    {
+        let pair = Pair::new();
+        let (a, b) = (pair.ns("a"), pair.ns("b"));
+        let sh = format!(
+            "ip -n {a} addr add 10.77.0.1/24 dev {n}a && ip netns exec {a} ethtool -K {n}a tx off tso off gso off >/dev/null",
+            n = pair.name
+        );
+        let out = Command::new("sh").args(["-c", &sh]).output().expect("sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _nginx = Nginx::start(&a, "10.77.0.1", &[4096]);
+        let mut tcpdump = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &b,
+                "tcpdump",
+                "-i",
+                &format!("{}b", pair.name),
+            ])
+            .args(["-U", "--immediate-mode", "-s", "0", "-w"])
+            .arg(&pcap)
+            .arg("tcp port 80")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump (scripts/setup.sh installs it)");
+        // tcpdump says "listening on" once its socket is bound.
+        let mut err = std::io::BufReader::new(tcpdump.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
+        assert!(line.contains("listening on"), "tcpdump: {line}");
+        let out = Command::new("ip")
+            .args(["netns", "exec", &b, "curl", "-sS", "--max-time", "10"])
+            .arg("http://10.77.0.1/4096")
+            .output()
+            .expect("curl");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, linerate_stateful::http::body(4096));
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped.
+        assert_eq!(unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) }, 0);
+        tcpdump.wait().expect("tcpdump");
+    }
+    let recording = linerate_stateful::Recording::read(&pcap).expect("the capture");
+    assert_eq!(recording.turns.len(), 2, "{recording:?}");
+    assert!(
+        recording.turns[0]
+            .bytes
+            .starts_with(b"GET /4096 HTTP/1.1\r\n")
+    );
+    let answer = &recording.turns[1].bytes;
+    assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(answer.ends_with(&linerate_stateful::http::body(4096)));
+    let (to_server, to_client) = recording.bytes();
+
+    let lab = nat_lab("stp");
+    let (net, len) = linerate_lab::NAT_SERVERS;
+    let server_ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
+    let address = format!("{server_ip}/{len}");
+    let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
+    let profile = pcap.to_str().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
+        .args([
+            "--address",
+            &address,
+            "--gateway",
+            &gateway,
+            "--time-wait",
+            "0",
+        ])
+        .args(["-d", "60s", "--json", "--profile", profile])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linerate tcp server");
+    let stderr = common::listening(&mut server);
+    let client = |server: &str, n: u64, extra: &[&str]| {
+        let n = n.to_string();
+        let mut args = vec![
+            "tcp",
+            "client",
+            "-i",
+            &lab.sender,
+            "--src",
+            "100.64.1.0/24",
+            "--gateway",
+            "100.64.0.1/16",
+            "--server",
+            server,
+            "-n",
+            &n,
+            "--profile",
+            profile,
+            "--time-wait",
+            "0",
+            "--json",
+        ];
+        args.extend(extra);
+        let out = linerate(&args);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&stdout)
+    };
+    let n = 500u64;
+    let report = client(&format!("{server_ip}:80"), n, &[]);
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let out = server.wait_with_output().expect("server exits");
+    drop(stderr);
+    let served = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    for key in [
+        "attempted",
+        "established",
+        "closed",
+        "requests",
+        "responses",
+    ] {
+        assert_eq!(c[key], n, "{key}: {report:#}");
+    }
+    assert_eq!(c["body_bytes"], n * to_client, "{report:#}");
+    let s = &served["counters"];
+    for key in ["accepted", "closed", "requests", "responses"] {
+        assert_eq!(s[key], n, "server {key}: {served:#}");
+    }
+    assert_eq!(s["body_bytes"], n * to_client, "{served:#}");
+    assert_eq!(s["bad_request"], 0, "{served:#}");
+    assert!(to_server > 0);
+
+    // Against nginx behind the NAT: lengths checked, each replayed GET logged once.
+    let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
+    let report = client(
+        &format!("{}:80", lab.receiver_ip),
+        200,
+        &["--profile-check", "lengths"],
+    );
+    assert_eq!(report["counters"]["closed"], 200, "{report:#}");
+    let logged = nginx.requests();
+    assert_eq!(logged.len(), 200, "nginx's log: {}", nginx.errors());
+    assert!(
+        logged
+            .iter()
+            .all(|(_, status, bytes)| status == "200" && bytes == "4096")
+    );
+    // A profile that cannot be read is one line naming it, before anything is sent.
+    let line = common::linerate_usage_error(&[
+        "tcp",
+        "client",
+        "-i",
+        "nosuch0",
+        "--server",
+        "10.0.0.1:80",
+        "--src",
+        "100.64.1.0/24",
+        "--profile",
+        "/nonexistent.pcap",
+    ]);
+    assert!(line.contains("/nonexistent.pcap"), "{line}");
+}

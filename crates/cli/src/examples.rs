@@ -53,7 +53,8 @@ Examples:
 pub const TCP_CLIENT: &str = "\
 Examples:
   linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 -n 100000 --rate 5000 --concurrent 1024
-  linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 --rate 10000 --ramp-up 30s --duration 60s --ramp-down 10s --csv seconds.csv --plot run.svg";
+  linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 --rate 10000 --ramp-up 30s --duration 60s --ramp-down 10s --csv seconds.csv --plot run.svg
+  linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.51.100.2:80 -n 100000 --time-wait 0 --profile get.pcap";
 
 pub const TCP_SERVER: &str = "\
 Examples:

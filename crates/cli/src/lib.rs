@@ -596,6 +596,18 @@ pub struct TcpClientArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Replay the first TCP session of this capture (pcap or pcapng) on each connection instead
+    /// of the HTTP GET: the client's turns sent, the server's read and checked.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["requests", "response_bytes"])]
+    pub profile: Option<std::path::PathBuf>,
+    /// How a replay checks the server's turns: every byte as recorded, or only their lengths
+    /// (a real server's answers carry dates).
+    #[arg(long, value_enum, default_value = "bytes", requires = "profile")]
+    pub profile_check: ProfileCheck,
+    /// TIME-WAIT of a connection the client closed first (a replay whose client closes first),
+    /// at most smoltcp's 10 s; shorter takes the slot back sooner by resetting the socket.
+    #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
+    pub time_wait: std::time::Duration,
     /// Write the counters of every second as CSV (one row a second, and one at the end).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
@@ -603,6 +615,15 @@ pub struct TcpClientArgs {
     /// retransmissions, over time.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+}
+
+/// How a replay checks the other side's turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileCheck {
+    /// Every byte as recorded (linerate at both ends).
+    Bytes,
+    /// The recorded number of bytes, whatever they are (a real peer).
+    Lengths,
 }
 
 #[derive(Debug, Args)]
@@ -648,6 +669,14 @@ pub struct TcpServerArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Replay the server's side of the first TCP session of this capture (pcap or pcapng)
+    /// instead of serving GET /<bytes>: the client's turns read and checked, the server's sent.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<std::path::PathBuf>,
+    /// How a replay checks the client's turns: every byte as recorded, or only their lengths
+    /// (a real client's requests carry its own name).
+    #[arg(long, value_enum, default_value = "bytes", requires = "profile")]
+    pub profile_check: ProfileCheck,
 }
 
 #[derive(Debug, Args)]

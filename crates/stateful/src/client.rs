@@ -16,6 +16,7 @@ use smoltcp::wire::IpAddress;
 
 use crate::counters::{ClientCounters, Percentiles, Times};
 use crate::http::{self, Progress, ResponseReader};
+use crate::recording::{Check, Replay};
 use crate::schedule::Schedule;
 use crate::stack::{self, Clock, Link, LinkCounters};
 use crate::table::{Side, Table};
@@ -51,6 +52,14 @@ pub struct ClientConfig {
     pub timeout: Duration,
     /// Each socket's receive buffer (the window it offers).
     pub rx_buffer: usize,
+    /// How long a connection the client closed first stays in TIME-WAIT, holding its slot
+    /// (smoltcp's own is 10 s, and a longer one is that); taking it back sooner resets the
+    /// socket: one RST to a peer that has closed already. Only a replay whose client closes
+    /// first meets it (the HTTP client asks the server to close).
+    pub time_wait: Duration,
+    /// A recorded session to replay instead of the HTTP GET (`requests`, `response_bytes`
+    /// unused): the client's turns sent, the server's read and checked.
+    pub replay: Option<Replay>,
     pub seed: u64,
 }
 
@@ -233,15 +242,21 @@ struct Slot {
     requests_left: u32,
     sent: usize,
     reader: ResponseReader,
+    /// A replay's turn, and the bytes of it read so far.
+    turn: usize,
+    read: usize,
+    /// When the socket was first seen in TIME-WAIT.
+    time_wait_since: Option<smoltcp::time::Instant>,
 }
 
 impl Slot {
     /// When the slot next needs a step if no frame comes first: its think ending, or its
     /// timeout (smoltcp's own timers are the table's to add).
-    fn deadline(&self, timeout: smoltcp::time::Duration) -> smoltcp::time::Instant {
-        match self.phase {
-            Phase::Thinking(until) => until,
-            _ => self.moved + timeout + smoltcp::time::Duration::from_micros(1),
+    fn deadline(&self, how: &How) -> smoltcp::time::Instant {
+        match (self.phase, self.time_wait_since) {
+            (Phase::Thinking(until), _) => until,
+            (Phase::Draining, Some(since)) => since + how.time_wait,
+            _ => self.moved + how.timeout + smoltcp::time::Duration::from_micros(1),
         }
     }
 }
@@ -281,6 +296,9 @@ pub fn run_client<L: Link>(
             requests_left: 0,
             sent: 0,
             reader: ResponseReader::new(config.response_bytes),
+            turn: 0,
+            read: 0,
+            time_wait_since: None,
         })
         .collect();
     let mut free: Vec<usize> = (0..slots.len()).rev().collect();
@@ -289,8 +307,15 @@ pub fn run_client<L: Link>(
     let host = config.server.ip().to_string();
     let request_more = http::request(&host, config.response_bytes, false);
     let request_last = http::request(&host, config.response_bytes, true);
-    let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
-    let think = smoltcp::time::Duration::from_micros(config.think.as_micros() as u64);
+    let micros = |d: Duration| smoltcp::time::Duration::from_micros(d.as_micros() as u64);
+    let how = How {
+        timeout: micros(config.timeout),
+        think: micros(config.think),
+        time_wait: micros(config.time_wait),
+        request_more: &request_more,
+        request_last: &request_last,
+        replay: config.replay.as_ref(),
+    };
     let mut c = ClientCounters::default();
     let (mut connect_times, mut response_times) = (Times::default(), Times::default());
     let mut next_second = 1.0;
@@ -335,6 +360,9 @@ pub fn run_client<L: Link>(
             slot.moved = now;
             slot.started = now;
             slot.requests_left = config.requests;
+            slot.turn = 0;
+            slot.read = 0;
+            slot.time_wait_since = None;
         }
         table.visit(&mut iface, link, now, |i, socket| {
             let slot = &mut slots[i];
@@ -351,13 +379,10 @@ pub fn run_client<L: Link>(
                 slot,
                 socket,
                 now,
-                timeout,
+                &how,
                 &mut c,
                 &mut connect_times,
                 &mut response_times,
-                &request_more,
-                &request_last,
-                think,
             );
             if c.failed_timeout + c.closed_timeout > before.2
                 && timed_out.len() < TIMED_OUT_KEPT
@@ -378,7 +403,7 @@ pub fn run_client<L: Link>(
                 free.push(i);
                 return None;
             }
-            Some(slot.deadline(timeout))
+            Some(slot.deadline(&how))
         });
         c.retransmitted = table.retransmitted();
         let elapsed = clock.elapsed().as_secs_f64();
@@ -453,20 +478,61 @@ pub fn run_client<L: Link>(
     })
 }
 
+/// A replay's turn is done: the next one's side reads or writes, after the think time when
+/// the client speaks again; after the last, the client closes.
+fn next_turn(
+    slot: &mut Slot,
+    socket: &mut tcp::Socket,
+    r: &Replay,
+    now: smoltcp::time::Instant,
+    think: smoltcp::time::Duration,
+) {
+    slot.turn += 1;
+    slot.moved = now;
+    slot.phase = match r.recording.turns.get(slot.turn) {
+        None => {
+            socket.close();
+            Phase::Closing
+        }
+        Some(t) if t.from_client && think > smoltcp::time::Duration::ZERO => {
+            Phase::Thinking(now + think)
+        }
+        Some(t) if t.from_client => Phase::Sending,
+        Some(_) => {
+            slot.started = now;
+            Phase::Reading
+        }
+    };
+}
+
+/// What every connection of a run does, as `step` reads it.
+struct How<'a> {
+    timeout: smoltcp::time::Duration,
+    think: smoltcp::time::Duration,
+    time_wait: smoltcp::time::Duration,
+    request_more: &'a str,
+    request_last: &'a str,
+    replay: Option<&'a Replay>,
+}
+
 /// Moves one connection on; true when it has ended and its slot is free again.
-#[allow(clippy::too_many_arguments)]
 fn step(
     slot: &mut Slot,
     socket: &mut tcp::Socket,
     now: smoltcp::time::Instant,
-    timeout: smoltcp::time::Duration,
+    how: &How,
     c: &mut ClientCounters,
     connect_times: &mut Times,
     response_times: &mut Times,
-    request_more: &str,
-    request_last: &str,
-    think: smoltcp::time::Duration,
 ) -> bool {
+    let How {
+        timeout,
+        think,
+        request_more,
+        request_last,
+        replay,
+        ..
+    } = *how;
     let state = socket.state();
     // Whether the connection has not moved for the timeout: read when needed, as a phase
     // change within this call moves it.
@@ -494,8 +560,102 @@ fn step(
                     slot.phase = Phase::Sending;
                     slot.sent = 0;
                     slot.moved = now;
+                    // A recorded server may speak first (a banner).
+                    if let Some(r) = replay
+                        && !r.recording.turns[0].from_client
+                    {
+                        slot.started = now;
+                        slot.phase = Phase::Reading;
+                    }
                 }
             },
+            Phase::Sending if replay.is_some() => {
+                let r = replay.expect("a replay");
+                if state == State::Closed || !socket.may_send() {
+                    c.closed_reset += 1;
+                    socket.abort();
+                    slot.moved = now;
+                    slot.phase = Phase::Draining;
+                    continue;
+                }
+                let turn = &r.recording.turns[slot.turn].bytes;
+                if slot.sent == 0 && socket.can_send() {
+                    slot.started = now;
+                }
+                match socket.send_slice(&turn[slot.sent..]) {
+                    Ok(n) => {
+                        slot.sent += n;
+                        if n > 0 {
+                            slot.moved = now;
+                        }
+                    }
+                    Err(_) => {
+                        c.closed_reset += 1;
+                        socket.abort();
+                        slot.moved = now;
+                        slot.phase = Phase::Draining;
+                        continue;
+                    }
+                }
+                if slot.sent < turn.len() {
+                    if stalled(slot) {
+                        c.closed_timeout += 1;
+                        socket.abort();
+                        slot.moved = now;
+                        slot.phase = Phase::Draining;
+                        continue;
+                    }
+                    return false;
+                }
+                c.requests += 1;
+                slot.sent = 0;
+                next_turn(slot, socket, r, now, think);
+            }
+            Phase::Reading if replay.is_some() => {
+                let r = replay.expect("a replay");
+                let turn = &r.recording.turns[slot.turn].bytes;
+                let mut wrong = false;
+                while socket.can_recv() && slot.read < turn.len() {
+                    let read = &mut slot.read;
+                    let got = socket.recv(|data| {
+                        let n = data.len().min(turn.len() - *read);
+                        let ok = r.check == Check::Lengths || data[..n] == turn[*read..*read + n];
+                        *read += n;
+                        (n, (n, ok))
+                    });
+                    let Ok((n, ok)) = got else { break };
+                    c.body_bytes += n as u64;
+                    slot.moved = now;
+                    if !ok {
+                        wrong = true;
+                        break;
+                    }
+                }
+                if wrong {
+                    c.closed_bad_response += 1;
+                    socket.abort();
+                    slot.moved = now;
+                    slot.phase = Phase::Draining;
+                } else if slot.read == turn.len() {
+                    c.responses += 1;
+                    response_times.record((now - slot.started).total_micros());
+                    slot.read = 0;
+                    next_turn(slot, socket, r, now, think);
+                } else if state == State::Closed || (!socket.may_recv() && !socket.can_recv()) {
+                    // The peer ended the stream before its turn did.
+                    c.closed_reset += 1;
+                    socket.abort();
+                    slot.moved = now;
+                    slot.phase = Phase::Draining;
+                } else if stalled(slot) {
+                    c.closed_timeout += 1;
+                    socket.abort();
+                    slot.moved = now;
+                    slot.phase = Phase::Draining;
+                } else {
+                    return false;
+                }
+            }
             Phase::Sending => {
                 if state == State::Closed || !socket.may_send() {
                     c.closed_reset += 1;
@@ -635,6 +795,13 @@ fn step(
                 let state = socket.state();
                 if state == State::Closed && socket.local_endpoint().is_none() {
                     return true;
+                }
+                if state == State::TimeWait {
+                    let since = *slot.time_wait_since.get_or_insert(now);
+                    if now - since >= how.time_wait {
+                        socket.abort();
+                    }
+                    return false;
                 }
                 if now - slot.moved > timeout && !matches!(state, State::TimeWait | State::Closed) {
                     socket.abort();

@@ -6,7 +6,8 @@
 //! RST, TIME-WAIT) over a [`Link`]: an AF_PACKET socket on Linux ([`PacketLink`]), two joined
 //! queues in tests ([`mem::pair`]). On top, the HTTP/1.1 profile ([`http`]): a client asks
 //! `GET /<bytes>` and checks every byte of the body against a pattern a server (linerate's,
-//! or nginx serving a file of [`http::body`]) writes. A client takes its connections' source
+//! or nginx serving a file of [`http::body`]) writes; or a session captured in a pcap, replayed
+//! turn by turn ([`recording`]). A client takes its connections' source
 //! addresses and ports from ranges, opens them at a rate under a cap, and counts how each
 //! ended ([`ClientCounters`]): attempted = established + failed, established = closed + active.
 
@@ -18,6 +19,7 @@ pub mod http;
 #[cfg(target_os = "linux")]
 mod linux;
 pub mod mem;
+pub mod recording;
 mod schedule;
 mod server;
 mod stack;
@@ -29,6 +31,7 @@ pub use counters::{ClientCounters, Percentiles, ServerCounters};
 pub use error::StatefulError;
 #[cfg(target_os = "linux")]
 pub use linux::PacketLink;
+pub use recording::{Check, Recording, Replay};
 pub use schedule::Schedule;
 pub use server::{ServerConfig, ServerReport, run_server};
 pub use stack::{Link, LinkCounters};

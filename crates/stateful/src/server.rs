@@ -9,6 +9,7 @@ use smoltcp::socket::tcp::{self, State};
 
 use crate::counters::ServerCounters;
 use crate::http::{self, MAX_HEAD};
+use crate::recording::{Check, Replay};
 use crate::stack::{self, Clock, Link, LinkCounters};
 use crate::table::{Side, Table};
 use crate::{Addresses, StatefulError};
@@ -38,6 +39,9 @@ pub struct ServerConfig {
     /// before the slot is taken back; smoltcp's own is 10 s, and a longer one is that. Taking
     /// it back sooner resets the socket: one RST to a peer that has closed already.
     pub time_wait: Duration,
+    /// A recorded session to replay instead of serving `GET /<bytes>`: the client's turns
+    /// read and checked, the server's sent.
+    pub replay: Option<Replay>,
     pub seed: u64,
 }
 
@@ -62,6 +66,8 @@ enum Phase {
         body: u64,
         close: bool,
     },
+    /// Replaying a recorded session's turns.
+    Replaying,
     Closing,
 }
 
@@ -75,6 +81,9 @@ struct Slot {
     len: u64,
     /// When the socket was first seen in TIME-WAIT.
     time_wait_since: Option<smoltcp::time::Instant>,
+    /// A replay's turn, and the bytes of it read or written so far.
+    turn: usize,
+    done: usize,
 }
 
 impl Slot {
@@ -149,6 +158,8 @@ pub fn run_server<L: Link>(
             head: Vec::new(),
             len: 0,
             time_wait_since: None,
+            turn: 0,
+            done: 0,
         })
         .collect();
     let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
@@ -197,6 +208,108 @@ pub fn run_server<L: Link>(
     })
 }
 
+/// Moves a replaying connection on by one turn or as far as it can; true when it waits for
+/// the peer.
+fn replay_step(
+    slot: &mut Slot,
+    socket: &mut tcp::Socket,
+    r: &Replay,
+    now: smoltcp::time::Instant,
+    stalled: bool,
+    c: &mut ServerCounters,
+) -> bool {
+    let turns = &r.recording.turns;
+    let end = |slot: &mut Slot, socket: &mut tcp::Socket, count: &mut u64| {
+        *count += 1;
+        socket.abort();
+        slot.phase = Phase::Closing;
+        false
+    };
+    if socket.state() == State::Closed {
+        c.reset += 1;
+        slot.phase = Phase::Closing;
+        return false;
+    }
+    let Some(turn) = turns.get(slot.turn) else {
+        // Every turn done, the recording's client closing first: its FIN ends it, and more
+        // bytes than it sent are not the recording's.
+        if !socket.may_recv() {
+            socket.close();
+            c.closed += 1;
+            slot.moved = now;
+            slot.phase = Phase::Closing;
+            return false;
+        }
+        if socket.can_recv() {
+            return end(slot, socket, &mut c.bad_request);
+        }
+        if stalled {
+            return end(slot, socket, &mut c.timeout);
+        }
+        return true;
+    };
+    let bytes = &turn.bytes;
+    if turn.from_client {
+        let mut wrong = false;
+        while socket.can_recv() && slot.done < bytes.len() {
+            let done = &mut slot.done;
+            let Ok(ok) = socket.recv(|data| {
+                let n = data.len().min(bytes.len() - *done);
+                let ok = r.check == Check::Lengths || data[..n] == bytes[*done..*done + n];
+                *done += n;
+                (n, ok)
+            }) else {
+                break;
+            };
+            slot.moved = now;
+            wrong |= !ok;
+            if wrong {
+                break;
+            }
+        }
+        if wrong {
+            return end(slot, socket, &mut c.bad_request);
+        }
+        if slot.done < bytes.len() {
+            if !socket.may_recv() && !socket.can_recv() {
+                // The client closed before its turn was done.
+                return end(slot, socket, &mut c.reset);
+            }
+            if stalled {
+                return end(slot, socket, &mut c.timeout);
+            }
+            return true;
+        }
+        c.requests += 1;
+    } else {
+        if !socket.may_send() {
+            return end(slot, socket, &mut c.reset);
+        }
+        let n = socket.send_slice(&bytes[slot.done..]).unwrap_or(0);
+        if n > 0 {
+            slot.done += n;
+            c.body_bytes += n as u64;
+            slot.moved = now;
+        }
+        if slot.done < bytes.len() {
+            if stalled {
+                return end(slot, socket, &mut c.timeout);
+            }
+            return true;
+        }
+        c.responses += 1;
+    }
+    slot.turn += 1;
+    slot.done = 0;
+    slot.moved = now;
+    if slot.turn == turns.len() && r.recording.server_closes {
+        socket.close();
+        c.closed += 1;
+        slot.phase = Phase::Closing;
+    }
+    false
+}
+
 fn serve(
     slot: &mut Slot,
     socket: &mut tcp::Socket,
@@ -219,8 +332,18 @@ fn serve(
                     slot.request.clear();
                     slot.moved = now;
                     slot.phase = Phase::Reading;
+                    if config.replay.is_some() {
+                        (slot.turn, slot.done) = (0, 0);
+                        slot.phase = Phase::Replaying;
+                    }
                 }
             },
+            Phase::Replaying => {
+                let r = config.replay.as_ref().expect("a replay");
+                if replay_step(slot, socket, r, now, stalled(slot), c) {
+                    return;
+                }
+            }
             Phase::Reading => {
                 if socket.state() == State::Closed {
                     c.reset += 1;

@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etherparse::{NetSlice, SlicedPacket, TcpSlice, TransportSlice};
+use linerate_stateful::recording::Turn;
 use linerate_stateful::{
-    Addresses, ClientConfig, ClientReport, Range, ServerConfig, ServerReport, mem, run_client,
-    run_server,
+    Addresses, Check, ClientConfig, ClientReport, Range, Recording, Replay, ServerConfig,
+    ServerReport, mem, run_client, run_server,
 };
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -34,6 +35,8 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
         think: Duration::ZERO,
         timeout: Duration::from_secs(10),
         rx_buffer: 16 * 1024,
+        time_wait: Duration::from_secs(10),
+        replay: None,
         seed: 1,
     };
     let server = ServerConfig {
@@ -50,6 +53,7 @@ fn configs(connections: u64, requests: u32) -> (ClientConfig, ServerConfig) {
         send_buffer: 64 * 1024,
         timeout: Duration::from_secs(10),
         time_wait: Duration::from_secs(10),
+        replay: None,
         seed: 2,
     };
     (client, server)
@@ -257,4 +261,82 @@ fn retransmissions_are_counted_as_a_decoder_of_the_frames_counts_them() {
     );
     assert!(cs.retransmitted >= cs.dropped, "{cs:?}");
     assert!(ss.retransmitted >= ss.dropped, "{ss:?}");
+}
+
+/// A conversation of four turns: the server's banner first, a long answer (many segments), and
+/// the client's last word; `server_closes` says who sends the first FIN.
+fn recording(server_closes: bool) -> Recording {
+    let turn = |from_client: bool, bytes: Vec<u8>| Turn { from_client, bytes };
+    Recording {
+        turns: vec![
+            turn(false, b"220 hello\r\n".to_vec()),
+            turn(true, b"GET /a long request\r\n".repeat(20)),
+            turn(false, (0..50_000u32).map(|i| (i * 7 % 256) as u8).collect()),
+            turn(true, b"QUIT\r\n".to_vec()),
+        ],
+        server_closes,
+        client: "10.9.0.2:40000".parse().unwrap(),
+        server: "10.9.0.1:25".parse().unwrap(),
+    }
+}
+
+fn replay_run(
+    rec: Recording,
+    server_rec: Recording,
+    drop_every: u64,
+) -> (ClientReport, ServerReport) {
+    let (mut client, mut server) = configs(100, 1);
+    client.timeout = Duration::from_secs(30);
+    // The recording's client closes first, so each slot would sit out TIME-WAIT's 10 s.
+    client.time_wait = Duration::ZERO;
+    let replay = |r: Recording| Replay {
+        recording: Arc::new(r),
+        check: Check::Bytes,
+    };
+    client.replay = Some(replay(rec));
+    server.replay = Some(replay(server_rec));
+    let (mut a, mut b) = mem::pair(drop_every);
+    let stop = AtomicBool::new(false);
+    let never = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_, _| {}).unwrap());
+        let report = run_client(&mut a, &client, &never, |_| {}).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        (report, srv.join().unwrap())
+    })
+}
+
+#[test]
+fn a_recorded_conversation_replays_turn_by_turn_both_ways() {
+    for (server_closes, drop_every) in [(false, 0), (true, 0), (false, 40)] {
+        let rec = recording(server_closes);
+        let (to_server, to_client) = rec.bytes();
+        let (report, served) = replay_run(rec.clone(), rec, drop_every);
+        let (c, s) = (report.counters, served.counters);
+        let n = 100;
+        assert_eq!(
+            (c.attempted, c.established, c.closed),
+            (n, n, n),
+            "{report:#?}"
+        );
+        assert_eq!(c.failed() + c.ended() - c.closed, 0, "{report:#?}");
+        // Two turns each way a connection, every byte the recording's.
+        assert_eq!((c.requests, c.responses), (2 * n, 2 * n), "{report:#?}");
+        assert_eq!(c.body_bytes, n * to_client);
+        assert_eq!((s.accepted, s.closed), (n, n), "{served:#?}");
+        assert_eq!((s.requests, s.responses), (2 * n, 2 * n), "{served:#?}");
+        assert_eq!(s.bad_request + s.reset + s.timeout, 0, "{served:#?}");
+        assert_eq!(s.body_bytes, n * to_client);
+        assert!(to_server > 0);
+    }
+}
+
+#[test]
+fn a_server_that_answers_other_bytes_is_a_bad_response() {
+    let mut other = recording(false);
+    other.turns[2].bytes[30_000] ^= 1;
+    let (report, _) = replay_run(recording(false), other, 0);
+    let c = report.counters;
+    assert_eq!(c.closed_bad_response, 100, "{report:#?}");
+    assert_eq!(c.responses, 100, "only the banners were right: {report:#?}");
 }

@@ -4,7 +4,8 @@ and its metric and neighbour checks as it has them, then more: tests/otg.rs star
 `linerate serve` and sets OTG_LOCATION, OTG_TX and OTG_RX. Each agent (lldpd in a namespace of
 its own behind a macvlan of its port) hears the other: chassis id of subtype MAC, port id the
 port's interface name, TTL the hold time, the other's name as system name; protocols stop and
-start, and a killed lldpd is named. Raises on failure."""
+start, a killed lldpd is named, and organizationally specific TLVs one sends the other's lldpd
+hears. Raises on failure."""
 import os
 
 import snappi
@@ -118,6 +119,23 @@ def main():
         e.ipv4_addresses.add(name=f"{name}_ip", address=ip, gateway=gw, prefix=24)
     api.set_config(c)
     wait_for("heard beside devices", lambda: lldp_neighbors_ok(api, TC))
+
+    # Organizationally specific TLVs: lldp_tx sends two, lldp_rx's lldpd hears them (as TLVs of
+    # OUIs it does not decode itself) and its neighbour's custom_tlvs say so; lldp_tx hears
+    # none.
+    c = lldp_neighbor_config(api, TC, tx, rx)
+    agent = [a for a in c.lldp if a.name == "lldp_tx"][0]
+    agent.org_infos.add(oui="334455", subtype=44).information.info = "0aff"
+    agent.org_infos.add(oui="00000C", subtype=1).information.info = "6c696e6572617465"
+    api.set_config(c)
+    want = [(127, "334455", 44, "0aff"), (127, "00000C", 1, "6c696e6572617465")]
+
+    def custom(name):
+        return [[(t.custom_type, t.oui, t.oui_subtype, t.information) for t in n.custom_tlvs]
+                for n in lldp_neighbors(api) if n.lldp_name == name]
+
+    wait_for("the organizationally specific TLVs heard", lambda: custom("lldp_rx") == [want])
+    assert custom("lldp_tx") == [[]], custom("lldp_tx")
 
 
 if __name__ == "__main__":

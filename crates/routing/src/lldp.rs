@@ -31,6 +31,31 @@ pub struct Lldp {
     pub interval: u16,
     /// The TTL sent: a multiple of the interval (lldpd sends interval × hold).
     pub hold_time: u16,
+    /// Organizationally specific TLVs sent (type 127), in order.
+    pub org_infos: Vec<OrgInfo>,
+}
+
+/// An organizationally specific TLV (IEEE 802.1AB §8.6): an OUI, its subtype and the
+/// information string that follows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrgInfo {
+    pub oui: [u8; 3],
+    pub subtype: u8,
+    /// At most [`ORG_INFO_MAX`] bytes.
+    pub info: Vec<u8>,
+}
+
+/// The longest information string of an organizationally specific TLV: its 511-byte value less
+/// the OUI and the subtype.
+pub const ORG_INFO_MAX: usize = 507;
+
+/// Bytes as lldpcli writes and reads them: two hex digits each, comma-separated.
+fn commas(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The port id an agent sends.
@@ -78,6 +103,18 @@ pub fn lldpd_config(l: &Lldp) -> String {
         PortId::Local(v) => {
             let _ = writeln!(out, "configure lldp portidsubtype local {}", word(v));
         }
+    }
+    for o in &l.org_infos {
+        let _ = write!(
+            out,
+            "configure lldp custom-tlv add oui {} subtype {}",
+            commas(&o.oui),
+            o.subtype
+        );
+        if !o.info.is_empty() {
+            let _ = write!(out, " oui-info {}", commas(&o.info));
+        }
+        out.push('\n');
     }
     out
 }
@@ -157,6 +194,19 @@ pub struct Neighbour {
     pub management_address: Option<String>,
     /// (capability, enabled)
     pub capabilities: Vec<(String, bool)>,
+    /// Organizationally specific TLVs lldpd did not decode itself (its "unknown TLVs": not
+    /// the 802.1, 802.3 or LLDP-MED ones it knows).
+    pub org_infos: Vec<OrgInfo>,
+}
+
+/// lldpcli's `00,80,C2`: the bytes, or None when a part is not a hex byte.
+fn uncommas(text: &str) -> Option<Vec<u8>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    text.split(',')
+        .map(|b| u8::from_str_radix(b.trim(), 16).ok())
+        .collect()
 }
 
 /// `0 day, 00:00:02` in seconds.
@@ -219,6 +269,20 @@ pub fn neighbours(json: &Value) -> Vec<Neighbour> {
             port_description: text(&port, "descr"),
             ttl: text(&port, "ttl").and_then(|t| t.parse().ok()).unwrap_or(0),
             management_address: mgmt,
+            org_infos: entries(n.get("unknown-tlvs"))
+                .into_iter()
+                .flat_map(|(_, v)| match v {
+                    Value::Array(a) => a.iter().collect::<Vec<_>>(),
+                    other => vec![other],
+                })
+                .filter_map(|t| {
+                    Some(OrgInfo {
+                        oui: uncommas(&text(t, "oui")?)?.try_into().ok()?,
+                        subtype: text(t, "subtype")?.parse().ok()?,
+                        info: uncommas(&text(t, "value").unwrap_or_default())?,
+                    })
+                })
+                .collect(),
             capabilities: c
                 .get("capability")
                 .and_then(Value::as_array)
@@ -255,12 +319,26 @@ mod tests {
             system_name: Some("tx".into()),
             interval: 5,
             hold_time: 120,
+            org_infos: vec![
+                OrgInfo {
+                    oui: [0x33, 0x44, 0x55],
+                    subtype: 44,
+                    info: vec![0x0a, 0xff],
+                },
+                OrgInfo {
+                    oui: [0x00, 0x80, 0xc2],
+                    subtype: 7,
+                    info: Vec::new(),
+                },
+            ],
         };
         assert_eq!(
             lldpd_config(&l),
             "configure lldp tx-interval 5\nconfigure lldp tx-hold 24\n\
              configure system hostname tx\nconfigure system chassisid my_chassis\n\
-             configure lldp portidsubtype local p-1\n"
+             configure lldp portidsubtype local p-1\n\
+             configure lldp custom-tlv add oui 33,44,55 subtype 44 oui-info 0A,FF\n\
+             configure lldp custom-tlv add oui 00,80,C2 subtype 7\n"
         );
     }
 
@@ -284,6 +362,32 @@ mod tests {
         assert_eq!(age("2 days, 01:02:03"), 2 * 86_400 + 3723);
         assert_eq!(n.port_description.as_deref(), Some("eb"));
         assert!(n.capabilities.contains(&("Station".into(), true)));
+        assert!(n.org_infos.is_empty());
+        // lldpd 1.0.16's own answer for two custom TLVs (one of them as a list, as it writes
+        // several).
+        let custom = serde_json::json!({"lldp": {"interface": {"llb": {
+            "rid": "1", "chassis": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}},
+            "port": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}, "ttl": "4"},
+            "unknown-tlvs": {"unknown-tlv": [
+                {"oui": "00,80,C2", "subtype": "7", "len": "3", "value": "41,42,43"},
+                {"oui": "33,44,55", "subtype": "44", "len": "2", "value": "55,55"}
+            ]}}}}});
+        let n = &neighbours(&custom)[0];
+        assert_eq!(
+            n.org_infos,
+            [
+                OrgInfo {
+                    oui: [0x00, 0x80, 0xc2],
+                    subtype: 7,
+                    info: b"ABC".to_vec()
+                },
+                OrgInfo {
+                    oui: [0x33, 0x44, 0x55],
+                    subtype: 44,
+                    info: vec![0x55, 0x55]
+                }
+            ]
+        );
         let local = &neighbours(&testdata("lldp_neighbors_local.json"))[0];
         assert_eq!(
             (local.chassis_id_type.as_str(), local.chassis_id.as_str()),

@@ -5,7 +5,7 @@ use linerate_routing::lldp::{LldpState, Neighbour};
 
 use crate::{MetricsResponse, StatesResponse};
 
-use super::{LldpCapabilityState, LldpMetric, LldpNeighborsState};
+use super::{LldpCapabilityState, LldpCustomTlvState, LldpMetric, LldpNeighborsState};
 
 /// get_metrics `lldp`: the agents named (all, with none). lldpd counts the frames it sent and
 /// took, those it discarded (malformed: IEEE 802.1AB's statsFramesDiscardedTotal, which is
@@ -82,6 +82,16 @@ fn neighbour(agent: &str, n: &Neighbour) -> LldpNeighborsState {
             Some(_) => "ipv4".into(),
             None => String::new(),
         },
+        custom_tlvs: n
+            .org_infos
+            .iter()
+            .map(|o| LldpCustomTlvState {
+                custom_type: 127,
+                oui: o.oui.iter().map(|b| format!("{b:02X}")).collect(),
+                oui_subtype: u32::from(o.subtype),
+                information: o.info.iter().map(|b| format!("{b:02x}")).collect(),
+            })
+            .collect(),
         capabilities: n
             .capabilities
             .iter()
@@ -118,7 +128,7 @@ pub fn neighbors_response(
 
 #[cfg(test)]
 mod tests {
-    use linerate_routing::lldp::LldpCounts;
+    use linerate_routing::lldp::{LldpCounts, OrgInfo};
 
     use super::*;
 
@@ -138,6 +148,11 @@ mod tests {
             ttl: 120,
             management_address: Some("fe80::1".into()),
             capabilities: vec![("Station".into(), true), ("Bridge".into(), false)],
+            org_infos: vec![OrgInfo {
+                oui: [0x33, 0x44, 0x5a],
+                subtype: 44,
+                info: vec![0x0a, 0xff],
+            }],
         };
         let agents = [LldpState {
             name: "lldp_tx".into(),
@@ -159,6 +174,15 @@ mod tests {
         assert_eq!((s.ttl, s.age, s.neighbor_id.as_str()), (120, 64, "1"));
         assert_eq!(s.management_address_type, "ipv6");
         assert_eq!(s.capabilities[0].capability_name, "station_only");
+        assert_eq!(
+            s.custom_tlvs,
+            [LldpCustomTlvState {
+                custom_type: 127,
+                oui: "33445A".into(),
+                oui_subtype: 44,
+                information: "0aff".into(),
+            }]
+        );
         assert!(
             neighbors_response(&agents, &[], &["2".into()])
                 .lldp_neighbors

@@ -4,7 +4,7 @@
 //! lldpd does the same.
 
 use linerate_routing as routing;
-use linerate_routing::lldp::PortId;
+use linerate_routing::lldp::{ORG_INFO_MAX, OrgInfo, PortId};
 use serde_json::Value;
 
 use super::{Cx, FlowPlan, HostPlan, PortPlan, int};
@@ -241,12 +241,12 @@ impl Cx {
                 None
             }
         };
-        if !a.org_infos.is_empty() {
-            self.refuse(
-                format!("{path}.org_infos"),
-                "organizationally specific TLVs are not supported yet",
-            );
-        }
+        let org_infos = a
+            .org_infos
+            .iter()
+            .enumerate()
+            .filter_map(|(k, o)| self.org_info(&format!("{path}.org_infos[{k}]"), o))
+            .collect();
         Some(routing::Device {
             name: a.name.clone(),
             links: vec![routing::Link {
@@ -266,7 +266,62 @@ impl Cx {
                 system_name,
                 interval,
                 hold_time,
+                org_infos,
             }),
+        })
+    }
+
+    /// One organizationally specific TLV: OTG's defaults (OUI 0080C2, subtype 1, no
+    /// information) and ranges (1 to 127, up to 507 bytes).
+    fn org_info(&mut self, path: &str, o: &LldpOrgInfo) -> Option<OrgInfo> {
+        self.rest(path, &o.rest);
+        let hex = |text: &str| -> Option<Vec<u8>> {
+            let t = text.trim_start_matches("0x");
+            if t.len() % 2 != 0 {
+                return None;
+            }
+            (0..t.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(t.get(i..i + 2)?, 16).ok())
+                .collect()
+        };
+        let oui = match o.oui.as_deref() {
+            None => Some([0x00, 0x80, 0xc2]),
+            Some(t) => hex(t).and_then(|b| b.try_into().ok()),
+        };
+        if oui.is_none() {
+            self.refuse(format!("{path}.oui"), "six hex digits, e.g. 0080C2");
+        }
+        let subtype = match o.subtype.as_ref().map(int) {
+            None => Some(1),
+            Some(Some(n)) if (1..=127).contains(&n) => Some(n as u8),
+            Some(_) => None,
+        };
+        if subtype.is_none() {
+            self.refuse(format!("{path}.subtype"), "1 to 127");
+        }
+        let mut info = Vec::new();
+        if let Some(i) = &o.information {
+            let ip = format!("{path}.information");
+            self.rest(&ip, &i.rest);
+            match i.choice.as_deref() {
+                None | Some("info") => match i.info.as_deref().map(hex) {
+                    None => {}
+                    Some(Some(b)) if !b.is_empty() && b.len() <= ORG_INFO_MAX => info = b,
+                    Some(_) => self.refuse(
+                        format!("{ip}.info"),
+                        format!("1 to {ORG_INFO_MAX} bytes, two hex digits each"),
+                    ),
+                },
+                Some(other) => {
+                    self.refuse(format!("{ip}.choice"), format!("'{other}' is not info"))
+                }
+            }
+        }
+        Some(OrgInfo {
+            oui: oui?,
+            subtype: subtype?,
+            info,
         })
     }
 }

@@ -1,4 +1,4 @@
-use linerate_routing::lldp::PortId;
+use linerate_routing::lldp::{OrgInfo, PortId};
 use serde_json::{Value, json};
 
 use super::bgp_tests::{map, refused_at};
@@ -57,8 +57,16 @@ fn what_lldpd_cannot_send_is_refused_by_path() {
     c["lldp"][0]["connection"]["port_name"] = json!("nosuch");
     assert!(refused_at(&c, "lldp[0].connection.port_name").contains("no port is named"));
     let mut c = b2b();
-    c["lldp"][0]["org_infos"] = json!([{"oui": "0080C2", "subtype": 1}]);
-    assert!(refused_at(&c, "lldp[0].org_infos").contains("not supported"));
+    c["lldp"][0]["org_infos"] = json!([{"oui": "0080C", "subtype": 1}]);
+    assert!(refused_at(&c, "lldp[0].org_infos[0].oui").contains("six hex digits"));
+    c["lldp"][0]["org_infos"] = json!([{"oui": "0080C2", "subtype": 128}]);
+    assert!(refused_at(&c, "lldp[0].org_infos[0].subtype").contains("1 to 127"));
+    c["lldp"][0]["org_infos"] =
+        json!([{"information": {"choice": "info", "info": "abc"}}]);
+    assert!(refused_at(&c, "lldp[0].org_infos[0].information.info").contains("507 bytes"));
+    c["lldp"][0]["org_infos"] =
+        json!([{"information": {"choice": "info", "info": "ab".repeat(508)}}]);
+    assert!(refused_at(&c, "lldp[0].org_infos[0].information.info").contains("507 bytes"));
     let mut c = b2b();
     c["flows"] = json!([{"name": "f", "tx_rx": {"choice": "port", "port": {"tx_name": "ptx", "rx_names": ["prx"]}},
         "packet": [{"choice": "ethernet", "ethernet": {}}, {"choice": "ipv4", "ipv4": {}},
@@ -79,4 +87,31 @@ fn local_ids_and_a_named_system_are_mapped() {
     assert_eq!(l.system_name.as_deref(), Some("tx box"));
     // Its MAC is a locally administered one of its own.
     assert_eq!(m.routers[0].links[0].mac[0], 0x02);
+    assert!(l.org_infos.is_empty());
+}
+
+#[test]
+fn organizationally_specific_tlvs_are_mapped_with_otgs_defaults() {
+    let mut c = b2b();
+    c["lldp"][0]["org_infos"] = json!([
+        {"oui": "334455", "subtype": 44, "information": {"choice": "info", "info": "0aFF"}},
+        {}
+    ]);
+    let m = map(&c).unwrap();
+    let l = m.routers[0].lldp.as_ref().unwrap();
+    assert_eq!(
+        l.org_infos,
+        [
+            OrgInfo {
+                oui: [0x33, 0x44, 0x55],
+                subtype: 44,
+                info: vec![0x0a, 0xff]
+            },
+            OrgInfo {
+                oui: [0x00, 0x80, 0xc2],
+                subtype: 1,
+                info: Vec::new()
+            }
+        ]
+    );
 }

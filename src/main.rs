@@ -7,7 +7,7 @@ mod console;
 mod convergence;
 mod generate;
 #[cfg(target_os = "linux")]
-mod host_bgp;
+mod host_routing;
 #[cfg_attr(target_os = "linux", path = "lab.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "lab_other.rs")]
 mod lab;

@@ -43,7 +43,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
         }
     }
     #[cfg(target_os = "linux")]
-    let speakers = crate::host_bgp::devices(&hosts)?;
+    let speakers = crate::host_routing::devices(&hosts)?;
     let spec = if with_hosts {
         hosts_spec(args, hosts, &streams)?
     } else {
@@ -51,7 +51,7 @@ pub fn run(args: &TxArgs) -> Result<()> {
     };
     let stop = stop_flag()?;
     let mut bed = TestBed::open(&spec)?;
-    // The hosts' BGP speakers, up and advertising before the first frame; they stop (and
+    // The hosts' routing daemons, up and advertising before the first frame; they stop (and
     // their namespaces go) when the run is over.
     #[cfg(target_os = "linux")]
     let _speakers = if speakers.is_empty() {
@@ -59,10 +59,11 @@ pub fn run(args: &TxArgs) -> Result<()> {
     } else {
         let routed: Vec<(String, Vec<[u8; 6]>)> = speakers
             .iter()
-            .map(|d| (d.name.clone(), Vec::new()))
+            .map(|(d, groups)| (d.name.clone(), groups.clone()))
             .collect();
         bed.pass_to_stack(&routed)?;
-        Some(crate::host_bgp::start(speakers, &stop)?)
+        let devices = speakers.into_iter().map(|(d, _)| d).collect();
+        Some(crate::host_routing::start(devices, &stop)?)
     };
     let end = options::send_end(&args.send, args.count);
     bed.compile(&streams, end)?;

@@ -366,12 +366,12 @@ mod tests {
         // lldpd 1.0.16's own answer for two custom TLVs (one of them as a list, as it writes
         // several).
         let custom = serde_json::json!({"lldp": {"interface": {"llb": {
-            "rid": "1", "chassis": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}},
-            "port": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}, "ttl": "4"},
-            "unknown-tlvs": {"unknown-tlv": [
-                {"oui": "00,80,C2", "subtype": "7", "len": "3", "value": "41,42,43"},
-                {"oui": "33,44,55", "subtype": "44", "len": "2", "value": "55,55"}
-            ]}}}}});
+        "rid": "1", "chassis": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}},
+        "port": {"id": {"type": "mac", "value": "32:8e:fc:43:e1:bb"}, "ttl": "4"},
+        "unknown-tlvs": {"unknown-tlv": [
+            {"oui": "00,80,C2", "subtype": "7", "len": "3", "value": "41,42,43"},
+            {"oui": "33,44,55", "subtype": "44", "len": "2", "value": "55,55"}
+        ]}}}}});
         let n = &neighbours(&custom)[0];
         assert_eq!(
             n.org_infos,

@@ -6,7 +6,8 @@
 //! One syntax everywhere: `--host` takes the table's keys as `key=value` pairs, so
 //! `--host name=west,port=lab0,ipv4=198.18.0.1/24,gateway=198.18.0.254` is the table
 //! `{ name = "west", port = "lab0", ipv4 = "198.18.0.1/24", gateway = "198.18.0.254" }`.
-//! A host's BGP speaker (`[host.bgp]`, its peer and route ranges) is a sub-table: files only.
+//! A host's control planes (`[host.bgp]`, `[host.ospf]`, `[host.isis]`: their neighbours and
+//! route ranges) are sub-tables: files only.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -47,6 +48,94 @@ pub struct HostSpec {
     /// OTG devices' is (docs/routing.md), advertising `routes` to one peer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgp: Option<HostBgp>,
+    /// An OSPFv2 router with the host's MAC and address (`[host.ospf]`): FRR's ospfd on the
+    /// host's link, advertising `routes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ospf: Option<HostOspf>,
+    /// An IS-IS router with the host's MAC and addresses (`[host.isis]`): FRR's isisd on the
+    /// host's link, advertising `routes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isis: Option<HostIsis>,
+}
+
+/// A host's OSPFv2 router: one interface, the host's link, in one area.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostOspf {
+    /// Default: the backbone, 0.0.0.0.
+    #[serde(default)]
+    pub area: Option<Ipv4Addr>,
+    /// Default: the host's IPv4 address.
+    #[serde(default)]
+    pub router_id: Option<Ipv4Addr>,
+    /// The host and its neighbour alone on the link (default); false: a broadcast network
+    /// with a designated router.
+    #[serde(default = "yes")]
+    pub point_to_point: bool,
+    /// Seconds; default OSPF's 10 and 40.
+    #[serde(default)]
+    pub hello: Option<u16>,
+    #[serde(default)]
+    pub dead: Option<u16>,
+    /// The interface's cost; default 10.
+    #[serde(default)]
+    pub cost: Option<u16>,
+    #[serde(default)]
+    pub routes: Vec<HostIgpRoutes>,
+}
+
+/// A host's IS-IS router: one circuit, the host's link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostIsis {
+    /// `xxxx.xxxx.xxxx`; default: the host's MAC.
+    #[serde(default)]
+    pub system_id: Option<String>,
+    /// The area address, `49.0001` (default).
+    #[serde(default)]
+    pub area: Option<String>,
+    /// `l1`, `l2` (default) or `l1-2`.
+    #[serde(default)]
+    pub level: Option<String>,
+    /// The host and its neighbour alone on the link (default); false: a broadcast circuit.
+    #[serde(default = "yes")]
+    pub point_to_point: bool,
+    /// Seconds; default 10 and 30.
+    #[serde(default)]
+    pub hello: Option<u16>,
+    #[serde(default)]
+    pub dead: Option<u16>,
+    /// The circuit's metric; default 10.
+    #[serde(default)]
+    pub metric: Option<u32>,
+    #[serde(default)]
+    pub routes: Vec<HostIgpRoutes>,
+}
+
+/// `count` prefixes from `prefix`, each `step` prefix-sized blocks after the last, advertised
+/// by an IGP with one metric.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct HostIgpRoutes {
+    /// Default: `<host>-ospf<i>` or `<host>-isis<i>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub prefix: IpNet,
+    #[serde(default = "one")]
+    pub count: u32,
+    #[serde(default = "one")]
+    pub step: u32,
+    /// Default 10.
+    #[serde(default)]
+    pub metric: Option<u32>,
+    /// OSPF only: `intra-area`, `inter-area`, `external-type-1` or `external-type-2`
+    /// (default).
+    #[serde(default)]
+    pub origin: Option<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A host's BGP session and what it advertises on it.
@@ -501,6 +590,19 @@ mod tests {
         assert!(e.to_string().contains("unknown field `bogus`"), "{e}");
         // `--host` keeps to flat keys: a BGP host is a file's.
         assert!("name=w,port=p,bgp=1".parse::<HostSpec>().is_err());
+        let t: HostSpec = toml::from_str(
+            "name = \"w\"\nport = \"p\"\nipv4 = \"198.18.0.1/30\"\n[ospf]\n\
+             routes = [{ prefix = \"100.0.0.0/24\", count = 3 }]\n[isis]\nlevel = \"l1\"\n",
+        )
+        .unwrap();
+        let o = t.ospf.unwrap();
+        assert!(o.point_to_point && o.area.is_none() && o.routes[0].count == 3);
+        assert_eq!(o.routes[0].step, 1);
+        let i = t.isis.unwrap();
+        assert_eq!((i.level.as_deref(), i.point_to_point), (Some("l1"), true));
+        assert!(
+            toml::from_str::<HostSpec>("name = \"w\"\nport = \"p\"\n[ospf]\nbogus = 2\n").is_err()
+        );
     }
 
     /// Issue 40 #5: what can be told wrong from the hosts alone is refused when they are

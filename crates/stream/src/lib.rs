@@ -26,7 +26,10 @@ pub use capture::{
 };
 pub use encap::{ENCAP_FORM, Encap, OuterHeader, VNI_MASK, VNI_SHIFT};
 pub use error::{ReplaySetting, StreamError};
-pub use host::{HOSTS_PER_PORT, HostBgp, HostRoutes, HostSpec, MAX_HOSTS, check_hosts};
+pub use host::{
+    HOSTS_PER_PORT, HostBgp, HostIgpRoutes, HostIsis, HostOspf, HostRoutes, HostSpec, MAX_HOSTS,
+    check_hosts,
+};
 pub use mapped::{FileBytes, MAX_STREAMED_FRAMES, MappedFrames, StreamShare};
 pub use pacing::{Gaps, MAX_START_DELAY, POISSON_CYCLE, Pacing, SLICE_PS, Spacing, StartDelay};
 pub use plan::{

@@ -61,8 +61,7 @@ fn what_lldpd_cannot_send_is_refused_by_path() {
     assert!(refused_at(&c, "lldp[0].org_infos[0].oui").contains("six hex digits"));
     c["lldp"][0]["org_infos"] = json!([{"oui": "0080C2", "subtype": 128}]);
     assert!(refused_at(&c, "lldp[0].org_infos[0].subtype").contains("1 to 127"));
-    c["lldp"][0]["org_infos"] =
-        json!([{"information": {"choice": "info", "info": "abc"}}]);
+    c["lldp"][0]["org_infos"] = json!([{"information": {"choice": "info", "info": "abc"}}]);
     assert!(refused_at(&c, "lldp[0].org_infos[0].information.info").contains("507 bytes"));
     c["lldp"][0]["org_infos"] =
         json!([{"information": {"choice": "info", "info": "ab".repeat(508)}}]);

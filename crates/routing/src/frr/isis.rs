@@ -109,6 +109,17 @@ pub fn isisd_config(device: &Device, isis: &Isis) -> String {
         out.push_str("exit\n");
     }
     let _ = writeln!(out, "router isis {AREA}");
+    // A test device converges at once: its LSPs are regenerated and its SPF run within a
+    // second of a change, not after FRR's 30 s generation hold-down. Before `net`: the area
+    // address starts the instance, whose first LSP generation schedules the next one by the
+    // interval in force then — the 30 s default, had the timers come after (measured: the
+    // ranges reached the LSP 30 s after start).
+    let _ = writeln!(
+        out,
+        " lsp-timers gen-interval 1 refresh-interval {} max-lifetime {}",
+        isis.lsp_refresh, isis.lsp_lifetime
+    );
+    out.push_str(" spf-interval 1\n");
     for a in &isis.areas {
         let _ = writeln!(out, " net {}.{}.00", area(a), system_id(&isis.system_id));
     }
@@ -127,14 +138,6 @@ pub fn isisd_config(device: &Device, isis: &Isis) -> String {
         " metric-style {}",
         if isis.wide_metrics { "wide" } else { "narrow" }
     );
-    // A test device converges at once: its LSPs are regenerated and its SPF run within a
-    // second of a change, not after FRR's 30 s generation hold-down.
-    let _ = writeln!(
-        out,
-        " lsp-timers gen-interval 1 refresh-interval {} max-lifetime {}",
-        isis.lsp_refresh, isis.lsp_lifetime
-    );
-    out.push_str(" spf-interval 1\n");
     if !isis.attached_bit {
         out.push_str(" no attached-bit send\n");
     }

@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv4Net};
 use serde_json::Value;
 
 use crate::{Device, Ospf, OspfAuth, OspfOrigin, OspfRange, RoutingError};
@@ -381,6 +381,33 @@ pub struct Lsdb {
     pub asbr_summary: Vec<SummaryLsa>,
     pub external: Vec<ExternalLsa>,
     pub nssa: Vec<ExternalLsa>,
+}
+
+impl Lsdb {
+    /// The prefixes the router's own LSAs advertise: its router LSAs' stub links, its summary
+    /// LSAs and its AS-external and NSSA LSAs.
+    pub fn own_prefixes(&self) -> Vec<IpNet> {
+        let net = |id: Ipv4Addr, len: u8| Ipv4Net::new(id, len).ok().map(IpNet::V4);
+        let stubs = self
+            .router
+            .iter()
+            .filter(|l| l.header.own)
+            .flat_map(|l| &l.links)
+            .filter(|k| k.kind == LinkKind::Stub)
+            .filter_map(|k| net(k.id, u32::from(k.data).leading_ones() as u8));
+        let summaries = self
+            .summary
+            .iter()
+            .filter(|l| l.header.own)
+            .filter_map(|l| net(l.header.id, l.prefix_len));
+        let externals = self
+            .external
+            .iter()
+            .chain(&self.nssa)
+            .filter(|l| l.header.own)
+            .filter_map(|l| net(l.header.id, l.prefix_len));
+        stubs.chain(summaries).chain(externals).collect()
+    }
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {

@@ -85,8 +85,9 @@ fn isisd_config_names_the_net_the_circuit_and_a_metric_per_range() {
         " isis hello-interval 10 level-1\n isis hello-multiplier 3 level-1",
         " isis hello-interval 10 level-2\n isis hello-multiplier 3 level-2",
         " isis psnp-interval 2",
-        "router isis lr\n net 49.0001.6400.0000.0001.00\n is-type level-1-2\n metric-style wide",
-        " lsp-timers gen-interval 1 refresh-interval 900 max-lifetime 1200",
+        // The timers before the net that starts the instance (its first LSP schedules the
+        // next by the interval in force then).
+        "router isis lr\n lsp-timers gen-interval 1 refresh-interval 900 max-lifetime 1200\n spf-interval 1\n net 49.0001.6400.0000.0001.00\n is-type level-1-2\n metric-style wide",
         " no attached-bit send",
         " redistribute ipv4 static level-1 route-map lr-isis",
         " redistribute ipv6 static level-2 route-map lr-isis",

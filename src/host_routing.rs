@@ -246,7 +246,7 @@ fn ospf(h: &HostSpec, o: &HostOspf) -> Result<Ospf, String> {
 /// `49.0001`: the area address's bytes.
 fn area(text: &str) -> Option<Vec<u8>> {
     let hex: String = text.chars().filter(|c| *c != '.').collect();
-    if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 26 {
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || hex.len() > 26 {
         return None;
     }
     (0..hex.len())

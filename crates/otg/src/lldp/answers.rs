@@ -102,7 +102,6 @@ fn neighbour(agent: &str, n: &Neighbour) -> LldpNeighborsState {
                 })
             })
             .collect(),
-        ..Default::default()
     }
 }
 

@@ -277,7 +277,7 @@ impl Cx {
         self.rest(path, &o.rest);
         let hex = |text: &str| -> Option<Vec<u8>> {
             let t = text.trim_start_matches("0x");
-            if t.len() % 2 != 0 {
+            if !t.len().is_multiple_of(2) {
                 return None;
             }
             (0..t.len())

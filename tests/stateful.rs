@@ -638,28 +638,9 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         return;
     }
     let lab = nat_lab("sts");
-    let (net, len) = linerate_lab::NAT_SERVERS;
-    let server_ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
-    let address = format!("{server_ip}/{len}");
+    let server = Emulated::start(&lab, &[]);
+    let server_ip = server.ip;
     let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
-        .args([
-            "--address",
-            &address,
-            "--gateway",
-            &gateway,
-            "--time-wait",
-            "0",
-            "-d",
-            "60s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("linerate tcp server");
-    let stderr = common::listening(&mut server);
     let n = 3000u64;
     let report = {
         let out = run_client(&lab, &format!("{server_ip}:80"), n, 4096, &[]);
@@ -673,29 +654,83 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
     // The NAT's table right away: a translation a connection, to its address on the servers'
     // network (CLOSE: the server took its TIME-WAIT back with an RST, as --time-wait 0 says).
     let (translated, table) = translations(&lab, &gateway);
-    let _ = Command::new("kill")
-        .args(["-INT", &server.id().to_string()])
-        .status();
-    let out = server.wait_with_output().expect("server exits");
-    drop(stderr);
-    let served = json(&String::from_utf8_lossy(&out.stdout));
-    let c = &report["counters"];
-    for key in [
-        "attempted",
-        "established",
-        "closed",
-        "requests",
-        "responses",
-    ] {
-        assert_eq!(c[key], n, "{key}: {report:#}");
-    }
-    assert_eq!(c["body_bytes"], n * 4096);
-    let s = &served["counters"];
-    for key in ["accepted", "closed", "requests", "responses"] {
-        assert_eq!(s[key], n, "server {key}: {served:#}");
-    }
-    assert_eq!(s["body_bytes"], n * 4096);
+    let served = server.stop();
+    assert_both_ends_count(&report, &served, n, n, n * 4096);
     assert_eq!(translated, n, "conntrack:\n{table}");
+}
+
+/// `linerate tcp server` on the NAT lab's servers' network (its second address), with `extra`
+/// flags, until [`Emulated::stop`].
+struct Emulated {
+    child: Child,
+    _stderr: std::process::ChildStderr,
+    ip: std::net::Ipv4Addr,
+}
+
+impl Emulated {
+    fn start(lab: &Lab, extra: &[&str]) -> Emulated {
+        let (net, len) = linerate_lab::NAT_SERVERS;
+        let ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
+        let address = format!("{ip}/{len}");
+        let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
+            .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
+            .args(["--address", &address, "--gateway", &gateway])
+            .args(["--time-wait", "0", "-d", "60s", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("linerate tcp server");
+        let stderr = common::listening(&mut child);
+        Emulated {
+            child,
+            _stderr: stderr,
+            ip,
+        }
+    }
+
+    /// Stops it (SIGINT) and returns its JSON report.
+    fn stop(self) -> serde_json::Value {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        let out = self.child.wait_with_output().expect("server exits");
+        json(&String::from_utf8_lossy(&out.stdout))
+    }
+}
+
+/// The client's and the server's reports agree: `n` connections each way, `turns` requests
+/// and responses at each end, `bytes` of body both sent and received.
+fn assert_both_ends_count(
+    report: &serde_json::Value,
+    served: &serde_json::Value,
+    n: u64,
+    turns: u64,
+    bytes: u64,
+) {
+    let c = &report["counters"];
+    for (key, want) in [
+        ("attempted", n),
+        ("established", n),
+        ("closed", n),
+        ("requests", turns),
+        ("responses", turns),
+        ("body_bytes", bytes),
+    ] {
+        assert_eq!(c[key], want, "{key}: {report:#}");
+    }
+    let s = &served["counters"];
+    for (key, want) in [
+        ("accepted", n),
+        ("closed", n),
+        ("requests", turns),
+        ("responses", turns),
+        ("body_bytes", bytes),
+        ("bad_request", 0),
+    ] {
+        assert_eq!(s[key], want, "server {key}: {served:#}");
+    }
 }
 
 /// The NAT held to 100 ports, 150 connections open at once, each two requests 3 s apart (a
@@ -912,27 +947,9 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
     let (to_server, to_client) = recording.bytes();
 
     let lab = nat_lab("stp");
-    let (net, len) = linerate_lab::NAT_SERVERS;
-    let server_ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
-    let address = format!("{server_ip}/{len}");
-    let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
     let profile = pcap.to_str().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
-        .args([
-            "--address",
-            &address,
-            "--gateway",
-            &gateway,
-            "--time-wait",
-            "0",
-        ])
-        .args(["-d", "60s", "--json", "--profile", profile])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("linerate tcp server");
-    let stderr = common::listening(&mut server);
+    let server = Emulated::start(&lab, &["--profile", profile]);
+    let server_ip = server.ip;
     let client = |server: &str, n: u64, extra: &[&str]| {
         let n = n.to_string();
         let mut args = vec![
@@ -966,29 +983,8 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
     };
     let n = 500u64;
     let report = client(&format!("{server_ip}:80"), n, &[]);
-    let _ = Command::new("kill")
-        .args(["-INT", &server.id().to_string()])
-        .status();
-    let out = server.wait_with_output().expect("server exits");
-    drop(stderr);
-    let served = json(&String::from_utf8_lossy(&out.stdout));
-    let c = &report["counters"];
-    for key in [
-        "attempted",
-        "established",
-        "closed",
-        "requests",
-        "responses",
-    ] {
-        assert_eq!(c[key], n, "{key}: {report:#}");
-    }
-    assert_eq!(c["body_bytes"], n * to_client, "{report:#}");
-    let s = &served["counters"];
-    for key in ["accepted", "closed", "requests", "responses"] {
-        assert_eq!(s[key], n, "server {key}: {served:#}");
-    }
-    assert_eq!(s["body_bytes"], n * to_client, "{served:#}");
-    assert_eq!(s["bad_request"], 0, "{served:#}");
+    let served = server.stop();
+    assert_both_ends_count(&report, &served, n, n, n * to_client);
     assert!(to_server > 0);
 
     // Against nginx behind the NAT: lengths checked, each replayed GET logged once.

@@ -478,6 +478,14 @@ pub fn run_client<L: Link>(
     })
 }
 
+/// Ends a connection the way `count` says: reset, its slot draining.
+fn drain(slot: &mut Slot, socket: &mut tcp::Socket, now: smoltcp::time::Instant, count: &mut u64) {
+    *count += 1;
+    socket.abort();
+    slot.moved = now;
+    slot.phase = Phase::Draining;
+}
+
 /// A replay's turn is done: the next one's side reads or writes, after the think time when
 /// the client speaks again; after the last, the client closes.
 fn next_turn(
@@ -572,10 +580,7 @@ fn step(
             Phase::Sending if replay.is_some() => {
                 let r = replay.expect("a replay");
                 if state == State::Closed || !socket.may_send() {
-                    c.closed_reset += 1;
-                    socket.abort();
-                    slot.moved = now;
-                    slot.phase = Phase::Draining;
+                    drain(slot, socket, now, &mut c.closed_reset);
                     continue;
                 }
                 let turn = &r.recording.turns[slot.turn].bytes;
@@ -590,19 +595,13 @@ fn step(
                         }
                     }
                     Err(_) => {
-                        c.closed_reset += 1;
-                        socket.abort();
-                        slot.moved = now;
-                        slot.phase = Phase::Draining;
+                        drain(slot, socket, now, &mut c.closed_reset);
                         continue;
                     }
                 }
                 if slot.sent < turn.len() {
                     if stalled(slot) {
-                        c.closed_timeout += 1;
-                        socket.abort();
-                        slot.moved = now;
-                        slot.phase = Phase::Draining;
+                        drain(slot, socket, now, &mut c.closed_timeout);
                         continue;
                     }
                     return false;
@@ -632,10 +631,7 @@ fn step(
                     }
                 }
                 if wrong {
-                    c.closed_bad_response += 1;
-                    socket.abort();
-                    slot.moved = now;
-                    slot.phase = Phase::Draining;
+                    drain(slot, socket, now, &mut c.closed_bad_response);
                 } else if slot.read == turn.len() {
                     c.responses += 1;
                     response_times.record((now - slot.started).total_micros());
@@ -643,15 +639,9 @@ fn step(
                     next_turn(slot, socket, r, now, think);
                 } else if state == State::Closed || (!socket.may_recv() && !socket.can_recv()) {
                     // The peer ended the stream before its turn did.
-                    c.closed_reset += 1;
-                    socket.abort();
-                    slot.moved = now;
-                    slot.phase = Phase::Draining;
+                    drain(slot, socket, now, &mut c.closed_reset);
                 } else if stalled(slot) {
-                    c.closed_timeout += 1;
-                    socket.abort();
-                    slot.moved = now;
-                    slot.phase = Phase::Draining;
+                    drain(slot, socket, now, &mut c.closed_timeout);
                 } else {
                     return false;
                 }

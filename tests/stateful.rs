@@ -180,7 +180,15 @@ fn run_client(
     extra: &[&str],
 ) -> std::process::Output {
     let (n, b) = (connections.to_string(), bytes.to_string());
-    let mut args = vec![
+    let mut args = vec!["-n", &n, "--response-bytes", &b];
+    args.extend(extra);
+    inside_client(lab, server, &args)
+}
+
+/// `linerate tcp client` on the NAT's inside network (100.64.1.0/24 behind 100.64.0.1) to
+/// `server`, with `args`, reporting in JSON.
+fn inside_client(lab: &Lab, server: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
         "tcp",
         "client",
         "-i",
@@ -191,14 +199,10 @@ fn run_client(
         "100.64.0.1/16",
         "--server",
         server,
-        "-n",
-        &n,
-        "--response-bytes",
-        &b,
         "--json",
     ];
-    args.extend(extra);
-    linerate(&args)
+    all.extend(args);
+    linerate(&all)
 }
 
 /// The NAT's translations of the inside network to `outside` (its address toward the server),
@@ -287,33 +291,26 @@ fn a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(lab: &Lab, nginx: &
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (csv, plot) = (dir.path().join("seconds.csv"), dir.path().join("run.svg"));
     let server = format!("{}:80", lab.receiver_ip);
-    let out = linerate(&[
-        "tcp",
-        "client",
-        "-i",
-        &lab.sender,
-        "--src",
-        "100.64.1.0/24",
-        "--gateway",
-        "100.64.0.1/16",
-        "--server",
+    let out = inside_client(
+        lab,
         &server,
-        "--rate",
-        "400",
-        "--ramp-up",
-        "1s",
-        "--duration",
-        "1s",
-        "--ramp-down",
-        "1s",
-        "--response-bytes",
-        "4096",
-        "--json",
-        "--csv",
-        csv.to_str().unwrap(),
-        "--plot",
-        plot.to_str().unwrap(),
-    ]);
+        &[
+            "--rate",
+            "400",
+            "--ramp-up",
+            "1s",
+            "--duration",
+            "1s",
+            "--ramp-down",
+            "1s",
+            "--response-bytes",
+            "4096",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let report = json(&String::from_utf8_lossy(&out.stdout));
@@ -952,27 +949,9 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
     let server_ip = server.ip;
     let client = |server: &str, n: u64, extra: &[&str]| {
         let n = n.to_string();
-        let mut args = vec![
-            "tcp",
-            "client",
-            "-i",
-            &lab.sender,
-            "--src",
-            "100.64.1.0/24",
-            "--gateway",
-            "100.64.0.1/16",
-            "--server",
-            server,
-            "-n",
-            &n,
-            "--profile",
-            profile,
-            "--time-wait",
-            "0",
-            "--json",
-        ];
+        let mut args = vec!["-n", &n, "--profile", profile, "--time-wait", "0"];
         args.extend(extra);
-        let out = linerate(&args);
+        let out = inside_client(&lab, server, &args);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

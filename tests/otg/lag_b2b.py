@@ -8,6 +8,8 @@ and up (port.link); a static LAG's flow counted
 exactly; a bad LAG refused naming its field; and once the config is replaced, no LACP thread
 or Slow Protocols socket is left. Raises on failure."""
 import os
+import socket
+import struct
 import time
 
 import requests
@@ -160,6 +162,32 @@ def in_lag(m):
             and m.aggregatable)
 
 
+def marker_answer(iface, transaction, wait=3.0):
+    """Sends a Marker PDU (IEEE 802.1AX-2014 §6.5.3.3) out `iface` (the partner LAG's member
+    is on its other end) and reads back the Marker Response that comes in, decoded here:
+    (its source MAC, TLV length, requester port, system and transaction id), or None."""
+    me = bytes.fromhex("020000009901")
+    frame = (bytes.fromhex("0180c2000002") + me + b"\x88\x09" + bytes([2, 1, 1, 16])
+             + struct.pack(">H6sI", 9, me, transaction) + bytes(2 + 2 + 90))
+    assert len(frame) == 124
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x8809)) as s:
+        s.bind((iface, 0))
+        s.settimeout(0.2)
+        s.send(frame)
+        deadline = time.time() + wait
+        while time.time() < deadline:
+            try:
+                f = s.recv(2048)
+            except socket.timeout:
+                continue
+            # Subtype Marker, TLV Marker Response Information: ours by its transaction id.
+            if len(f) >= 30 and f[14] == 2 and f[16] == 2:
+                port, system, tid = struct.unpack(">H6sI", f[18:30])
+                if tid == transaction:
+                    return f[6:12].hex(":"), f[17], port, system.hex(":"), tid
+    return None
+
+
 def main():
     env = os.environ
     tx, rx = env["OTG_TX"], env["OTG_RX"]
@@ -232,6 +260,11 @@ def main():
              timeout=10)
     assert all(m.oper_status == "up" for m in lag_metrics(api).values())
 
+    # The Marker Responder: a Marker PDU sent to prx (from ptx's wire) is answered from prx's
+    # MAC with the requester's port, system and transaction id.
+    answer = marker_answer(tx.split("@")[0], 0x1234ABCD)
+    assert answer == (TC["rxMac"], 16, 9, "02:00:00:00:99:01", 0x1234ABCD), answer
+
     # Protocols stopped: both LAGs down; started: both up again.
     control(api, all="stop")
     wait_for("both LAGs down", lambda: all(
@@ -296,6 +329,8 @@ def main():
              lambda: flow_metrics_ok(api, dict(TC, pktCount=1000)))
     lags = lag_metrics(api)
     assert lags["lagTx"].frames_tx == 1000 and lags["lagRx"].frames_rx == 1000, lags
+    # A static LAG speaks no Slow Protocols: no Marker Response.
+    assert marker_answer(tx.split("@")[0], 0x55, wait=1.0) is None
     try:
         lacp_metrics(api)
     except Exception as e:

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::LacpError;
 use crate::machine::Machine;
-use crate::pdu::{ETHERTYPE, SLOW_PROTOCOLS_MAC, SUBTYPE_LACP, field};
+use crate::pdu::{ETHERTYPE, SLOW_PROTOCOLS_MAC, SUBTYPE_LACP, SUBTYPE_MARKER, field};
 use crate::spec::{LagSpec, LagView, Protocol};
 
 /// How long the thread waits for a frame before it runs the timers and looks at its flags.
@@ -287,11 +287,18 @@ fn run(spec: &LagSpec, links: &[Link], shared: &Shared) {
         }
         machine.set_running(shared.running.load(Ordering::Relaxed), now);
         for (i, l) in links.iter().enumerate() {
-            // Marker PDUs (subtype 2) and OAM (3) share the EtherType: LACP's only.
+            // LACPDUs go to the machines; a Marker PDU is answered at once (the Marker
+            // Responder); OAM (subtype 3) shares the EtherType and is not ours.
             while let Ok(n) = linerate_sys::recv_frame(&l.socket, &mut buf) {
                 let frame = &buf[..n.min(buf.len())];
-                if frame.get(field::SUBTYPE) == Some(&SUBTYPE_LACP) {
-                    machine.receive(i, frame, now);
+                match frame.get(field::SUBTYPE) {
+                    Some(&SUBTYPE_LACP) => machine.receive(i, frame, now),
+                    Some(&SUBTYPE_MARKER) => {
+                        if let Some(answer) = machine.marker(i, frame) {
+                            let _ = linerate_sys::send_frame(&l.socket, &answer);
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

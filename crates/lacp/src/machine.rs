@@ -398,6 +398,19 @@ impl Machine {
         }
     }
 
+    /// A Marker PDU that member `i` received: the Marker Responder's answer, from the member's
+    /// MAC, while LACP runs on it (a static LAG and a member down answer nothing).
+    pub fn marker(&self, i: usize, frame: &[u8]) -> Option<[u8; FRAME_LEN]> {
+        if !self.lacp || !self.running {
+            return None;
+        }
+        let m = self.members.get(i)?;
+        if m.rx == RxState::Disabled {
+            return None;
+        }
+        crate::pdu::marker_response(frame, m.mac)
+    }
+
     /// Runs the machines to `now`: the frames to send, by member.
     pub fn step(&mut self, now: Duration) -> Vec<(usize, [u8; FRAME_LEN])> {
         if !self.lacp || !self.running {

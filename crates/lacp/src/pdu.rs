@@ -9,6 +9,8 @@ pub const SLOW_PROTOCOLS_MAC: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x02];
 pub const ETHERTYPE: u16 = 0x8809;
 /// The LACP subtype of a Slow Protocols frame.
 pub const SUBTYPE_LACP: u8 = 1;
+/// The Marker protocol's subtype (802.1AX-2014 §6.5.3).
+pub const SUBTYPE_MARKER: u8 = 2;
 /// The version this codec writes (and the lowest it reads).
 pub const VERSION: u8 = 1;
 /// A LACPDU's frame without FCS: 14 bytes of Ethernet header and 110 of LACPDU.
@@ -213,6 +215,45 @@ impl Pdu {
             collector_max_delay: u16::from_be_bytes([c[max_delay.start], c[max_delay.start + 1]]),
         })
     }
+}
+
+/// The Marker protocol's TLV types: a Marker PDU carries the requester's information, its
+/// response the same information back (802.1AX-2014 §6.5.3.3).
+const TLV_MARKER_INFO: u8 = 1;
+const TLV_MARKER_RESPONSE: u8 = 2;
+/// The Marker Information TLV's length: type, length, Requester_Port (2), Requester_System (6),
+/// Requester_Transaction_ID (4) and 2 bytes of pad.
+const MARKER_TLV_LEN: u8 = 16;
+
+/// The Marker Responder (802.1AX-2014 §6.5.4.2): a Marker PDU received (`frame`, its Ethernet
+/// header first) is answered by a Marker Response PDU from `src` carrying the requester's
+/// port, system and transaction id back, so the requester knows every frame it sent on the
+/// link before the marker has arrived. None: `frame` is not a Marker PDU this reads (a
+/// response, a short frame, another subtype).
+pub fn marker_response(frame: &[u8], src: [u8; 6]) -> Option<[u8; FRAME_LEN]> {
+    if frame.len() < FRAME_LEN
+        || frame[field::ETHERTYPE] != ETHERTYPE.to_be_bytes()
+        || frame[field::SUBTYPE] != SUBTYPE_MARKER
+        || frame[field::VERSION] < VERSION
+    {
+        return None;
+    }
+    let tlv = field::ACTOR;
+    if frame[tlv] != TLV_MARKER_INFO || frame[tlv + 1] != MARKER_TLV_LEN {
+        return None;
+    }
+    let mut f = [0u8; FRAME_LEN];
+    f[field::DST].copy_from_slice(&SLOW_PROTOCOLS_MAC);
+    f[field::SRC].copy_from_slice(&src);
+    f[field::ETHERTYPE].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    f[field::SUBTYPE] = SUBTYPE_MARKER;
+    f[field::VERSION] = VERSION;
+    f[tlv] = TLV_MARKER_RESPONSE;
+    f[tlv + 1] = MARKER_TLV_LEN;
+    // Requester_Port, Requester_System and Requester_Transaction_ID, as they came; the pad,
+    // the Terminator TLV and the reserved bytes stay zero.
+    f[tlv + 2..tlv + 14].copy_from_slice(&frame[tlv + 2..tlv + 14]);
+    Some(f)
 }
 
 #[cfg(test)]

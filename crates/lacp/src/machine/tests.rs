@@ -315,3 +315,32 @@ fn lacp_stopped_on_one_member_takes_it_and_its_partner_out() {
     w.run(Duration::from_secs(1));
     assert!(w.a.views()[0].up && w.b.views()[0].up);
 }
+
+#[test]
+fn a_marker_is_answered_from_the_members_mac_while_lacp_runs_on_it() {
+    let a = lag("a", 1, 2, MemberLacp::default());
+    let mut m = Machine::new(&a);
+    m.set_running(true, Duration::ZERO);
+    m.set_link(0, true, Duration::ZERO);
+    // A Marker PDU (802.1AX-2014 §6.5.3.3): requester port 9, system 02:…, transaction 5.
+    let mut asked = [0u8; FRAME_LEN];
+    asked[0..6].copy_from_slice(&crate::pdu::SLOW_PROTOCOLS_MAC);
+    asked[12..18].copy_from_slice(&[0x88, 0x09, 2, 1, 1, 16]);
+    asked[18..30].copy_from_slice(&[0, 9, 2, 2, 2, 2, 2, 2, 0, 0, 0, 5]);
+    let answer = m.marker(0, &asked).expect("member 0 answers");
+    assert_eq!(answer[6..12], [0, 0, 1, 1, 1, 0], "from member 0's MAC");
+    assert_eq!(answer[16], 2, "a Marker Response");
+    assert_eq!(answer[18..30], asked[18..30]);
+    // Member 1's link is down; LACP stopped; a static LAG: no answer.
+    assert!(m.marker(1, &asked).is_none());
+    m.set_running(false, Duration::ZERO);
+    assert!(m.marker(0, &asked).is_none());
+    let s = LagSpec {
+        protocol: Protocol::Static { lag_id: 7 },
+        ..lag("s", 1, 1, MemberLacp::default())
+    };
+    let mut m = Machine::new(&s);
+    m.set_running(true, Duration::ZERO);
+    m.set_link(0, true, Duration::ZERO);
+    assert!(m.marker(0, &asked).is_none());
+}

@@ -229,19 +229,27 @@ struct Second {
     cps: f64,
     /// Segments sent again a second since the last row.
     retransmitted_per_s: f64,
+    /// Body bits received a second since the last row.
+    goodput_bps: f64,
 }
 
 impl Second {
     fn after(last: Option<&Second>, s: &ClientSnapshot) -> Second {
-        let (t, established, retransmitted) = last.map_or((0.0, 0, 0), |l| {
+        let (t, established, retransmitted, body) = last.map_or((0.0, 0, 0, 0), |l| {
             let c = &l.snapshot.counters;
-            (l.snapshot.elapsed_s, c.established, c.retransmitted)
+            (
+                l.snapshot.elapsed_s,
+                c.established,
+                c.retransmitted,
+                c.body_bytes,
+            )
         });
         let span = (s.elapsed_s - t).max(1e-9);
         Second {
             snapshot: *s,
             cps: (s.counters.established - established) as f64 / span,
             retransmitted_per_s: (s.counters.retransmitted - retransmitted) as f64 / span,
+            goodput_bps: (s.counters.body_bytes - body) as f64 * 8.0 / span,
         }
     }
 }
@@ -278,6 +286,9 @@ impl Written for ClientRun {
             "responses",
             "body_bytes",
             "retransmitted",
+            "goodput_mbps",
+            "rtt_p50_us",
+            "rtt_p99_us",
         ]);
         for second in &self.seconds {
             let s = &second.snapshot;
@@ -299,6 +310,9 @@ impl Written for ClientRun {
                 c.responses.to_string(),
                 c.body_bytes.to_string(),
                 c.retransmitted.to_string(),
+                format!("{:.3}", second.goodput_bps / 1e6),
+                format!("{:.0}", s.rtt.p50_us),
+                format!("{:.0}", s.rtt.p99_us),
             ]);
         }
         vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]

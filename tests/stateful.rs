@@ -356,6 +356,22 @@ fn a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(lab: &Lab, nginx: &
         ("800", "800"),
         "{last:?}"
     );
+    // The round trips so far, and every second's goodput: 800 bodies of 4096 bytes in all.
+    let p50: f64 = last[col("rtt_p50_us")].parse().unwrap();
+    assert!(p50 > 0.0, "{last:?}");
+    let goodput = col("goodput_mbps");
+    let mut t0 = 0.0;
+    let mut bits = 0.0;
+    for row in &rows {
+        let at: f64 = row[t].parse().unwrap();
+        bits += row[goodput].parse::<f64>().unwrap() * 1e6 * (at - t0);
+        t0 = at;
+    }
+    let want = 800.0 * 4096.0 * 8.0;
+    assert!(
+        (bits - want).abs() < want * 0.01,
+        "{bits} bits by the seconds, {want} received"
+    );
     let svg = std::fs::read_to_string(&plot).expect("the plot");
     for panel in [
         "connections a second",

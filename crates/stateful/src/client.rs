@@ -163,6 +163,8 @@ pub struct ClientSnapshot {
     pub active: u64,
     /// New connections a second the rate or schedule asked for at this time; None: unpaced.
     pub target_cps: Option<f64>,
+    /// The round trips timed so far.
+    pub rtt: Percentiles,
 }
 
 /// A client run's outcome.
@@ -414,6 +416,7 @@ pub fn run_client<L: Link>(
                 counters: c,
                 active: c.active(),
                 target_cps: config.target_at(elapsed),
+                rtt: table.rtt(),
             });
         }
         // Done when every connection has ended: a socket still draining (TIME-WAIT's 10 s,
@@ -463,6 +466,7 @@ pub fn run_client<L: Link>(
         counters: c,
         active: c.active(),
         target_cps: config.target_at(elapsed),
+        rtt: table.rtt(),
     });
     Ok(ClientReport {
         elapsed_s: elapsed,

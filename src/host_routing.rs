@@ -1,10 +1,10 @@
-//! `[host.bgp]`, `[host.ospf]`, `[host.isis]`: a host of a stream file that speaks BGP, OSPFv2
-//! or IS-IS. Each such host becomes a `linerate_routing` device (FRR's daemons in a namespace
-//! of its own, on a macvlan of the host's port with the host's MAC and address), the same
-//! devices OTG's `devices[].bgp`, `ospfv2` and `isis` make; `tx` starts them after the ports
-//! open and sends once every BGP session is up and has advertised its ranges, every OSPF
-//! neighbour is Full and every IS-IS adjacency up with the ranges in the host's own LSAs and
-//! LSPs.
+//! `[host.bgp]`, `[host.ospf]`, `[host.ospf6]`, `[host.isis]`: a host of a stream file that
+//! speaks BGP, OSPFv2, OSPFv3 or IS-IS. Each such host becomes a `linerate_routing` device
+//! (FRR's daemons in a namespace of its own, on a macvlan of the host's port with the host's
+//! MAC and addresses), the same devices OTG's `devices[].bgp`, `ospfv2`, `ospfv3` and `isis`
+//! make; `tx` starts them after the ports open and sends once every BGP session is up and has
+//! advertised its ranges, every OSPF neighbour is Full and every IS-IS adjacency up with the
+//! ranges in the host's own LSAs and LSPs.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,13 +23,14 @@ use crate::usage;
 /// How long the sessions have to come up and advertise everything before the run gives up.
 const SESSIONS_WAIT: Duration = Duration::from_secs(60);
 
-/// The devices of the hosts that have a `[host.bgp]`, `[host.ospf]` or `[host.isis]` table,
+/// The devices of the hosts that have a `[host.bgp]`, `[host.ospf]`, `[host.ospf6]` or
+/// `[host.isis]` table,
 /// with the group MACs their ports pass to the stack for them; a host's mistakes are one line
 /// naming it and the table (exit 2).
 pub fn devices(hosts: &[HostSpec]) -> Result<Vec<(Device, Vec<[u8; 6]>)>> {
     hosts
         .iter()
-        .filter(|h| h.bgp.is_some() || h.ospf.is_some() || h.isis.is_some())
+        .filter(|h| h.bgp.is_some() || h.ospf.is_some() || h.ospf6.is_some() || h.isis.is_some())
         .map(|h| device(h).map_err(|why| usage(format!("host {}: {why}", h.name))))
         .collect()
 }
@@ -38,6 +39,7 @@ fn device(h: &HostSpec) -> Result<(Device, Vec<[u8; 6]>), String> {
     let tables: Vec<&str> = [
         h.bgp.as_ref().map(|_| "[host.bgp]"),
         h.ospf.as_ref().map(|_| "[host.ospf]"),
+        h.ospf6.as_ref().map(|_| "[host.ospf6]"),
         h.isis.as_ref().map(|_| "[host.isis]"),
     ]
     .into_iter()
@@ -81,8 +83,12 @@ fn device(h: &HostSpec) -> Result<(Device, Vec<[u8; 6]>), String> {
         device.bgp = Some(bgp(h, b).map_err(|why| format!("[host.bgp]: {why}"))?);
     }
     if let Some(o) = &h.ospf {
-        device.ospf = Some(ospf(h, o).map_err(|why| format!("[host.ospf]: {why}"))?);
+        device.ospf = Some(ospf(h, o, false).map_err(|why| format!("[host.ospf]: {why}"))?);
         groups.extend(linerate_routing::OSPF_GROUPS);
+    }
+    if let Some(o) = &h.ospf6 {
+        device.ospf6 = Some(ospf(h, o, true).map_err(|why| format!("[host.ospf6]: {why}"))?);
+        groups.extend(linerate_routing::OSPF6_GROUPS);
     }
     if let Some(i) = &h.isis {
         device.isis = Some(isis(h, i).map_err(|why| format!("[host.isis]: {why}"))?);
@@ -183,23 +189,38 @@ fn igp_range(
     ))
 }
 
-fn ospf(h: &HostSpec, o: &HostOspf) -> Result<Ospf, String> {
-    if h.ipv4.is_none() {
-        return Err("OSPFv2 runs on the host's IPv4 address: give it one".into());
+/// The host's OSPFv2 router, or its OSPFv3 one (`v3`: on its IPv6 address, IPv6 ranges).
+fn ospf(h: &HostSpec, o: &HostOspf, v3: bool) -> Result<Ospf, String> {
+    let (version, family) = if v3 {
+        ("OSPFv3", "IPv6")
+    } else {
+        ("OSPFv2", "IPv4")
+    };
+    let has = if v3 {
+        h.ipv6.is_some()
+    } else {
+        h.ipv4.is_some()
+    };
+    if !has {
+        return Err(format!(
+            "{version} runs on the host's {family} address: give it one"
+        ));
     }
     let router_id = o
         .router_id
         .or(h.ipv4.map(|a| a.addr()))
-        .ok_or("no router-id")?;
+        .ok_or("no router-id: give router-id = \"A.B.C.D\" or the host an IPv4 address")?;
     let hello = o.hello.unwrap_or(10);
     let routes = o
         .routes
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let (name, block) = igp_range(h, "ospf", i, r)?;
-            if !matches!(r.prefix, IpNet::V4(_)) {
-                return Err(format!("route range {name}: OSPFv2 advertises IPv4 prefixes"));
+            let (name, block) = igp_range(h, if v3 { "ospf6-" } else { "ospf" }, i, r)?;
+            if matches!(r.prefix, IpNet::V4(_)) == v3 {
+                return Err(format!(
+                    "route range {name}: {version} advertises {family} prefixes"
+                ));
             }
             let origin = match r.origin.as_deref() {
                 None | Some("external-type-2") => OspfOrigin::External2,
@@ -221,13 +242,14 @@ fn ospf(h: &HostSpec, o: &HostOspf) -> Result<Ospf, String> {
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let igp = if v3 { "ospf6" } else { "ospf" };
     Ok(Ospf {
-        name: format!("{}-ospf", h.name),
+        name: format!("{}-{igp}", h.name),
         router_id,
         lsa_refresh: 1800,
         retransmit: 5,
         interfaces: vec![OspfInterface {
-            name: format!("{}-ospf-if", h.name),
+            name: format!("{}-{igp}-if", h.name),
             link: 0,
             area: o.area.unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
             point_to_point: o.point_to_point,
@@ -364,6 +386,17 @@ pub fn start(devices: Vec<Device>, stop: &AtomicBool) -> Result<Routers> {
             (o.name.clone(), p.collect())
         })
         .collect();
+    let ospf6_want: Vec<(String, Vec<IpNet>)> = devices
+        .iter()
+        .filter_map(|d| d.ospf6.as_ref())
+        .map(|o| {
+            let p = o
+                .routes
+                .iter()
+                .flat_map(|r| r.prefixes().unwrap_or_default());
+            (o.name.clone(), p.collect())
+        })
+        .collect();
     let isis_want: Vec<(String, Vec<IpNet>)> = devices
         .iter()
         .filter_map(|d| d.isis.as_ref())
@@ -422,6 +455,36 @@ pub fn start(devices: Vec<Device>, stop: &AtomicBool) -> Result<Routers> {
                         .unwrap_or_default();
                     behind.push(format!(
                         "OSPF {name}: neighbours [{}], {} of {} ranges' prefixes in its LSAs",
+                        states.join(", "),
+                        prefixes.len() - missing,
+                        prefixes.len()
+                    ));
+                }
+            }
+        }
+        if !ospf6_want.is_empty() {
+            let states = routers.ospf6().context("the hosts' OSPFv3 routers")?;
+            for (name, prefixes) in &ospf6_want {
+                let view = states
+                    .iter()
+                    .find(|s| &s.name == name)
+                    .and_then(|s| s.view.as_ref());
+                let full = view.is_some_and(|v| {
+                    !v.neighbours.is_empty() && v.neighbours.iter().all(|n| n.full())
+                });
+                let own = view.map(|v| v.own_prefixes()).unwrap_or_default();
+                let missing = prefixes.iter().filter(|p| !own.contains(p)).count();
+                if !full || missing > 0 {
+                    let states: Vec<String> = view
+                        .map(|v| {
+                            v.neighbours
+                                .iter()
+                                .map(|n| format!("{} {}", n.router_id, n.state))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    behind.push(format!(
+                        "OSPFv3 {name}: neighbours [{}], {} of {} ranges' prefixes in its LSAs",
                         states.join(", "),
                         prefixes.len() - missing,
                         prefixes.len()

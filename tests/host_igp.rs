@@ -1,5 +1,6 @@
-//! `[host.ospf]` and `[host.isis]` (issue 35's CLI): two hosts of a stream file on the two ends
-//! of a lab's link, each an OSPFv2 and an IS-IS router through FRR's ospfd and isisd,
+//! `[host.ospf]`, `[host.ospf6]` and `[host.isis]` (issue 35's CLI): two hosts of a stream file
+//! on the two ends of a lab's link, each an OSPFv2, OSPFv3 and IS-IS router through FRR's
+//! ospfd, ospf6d and isisd,
 //! advertising ranges to the other. Each host's own FIB (its namespace's kernel routes, which
 //! zebra installs from the daemons) holds the other's ranges exactly, learned by the protocol
 //! that advertised them, while the run lasts; frames between the hosts are counted exactly;
@@ -24,6 +25,7 @@ port = "{lab}0"
 mac = "02:00:00:00:0c:01"
 ipv4 = "198.18.0.1/30"
 gateway = "198.18.0.2"
+ipv6 = "2001:db8:ff::1/64"
 {west_extra}
 
 [host.ospf]
@@ -36,12 +38,18 @@ hello = 1
 dead = 3
 routes = [{{ prefix = "100.2.0.0/24", count = 20, metric = 30 }}]
 
+[host.ospf6]
+hello = 1
+dead = 4
+routes = [{{ prefix = "2001:db8:100::/64", count = 8 }}]
+
 [[host]]
 name = "east"
 port = "{lab}1@{lab}-sink"
 mac = "02:00:00:00:0c:02"
 ipv4 = "198.18.0.2/30"
 gateway = "198.18.0.1"
+ipv6 = "2001:db8:ff::2/64"
 
 [host.ospf]
 hello = 1
@@ -52,6 +60,11 @@ routes = [{{ prefix = "100.3.0.0/24", count = 10, origin = "intra-area" }}]
 hello = 1
 dead = 3
 routes = [{{ prefix = "100.4.0.0/24", count = 10 }}]
+
+[host.ospf6]
+hello = 1
+dead = 4
+routes = [{{ prefix = "2001:db8:200::/64", count = 4, origin = "intra-area" }}]
 
 [[stream]]
 name = "west-east"
@@ -65,8 +78,9 @@ rate = "10k"
 
 /// The routes of `proto` in namespace `ns` whose prefix starts with `start`.
 fn fib(ns: &str, proto: &str, start: &str) -> usize {
+    let family = if start.contains(':') { "-6" } else { "-4" };
     let out = Command::new("ip")
-        .args(["-n", ns, "-4", "route", "show", "proto", proto])
+        .args(["-n", ns, family, "route", "show", "proto", proto])
         .output()
         .expect("ip route");
     String::from_utf8_lossy(&out.stdout)
@@ -89,8 +103,8 @@ fn namespace_with(namespaces: &[String], mac: &str) -> Option<String> {
 }
 
 #[test]
-fn ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
-    if !root_or_skip("ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs") {
+fn ospf_ospf6_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
+    if !root_or_skip("ospf_ospf6_and_isis_hosts_learn_each_others_ranges_into_their_fibs") {
         return;
     }
     let lab = LabGuard::up(&LabConfig {
@@ -118,9 +132,10 @@ fn ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
     // Each host's FIB while the run lasts: the other's ranges, by the protocol that carried
     // them (OSPF external and intra-area routes, IS-IS level 2 routes).
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = [0usize; 4];
+    let want = [20, 20, 8, 10, 10, 4];
+    let mut seen = [0usize; 6];
     let mut names = (None, None);
-    while Instant::now() < deadline && seen != [20, 20, 10, 10] {
+    while Instant::now() < deadline && seen != want {
         let ours = common::device_namespaces_of(pid);
         if names.0.is_none() || names.1.is_none() {
             names = (
@@ -132,8 +147,10 @@ fn ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
             let now = [
                 fib(east, "ospf", "100.1."),
                 fib(east, "isis", "100.2."),
+                fib(east, "ospf", "2001:db8:100:"),
                 fib(west, "ospf", "100.3."),
                 fib(west, "isis", "100.4."),
+                fib(west, "ospf", "2001:db8:200:"),
             ];
             for (s, n) in seen.iter_mut().zip(now) {
                 *s = (*s).max(n);
@@ -145,9 +162,8 @@ fn ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
-        seen,
-        [20, 20, 10, 10],
-        "east's OSPF and IS-IS routes from west, west's from east; {stderr}"
+        seen, want,
+        "east's OSPFv2, IS-IS and OSPFv3 routes from west, west's from east; {stderr}"
     );
     let r = json(&String::from_utf8_lossy(&out.stdout));
     let east = r["ports"]
@@ -184,7 +200,7 @@ fn ospf_and_isis_hosts_learn_each_others_ranges_into_their_fibs() {
         (
             "mac = \"02:00:00:00:0c:01\"",
             "",
-            "host west: [host.ospf], [host.isis]: a routing host needs a mac of its own",
+            "host west: [host.ospf], [host.ospf6], [host.isis]: a routing host needs a mac of its own",
         ),
         (
             "hello = 1\ndead = 4\nroutes = [{ prefix = \"100.1.0.0/24\"",

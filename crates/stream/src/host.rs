@@ -52,20 +52,24 @@ pub struct HostSpec {
     /// host's link, advertising `routes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ospf: Option<HostOspf>,
+    /// An OSPFv3 router on the host's IPv6 address (`[host.ospf6]`): FRR's ospf6d, its keys
+    /// those of `[host.ospf]`, its ranges IPv6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ospf6: Option<HostOspf>,
     /// An IS-IS router with the host's MAC and addresses (`[host.isis]`): FRR's isisd on the
     /// host's link, advertising `routes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isis: Option<HostIsis>,
 }
 
-/// A host's OSPFv2 router: one interface, the host's link, in one area.
+/// A host's OSPFv2 (or OSPFv3) router: one interface, the host's link, in one area.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct HostOspf {
     /// Default: the backbone, 0.0.0.0.
     #[serde(default)]
     pub area: Option<Ipv4Addr>,
-    /// Default: the host's IPv4 address.
+    /// Default: the host's IPv4 address (an OSPFv3 host without one must give it).
     #[serde(default)]
     pub router_id: Option<Ipv4Addr>,
     /// The host and its neighbour alone on the link (default); false: a broadcast network

@@ -96,6 +96,23 @@ pub struct Ospf6View {
     pub lsas: Vec<Lsa6>,
 }
 
+impl Ospf6View {
+    /// The prefixes the router's own LSAs advertise: its intra-area-prefix, inter-area-prefix,
+    /// AS-external and NSSA LSAs'.
+    pub fn own_prefixes(&self) -> Vec<IpNet> {
+        let mut out = Vec::new();
+        for l in self.lsas.iter().filter(|l| l.header.own) {
+            match &l.body {
+                Body6::IntraPrefix(p) => out.extend(p.iter().map(|(n, _)| *n)),
+                Body6::InterPrefix { prefix, .. } => out.push(*prefix),
+                Body6::External(e) | Body6::Nssa(e) => out.push(e.prefix),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
 /// One OSPFv3 LSA: its header and what its type carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lsa6 {

@@ -358,6 +358,41 @@ fn community(c: &str) -> Result<(u16, u16), String> {
     Ok((a.parse().map_err(|_| bad())?, v.parse().map_err(|_| bad())?))
 }
 
+/// An OSPF router's name and every prefix of its ranges.
+fn ospf_ranges(o: &Ospf) -> (String, Vec<IpNet>) {
+    let prefixes = o
+        .routes
+        .iter()
+        .flat_map(|r| r.prefixes().unwrap_or_default());
+    (o.name.clone(), prefixes.collect())
+}
+
+/// Where an OSPF router stands when not every neighbour is Full or not every prefix of its
+/// ranges is in its own LSAs (`view`: its neighbours and those prefixes; None: not running).
+fn ospf_behind(
+    version: &str,
+    name: &str,
+    prefixes: &[IpNet],
+    view: Option<(&[linerate_routing::frr::ospf::Neighbour], Vec<IpNet>)>,
+) -> Option<String> {
+    let (neighbours, own) = view.unwrap_or_default();
+    let full = !neighbours.is_empty() && neighbours.iter().all(|n| n.full());
+    let missing = prefixes.iter().filter(|p| !own.contains(p)).count();
+    if full && missing == 0 {
+        return None;
+    }
+    let states: Vec<String> = neighbours
+        .iter()
+        .map(|n| format!("{} {}", n.router_id, n.state))
+        .collect();
+    Some(format!(
+        "{version} {name}: neighbours [{}], {} of {} ranges' prefixes in its LSAs",
+        states.join(", "),
+        prefixes.len() - missing,
+        prefixes.len()
+    ))
+}
+
 /// Starts the devices' daemons and waits until each BGP session is established and has
 /// advertised every prefix of its ranges (bgpd's own count), each OSPF neighbour is Full and
 /// each IS-IS adjacency up, with every range in the host's own LSAs and LSPs (the daemons'
@@ -375,37 +410,27 @@ pub fn start(devices: Vec<Device>, stop: &AtomicBool) -> Result<Routers> {
         })
         .collect();
     // Each IGP router's name and the prefixes its own database must hold.
-    let ospf_want: Vec<(String, Vec<IpNet>)> = devices
+    let ospf_want: Vec<_> = devices
         .iter()
         .filter_map(|d| d.ospf.as_ref())
-        .map(|o| {
-            let p = o
-                .routes
-                .iter()
-                .flat_map(|r| r.prefixes().unwrap_or_default());
-            (o.name.clone(), p.collect())
-        })
+        .map(ospf_ranges)
         .collect();
-    let ospf6_want: Vec<(String, Vec<IpNet>)> = devices
+    let ospf6_want: Vec<_> = devices
         .iter()
         .filter_map(|d| d.ospf6.as_ref())
-        .map(|o| {
-            let p = o
-                .routes
-                .iter()
-                .flat_map(|r| r.prefixes().unwrap_or_default());
-            (o.name.clone(), p.collect())
-        })
+        .map(ospf_ranges)
         .collect();
     let isis_want: Vec<(String, Vec<IpNet>)> = devices
         .iter()
         .filter_map(|d| d.isis.as_ref())
         .map(|i| {
-            let p = i
-                .routes
-                .iter()
-                .flat_map(|r| r.prefixes().unwrap_or_default());
-            (i.name.clone(), p.collect())
+            (
+                i.name.clone(),
+                i.routes
+                    .iter()
+                    .flat_map(|r| r.prefixes().unwrap_or_default())
+                    .collect(),
+            )
         })
         .collect();
     let mut routers = Routers::start(devices).context("the hosts' routing daemons")?;
@@ -439,27 +464,12 @@ pub fn start(devices: Vec<Device>, stop: &AtomicBool) -> Result<Routers> {
                     .iter()
                     .find(|s| &s.name == name)
                     .and_then(|s| s.view.as_ref());
-                let full = view.is_some_and(|v| {
-                    !v.neighbours.is_empty() && v.neighbours.iter().all(|n| n.full())
-                });
-                let own = view.map(|v| v.lsas.own_prefixes()).unwrap_or_default();
-                let missing = prefixes.iter().filter(|p| !own.contains(p)).count();
-                if !full || missing > 0 {
-                    let states: Vec<String> = view
-                        .map(|v| {
-                            v.neighbours
-                                .iter()
-                                .map(|n| format!("{} {}", n.router_id, n.state))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    behind.push(format!(
-                        "OSPF {name}: neighbours [{}], {} of {} ranges' prefixes in its LSAs",
-                        states.join(", "),
-                        prefixes.len() - missing,
-                        prefixes.len()
-                    ));
-                }
+                behind.extend(ospf_behind(
+                    "OSPF",
+                    name,
+                    prefixes,
+                    view.map(|v| (&v.neighbours[..], v.lsas.own_prefixes())),
+                ));
             }
         }
         if !ospf6_want.is_empty() {
@@ -469,27 +479,12 @@ pub fn start(devices: Vec<Device>, stop: &AtomicBool) -> Result<Routers> {
                     .iter()
                     .find(|s| &s.name == name)
                     .and_then(|s| s.view.as_ref());
-                let full = view.is_some_and(|v| {
-                    !v.neighbours.is_empty() && v.neighbours.iter().all(|n| n.full())
-                });
-                let own = view.map(|v| v.own_prefixes()).unwrap_or_default();
-                let missing = prefixes.iter().filter(|p| !own.contains(p)).count();
-                if !full || missing > 0 {
-                    let states: Vec<String> = view
-                        .map(|v| {
-                            v.neighbours
-                                .iter()
-                                .map(|n| format!("{} {}", n.router_id, n.state))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    behind.push(format!(
-                        "OSPFv3 {name}: neighbours [{}], {} of {} ranges' prefixes in its LSAs",
-                        states.join(", "),
-                        prefixes.len() - missing,
-                        prefixes.len()
-                    ));
-                }
+                behind.extend(ospf_behind(
+                    "OSPFv3",
+                    name,
+                    prefixes,
+                    view.map(|v| (&v.neighbours[..], v.own_prefixes())),
+                ));
             }
         }
         if !isis_want.is_empty() {

@@ -81,21 +81,22 @@ fn what_is_not_a_lacpdu_is_refused_with_why() {
 
 /// An independent decoder reads what the codec writes: tcpdump's LACP dissector
 /// (print-slow.c), on a pcap of the frame.
-#[test]
-fn tcpdump_decodes_the_frame_as_written() {
+/// What `tcpdump -v -nn -e` reads off a pcap of `frames`: an independent decoder's view.
+fn tcpdump_reads(frames: &[&[u8]]) -> String {
     use pcap_file::pcap::{PcapPacket, PcapWriter};
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("lacp.pcap");
-    let frame = sample().emit(SRC);
+    let path = dir.path().join("slow.pcap");
     {
         let file = std::fs::File::create(&path).expect("create the pcap");
         let mut w = PcapWriter::new(file).expect("pcap header");
-        w.write_packet(&PcapPacket::new(
-            std::time::Duration::ZERO,
-            frame.len() as u32,
-            &frame,
-        ))
-        .expect("write the frame");
+        for frame in frames {
+            w.write_packet(&PcapPacket::new(
+                std::time::Duration::ZERO,
+                frame.len() as u32,
+                frame,
+            ))
+            .expect("write the frame");
+        }
     }
     let out = std::process::Command::new("tcpdump")
         .args(["-v", "-nn", "-e", "-r"])
@@ -107,7 +108,12 @@ fn tcpdump_decodes_the_frame_as_written() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8_lossy(&out.stdout);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn tcpdump_decodes_the_frame_as_written() {
+    let text = tcpdump_reads(&[&sample().emit(SRC)]);
     for line in [
         "00:00:01:01:01:01 > 01:80:c2:00:00:02, ethertype Slow Protocols (0x8809), length 124",
         "LACPv1, length 110",
@@ -157,29 +163,9 @@ fn a_marker_is_answered_with_its_requesters_fields_and_nothing_else_is() {
 
 #[test]
 fn tcpdump_decodes_the_marker_and_its_response_as_written() {
-    use pcap_file::pcap::{PcapPacket, PcapWriter};
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("marker.pcap");
     let asked = marker([2, 2, 2, 2, 2, 2], 7, 0x1234_5678);
     let answer = marker_response(&asked, SRC).expect("an answer");
-    {
-        let file = std::fs::File::create(&path).expect("create the pcap");
-        let mut w = PcapWriter::new(file).expect("pcap header");
-        for frame in [&asked, &answer] {
-            w.write_packet(&PcapPacket::new(
-                std::time::Duration::ZERO,
-                frame.len() as u32,
-                frame,
-            ))
-            .expect("write the frame");
-        }
-    }
-    let out = std::process::Command::new("tcpdump")
-        .args(["-v", "-nn", "-e", "-r"])
-        .arg(&path)
-        .output()
-        .expect("tcpdump is installed (scripts/setup.sh)");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = tcpdump_reads(&[&asked, &answer]);
     // tcpdump 4.99 names the request's TLV and its fields; the response's type (0x02, Marker
     // Response Information) it does not name, so its bytes are read off its hex dump: the
     // requester's port, system and transaction id, then the pad.

@@ -194,6 +194,15 @@ impl<'a> Table<'a> {
                         Side::Server => src,
                     };
                     match self.slot_of.get(&key) {
+                        Some(&slot) if syn && self.owns_syn(slot as usize) => {
+                            // A SYN again (the peer lost our SYN-ACK) or late. Its own socket
+                            // ignores it, but smoltcp hands a frame to the first socket of the
+                            // shard that accepts it, and a listener before the slot would
+                            // open a second connection on the same addresses, whose reset
+                            // then ends the first: the socket's own retransmission answers.
+                            let _ = link.receive(now);
+                            continue;
+                        }
                         Some(&slot) => {
                             if let Some(ack) = ack {
                                 self.acknowledged(slot as usize, ack, now);
@@ -402,6 +411,19 @@ impl<'a> Table<'a> {
             self.rtt.record((now.total_micros() - at).max(0) as u64);
             sent.timed = None;
         }
+    }
+
+    /// Whether `slot`'s connection is the one a SYN for it belongs to: a server's, from the
+    /// SYN that opened it until TIME-WAIT (where a new connection of the same addresses may
+    /// begin, as RFC 6191 lets it).
+    fn owns_syn(&self, slot: usize) -> bool {
+        self.side == Side::Server
+            && !matches!(
+                self.shards[slot / SHARD]
+                    .get::<tcp::Socket>(self.handles[slot])
+                    .state(),
+                State::Listen | State::Closed | State::TimeWait
+            )
     }
 
     /// A shard with a listening socket, round from the last one that had one.

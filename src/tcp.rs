@@ -10,10 +10,9 @@ use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs};
 use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
     Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Recording,
-    Replay, Schedule, ServerConfig, StatefulError,
+    Replay, Schedule, ServerConfig, ServerReport, ServerSnapshot, StatefulError,
 };
 
-use crate::output::{print_json, println};
 use crate::usage::usage;
 
 pub fn run(action: &TcpAction) -> Result<()> {
@@ -244,13 +243,42 @@ impl Second {
                 c.body_bytes,
             )
         });
-        let span = (s.elapsed_s - t).max(1e-9);
+        let per_s = |now: u64, then: u64| per_second(now - then, s.elapsed_s - t);
         Second {
             snapshot: *s,
-            cps: (s.counters.established - established) as f64 / span,
-            retransmitted_per_s: (s.counters.retransmitted - retransmitted) as f64 / span,
-            goodput_bps: (s.counters.body_bytes - body) as f64 * 8.0 / span,
+            cps: per_s(s.counters.established, established),
+            retransmitted_per_s: per_s(s.counters.retransmitted, retransmitted),
+            goodput_bps: per_s(s.counters.body_bytes, body) * 8.0,
         }
+    }
+}
+
+/// `count` over `span` seconds (a row's span is about a second; the last may be shorter).
+fn per_second(count: u64, span: f64) -> f64 {
+    count as f64 / span.max(1e-9)
+}
+
+/// A plot's curve through `rows`, where `y` has a value.
+fn curve<T>(
+    name: &str,
+    dashed: bool,
+    rows: &[T],
+    x: impl Fn(&T) -> f64,
+    y: impl Fn(&T) -> Option<f64>,
+) -> Curve {
+    Curve {
+        name: name.into(),
+        points: rows.iter().filter_map(|r| Some((x(r), y(r)?))).collect(),
+        dashed,
+    }
+}
+
+/// A panel over seconds.
+fn panel(y: &str, curves: Vec<Curve>) -> Panel {
+    Panel {
+        x_desc: "seconds".into(),
+        y_desc: y.into(),
+        curves,
     }
 }
 
@@ -319,24 +347,13 @@ impl Written for ClientRun {
     }
 
     fn plot(&self, path: &Path) -> Result<bool, ReportError> {
-        let curve = |name: &str, dashed: bool, y: &dyn Fn(&Second) -> Option<f64>| Curve {
-            name: name.into(),
-            points: self
-                .seconds
-                .iter()
-                .filter_map(|s| Some((s.snapshot.elapsed_s, y(s)?)))
-                .collect(),
-            dashed,
+        let curve = |name: &str, dashed: bool, y: &dyn Fn(&Second) -> Option<f64>| {
+            curve(name, dashed, &self.seconds, |s| s.snapshot.elapsed_s, y)
         };
         let mut rates = vec![curve("established a second", false, &|s| Some(s.cps))];
         if self.seconds.iter().any(|s| s.snapshot.target_cps.is_some()) {
             rates.push(curve("asked", true, &|s| s.snapshot.target_cps));
         }
-        let panel = |y: &str, curves| Panel {
-            x_desc: "seconds".into(),
-            y_desc: y.into(),
-            curves,
-        };
         let panels = [
             panel("connections a second", rates),
             panel(
@@ -428,6 +445,10 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         seed: std::process::id().into(),
     };
     config.addresses.validate().map_err(lift)?;
+    // The files are reserved before the port opens: a bad path costs no run.
+    let csv: Vec<_> = args.csv.iter().cloned().collect();
+    let json = args.json.then_some(Path::new("-"));
+    let outputs = Outputs::reserve(json, &csv, args.plot.as_deref())?;
     let mut link =
         PacketLink::open(&args.interface, args.netns.as_deref(), config.addresses).map_err(lift)?;
     let stop = crate::signal::stop_flag()?;
@@ -442,24 +463,148 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         "tcp server on {}: listening on {addr}:{}; Ctrl-C to stop",
         args.interface, args.port
     );
-    let report = linerate_stateful::run_server(&mut link, &config, &stop, |t, c| {
+    let mut seconds: Vec<ServerSecond> = Vec::new();
+    let report = linerate_stateful::run_server(&mut link, &config, &stop, |s| {
+        let second = ServerSecond::after(seconds.last(), s);
+        let c = &s.counters;
         eprintln!(
-            "{t:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}  retransmitted {}",
+            "{:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}  retransmitted {}  {:.0} cps",
+            s.elapsed_s,
             c.accepted,
             c.active(),
             c.requests,
             c.responses,
             c.body_bytes,
-            c.retransmitted
+            c.retransmitted,
+            second.cps
         );
+        seconds.push(second);
     })
     .map_err(lift)?;
-    if args.json {
-        print_json(&report)
-    } else {
-        let c = report.counters;
-        println(&format!(
-            "connections  accepted {}  closed {}  reset {}  bad request {}  timed out {}\nrequests     {}  responses {}  body bytes {}\nsegments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
+    let run = ServerRun {
+        report,
+        seconds,
+        interface: args.interface.clone(),
+        listening: std::net::SocketAddrV4::new(addr, args.port),
+    };
+    crate::output::wrote(&outputs.write(&run)?)
+}
+
+/// One second of a server run, as the CSV and the plot show it.
+#[derive(Debug, Clone, Copy)]
+struct ServerSecond {
+    snapshot: ServerSnapshot,
+    /// Connections accepted a second since the last row.
+    cps: f64,
+    retransmitted_per_s: f64,
+    /// Body bits sent a second since the last row.
+    goodput_bps: f64,
+}
+
+impl ServerSecond {
+    fn after(last: Option<&ServerSecond>, s: &ServerSnapshot) -> ServerSecond {
+        let then = last.map(|l| (l.snapshot.elapsed_s, l.snapshot.counters));
+        let (t, c0) = then.unwrap_or_default();
+        let c = &s.counters;
+        let per_s = |now: u64, then: u64| per_second(now - then, s.elapsed_s - t);
+        ServerSecond {
+            snapshot: *s,
+            cps: per_s(c.accepted, c0.accepted),
+            retransmitted_per_s: per_s(c.retransmitted, c0.retransmitted),
+            goodput_bps: per_s(c.body_bytes, c0.body_bytes) * 8.0,
+        }
+    }
+}
+
+/// A server run: its report and its seconds.
+struct ServerRun {
+    report: ServerReport,
+    seconds: Vec<ServerSecond>,
+    interface: String,
+    listening: std::net::SocketAddrV4,
+}
+
+impl Written for ServerRun {
+    fn json(&self) -> String {
+        serde_json::to_string_pretty(&self.report).unwrap_or_default() + "\n"
+    }
+
+    fn csv(&self) -> Vec<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let _ = w.write_record([
+            "elapsed_s",
+            "cps",
+            "accepted",
+            "active",
+            "closed",
+            "reset",
+            "bad_request",
+            "timeout",
+            "requests",
+            "responses",
+            "body_bytes",
+            "retransmitted",
+            "goodput_mbps",
+            "rtt_p50_us",
+            "rtt_p99_us",
+        ]);
+        for second in &self.seconds {
+            let s = &second.snapshot;
+            let c = &s.counters;
+            let _ = w.write_record([
+                format!("{:.3}", s.elapsed_s),
+                format!("{:.1}", second.cps),
+                c.accepted.to_string(),
+                c.active().to_string(),
+                c.closed.to_string(),
+                c.reset.to_string(),
+                c.bad_request.to_string(),
+                c.timeout.to_string(),
+                c.requests.to_string(),
+                c.responses.to_string(),
+                c.body_bytes.to_string(),
+                c.retransmitted.to_string(),
+                format!("{:.3}", second.goodput_bps / 1e6),
+                format!("{:.0}", s.rtt.p50_us),
+                format!("{:.0}", s.rtt.p99_us),
+            ]);
+        }
+        vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]
+    }
+
+    fn plot(&self, path: &Path) -> Result<bool, ReportError> {
+        let curve = |name: &str, y: &dyn Fn(&ServerSecond) -> Option<f64>| {
+            curve(name, false, &self.seconds, |s| s.snapshot.elapsed_s, y)
+        };
+        let panels = [
+            panel(
+                "connections a second",
+                vec![curve("accepted a second", &|s| Some(s.cps))],
+            ),
+            panel(
+                "connections open",
+                vec![curve("accepted, not ended", &|s| {
+                    Some(s.snapshot.counters.active() as f64)
+                })],
+            ),
+            panel(
+                "segments sent again a second",
+                vec![curve("retransmitted", &|s| Some(s.retransmitted_per_s))],
+            ),
+        ];
+        let title = format!(
+            "linerate tcp server: {} on {}",
+            self.interface, self.listening
+        );
+        plot_panels(path, &title, &panels).map(|()| true)
+    }
+
+    fn table(&self) -> String {
+        let (r, c) = (&self.report, &self.report.counters);
+        format!(
+            "connections  accepted {}  closed {}  reset {}  bad request {}  timed out {}\n\
+             requests     {}  responses {}  body bytes {}\n\
+             segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
             c.accepted,
             c.closed,
             c.reset,
@@ -469,8 +614,8 @@ fn server(args: &TcpServerArgs) -> Result<()> {
             c.responses,
             c.body_bytes,
             c.retransmitted,
-            report.rtt.p50_us,
-            report.rtt.p99_us
-        ))
+            r.rtt.p50_us,
+            r.rtt.p99_us
+        )
     }
 }

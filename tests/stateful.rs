@@ -359,20 +359,30 @@ fn a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(lab: &Lab, nginx: &
     // The round trips so far, and every second's goodput: 800 bodies of 4096 bytes in all.
     let p50: f64 = last[col("rtt_p50_us")].parse().unwrap();
     assert!(p50 > 0.0, "{last:?}");
-    let goodput = col("goodput_mbps");
-    let mut t0 = 0.0;
-    let mut bits = 0.0;
-    for row in &rows {
-        let at: f64 = row[t].parse().unwrap();
-        bits += row[goodput].parse::<f64>().unwrap() * 1e6 * (at - t0);
-        t0 = at;
-    }
+    let bits = over_the_seconds(&rows, t, col("goodput_mbps")) * 1e6;
     let want = 800.0 * 4096.0 * 8.0;
     assert!(
         (bits - want).abs() < want * 0.01,
         "{bits} bits by the seconds, {want} received"
     );
-    let svg = std::fs::read_to_string(&plot).expect("the plot");
+    has_the_three_panels(&plot);
+}
+
+/// A rate column of a CSV's rows summed over their seconds: what it counted in all.
+fn over_the_seconds(rows: &[csv::StringRecord], t: usize, rate: usize) -> f64 {
+    let mut t0 = 0.0;
+    let mut sum = 0.0;
+    for row in rows {
+        let at: f64 = row[t].parse().unwrap();
+        sum += row[rate].parse::<f64>().unwrap() * (at - t0);
+        t0 = at;
+    }
+    sum
+}
+
+/// A `tcp` plot's three panels.
+fn has_the_three_panels(plot: &Path) {
+    let svg = std::fs::read_to_string(plot).expect("the plot");
     for panel in [
         "connections a second",
         "connections open",
@@ -643,6 +653,18 @@ fn bad_client_input_is_one_line_and_exit_2() {
         let line = common::linerate_usage_error(&all);
         assert!(line.contains(says), "{all:?}: {line}");
     }
+    // The server's files are reserved before its port opens, as the client's are.
+    let line = common::linerate_usage_error(&[
+        "tcp",
+        "server",
+        "-i",
+        "nosuch0",
+        "--address",
+        "10.0.0.1/24",
+        "--plot",
+        "served.txt",
+    ]);
+    assert!(line.contains(".svg or .png"), "{line}");
 }
 
 #[test]
@@ -651,7 +673,17 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         return;
     }
     let lab = nat_lab("sts");
-    let server = Emulated::start(&lab, &[]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (csv, plot) = (dir.path().join("served.csv"), dir.path().join("served.svg"));
+    let server = Emulated::start(
+        &lab,
+        &[
+            "--csv",
+            csv.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+        ],
+    );
     let server_ip = server.ip;
     let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
     let n = 3000u64;
@@ -670,6 +702,32 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
     let served = server.stop();
     assert_both_ends_count(&report, &served, n, n, n * 4096);
     assert_eq!(translated, n, "conntrack:\n{table}");
+    // The server's seconds: the last row is its report, and the rows' rates add up to it.
+    let mut rows = csv::Reader::from_path(&csv).expect("the server's CSV");
+    let head = rows.headers().expect("a header").clone();
+    let col = |name: &str| head.iter().position(|h| h == name).expect(name);
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.expect("a row")).collect();
+    let last = rows.last().expect("a row at the end at least");
+    for key in [
+        "accepted",
+        "closed",
+        "responses",
+        "body_bytes",
+        "retransmitted",
+    ] {
+        assert_eq!(
+            last[col(key)],
+            served["counters"][key].to_string(),
+            "{key}: {last:?}"
+        );
+    }
+    let t = col("elapsed_s");
+    let accepted = over_the_seconds(&rows, t, col("cps"));
+    assert!((accepted - n as f64).abs() < 0.01 * n as f64, "{accepted}");
+    let bits = over_the_seconds(&rows, t, col("goodput_mbps")) * 1e6;
+    let want = (n * 4096 * 8) as f64;
+    assert!((bits - want).abs() < 0.01 * want, "{bits} of {want}");
+    has_the_three_panels(&plot);
 }
 
 /// `linerate tcp server` on the NAT lab's servers' network (its second address), with `extra`

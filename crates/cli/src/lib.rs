@@ -669,6 +669,13 @@ pub struct TcpServerArgs {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Write the counters of every second as CSV (one row a second, and one at the end).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Plot the run (.svg or .png): connections accepted a second, connections open,
+    /// retransmissions, over time.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
     /// Replay the server's side of the first TCP session of this capture (pcap or pcapng)
     /// instead of serving GET /<bytes>: the client's turns read and checked, the server's sent.
     #[arg(long, value_name = "FILE")]

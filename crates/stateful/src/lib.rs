@@ -33,5 +33,5 @@ pub use error::StatefulError;
 pub use linux::PacketLink;
 pub use recording::{Check, Recording, Replay};
 pub use schedule::Schedule;
-pub use server::{ServerConfig, ServerReport, run_server};
+pub use server::{ServerConfig, ServerReport, ServerSnapshot, run_server};
 pub use stack::{Link, LinkCounters};

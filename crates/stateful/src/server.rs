@@ -105,12 +105,22 @@ impl Slot {
     }
 }
 
-/// Serves until `stop` is set, calling `each_second` with the counts.
+/// A server run's counts at one instant, as `run_server` hands them up once a second.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerSnapshot {
+    pub elapsed_s: f64,
+    pub counters: ServerCounters,
+    /// The round trips timed so far.
+    pub rtt: crate::Percentiles,
+}
+
+/// Serves until `stop` is set, calling `each_second` with the counts once a second and once
+/// more at the end.
 pub fn run_server<L: Link>(
     link: &mut L,
     config: &ServerConfig,
     stop: &AtomicBool,
-    mut each_second: impl FnMut(f64, &ServerCounters),
+    mut each_second: impl FnMut(&ServerSnapshot),
 ) -> Result<ServerReport, StatefulError> {
     if config.addresses.range.len() != 1 {
         return Err(StatefulError::Usage(
@@ -178,7 +188,11 @@ pub fn run_server<L: Link>(
         let elapsed = clock.elapsed().as_secs_f64();
         if elapsed >= next_second {
             next_second = elapsed.floor() + 1.0;
-            each_second(elapsed, &c);
+            each_second(&ServerSnapshot {
+                elapsed_s: elapsed,
+                counters: c,
+                rtt: table.rtt(),
+            });
         }
         let wait = if table.has_touched() {
             Duration::ZERO
@@ -200,10 +214,16 @@ pub fn run_server<L: Link>(
             link.wait(wait.min(Duration::from_millis(50)))?;
         }
     }
-    Ok(ServerReport {
+    let last = ServerSnapshot {
         elapsed_s: clock.elapsed().as_secs_f64(),
         counters: c,
         rtt: table.rtt(),
+    };
+    each_second(&last);
+    Ok(ServerReport {
+        elapsed_s: last.elapsed_s,
+        counters: c,
+        rtt: last.rtt,
         link: link.counters(),
     })
 }

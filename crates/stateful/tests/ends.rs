@@ -152,7 +152,7 @@ fn run_on(
     let stop = AtomicBool::new(false);
     let never = AtomicBool::new(false);
     let (report, served) = std::thread::scope(|s| {
-        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_, _| {}).unwrap());
+        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_| {}).unwrap());
         let report = run_client(&mut a, &client, &never, |_| {}).unwrap();
         stop.store(true, Ordering::Relaxed);
         (report, srv.join().unwrap())
@@ -341,7 +341,7 @@ fn replay_run(
     let stop = AtomicBool::new(false);
     let never = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_, _| {}).unwrap());
+        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_| {}).unwrap());
         let report = run_client(&mut a, &client, &never, |_| {}).unwrap();
         stop.store(true, Ordering::Relaxed);
         (report, srv.join().unwrap())

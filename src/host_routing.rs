@@ -318,19 +318,8 @@ fn isis(h: &HostSpec, i: &HostIsis) -> Result<Isis, String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(Isis {
-        name: format!("{}-isis", h.name),
-        system_id,
         areas,
         hostname: Some(h.name.clone()),
-        te_router_id: None,
-        wide_metrics: true,
-        attached_bit: true,
-        lsp_refresh: 600,
-        lsp_lifetime: 1200,
-        csnp_interval: None,
-        psnp_interval: None,
-        lsp_mtu: None,
-        hello_padding: true,
         circuits: vec![Circuit {
             name: format!("{}-isis-if", h.name),
             link: 0,
@@ -340,6 +329,7 @@ fn isis(h: &HostSpec, i: &HostIsis) -> Result<Isis, String> {
             hellos: [hellos, hellos],
         }],
         routes,
+        ..Isis::new(format!("{}-isis", h.name), system_id)
     })
 }
 

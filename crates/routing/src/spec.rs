@@ -72,6 +72,31 @@ pub struct Isis {
     pub routes: Vec<IsisRange>,
 }
 
+impl Isis {
+    /// A router named `name` with OTG's defaults (those of its `isis.advanced` and `basic`):
+    /// wide metrics, the attached bit, LSPs refreshed every 600 s and living 1200 s, padded
+    /// hellos, the daemon's own SNP intervals and LSP size; no area, circuit or range yet.
+    pub fn new(name: String, system_id: [u8; 6]) -> Isis {
+        Isis {
+            name,
+            system_id,
+            areas: Vec::new(),
+            hostname: None,
+            te_router_id: None,
+            wide_metrics: true,
+            attached_bit: true,
+            lsp_refresh: 600,
+            lsp_lifetime: 1200,
+            csnp_interval: None,
+            psnp_interval: None,
+            lsp_mtu: None,
+            hello_padding: true,
+            circuits: Vec::new(),
+            routes: Vec::new(),
+        }
+    }
+}
+
 /// An OSPF router (OSPFv2, RFC 2328, or OSPFv3, RFC 5340): its identity, its interfaces and
 /// the ranges it advertises.
 #[derive(Debug, Clone, PartialEq, Eq)]

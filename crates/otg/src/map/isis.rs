@@ -78,21 +78,10 @@ impl Cx {
             },
         };
         let mut isis = routing::Isis {
-            name: r.name.clone(),
-            system_id: system_id.unwrap_or_default(),
-            areas: Vec::new(),
             hostname: basic.hostname.clone().filter(|h| !h.is_empty()),
             te_router_id,
             wide_metrics: basic.enable_wide_metric.unwrap_or(true),
-            attached_bit: true,
-            lsp_refresh: 600,
-            lsp_lifetime: 1200,
-            csnp_interval: None,
-            psnp_interval: None,
-            lsp_mtu: None,
-            hello_padding: true,
-            circuits: Vec::new(),
-            routes: Vec::new(),
+            ..routing::Isis::new(r.name.clone(), system_id.unwrap_or_default())
         };
         self.isis_advanced(path, r.advanced.as_ref(), &mut isis);
         let mut hosts: Vec<&HostPlan> = Vec::new();

@@ -87,6 +87,19 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         seed: std::process::id().into(),
     };
     config.validate().map_err(lift)?;
+    // A rate the link cannot carry is refused before the first SYN; its speed as given, or as
+    // a NIC in this namespace reports it (a virtual device's bounds nothing: not checked).
+    let link = args.link_speed.or_else(|| {
+        args.netns.is_none().then(|| {
+            linerate_port::iface::Interface::read(&args.interface)
+                .ok()?
+                .speed
+                .map(|s| s.mbps())
+        })?
+    });
+    if let Some(mbps) = link {
+        config.check_link(mbps).map_err(lift)?;
+    }
     Ok(config)
 }
 

@@ -637,6 +637,21 @@ fn bad_client_input_is_one_line_and_exit_2() {
             ".svg or .png",
         ),
         (
+            // 4,680 bytes a connection toward the clients at least: 2,000,000 a second need
+            // 74.88 Gbit/s.
+            &[
+                "--src",
+                "100.64.0.0/16",
+                "--rate",
+                "2000000",
+                "--response-bytes",
+                "4096",
+                "--link-speed",
+                "10G",
+            ],
+            "need 74.88 Gbit/s, over the link's 10.00 Gbit/s: lower --rate (at most 267094)",
+        ),
+        (
             &[
                 "--src",
                 "100.64.1.0/24",

@@ -615,6 +615,10 @@ pub struct TcpClientArgs {
     /// retransmissions, over time.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
+    /// The link's speed (10G, 2.5G, 100M) when the interface does not report it (veth, an
+    /// interface in another namespace): a --rate it cannot carry is refused.
+    #[arg(long, value_parser = parse_link_speed)]
+    pub link_speed: Option<u64>,
 }
 
 /// How a replay checks the other side's turns.

@@ -129,6 +129,60 @@ impl ClientConfig {
         Ok(())
     }
 
+    /// The fewest bytes one connection puts on the wire each way, to the server and to the
+    /// client, as a link carries them: each frame with its FCS, padded to 64 bytes, and its
+    /// preamble and gap (20). The handshake, the requests and the bodies (an HTTP response's
+    /// head left out) in segments of [`MSS`] bytes, one acknowledgement of each response, both
+    /// FINs and their acknowledgements; a replay's turns as recorded. A lower bound: a device
+    /// that carries less cannot carry the connection.
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        let (to_server, to_client) = match &self.replay {
+            Some(r) => r.recording.bytes(),
+            None => {
+                let host = self.server.ip().to_string();
+                let more = http::request(&host, self.response_bytes, false).len() as u64;
+                let last = http::request(&host, self.response_bytes, true).len() as u64;
+                (
+                    more * u64::from(self.requests - 1) + last,
+                    self.response_bytes * u64::from(self.requests),
+                )
+            }
+        };
+        // SYN or SYN-ACK (with its options), the handshake's or a response's ACK, FIN, ACK.
+        let controls = wire_frame(20) + 3 * wire_frame(0);
+        let requests = u64::from(match &self.replay {
+            Some(r) => r.recording.turns.iter().filter(|t| !t.from_client).count() as u32,
+            None => self.requests,
+        });
+        (
+            controls + wire_stream(to_server) + requests * wire_frame(0),
+            controls + wire_stream(to_client),
+        )
+    }
+
+    /// Refuses a rate (or a schedule's) that a link of `mbps` cannot carry either way.
+    pub fn check_link(&self, mbps: u64) -> Result<(), StatefulError> {
+        let Some(rate) = self.schedule.as_ref().map(|s| s.rate).or(self.rate) else {
+            return Ok(());
+        };
+        let (to_server, to_client) = self.wire_bytes();
+        let (bytes, way) = if to_client >= to_server {
+            (to_client, "to the clients")
+        } else {
+            (to_server, "to the server")
+        };
+        let need = rate * bytes as f64 * 8.0 / 1e6;
+        if need > mbps as f64 {
+            return Err(StatefulError::Usage(format!(
+                "{rate} connections a second of at least {bytes} bytes on the wire {way} each need {:.2} Gbit/s, over the link's {:.2} Gbit/s: lower --rate (at most {:.0}) or the bytes a connection carries",
+                need / 1e3,
+                mbps as f64 / 1e3,
+                mbps as f64 * 1e6 / 8.0 / bytes as f64
+            )));
+        }
+        Ok(())
+    }
+
     /// The rate asked for `t` seconds into the run.
     fn target_at(&self, t: f64) -> Option<f64> {
         match (&self.schedule, self.rate) {
@@ -152,6 +206,22 @@ impl ClientConfig {
 
 /// Each connection's transmit buffer: a request is one line of headers.
 const TX_BUFFER: usize = 1024;
+
+/// The segment size a stack on an Ethernet link of 1,500 bytes sends (smoltcp's, a kernel's).
+pub const MSS: u64 = 1460;
+
+/// A TCP segment of `payload` bytes on the wire: Ethernet, IPv4 and TCP headers, the FCS,
+/// padding to 64 bytes, preamble and gap.
+fn wire_frame(payload: u64) -> u64 {
+    (14 + 20 + 20 + payload + 4).max(64) + 20
+}
+
+/// A byte stream of `len` bytes in full segments of [`MSS`] and a last one.
+fn wire_stream(len: u64) -> u64 {
+    let full = len / MSS;
+    let rest = len % MSS;
+    full * wire_frame(MSS) + if rest > 0 { wire_frame(rest) } else { 0 }
+}
 /// Socket buffers a client may make, all told (made at start, one set a slot): 16 GiB.
 pub(crate) const BUFFER_BUDGET: u64 = 16 << 30;
 
@@ -819,5 +889,61 @@ fn step(
                 return false;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Range;
+
+    fn config(rate: f64) -> ClientConfig {
+        ClientConfig {
+            addresses: Addresses {
+                mac: [2, 0, 0, 0, 0, 2],
+                range: Range::parse("10.0.1.0/24").unwrap(),
+                prefix_len: 16,
+                gateway: None,
+            },
+            ports: (1024, 65535),
+            server: SocketAddrV4::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 80),
+            connections: 10,
+            rate: Some(rate),
+            schedule: None,
+            concurrent: 8,
+            requests: 1,
+            response_bytes: 4096,
+            think: Duration::ZERO,
+            timeout: Duration::from_secs(10),
+            rx_buffer: 16 * 1024,
+            time_wait: Duration::ZERO,
+            replay: None,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn a_connection_carries_at_least_its_segments_each_way() {
+        // On the wire a frame is its bytes with the FCS (64 at least) and 20 more. Both ways:
+        // a SYN or SYN-ACK with 20 bytes of options (98), three bare segments (84 each: an ACK,
+        // a FIN, an ACK). To the server also the request, 79 bytes in one segment (157), and
+        // an ACK of the response (84); to the client the body's 4,096 bytes in segments of
+        // 1,460, 1,460 and 1,176 (1,538 + 1,538 + 1,254).
+        assert_eq!(config(1.0).wire_bytes(), (591, 4680));
+    }
+
+    #[test]
+    fn a_rate_the_link_cannot_carry_is_refused_with_the_rate_it_can() {
+        // 100,000 a second × 4,680 bytes × 8 = 3.74 Gbit/s toward the clients.
+        let c = config(100_000.0);
+        c.check_link(10_000).unwrap();
+        let why = c.check_link(1_000).unwrap_err().to_string();
+        assert!(why.contains("3.74 Gbit/s"), "{why}");
+        assert!(why.contains("at most 26709"), "{why}");
+        assert!(why.contains("to the clients"), "{why}");
+        // Unpaced: nothing to check.
+        let mut unpaced = c.clone();
+        unpaced.rate = None;
+        unpaced.check_link(1).unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! `linerate tcp`: the stateful client and server (crates/stateful) on a port, a line a second
 //! on stderr and the report on stdout.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
@@ -39,13 +39,15 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
                     "--gateway {text}: give ADDR/LEN, the gateway and the on-link prefix length"
                 ))
             })?;
-            let addr: Ipv4Addr = addr
+            let addr: IpAddr = addr
                 .parse()
-                .map_err(|_| usage(format!("--gateway {text}: {addr} is not an IPv4 address")))?;
-            let len: u8 =
-                len.parse().ok().filter(|l| *l <= 32).ok_or_else(|| {
-                    usage(format!("--gateway {text}: the prefix length is 0 to 32"))
-                })?;
+                .map_err(|_| usage(format!("--gateway {text}: {addr} is not an IP address")))?;
+            let most = if addr.is_ipv4() { 32 } else { 128 };
+            let len: u8 = len.parse().ok().filter(|l| *l <= most).ok_or_else(|| {
+                usage(format!(
+                    "--gateway {text}: the prefix length is 0 to {most}"
+                ))
+            })?;
             (Some(addr), len)
         }
         None => (None, range.prefix_len),
@@ -300,7 +302,7 @@ struct ClientRun {
     report: ClientReport,
     seconds: Vec<Second>,
     interface: String,
-    server: std::net::SocketAddrV4,
+    server: SocketAddr,
 }
 
 impl Written for ClientRun {
@@ -429,14 +431,13 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         .address
         .split_once('/')
         .and_then(|(a, l)| {
-            Some((
-                a.parse::<Ipv4Addr>().ok()?,
-                l.parse::<u8>().ok().filter(|l| *l <= 32)?,
-            ))
+            let a = a.parse::<IpAddr>().ok()?;
+            let most = if a.is_ipv4() { 32 } else { 128 };
+            Some((a, l.parse::<u8>().ok().filter(|l| *l <= most)?))
         })
         .ok_or_else(|| {
             usage(format!(
-                "--address {}: give ADDR/LEN, e.g. 10.0.0.1/24",
+                "--address {}: give ADDR/LEN, e.g. 10.0.0.1/24 or 2001:db8::1/64",
                 args.address
             ))
         })?;
@@ -473,8 +474,9 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         });
     }
     eprintln!(
-        "tcp server on {}: listening on {addr}:{}; Ctrl-C to stop",
-        args.interface, args.port
+        "tcp server on {}: listening on {}; Ctrl-C to stop",
+        args.interface,
+        SocketAddr::new(addr, args.port)
     );
     let mut seconds: Vec<ServerSecond> = Vec::new();
     let report = linerate_stateful::run_server(&mut link, &config, &stop, |s| {
@@ -498,7 +500,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         report,
         seconds,
         interface: args.interface.clone(),
-        listening: std::net::SocketAddrV4::new(addr, args.port),
+        listening: SocketAddr::new(addr, args.port),
     };
     crate::output::wrote(&outputs.write(&run)?)
 }
@@ -534,7 +536,7 @@ struct ServerRun {
     report: ServerReport,
     seconds: Vec<ServerSecond>,
     interface: String,
-    listening: std::net::SocketAddrV4,
+    listening: SocketAddr,
 }
 
 impl Written for ServerRun {

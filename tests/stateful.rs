@@ -472,15 +472,33 @@ struct Pair {
 
 impl Pair {
     fn new() -> Pair {
-        let name = unique_name("stc");
+        Pair::with("stc", "ip -n {b} addr add 10.77.0.2/24 dev {n}b", false)
+    }
+
+    /// The kernel's end at 2001:db8:77::2/64 (no duplicate address detection to wait for),
+    /// IPv6 off at linerate's end's kernel.
+    fn ipv6() -> Pair {
+        Pair::with(
+            "st6",
+            "ip -n {b} -6 addr add 2001:db8:77::2/64 dev {n}b nodad",
+            true,
+        )
+    }
+
+    /// Two namespaces joined by a veth pair, `b_address` (a command, `{b}` and `{n}` in it)
+    /// run for the kernel's end.
+    fn with(prefix: &str, b_address: &str, ipv6_at_b: bool) -> Pair {
+        let name = unique_name(prefix);
         let pair = Pair { name };
         let (a, b) = (pair.ns("a"), pair.ns("b"));
+        let address = b_address.replace("{b}", &b).replace("{n}", &pair.name);
+        let ends = if ipv6_at_b { "a" } else { "a b" };
         let sh = format!(
             "set -e; ip netns add {a}; ip netns add {b};\
              ip -n {a} link add {n}a type veth peer name {n}b netns {b};\
-             for x in a b; do ns={n}-$x; ip netns exec $ns sysctl -qw net.ipv6.conf.all.disable_ipv6=1;\
-             ip -n $ns link set {n}$x up; done;\
-             ip -n {b} addr add 10.77.0.2/24 dev {n}b;\
+             for x in {ends}; do ip netns exec {n}-$x sysctl -qw net.ipv6.conf.all.disable_ipv6=1; done;\
+             for x in a b; do ip -n {n}-$x link set {n}$x up; done;\
+             {address};\
              ip netns exec {b} ethtool -K {n}b tx off tso off gso off >/dev/null",
             n = pair.name
         );
@@ -596,6 +614,117 @@ fn curl_gets_every_byte_from_linerates_server() {
     assert_eq!(c["body_bytes"], body as u64, "{report:#}");
 }
 
+/// IPv6 against the kernel both ways over a veth pair: curl -6 gets every byte from linerate's
+/// server; linerate's client, 255 addresses of a /120, makes 1,500 connections at 200 a second
+/// to nginx, and 2 s in the kernel's neighbour table is flushed: the kernel solicits each
+/// client address again, and the client answers for every one of its range (smoltcp itself
+/// only for the first). nginx logs each GET once from a client address; the kernel's
+/// neighbour table holds every address the client used, with the client's MAC, none failed.
+#[test]
+fn ipv6_ends_against_the_kernel_both_ways() {
+    if !root_or_skip("ipv6_ends_against_the_kernel_both_ways") {
+        return;
+    }
+    let pair = Pair::ipv6();
+    let (iface, ns, peer) = (
+        format!("{}a", pair.name),
+        pair.ns("a"),
+        format!("{}b", pair.name),
+    );
+    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tcp", "server", "-i", &iface, "--netns", &ns])
+        .args(["--address", "2001:db8:77::1/64", "-d", "30s", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linerate tcp server");
+    let stderr = common::listening(&mut server);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &pair.ns("b"), "curl", "-sS", "-6"])
+        .args(["--max-time", "10", "http://[2001:db8:77::1]/100000"])
+        .output()
+        .expect("curl");
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, linerate_stateful::http::body(100_000));
+    let _ = Command::new("kill")
+        .args(["-INT", &server.id().to_string()])
+        .status();
+    let out = server.wait_with_output().expect("server exits");
+    drop(stderr);
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(report["counters"]["accepted"], 1, "{report:#}");
+    assert_eq!(report["counters"]["body_bytes"], 100_000, "{report:#}");
+
+    let nginx = Nginx::start(&pair.ns("b"), "[2001:db8:77::2]", &[4096]);
+    let n = 1500u64;
+    let client = Command::new(env!("CARGO_BIN_EXE_linerate"))
+        .args(["tcp", "client", "-i", &iface, "--netns", &ns])
+        .args(["--src", "2001:db8:77:0:1::/120"])
+        .args([
+            "--gateway",
+            "2001:db8:77::2/64",
+            "--server",
+            "[2001:db8:77::2]:80",
+        ])
+        .args(["-n", &n.to_string(), "--rate", "200", "--json"])
+        .args(["--response-bytes", "4096"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linerate tcp client");
+    std::thread::sleep(Duration::from_secs(2));
+    let flushed = Command::new("ip")
+        .args(["-n", &pair.ns("b"), "-6", "neigh", "flush", "dev", &peer])
+        .status()
+        .expect("ip neigh flush");
+    assert!(flushed.success());
+    let out = client.wait_with_output().expect("the client");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let c = &report["counters"];
+    for (key, want) in [
+        ("attempted", n),
+        ("closed", n),
+        ("responses", n),
+        ("body_bytes", n * 4096),
+    ] {
+        assert_eq!(c[key], want, "{key}: {report:#}");
+    }
+    let logged = nginx.requests();
+    assert_eq!(logged.len() as u64, n, "{}", nginx.errors());
+    let clients: std::collections::HashSet<&str> =
+        logged.iter().map(|(addr, _, _)| addr.as_str()).collect();
+    assert_eq!(clients.len(), 255, "every address of the /120 once or more");
+    assert!(
+        logged.iter().all(
+            |(addr, status, bytes)| addr.starts_with("2001:db8:77:0:1::")
+                && status == "200"
+                && bytes == "4096"
+        ),
+        "{logged:?}"
+    );
+    let neigh = Command::new("ip")
+        .args(["-n", &pair.ns("b"), "-6", "neigh", "show", "dev", &peer])
+        .output()
+        .expect("ip neigh");
+    let table = String::from_utf8_lossy(&neigh.stdout);
+    let ours: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("2001:db8:77:0:1::"))
+        .collect();
+    assert_eq!(ours.len(), 255, "{table}");
+    assert!(
+        ours.iter()
+            .all(|l| l.contains("lladdr 02:6c:72:00:00:01") && !l.contains("FAILED")),
+        "{table}"
+    );
+}
+
 #[test]
 fn bad_client_input_is_one_line_and_exit_2() {
     for (args, says) in [
@@ -620,6 +749,11 @@ fn bad_client_input_is_one_line_and_exit_2() {
             "5-tuples",
         ),
         (&["--src", "10.0.0.0/24"], "inside the clients' range"),
+        (&["--src", "2001:db8:1::/120"], "not of one family"),
+        (
+            &["--src", "100.64.1.0/24", "--gateway", "2001:db8::1/64"],
+            "not of one family",
+        ),
         (
             &["--src", "100.64.1.0/24", "--duration", "10s"],
             "give --rate",

@@ -541,16 +541,17 @@ pub struct TcpClientArgs {
     /// Network namespace the interface lives in.
     #[arg(long)]
     pub netns: Option<String>,
-    /// The clients' addresses: every host address of the prefix (A.B.C.D/N), or one address.
+    /// The clients' addresses: every host address of the prefix (A.B.C.D/N, or X:X::X/N of
+    /// IPv6: all but its first, at most 2^32 - 1), or one address.
     #[arg(long, value_name = "PREFIX")]
     pub src: String,
-    /// The clients' gateway and on-link prefix length (A.B.C.D/N); without it the server must
-    /// be on the --src prefix itself.
+    /// The clients' gateway and on-link prefix length (A.B.C.D/N or X:X::X/N); without it the
+    /// server must be on the --src prefix itself.
     #[arg(long, value_name = "ADDR/LEN")]
     pub gateway: Option<String>,
-    /// The HTTP server.
+    /// The HTTP server (A.B.C.D:PORT, or [X:X::X]:PORT with an IPv6 range).
     #[arg(long, value_name = "ADDR:PORT")]
-    pub server: std::net::SocketAddrV4,
+    pub server: std::net::SocketAddr,
     /// The clients' MAC.
     #[arg(long, default_value = "02:6c:72:00:00:01", value_parser = linerate_wire::parse_mac)]
     pub mac: [u8; 6],
@@ -638,12 +639,12 @@ pub struct TcpServerArgs {
     /// Network namespace the interface lives in.
     #[arg(long)]
     pub netns: Option<String>,
-    /// The server's address and on-link prefix length (A.B.C.D/N).
+    /// The server's address and on-link prefix length (A.B.C.D/N or X:X::X/N).
     #[arg(long, value_name = "ADDR/LEN")]
     pub address: String,
-    /// The server's gateway, for clients off its network.
+    /// The server's gateway, for clients off its network (of the address's family).
     #[arg(long, value_name = "ADDR")]
-    pub gateway: Option<std::net::Ipv4Addr>,
+    pub gateway: Option<std::net::IpAddr>,
     #[arg(long, default_value_t = 80)]
     pub port: u16,
     /// The server's MAC.

@@ -6,7 +6,7 @@
 //! once: a new connection takes a free slot by index and reuses its socket, so nothing is
 //! allocated per connection. smoltcp keeps each socket's retransmission and TIME-WAIT timers.
 
-use std::net::SocketAddrV4;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ pub struct ClientConfig {
     pub addresses: Addresses,
     /// Source ports, first and last.
     pub ports: (u16, u16),
-    pub server: SocketAddrV4,
+    pub server: SocketAddr,
     /// Connections to open in all.
     pub connections: u64,
     /// New connections a second; None: as fast as the cap lets.
@@ -99,7 +99,15 @@ impl ClientConfig {
                 ));
             }
         }
-        if self.addresses.range.contains(*self.server.ip()) {
+        if self.server.is_ipv6() != self.addresses.range.is_ipv6() {
+            return usage(format!(
+                "the server {} and the clients' range {}/{} are not of one family: give both IPv4 or both IPv6",
+                self.server.ip(),
+                self.addresses.range.network,
+                self.addresses.range.prefix_len
+            ));
+        }
+        if self.addresses.range.contains(self.server.ip()) {
             return usage(format!(
                 "the server {} is inside the clients' range {}/{}: the client would answer for it; give the clients another prefix",
                 self.server.ip(),
@@ -139,7 +147,7 @@ impl ClientConfig {
         let (to_server, to_client) = match &self.replay {
             Some(r) => r.recording.bytes(),
             None => {
-                let host = self.server.ip().to_string();
+                let host = self.host();
                 let more = http::request(&host, self.response_bytes, false).len() as u64;
                 let last = http::request(&host, self.response_bytes, true).len() as u64;
                 (
@@ -183,6 +191,14 @@ impl ClientConfig {
         Ok(())
     }
 
+    /// The server as a request's Host header names it (an IPv6 address in brackets).
+    fn host(&self) -> String {
+        match self.server.ip() {
+            IpAddr::V4(ip) => ip.to_string(),
+            IpAddr::V6(ip) => format!("[{ip}]"),
+        }
+    }
+
     /// The rate asked for `t` seconds into the run.
     fn target_at(&self, t: f64) -> Option<f64> {
         match (&self.schedule, self.rate) {
@@ -197,7 +213,7 @@ impl ClientConfig {
 
     /// The source of connection `k`: addresses first, so consecutive connections spread over
     /// the range, then the next port.
-    fn source(&self, k: u64) -> (std::net::Ipv4Addr, u16) {
+    fn source(&self, k: u64) -> (IpAddr, u16) {
         let n = u64::from(self.addresses.range.len());
         let port = self.ports.0 as u64 + (k / n) % self.tuple_ports();
         (self.addresses.range.nth(k), port as u16)
@@ -262,7 +278,7 @@ pub struct ClientReport {
 /// A connection ended by the timeout, as it stood when it was ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimedOut {
-    pub source: SocketAddrV4,
+    pub source: SocketAddr,
     /// What the client was doing: connecting, sending, reading, thinking or closing.
     pub phase: &'static str,
     /// smoltcp's TCP state (e.g. LAST-ACK: the client's FIN was never acknowledged).
@@ -347,12 +363,13 @@ pub fn run_client<L: Link>(
     config.validate()?;
     let clock = Clock::start();
     let mut iface = stack::interface(link, &config.addresses, &clock, config.seed)?;
-    let next_hop = config.addresses.gateway.unwrap_or(*config.server.ip());
+    let next_hop = config.addresses.gateway.unwrap_or(config.server.ip());
     stack::announce(link, &config.addresses, next_hop, &clock);
     let slots_wanted = config.concurrent.min(config.connections.max(1) as usize);
     let now = clock.now();
     let mut table = Table::new(
         Side::Client,
+        config.addresses,
         (0..slots_wanted).map(|_| {
             let rx = tcp::SocketBuffer::new(vec![0; config.rx_buffer]);
             let tx = tcp::SocketBuffer::new(vec![0; TX_BUFFER]);
@@ -379,7 +396,7 @@ pub fn run_client<L: Link>(
     let mut free: Vec<usize> = (0..slots.len()).rev().collect();
     // Slots holding a connection of the count (not idle, not draining).
     let mut busy = 0usize;
-    let host = config.server.ip().to_string();
+    let host = config.host();
     let request_more = http::request(&host, config.response_bytes, false);
     let request_last = http::request(&host, config.response_bytes, true);
     let micros = |d: Duration| smoltcp::time::Duration::from_micros(d.as_micros() as u64);
@@ -424,8 +441,8 @@ pub fn run_client<L: Link>(
                 .socket(i)
                 .connect(
                     iface.context(),
-                    (IpAddress::Ipv4(*config.server.ip()), config.server.port()),
-                    (IpAddress::Ipv4(ip), port),
+                    (IpAddress::from(config.server.ip()), config.server.port()),
+                    (IpAddress::from(ip), port),
                 )
                 .map_err(|e| StatefulError::Usage(format!("connecting from {ip}:{port}: {e}")))?;
             table.touch(i);
@@ -462,10 +479,9 @@ pub fn run_client<L: Link>(
             if c.failed_timeout + c.closed_timeout > before.2
                 && timed_out.len() < TIMED_OUT_KEPT
                 && let Some(source) = before.3
-                && let IpAddress::Ipv4(ip) = source.addr
             {
                 timed_out.push(TimedOut {
-                    source: SocketAddrV4::new(ip, source.port),
+                    source: SocketAddr::new(source.addr.into(), source.port),
                     phase: before.0.name(),
                     tcp_state: before.1.to_string(),
                 });
@@ -906,7 +922,7 @@ mod tests {
                 gateway: None,
             },
             ports: (1024, 65535),
-            server: SocketAddrV4::new(std::net::Ipv4Addr::new(10, 0, 0, 1), 80),
+            server: "10.0.0.1:80".parse().unwrap(),
             connections: 10,
             rate: Some(rate),
             schedule: None,

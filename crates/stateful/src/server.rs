@@ -147,6 +147,7 @@ pub fn run_server<L: Link>(
     let now = clock.now();
     let mut table = Table::new(
         Side::Server,
+        config.addresses,
         (0..config.concurrent).map(|_| {
             let rx = tcp::SocketBuffer::new(vec![0; RX_BUFFER]);
             let tx = tcp::SocketBuffer::new(vec![0; config.send_buffer]);

@@ -6,9 +6,13 @@ use std::time::{Duration, Instant};
 use smoltcp::iface::{Config, Interface, Route};
 use smoltcp::phy::Device;
 use smoltcp::phy::TxToken;
+use std::net::{IpAddr, Ipv6Addr};
+
+use smoltcp::phy::ChecksumCapabilities;
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
-    EthernetRepr, IpAddress, IpCidr,
+    EthernetRepr, Icmpv6Packet, Icmpv6Repr, IpAddress, IpCidr, IpProtocol, Ipv6Packet, Ipv6Repr,
+    NdiscNeighborFlags, NdiscRepr, RawHardwareAddress,
 };
 
 use crate::{Addresses, StatefulError};
@@ -66,24 +70,30 @@ pub(crate) fn interface<D: Device>(
     let mut config = Config::new(EthernetAddress(addrs.mac).into());
     config.random_seed = seed;
     let mut iface = Interface::new(config, device, clock.now());
-    let first = addrs.range.nth(0);
+    let first = IpAddress::from(addrs.range.nth(0));
     iface.update_ip_addrs(|a| {
-        let _ = a.push(IpCidr::new(IpAddress::Ipv4(first), addrs.prefix_len));
+        let _ = a.push(IpCidr::new(first, addrs.prefix_len));
     });
-    if let Some(gw) = addrs.gateway {
-        iface
+    let full = |_| StatefulError::Usage("smoltcp's route table is full".into());
+    match addrs.gateway {
+        Some(IpAddr::V4(gw)) => iface
             .routes_mut()
             .add_default_ipv4_route(gw)
-            .map_err(|_| StatefulError::Usage("smoltcp's route table is full".into()))?;
-    }
+            .map_err(full)?,
+        Some(IpAddr::V6(gw)) => iface
+            .routes_mut()
+            .add_default_ipv6_route(gw)
+            .map_err(full)?,
+        None => None,
+    };
     if addrs.range.len() > 1 {
         // smoltcp takes a packet for an address it does not hold when a route to it goes
         // through one it does.
         iface.set_any_ip(true);
         iface.routes_mut().update(|routes| {
             let _ = routes.push(Route {
-                cidr: IpCidr::new(IpAddress::Ipv4(addrs.range.network), addrs.range.prefix_len),
-                via_router: IpAddress::Ipv4(first),
+                cidr: IpCidr::new(IpAddress::from(addrs.range.network), addrs.range.prefix_len),
+                via_router: first,
                 preferred_until: None,
                 expires_at: None,
             });
@@ -95,16 +105,44 @@ pub(crate) fn interface<D: Device>(
 /// How many of a range's addresses announce themselves.
 pub(crate) const ANNOUNCED: u32 = 1024;
 
-/// Each of the first [`ANNOUNCED`] addresses of the range asks for `next_hop` by ARP, as that
-/// many hosts would each resolve their gateway: the next hop learns them all from the requests
-/// at once. smoltcp (a linerate server) sends one ARP request a second, whatever it asks for,
-/// so a peer of many on-link clients would otherwise take a second per client to reach them.
+/// Each of the first [`ANNOUNCED`] addresses of the range asks for `next_hop` by ARP (or a
+/// neighbour solicitation), as that many hosts would each resolve their gateway: the next hop
+/// learns them all from the requests at once. smoltcp (a linerate server) sends one ARP request
+/// a second, whatever it asks for, so a peer of many on-link clients would otherwise take a
+/// second per client to reach them.
 pub(crate) fn announce<D: Device>(
     device: &mut D,
     addrs: &Addresses,
-    next_hop: std::net::Ipv4Addr,
+    next_hop: IpAddr,
     clock: &Clock,
 ) {
+    let next_hop = match next_hop {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(target) => {
+            for k in 0..addrs.range.len().min(ANNOUNCED) {
+                let IpAddr::V6(source) = addrs.range.nth(u64::from(k)) else {
+                    return;
+                };
+                let group = solicited_node(target);
+                let ns = Icmpv6Repr::Ndisc(NdiscRepr::NeighborSolicit {
+                    target_addr: target,
+                    lladdr: Some(RawHardwareAddress::from(EthernetAddress(addrs.mac))),
+                });
+                if !send_icmpv6(
+                    device,
+                    addrs.mac,
+                    multicast_mac(group),
+                    source,
+                    group,
+                    &ns,
+                    clock.now(),
+                ) {
+                    return;
+                }
+            }
+            return;
+        }
+    };
     let eth = EthernetRepr {
         src_addr: EthernetAddress(addrs.mac),
         dst_addr: EthernetAddress::BROADCAST,
@@ -114,7 +152,10 @@ pub(crate) fn announce<D: Device>(
         let arp = ArpRepr::EthernetIpv4 {
             operation: ArpOperation::Request,
             source_hardware_addr: EthernetAddress(addrs.mac),
-            source_protocol_addr: addrs.range.nth(u64::from(k)),
+            source_protocol_addr: match addrs.range.nth(u64::from(k)) {
+                IpAddr::V4(a) => a,
+                IpAddr::V6(_) => return,
+            },
             target_hardware_addr: EthernetAddress([0; 6]),
             target_protocol_addr: next_hop,
         };
@@ -127,4 +168,113 @@ pub(crate) fn announce<D: Device>(
             arp.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
         });
     }
+}
+
+/// The solicited-node multicast group of `addr` (RFC 4291 §2.7.1): ff02::1:ff and its low 24 bits.
+fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
+    Ipv6Addr::from_bits(0xff02_0000_0000_0000_0000_0001_ff00_0000 | addr.to_bits() & 0xff_ffff)
+}
+
+/// The Ethernet address of an IPv6 multicast group: 33:33 and its low 32 bits.
+fn multicast_mac(group: Ipv6Addr) -> [u8; 6] {
+    let o = group.octets();
+    [0x33, 0x33, o[12], o[13], o[14], o[15]]
+}
+
+/// Sends one ICMPv6 message (hop limit 255, as neighbour discovery requires); false when the
+/// port had no room.
+fn send_icmpv6<D: Device>(
+    device: &mut D,
+    mac: [u8; 6],
+    to_mac: [u8; 6],
+    src: Ipv6Addr,
+    dst: Ipv6Addr,
+    icmp: &Icmpv6Repr,
+    now: smoltcp::time::Instant,
+) -> bool {
+    let eth = EthernetRepr {
+        src_addr: EthernetAddress(mac),
+        dst_addr: EthernetAddress(to_mac),
+        ethertype: EthernetProtocol::Ipv6,
+    };
+    let ip = Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Icmpv6,
+        payload_len: icmp.buffer_len(),
+        hop_limit: 255,
+    };
+    let Some(token) = device.transmit(now) else {
+        return false;
+    };
+    token.consume(
+        eth.buffer_len() + ip.buffer_len() + icmp.buffer_len(),
+        |buf| {
+            let mut frame = EthernetFrame::new_unchecked(buf);
+            eth.emit(&mut frame);
+            let mut packet = Ipv6Packet::new_unchecked(frame.payload_mut());
+            ip.emit(&mut packet);
+            let mut message = Icmpv6Packet::new_unchecked(packet.payload_mut());
+            icmp.emit(&src, &dst, &mut message, &ChecksumCapabilities::default());
+        },
+    );
+    true
+}
+
+/// A neighbour discovery frame's sender (an IPv6 address's bits) and, for a solicitation, the
+/// address it asks for; None for any other frame.
+pub(crate) fn neighbour_discovery(frame: &[u8]) -> Option<(u128, Option<IpAddr>)> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != EthernetProtocol::Ipv6 {
+        return None;
+    }
+    let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
+    if ip.next_header() != IpProtocol::Icmpv6 {
+        return None;
+    }
+    let icmp = Icmpv6Packet::new_checked(ip.payload()).ok()?;
+    let ndisc = NdiscRepr::parse(&icmp).ok()?;
+    let sender = ip.src_addr().to_bits();
+    match ndisc {
+        NdiscRepr::NeighborSolicit { target_addr, .. } => {
+            Some((sender, Some(IpAddr::V6(target_addr))))
+        }
+        NdiscRepr::NeighborAdvert { .. } => Some((sender, None)),
+        _ => None,
+    }
+}
+
+/// Answers the neighbour solicitation `frame` (for an address of this end's) with an
+/// advertisement from `mac`, as a host that holds the address does (RFC 4861 §7.2.4): to the
+/// asker, solicited, overriding. A solicitation from the unspecified address (duplicate
+/// address detection) is left unanswered: no address of this end's is tentative.
+pub(crate) fn advertise<D: Device>(
+    device: &mut D,
+    mac: [u8; 6],
+    frame: &[u8],
+    now: smoltcp::time::Instant,
+) {
+    let Ok(eth) = EthernetFrame::new_checked(frame) else {
+        return;
+    };
+    let Ok(ip) = Ipv6Packet::new_checked(eth.payload()) else {
+        return;
+    };
+    let Ok(icmp) = Icmpv6Packet::new_checked(ip.payload()) else {
+        return;
+    };
+    let Ok(NdiscRepr::NeighborSolicit { target_addr, .. }) = NdiscRepr::parse(&icmp) else {
+        return;
+    };
+    let asker = ip.src_addr();
+    if asker.is_unspecified() {
+        return;
+    }
+    let na = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
+        flags: NdiscNeighborFlags::SOLICITED | NdiscNeighborFlags::OVERRIDE,
+        target_addr,
+        lladdr: Some(RawHardwareAddress::from(EthernetAddress(mac))),
+    });
+    let to_mac: [u8; 6] = eth.src_addr().0;
+    send_icmpv6(device, mac, to_mac, target_addr, asker, &na, now);
 }

@@ -21,11 +21,12 @@ use smoltcp::socket::tcp::{self, State};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
     ArpPacket, EthernetFrame, EthernetProtocol, IpAddress, IpEndpoint, IpProtocol, Ipv4Packet,
-    TcpPacket,
+    Ipv6Packet, TcpPacket,
 };
 
+use crate::Addresses;
 use crate::counters::{Percentiles, Times};
-use crate::stack::Link;
+use crate::stack::{self, Link};
 
 /// Sockets a shard holds: a visit walks them all a few times, so a few dozen keeps it cheap
 /// while a million connections make 16,384 shards.
@@ -57,9 +58,9 @@ pub(crate) struct Table<'a> {
     /// By slot: its socket's handle in its shard (slot / SHARD).
     handles: Vec<SocketHandle>,
     /// The slot of each connection, by the endpoint that names it.
-    slot_of: HashMap<u64, u32>,
+    slot_of: HashMap<Key, u32>,
     /// By slot: the key it is registered under.
-    key_of: Vec<Option<u64>>,
+    key_of: Vec<Option<Key>>,
     /// By shard: sockets listening (a server's SYN goes to a shard with one) and sockets with
     /// a connection (an ARP answer may unblock them).
     listening: Vec<u16>,
@@ -71,8 +72,11 @@ pub(crate) struct Table<'a> {
     timers: BinaryHeap<Reverse<(i64, u32)>>,
     touched: Vec<u32>,
     is_touched: Vec<bool>,
-    /// When each neighbour's ARP frame was last seen (µs), by its IPv4 address.
-    neighbours: HashMap<u32, i64>,
+    /// When each neighbour's ARP or neighbour discovery frame was last seen (µs), by its
+    /// address.
+    neighbours: HashMap<u128, i64>,
+    /// The end's own addresses: a neighbour solicitation for one of them is answered here.
+    addresses: Addresses,
     /// By slot: what its connection has sent.
     sent: Vec<Sent>,
     /// Segments the link took since they were last accounted to their slots.
@@ -96,7 +100,7 @@ struct Sent {
 /// A segment that occupies sequence space (data, SYN or FIN), as it left.
 #[derive(Debug, Clone, Copy)]
 struct Segment {
-    key: u64,
+    key: Key,
     seq: u32,
     len: u32,
     at: i64,
@@ -108,7 +112,11 @@ fn before(a: u32, b: u32) -> bool {
 }
 
 impl<'a> Table<'a> {
-    pub(crate) fn new(side: Side, sockets: impl IntoIterator<Item = tcp::Socket<'a>>) -> Self {
+    pub(crate) fn new(
+        side: Side,
+        addresses: Addresses,
+        sockets: impl IntoIterator<Item = tcp::Socket<'a>>,
+    ) -> Self {
         let mut shards: Vec<SocketSet<'a>> = Vec::new();
         let mut handles = Vec::new();
         for (i, socket) in sockets.into_iter().enumerate() {
@@ -134,6 +142,7 @@ impl<'a> Table<'a> {
             touched: Vec::new(),
             is_touched: vec![false; n],
             neighbours: HashMap::new(),
+            addresses,
             sent: vec![Sent::default(); slots],
             out: Vec::new(),
             retransmitted: 0,
@@ -214,10 +223,19 @@ impl<'a> Table<'a> {
                         None => (0, false),
                     }
                 }
-                Demux::Arp { sender } => {
+                Demux::Neighbour { sender, solicits } => {
                     let at = now.total_micros();
                     let last = self.neighbours.insert(sender, at);
                     arp |= last.is_none_or(|last| at - last > NEIGHBOUR_FRESH_US);
+                    if let Some(target) = solicits
+                        && self.addresses.range.contains(target)
+                    {
+                        // smoltcp answers for the addresses it holds (the range's first);
+                        // the range's others are this end's to answer, as ARP's are by
+                        // any-IP. smoltcp still sees the frame and learns the sender.
+                        let frame = frame.to_vec();
+                        stack::advertise(&mut *link, self.addresses.mac, &frame, now);
+                    }
                     (0, false)
                 }
                 Demux::Other => (0, false),
@@ -527,22 +545,15 @@ impl<T: TxToken> TxToken for WatchedTx<'_, T> {
 /// A frame the end sends, if it is a TCP segment that occupies sequence space, keyed by the
 /// endpoint that names its connection (a client's own, a server's peer).
 fn outgoing(frame: &[u8], side: Side, at: i64) -> Option<Segment> {
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    if eth.ethertype() != EthernetProtocol::Ipv4 {
-        return None;
-    }
-    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-    if ip.next_header() != IpProtocol::Tcp {
-        return None;
-    }
-    let tcp = TcpPacket::new_checked(ip.payload()).ok()?;
+    let (src, dst, tcp) = tcp_of(frame)?;
+    let tcp = TcpPacket::new_checked(tcp).ok()?;
     let len = tcp.payload().len() as u32 + u32::from(tcp.syn()) + u32::from(tcp.fin());
     if len == 0 {
         return None;
     }
     let key = match side {
-        Side::Client => endpoint(ip.src_addr(), tcp.src_port()),
-        Side::Server => endpoint(ip.dst_addr(), tcp.dst_port()),
+        Side::Client => (src, tcp.src_port()),
+        Side::Server => (dst, tcp.dst_port()),
     };
     Some(Segment {
         key,
@@ -552,28 +563,63 @@ fn outgoing(frame: &[u8], side: Side, at: i64) -> Option<Segment> {
     })
 }
 
-fn endpoint(addr: std::net::Ipv4Addr, port: u16) -> u64 {
-    u64::from(addr.to_bits()) << 16 | u64::from(port)
-}
+/// A connection's name in the table: an address (either family's bits) and a port.
+type Key = (u128, u16);
 
-fn key(endpoint: &IpEndpoint) -> Option<u64> {
-    match endpoint.addr {
-        IpAddress::Ipv4(ip) => Some(u64::from(ip.to_bits()) << 16 | u64::from(endpoint.port)),
-        #[allow(unreachable_patterns)]
+/// An IPv4 or IPv6 frame's addresses and its TCP segment (an IPv4 fragment after the first,
+/// or IPv6 with an extension header before TCP, is not one).
+fn tcp_of(frame: &[u8]) -> Option<(u128, u128, &[u8])> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    match eth.ethertype() {
+        EthernetProtocol::Ipv4 => {
+            let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+            if ip.next_header() != IpProtocol::Tcp || ip.frag_offset() != 0 {
+                return None;
+            }
+            let at = ip.header_len() as usize + 14;
+            let end = 14 + usize::from(ip.total_len());
+            Some((
+                u128::from(ip.src_addr().to_bits()),
+                u128::from(ip.dst_addr().to_bits()),
+                frame.get(at..end)?,
+            ))
+        }
+        EthernetProtocol::Ipv6 => {
+            let ip = Ipv6Packet::new_checked(eth.payload()).ok()?;
+            if ip.next_header() != IpProtocol::Tcp {
+                return None;
+            }
+            let end = 14 + 40 + usize::from(ip.payload_len());
+            Some((
+                ip.src_addr().to_bits(),
+                ip.dst_addr().to_bits(),
+                frame.get(14 + 40..end)?,
+            ))
+        }
         _ => None,
     }
 }
 
+fn key(endpoint: &IpEndpoint) -> Option<Key> {
+    let addr = match endpoint.addr {
+        IpAddress::Ipv4(ip) => u128::from(ip.to_bits()),
+        IpAddress::Ipv6(ip) => ip.to_bits(),
+    };
+    Some((addr, endpoint.port))
+}
+
 enum Demux {
     Tcp {
-        dst: u64,
-        src: u64,
+        dst: Key,
+        src: Key,
         syn: bool,
         /// The acknowledgement number, when the ACK flag is set.
         ack: Option<u32>,
     },
-    Arp {
-        sender: u32,
+    /// ARP, or IPv6 neighbour discovery (a solicitation's target, when it is one).
+    Neighbour {
+        sender: u128,
+        solicits: Option<std::net::IpAddr>,
     },
     Other,
 }
@@ -583,32 +629,29 @@ fn demux(frame: &[u8]) -> Demux {
     let Ok(eth) = EthernetFrame::new_checked(frame) else {
         return Demux::Other;
     };
-    match eth.ethertype() {
-        EthernetProtocol::Arp => {
-            return match ArpPacket::new_checked(eth.payload()) {
-                Ok(arp) if arp.source_protocol_addr().len() == 4 => Demux::Arp {
-                    sender: u32::from_be_bytes(
-                        arp.source_protocol_addr().try_into().expect("four bytes"),
-                    ),
-                },
-                _ => Demux::Other,
-            };
-        }
-        EthernetProtocol::Ipv4 => {}
-        _ => return Demux::Other,
+    if eth.ethertype() == EthernetProtocol::Arp {
+        return match ArpPacket::new_checked(eth.payload()) {
+            Ok(arp) if arp.source_protocol_addr().len() == 4 => Demux::Neighbour {
+                sender: u128::from(u32::from_be_bytes(
+                    arp.source_protocol_addr().try_into().expect("four bytes"),
+                )),
+                solicits: None,
+            },
+            _ => Demux::Other,
+        };
     }
-    let Ok(ip) = Ipv4Packet::new_checked(eth.payload()) else {
+    if let Some((sender, solicits)) = stack::neighbour_discovery(frame) {
+        return Demux::Neighbour { sender, solicits };
+    }
+    let Some((src, dst, tcp)) = tcp_of(frame) else {
         return Demux::Other;
     };
-    if ip.next_header() != IpProtocol::Tcp || ip.frag_offset() != 0 {
-        return Demux::Other;
-    }
-    let Ok(tcp) = TcpPacket::new_checked(ip.payload()) else {
+    let Ok(tcp) = TcpPacket::new_checked(tcp) else {
         return Demux::Other;
     };
     Demux::Tcp {
-        dst: endpoint(ip.dst_addr(), tcp.dst_port()),
-        src: endpoint(ip.src_addr(), tcp.src_port()),
+        dst: (dst, tcp.dst_port()),
+        src: (src, tcp.src_port()),
         syn: tcp.syn() && !tcp.ack(),
         ack: tcp.ack().then(|| tcp.ack_number().0 as u32),
     }

@@ -57,8 +57,9 @@ pub(crate) struct Table<'a> {
     shards: Vec<SocketSet<'a>>,
     /// By slot: its socket's handle in its shard (slot / SHARD).
     handles: Vec<SocketHandle>,
-    /// The slot of each connection, by the endpoint that names it.
-    slot_of: HashMap<Key, u32>,
+    /// The slot of each connection, by the endpoint that names it (a lookup a frame: foldhash,
+    /// not SipHash, for an 18-byte key).
+    slot_of: HashMap<Key, u32, foldhash::fast::RandomState>,
     /// By slot: the key it is registered under.
     key_of: Vec<Option<Key>>,
     /// By shard: sockets listening (a server's SYN goes to a shard with one) and sockets with
@@ -133,7 +134,7 @@ impl<'a> Table<'a> {
             shards,
             key_of: vec![None; slots],
             handles,
-            slot_of: HashMap::new(),
+            slot_of: HashMap::default(),
             listening: vec![0; n],
             open: vec![0; n],
             listen_cursor: 0,
@@ -369,7 +370,7 @@ impl<'a> Table<'a> {
                 Side::Client => socket.local_endpoint(),
                 Side::Server => socket.remote_endpoint(),
             };
-            let key = endpoint.and_then(|e| key(&e));
+            let key = endpoint.map(|e| key(&e));
             if key != self.key_of[slot] {
                 if let Some(old) = self.key_of[slot].take()
                     && self.slot_of.get(&old) == Some(&(slot as u32))
@@ -600,12 +601,12 @@ fn tcp_of(frame: &[u8]) -> Option<(u128, u128, &[u8])> {
     }
 }
 
-fn key(endpoint: &IpEndpoint) -> Option<Key> {
+fn key(endpoint: &IpEndpoint) -> Key {
     let addr = match endpoint.addr {
         IpAddress::Ipv4(ip) => u128::from(ip.to_bits()),
         IpAddress::Ipv6(ip) => ip.to_bits(),
     };
-    Some((addr, endpoint.port))
+    (addr, endpoint.port)
 }
 
 enum Demux {

@@ -268,6 +268,25 @@ impl Second {
     }
 }
 
+/// A run's report as its JSON file holds it.
+fn report_json(report: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
+}
+
+/// A CSV of a row a second under `header`, each row as `row` writes it.
+fn seconds_csv<T, const N: usize>(
+    header: [&str; N],
+    rows: &[T],
+    row: impl Fn(&T) -> [String; N],
+) -> Vec<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(header);
+    for r in rows {
+        let _ = w.write_record(row(r));
+    }
+    vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]
+}
+
 /// `count` over `span` seconds (a row's span is about a second; the last may be shorter).
 fn per_second(count: u64, span: f64) -> f64 {
     count as f64 / span.max(1e-9)
@@ -307,58 +326,59 @@ struct ClientRun {
 
 impl Written for ClientRun {
     fn json(&self) -> String {
-        serde_json::to_string_pretty(&self.report).unwrap_or_default() + "\n"
+        report_json(&self.report)
     }
 
     fn csv(&self) -> Vec<String> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let _ = w.write_record([
-            "elapsed_s",
-            "target_cps",
-            "cps",
-            "attempted",
-            "established",
-            "active",
-            "closed",
-            "failed_timeout",
-            "failed_refused",
-            "closed_reset",
-            "closed_timeout",
-            "closed_bad_response",
-            "requests",
-            "responses",
-            "body_bytes",
-            "retransmitted",
-            "goodput_mbps",
-            "rtt_p50_us",
-            "rtt_p99_us",
-        ]);
-        for second in &self.seconds {
-            let s = &second.snapshot;
-            let c = &s.counters;
-            let _ = w.write_record([
-                format!("{:.3}", s.elapsed_s),
-                s.target_cps.map_or(String::new(), |r| format!("{r:.1}")),
-                format!("{:.1}", second.cps),
-                c.attempted.to_string(),
-                c.established.to_string(),
-                s.active.to_string(),
-                c.closed.to_string(),
-                c.failed_timeout.to_string(),
-                c.failed_refused.to_string(),
-                c.closed_reset.to_string(),
-                c.closed_timeout.to_string(),
-                c.closed_bad_response.to_string(),
-                c.requests.to_string(),
-                c.responses.to_string(),
-                c.body_bytes.to_string(),
-                c.retransmitted.to_string(),
-                format!("{:.3}", second.goodput_bps / 1e6),
-                format!("{:.0}", s.rtt.p50_us),
-                format!("{:.0}", s.rtt.p99_us),
-            ]);
-        }
-        vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]
+        seconds_csv(
+            [
+                "elapsed_s",
+                "target_cps",
+                "cps",
+                "attempted",
+                "established",
+                "active",
+                "closed",
+                "failed_timeout",
+                "failed_refused",
+                "closed_reset",
+                "closed_timeout",
+                "closed_bad_response",
+                "requests",
+                "responses",
+                "body_bytes",
+                "retransmitted",
+                "goodput_mbps",
+                "rtt_p50_us",
+                "rtt_p99_us",
+            ],
+            &self.seconds,
+            |second| {
+                let s = &second.snapshot;
+                let c = &s.counters;
+                [
+                    format!("{:.3}", s.elapsed_s),
+                    s.target_cps.map_or(String::new(), |r| format!("{r:.1}")),
+                    format!("{:.1}", second.cps),
+                    c.attempted.to_string(),
+                    c.established.to_string(),
+                    s.active.to_string(),
+                    c.closed.to_string(),
+                    c.failed_timeout.to_string(),
+                    c.failed_refused.to_string(),
+                    c.closed_reset.to_string(),
+                    c.closed_timeout.to_string(),
+                    c.closed_bad_response.to_string(),
+                    c.requests.to_string(),
+                    c.responses.to_string(),
+                    c.body_bytes.to_string(),
+                    c.retransmitted.to_string(),
+                    format!("{:.3}", second.goodput_bps / 1e6),
+                    format!("{:.0}", s.rtt.p50_us),
+                    format!("{:.0}", s.rtt.p99_us),
+                ]
+            },
+        )
     }
 
     fn plot(&self, path: &Path) -> Result<bool, ReportError> {
@@ -541,50 +561,51 @@ struct ServerRun {
 
 impl Written for ServerRun {
     fn json(&self) -> String {
-        serde_json::to_string_pretty(&self.report).unwrap_or_default() + "\n"
+        report_json(&self.report)
     }
 
     fn csv(&self) -> Vec<String> {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        let _ = w.write_record([
-            "elapsed_s",
-            "cps",
-            "accepted",
-            "active",
-            "closed",
-            "reset",
-            "bad_request",
-            "timeout",
-            "requests",
-            "responses",
-            "body_bytes",
-            "retransmitted",
-            "goodput_mbps",
-            "rtt_p50_us",
-            "rtt_p99_us",
-        ]);
-        for second in &self.seconds {
-            let s = &second.snapshot;
-            let c = &s.counters;
-            let _ = w.write_record([
-                format!("{:.3}", s.elapsed_s),
-                format!("{:.1}", second.cps),
-                c.accepted.to_string(),
-                c.active().to_string(),
-                c.closed.to_string(),
-                c.reset.to_string(),
-                c.bad_request.to_string(),
-                c.timeout.to_string(),
-                c.requests.to_string(),
-                c.responses.to_string(),
-                c.body_bytes.to_string(),
-                c.retransmitted.to_string(),
-                format!("{:.3}", second.goodput_bps / 1e6),
-                format!("{:.0}", s.rtt.p50_us),
-                format!("{:.0}", s.rtt.p99_us),
-            ]);
-        }
-        vec![String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()]
+        seconds_csv(
+            [
+                "elapsed_s",
+                "cps",
+                "accepted",
+                "active",
+                "closed",
+                "reset",
+                "bad_request",
+                "timeout",
+                "requests",
+                "responses",
+                "body_bytes",
+                "retransmitted",
+                "goodput_mbps",
+                "rtt_p50_us",
+                "rtt_p99_us",
+            ],
+            &self.seconds,
+            |second| {
+                let s = &second.snapshot;
+                let c = &s.counters;
+                [
+                    format!("{:.3}", s.elapsed_s),
+                    format!("{:.1}", second.cps),
+                    c.accepted.to_string(),
+                    c.active().to_string(),
+                    c.closed.to_string(),
+                    c.reset.to_string(),
+                    c.bad_request.to_string(),
+                    c.timeout.to_string(),
+                    c.requests.to_string(),
+                    c.responses.to_string(),
+                    c.body_bytes.to_string(),
+                    c.retransmitted.to_string(),
+                    format!("{:.3}", second.goodput_bps / 1e6),
+                    format!("{:.0}", s.rtt.p50_us),
+                    format!("{:.0}", s.rtt.p99_us),
+                ]
+            },
+        )
     }
 
     fn plot(&self, path: &Path) -> Result<bool, ReportError> {

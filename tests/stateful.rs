@@ -464,6 +464,20 @@ fn every_transfer_completes_through_loss_and_reordering() {
     assert!(report["rtt"]["count"].as_u64().unwrap() > n, "{report:#}");
 }
 
+/// What curl, in namespace `ns`, gets from `url` (10 s at most; a failure fails the test).
+fn curl(ns: &str, url: &str) -> Vec<u8> {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "curl", "-sS", "--max-time", "10", url])
+        .output()
+        .expect("curl");
+    assert!(
+        out.status.success(),
+        "curl {url}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// A bare veth pair between two namespaces: linerate's server on one end, the kernel's curl on
 /// the other.
 struct Pair {
@@ -555,25 +569,8 @@ fn curl_gets_every_byte_from_linerates_server() {
     let stderr = common::listening(&mut server);
     let sizes = [0usize, 1, 1460, 4096, 100_000];
     for n in sizes {
-        let out = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &pair.ns("b"),
-                "curl",
-                "-sS",
-                "--max-time",
-                "10",
-            ])
-            .arg(format!("http://10.77.0.1/{n}"))
-            .output()
-            .expect("curl");
-        assert!(
-            out.status.success(),
-            "curl /{n}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(out.stdout, linerate_stateful::http::body(n), "body of /{n}");
+        let body = curl(&pair.ns("b"), &format!("http://10.77.0.1/{n}"));
+        assert_eq!(body, linerate_stateful::http::body(n), "body of /{n}");
     }
     // Keep-alive: curl asks twice on one connection.
     let out = Command::new("ip")
@@ -639,17 +636,8 @@ fn ipv6_ends_against_the_kernel_both_ways() {
         .spawn()
         .expect("linerate tcp server");
     let stderr = common::listening(&mut server);
-    let out = Command::new("ip")
-        .args(["netns", "exec", &pair.ns("b"), "curl", "-sS", "-6"])
-        .args(["--max-time", "10", "http://[2001:db8:77::1]/100000"])
-        .output()
-        .expect("curl");
-    assert!(
-        out.status.success(),
-        "curl: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.stdout, linerate_stateful::http::body(100_000));
+    let body = curl(&pair.ns("b"), "http://[2001:db8:77::1]/100000");
+    assert_eq!(body, linerate_stateful::http::body(100_000));
     let _ = Command::new("kill")
         .args(["-INT", &server.id().to_string()])
         .status();
@@ -879,20 +867,108 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
     has_the_three_panels(&plot);
 }
 
+/// IPv6 through the NAT lab's DUT, which routes it as a stateful firewall (no translation):
+/// linerate's client, 255 addresses of the inside network, to its server on the servers' IPv6
+/// network, 2,000 connections counted alike at both ends; the DUT's conntrack tracks each
+/// with the client's own address, and its firewall dropped nothing (no invalid segment, no
+/// new connection from outside).
+#[test]
+fn ipv6_connections_through_the_labs_firewall_are_tracked() {
+    if !root_or_skip("ipv6_connections_through_the_labs_firewall_are_tracked") {
+        return;
+    }
+    let lab = nat_lab("stf");
+    let server_ip: std::net::IpAddr = "2001:db8:c6::2".parse().unwrap();
+    let server = Emulated::start_at(
+        &lab,
+        server_ip,
+        linerate_lab::NAT6_SERVERS.1,
+        linerate_lab::NAT6_SERVERS_GATEWAY.into(),
+        &[],
+    );
+    let n = 2000u64;
+    let out = linerate(&[
+        "tcp",
+        "client",
+        "-i",
+        &lab.sender,
+        "--src",
+        "2001:db8:64:0:1::/120",
+        "--gateway",
+        "2001:db8:64::1/64",
+        "--server",
+        "[2001:db8:c6::2]:80",
+        "-n",
+        &n.to_string(),
+        "--response-bytes",
+        "4096",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let table = in_dut(
+        &lab,
+        &[
+            "conntrack",
+            "-L",
+            "-f",
+            "ipv6",
+            "-p",
+            "tcp",
+            "--dport",
+            "80",
+        ],
+    );
+    let served = server.stop();
+    assert_both_ends_count(&report, &served, n, n, n * 4096);
+    let tracked = table
+        .lines()
+        .filter(|l| l.contains("src=2001:db8:64:0:1::") && l.contains("dst=2001:db8:c6::2 "))
+        .count() as u64;
+    assert_eq!(
+        tracked,
+        n,
+        "conntrack:\n{}",
+        &table[..table.len().min(2000)]
+    );
+    let firewall = in_dut(&lab, &["nft", "list", "table", "ip6", "linerate_fw6"]);
+    assert_eq!(
+        firewall.matches("counter packets 0 bytes 0").count(),
+        2,
+        "{firewall}"
+    );
+}
+
 /// `linerate tcp server` on the NAT lab's servers' network (its second address), with `extra`
 /// flags, until [`Emulated::stop`].
 struct Emulated {
     child: Child,
     _stderr: std::process::ChildStderr,
-    ip: std::net::Ipv4Addr,
+    ip: std::net::IpAddr,
 }
 
 impl Emulated {
     fn start(lab: &Lab, extra: &[&str]) -> Emulated {
         let (net, len) = linerate_lab::NAT_SERVERS;
         let ip = std::net::Ipv4Addr::from(u32::from(net) + 2);
+        let gateway = linerate_lab::NAT_SERVERS_GATEWAY.into();
+        Emulated::start_at(lab, ip.into(), len, gateway, extra)
+    }
+
+    /// The server at `ip`/`len` behind `gateway` on the receiver's interface.
+    fn start_at(
+        lab: &Lab,
+        ip: std::net::IpAddr,
+        len: u8,
+        gateway: std::net::IpAddr,
+        extra: &[&str],
+    ) -> Emulated {
         let address = format!("{ip}/{len}");
-        let gateway = linerate_lab::NAT_SERVERS_GATEWAY.to_string();
+        let gateway = gateway.to_string();
         let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
             .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
             .args(["--address", &address, "--gateway", &gateway])
@@ -1124,17 +1200,8 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
         assert!(line.contains("listening on"), "tcpdump: {line}");
-        let out = Command::new("ip")
-            .args(["netns", "exec", &b, "curl", "-sS", "--max-time", "10"])
-            .arg("http://10.77.0.1/4096")
-            .output()
-            .expect("curl");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(out.stdout, linerate_stateful::http::body(4096));
+        let body = curl(&b, "http://10.77.0.1/4096");
+        assert_eq!(body, linerate_stateful::http::body(4096));
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: kill(2) on our own child's pid; it has not been reaped.
         assert_eq!(unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) }, 0);

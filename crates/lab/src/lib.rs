@@ -74,6 +74,17 @@ pub const NAT_INSIDE_GATEWAY: Ipv4Addr = Ipv4Addr::new(100, 64, 0, 1);
 pub const NAT_SERVERS: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 51, 100, 0), 24);
 /// The NAT DUT's own address in [`NAT_SERVERS`]: the emulated servers' gateway.
 pub const NAT_SERVERS_GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
+/// The NAT DUT's IPv6 inside network, on its port toward the sender. IPv6 is routed, not
+/// translated (NAT66 is rare): the DUT is a stateful firewall for it — conntrack tracks every
+/// connection, a new one may start only from the inside, an invalid segment is dropped.
+/// RFC 3849's documentation prefix; it exists only inside a NAT lab's DUT.
+pub const NAT6_INSIDE: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 0), 64);
+/// The NAT DUT's own address in [`NAT6_INSIDE`]: the IPv6 clients' gateway.
+pub const NAT6_INSIDE_GATEWAY: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 1);
+/// The NAT DUT's IPv6 servers' network, on its port toward the sink.
+pub const NAT6_SERVERS: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0xc6, 0, 0, 0, 0, 0), 64);
+/// The NAT DUT's own address in [`NAT6_SERVERS`]: the IPv6 servers' gateway.
+pub const NAT6_SERVERS_GATEWAY: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0xc6, 0, 0, 0, 0, 1);
 
 impl DutKind {
     pub fn as_str(self) -> &'static str {

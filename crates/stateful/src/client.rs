@@ -140,7 +140,8 @@ impl ClientConfig {
     /// The fewest bytes one connection puts on the wire each way, to the server and to the
     /// client, as a link carries them: each frame with its FCS, padded to 64 bytes, and its
     /// preamble and gap (20). The handshake, the requests and the bodies (an HTTP response's
-    /// head left out) in segments of [`MSS`] bytes, one acknowledgement of each response, both
+    /// head left out) in full segments (1,460 bytes over IPv4, 1,440 over IPv6), one
+    /// acknowledgement of each response, both
     /// FINs and their acknowledgements; a replay's turns as recorded. A lower bound: a device
     /// that carries less cannot carry the connection.
     pub fn wire_bytes(&self) -> (u64, u64) {
@@ -156,15 +157,16 @@ impl ClientConfig {
                 )
             }
         };
+        let wire = Wire::of(self.server.ip());
         // SYN or SYN-ACK (with its options), the handshake's or a response's ACK, FIN, ACK.
-        let controls = wire_frame(20) + 3 * wire_frame(0);
+        let controls = wire.frame(20) + 3 * wire.frame(0);
         let requests = u64::from(match &self.replay {
             Some(r) => r.recording.turns.iter().filter(|t| !t.from_client).count() as u32,
             None => self.requests,
         });
         (
-            controls + wire_stream(to_server) + requests * wire_frame(0),
-            controls + wire_stream(to_client),
+            controls + wire.stream(to_server) + requests * wire.frame(0),
+            controls + wire.stream(to_client),
         )
     }
 
@@ -223,20 +225,36 @@ impl ClientConfig {
 /// Each connection's transmit buffer: a request is one line of headers.
 const TX_BUFFER: usize = 1024;
 
-/// The segment size a stack on an Ethernet link of 1,500 bytes sends (smoltcp's, a kernel's).
-pub const MSS: u64 = 1460;
-
-/// A TCP segment of `payload` bytes on the wire: Ethernet, IPv4 and TCP headers, the FCS,
-/// padding to 64 bytes, preamble and gap.
-fn wire_frame(payload: u64) -> u64 {
-    (14 + 20 + 20 + payload + 4).max(64) + 20
+/// TCP segments on an Ethernet link of 1,500 bytes, as the wire carries them.
+struct Wire {
+    /// The IP header's bytes: 20 (IPv4) or 40 (IPv6).
+    ip: u64,
 }
 
-/// A byte stream of `len` bytes in full segments of [`MSS`] and a last one.
-fn wire_stream(len: u64) -> u64 {
-    let full = len / MSS;
-    let rest = len % MSS;
-    full * wire_frame(MSS) + if rest > 0 { wire_frame(rest) } else { 0 }
+impl Wire {
+    fn of(addr: IpAddr) -> Wire {
+        Wire {
+            ip: if addr.is_ipv4() { 20 } else { 40 },
+        }
+    }
+
+    /// The segment size a stack sends (smoltcp's, a kernel's): the 1,500 bytes less the IP
+    /// and TCP headers.
+    fn mss(&self) -> u64 {
+        1500 - self.ip - 20
+    }
+
+    /// A segment of `payload` bytes: Ethernet, IP and TCP headers, the FCS, padding to 64
+    /// bytes, preamble and gap.
+    fn frame(&self, payload: u64) -> u64 {
+        (14 + self.ip + 20 + payload + 4).max(64) + 20
+    }
+
+    /// A byte stream of `len` bytes in full segments and a last one.
+    fn stream(&self, len: u64) -> u64 {
+        let (full, rest) = (len / self.mss(), len % self.mss());
+        full * self.frame(self.mss()) + if rest > 0 { self.frame(rest) } else { 0 }
+    }
 }
 /// Socket buffers a client may make, all told (made at start, one set a slot): 16 GiB.
 pub(crate) const BUFFER_BUDGET: u64 = 16 << 30;
@@ -946,6 +964,13 @@ mod tests {
         // an ACK of the response (84); to the client the body's 4,096 bytes in segments of
         // 1,460, 1,460 and 1,176 (1,538 + 1,538 + 1,254).
         assert_eq!(config(1.0).wire_bytes(), (591, 4680));
+        // Over IPv6 20 more bytes a header: a SYN 118, a bare segment 98 (over 64 now), the
+        // request (84 bytes, its Host bracketed) 182, and the body in segments of 1,440:
+        // 1,538 + 1,538 + 1,314 (1,216 bytes).
+        let mut v6 = config(1.0);
+        v6.addresses.range = Range::parse("2001:db8:1::/120").unwrap();
+        v6.server = "[2001:db8::1]:80".parse().unwrap();
+        assert_eq!(v6.wire_bytes(), (692, 4802));
     }
 
     #[test]

@@ -83,15 +83,9 @@ struct Seen {
 impl Seen {
     /// Looks at one frame the end sent; `drop` says whether the link will lose it.
     fn look(&mut self, frame: &[u8], drop: impl FnOnce(Ipv4Addr, &TcpSlice) -> bool) -> bool {
-        let Ok(packet) = SlicedPacket::from_ethernet(frame) else {
+        let Some((source, destination, tcp)) = ipv4_tcp(frame) else {
             return false;
         };
-        let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) =
-            (&packet.net, &packet.transport)
-        else {
-            return false;
-        };
-        let source = ip.header().source_addr();
         let len = tcp.payload().len() as u32 + u32::from(tcp.syn()) + u32::from(tcp.fin());
         if len == 0 {
             return false;
@@ -100,7 +94,7 @@ impl Seen {
         let conn = (
             source,
             tcp.source_port(),
-            ip.header().destination_addr(),
+            destination,
             tcp.destination_port(),
         );
         let again = match self.high.get(&conn) {
@@ -117,10 +111,24 @@ impl Seen {
             }
         };
         self.retransmitted += u64::from(again);
-        let dropped = drop(source, tcp);
+        let dropped = drop(source, &tcp);
         self.dropped += u64::from(dropped);
         dropped
     }
+}
+
+/// A frame's IPv4 addresses and TCP segment, read by etherparse.
+fn ipv4_tcp(frame: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, TcpSlice<'_>)> {
+    let packet = SlicedPacket::from_ethernet(frame).ok()?;
+    let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) = (packet.net, packet.transport)
+    else {
+        return None;
+    };
+    Some((
+        ip.header().source_addr(),
+        ip.header().destination_addr(),
+        tcp,
+    ))
 }
 
 type Shared = Arc<Mutex<Seen>>;
@@ -273,15 +281,9 @@ fn a_syn_sent_again_finds_its_connection_past_a_free_listener() {
     let mut first: Option<Ipv4Addr> = None;
     let mut lost = 0;
     let b = Box::new(move |frame: &[u8]| {
-        let Ok(packet) = SlicedPacket::from_ethernet(frame) else {
+        let Some((_, to, tcp)) = ipv4_tcp(frame) else {
             return false;
         };
-        let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) =
-            (&packet.net, &packet.transport)
-        else {
-            return false;
-        };
-        let to = ip.header().destination_addr();
         if !(tcp.syn() && tcp.ack()) || *first.get_or_insert(to) == to || lost == 2 {
             return false;
         }

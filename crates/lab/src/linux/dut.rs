@@ -175,24 +175,10 @@ pub(crate) fn build(lab: &Lab, dut: &Dut, dut_line: &str) -> Result<(), LabError
             // port offers the DUT a preferred and a next-best egress (docs/convergence.md).
             let backup = crate::backup_addresses(&lab.name);
             inside.add_address(&dut.egress, backup.0, 30)?;
-            // IPv6 on the DUT's two links only (the test ports' devices bring their own): the
+            // IPv6 on the DUT's two links (the test ports' devices bring their own): the
             // sessions for IPv6 ranges, whose next hop must be on a connected IPv6 subnet.
             let (west6, ingress6, egress6, east6) = crate::routed_addresses6(&lab.name);
-            for dev in [&dut.ingress, &dut.egress] {
-                for (key, value) in [("accept_ra", "0"), ("autoconf", "0"), ("accept_dad", "0")] {
-                    write_sysctl_in(
-                        dut_ns,
-                        &format!("/proc/sys/net/ipv6/conf/{dev}/{key}"),
-                        value,
-                    )?;
-                }
-                write_sysctl_in(
-                    dut_ns,
-                    &format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"),
-                    "0",
-                )?;
-            }
-            write_sysctl_in(dut_ns, "/proc/sys/net/ipv6/conf/all/forwarding", "1")?;
+            ipv6_on_links(dut)?;
             inside.add_ip(&dut.ingress, ingress6.into(), 64)?;
             inside.add_ip(&dut.egress, egress6.into(), 64)?;
             let sessions = super::bird::Sessions {
@@ -653,4 +639,22 @@ pub(crate) fn counters(name: &str) -> Result<ImpairCounters, LabError> {
         total.diverted += word(3);
     }
     Ok(total)
+}
+
+/// IPv6 on the DUT's two links only, forwarding between them (the lab turns it off everywhere
+/// else): no router advertisement taken, no address made up, no duplicate detection to wait
+/// for.
+pub(super) fn ipv6_on_links(dut: &Dut) -> Result<(), LabError> {
+    for dev in [&dut.ingress, &dut.egress] {
+        for (key, value) in [
+            ("accept_ra", "0"),
+            ("autoconf", "0"),
+            ("accept_dad", "0"),
+            ("disable_ipv6", "0"),
+        ] {
+            let path = format!("/proc/sys/net/ipv6/conf/{dev}/{key}");
+            write_sysctl_in(&dut.netns, &path, value)?;
+        }
+    }
+    write_sysctl_in(&dut.netns, "/proc/sys/net/ipv6/conf/all/forwarding", "1")
 }

@@ -10,11 +10,26 @@ use std::process::{Command, Stdio};
 use super::in_netns;
 use super::netlink::Rtnl;
 use crate::{
-    Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERVERS_GATEWAY, NatRules,
+    Dut, LabError, NAT_INSIDE, NAT_INSIDE_GATEWAY, NAT_SERVERS, NAT_SERVERS_GATEWAY, NAT6_INSIDE,
+    NAT6_INSIDE_GATEWAY, NAT6_SERVERS, NAT6_SERVERS_GATEWAY, NatRules,
 };
 
 /// The nftables table the lab owns in the DUT's namespace.
 const TABLE: &str = "linerate_nat";
+/// Its IPv6 firewall's table (routed, not translated).
+const TABLE6: &str = "linerate_fw6";
+
+/// IPv6's stateful firewall: what the NAT's forward chain does, without the translation.
+fn firewall6(dut: &Dut) -> String {
+    format!(
+        "table ip6 {TABLE6} {{\n\
+         \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
+         \t\tct state invalid counter drop\n\
+         \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\
+         }}\n",
+        egress = dut.egress,
+    )
+}
 
 fn ruleset(dut: &Dut, rules: &NatRules) -> String {
     // A port range maps TCP and UDP (nft takes ports only after a transport match); the rest
@@ -59,7 +74,11 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
     inside.add_address(&dut.egress, NAT_SERVERS_GATEWAY, NAT_SERVERS.1)?;
-    let rules = ruleset(dut, &NatRules::default());
+    // IPv6 is routed through the firewall below, not translated.
+    super::dut::ipv6_on_links(dut)?;
+    inside.add_ip(&dut.ingress, NAT6_INSIDE_GATEWAY.into(), NAT6_INSIDE.1)?;
+    inside.add_ip(&dut.egress, NAT6_SERVERS_GATEWAY.into(), NAT6_SERVERS.1)?;
+    let rules = ruleset(dut, &NatRules::default()) + &firewall6(dut);
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),

@@ -64,8 +64,13 @@ fn segments(line: &str) -> Vec<String> {
     parts
 }
 
+/// Brackets inside quotes are the word's own (an IPv6 socket address, `'[2001:db8::2]:80'`),
+/// not a summary's optional part: carried through as these until [`value_for`] has dropped the
+/// summary's.
+const QUOTED_BRACKETS: [(char, char); 2] = [('[', '\u{e000}'), (']', '\u{e001}')];
+
 /// Words of a segment: quotes removed, `$(…)` and `$X` kept as one word, a redirection and its
-/// target dropped.
+/// target dropped, and a background job's `&`.
 fn words(segment: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
@@ -93,6 +98,12 @@ fn words(segment: &str) -> Vec<String> {
                 }
                 any = false;
             }
+            (Some(_), c) => word.push(
+                QUOTED_BRACKETS
+                    .iter()
+                    .find(|(b, _)| *b == c)
+                    .map_or(c, |(_, kept)| *kept),
+            ),
             _ => word.push(c),
         }
     }
@@ -106,7 +117,7 @@ fn words(segment: &str) -> Vec<String> {
             skip_next = false;
         } else if matches!(w.as_str(), ">" | ">>" | "<" | "2>" | "2>&1") {
             skip_next = w != "2>&1";
-        } else if !w.starts_with('>') && !w.starts_with("2>") {
+        } else if w != "&" && !w.starts_with('>') && !w.starts_with("2>") {
             kept.push(w);
         }
     }
@@ -134,7 +145,10 @@ fn value_for(word: &str) -> String {
     if word.starts_with("<(") {
         return "/dev/fd/63".into();
     }
-    let word = word.replace(['[', ']'], "");
+    let mut word = word.replace(['[', ']'], "");
+    for (bracket, kept) in QUOTED_BRACKETS {
+        word = word.replace(kept, &bracket.to_string());
+    }
     if word.starts_with('$') {
         return "1".into();
     }
@@ -340,7 +354,9 @@ fn the_finder_reads_shell_as_a_reader_does() {
          sudo -E target/release/linerate tx -i lr0 \\\n  --rate 1M   # a comment\n\
          linerate lab up && linerate lab down; echo linerate\n\
          nice -n -20 linerate tx … -d 4s | jq .\n\
-         linerate rx -i IFACE [--netns NS] --rx-mode drv|skb\n```\n",
+         linerate rx -i IFACE [--netns NS] --rx-mode drv|skb\n\
+         linerate tcp server -i lr1 --address 2001:db8::1/64 &\n\
+         linerate tcp client -i lr0 --src 2001:db8:1::/120 --server '[2001:db8::1]:80'\n```\n",
     );
     let texts: Vec<&str> = found.iter().map(|f| f.text.as_str()).collect();
     assert_eq!(
@@ -351,9 +367,13 @@ fn the_finder_reads_shell_as_a_reader_does() {
             "linerate lab down",
             "nice -n -20 linerate tx … -d 4s",
             "linerate rx -i IFACE [--netns NS] --rx-mode drv|skb",
+            "linerate tcp server -i lr1 --address 2001:db8::1/64 &",
+            "linerate tcp client -i lr0 --src 2001:db8:1::/120 --server '[2001:db8::1]:80'",
             "linerate ports",
         ]
     );
+    let client = linerate_args(&words(texts[6])).unwrap();
+    assert_eq!(variants(&client)[0].last().unwrap(), "[2001:db8::1]:80");
     let rx = linerate_args(&words(texts[4])).unwrap();
     assert_eq!(
         variants(&rx),

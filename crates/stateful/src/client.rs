@@ -141,9 +141,9 @@ impl ClientConfig {
     /// client, as a link carries them: each frame with its FCS, padded to 64 bytes, and its
     /// preamble and gap (20). The handshake, the requests and the bodies (an HTTP response's
     /// head left out) in full segments (1,460 bytes over IPv4, 1,440 over IPv6), one
-    /// acknowledgement of each response, both
-    /// FINs and their acknowledgements; a replay's turns as recorded. A lower bound: a device
-    /// that carries less cannot carry the connection.
+    /// acknowledgement of each response, both FINs and their acknowledgements; a replay's
+    /// turns as recorded. A lower bound: a device that carries less cannot carry the
+    /// connection.
     pub fn wire_bytes(&self) -> (u64, u64) {
         let (to_server, to_client) = match &self.replay {
             Some(r) => r.recording.bytes(),
@@ -256,6 +256,7 @@ impl Wire {
         full * self.frame(self.mss()) + if rest > 0 { self.frame(rest) } else { 0 }
     }
 }
+
 /// Socket buffers a client may make, all told (made at start, one set a slot): 16 GiB.
 pub(crate) const BUFFER_BUDGET: u64 = 16 << 30;
 
@@ -297,7 +298,8 @@ pub struct ClientReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct TimedOut {
     pub source: SocketAddr,
-    /// What the client was doing: connecting, sending, reading, thinking or closing.
+    /// What the client was doing: connecting, sending, reading, thinking, ending (waiting for
+    /// the server's FIN) or closing.
     pub phase: &'static str,
     /// smoltcp's TCP state (e.g. LAST-ACK: the client's FIN was never acknowledged).
     pub tcp_state: String,

@@ -7,10 +7,11 @@
 # conntrack is flushed between runs (so no run meets the last one's translations). Prints each
 # run and the medians. --vs OLD runs both linerate pairs again with another build of linerate
 # (client and server alike), alternated with this one's in each round, for an old-against-new
-# figure from one run.
+# figure from one run. --ipv6 adds a pair: both ends linerate's over IPv6, through the DUT's
+# IPv6 firewall (routed, not translated; conntrack tracks each connection).
 #
 #   bench-tcp.sh [--rounds 3] [--connections 30000] [--seconds 10] [--bytes 1024] [--concurrent 256]
-#                [--vs OLD_BINARY]
+#                [--vs OLD_BINARY] [--ipv6]
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib/bench.sh
 . "$(dirname "$0")/lib/bench.sh" "$@"
@@ -21,6 +22,7 @@ seconds=10
 bytes=1024
 concurrent=256
 old=
+ipv6=0
 while (($#)); do
     case $1 in
         --rounds) rounds=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while (($#)); do
         --bytes) bytes=$2; shift 2 ;;
         --concurrent) concurrent=$2; shift 2 ;;
         --vs) old=$2; shift 2 ;;
+        --ipv6) ipv6=1; shift ;;
         *) bench_unknown "$1" ;;
     esac
 done
@@ -76,18 +79,24 @@ for _ in $(seq 100); do [[ -f $work/nginx.pid ]] && break; sleep 0.05; done
 # wrk runs on the sender's end in the root namespace: its one route to the server is the lab's.
 ip route replace "$server/32" via "$ingress" dev "$sender"
 
-flush() { ip netns exec "$dut_ns" conntrack -F >/dev/null 2>&1 || true; sleep 1; }
+flush() {
+    for family in ipv4 ipv6; do
+        ip netns exec "$dut_ns" conntrack -F -f "$family" >/dev/null 2>&1 || true
+    done
+    sleep 1
+}
 # linerate's client (BINARY, default this build's) on core 0 to SERVER:80: its connections a
 # second, or "unclean: …" for a run in which a connection did not end cleanly (it still reports;
 # its rate is not taken).
 lr_client() {
     local out
-    out=$(taskset -c 0 "${2:-$lr}" tcp client -i "$sender" --src 100.64.1.0/24 --gateway 100.64.0.1/16 \
+    out=$(taskset -c 0 "${2:-$lr}" tcp client -i "$sender" --src "${client_src:-100.64.1.0/24}" \
+        --gateway "${client_gw:-100.64.0.1/16}" \
         --server "$1:80" -n "$connections" --response-bytes "$bytes" --concurrent "$concurrent" \
         --src-ports 10000-60000 --json 2>/dev/null) || true
     python3 -c 'import json,sys; r=json.load(sys.stdin); c=r["counters"]; print(round(r["cps"]) if c["closed"]==c["attempted"] else "unclean: %s" % c)' <<<"$out"
 }
-lr_cps=() wrk_cps=() both_cps=() old_cps=() old_both_cps=()
+lr_cps=() wrk_cps=() both_cps=() old_cps=() old_both_cps=() both6_cps=()
 emulated=198.51.100.2 emulated_gw=198.51.100.1   # linerate_lab::NAT_SERVERS
 # Both ends BINARY's: linerate's server on core 1, its client on core 0.
 both_ends() {
@@ -97,6 +106,16 @@ both_ends() {
     local srv=$!
     sleep 0.5
     lr_client "$emulated" "$1"
+    kill -INT "$srv"; wait "$srv" || true
+}
+# Both ends this build's over IPv6 (linerate_lab::NAT6_INSIDE and NAT6_SERVERS), cores as above.
+both_ends6() {
+    taskset -c 1 "$lr" tcp server -i "${lab}1" --netns "$netns" --address 2001:db8:c6::2/64 \
+        --gateway 2001:db8:c6::1 --time-wait 0 --concurrent 1024 --response-bytes "$bytes" \
+        >/dev/null 2>&1 &
+    local srv=$!
+    sleep 0.5
+    client_src=2001:db8:64:0:1::/120 client_gw=2001:db8:64::1/64 lr_client "[2001:db8:c6::2]"
     kill -INT "$srv"; wait "$srv" || true
 }
 for round in $(seq "$rounds"); do
@@ -121,11 +140,20 @@ for round in $(seq "$rounds"); do
     errors=$(awk '/Socket errors|Non-2xx/ { print }' <<<"$w")
     wrk_cps+=("$wcps")
     echo "round $round: linerate -> nginx $cps, wrk -> nginx $wcps ${errors:+($errors) }, linerate -> linerate $both connections/s"
+    if ((ipv6)); then
+        flush
+        both6=$(both_ends6)
+        [[ $both6 == unclean* ]] || both6_cps+=("$both6")
+        echo "round $round: linerate -> linerate over IPv6 $both6 connections/s"
+    fi
 done
 lr_med=$(printf '%s\n' "${lr_cps[@]}" | median)
 wrk_med=$(printf '%s\n' "${wrk_cps[@]}" | median)
 both_med=$(printf '%s\n' "${both_cps[@]}" | median)
 echo "median of $rounds: linerate -> nginx $lr_med, wrk -> nginx $wrk_med, linerate -> linerate $both_med connections/s"
+if ((ipv6)); then
+    echo "median of $rounds over IPv6: linerate -> linerate $(printf '%s\n' "${both6_cps[@]}" | median) connections/s"
+fi
 if [[ -n $old ]]; then
     echo "median of $rounds, $old: linerate -> nginx $(printf '%s\n' "${old_cps[@]}" | median), linerate -> linerate $(printf '%s\n' "${old_both_cps[@]}" | median) connections/s"
 fi

@@ -1,14 +1,11 @@
 //! The TCP stack an end runs on its port: smoltcp's interface over a [`Link`], owning the
 //! end's addresses (a whole client range through smoltcp's any-IP mode and a route to it).
 
+use std::net::{IpAddr, Ipv6Addr};
 use std::time::{Duration, Instant};
 
 use smoltcp::iface::{Config, Interface, Route};
-use smoltcp::phy::Device;
-use smoltcp::phy::TxToken;
-use std::net::{IpAddr, Ipv6Addr};
-
-use smoltcp::phy::ChecksumCapabilities;
+use smoltcp::phy::{ChecksumCapabilities, Device, TxToken};
 use smoltcp::wire::{
     ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
     EthernetRepr, Icmpv6Packet, Icmpv6Repr, IpAddress, IpCidr, IpProtocol, Ipv6Packet, Ipv6Repr,

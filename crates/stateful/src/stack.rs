@@ -218,9 +218,19 @@ fn send_icmpv6<D: Device>(
     true
 }
 
-/// A neighbour discovery frame's sender (an IPv6 address's bits) and, for a solicitation, the
-/// address it asks for; None for any other frame.
-pub(crate) fn neighbour_discovery(frame: &[u8]) -> Option<(u128, Option<IpAddr>)> {
+/// A neighbour solicitation, as far as answering it needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Solicitation {
+    /// The address asked for.
+    pub(crate) target: Ipv6Addr,
+    /// Who asks: its address and its MAC (the frame's source).
+    pub(crate) asker: Ipv6Addr,
+    pub(crate) asker_mac: [u8; 6],
+}
+
+/// A neighbour discovery frame's sender (an IPv6 address's bits) and, for a solicitation, what
+/// it asks; None for any other frame.
+pub(crate) fn neighbour_discovery(frame: &[u8]) -> Option<(u128, Option<Solicitation>)> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
     if eth.ethertype() != EthernetProtocol::Ipv6 {
         return None;
@@ -233,45 +243,44 @@ pub(crate) fn neighbour_discovery(frame: &[u8]) -> Option<(u128, Option<IpAddr>)
     let ndisc = NdiscRepr::parse(&icmp).ok()?;
     let sender = ip.src_addr().to_bits();
     match ndisc {
-        NdiscRepr::NeighborSolicit { target_addr, .. } => {
-            Some((sender, Some(IpAddr::V6(target_addr))))
-        }
+        NdiscRepr::NeighborSolicit { target_addr, .. } => Some((
+            sender,
+            Some(Solicitation {
+                target: target_addr,
+                asker: ip.src_addr(),
+                asker_mac: eth.src_addr().0,
+            }),
+        )),
         NdiscRepr::NeighborAdvert { .. } => Some((sender, None)),
         _ => None,
     }
 }
 
-/// Answers the neighbour solicitation `frame` (for an address of this end's) with an
-/// advertisement from `mac`, as a host that holds the address does (RFC 4861 §7.2.4): to the
-/// asker, solicited, overriding. A solicitation from the unspecified address (duplicate
-/// address detection) is left unanswered: no address of this end's is tentative.
+/// Answers a neighbour solicitation (for an address of this end's) with an advertisement from
+/// `mac`, as a host that holds the address does (RFC 4861 §7.2.4): to the asker, solicited,
+/// overriding. A solicitation from the unspecified address (duplicate address detection) is
+/// left unanswered: no address of this end's is tentative.
 pub(crate) fn advertise<D: Device>(
     device: &mut D,
     mac: [u8; 6],
-    frame: &[u8],
+    asked: &Solicitation,
     now: smoltcp::time::Instant,
 ) {
-    let Ok(eth) = EthernetFrame::new_checked(frame) else {
-        return;
-    };
-    let Ok(ip) = Ipv6Packet::new_checked(eth.payload()) else {
-        return;
-    };
-    let Ok(icmp) = Icmpv6Packet::new_checked(ip.payload()) else {
-        return;
-    };
-    let Ok(NdiscRepr::NeighborSolicit { target_addr, .. }) = NdiscRepr::parse(&icmp) else {
-        return;
-    };
-    let asker = ip.src_addr();
-    if asker.is_unspecified() {
+    if asked.asker.is_unspecified() {
         return;
     }
     let na = Icmpv6Repr::Ndisc(NdiscRepr::NeighborAdvert {
         flags: NdiscNeighborFlags::SOLICITED | NdiscNeighborFlags::OVERRIDE,
-        target_addr,
+        target_addr: asked.target,
         lladdr: Some(RawHardwareAddress::from(EthernetAddress(mac))),
     });
-    let to_mac: [u8; 6] = eth.src_addr().0;
-    send_icmpv6(device, mac, to_mac, target_addr, asker, &na, now);
+    send_icmpv6(
+        device,
+        mac,
+        asked.asker_mac,
+        asked.target,
+        asked.asker,
+        &na,
+        now,
+    );
 }

@@ -228,14 +228,13 @@ impl<'a> Table<'a> {
                     let at = now.total_micros();
                     let last = self.neighbours.insert(sender, at);
                     arp |= last.is_none_or(|last| at - last > NEIGHBOUR_FRESH_US);
-                    if let Some(target) = solicits
-                        && self.addresses.range.contains(target)
+                    if let Some(asked) = solicits
+                        && self.addresses.range.contains(asked.target.into())
                     {
                         // smoltcp answers for the addresses it holds (the range's first);
                         // the range's others are this end's to answer, as ARP's are by
                         // any-IP. smoltcp still sees the frame and learns the sender.
-                        let frame = frame.to_vec();
-                        stack::advertise(&mut *link, self.addresses.mac, &frame, now);
+                        stack::advertise(&mut *link, self.addresses.mac, &asked, now);
                     }
                     (0, false)
                 }
@@ -620,7 +619,7 @@ enum Demux {
     /// ARP, or IPv6 neighbour discovery (a solicitation's target, when it is one).
     Neighbour {
         sender: u128,
-        solicits: Option<std::net::IpAddr>,
+        solicits: Option<stack::Solicitation>,
     },
     Other,
 }

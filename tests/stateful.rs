@@ -547,26 +547,8 @@ fn curl_gets_every_byte_from_linerates_server() {
     }
     let pair = Pair::new();
     let iface = format!("{}a", pair.name);
-    let ns = pair.ns("a");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args([
-            "tcp",
-            "server",
-            "-i",
-            &iface,
-            "--netns",
-            &ns,
-            "--address",
-            "10.77.0.1/24",
-            "-d",
-            "30s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("linerate tcp server");
-    let stderr = common::listening(&mut server);
+    let ip = std::net::Ipv4Addr::new(10, 77, 0, 1).into();
+    let server = Emulated::spawn(&iface, &pair.ns("a"), ip, 24, &["-d", "30s"]);
     let sizes = [0usize, 1, 1460, 4096, 100_000];
     for n in sizes {
         let body = curl(&pair.ns("b"), &format!("http://10.77.0.1/{n}"));
@@ -597,12 +579,7 @@ fn curl_gets_every_byte_from_linerates_server() {
         "1 0",
         "curl reused the connection"
     );
-    let _ = Command::new("kill")
-        .args(["-INT", &server.id().to_string()])
-        .status();
-    let out = server.wait_with_output().expect("server exits");
-    drop(stderr);
-    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let report = server.stop();
     let c = &report["counters"];
     assert_eq!(c["accepted"], sizes.len() as u64 + 1, "{report:#}");
     assert_eq!(c["requests"], sizes.len() as u64 + 2, "{report:#}");
@@ -628,22 +605,11 @@ fn ipv6_ends_against_the_kernel_both_ways() {
         pair.ns("a"),
         format!("{}b", pair.name),
     );
-    let mut server = Command::new(env!("CARGO_BIN_EXE_linerate"))
-        .args(["tcp", "server", "-i", &iface, "--netns", &ns])
-        .args(["--address", "2001:db8:77::1/64", "-d", "30s", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("linerate tcp server");
-    let stderr = common::listening(&mut server);
+    let ip = "2001:db8:77::1".parse().unwrap();
+    let server = Emulated::spawn(&iface, &ns, ip, 64, &["-d", "30s"]);
     let body = curl(&pair.ns("b"), "http://[2001:db8:77::1]/100000");
     assert_eq!(body, linerate_stateful::http::body(100_000));
-    let _ = Command::new("kill")
-        .args(["-INT", &server.id().to_string()])
-        .status();
-    let out = server.wait_with_output().expect("server exits");
-    drop(stderr);
-    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let report = server.stop();
     assert_eq!(report["counters"]["accepted"], 1, "{report:#}");
     assert_eq!(report["counters"]["body_bytes"], 100_000, "{report:#}");
 
@@ -943,8 +909,8 @@ fn ipv6_connections_through_the_labs_firewall_are_tracked() {
     );
 }
 
-/// `linerate tcp server` on the NAT lab's servers' network (its second address), with `extra`
-/// flags, until [`Emulated::stop`].
+/// `linerate tcp server` (on the NAT lab's servers' network, its second address, or where
+/// [`Emulated::spawn`] puts it), until [`Emulated::stop`].
 struct Emulated {
     child: Child,
     _stderr: std::process::ChildStderr,
@@ -967,13 +933,20 @@ impl Emulated {
         gateway: std::net::IpAddr,
         extra: &[&str],
     ) -> Emulated {
-        let address = format!("{ip}/{len}");
         let gateway = gateway.to_string();
+        let mut flags = vec!["--gateway", &gateway, "--time-wait", "0", "-d", "60s"];
+        flags.extend(extra);
+        Emulated::spawn(&lab.receiver, &lab.netns, ip, len, &flags)
+    }
+
+    /// `linerate tcp server` at `ip`/`len` on `iface` in `netns` with `flags`, reporting in
+    /// JSON; returns once it listens.
+    fn spawn(iface: &str, netns: &str, ip: std::net::IpAddr, len: u8, flags: &[&str]) -> Emulated {
+        let address = format!("{ip}/{len}");
         let mut child = Command::new(env!("CARGO_BIN_EXE_linerate"))
-            .args(["tcp", "server", "-i", &lab.receiver, "--netns", &lab.netns])
-            .args(["--address", &address, "--gateway", &gateway])
-            .args(["--time-wait", "0", "-d", "60s", "--json"])
-            .args(extra)
+            .args(["tcp", "server", "-i", iface, "--netns", netns])
+            .args(["--address", &address, "--json"])
+            .args(flags)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

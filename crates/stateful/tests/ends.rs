@@ -303,8 +303,11 @@ fn a_syn_sent_again_finds_its_connection_past_a_free_listener() {
 fn retransmissions_are_counted_as_a_decoder_of_the_frames_counts_them() {
     // Every 15th segment with data, SYN or FIN lost both ways: each end's count of what it
     // sent again is what etherparse reads off its frames, and each lost segment was sent again.
-    let (mut client, server) = configs(100, 2);
+    let (mut client, mut server) = configs(100, 2);
+    // A segment lost three times running waits 1 + 2 + 4 s for TCP's backoff: both ends get
+    // the replay test's 30 s, not a server's 10 s (a full run saw the server give up once).
     client.timeout = Duration::from_secs(30);
+    server.timeout = Duration::from_secs(30);
     let (client_seen, server_seen) = (Shared::default(), Shared::default());
     let every = |k: u64| {
         let mut seen = 0u64;

@@ -544,3 +544,95 @@ fn strict_sync_refuses_an_agent_whose_clock_is_not_known_well_enough() {
     assert!(out.contains("synchronise"), "{out}");
     assert!(bed.attached().is_empty(), "{:?}", bed.attached());
 }
+
+/// Runs one of the OTG project's b2b control-plane tests (tests/otg/`script`, unmodified)
+/// against the controller, its two ports at h1's d12 and h2's d21: each agent runs the daemons
+/// of the devices on its port, in namespaces of their own behind macvlans, and the controller
+/// answers metrics, states and protocol control from the agents' daemons. Asserts that each
+/// agent ran `per_agent` devices and the controller none, and that once the controller is gone
+/// neither agent has a device namespace or a daemon left.
+fn b2b_on_two_agents(tag: &str, script: &str, done: &str, per_agent: usize) {
+    let bed = Bed::new(tag);
+    let agents: Vec<Proc> = (1..=2).map(|h| bed.agent(h, &[])).collect();
+    let (mut controller, url) = bed.controller(&bed.token_file());
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let out = Command::new("ip")
+        .args(["netns", "exec", &bed.ns[0]])
+        .arg(&python)
+        .arg(script)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", format!("{}/d12", Bed::agent_address(1)))
+        .env("OTG_RX", format!("{}/d21", Bed::agent_address(2)))
+        // The devices a script reads and kills a daemon of are the agents'.
+        .env(
+            "LINERATE_SERVER_PID",
+            format!("{},{}", agents[0].child.id(), agents[1].child.id()),
+        )
+        .output()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{script} failed:\n{text}");
+    assert!(text.contains(done), "{text}");
+    let ours: Vec<Vec<String>> = agents
+        .iter()
+        .map(|a| common::device_namespaces_of(a.child.id()))
+        .collect();
+    assert_eq!(
+        (ours[0].len(), ours[1].len()),
+        (per_agent, per_agent),
+        "{ours:?}"
+    );
+    assert!(common::device_namespaces_of(controller.child.id()).is_empty());
+    // SAFETY: kill(2) on our own child's pid, not yet reaped.
+    unsafe { libc::kill(controller.child.id() as i32, libc::SIGTERM) };
+    let _ = controller.child.wait();
+    let gone = || {
+        ours.iter().flatten().all(|ns| {
+            let daemons = Command::new("pgrep")
+                .args(["-f", &format!("/run/linerate/routing/{ns}/")])
+                .output()
+                .unwrap();
+            !Path::new("/run/netns").join(ns).exists()
+                && !Path::new("/run/linerate/routing").join(ns).exists()
+                && daemons.stdout.is_empty()
+        })
+    };
+    assert!(
+        within(Duration::from_secs(10), gone),
+        "device namespaces or daemons left behind: {ours:?}"
+    );
+    assert!(within(Duration::from_secs(5), || bed.attached().is_empty()));
+    drop(agents);
+}
+
+/// Devices that speak BGP on two agents' ports (issue 35: a device on any place of the test
+/// bed): tests/otg/bgp_b2b.py — sessions up with every route, drx's daemon's view of dtx's
+/// ranges attribute by attribute, the flows between the ranges counted exactly, a withdrawn
+/// range gone from the peer and back, protocols stopped and started, the config set again,
+/// and h1's bgpd killed named in the next metrics answer.
+#[test]
+fn bgp_devices_on_two_agents_peer_and_answer_through_the_controller() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    b2b_on_two_agents("ab", "tests/otg/bgp_b2b.py", "bgp b2b: ok", 1);
+}
+
+/// IS-IS, OSPFv2 and OSPFv3 devices on two agents' ports: tests/otg/isis_b2b.py,
+/// ospfv2_b2b.py and ospfv3_b2b.py — adjacencies up, each device's LSPs or LSAs as the
+/// other's daemon holds them, the routes in the device namespaces' FIBs (entered through a
+/// daemon of the agent's), the flows exact, ranges withdrawn and back, a daemon killed named.
+#[test]
+fn isis_and_ospf_devices_on_two_agents_converge_and_answer_through_the_controller() {
+    if !root_or_skip("agents on network namespaces") || !have_python() {
+        return;
+    }
+    b2b_on_two_agents("ai", "tests/otg/isis_b2b.py", "isis b2b: ok", 1);
+    b2b_on_two_agents("ao", "tests/otg/ospfv2_b2b.py", "ospfv2 b2b: ok", 1);
+    b2b_on_two_agents("a3", "tests/otg/ospfv3_b2b.py", "ospfv3 b2b: ok", 1);
+}

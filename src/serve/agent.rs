@@ -15,6 +15,7 @@ use linerate_agent::{self as proto, Lease};
 
 use super::capture::{capture_file as file_of, start_port, stop_ports};
 use super::control::stop_transmit;
+use super::routing::Planes;
 use super::state::{App, Counting, DRAIN, Fail, Inner, RunState, blocking, json};
 
 /// How often the lease is checked.
@@ -32,6 +33,23 @@ pub(super) fn routes(router: Router<Arc<App>>) -> Router<Arc<App>> {
         .route(proto::CAPTURE, post(capture))
         .route(proto::CAPTURE_FILE, post(capture_file))
         .route(proto::FLOWS, post(steer))
+        .route(proto::ROUTING, post(routing))
+}
+
+/// One call of the setup's control planes, for the controller's get_metrics, get_states and
+/// set_control_state on devices of this agent's ports.
+async fn routing(State(app): State<Arc<App>>, body_: Bytes) -> Result<Response, Fail> {
+    heard(&app);
+    let ask: proto::RoutingAsk = body(&body_)?;
+    let planes = app
+        .lock()
+        .routers
+        .clone()
+        .ok_or_else(|| Fail::conflict("no control plane is set up here"))?;
+    let answer = blocking(move || planes.answer(&ask))
+        .await?
+        .map_err(|e| Fail::internal(&format!("{e:#}")))?;
+    Ok(json(&answer))
 }
 
 /// Steers flows of the setup while they run, by id (the controller's flow_transmit subsets,
@@ -144,19 +162,31 @@ async fn setup(State(app): State<Arc<App>>, body_: Bytes) -> Result<Response, Fa
     let arriving = setup.arriving.clone();
     let args = Arc::clone(&app);
     let clock = lease.clock();
-    let bed = blocking(move || {
+    let routers = setup.routers.clone();
+    let (bed, routers) = blocking(move || -> Result<_, String> {
         drop(old);
         let port = crate::options::serve_port(&args.args, "");
-        linerate_testbed::share(setup, port, clock, DRAIN)
+        let bed = linerate_testbed::share(setup, port, clock, DRAIN)
+            .map_err(|e| format!("{:#}", anyhow::Error::from(e)))?;
+        // The devices' daemons once their hosts pass them their frames, as serve starts its own.
+        let routers = if routers.is_empty() {
+            None
+        } else {
+            let r = linerate_routing::Routers::start(routers)
+                .map_err(|e| format!("the devices' control planes: {e}"))?;
+            Some(Arc::new(Planes::Here(std::sync::Mutex::new(r))))
+        };
+        Ok((bed, routers))
     })
     .await?
-    .map_err(|e| Fail::bad(e.to_string()))?;
+    .map_err(Fail::bad)?;
     let ports = bed.places().to_vec();
     lease.set_up(&controller, ports.clone(), arriving);
     {
         let mut inner = app.lock();
         inner.counting = Arc::new(Counting::of(&bed));
         inner.bed = Some(bed);
+        inner.routers = routers;
     }
     heard(&app);
     Ok(json(&proto::SetupReply {

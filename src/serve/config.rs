@@ -12,6 +12,7 @@ use linerate_session::{Backend, Clock, End, RxTarget};
 use linerate_testbed::{BedSpec, BedThread, Places, TestBed};
 use otg::metrics::PortCounted;
 
+use super::routing::Planes;
 use super::state::{App, Counting, DRAIN, Fail, Inner, blocking};
 
 /// How long a host's gateway has to answer (ARP or ND, retried) before set_config fails.
@@ -124,10 +125,13 @@ fn open(app: &App, mapped: &Arc<otg::Mapped>) -> Result<Made> {
     };
     let routers = if mapped.routers.is_empty() {
         None
+    } else if let Some(agents) = counting.counts.agents() {
+        // Their agents started them with their setups.
+        Some(Arc::new(Planes::Agents(Arc::clone(agents))))
     } else {
         let r = linerate_routing::Routers::start(mapped.routers.clone())
             .context("the devices' control planes")?;
-        Some(Arc::new(std::sync::Mutex::new(r)))
+        Some(Arc::new(Planes::Here(std::sync::Mutex::new(r))))
     };
     Ok(Made {
         bed,
@@ -159,12 +163,14 @@ pub(super) fn open_bed(
         _ => "the devices' ports".to_owned(),
     };
     let routed = mapped.routed_hosts();
+    let routers = mapped.routers.clone();
     let thread = BedThread::spawn(
         move || {
             let mut bed = TestBed::open(&spec).map_err(|e| e.context(what))?;
             // Flows steered while they run (pause, resume, a subset, a new rate) run as lanes
             // of the engine's own loops; a bed asked to be live sends one in-kernel cycle.
             bed.set_controlled(spec.port.backend != Backend::Live);
+            bed.control_planes_to_agents(&routers);
             bed.pass_to_stack(&routed)
                 .map_err(|e| e.context("the devices' control planes"))?;
             bed.resolve()

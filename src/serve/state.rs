@@ -83,7 +83,7 @@ pub(super) struct Inner {
 }
 
 /// The devices' daemons, shared by the handlers (each call waits on a daemon, off the runtime).
-pub(super) type Daemons = Arc<Mutex<linerate_routing::Routers>>;
+pub(super) type Daemons = Arc<super::routing::Planes>;
 
 #[derive(Debug, Default)]
 pub(super) struct RunState {

@@ -4,6 +4,7 @@ daemon to see it named, the conformance tests' flow check, and the checks of flo
 while they run (a held flow's count standing still, a rate before and after update_config, a
 run ended with every frame counted)."""
 import os
+import subprocess
 import time
 
 
@@ -65,18 +66,36 @@ def wait_for(what, fn, timeout=30, every=0.2):
 
 def our_devices():
     """The device namespaces (and directories) under /run/linerate/routing of the server under
-    test (LINERATE_SERVER_PID, which tests/otg.rs sets; every one without it): another
-    linerate's devices on this machine are not ours to read or kill."""
-    server = os.environ.get("LINERATE_SERVER_PID")
+    test (LINERATE_SERVER_PID, which tests/otg.rs sets, or the agents' pids, comma-separated,
+    which tests/agents.rs sets; every one without it): another linerate's devices on this
+    machine are not ours to read or kill."""
+    servers = os.environ.get("LINERATE_SERVER_PID")
+    servers = None if servers is None else servers.split(",")
     out = []
     for d in sorted(os.listdir("/run/linerate/routing")):
         try:
             with open(f"/run/linerate/routing/{d}/owner") as owner:
-                if server is None or owner.read().strip() == server:
+                if servers is None or owner.read().strip() in servers:
                     out.append(d)
         except FileNotFoundError:
             pass
     return out
+
+
+def device_route(ns, prefix, *family):
+    """`ip [FAMILY] route show PREFIX` in device namespace `ns` (what zebra installed), entered
+    through one of its daemons: the namespace's name is mounted where its server made it (an
+    agent started by `ip netns exec` mounts it in a mount namespace of its own), while a
+    daemon's /proc entry is everyone's."""
+    d = f"/run/linerate/routing/{ns}"
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".pid"):
+            with open(f"{d}/{name}") as f:
+                pid = f.read().strip()
+            r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "ip", *family, "route",
+                                "show", prefix], capture_output=True, text=True)
+            return r.stdout.strip()
+    return ""
 
 
 def kill_a_daemon_and_see_it_named(daemon, ask):

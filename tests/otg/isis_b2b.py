@@ -7,11 +7,10 @@ the routes in its own FIB (zebra, read with `ip route` in the device's namespace
 the ranges arrive exactly, a withdrawn range leaves the peer's LSP, protocols stop and start,
 and a killed isisd is named. Raises on failure."""
 import os
-import subprocess
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, device_route
 
 FRAMES = 100
 SYSTEM_IDS = {"dtx": "640000000001", "drx": "650000000001"}
@@ -86,8 +85,7 @@ def device_fib(prefix):
     """Every device namespace's kernel route to `prefix` (zebra installs what isisd computed)."""
     out = {}
     for ns in our_devices():
-        r = subprocess.run(["ip", "-n", ns, "route", "show", prefix], capture_output=True, text=True)
-        out[ns] = r.stdout.strip()
+        out[ns] = device_route(ns, prefix)
     return out
 
 

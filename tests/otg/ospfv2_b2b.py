@@ -8,12 +8,11 @@ range in the device's own FIB (read with `ip route` in its namespace), flows bet
 arrive exactly, a withdrawn range leaves the peer's database and FIB, protocols stop and start
 (the adjacency's flap counted), and a killed ospfd is named. Raises on failure."""
 import os
-import subprocess
 import time
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok, device_route
 
 TC = {
     "pktRate": 50,
@@ -199,8 +198,7 @@ def device_fib(prefix):
     """Every device namespace's kernel route to `prefix` (zebra installs what ospfd computed)."""
     out = {}
     for ns in our_devices():
-        r = subprocess.run(["ip", "-n", ns, "route", "show", prefix], capture_output=True, text=True)
-        out[ns] = r.stdout.strip()
+        out[ns] = device_route(ns, prefix)
     return out
 
 

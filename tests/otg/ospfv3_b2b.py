@@ -8,11 +8,10 @@ device's own FIB, flows between the ranges arrive exactly, a withdrawn range lea
 database and FIB, protocols stop and start (the flap counted), and a killed ospf6d is named.
 Raises on failure."""
 import os
-import subprocess
 
 import snappi
 
-from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok
+from devices_common import wait_for, kill_a_daemon_and_see_it_named, our_devices, flow_metrics_ok, device_route
 
 TC = {
     "pktRate": 50,
@@ -217,9 +216,8 @@ def routed(prefix):
     """Whether some device of ours routes `prefix` by OSPF (zebra installed ospf6d's route,
     via the peer's link-local address)."""
     for ns in our_devices():
-        r = subprocess.run(["ip", "-n", ns, "-6", "route", "show", prefix],
-                           capture_output=True, text=True)
-        if "via fe80::" in r.stdout and "proto ospf" in r.stdout:
+        r = device_route(ns, prefix, "-6")
+        if "via fe80::" in r and "proto ospf" in r:
             return True
     return False
 

@@ -141,6 +141,12 @@ impl AgentClient {
         self.call::<(), _>("neighbours", "GET", proto::NEIGHBOURS, None)
     }
 
+    /// One call of the agent's control planes, its answer as the call's type (a daemon's whole
+    /// table can be large: the file limit).
+    pub fn routing<T: DeserializeOwned>(&self, ask: &proto::RoutingAsk) -> Result<T, AgentError> {
+        self.answer("routing", "POST", proto::ROUTING, Some(ask), FILE_LIMIT)
+    }
+
     pub fn capture(&self, port: &str, start: bool) -> Result<(), AgentError> {
         let body = Capture {
             port: port.to_owned(),
@@ -216,7 +222,19 @@ impl AgentClient {
         path: &str,
         body: Option<&B>,
     ) -> Result<T, AgentError> {
-        let bytes = self.send(what, method, path, body, ANSWER_LIMIT)?;
+        self.answer(what, method, path, body, ANSWER_LIMIT)
+    }
+
+    /// [`Self::call`] with answers up to `limit` bytes.
+    fn answer<B: Serialize, T: DeserializeOwned>(
+        &self,
+        what: &str,
+        method: &str,
+        path: &str,
+        body: Option<&B>,
+        limit: u64,
+    ) -> Result<T, AgentError> {
+        let bytes = self.send(what, method, path, body, limit)?;
         let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
         serde_json::from_slice(bytes).map_err(|e| AgentError::Protocol {
             agent: self.agent.clone(),

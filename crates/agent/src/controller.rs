@@ -136,6 +136,8 @@ impl Split {
                 arriving: Vec::new(),
                 duration_ms: duration.map(|d| d.as_millis() as u64),
                 pass: pass(agent),
+                routers: Vec::new(),
+                to_stack: Vec::new(),
                 // Stamped with the controller's id as it is sent.
                 controller: String::new(),
             };
@@ -160,6 +162,7 @@ impl Split {
                     setup.flows.push(FlowSetup {
                         id,
                         stream: s.clone(),
+                        interleaved: s.mode == linerate_stream::Mode::Interleaved,
                     });
                 }
             }
@@ -179,6 +182,64 @@ impl Split {
     }
 }
 
+impl Split {
+    /// Gives each device's control plane to the agent its ports are on (each link's port is
+    /// `HOST:PORT/IFACE[@NETNS]`, given to the agent as `IFACE[@NETNS]`), and each host whose
+    /// other frames go to the stack (`to_stack`, by host name) to its agent. A device whose
+    /// links are on two agents, or on no agent of the split, is refused.
+    pub fn control_planes(
+        &mut self,
+        placed: &[Placed],
+        devices: &[linerate_routing::Device],
+        to_stack: &[(String, Vec<[u8; 6]>)],
+    ) -> Result<(), AgentError> {
+        for d in devices {
+            let mut agent: Option<String> = None;
+            let mut here = d.clone();
+            for link in &mut here.links {
+                let (a, local) = link.port.split_once('/').ok_or_else(|| {
+                    AgentError::Placement(format!(
+                        "device {}: port {} is not an agent's (HOST:PORT/IFACE)",
+                        d.name, link.port
+                    ))
+                })?;
+                match &agent {
+                    Some(first) if first != a => {
+                        return Err(AgentError::Placement(format!(
+                            "device {}: its interfaces are on agents {first} and {a}: a \
+                             device's control plane runs on one machine",
+                            d.name
+                        )));
+                    }
+                    _ => agent = Some(a.to_owned()),
+                }
+                link.port = local.to_owned();
+            }
+            let agent = agent.unwrap_or_default();
+            let (_, setup) = self
+                .setups
+                .iter_mut()
+                .find(|(a, _)| *a == agent)
+                .ok_or_else(|| {
+                    AgentError::Placement(format!(
+                        "device {}: agent {agent} has no host of the test bed",
+                        d.name
+                    ))
+                })?;
+            setup.routers.push(here);
+        }
+        for (host, groups) in to_stack {
+            let Some(p) = placed.iter().find(|p| p.spec.name == *host) else {
+                continue;
+            };
+            if let Some((_, setup)) = self.setups.iter_mut().find(|(a, _)| *a == p.agent) {
+                setup.to_stack.push((host.clone(), groups.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn host_index(placed: &[Placed], name: Option<&str>) -> Option<usize> {
     let name = name?;
     placed.iter().position(|p| p.spec.name == name)
@@ -192,6 +253,8 @@ struct Agent {
     ports: Vec<String>,
     /// The global index of its first port.
     first: usize,
+    /// Its setup runs control planes: it answers [`Agents::routing`].
+    routers: bool,
 }
 
 /// What the controller knows of its agents, shared by the run and whoever reads the counts.
@@ -318,7 +381,6 @@ impl Agents {
         }
     }
 
-    /// The agent that owns `agent` (`HOST:PORT`).
     /// Asks each agent to steer the flows its places send: `changes` by the global place that
     /// sends each flow, one request per agent, every agent asked even when one refuses. Each
     /// refusal, with the global places whose changes it kept from taking effect.
@@ -343,12 +405,26 @@ impl Agents {
         refused
     }
 
+    /// The agent that owns `agent` (`HOST:PORT`).
     fn client(&self, agent: &str) -> Result<&AgentClient, AgentError> {
         self.agents
             .iter()
             .find(|a| a.client.agent == agent)
             .map(|a| &a.client)
             .ok_or_else(|| AgentError::NoSuchAgent(agent.to_owned()))
+    }
+
+    /// `ask` of every agent whose setup runs control planes, in the agents' order: each one's
+    /// answer (the daemons of a device are one agent's).
+    pub fn routing<T: serde::de::DeserializeOwned>(
+        &self,
+        ask: &crate::proto::RoutingAsk,
+    ) -> Result<Vec<T>, AgentError> {
+        self.agents
+            .iter()
+            .filter(|a| a.routers)
+            .map(|a| a.client.routing(ask))
+            .collect()
     }
 
     /// What the hosts of every global port asked for and learned, asked of their agents.
@@ -620,12 +696,13 @@ fn set_up(controller: &Controller, split: &Split) -> Result<Agents, AgentError> 
     }
     let mut list: Vec<Agent> = Vec::with_capacity(made.len());
     let mut first = 0;
-    for (client, reply) in made.into_iter().flatten() {
+    for ((client, reply), (_, setup)) in made.into_iter().flatten().zip(&split.setups) {
         let n = reply.ports.len();
         list.push(Agent {
             client,
             ports: reply.ports,
             first,
+            routers: !setup.routers.is_empty(),
         });
         first += n;
     }
@@ -831,6 +908,49 @@ mod tests {
         assert_eq!(a1.peers.len(), 1);
         assert_eq!(a2.peers.len(), 2);
         assert!(!a1.pass && a2.pass);
+    }
+
+    fn device(name: &str, ports: &[&str]) -> linerate_routing::Device {
+        linerate_routing::Device {
+            name: name.into(),
+            links: ports
+                .iter()
+                .map(|p| linerate_routing::Link {
+                    port: (*p).into(),
+                    mac: [2, 0, 0, 0, 0, 1],
+                    addrs: Vec::new(),
+                })
+                .collect(),
+            bgp: None,
+            isis: None,
+            ospf: None,
+            ospf6: None,
+            lldp: None,
+        }
+    }
+
+    /// Each device goes to the agent its ports are on, named there as the agent names them;
+    /// each host passed to the stack to its own agent; a device on two agents is refused.
+    #[test]
+    fn a_split_gives_each_control_plane_to_its_agent() {
+        let hosts = [placed("a1:1", "x", "e0"), placed("a2:1", "y", "e0@n")];
+        let mut split = Split::new(&hosts, &[], None, |_| false).unwrap();
+        let devices = [device("dx", &["a1:1/e0"]), device("dy", &["a2:1/e0@n"])];
+        let to_stack = [("y".to_owned(), vec![[1, 0x80, 0xc2, 0, 0, 0x14]])];
+        split.control_planes(&hosts, &devices, &to_stack).unwrap();
+        let (a1, a2) = (&split.setups[0].1, &split.setups[1].1);
+        assert_eq!(a1.routers, [device("dx", &["e0"])]);
+        assert_eq!(a2.routers, [device("dy", &["e0@n"])]);
+        assert!(a1.to_stack.is_empty());
+        assert_eq!(a2.to_stack, to_stack);
+
+        let mut split = Split::new(&hosts, &[], None, |_| false).unwrap();
+        let both = [device("dxy", &["a1:1/e0", "a2:1/e0@n"])];
+        let e = split.control_planes(&hosts, &both, &[]).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("device dxy"), "{e}");
+        let elsewhere = [device("dz", &["a3:1/e0"])];
+        let e = split.control_planes(&hosts, &elsewhere, &[]).unwrap_err();
+        assert!(e.to_string().contains("agent a3:1 has no host"), "{e}");
     }
 
     /// A fake agent on loopback (plain HTTP): its setup answers after `setup_wait`; it keeps

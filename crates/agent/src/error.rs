@@ -30,6 +30,9 @@ pub enum AgentError {
     /// A port named an agent the test bed was not set up on.
     #[error("no agent {0} in the test bed")]
     NoSuchAgent(String),
+    /// A device's control plane cannot be placed on the test bed's agents.
+    #[error("{0}")]
+    Placement(String),
     /// One agent refused or failed its setup: the others were released.
     #[error("no agent keeps the config")]
     NotKept(#[source] Box<AgentError>),
@@ -51,7 +54,10 @@ impl AgentError {
     /// The user can fix it by changing what they asked for (exit code 2, HTTP 400).
     pub fn is_usage(&self) -> bool {
         match self {
-            Self::NoCaCertificate | Self::TooManyFlows | Self::NoSuchAgent(_) => true,
+            Self::NoCaCertificate
+            | Self::TooManyFlows
+            | Self::NoSuchAgent(_)
+            | Self::Placement(_) => true,
             Self::NotKept(e) | Self::Start(e) => e.is_usage(),
             _ => false,
         }

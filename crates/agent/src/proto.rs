@@ -30,6 +30,35 @@ pub const CAPTURE_FILE: &str = "/linerate/agent/v1/capture/file";
 /// POST a [`Steer`]: flows held, resumed, started, stopped or re-rated while a run goes on.
 pub const FLOWS: &str = "/linerate/agent/v1/flows";
 
+/// POST a [`RoutingAsk`]: the setup's control planes driven or read; the answer is what the
+/// same call of `linerate_routing::Routers` returns, as JSON.
+pub const ROUTING: &str = "/linerate/agent/v1/routing";
+
+/// One call of the agent's `linerate_routing::Routers`, the controller's get_metrics,
+/// get_states and set_control_state on devices whose ports are the agent's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "ask")]
+pub enum RoutingAsk {
+    /// `()`, or the daemon that died, as an error.
+    Check,
+    /// `protocol.all`: `()`.
+    SetRunning { run: bool },
+    /// `protocol.route`: whether a range of that name is the agent's.
+    Announce { range: String, advertise: bool },
+    /// `Vec<(String, Session)>`.
+    Sessions,
+    /// `Option<Prefixes>`: None when the peer is not the agent's.
+    Learned { peer: String },
+    /// `Vec<(String, Option<IsisView>)>`.
+    Isis,
+    /// `Vec<OspfState>`.
+    Ospf,
+    /// `Vec<Ospf6State>`.
+    Ospf6,
+    /// `Vec<LldpState>`.
+    Lldp,
+}
+
 /// Flows of the agent's share steered while they run, each by its id.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Steer {
@@ -91,6 +120,15 @@ pub struct Setup {
     pub duration_ms: Option<u64>,
     /// Received frames go on to the agent's stack too (a capture is running there).
     pub pass: bool,
+    /// The control planes of devices on this agent's ports (their links' ports as the agent
+    /// names them), started once its hosts are: daemons in namespaces of their own behind
+    /// macvlans of the ports, as on the controller's own ports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routers: Vec<linerate_routing::Device>,
+    /// Hosts (by name) whose other frames go on to the stack, with the multicast groups their
+    /// control plane listens to: what `TestBed::pass_to_stack` takes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub to_stack: Vec<(String, Vec<[u8; 6]>)>,
     /// Who sets it up: a controller's own id. While its lease is live, an agent refuses a setup
     /// from any other controller (409, naming the holder).
     #[serde(default)]
@@ -109,6 +147,10 @@ pub struct FlowSetup {
     /// The flow id its signature carries, unique across the test bed.
     pub id: u16,
     pub stream: StreamSpec,
+    /// The stream runs at once with its port's others (`Mode::Interleaved`: a stream file's
+    /// top-level mode, which the stream's own serde form leaves out); false: in sequence.
+    #[serde(default)]
+    pub interleaved: bool,
 }
 
 /// What a setup opened: the agent's ports in its session's order (the order [`Status`] lists

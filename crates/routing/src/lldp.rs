@@ -15,7 +15,7 @@ use serde_json::Value;
 pub const LLDP_GROUP: [u8; 6] = [0x01, 0x80, 0xc2, 0x00, 0x00, 0x0e];
 
 /// One LLDP agent on a port.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Lldp {
     /// What metrics and states call it (OTG's `lldp[].name`).
     pub name: String,
@@ -37,7 +37,7 @@ pub struct Lldp {
 
 /// An organizationally specific TLV (IEEE 802.1AB §8.6): an OUI, its subtype and the
 /// information string that follows them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct OrgInfo {
     pub oui: [u8; 3],
     pub subtype: u8,
@@ -59,7 +59,7 @@ fn commas(bytes: &[u8]) -> String {
 }
 
 /// The port id an agent sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub enum PortId {
     /// The agent's MAC (subtype 3).
     Mac,
@@ -120,7 +120,7 @@ pub fn lldpd_config(l: &Lldp) -> String {
 }
 
 /// An agent as linerate reads it: its counters and neighbours (none while stopped).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct LldpState {
     pub name: String,
     pub counts: LldpCounts,
@@ -128,7 +128,7 @@ pub struct LldpState {
 }
 
 /// An agent's counters (`show statistics -f json`), summed over its interfaces.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LldpCounts {
     pub tx: u64,
     pub rx: u64,
@@ -175,7 +175,7 @@ pub fn statistics(json: &Value) -> LldpCounts {
 }
 
 /// A neighbour as lldpd holds it (`show neighbors details -f json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Neighbour {
     pub interface: String,
     /// lldpd's number for the neighbour (`rid`).

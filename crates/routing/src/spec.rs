@@ -9,7 +9,7 @@ use ipnet::IpNet;
 use crate::RoutingError;
 
 /// One device that speaks a routing protocol.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Device {
     /// What errors, metrics and states call it.
     pub name: String,
@@ -26,7 +26,7 @@ pub struct Device {
 }
 
 /// A device's interface on a port.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Link {
     /// The port: `IFACE` or `IFACE@NETNS`.
     pub port: String,
@@ -35,7 +35,7 @@ pub struct Link {
     pub addrs: Vec<(IpAddr, u8)>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Bgp {
     pub router_id: Ipv4Addr,
     pub peers: Vec<Peer>,
@@ -43,7 +43,7 @@ pub struct Bgp {
 
 /// An IS-IS router (ISO 10589, RFC 1195 and RFC 5308): its identity, its circuits and the
 /// ranges it advertises.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Isis {
     /// What get_metrics and get_states call it (OTG's `isis.name`).
     pub name: String,
@@ -99,7 +99,7 @@ impl Isis {
 
 /// An OSPF router (OSPFv2, RFC 2328, or OSPFv3, RFC 5340): its identity, its interfaces and
 /// the ranges it advertises.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Ospf {
     /// What get_metrics and get_states call it (OTG's `ospfv2.name`, or the name of the
     /// `ospfv3` instance).
@@ -114,7 +114,7 @@ pub struct Ospf {
 }
 
 /// One OSPF interface: a link of the device in one area.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct OspfInterface {
     /// OTG's interface name.
     pub name: String,
@@ -139,7 +139,7 @@ pub struct OspfInterface {
 }
 
 /// How an OSPFv2 interface authenticates its packets (RFC 2328 D.3).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq, Default)]
 pub enum OspfAuth {
     #[default]
     None,
@@ -150,7 +150,7 @@ pub enum OspfAuth {
 }
 
 /// How an OSPF router advertises a range, after OTG's `route_origin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub enum OspfOrigin {
     /// Stub links of the router LSA in the interfaces' area.
     IntraArea,
@@ -162,7 +162,7 @@ pub enum OspfOrigin {
 }
 
 /// A named set of prefixes an OSPF router advertises, with one metric.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct OspfRange {
     pub name: String,
     pub blocks: Vec<Block>,
@@ -195,7 +195,7 @@ impl Ospf {
 }
 
 /// Which levels an IS-IS router or circuit runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
     L1,
     L2,
@@ -213,7 +213,7 @@ impl Level {
 }
 
 /// One IS-IS circuit: a link of the device.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Circuit {
     /// OTG's interface name.
     pub name: String,
@@ -228,7 +228,7 @@ pub struct Circuit {
 
 /// A level's hellos on a circuit: seconds between them, seconds until a silent neighbour is
 /// dropped, and the DIS priority (broadcast circuits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub struct Hellos {
     pub interval: u16,
     pub dead: u16,
@@ -236,7 +236,7 @@ pub struct Hellos {
 }
 
 /// A named set of prefixes an IS-IS router advertises as reachable from it, with one metric.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct IsisRange {
     pub name: String,
     pub blocks: Vec<Block>,
@@ -262,14 +262,14 @@ fn prefixes_of(blocks: &[Block]) -> Result<Vec<IpNet>, RoutingError> {
 }
 
 /// OTG's `as_type`: a peer in the device's own AS or in another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub enum PeerKind {
     Ebgp,
     Ibgp,
 }
 
 /// One BGP session and what the device advertises over it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Peer {
     pub name: String,
     /// The neighbour's address, on one of the device's subnets.
@@ -287,7 +287,7 @@ pub struct Peer {
 }
 
 /// A named set of prefixes with the path attributes they are advertised with.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq, Default)]
 pub struct RouteRange {
     pub name: String,
     pub blocks: Vec<Block>,
@@ -306,14 +306,14 @@ pub struct RouteRange {
 }
 
 /// `count` prefixes from `first`, each `step` prefix-sized blocks after the last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub struct Block {
     pub first: IpNet,
     pub count: u32,
     pub step: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     Igp,
     Egp,

@@ -6,14 +6,14 @@
 use std::ops::Range;
 
 /// Counts per OSPF packet type and per LSA type, each way.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OspfCounts {
     pub sent: Direction,
     pub received: Direction,
 }
 
 /// One way's counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Direction {
     pub hellos: u64,
     pub dbds: u64,

@@ -44,6 +44,10 @@ pub(crate) struct AgentHosts {
     /// The last compile, set up on the agents until the next one replaces it.
     conductor: Option<Conductor>,
     link: Option<u64>,
+    /// Devices' control planes, each given to the agent its ports are on.
+    routers: Vec<linerate_routing::Device>,
+    /// Hosts whose other frames go to their agent's stack, with their groups.
+    to_stack: Vec<(String, Vec<[u8; 6]>)>,
 }
 
 impl AgentHosts {
@@ -85,7 +89,17 @@ impl AgentHosts {
             capture: capture.clone(),
             conductor: None,
             link: spec.port.link_speed,
+            routers: Vec::new(),
+            to_stack: Vec::new(),
         })
+    }
+
+    pub(crate) fn pass_to_stack(&mut self, hosts: &[(String, Vec<[u8; 6]>)]) {
+        self.to_stack = hosts.to_vec();
+    }
+
+    pub(crate) fn control_planes(&mut self, devices: &[linerate_routing::Device]) {
+        self.routers = devices.to_vec();
     }
 
     /// Splits `streams` per agent and sets them up everywhere (the last setup is released
@@ -108,7 +122,8 @@ impl AgentHosts {
                 .iter()
                 .any(|c| agent_of(c).is_some_and(|(a, _)| a == agent))
         };
-        let split = Split::new(&self.placed, &streams, end.duration, pass)?;
+        let mut split = Split::new(&self.placed, &streams, end.duration, pass)?;
+        split.control_planes(&self.placed, &self.routers, &self.to_stack)?;
         drop(self.conductor.take());
         self.conductor = Some(Conductor::set_up(&self.controller, &split)?);
         Ok((split.places, split.flows))

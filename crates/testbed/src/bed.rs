@@ -534,21 +534,41 @@ impl TestBed {
     }
 
     /// Frames to these hosts' MACs that the hosts do not answer go on to their ports' kernel
-    /// stacks, where their control planes (crates/routing) take them. Only hosts on this
-    /// machine's ports have one yet.
-    /// Each host comes with the group MACs its control plane listens on (none for BGP).
-    pub fn pass_to_stack(&self, hosts: &[(String, Vec<[u8; 6]>)]) -> Result<()> {
-        match &self.bed {
+    /// stacks, where their control planes (crates/routing) take them. Each host comes with the
+    /// group MACs its control plane listens on (none for BGP). Hosts on agents' ports are
+    /// told so with the agents' setups, at the next compile.
+    pub fn pass_to_stack(&mut self, hosts: &[(String, Vec<[u8; 6]>)]) -> Result<()> {
+        match &mut self.bed {
             #[cfg(target_os = "linux")]
             Bed::Hosts(h) => hosts
                 .iter()
                 .try_for_each(|(name, groups)| h.pass_to_stack(name, groups)),
+            #[cfg(target_os = "linux")]
+            Bed::Agents(a) => {
+                a.pass_to_stack(hosts);
+                Ok(())
+            }
             _ if hosts.is_empty() => Ok(()),
             _ => Err(TestBedError::Usage(
-                "control planes run on devices of this machine's ports: ports on agents have \
-                 none yet"
+                "control planes run on devices with addresses (hosts): a port of its own has \
+                 none"
                     .into(),
             )),
+        }
+    }
+
+    /// Devices' control planes on agents' ports go to their agents with the next compile's
+    /// setups, each agent starting its own devices' daemons (true); a bed of this machine's
+    /// ports runs none itself (false: the caller starts them, as `linerate_routing::Routers`).
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    pub fn control_planes_to_agents(&mut self, devices: &[linerate_routing::Device]) -> bool {
+        match &mut self.bed {
+            #[cfg(target_os = "linux")]
+            Bed::Agents(a) => {
+                a.control_planes(devices);
+                true
+            }
+            _ => false,
         }
     }
 

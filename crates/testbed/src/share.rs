@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use linerate_agent::{Lease, Setup, StartClock, Status};
 use linerate_session::{Clock, End, PortOptions, ReceiverOptions, RxAttach, RxTarget};
+use linerate_stream::StreamSpec;
 
 use crate::bed::{BedSpec, Places, TestBed};
 use crate::counts::LiveCounts;
@@ -21,7 +22,8 @@ pub fn stamp_clock(start: StartClock) -> Clock {
 }
 
 /// Opens `setup` on a thread of its own: its hosts' ports with `port`'s options (receivers on
-/// the driver's hook, frames passed on to the stack when a capture runs here), their gateways
+/// the driver's hook, frames passed on to the stack when a capture runs here, and those of
+/// hosts with a control plane to theirs, whose daemons the caller starts), their gateways
 /// resolved, their flows compiled with the ids the controller gave. Each run waits up to
 /// `drain` for what is on its way.
 pub fn share(
@@ -66,14 +68,27 @@ pub fn share(
         duration: setup.duration_ms.map(Duration::from_millis),
         count: None,
     };
-    let (streams, ids): (Vec<_>, Vec<_>) =
-        setup.flows.into_iter().map(|f| (f.stream, f.id)).unzip();
+    let (streams, ids): (Vec<_>, Vec<_>) = setup
+        .flows
+        .into_iter()
+        .map(|f| {
+            let mode = if f.interleaved {
+                linerate_stream::Mode::Interleaved
+            } else {
+                linerate_stream::Mode::Sequence
+            };
+            (StreamSpec { mode, ..f.stream }, f.id)
+        })
+        .unzip();
+    let to_stack = setup.to_stack;
     // The controller steers the share's flows while they run (a live port sends one merged
     // cycle, which cannot be steered).
     let controlled = spec.port.backend != linerate_session::Backend::Live;
     let open = move || {
         let mut bed = TestBed::open(&spec)?;
         bed.set_controlled(controlled);
+        bed.pass_to_stack(&to_stack)
+            .map_err(|e| e.context("the devices' control planes"))?;
         bed.resolve()?;
         bed.compile_numbered(&streams, Some(&ids), end)
             .map_err(|e| e.context("flows"))?;
@@ -152,6 +167,7 @@ mod tests {
             .map(|i| linerate_agent::FlowSetup {
                 id: i as u16,
                 stream: stream.clone(),
+                interleaved: true,
             })
             .collect();
         let e = share(setup, port(), clock, Duration::ZERO).unwrap_err();

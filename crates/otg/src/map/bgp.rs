@@ -176,7 +176,7 @@ impl Cx {
                     );
                     continue;
                 };
-                self.link(&ip, host, scope, &mut links);
+                self.link(host, scope, &mut links);
                 for (p, peer) in iface.peers.iter().enumerate() {
                     let pp = format!("{ip}.peers[{p}]");
                     if let Some(peer) = self.peer(&pp, peer, v6, &host.spec.name, ends) {
@@ -207,13 +207,7 @@ impl Cx {
     }
 
     /// The link of `host`'s ethernet (once per ethernet), with every address of it.
-    pub(super) fn link(
-        &mut self,
-        path: &str,
-        host: &HostPlan,
-        scope: &Scope,
-        links: &mut Vec<routing::Link>,
-    ) {
+    pub(super) fn link(&mut self, host: &HostPlan, scope: &Scope, links: &mut Vec<routing::Link>) {
         let Some(e) = scope.ethernets.iter().find(|e| e.name == host.ethernet) else {
             return;
         };
@@ -227,13 +221,6 @@ impl Cx {
         let Some(port) = scope.ports.iter().find(|p| p.name == host.port) else {
             return;
         };
-        if port.location.agent.is_some() {
-            self.refuse(
-                path,
-                format!("port '{}' is on an agent: control planes (BGP, IS-IS, OSPF) run on devices of this machine's ports only (for now)", port.name),
-            );
-            return;
-        }
         if links.iter().any(|l| l.mac == mac.octets()) {
             return;
         }
@@ -248,7 +235,8 @@ impl Cx {
             })
             .collect();
         links.push(routing::Link {
-            port: port.location.local(),
+            // An agent's port with its agent: the controller hands the device to it.
+            port: port.location.to_string(),
             mac: mac.octets(),
             addrs,
         });

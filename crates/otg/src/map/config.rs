@@ -45,6 +45,7 @@ impl Cx {
         let (mut streams, flows, seconds) = self.flows(&given, &ports, &hosts);
         self.lldp(&c.lldp, &ports, &mut routers);
         self.lldp_beside_port_flows(&c.lldp, &hosts, &flows);
+        self.lldp_on_agents(&c.lldp, &ports, &hosts);
         // Between hosts every port sends its own flows and receives those sent toward it; port
         // flows on several ports do the same, each port a place of the test bed.
         let (tx_port, rx_port, flow_ports) = if hosts.is_empty() {

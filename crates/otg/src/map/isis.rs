@@ -200,7 +200,7 @@ impl Cx {
             );
             return None;
         };
-        self.link(path, host, scope, links);
+        self.link(host, scope, links);
         let link = links
             .iter()
             .position(|l| host.spec.mac.is_some_and(|m| m.octets() == l.mac))?;

@@ -58,6 +58,32 @@ impl Cx {
         }
     }
 
+    /// An agent's port is set up only for the devices on it (the hosts the agent's programs
+    /// answer for): an LLDP agent there needs a device with an address on the same port.
+    pub(super) fn lldp_on_agents(
+        &mut self,
+        agents: &[Lldp],
+        ports: &[PortPlan],
+        hosts: &[HostPlan],
+    ) {
+        for (i, a) in agents.iter().enumerate() {
+            let name = a.connection.as_ref().and_then(|c| c.port_name.as_deref());
+            let Some(port) = ports.iter().find(|p| Some(p.name.as_str()) == name) else {
+                continue;
+            };
+            if port.location.agent.is_some() && !hosts.iter().any(|h| h.port == port.name) {
+                self.refuse(
+                    format!("lldp[{i}].connection.port_name"),
+                    format!(
+                        "port '{}' is an agent's: LLDP there needs a device with an address on \
+                         the same port (an agent sets up the ports of the test bed's devices)",
+                        port.name
+                    ),
+                );
+            }
+        }
+    }
+
     /// The config's LLDP agents, as devices of their own added to `routers`.
     pub(super) fn lldp(
         &mut self,
@@ -100,15 +126,6 @@ impl Cx {
             );
             return None;
         };
-        if port.location.agent.is_some() {
-            self.refuse(
-                &cp,
-                format!(
-                    "port '{port_name}' is on an agent: LLDP runs on this machine's ports only (for now)"
-                ),
-            );
-            return None;
-        }
         // OTG's ranges and defaults: a hold time of 10 to 65535 s (120), an interval of 5 to
         // 65534 s (30).
         let mut seconds = |key: &str, v: &Option<Value>, default: u16, lo: u128, hi: u128| match v
@@ -250,7 +267,8 @@ impl Cx {
         Some(routing::Device {
             name: a.name.clone(),
             links: vec![routing::Link {
-                port: port.location.local(),
+                // An agent's port with its agent: the controller hands the device to it.
+                port: port.location.to_string(),
                 mac,
                 addrs: Vec::new(),
             }],

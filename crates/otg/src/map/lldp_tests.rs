@@ -53,6 +53,10 @@ fn what_lldpd_cannot_send_is_refused_by_path() {
     c["lldp"][0]["port_id"] =
         json!({"choice": "mac_address_subtype", "mac_address_subtype": "00:00:00:00:00:09"});
     assert!(refused_at(&c, "lldp[0].port_id.mac_address_subtype").contains("the agent's own"));
+    // An agent's port without a device is not set up there.
+    let mut c = b2b();
+    c["ports"][0]["location"] = json!("192.0.2.1:9000/d12");
+    assert!(refused_at(&c, "lldp[0].connection.port_name").contains("needs a device"));
     let mut c = b2b();
     c["lldp"][0]["connection"]["port_name"] = json!("nosuch");
     assert!(refused_at(&c, "lldp[0].connection.port_name").contains("no port is named"));

@@ -236,7 +236,7 @@ impl Mapped {
             };
             let host = self.hosts.iter().find(|h| {
                 self.port(&h.port)
-                    .is_some_and(|p| p.location.local() == link.port)
+                    .is_some_and(|p| p.location.to_string() == link.port)
             });
             if let Some(h) = host {
                 out.push((

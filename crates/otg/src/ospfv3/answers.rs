@@ -150,7 +150,7 @@ pub fn lsas(name: &str, view: Option<&Ospf6View>) -> Ospfv3LsaState {
                 links: links
                     .iter()
                     .map(|k| Ospfv3Link {
-                        kind: k.kind.into(),
+                        kind: k.kind.clone(),
                         metric: k.metric,
                     })
                     .collect(),
@@ -273,7 +273,7 @@ mod tests {
                 ),
                 lsa(
                     Body6::Router(vec![Link6 {
-                        kind: "point_to_point",
+                        kind: "point_to_point".into(),
                         metric: 19,
                         neighbour: Ipv4Addr::new(5, 5, 5, 5),
                     }]),

@@ -209,7 +209,7 @@ pub fn announce(isis: &Isis, name: &str, advertise: bool) -> Result<Option<Strin
 }
 
 /// An IS-IS router's state, as its daemon holds it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct IsisView {
     pub adjacencies: Vec<Adjacency>,
     pub pdus: Pdus,
@@ -218,7 +218,7 @@ pub struct IsisView {
 }
 
 /// One adjacency as isisd holds it (`show isis neighbor detail json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Adjacency {
     /// The neighbour's dynamic hostname, or its system id.
     pub neighbour: String,
@@ -279,7 +279,7 @@ pub fn adjacencies(json: &Value) -> Vec<Adjacency> {
 
 /// The PDUs isisd sent and received, by FRR's kind (`p2p-iih`, `l1-iih`, `l1-lsp`, `l2-csnp`,
 /// …), from `show isis summary json`, summed over its areas.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Pdus {
     pub sent: Vec<(String, u64)>,
     pub received: Vec<(String, u64)>,
@@ -341,7 +341,7 @@ pub fn parse_system_id(text: &str) -> Option<[u8; 6]> {
 }
 
 /// One LSP of a level's database, as `show isis database detail` prints it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Lsp {
     pub level: u8,
     /// The originating system, the pseudonode and the fragment number.

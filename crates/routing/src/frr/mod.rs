@@ -243,7 +243,7 @@ pub(crate) fn safe(text: &str) -> String {
 }
 
 /// One BGP session as the daemon counts it (`show bgp neighbors json`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Session {
     /// The neighbour's address.
     pub address: String,
@@ -303,14 +303,14 @@ pub fn sessions(json: &Value) -> Vec<Session> {
 }
 
 /// What a peer sent a device: its IPv4 and its IPv6 prefixes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Prefixes {
     pub v4: Vec<Learned>,
     pub v6: Vec<Learned>,
 }
 
 /// A prefix learned from a peer, with the attributes it came with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Learned {
     pub prefix: IpNet,
     pub next_hop: Option<IpAddr>,

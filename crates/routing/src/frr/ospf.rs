@@ -237,7 +237,7 @@ pub fn addresses(link: &str, prefixes: &[IpNet], add: bool) -> String {
 }
 
 /// What advertising or withdrawing a range changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub enum Change {
     /// `ip -batch` commands that give the range's link its prefixes (advertised) or take them
     /// away (withdrawn): ospfd and ospf6d originate or flush the LSAs as the addresses come and
@@ -259,7 +259,7 @@ pub fn static_routes(ospf: &Ospf) -> Result<String, RoutingError> {
 
 /// An OSPF router as linerate reads it: ospfd's view, the packets on its links and how often
 /// an adjacency left Full.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct OspfState {
     /// OTG's name of the router.
     pub name: String,
@@ -284,7 +284,7 @@ pub fn flaps(log: &str, full: u64) -> u64 {
 }
 
 /// An OSPF router's state, as its daemon holds it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct OspfView {
     pub neighbours: Vec<Neighbour>,
     /// Every LSA of every area and of the AS, the router's own among them.
@@ -292,7 +292,7 @@ pub struct OspfView {
 }
 
 /// One neighbour as ospfd holds it (`show ip ospf neighbor detail json`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Neighbour {
     pub router_id: Ipv4Addr,
     /// RFC 2328's state (`Full`, `2-Way`, `Init`, …), without the DR role FRR adds.
@@ -309,7 +309,7 @@ impl Neighbour {
 }
 
 /// The LSA header's fields (RFC 2328 A.4.1) and where the LSA is.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct LsaHeader {
     /// None: AS-scoped (an AS-external LSA).
     pub area: Option<Ipv4Addr>,
@@ -324,7 +324,7 @@ pub struct LsaHeader {
 }
 
 /// A router LSA's link (RFC 2328 A.4.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
     PointToPoint,
     Transit,
@@ -332,7 +332,7 @@ pub enum LinkKind {
     Virtual,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct RouterLink {
     pub kind: LinkKind,
     pub id: Ipv4Addr,
@@ -340,13 +340,13 @@ pub struct RouterLink {
     pub metric: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct RouterLsa {
     pub header: LsaHeader,
     pub links: Vec<RouterLink>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct NetworkLsa {
     pub header: LsaHeader,
     pub prefix_len: u8,
@@ -354,7 +354,7 @@ pub struct NetworkLsa {
 }
 
 /// A summary LSA: of a network (type 3) or of an AS boundary router (type 4).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct SummaryLsa {
     pub header: LsaHeader,
     pub prefix_len: u8,
@@ -362,7 +362,7 @@ pub struct SummaryLsa {
 }
 
 /// An AS-external (type 5) or NSSA (type 7) LSA.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct ExternalLsa {
     pub header: LsaHeader,
     pub prefix_len: u8,
@@ -373,7 +373,7 @@ pub struct ExternalLsa {
     pub tag: u32,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Lsdb {
     pub router: Vec<RouterLsa>,
     pub network: Vec<NetworkLsa>,

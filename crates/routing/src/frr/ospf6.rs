@@ -76,7 +76,7 @@ pub fn announce(ospf: &Ospf, name: &str, advertise: bool) -> Result<Option<Chang
 }
 
 /// An OSPFv3 router as linerate reads it (as [`super::ospf::OspfState`] for OSPFv2).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Ospf6State {
     /// OTG's name of the router (its instance's).
     pub name: String,
@@ -89,7 +89,7 @@ pub struct Ospf6State {
 }
 
 /// An OSPFv3 router's state, as ospf6d holds it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, Default, PartialEq, Eq)]
 pub struct Ospf6View {
     pub neighbours: Vec<Neighbour>,
     /// Every LSA of every link, area and of the AS, the router's own among them.
@@ -114,7 +114,7 @@ impl Ospf6View {
 }
 
 /// One OSPFv3 LSA: its header and what its type carries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Lsa6 {
     /// `area` is the area of an area- or link-scoped LSA.
     pub header: LsaHeader,
@@ -122,16 +122,16 @@ pub struct Lsa6 {
 }
 
 /// A router LSA's link (RFC 5340 A.4.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct Link6 {
     /// `point_to_point`, `transit` or `virtual`, as OTG names them.
-    pub kind: &'static str,
+    pub kind: String,
     pub metric: u32,
     pub neighbour: Ipv4Addr,
 }
 
 /// An external (type 5) or NSSA (type 7) LSA's fields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub struct External6 {
     pub prefix: IpNet,
     pub metric: u32,
@@ -140,7 +140,7 @@ pub struct External6 {
     pub tag: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, Clone, PartialEq, Eq)]
 pub enum Body6 {
     Router(Vec<Link6>),
     Network(Vec<Ipv4Addr>),
@@ -243,7 +243,7 @@ fn body(l: &Value) -> Option<Body6> {
                         _ => return None,
                     };
                     Some(Link6 {
-                        kind,
+                        kind: kind.to_owned(),
                         metric: number(d, "metric") as u32,
                         neighbour: address(d, "neighborRouterId"),
                     })

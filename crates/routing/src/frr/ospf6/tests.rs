@@ -126,7 +126,7 @@ fn the_database_is_read_with_every_scope() {
     assert_eq!(
         router.body,
         Body6::Router(vec![Link6 {
-            kind: "point_to_point",
+            kind: "point_to_point".into(),
             metric: 19,
             neighbour: "5.5.5.5".parse().unwrap(),
         }])
@@ -187,7 +187,7 @@ fn a_broadcast_link_gives_transit_links_and_the_drs_network_lsa() {
     assert!(db.iter().any(|l| !l.header.own
         && l.body
             == Body6::Router(vec![Link6 {
-                kind: "transit",
+                kind: "transit".into(),
                 metric: 10,
                 neighbour: dr,
             }])));

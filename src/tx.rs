@@ -44,6 +44,18 @@ pub fn run(args: &TxArgs) -> Result<()> {
     }
     #[cfg(target_os = "linux")]
     let speakers = crate::host_routing::devices(&hosts)?;
+    #[cfg(target_os = "linux")]
+    if let Some((d, _)) = speakers.iter().find(|(d, _)| {
+        d.links
+            .iter()
+            .any(|l| linerate_testbed::agent_of(&l.port).is_some())
+    }) {
+        return Err(usage(format!(
+            "host {}: routing on an agent's port is driven through `linerate serve` (OTG \
+             devices); `tx` runs hosts' routing daemons on this machine's ports",
+            d.name
+        )));
+    }
     let spec = if with_hosts {
         hosts_spec(args, hosts, &streams)?
     } else {

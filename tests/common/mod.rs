@@ -125,6 +125,8 @@ pub fn device_namespaces_of(pid: u32) -> Vec<String> {
     let mut ours: Vec<String> = std::fs::read_dir("/run/linerate/routing")
         .map(|d| {
             d.filter_map(Result::ok)
+                // A name with a dot first is a device's directory being made.
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
                 .filter(|e| {
                     std::fs::read_to_string(e.path().join("owner"))
                         .is_ok_and(|o| o.trim() == pid.to_string())

@@ -73,6 +73,8 @@ def our_devices():
     servers = None if servers is None else servers.split(",")
     out = []
     for d in sorted(os.listdir("/run/linerate/routing")):
+        if d.startswith("."):  # being made: its name is not its namespace's yet
+            continue
         try:
             with open(f"/run/linerate/routing/{d}/owner") as owner:
                 if servers is None or owner.read().strip() in servers:

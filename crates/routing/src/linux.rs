@@ -167,9 +167,7 @@ impl Routers {
         for spec in devices {
             let netns = linerate_lab::unique_name("lrd");
             let dir = Path::new(RUN_DIR).join(&netns);
-            std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
-            std::fs::write(dir.join("owner"), std::process::id().to_string())
-                .map_err(io(format!("writing {}", dir.display())))?;
+            owned_dir(&dir)?;
             linerate_lab::device::add_netns(&netns)?;
             routers.devices.push(Running {
                 spec,
@@ -933,12 +931,35 @@ fn flaps(path: &Path, full: u64) -> u64 {
 }
 
 /// Removes the namespaces and daemons of a linerate that is gone (killed before it could).
+/// Makes `dir` with its `owner` file (this process) in it, whole: it is filled under a name
+/// of its own and renamed into place, so another linerate's [`sweep_orphans`] never sees it
+/// without its owner and removes it (and the namespace made next) as an orphan.
+fn owned_dir(dir: &Path) -> Result<(), RoutingError> {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let making = dir.with_file_name(format!(".{name}.making"));
+    std::fs::create_dir_all(&making).map_err(io(format!("creating {}", making.display())))?;
+    std::fs::write(making.join("owner"), std::process::id().to_string())
+        .map_err(io(format!("writing {}", making.display())))?;
+    std::fs::rename(&making, dir).map_err(io(format!("creating {}", dir.display())))
+}
+
 fn sweep_orphans() {
     let Ok(entries) = std::fs::read_dir(RUN_DIR) else {
         return;
     };
     for e in entries.filter_map(Result::ok) {
         let dir = e.path();
+        // One being made (`owned_dir`) is its maker's; one left half made by a killed process
+        // holds nothing that runs.
+        if e.file_name().to_string_lossy().starts_with('.') {
+            if e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age.as_secs() > 60))
+            {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            continue;
+        }
         let alive = |file: &str| {
             std::fs::read_to_string(dir.join(file))
                 .ok()

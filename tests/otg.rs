@@ -416,6 +416,50 @@ fn snappi_lacp_lags_of_two_members_aggregate_and_spread_flows() {
     assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
+/// Devices on LAGs (featureprofiles' aggregate tests' shape): tests/otg/lag_devices.py puts a
+/// device with an address and eBGP on each of two LACP LAGs of two members over two veth
+/// pairs; the session comes up over the LAGs, each device's hosts resolve their gateway on
+/// both members, four flows between the route ranges are counted exactly two on each member,
+/// and with LACP stopped on a member the next start puts them all on the others while the
+/// session stays up. Nothing of the devices is left once the server is gone.
+#[test]
+fn snappi_devices_on_lags_speak_bgp_and_spread_flows_over_the_members() {
+    if !root_or_skip("OTG devices on LAGs of two members") {
+        return;
+    }
+    let Some(python) = venv_python() else {
+        return;
+    };
+    let lab = common::lab("old", 1);
+    let (pair, there) = SecondPair::beside(&lab);
+    let (server, url) = serve(&[]);
+    let status = Command::new(&python)
+        .arg("tests/otg/lag_devices.py")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("OTG_TX2", &pair.here)
+        .env("OTG_RX2", format!("{there}@{}", lab.netns))
+        .env("LINERATE_SERVER_PID", server.0.id().to_string())
+        .status()
+        .expect("run tests/otg/lag_devices.py");
+    assert!(
+        status.success(),
+        "tests/otg/lag_devices.py failed (output above)"
+    );
+    let ours = common::device_namespaces_of(server.0.id());
+    drop(server);
+    drop(pair);
+    for ns in &ours {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "device namespace {ns} was left behind"
+        );
+    }
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its
 /// receiver) whose config makes two devices with daemons; after SIGTERM neither device's
 /// namespace nor any daemon is left, and the lab's receive end has its program back.

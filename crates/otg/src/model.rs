@@ -130,6 +130,7 @@ pub struct DeviceEthernet {
 pub struct EthernetConnection {
     pub choice: Option<String>,
     pub port_name: Option<String>,
+    pub lag_name: Option<String>,
     #[serde(flatten)]
     pub rest: Rest,
 }

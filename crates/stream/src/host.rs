@@ -60,6 +60,11 @@ pub struct HostSpec {
     /// host's link, advertising `routes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isis: Option<HostIsis>,
+    /// The LAG this host is one member's side of: an OTG device on a LAG is a host on each
+    /// member port, each with the device's MAC and addresses, so hosts of one LAG share their
+    /// addresses across its ports. Not a stream file's key.
+    #[serde(skip)]
+    pub lag: Option<String>,
 }
 
 /// A host's OSPFv2 (or OSPFv3) router: one interface, the host's link, in one area.
@@ -451,7 +456,7 @@ pub fn check_hosts(hosts: &[HostSpec], streams: &[crate::StreamSpec]) -> Result<
                 }
                 // On two ports, each would answer ARP/ND for it and flows to it could not
                 // tell which port counts them: found only after seconds of ARP otherwise.
-                if o.port != h.port {
+                if o.port != h.port && (o.lag.is_none() || o.lag != h.lag) {
                     return Err(bad(
                         &h.name,
                         format!(
@@ -607,6 +612,34 @@ mod tests {
         assert!(
             toml::from_str::<HostSpec>("name = \"w\"\nport = \"p\"\n[ospf]\nbogus = 2\n").is_err()
         );
+    }
+
+    /// A device on a LAG is a host on each member port with the device's address: hosts of one
+    /// LAG share it across ports; other hosts, or two of one LAG on one port, do not.
+    #[test]
+    fn hosts_of_one_lag_share_their_address_across_its_ports() {
+        let on = |name: &str, port: &str, lag: Option<&str>| HostSpec {
+            lag: lag.map(str::to_owned),
+            ..format!("name={name},port={port},ipv4=10.0.0.1/24")
+                .parse()
+                .unwrap()
+        };
+        check_hosts(
+            &[on("a", "p1", Some("l")), on("a@p2", "p2", Some("l"))],
+            &[],
+        )
+        .unwrap();
+        for pair in [
+            [on("a", "p1", Some("l")), on("b", "p2", Some("m"))],
+            [on("a", "p1", Some("l")), on("b", "p2", None)],
+            [on("a", "p1", None), on("b", "p2", None)],
+        ] {
+            let e = check_hosts(&pair, &[]).unwrap_err();
+            assert!(e.to_string().contains("is also host a's"), "{e}");
+        }
+        let e =
+            check_hosts(&[on("a", "p1", Some("l")), on("b", "p1", Some("l"))], &[]).unwrap_err();
+        assert!(e.to_string().contains("on the same port"), "{e}");
     }
 
     /// Issue 40 #5: what can be told wrong from the hosts alone is refused when they are

@@ -206,7 +206,9 @@ impl Cx {
         Some(device)
     }
 
-    /// The link of `host`'s ethernet (once per ethernet), with every address of it.
+    /// The link of `host`'s ethernet (once per ethernet), with every address of it; on a LAG,
+    /// one link per member, each with the device's MAC and addresses (the peer's frames may
+    /// come in by any member; the daemon's go out by the first).
     pub(super) fn link(&mut self, host: &HostPlan, scope: &Scope, links: &mut Vec<routing::Link>) {
         let Some(e) = scope.ethernets.iter().find(|e| e.name == host.ethernet) else {
             return;
@@ -218,28 +220,44 @@ impl Cx {
             );
             return;
         };
-        let Some(port) = scope.ports.iter().find(|p| p.name == host.port) else {
-            return;
-        };
-        if links.iter().any(|l| l.mac == mac.octets()) {
-            return;
-        }
-        let addrs = scope
+        let of_ethernet: Vec<&HostPlan> = scope
             .hosts
             .iter()
             .filter(|h| h.ethernet == host.ethernet)
-            .flat_map(|h| {
-                let v4 = h.spec.ipv4.map(|n| (IpAddr::V4(n.addr()), n.prefix_len()));
-                let v6 = h.spec.ipv6.map(|n| (IpAddr::V6(n.addr()), n.prefix_len()));
-                v4.into_iter().chain(v6)
-            })
             .collect();
-        links.push(routing::Link {
+        let mut member_ports: Vec<&str> = Vec::new();
+        for h in &of_ethernet {
+            if !member_ports.contains(&h.port.as_str()) {
+                member_ports.push(&h.port);
+            }
+        }
+        for name in member_ports {
+            let Some(port) = scope.ports.iter().find(|p| p.name == name) else {
+                continue;
+            };
             // An agent's port with its agent: the controller hands the device to it.
-            port: port.location.to_string(),
-            mac: mac.octets(),
-            addrs,
-        });
+            let location = port.location.to_string();
+            if links
+                .iter()
+                .any(|l| l.mac == mac.octets() && l.port == location)
+            {
+                continue;
+            }
+            let addrs = of_ethernet
+                .iter()
+                .filter(|h| h.port == name)
+                .flat_map(|h| {
+                    let v4 = h.spec.ipv4.map(|n| (IpAddr::V4(n.addr()), n.prefix_len()));
+                    let v6 = h.spec.ipv6.map(|n| (IpAddr::V6(n.addr()), n.prefix_len()));
+                    v4.into_iter().chain(v6)
+                })
+                .collect();
+            links.push(routing::Link {
+                port: location,
+                mac: mac.octets(),
+                addrs,
+            });
+        }
     }
 
     fn peer(

@@ -34,13 +34,14 @@ impl Cx {
         let mut ports = self.ports(&c.ports);
         self.layer1(&c.layer1, &mut ports);
         self.captures(&c.captures, &mut ports);
+        let lags = self.lags(&c.lags, &ports);
+        self.lag_specs = lags.clone();
         let hosts = self.devices(&c.devices, &ports);
         let (mut routers, mut ranges) = self.bgp(&c.devices, &ports, &hosts);
         self.isis(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ospfv2(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ospfv3(&c.devices, &ports, &hosts, &mut routers, &mut ranges);
         self.ranges = ranges.clone();
-        let lags = self.lags(&c.lags, &ports, !c.devices.is_empty());
         let given = self.flows_over_lags(&c.flows, &lags);
         let (mut streams, flows, seconds) = self.flows(&given, &ports, &hosts);
         self.lldp(&c.lldp, &ports, &mut routers);

@@ -38,6 +38,8 @@ struct Link<'a> {
     port: &'a PortPlan,
     mac: Option<Mac>,
     vlan: Option<u16>,
+    /// The LAG the ethernet is connected to and which member `port` is.
+    lag: Option<(String, usize)>,
 }
 
 impl Cx {
@@ -103,40 +105,51 @@ impl Cx {
                 "an ethernet without an address answers nothing and sends nothing: give it ipv4_addresses or ipv6_addresses",
             );
         }
-        let Some(port) = port else {
+        let Some((members, lag)) = port else {
             return;
         };
-        let link = Link {
-            device,
-            ethernet: &e.name,
-            port,
-            mac,
-            vlan,
-        };
-        for (family, list) in [(V4, &e.ipv4_addresses), (V6, &e.ipv6_addresses)] {
-            for (k, a) in list.iter().enumerate() {
-                let ap = format!("{at}.{}[{k}]", family.key);
-                if hosts.iter().any(|h: &HostPlan| h.spec.name == a.name) {
-                    self.refuse(
-                        format!("{ap}.name"),
-                        format!("address name '{}' is used twice", a.name),
-                    );
-                    continue;
-                }
-                if let Some(h) = self.address(&ap, a, family, &link) {
-                    hosts.push(h);
+        if lag.is_some() && mac.is_none() {
+            self.refuse(
+                format!("{at}.mac"),
+                "a device on a LAG needs its own MAC: it answers on every member with it",
+            );
+            return;
+        }
+        for (m, port) in members.into_iter().enumerate() {
+            let link = Link {
+                device,
+                ethernet: &e.name,
+                port,
+                mac,
+                vlan,
+                lag: lag.clone().map(|l| (l, m)),
+            };
+            for (family, list) in [(V4, &e.ipv4_addresses), (V6, &e.ipv6_addresses)] {
+                for (k, a) in list.iter().enumerate() {
+                    let ap = format!("{at}.{}[{k}]", family.key);
+                    if m == 0 && hosts.iter().any(|h: &HostPlan| h.spec.name == a.name) {
+                        self.refuse(
+                            format!("{ap}.name"),
+                            format!("address name '{}' is used twice", a.name),
+                        );
+                        continue;
+                    }
+                    if let Some(h) = self.address(&ap, a, family, &link) {
+                        hosts.push(h);
+                    }
                 }
             }
         }
     }
 
-    /// The port an ethernet is connected to.
+    /// The port an ethernet is connected to, or the members of the LAG it is connected to
+    /// with the LAG's name.
     fn connection<'p>(
         &mut self,
         at: &str,
         c: Option<&EthernetConnection>,
         ports: &'p [PortPlan],
-    ) -> Option<&'p PortPlan> {
+    ) -> Option<(Vec<&'p PortPlan>, Option<String>)> {
         let p = format!("{at}.connection");
         let Some(c) = c else {
             self.refuse(p, "an ethernet needs connection.port_name");
@@ -144,6 +157,20 @@ impl Cx {
         };
         self.rest(&p, &c.rest);
         match (c.choice.as_deref(), c.port_name.as_deref()) {
+            (Some("lag_name"), _) => {
+                let name = c.lag_name.as_deref().unwrap_or_default();
+                let Some(lag) = self.lag_specs.iter().find(|l| l.name == name) else {
+                    self.refuse(format!("{p}.lag_name"), format!("no LAG is named '{name}'"));
+                    return None;
+                };
+                let members: Vec<&PortPlan> = lag
+                    .members
+                    .iter()
+                    .filter_map(|m| ports.iter().find(|q| q.name == m.port))
+                    .collect();
+                // A LAG whose ports were all refused is refused there already.
+                (!members.is_empty()).then(|| (members, Some(name.to_owned())))
+            }
             (Some("port_name") | None, Some(name)) => {
                 let found = ports.iter().find(|q| q.name == name);
                 if found.is_none() {
@@ -152,7 +179,7 @@ impl Cx {
                         format!("no port is named '{name}'"),
                     );
                 }
-                found
+                found.map(|q| (vec![q], None))
             }
             (Some("port_name") | None, None) => {
                 self.refuse(format!("{p}.port_name"), "give the port's name");
@@ -162,7 +189,8 @@ impl Cx {
                 self.refuse(
                     format!("{p}.choice"),
                     format!(
-                        "'{other}' is not supported: connect the ethernet to a port (port_name)"
+                        "'{other}' is not supported: connect the ethernet to a port (port_name) \
+                         or a LAG (lag_name)"
                     ),
                 );
                 None
@@ -230,11 +258,18 @@ impl Cx {
         let (Some(addr), Some(gateway), Some(prefix)) = (addr, gateway, prefix) else {
             return None;
         };
+        // A device on a LAG: the first member's host is the address object's, the others are
+        // its siblings, named by their ports.
+        let name = match &link.lag {
+            Some((_, m)) if *m > 0 => format!("{}@{}", a.name, link.port.name),
+            _ => a.name.clone(),
+        };
         let mut spec = HostSpec {
-            name: a.name.clone(),
+            name,
             port: link.port.location.to_string(),
             mac: link.mac,
             vlan: link.vlan,
+            lag: link.lag.as_ref().map(|(l, _)| l.clone()),
             ..HostSpec::default()
         };
         // An unspecified gateway (0.0.0.0, ::) is snappi's way of saying none: on-link only.
@@ -270,6 +305,7 @@ impl Cx {
             ethernet: link.ethernet.to_owned(),
             port: link.port.name.clone(),
             gateway_mac,
+            lag: link.lag.clone(),
         })
     }
 
@@ -484,7 +520,10 @@ mod tests {
             ("devices[0].ethernets[0].mtu", "MTU"),
             ("devices[0].ethernets[0].vlans[0].id", "1 to 4094"),
             ("devices[0].ethernets[0].vlans[1]", "one VLAN tag"),
-            ("devices[0].ethernets[0].connection.choice", "lag_name"),
+            (
+                "devices[0].ethernets[0].connection.lag_name",
+                "no LAG is named 'l'",
+            ),
             (
                 "devices[1].ethernets[0].ipv4_addresses[0]",
                 "gateway: 10.0.0.1",

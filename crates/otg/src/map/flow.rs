@@ -82,7 +82,7 @@ impl Cx {
             tx_port,
             rx_port,
             between,
-        } = self.endpoints(path, f.tx_rx.as_ref(), ports, hosts, family)?;
+        } = self.endpoints(path, &f.name, f.tx_rx.as_ref(), ports, hosts, family)?;
         if between.is_none() {
             self.endpoints
                 .push((index, tx_port.clone(), rx_port.clone()));
@@ -151,6 +151,7 @@ impl Cx {
     fn endpoints<'h>(
         &mut self,
         path: &str,
+        flow: &str,
         tx_rx: Option<&FlowTxRx>,
         ports: &[PortPlan],
         hosts: &'h [HostPlan],
@@ -173,6 +174,7 @@ impl Cx {
             }
             (Some("device"), _, Some(d)) => {
                 let pairs = self.device_endpoints(&format!("{p}.device"), d, hosts, family)?;
+                let pairs = self.pairs_over_lags(flow, pairs, hosts);
                 let (from, to) = pairs[0];
                 return Some(Endpoints {
                     tx_port: from.port.clone(),
@@ -324,9 +326,12 @@ impl Cx {
                 out.push(h);
                 continue;
             }
+            // A device on a LAG stands for its first member's hosts; the flow's member is
+            // chosen once its pairs are known.
             let of: Vec<&HostPlan> = hosts
                 .iter()
                 .filter(|h| &h.ethernet == n || &h.device == n)
+                .filter(|h| h.lag.as_ref().is_none_or(|(_, m)| *m == 0))
                 .collect();
             if of.is_empty() {
                 self.refuse(

@@ -200,6 +200,14 @@ impl Cx {
             );
             return None;
         };
+        if host.lag.is_some() {
+            self.refuse(
+                format!("{path}.eth_name"),
+                "IS-IS over a LAG is not supported yet: its PDUs would have to reach one \
+                 circuit from every member (BGP over a LAG is)",
+            );
+            return None;
+        }
         self.link(host, scope, links);
         let link = links
             .iter()

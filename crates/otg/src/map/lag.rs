@@ -7,7 +7,7 @@ use std::time::Duration;
 use linerate_lacp::{LagSpec, MemberLacp, MemberSpec, Protocol};
 use serde_json::Value;
 
-use super::{Cx, PortPlan, int};
+use super::{Cx, HostPlan, PortPlan, int};
 use crate::lag::*;
 use crate::model::Flow;
 
@@ -35,7 +35,87 @@ pub(super) fn member_of(flow: &str, n: usize) -> usize {
     (h % n.max(1) as u64) as usize
 }
 
+/// The member of each LAG of `ends` a flow named `flow` runs on, by index: of LAGs of as many
+/// members, an index in all of them whose members are none of `out` (two LAGs wired member to
+/// member keep a flow on one link); else one of each LAG's own members in; else any member.
+pub(super) fn members_for(flow: &str, ends: &[&LagSpec], out: &[String]) -> Vec<usize> {
+    let is_in = |l: &LagSpec, i: usize| !out.contains(&l.members[i].port);
+    let n = ends.first().map_or(0, |l| l.members.len());
+    let common: Vec<usize> = if ends.iter().all(|l| l.members.len() == n) {
+        (0..n)
+            .filter(|&i| ends.iter().all(|l| is_in(l, i)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    ends.iter()
+        .map(|lag| {
+            let n = lag.members.len();
+            let own: Vec<usize> = (0..n).filter(|&i| is_in(lag, i)).collect();
+            let from = [common.clone(), own, (0..n).collect()]
+                .into_iter()
+                .find(|c| !c.is_empty())
+                .unwrap_or_default();
+            from[member_of(flow, from.len())]
+        })
+        .collect()
+}
+
 impl Cx {
+    /// A device flow's pairs of hosts moved onto the LAG members it runs on: a host on a LAG
+    /// (a device whose ethernet connects to one) stands for its sibling on each member, and
+    /// the flow takes one member per LAG it leaves or arrives by, as a port flow naming the
+    /// LAG does ([`members_for`]); each placement is recorded for the start's warnings.
+    pub(super) fn pairs_over_lags<'h>(
+        &mut self,
+        flow: &str,
+        pairs: Vec<(&'h HostPlan, &'h HostPlan)>,
+        hosts: &'h [HostPlan],
+    ) -> Vec<(&'h HostPlan, &'h HostPlan)> {
+        let (from, to) = pairs[0];
+        let lag = |h: &HostPlan| {
+            let (name, _) = h.lag.as_ref()?;
+            self.lag_specs
+                .iter()
+                .find(|l| &l.name == name && !l.members.is_empty())
+                .cloned()
+        };
+        let sides: Vec<Option<LagSpec>> = vec![lag(from), lag(to)];
+        let on: Vec<&LagSpec> = sides.iter().flatten().collect();
+        if on.is_empty() {
+            return pairs;
+        }
+        let mut chosen = members_for(flow, &on, &self.lag_out).into_iter();
+        let mut member = [None, None];
+        for (side, l) in sides.iter().enumerate() {
+            if let Some(l) = l {
+                let i = chosen.next().expect("one index a LAG");
+                self.lag_flows.push(crate::LagFlow {
+                    flow: flow.to_owned(),
+                    lag: l.name.clone(),
+                    port: l.members[i].port.clone(),
+                });
+                member[side] = Some(i);
+            }
+        }
+        let sibling = |h: &'h HostPlan, at: Option<usize>| -> &'h HostPlan {
+            let Some(i) = at else { return h };
+            hosts
+                .iter()
+                .find(|o| {
+                    o.ethernet == h.ethernet
+                        && o.spec.ipv4 == h.spec.ipv4
+                        && o.spec.ipv6 == h.spec.ipv6
+                        && o.lag.as_ref().is_some_and(|(_, k)| *k == i)
+                })
+                .unwrap_or(h)
+        };
+        pairs
+            .into_iter()
+            .map(|(a, b)| (sibling(a, member[0]), sibling(b, member[1])))
+            .collect()
+    }
+
     /// An integer field of `lo..=hi` at `path`, `default` when absent.
     fn ranged(&mut self, path: String, v: &Option<Value>, default: u32, hi: u32) -> u32 {
         match v.as_ref().map(int) {
@@ -48,22 +128,9 @@ impl Cx {
         }
     }
 
-    /// The config's LAGs. `with_devices`: the config has devices, whose flows cannot name a
-    /// LAG (and whose ports' programs answer for hosts): refused for now.
-    pub(super) fn lags(
-        &mut self,
-        given: &[Lag],
-        ports: &[PortPlan],
-        with_devices: bool,
-    ) -> Vec<LagSpec> {
+    /// The config's LAGs.
+    pub(super) fn lags(&mut self, given: &[Lag], ports: &[PortPlan]) -> Vec<LagSpec> {
         let mut lags: Vec<LagSpec> = Vec::new();
-        if !given.is_empty() && with_devices {
-            self.refuse(
-                "lags",
-                "LAGs carry port flows (tx_rx.port): a config with LAGs and devices is not \
-                 supported yet",
-            );
-        }
         for (i, l) in given.iter().enumerate() {
             let path = format!("lags[{i}]");
             self.rest(&path, &l.rest);
@@ -329,24 +396,10 @@ impl Cx {
                     Some((e, lag))
                 })
                 .collect();
-            let is_in = |l: &LagSpec, i: usize| !out.contains(&l.members[i].port);
-            // LAGs of as many members each: the indices all of them have in; else each LAG's.
-            let n = ends.first().map_or(0, |(_, l)| l.members.len());
-            let common: Vec<usize> = if ends.iter().all(|(_, l)| l.members.len() == n) {
-                (0..n)
-                    .filter(|&i| ends.iter().all(|(_, l)| is_in(l, i)))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            for (end, lag) in ends {
-                let n = lag.members.len();
-                let own: Vec<usize> = (0..n).filter(|&i| is_in(lag, i)).collect();
-                let from = [common.clone(), own, (0..n).collect()]
-                    .into_iter()
-                    .find(|c| !c.is_empty())
-                    .unwrap_or_default();
-                let port = lag.members[from[member_of(&name, from.len())]].port.clone();
+            let of: Vec<&LagSpec> = ends.iter().map(|(_, l)| *l).collect();
+            let chosen = members_for(&name, &of, &out);
+            for ((end, lag), i) in ends.into_iter().zip(chosen) {
+                let port = lag.members[i].port.clone();
                 placed.push(crate::LagFlow {
                     flow: name.clone(),
                     lag: lag.name.clone(),

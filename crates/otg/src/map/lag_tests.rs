@@ -282,3 +282,126 @@ fn flows_over_lags_go_on_the_members_in_their_lags() {
     );
     assert_eq!(m.lag_flows.len(), 16);
 }
+
+/// [`b2b_of_two_members`] with a device on each LAG (featureprofiles' aggregate tests' shape):
+/// an address, a MAC of its own and an eBGP peer over the LAG; its flows go between the
+/// devices' addresses.
+fn devices_on_lags() -> Value {
+    let mut c = b2b_of_two_members();
+    let device = |n: &str, lag: &str, mac: &str, me: &str, peer: &str| {
+        json!({"name": n, "ethernets": [{"name": format!("{n}Eth"), "mac": mac,
+                "connection": {"choice": "lag_name", "lag_name": lag},
+                "ipv4_addresses": [{"name": format!("{n}Ip"), "address": me, "gateway": peer,
+                    "prefix": 24}]}],
+            "bgp": {"router_id": me, "ipv4_interfaces": [{"ipv4_name": format!("{n}Ip"),
+                "peers": [{"name": format!("{n}Peer"), "peer_address": peer,
+                    "as_type": "ebgp", "as_number": 65001}]}]}})
+    };
+    c["devices"] = json!([
+        device(
+            "dtx",
+            "lagTx",
+            "02:00:00:00:01:01",
+            "192.0.2.1",
+            "192.0.2.2"
+        ),
+        device(
+            "drx",
+            "lagRx",
+            "02:00:00:00:02:01",
+            "192.0.2.2",
+            "192.0.2.1"
+        ),
+    ]);
+    for f in c["flows"].as_array_mut().unwrap() {
+        f["tx_rx"] = json!({"choice": "device", "device": {"tx_names": ["dtxIp"],
+            "rx_names": ["drxIp"]}});
+    }
+    c
+}
+
+/// A device on a LAG is a host on each member (the first named by its address, the others
+/// `NAME@PORT`), its BGP a link on each member; each flow takes one member index in both LAGs
+/// by the hash of its name (the members in their LAGs), as port flows over LAGs do.
+#[test]
+fn a_device_on_a_lag_is_a_host_on_each_member_and_its_flows_spread_over_them() {
+    let m = map(&devices_on_lags()).unwrap();
+    let hosts: Vec<(&str, &str, Option<&str>)> = m
+        .hosts
+        .iter()
+        .map(|h| (h.spec.name.as_str(), h.port.as_str(), h.spec.lag.as_deref()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("dtxIp", "a1", Some("lagTx")),
+            ("dtxIp@a2", "a2", Some("lagTx")),
+            ("drxIp", "b1", Some("lagRx")),
+            ("drxIp@b2", "b2", Some("lagRx")),
+        ]
+    );
+    assert!(m.hosts.iter().all(|h| h.spec.mac.is_some()));
+    let links: Vec<&str> = m.routers[0].links.iter().map(|l| l.port.as_str()).collect();
+    assert_eq!(links, ["x1", "x2"]);
+    assert!(
+        m.routers[0].links.iter().all(|l| l.mac == [2, 0, 0, 0, 1, 1]
+            && l.addrs == [("192.0.2.1".parse().unwrap(), 24)])
+    );
+    // Every member host passes the device's other frames to the stack.
+    assert_eq!(m.routed_hosts().len(), 4);
+    // Each flow on one member index at both ends, the same as port flows over these LAGs.
+    let ports: Vec<(String, String)> = m
+        .flows
+        .iter()
+        .map(|f| (f.tx_port.clone(), f.rx_port.clone().unwrap()))
+        .collect();
+    let port_flows = map(&b2b_of_two_members()).unwrap();
+    let expected: Vec<(String, String)> = port_flows
+        .flows
+        .iter()
+        .map(|f| (f.tx_port.clone(), f.rx_port.clone().unwrap()))
+        .collect();
+    assert_eq!(ports, expected);
+    assert!(ports.iter().any(|(t, _)| t == "a1") && ports.iter().any(|(t, _)| t == "a2"));
+    for (s, (tx, rx)) in m.streams.iter().zip(&ports) {
+        let on = |host: &Option<String>| {
+            m.hosts
+                .iter()
+                .find(|h| Some(&h.spec.name) == host.as_ref())
+                .map(|h| h.port.clone())
+        };
+        assert_eq!(
+            (on(&s.from), on(&s.to)),
+            (Some(tx.clone()), Some(rx.clone()))
+        );
+    }
+    assert_eq!(m.lag_flows.len(), 16);
+    // a1 out of lagTx: every flow on the second members.
+    let c: crate::Config = serde_json::from_value(devices_on_lags()).unwrap();
+    let m = crate::map_config_over_lags(&c, &["a1".into()]).unwrap();
+    assert!(
+        m.flows
+            .iter()
+            .all(|f| f.tx_port == "a2" && f.rx_port.as_deref() == Some("b2"))
+    );
+}
+
+#[test]
+fn what_a_device_on_a_lag_cannot_be_is_refused_by_path() {
+    let mut c = devices_on_lags();
+    c["devices"][0]["ethernets"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("mac");
+    assert!(refused_at(&c, "devices[0].ethernets[0].mac").contains("answers on every member"));
+    let mut c = devices_on_lags();
+    c["devices"][0]["ethernets"][0]["connection"]["lag_name"] = json!("nope");
+    assert_eq!(
+        refused_at(&c, "devices[0].ethernets[0].connection.lag_name"),
+        "no LAG is named 'nope'"
+    );
+    let mut c = devices_on_lags();
+    c["devices"][0]["isis"] = json!({"name": "isis1", "system_id": "640000000001", "interfaces": [
+        {"eth_name": "dtxEth", "name": "i1"}], "basic": {}, "advanced": {}});
+    assert!(refused_at(&c, "devices[0].isis.interfaces[0].eth_name").contains("over a LAG"));
+}

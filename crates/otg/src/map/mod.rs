@@ -156,6 +156,10 @@ pub struct HostPlan {
     pub port: String,
     /// `gateway_mac.value`: the gateway's MAC, given (never resolved).
     pub gateway_mac: Option<Mac>,
+    /// The LAG the ethernet is connected to, and which of its members `port` is: a device on
+    /// a LAG is a host on each member (the first named by its address object, the others
+    /// `NAME@PORT`), and each of its flows runs on one member.
+    pub lag: Option<(String, usize)>,
 }
 
 impl Mapped {
@@ -431,6 +435,8 @@ struct Cx {
     lags_unplaced: Vec<String>,
     /// LAG members out of their LAG: flows are placed on the others.
     lag_out: Vec<String>,
+    /// The config's LAGs, mapped before its devices: an ethernet may connect to one.
+    lag_specs: Vec<linerate_lacp::LagSpec>,
     /// Each port flow's (index in the config, transmit port, receive port), recorded as soon
     /// as its endpoints are read, so the checks of where port flows run see the flows refused
     /// for their headers too and one answer lists every refusal.

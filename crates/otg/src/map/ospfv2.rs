@@ -321,6 +321,14 @@ impl Cx {
             );
             return None;
         };
+        if host.lag.is_some() {
+            self.refuse(
+                format!("{path}.{key}"),
+                "OSPF over a LAG is not supported yet: its packets would have to reach one \
+                 interface from every member (BGP over a LAG is)",
+            );
+            return None;
+        }
         self.link(host, scope, links);
         let link = links
             .iter()

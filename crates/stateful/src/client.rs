@@ -385,6 +385,7 @@ pub fn run_client<L: Link>(
     let mut iface = stack::interface(link, &config.addresses, &clock, config.seed)?;
     let next_hop = config.addresses.gateway.unwrap_or(config.server.ip());
     stack::announce(link, &config.addresses, next_hop, &clock);
+    link.flush();
     let slots_wanted = config.concurrent.min(config.connections.max(1) as usize);
     let now = clock.now();
     let mut table = Table::new(

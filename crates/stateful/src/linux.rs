@@ -1,11 +1,14 @@
 //! The port a stateful end runs on, on Linux: an AF_PACKET socket bound to the interface (in
-//! the namespace it lives in), frames read and written one at a time into buffers made once.
-//! The host's own frames on a shared interface are skipped (`PACKET_IGNORE_OUTGOING`, and
-//! [`Addresses::accepts`] for what it receives).
+//! the namespace it lives in), frames read where the kernel left them in a TPACKET_V2 receive
+//! ring and written into a batch sent by one `sendmmsg` (when it is full, and each time the
+//! end has visited its connections or is about to wait). The host's own frames on a shared
+//! interface are skipped (`PACKET_IGNORE_OUTGOING`, and [`Addresses::accepts`] for what it
+//! receives).
 
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use linerate_afpacket::RxRing;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium};
 
 use crate::stack::{Link, LinkCounters};
@@ -15,17 +18,29 @@ use crate::{Addresses, StatefulError};
 /// that hands up GRO aggregates) is counted as oversize and dropped.
 const FRAME: usize = 1522;
 
+/// Frames of the receive ring: 4,096 of 2 KiB, the 8 MiB a socket's receive buffer held before.
+const RING_FRAMES: u32 = 4096;
+
 /// An AF_PACKET socket on one interface.
 #[derive(Debug)]
 pub struct PacketLink {
     fd: OwnedFd,
     addresses: Addresses,
-    rx: Vec<u8>,
-    rx_len: usize,
-    /// Whether `rx` holds a frame read (by a peek) and not yet handed up.
+    ring: RxRing,
+    /// Whether the ring's front frame is the end's, peeked and not yet handed up.
     held: bool,
-    tx: Vec<u8>,
+    /// Whether the ring's front frame was handed up: it goes back to the kernel before the
+    /// next is read.
+    handed: bool,
+    tx: TxBatch,
     counters: LinkCounters,
+}
+
+/// Frames written and not yet sent, one `FRAME` of room each.
+#[derive(Debug)]
+struct TxBatch {
+    buf: Vec<u8>,
+    lens: Vec<usize>,
 }
 
 impl PacketLink {
@@ -63,35 +78,64 @@ impl PacketLink {
                 })?
             }
         };
+        let ring = RxRing::new(&fd, RING_FRAMES, FRAME as u32)
+            .map_err(StatefulError::io("mapping a receive ring"))?;
         Ok(PacketLink {
             fd,
             addresses,
-            rx: vec![0; FRAME],
-            rx_len: 0,
+            ring,
             held: false,
-            tx: vec![0; FRAME],
+            handed: false,
+            tx: TxBatch {
+                buf: vec![0; FRAME * linerate_sys::SEND_BATCH],
+                lens: Vec::with_capacity(linerate_sys::SEND_BATCH),
+            },
             counters: LinkCounters::default(),
         })
     }
 
-    /// Reads frames until one is the end's; false when none waits.
+    /// Finds the next frame that is the end's at the ring's front; false when none waits. The
+    /// frame handed up last goes back to the kernel first, and every frame passed over.
     fn next_frame(&mut self) -> bool {
         if self.held {
             return true;
         }
-        loop {
-            match linerate_sys::recv_frame(&self.fd, &mut self.rx) {
-                Ok(n) if n > self.rx.len() => self.counters.rx_oversize += 1,
-                Ok(n) if self.addresses.accepts(&self.rx[..n]) => {
-                    self.counters.rx_frames += 1;
-                    self.rx_len = n;
-                    self.held = true;
-                    return true;
-                }
-                Ok(_) => self.counters.rx_ignored += 1,
-                Err(_) => return false,
-            }
+        if std::mem::take(&mut self.handed) {
+            self.ring.release();
         }
+        loop {
+            let Some(f) = self.ring.front() else {
+                return false;
+            };
+            if f.len > FRAME || f.bytes.len() < f.len {
+                self.counters.rx_oversize += 1;
+            } else if self.addresses.accepts(f.bytes) {
+                self.counters.rx_frames += 1;
+                self.held = true;
+                return true;
+            } else {
+                self.counters.rx_ignored += 1;
+            }
+            self.ring.release();
+        }
+    }
+}
+
+impl TxBatch {
+    /// Sends every frame written, in one call; those the port refused are counted dropped.
+    fn flush(&mut self, fd: &OwnedFd, counters: &mut LinkCounters) {
+        if self.lens.is_empty() {
+            return;
+        }
+        let mut frames = [&[][..]; linerate_sys::SEND_BATCH];
+        for (i, &len) in self.lens.iter().enumerate() {
+            frames[i] = &self.buf[i * FRAME..i * FRAME + len];
+        }
+        let n = self.lens.len();
+        let sent = linerate_sys::send_frames(fd, &frames[..n]).unwrap_or(0);
+        counters.tx_frames += sent as u64;
+        counters.tx_dropped += (n - sent) as u64;
+        self.lens.clear();
     }
 }
 
@@ -129,15 +173,15 @@ fn socket(iface: &str) -> Result<OwnedFd, StatefulError> {
     Ok(fd)
 }
 
-/// The frame just read.
+/// The frame at the ring's front.
 #[derive(Debug)]
 pub struct Rx<'a>(&'a [u8]);
 
-/// Room for one frame to send.
+/// Room for one frame in the batch to send.
 #[derive(Debug)]
 pub struct Tx<'a> {
     fd: &'a OwnedFd,
-    buf: &'a mut [u8],
+    batch: &'a mut TxBatch,
     counters: &'a mut LinkCounters,
 }
 
@@ -149,12 +193,13 @@ impl smoltcp::phy::RxToken for Rx<'_> {
 
 impl smoltcp::phy::TxToken for Tx<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        let frame = &mut self.buf[..len];
-        let r = f(frame);
-        match linerate_sys::send_frame(self.fd, frame) {
-            Ok(_) => self.counters.tx_frames += 1,
-            Err(_) => self.counters.tx_dropped += 1,
+        if self.batch.lens.len() == linerate_sys::SEND_BATCH {
+            self.batch.flush(self.fd, self.counters);
         }
+        let at = self.batch.lens.len() * FRAME;
+        let len = len.min(FRAME);
+        let r = f(&mut self.batch.buf[at..at + len]);
+        self.batch.lens.push(len);
         r
     }
 }
@@ -171,11 +216,13 @@ impl Device for PacketLink {
             return None;
         }
         self.held = false;
+        self.handed = true;
+        let frame = self.ring.front()?;
         Some((
-            Rx(&self.rx[..self.rx_len]),
+            Rx(frame.bytes),
             Tx {
                 fd: &self.fd,
-                buf: &mut self.tx,
+                batch: &mut self.tx,
                 counters: &mut self.counters,
             },
         ))
@@ -184,7 +231,7 @@ impl Device for PacketLink {
     fn transmit(&mut self, _: smoltcp::time::Instant) -> Option<Self::TxToken<'_>> {
         Some(Tx {
             fd: &self.fd,
-            buf: &mut self.tx,
+            batch: &mut self.tx,
             counters: &mut self.counters,
         })
     }
@@ -199,7 +246,13 @@ impl Device for PacketLink {
 
 impl Link for PacketLink {
     fn wait(&mut self, timeout: Duration) -> Result<(), StatefulError> {
-        if self.held {
+        self.flush();
+        // The frame handed up goes back first: the socket polls readable while the frame
+        // before the kernel's head is still ours.
+        if std::mem::take(&mut self.handed) {
+            self.ring.release();
+        }
+        if self.held || self.ring.front().is_some() {
             return Ok(());
         }
         linerate_sys::wait_readable(&self.fd, timeout)
@@ -208,7 +261,14 @@ impl Link for PacketLink {
     }
 
     fn peek(&mut self) -> Option<&[u8]> {
-        self.next_frame().then(|| &self.rx[..self.rx_len])
+        if !self.next_frame() {
+            return None;
+        }
+        self.ring.front().map(|f| f.bytes)
+    }
+
+    fn flush(&mut self) {
+        self.tx.flush(&self.fd, &mut self.counters);
     }
 
     fn counters(&self) -> LinkCounters {

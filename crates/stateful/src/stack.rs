@@ -20,6 +20,8 @@ pub trait Link: Device {
     fn wait(&mut self, timeout: Duration) -> Result<(), StatefulError>;
     /// The next frame, without taking it: the next `receive` hands up this one.
     fn peek(&mut self) -> Option<&[u8]>;
+    /// Sends what the link holds back to send in one batch (none: it sends each at once).
+    fn flush(&mut self) {}
     /// What the link has counted.
     fn counters(&self) -> LinkCounters;
 }

@@ -350,6 +350,8 @@ impl<'a> Table<'a> {
                 self.timers.push(Reverse((due, s as u32)));
             }
         }
+        // What ingress answered and the shards sent leaves now, in one batch.
+        link.flush();
     }
 
     /// Registers each socket of shard `s` under the endpoint its frames will carry, and counts

@@ -370,6 +370,45 @@ pub fn send_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// The most frames [`send_frames`] takes in one call.
+pub const SEND_BATCH: usize = 64;
+
+/// `sendmmsg(fd, …, MSG_DONTWAIT)` on a bound packet socket, each of `frames` (at most
+/// [`SEND_BATCH`]) one message: how many the kernel took, in order (it stops at the first it
+/// cannot queue), or the error of the first.
+pub fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
+    let n = frames.len().min(SEND_BATCH);
+    let mut iov = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; SEND_BATCH];
+    // SAFETY: mmsghdr is plain integers and pointers; all-zero (no name, no control) is valid.
+    let mut msgs: [libc::mmsghdr; SEND_BATCH] = unsafe { std::mem::zeroed() };
+    for (i, f) in frames[..n].iter().enumerate() {
+        iov[i] = libc::iovec {
+            iov_base: f.as_ptr().cast_mut().cast(),
+            iov_len: f.len(),
+        };
+        msgs[i].msg_hdr.msg_iov = &raw mut iov[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: msgs[..n] each point at one live iovec over a live frame slice; the kernel only
+    // reads them (and writes msg_len) during the call.
+    let sent = unsafe {
+        libc::sendmmsg(
+            fd.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if sent < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(sent as usize)
+    }
+}
+
 /// `recv(fd, buf, MSG_DONTWAIT | MSG_TRUNC)`: the frame's whole length (which may exceed the
 /// buffer: the frame was cut), or `EAGAIN` when nothing waits.
 pub fn recv_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {

@@ -1,0 +1,125 @@
+//! A TPACKET_V2 receive ring: the kernel copies each frame the socket takes into the next frame
+//! of a ring mapped into the process and marks it `TP_STATUS_USER`; the process reads it where
+//! it lies and hands the frame back (`TP_STATUS_KERNEL`). No syscall a frame, and none to learn
+//! that nothing waits — what a `recv` a frame (and one more that says `EAGAIN`) cost a stateful
+//! end (docs/stateful.md).
+
+use std::io;
+use std::mem::offset_of;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::ring::{Layout, TpacketVersion, page};
+use crate::sys::{self, Mmap};
+
+/// One frame of the ring, as the kernel left it.
+#[derive(Debug, Clone, Copy)]
+pub struct RxFrame<'a> {
+    /// The bytes the ring holds: the whole frame, or its first part when it did not fit.
+    pub bytes: &'a [u8],
+    /// Its length on the wire (more than `bytes` holds when it did not fit).
+    pub len: usize,
+}
+
+/// A mapped receive ring of a packet socket, read in order from the kernel's own start.
+#[derive(Debug)]
+pub struct RxRing {
+    map: Mmap,
+    /// Header offset of each frame.
+    offsets: Box<[usize]>,
+    /// The frame to read next.
+    next: usize,
+}
+
+impl RxRing {
+    /// Asks the kernel for a ring of `frames` frames (`PACKET_VERSION` 2, then
+    /// `PACKET_RX_RING`), each with room for `max_frame` bytes after the kernel's header and
+    /// its alignment, and maps it. Frames the socket queued before are left in its queue.
+    pub fn new(fd: &OwnedFd, frames: u32, max_frame: u32) -> io::Result<RxRing> {
+        let version = TpacketVersion::V2;
+        sys::set_opt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_VERSION,
+            &version.kernel_value(),
+        )?;
+        // The kernel puts the MAC header at TPACKET_ALIGN(hdrlen + 16) - 14: 66 bytes in for
+        // V2; 128 leaves room for that and a VLAN header's reserve.
+        let layout = Layout::for_frames(frames, max_frame + 128, page())
+            .ok_or_else(|| io::Error::other(format!("no ring geometry for {frames} frames")))?;
+        let req = libc::tpacket_req {
+            tp_block_size: layout.block_size,
+            tp_block_nr: layout.blocks,
+            tp_frame_size: layout.frame_size,
+            tp_frame_nr: layout.frames,
+        };
+        sys::set_opt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        let map = Mmap::socket_ring(fd, layout.bytes(), 0)?;
+        let offsets = (0..layout.frames).map(|i| layout.offset(i)).collect();
+        Ok(RxRing {
+            map,
+            offsets,
+            next: 0,
+        })
+    }
+
+    fn word<T>(&self, at: usize) -> *const T {
+        debug_assert!(at + size_of::<T>() <= self.map.len());
+        // SAFETY: `at` is a header field of a frame inside the mapping (callers add a field
+        // offset of tpacket2_hdr to a frame's header offset); the mapping outlives &self.
+        unsafe { self.map.as_ptr().add(at).cast::<T>().cast_const() }
+    }
+
+    fn status(&self, frame: usize) -> &AtomicU32 {
+        let at = self.offsets[frame] + offset_of!(libc::tpacket2_hdr, tp_status);
+        // SAFETY: inside the mapping and 4-aligned (headers start on 16-byte boundaries, the
+        // field is at 0); the kernel only accesses the word as a whole u32.
+        unsafe { AtomicU32::from_ptr(self.word::<u32>(at).cast_mut()) }
+    }
+
+    /// The next frame the kernel filled, if one waits; it stays in the ring (and this returns
+    /// it again) until [`RxRing::release`].
+    pub fn front(&self) -> Option<RxFrame<'_>> {
+        let status = self.status(self.next).load(Ordering::Acquire);
+        if status & libc::TP_STATUS_USER == 0 {
+            return None;
+        }
+        let header = self.offsets[self.next];
+        let field = |offset: usize| header + offset;
+        // SAFETY: header fields of a frame the kernel handed over (the acquire load above
+        // orders them after its writes); it does not touch the frame until `release`.
+        let (len, snaplen, mac) = unsafe {
+            (
+                self.word::<u32>(field(offset_of!(libc::tpacket2_hdr, tp_len)))
+                    .read_volatile(),
+                self.word::<u32>(field(offset_of!(libc::tpacket2_hdr, tp_snaplen)))
+                    .read_volatile(),
+                self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_mac)))
+                    .read_volatile(),
+            )
+        };
+        let start = header + usize::from(mac);
+        let end = (start + snaplen as usize).min(self.map.len());
+        // SAFETY: start..end lies inside the mapping (clamped to it) within the frame the
+        // kernel wrote and handed over; it stays ours, unwritten, while &self lives (release
+        // takes &mut self).
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) };
+        Some(RxFrame {
+            bytes,
+            len: len as usize,
+        })
+    }
+
+    /// Hands the front frame back to the kernel and moves on to the next (only after `front`
+    /// returned it).
+    pub fn release(&mut self) {
+        debug_assert!(
+            self.front().is_some(),
+            "released a frame the kernel has not filled"
+        );
+        self.status(self.next)
+            .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+        self.next = (self.next + 1) % self.offsets.len();
+    }
+}

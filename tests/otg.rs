@@ -380,6 +380,37 @@ impl Drop for SecondPair {
     }
 }
 
+/// Runs `script` against a `linerate serve` on a fresh lab and a second veth pair beside it
+/// (OTG_TX and OTG_RX the lab's ends, OTG_TX2 and OTG_RX2 the pair's); after SIGTERM no
+/// device namespace of the server's is left and the lab's receive end has its program back.
+fn over_two_pairs(python: &Path, lab: &str, script: &str) {
+    let lab = common::lab(lab, 1);
+    let (pair, there) = SecondPair::beside(&lab);
+    let (server, url) = serve(&[]);
+    let status = Command::new(python)
+        .arg(script)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("OTG_LOCATION", &url)
+        .env("OTG_TX", &lab.sender)
+        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
+        .env("OTG_TX2", &pair.here)
+        .env("OTG_RX2", format!("{there}@{}", lab.netns))
+        .env("LINERATE_SERVER_PID", server.0.id().to_string())
+        .status()
+        .unwrap_or_else(|e| panic!("run {script}: {e}"));
+    assert!(status.success(), "{script} failed (output above)");
+    let ours = common::device_namespaces_of(server.0.id());
+    drop(server);
+    drop(pair);
+    for ns in &ours {
+        assert!(
+            !Path::new("/run/netns").join(ns).exists(),
+            "device namespace {ns} was left behind"
+        );
+    }
+    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+}
+
 /// Two LAGs of two members each, over two veth pairs: tests/otg/lag_members.py checks that the
 /// members aggregate by partner (each member's partner port its peer), that four flows are
 /// placed two on each member by the hash of their names and counted exactly per port and per
@@ -391,29 +422,9 @@ fn snappi_lacp_lags_of_two_members_aggregate_and_spread_flows() {
     if !root_or_skip("OTG LAGs of two members") {
         return;
     }
-    let Some(python) = venv_python() else {
-        return;
-    };
-    let lab = common::lab("olm", 1);
-    let (pair, there) = SecondPair::beside(&lab);
-    let (server, url) = serve(&[]);
-    let status = Command::new(&python)
-        .arg("tests/otg/lag_members.py")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("OTG_LOCATION", &url)
-        .env("OTG_TX", &lab.sender)
-        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
-        .env("OTG_TX2", &pair.here)
-        .env("OTG_RX2", format!("{there}@{}", lab.netns))
-        .status()
-        .expect("run tests/otg/lag_members.py");
-    assert!(
-        status.success(),
-        "tests/otg/lag_members.py failed (output above)"
-    );
-    drop(server);
-    drop(pair);
-    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
+    if let Some(python) = venv_python() {
+        over_two_pairs(&python, "olm", "tests/otg/lag_members.py");
+    }
 }
 
 /// Devices on LAGs (featureprofiles' aggregate tests' shape): tests/otg/lag_devices.py puts a
@@ -427,37 +438,9 @@ fn snappi_devices_on_lags_speak_bgp_and_spread_flows_over_the_members() {
     if !root_or_skip("OTG devices on LAGs of two members") {
         return;
     }
-    let Some(python) = venv_python() else {
-        return;
-    };
-    let lab = common::lab("old", 1);
-    let (pair, there) = SecondPair::beside(&lab);
-    let (server, url) = serve(&[]);
-    let status = Command::new(&python)
-        .arg("tests/otg/lag_devices.py")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("OTG_LOCATION", &url)
-        .env("OTG_TX", &lab.sender)
-        .env("OTG_RX", format!("{}@{}", lab.receiver, lab.netns))
-        .env("OTG_TX2", &pair.here)
-        .env("OTG_RX2", format!("{there}@{}", lab.netns))
-        .env("LINERATE_SERVER_PID", server.0.id().to_string())
-        .status()
-        .expect("run tests/otg/lag_devices.py");
-    assert!(
-        status.success(),
-        "tests/otg/lag_devices.py failed (output above)"
-    );
-    let ours = common::device_namespaces_of(server.0.id());
-    drop(server);
-    drop(pair);
-    for ns in &ours {
-        assert!(
-            !Path::new("/run/netns").join(ns).exists(),
-            "device namespace {ns} was left behind"
-        );
+    if let Some(python) = venv_python() {
+        over_two_pairs(&python, "old", "tests/otg/lag_devices.py");
     }
-    assert!(common::xdp_attached(&lab.receiver, Some(&lab.netns)));
 }
 
 /// Runs `script` against a `linerate serve` on a fresh lab (OTG_TX its sender, OTG_RX its

@@ -1245,3 +1245,97 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
     ]);
     assert!(line.contains("/nonexistent.pcap"), "{line}");
 }
+
+/// VLANs at both ends over a bare veth pair (this kernel has no 8021q to give a server of its
+/// own a VLAN): linerate's client and server on VLAN 100 make 300 connections counted alike at
+/// both ends, and every frame tcpdump sees on the wire is tagged 100 — at least every frame the
+/// client says it sent and took. A server on VLAN 200, and an untagged one, see none of the
+/// client's frames: its SYNs go unanswered.
+#[test]
+fn both_ends_on_a_vlan_tag_every_frame_and_see_only_their_own() {
+    if !root_or_skip("both_ends_on_a_vlan_tag_every_frame_and_see_only_their_own") {
+        return;
+    }
+    let pair = Pair::with("stv", "true", false);
+    let (a, b) = (pair.ns("a"), pair.ns("b"));
+    let (iface_a, iface_b) = (format!("{}a", pair.name), format!("{}b", pair.name));
+    let ip = std::net::Ipv4Addr::new(10, 77, 0, 1).into();
+    let client = |n: u64, timeout: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_linerate"))
+            .args(["tcp", "client", "-i", &iface_b, "--netns", &b])
+            .args(["--src", "10.77.0.128/25", "--gateway", "10.77.0.1/24"])
+            .args(["--server", "10.77.0.1:80", "--vlan", "100", "--json"])
+            .args([
+                "-n",
+                &n.to_string(),
+                "--timeout",
+                timeout,
+                "--time-wait",
+                "0",
+            ])
+            .output()
+            .expect("linerate tcp client");
+        // A run with a connection that did not end cleanly exits 1, and still reports.
+        let clean = out.status.success();
+        (clean, json(&String::from_utf8_lossy(&out.stdout)))
+    };
+    let pcap = tempfile::NamedTempFile::new().unwrap();
+    let mut tcpdump = Command::new("ip")
+        .args(["netns", "exec", &b, "tcpdump", "-i", &iface_b])
+        .args(["-U", "--immediate-mode", "-s", "0", "-w"])
+        .arg(pcap.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump (scripts/setup.sh installs it)");
+    let mut err = std::io::BufReader::new(tcpdump.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
+    assert!(line.contains("listening on"), "tcpdump: {line}");
+
+    let server = Emulated::spawn(&iface_a, &a, ip, 24, &["-d", "30s", "--vlan", "100"]);
+    let n = 300u64;
+    let (clean, report) = client(n, "5s");
+    let served = server.stop();
+    assert!(clean, "{report:#}");
+    assert_both_ends_count(&report, &served, n, n, n * 1024);
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid; it has not been reaped.
+    assert_eq!(unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) }, 0);
+    tcpdump.wait().expect("tcpdump");
+    let decoded = Command::new("tcpdump")
+        .args(["-r"])
+        .arg(pcap.path())
+        .args(["-nn", "-e"])
+        .output()
+        .expect("tcpdump -r");
+    let text = String::from_utf8_lossy(&decoded.stdout);
+    let frames: Vec<&str> = text.lines().collect();
+    let link = &report["link"];
+    let counted = link["tx_frames"].as_u64().unwrap() + link["rx_frames"].as_u64().unwrap();
+    assert!(
+        frames.len() as u64 >= counted && counted > 6 * n,
+        "{} frames captured, {counted} counted by the client",
+        frames.len()
+    );
+    let untagged: Vec<&&str> = frames
+        .iter()
+        .filter(|l| !l.contains("ethertype 802.1Q (0x8100)") || !l.contains("vlan 100,"))
+        .collect();
+    assert!(untagged.is_empty(), "{untagged:?}");
+    assert!(frames.iter().any(|l| l.contains("ARP")) && frames.iter().any(|l| l.contains("HTTP")));
+
+    for other in [&["--vlan", "200"][..], &[]] {
+        let mut flags = vec!["-d", "30s"];
+        flags.extend(other);
+        let server = Emulated::spawn(&iface_a, &a, ip, 24, &flags);
+        let (clean, report) = client(2, "2s");
+        let served = server.stop();
+        assert!(!clean, "{other:?}: {report:#}");
+        assert_eq!(
+            report["counters"]["failed_timeout"], 2,
+            "{other:?}: {report:#}"
+        );
+        assert_eq!(served["counters"]["accepted"], 0, "{other:?}: {served:#}");
+    }
+}

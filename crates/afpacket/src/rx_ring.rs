@@ -17,8 +17,12 @@ use crate::sys::{self, Mmap};
 pub struct RxFrame<'a> {
     /// The bytes the ring holds: the whole frame, or its first part when it did not fit.
     pub bytes: &'a [u8],
-    /// Its length on the wire (more than `bytes` holds when it did not fit).
+    /// Its length on the wire (more than `bytes` holds when it did not fit), without the
+    /// 802.1Q tag the kernel took off.
     pub len: usize,
+    /// The VLAN id of the 802.1Q tag it came with (the kernel takes the tag off the bytes and
+    /// says it here); None: untagged, or a priority tag of VLAN 0.
+    pub vlan: Option<u16>,
 }
 
 /// A mapped receive ring of a packet socket, read in order from the kernel's own start.
@@ -88,7 +92,7 @@ impl RxRing {
         let field = |offset: usize| header + offset;
         // SAFETY: header fields of a frame the kernel handed over (the acquire load above
         // orders them after its writes); it does not touch the frame until `release`.
-        let (len, snaplen, mac) = unsafe {
+        let (len, snaplen, mac, tci) = unsafe {
             (
                 self.word::<u32>(field(offset_of!(libc::tpacket2_hdr, tp_len)))
                     .read_volatile(),
@@ -96,8 +100,13 @@ impl RxRing {
                     .read_volatile(),
                 self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_mac)))
                     .read_volatile(),
+                self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_vlan_tci)))
+                    .read_volatile(),
             )
         };
+        let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0)
+            .then_some(tci & 0x0fff)
+            .filter(|&id| id != 0);
         let start = header + usize::from(mac);
         let end = (start + snaplen as usize).min(self.map.len());
         // SAFETY: start..end lies inside the mapping (clamped to it) within the frame the
@@ -108,6 +117,7 @@ impl RxRing {
         Some(RxFrame {
             bytes,
             len: len as usize,
+            vlan,
         })
     }
 

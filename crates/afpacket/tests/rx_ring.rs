@@ -1,7 +1,7 @@
 //! The receive ring on a veth pair of a namespace of its own (root): frames sent by
 //! `sendmmsg` batches from one end are read from the other end's ring in order, byte for byte,
-//! round after round past the ring's size, and a frame longer than the ring's frames is seen
-//! cut with its whole length said. The namespace goes on drop, panic or not.
+//! round after round past the ring's size, a tagged frame seen untagged with its VLAN said,
+//! and a frame longer than the ring's frames seen cut with its whole length said. The namespace goes on drop, panic or not.
 #![cfg(target_os = "linux")]
 
 use std::os::fd::OwnedFd;
@@ -67,12 +67,17 @@ fn frame_of(seq: u32, len: usize) -> Vec<u8> {
 
 /// The next frame of ours from the ring, waiting up to a second; others are passed over.
 fn next_ours(ring: &mut RxRing, fd: &OwnedFd) -> Option<(Vec<u8>, usize)> {
+    next_tagged(ring, fd).map(|(bytes, len, _)| (bytes, len))
+}
+
+/// [`next_ours`] with the VLAN the kernel took off it.
+fn next_tagged(ring: &mut RxRing, fd: &OwnedFd) -> Option<(Vec<u8>, usize, Option<u16>)> {
     let end = Instant::now() + Duration::from_secs(1);
     while Instant::now() < end {
         match ring.front() {
             Some(f) => {
                 let ours = f.bytes.len() >= 14 && f.bytes[12..14] == ETHERTYPE.to_be_bytes();
-                let got = ours.then(|| (f.bytes.to_vec(), f.len));
+                let got = ours.then(|| (f.bytes.to_vec(), f.len, f.vlan));
                 ring.release();
                 if got.is_some() {
                     return got;
@@ -84,6 +89,15 @@ fn next_ours(ring: &mut RxRing, fd: &OwnedFd) -> Option<(Vec<u8>, usize)> {
         }
     }
     None
+}
+
+/// An untagged frame's VLAN, as the ring says it.
+fn next_tagged_after_plain(tx: &OwnedFd, ring: &mut RxRing, rx: &OwnedFd) -> Option<u16> {
+    assert_eq!(
+        linerate_sys::send_frames(tx, &[&frame(6)]).expect("sendmmsg"),
+        1
+    );
+    next_tagged(ring, rx).expect("the untagged frame").2
 }
 
 #[test]
@@ -115,6 +129,19 @@ fn frames_sent_in_batches_are_read_from_the_ring_in_order_byte_for_byte() {
             seq += 1;
         }
     }
+    // A frame tagged for VLAN 100: the ring holds it untagged and says its VLAN.
+    let plain = frame(5);
+    let mut tagged = plain[..12].to_vec();
+    tagged.extend_from_slice(&[0x81, 0x00, 0x00, 100]);
+    tagged.extend_from_slice(&plain[12..]);
+    assert_eq!(
+        linerate_sys::send_frames(&tx, &[&tagged]).expect("sendmmsg"),
+        1
+    );
+    let (got, len, vlan) = next_tagged(&mut ring, &rx).expect("the tagged frame");
+    assert_eq!((vlan, len), (Some(100), plain.len()));
+    assert_eq!(got, plain);
+    assert_eq!(next_tagged_after_plain(&tx, &mut ring, &rx), None);
     // A frame longer than a small ring's frames: its start, and its whole length.
     drop(ring);
     let rx = socket(&ns.0, "rxb");

@@ -555,6 +555,10 @@ pub struct TcpClientArgs {
     /// The clients' MAC.
     #[arg(long, default_value = "02:6c:72:00:00:01", value_parser = linerate_wire::parse_mac)]
     pub mac: [u8; 6],
+    /// The 802.1Q VLAN id of the clients' frames (1-4094): sent tagged, and only frames of that
+    /// VLAN seen.
+    #[arg(long, value_name = "ID")]
+    pub vlan: Option<u16>,
     /// Connections to open in all.
     #[arg(short = 'n', long, default_value = "1000", value_parser = linerate_wire::quantity::parse_count)]
     pub connections: u64,
@@ -650,6 +654,10 @@ pub struct TcpServerArgs {
     /// The server's MAC.
     #[arg(long, default_value = "02:6c:72:00:00:02", value_parser = linerate_wire::parse_mac)]
     pub mac: [u8; 6],
+    /// The 802.1Q VLAN id of the server's frames (1-4094): sent tagged, and only frames of that
+    /// VLAN seen.
+    #[arg(long, value_name = "ID")]
+    pub vlan: Option<u16>,
     /// Body bytes for GET / (GET /<bytes> asks for its own).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,

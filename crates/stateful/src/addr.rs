@@ -141,6 +141,9 @@ pub struct Addresses {
     pub prefix_len: u8,
     /// Where traffic off the on-link network goes; None: everything is on-link.
     pub gateway: Option<IpAddr>,
+    /// The 802.1Q VLAN id of the end's frames (None: untagged): it sends them tagged and sees
+    /// only frames of that VLAN.
+    pub vlan: Option<u16>,
 }
 
 impl Addresses {
@@ -150,6 +153,13 @@ impl Addresses {
             return Err(StatefulError::Usage(
                 "the MAC is a multicast address: give a unicast one (first octet even)".into(),
             ));
+        }
+        if let Some(v) = self.vlan
+            && !(1..=4094).contains(&v)
+        {
+            return Err(StatefulError::Usage(format!(
+                "VLAN {v}: an 802.1Q VLAN id is 1 to 4094"
+            )));
         }
         if let Some(gw) = self.gateway
             && gw.is_ipv6() != self.range.is_ipv6()
@@ -251,6 +261,7 @@ mod tests {
             range: Range::parse("100.64.1.0/24").unwrap(),
             prefix_len: 16,
             gateway: Some(IpAddr::from([100, 64, 0, 1])),
+            vlan: None,
         };
         a.validate().unwrap();
         a.gateway = Some(IpAddr::from([100, 65, 0, 1]));
@@ -271,6 +282,7 @@ mod tests {
             range: Range::parse("100.64.1.0/24").unwrap(),
             prefix_len: 16,
             gateway: None,
+            vlan: None,
         };
         let mut ip = vec![0u8; 34];
         ip[..6].copy_from_slice(&a.mac);
@@ -310,6 +322,7 @@ mod tests {
             range: Range::parse("2001:db8:1::/120").unwrap(),
             prefix_len: 64,
             gateway: Some("2001:db8:1:0:1::1".parse().unwrap()),
+            vlan: None,
         };
         a.validate().unwrap();
         a.gateway = Some("2001:db8:2::1".parse().unwrap());
@@ -330,6 +343,7 @@ mod tests {
             range: Range::parse("2001:db8:1::/120").unwrap(),
             prefix_len: 64,
             gateway: None,
+            vlan: None,
         };
         let ours: Ipv6Addr = "2001:db8:1::9".parse().unwrap();
         let mut ip = vec![0u8; 14 + 40 + 24];

@@ -157,7 +157,7 @@ impl ClientConfig {
                 )
             }
         };
-        let wire = Wire::of(self.server.ip());
+        let wire = Wire::of(self.server.ip(), self.addresses.vlan);
         // SYN or SYN-ACK (with its options), the handshake's or a response's ACK, FIN, ACK.
         let controls = wire.frame(20) + 3 * wire.frame(0);
         let requests = u64::from(match &self.replay {
@@ -229,12 +229,15 @@ const TX_BUFFER: usize = 1024;
 struct Wire {
     /// The IP header's bytes: 20 (IPv4) or 40 (IPv6).
     ip: u64,
+    /// The 802.1Q tag's bytes: 4 on a VLAN, else 0.
+    tag: u64,
 }
 
 impl Wire {
-    fn of(addr: IpAddr) -> Wire {
+    fn of(addr: IpAddr, vlan: Option<u16>) -> Wire {
         Wire {
             ip: if addr.is_ipv4() { 20 } else { 40 },
+            tag: if vlan.is_some() { 4 } else { 0 },
         }
     }
 
@@ -244,10 +247,10 @@ impl Wire {
         1500 - self.ip - 20
     }
 
-    /// A segment of `payload` bytes: Ethernet, IP and TCP headers, the FCS, padding to 64
-    /// bytes, preamble and gap.
+    /// A segment of `payload` bytes: Ethernet (with its 802.1Q tag on a VLAN), IP and TCP
+    /// headers, the FCS, padding to 64 bytes, preamble and gap.
     fn frame(&self, payload: u64) -> u64 {
-        (14 + self.ip + 20 + payload + 4).max(64) + 20
+        (14 + self.tag + self.ip + 20 + payload + 4).max(64) + 20
     }
 
     /// A byte stream of `len` bytes in full segments and a last one.
@@ -941,6 +944,7 @@ mod tests {
                 range: Range::parse("10.0.1.0/24").unwrap(),
                 prefix_len: 16,
                 gateway: None,
+                vlan: None,
             },
             ports: (1024, 65535),
             server: "10.0.0.1:80".parse().unwrap(),
@@ -974,6 +978,11 @@ mod tests {
         v6.addresses.range = Range::parse("2001:db8:1::/120").unwrap();
         v6.server = "[2001:db8::1]:80".parse().unwrap();
         assert_eq!(v6.wire_bytes(), (692, 4802));
+        // On a VLAN 4 more bytes a frame but the bare segments' (62 bytes, padded to 64 as
+        // before): a SYN 102, the request 161; the body's segments 1,542, 1,542 and 1,258.
+        let mut tagged = config(1.0);
+        tagged.addresses.vlan = Some(100);
+        assert_eq!(tagged.wire_bytes(), (599, 4696));
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct PacketLink {
 struct TxBatch {
     buf: Vec<u8>,
     lens: Vec<usize>,
+    /// The 802.1Q tag each frame gets (TPID and TCI), on a VLAN.
+    tag: Option<[u8; 4]>,
 }
 
 impl PacketLink {
@@ -89,6 +91,10 @@ impl PacketLink {
             tx: TxBatch {
                 buf: vec![0; FRAME * linerate_sys::SEND_BATCH],
                 lens: Vec::with_capacity(linerate_sys::SEND_BATCH),
+                tag: addresses.vlan.map(|id| {
+                    let [a, b] = id.to_be_bytes();
+                    [0x81, 0x00, a, b]
+                }),
             },
             counters: LinkCounters::default(),
         })
@@ -109,7 +115,7 @@ impl PacketLink {
             };
             if f.len > FRAME || f.bytes.len() < f.len {
                 self.counters.rx_oversize += 1;
-            } else if self.addresses.accepts(f.bytes) {
+            } else if f.vlan == self.addresses.vlan && self.addresses.accepts(f.bytes) {
                 self.counters.rx_frames += 1;
                 self.held = true;
                 return true;
@@ -197,9 +203,20 @@ impl smoltcp::phy::TxToken for Tx<'_> {
             self.batch.flush(self.fd, self.counters);
         }
         let at = self.batch.lens.len() * FRAME;
-        let len = len.min(FRAME);
-        let r = f(&mut self.batch.buf[at..at + len]);
-        self.batch.lens.push(len);
+        let Some(tag) = self.batch.tag else {
+            let len = len.min(FRAME);
+            let r = f(&mut self.batch.buf[at..at + len]);
+            self.batch.lens.push(len);
+            return r;
+        };
+        // The stack writes the untagged frame 4 bytes in; its MACs move to the front and the
+        // tag goes between them and the EtherType.
+        let len = len.min(FRAME - 4);
+        let frame = &mut self.batch.buf[at..at + 4 + len];
+        let r = f(&mut frame[4..]);
+        frame.copy_within(4..16, 0);
+        frame[12..16].copy_from_slice(&tag);
+        self.batch.lens.push(len + 4);
         r
     }
 }

@@ -134,8 +134,13 @@ impl Cx {
                         );
                         continue;
                     }
+                    // The other members' hosts would earn the first's refusals again.
+                    let said = self.refusals.len();
                     if let Some(h) = self.address(&ap, a, family, &link) {
                         hosts.push(h);
+                    }
+                    if m > 0 {
+                        self.refusals.truncate(said);
                     }
                 }
             }

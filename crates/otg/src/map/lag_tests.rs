@@ -400,6 +400,16 @@ fn what_a_device_on_a_lag_cannot_be_is_refused_by_path() {
         refused_at(&c, "devices[0].ethernets[0].connection.lag_name"),
         "no LAG is named 'nope'"
     );
+    // A bad address is refused once, not once a member.
+    let mut c = devices_on_lags();
+    c["devices"][0]["ethernets"][0]["ipv4_addresses"][0]["gateway"] = json!("10.9.9.9");
+    let path = "devices[0].ethernets[0].ipv4_addresses[0]";
+    let refusals = map(&c).unwrap_err().0;
+    assert_eq!(
+        refusals.iter().filter(|r| r.path == path).count(),
+        1,
+        "{refusals:?}"
+    );
     let mut c = devices_on_lags();
     c["devices"][0]["isis"] = json!({"name": "isis1", "system_id": "640000000001", "interfaces": [
         {"eth_name": "dtxEth", "name": "i1"}], "basic": {}, "advanced": {}});

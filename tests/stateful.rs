@@ -1126,6 +1126,45 @@ fn lab_nat_refuses_a_lab_without_the_nat() {
     assert!(line.contains("FIRST-LAST"), "{line}");
 }
 
+/// tcpdump writing what `iface` in `netns` sees (matching `filter`) to a pcap file.
+struct Tcpdump {
+    child: Child,
+    /// Its stderr, held open: it prints its counts there as it ends.
+    _stderr: std::io::BufReader<std::process::ChildStderr>,
+}
+
+impl Tcpdump {
+    /// Starts it and returns once it says "listening on" (its socket is bound).
+    fn start(netns: &str, iface: &str, pcap: &Path, filter: &[&str]) -> Tcpdump {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", netns, "tcpdump", "-i", iface])
+            .args(["-U", "--immediate-mode", "-s", "0", "-w"])
+            .arg(pcap)
+            .args(filter)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump (scripts/setup.sh installs it)");
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
+        assert!(line.contains("listening on"), "tcpdump: {line}");
+        Tcpdump {
+            child,
+            _stderr: err,
+        }
+    }
+
+    /// Stops it (SIGINT, 300 ms on for the last frames) and waits until its file is whole.
+    fn stop(mut self) {
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = self.child.id() as i32;
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        self.child.wait().expect("tcpdump");
+    }
+}
+
 /// A real session captured by tcpdump (curl fetching 4096 bytes from nginx over a veth pair)
 /// is the profile: linerate's client and server replay it through the NAT lab, every byte of
 /// both sides checked, the counts exact at both ends; the recording's server side ends in the
@@ -1152,33 +1191,10 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
             String::from_utf8_lossy(&out.stderr)
         );
         let _nginx = Nginx::start(&a, "10.77.0.1", &[4096]);
-        let mut tcpdump = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &b,
-                "tcpdump",
-                "-i",
-                &format!("{}b", pair.name),
-            ])
-            .args(["-U", "--immediate-mode", "-s", "0", "-w"])
-            .arg(&pcap)
-            .arg("tcp port 80")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("tcpdump (scripts/setup.sh installs it)");
-        // tcpdump says "listening on" once its socket is bound.
-        let mut err = std::io::BufReader::new(tcpdump.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
-        assert!(line.contains("listening on"), "tcpdump: {line}");
+        let tcpdump = Tcpdump::start(&b, &format!("{}b", pair.name), &pcap, &["tcp port 80"]);
         let body = curl(&b, "http://10.77.0.1/4096");
         assert_eq!(body, linerate_stateful::http::body(4096));
-        std::thread::sleep(Duration::from_millis(300));
-        // SAFETY: kill(2) on our own child's pid; it has not been reaped.
-        assert_eq!(unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) }, 0);
-        tcpdump.wait().expect("tcpdump");
+        tcpdump.stop();
     }
     let recording = linerate_stateful::Recording::read(&pcap).expect("the capture");
     assert_eq!(recording.turns.len(), 2, "{recording:?}");
@@ -1280,18 +1296,7 @@ fn both_ends_on_a_vlan_tag_every_frame_and_see_only_their_own() {
         (clean, json(&String::from_utf8_lossy(&out.stdout)))
     };
     let pcap = tempfile::NamedTempFile::new().unwrap();
-    let mut tcpdump = Command::new("ip")
-        .args(["netns", "exec", &b, "tcpdump", "-i", &iface_b])
-        .args(["-U", "--immediate-mode", "-s", "0", "-w"])
-        .arg(pcap.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tcpdump (scripts/setup.sh installs it)");
-    let mut err = std::io::BufReader::new(tcpdump.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).expect("tcpdump's stderr");
-    assert!(line.contains("listening on"), "tcpdump: {line}");
+    let tcpdump = Tcpdump::start(&b, &iface_b, pcap.path(), &[]);
 
     let server = Emulated::spawn(&iface_a, &a, ip, 24, &["-d", "30s", "--vlan", "100"]);
     let n = 300u64;
@@ -1299,10 +1304,7 @@ fn both_ends_on_a_vlan_tag_every_frame_and_see_only_their_own() {
     let served = server.stop();
     assert!(clean, "{report:#}");
     assert_both_ends_count(&report, &served, n, n, n * 1024);
-    std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: kill(2) on our own child's pid; it has not been reaped.
-    assert_eq!(unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) }, 0);
-    tcpdump.wait().expect("tcpdump");
+    tcpdump.stop();
     let decoded = Command::new("tcpdump")
         .args(["-r"])
         .arg(pcap.path())

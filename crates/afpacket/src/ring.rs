@@ -138,6 +138,16 @@ impl Layout {
         None
     }
 
+    /// The ring as `PACKET_TX_RING` or `PACKET_RX_RING` asks for it with TPACKET_V2.
+    pub(crate) fn request(&self) -> libc::tpacket_req {
+        libc::tpacket_req {
+            tp_block_size: self.block_size,
+            tp_block_nr: self.blocks,
+            tp_frame_size: self.frame_size,
+            tp_frame_nr: self.frames,
+        }
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         self.block_size as usize * self.blocks as usize
     }
@@ -187,13 +197,12 @@ impl TxRing {
     ) -> io::Result<Self> {
         match version {
             TpacketVersion::V2 => {
-                let req = libc::tpacket_req {
-                    tp_block_size: layout.block_size,
-                    tp_block_nr: layout.blocks,
-                    tp_frame_size: layout.frame_size,
-                    tp_frame_nr: layout.frames,
-                };
-                sys::set_opt(fd, libc::SOL_PACKET, libc::PACKET_TX_RING, &req)?;
+                sys::set_opt(
+                    fd,
+                    libc::SOL_PACKET,
+                    libc::PACKET_TX_RING,
+                    &layout.request(),
+                )?;
             }
             TpacketVersion::V3 => {
                 // Retire timeout, private area and feature word are receive-side; TX wants 0.

@@ -51,13 +51,12 @@ impl RxRing {
         // V2; 128 leaves room for that and a VLAN header's reserve.
         let layout = Layout::for_frames(frames, max_frame + 128, page())
             .ok_or_else(|| io::Error::other(format!("no ring geometry for {frames} frames")))?;
-        let req = libc::tpacket_req {
-            tp_block_size: layout.block_size,
-            tp_block_nr: layout.blocks,
-            tp_frame_size: layout.frame_size,
-            tp_frame_nr: layout.frames,
-        };
-        sys::set_opt(fd, libc::SOL_PACKET, libc::PACKET_RX_RING, &req)?;
+        sys::set_opt(
+            fd,
+            libc::SOL_PACKET,
+            libc::PACKET_RX_RING,
+            &layout.request(),
+        )?;
         let map = Mmap::socket_ring(fd, layout.bytes(), 0)?;
         let offsets = (0..layout.frames).map(|i| layout.offset(i)).collect();
         Ok(RxRing {

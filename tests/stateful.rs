@@ -1058,12 +1058,13 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
 /// saying 50 did not end cleanly, 100 established and closed, 50 failed by the timeout.
 fn hundred_of_150_get_through(out: &std::process::Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stderr}{stdout}");
     assert!(
         stderr.contains("50 of 150 connections did not end cleanly"),
-        "{stderr}"
+        "{stderr}{stdout}"
     );
-    let report = json(&String::from_utf8_lossy(&out.stdout));
+    let report = json(&stdout);
     let c = &report["counters"];
     assert_eq!(
         (c["established"].as_u64(), c["closed"].as_u64()),

@@ -87,6 +87,7 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
             .ok_or_else(|| usage(format!("--window {}: 1 KiB to 1 GiB", args.window)))?,
         time_wait: args.time_wait,
         replay: replay(args.profile.as_deref(), args.profile_check)?,
+        timestamps: !args.no_timestamps,
         seed: std::process::id().into(),
     };
     config.validate().map_err(lift)?;
@@ -421,7 +422,8 @@ fn summary(r: &ClientReport) -> String {
          requests     {}  responses {}  body bytes {}\n\
          rate         {:.0} connections/s  goodput {:.1} Mbit/s  over {:.2} s\n\
          connect      p50 {:.0} µs  p99 {:.0} µs   response p50 {:.0} µs  p99 {:.0} µs\n\
-         segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
+         segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs\n\
+         {}",
         c.attempted,
         c.established,
         c.closed,
@@ -444,6 +446,19 @@ fn summary(r: &ClientReport) -> String {
         c.retransmitted,
         r.rtt.p50_us,
         r.rtt.p99_us,
+        port_line(&r.link),
+    )
+}
+
+/// The port's own counts: what it could not take or hand up is a loss no TCP counter explains.
+fn port_line(l: &linerate_stateful::LinkCounters) -> String {
+    format!(
+        "port         frames sent {}  received {}  waited for room {}  dropped sending {}  receiving {}",
+        l.tx_frames,
+        l.rx_frames,
+        l.tx_waits,
+        l.tx_dropped,
+        l.rx_dropped + l.rx_oversize,
     )
 }
 
@@ -478,6 +493,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         timeout: args.timeout,
         time_wait: args.time_wait,
         replay: replay(args.profile.as_deref(), args.profile_check)?,
+        timestamps: !args.no_timestamps,
         seed: std::process::id().into(),
     };
     config.addresses.validate().map_err(lift)?;
@@ -642,7 +658,8 @@ impl Written for ServerRun {
         format!(
             "connections  accepted {}  closed {}  reset {}  bad request {}  timed out {}\n\
              requests     {}  responses {}  body bytes {}\n\
-             segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs",
+             segments     retransmitted {}   round trip p50 {:.0} µs  p99 {:.0} µs\n\
+             {}",
             c.accepted,
             c.closed,
             c.reset,
@@ -653,7 +670,8 @@ impl Written for ServerRun {
             c.body_bytes,
             c.retransmitted,
             r.rtt.p50_us,
-            r.rtt.p99_us
+            r.rtt.p99_us,
+            port_line(&r.link)
         )
     }
 }

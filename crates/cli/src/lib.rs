@@ -613,6 +613,10 @@ pub struct TcpClientArgs {
     /// at most smoltcp's 10 s; shorter takes the slot back sooner by resetting the socket.
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
     pub time_wait: std::time::Duration,
+    /// Offer no TCP timestamps (RFC 7323; offered by default, as Linux does: a server still
+    /// holding a connection's addresses and ports in TIME-WAIT takes a newer one's SYN by them).
+    #[arg(long)]
+    pub no_timestamps: bool,
     /// Write the counters of every second as CSV (one row a second, and one at the end).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
@@ -672,6 +676,9 @@ pub struct TcpServerArgs {
     /// takes the place back sooner by resetting the socket (one RST to a peer already closed).
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
     pub time_wait: std::time::Duration,
+    /// Answer no TCP timestamps (RFC 7323; a client's are answered by default, as Linux does).
+    #[arg(long)]
+    pub no_timestamps: bool,
     /// A connection that makes no progress this long is ended: one stalled mid-transfer, and
     /// one idle between keep-alive requests (nginx's keepalive_timeout, 75 s there).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]

@@ -60,6 +60,9 @@ pub struct ClientConfig {
     /// A recorded session to replay instead of the HTTP GET (`requests`, `response_bytes`
     /// unused): the client's turns sent, the server's read and checked.
     pub replay: Option<Replay>,
+    /// Whether connections offer TCP timestamps (RFC 7323) in their SYN, as Linux's do; used
+    /// when the server answers with its own.
+    pub timestamps: bool,
     pub seed: u64,
 }
 
@@ -461,8 +464,11 @@ pub fn run_client<L: Link>(
             let Some(i) = free.pop() else { break };
             let slot = &mut slots[i];
             let (ip, port) = config.source(c.attempted);
-            table
-                .socket(i)
+            let socket = table.socket(i);
+            // Again each connection: smoltcp turns a socket's off for good when a peer
+            // answers without them.
+            socket.set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
+            socket
                 .connect(
                     iface.context(),
                     (IpAddress::from(config.server.ip()), config.server.port()),
@@ -959,6 +965,7 @@ mod tests {
             rx_buffer: 16 * 1024,
             time_wait: Duration::ZERO,
             replay: None,
+            timestamps: true,
             seed: 1,
         }
     }

@@ -34,6 +34,8 @@ pub struct PacketLink {
     handed: bool,
     tx: TxBatch,
     counters: LinkCounters,
+    /// Frames the kernel dropped with the receive ring full, as read so far.
+    ring_drops: std::cell::Cell<u64>,
 }
 
 /// Frames written and not yet sent, one `FRAME` of room each.
@@ -97,6 +99,7 @@ impl PacketLink {
                 }),
             },
             counters: LinkCounters::default(),
+            ring_drops: std::cell::Cell::new(0),
         })
     }
 
@@ -128,7 +131,11 @@ impl PacketLink {
 }
 
 impl TxBatch {
-    /// Sends every frame written, in one call; those the port refused are counted dropped.
+    /// Sends every frame written, in as few calls as the kernel allows. A full send buffer
+    /// (frames still on their way through a veth peer's backlog are charged to the socket) is
+    /// waited out, up to [`FULL_FOR`]: a frame dropped here would cost its connection a
+    /// retransmission timeout, a lost SYN a whole second. A frame the port refuses outright
+    /// (the link down, too long) is counted dropped and the rest go on.
     fn flush(&mut self, fd: &OwnedFd, counters: &mut LinkCounters) {
         if self.lens.is_empty() {
             return;
@@ -138,11 +145,45 @@ impl TxBatch {
             frames[i] = &self.buf[i * FRAME..i * FRAME + len];
         }
         let n = self.lens.len();
-        let sent = linerate_sys::send_frames(fd, &frames[..n]).unwrap_or(0);
-        counters.tx_frames += sent as u64;
-        counters.tx_dropped += (n - sent) as u64;
+        let mut at = 0;
+        let mut waited = Duration::ZERO;
+        while at < n {
+            match linerate_sys::send_frames(fd, &frames[at..n]) {
+                Ok(sent) => {
+                    counters.tx_frames += sent as u64;
+                    at += sent;
+                }
+                Err(e) if is_full(&e) && waited < FULL_FOR => {
+                    counters.tx_waits += 1;
+                    let started = std::time::Instant::now();
+                    // The send buffer full (EAGAIN): it drains as the peer takes frames. The
+                    // device's queue full (ENOBUFS, a veth peer's backlog; the frame was not
+                    // delivered): it drains as soon as softirqs run, a moment later.
+                    if linerate_sys::wait_writable(fd, FULL_FOR - waited).unwrap_or(false) {
+                        std::thread::sleep(Duration::from_micros(20));
+                    }
+                    waited += started.elapsed();
+                }
+                Err(e) if is_full(&e) => {
+                    counters.tx_dropped += (n - at) as u64;
+                    break;
+                }
+                Err(_) => {
+                    counters.tx_dropped += 1;
+                    at += 1;
+                }
+            }
+        }
         self.lens.clear();
     }
+}
+
+/// The longest a batch waits for the port to take it before its frames are dropped.
+const FULL_FOR: Duration = Duration::from_secs(1);
+
+/// Whether a send failed for want of room (the socket's send buffer or the device's queue).
+fn is_full(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::ENOBUFS))
 }
 
 fn socket(iface: &str) -> Result<OwnedFd, StatefulError> {
@@ -169,6 +210,13 @@ fn socket(iface: &str) -> Result<OwnedFd, StatefulError> {
     let buf: libc::c_int = 8 << 20;
     if linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &buf).is_err() {
         let _ = linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &buf);
+    }
+    // A frame stays charged to the socket until the peer has taken it: over a veth, until the
+    // other namespace's stack has processed it. The default 208 KiB is some 70 full frames,
+    // about one batch; 4 MiB leaves a busy peer room for dozens.
+    let buf: libc::c_int = 4 << 20;
+    if linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &buf).is_err() {
+        let _ = linerate_sys::set_opt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &buf);
     }
     // SAFETY: sockaddr_ll is plain integers; all-zero is a valid value.
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
@@ -289,6 +337,25 @@ impl Link for PacketLink {
     }
 
     fn counters(&self) -> LinkCounters {
-        self.counters
+        // The kernel's count restarts at each read: the dropped are added up here.
+        let mut stats = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        if linerate_sys::get_opt(
+            &self.fd,
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            &mut stats,
+        )
+        .is_ok()
+        {
+            self.ring_drops
+                .set(self.ring_drops.get() + u64::from(stats.tp_drops));
+        }
+        LinkCounters {
+            rx_dropped: self.ring_drops.get(),
+            ..self.counters
+        }
     }
 }

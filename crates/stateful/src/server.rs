@@ -42,6 +42,8 @@ pub struct ServerConfig {
     /// A recorded session to replay instead of serving `GET /<bytes>`: the client's turns
     /// read and checked, the server's sent.
     pub replay: Option<Replay>,
+    /// Whether the server answers a SYN's TCP timestamps with its own (RFC 7323).
+    pub timestamps: bool,
     pub seed: u64,
 }
 
@@ -155,6 +157,7 @@ pub fn run_server<L: Link>(
             socket.set_nagle_enabled(false);
             // Reno: a stateful box sees the slow start and back-off a real stack does.
             socket.set_congestion_control(tcp::CongestionControl::Reno);
+            socket.set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
             // Listening from the start: a SYN that comes before the first poll finds a socket.
             let _ = socket.listen(config.port);
             socket
@@ -477,6 +480,10 @@ fn serve(
                     return;
                 }
                 slot.time_wait_since = None;
+                // Again each connection: smoltcp turns a socket's off for good when a peer's
+                // SYN comes without them.
+                socket
+                    .set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
                 if socket.listen(config.port).is_err() {
                     return;
                 }

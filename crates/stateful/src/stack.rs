@@ -34,9 +34,25 @@ pub struct LinkCounters {
     pub rx_ignored: u64,
     /// Frames longer than the buffer (cut, so dropped).
     pub rx_oversize: u64,
+    /// Frames the kernel dropped before the end saw them (its receive ring full).
+    pub rx_dropped: u64,
     pub tx_frames: u64,
-    /// Frames the port refused (its queue full): TCP sends them again.
+    /// Times the port had no room for the next frame and the end waited for it.
+    pub tx_waits: u64,
+    /// Frames the port refused (no room after a second's wait, or the link down): TCP sends
+    /// them again.
     pub tx_dropped: u64,
+}
+
+/// The clock of TCP timestamps (RFC 7323): milliseconds on `CLOCK_MONOTONIC`, which every
+/// process of the machine reads alike. A connection's timestamps are then newer than those of
+/// any connection before it on the same addresses and ports — of this run or one a moment ago
+/// — which is what a server still holding that tuple in TIME-WAIT takes a new SYN by (RFC
+/// 6191; the random initial sequence numbers say nothing there).
+pub(crate) fn tsval() -> u32 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        (t.tv_sec() as u64 * 1000 + t.tv_nsec() as u64 / 1_000_000) as u32
+    })
 }
 
 /// The stack's clock: microseconds since the run began.

@@ -16,7 +16,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use smoltcp::iface::{Interface, PollIngressSingleResult, PollResult, SocketHandle, SocketSet};
-use smoltcp::phy::{Device, DeviceCapabilities, TxToken};
+use smoltcp::phy::{Device, DeviceCapabilities, RxToken, TxToken};
 use smoltcp::socket::tcp::{self, State};
 use smoltcp::time::Instant;
 use smoltcp::wire::{
@@ -494,9 +494,72 @@ struct WatchedTx<'w, T> {
     at: i64,
 }
 
+/// A frame handed up, a SYN's MSS lowered for timestamps on the way ([`clamped_syn`]).
+struct WatchedRx<T>(T);
+
+impl<T: RxToken> RxToken for WatchedRx<T> {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        self.0.consume(|frame| match clamped_syn(frame) {
+            Some((copy, len)) => f(&copy[..len]),
+            None => f(frame),
+        })
+    }
+}
+
+/// The longest SYN whose MSS [`clamped_syn`] lowers: headers and options, no data.
+const SYN_COPY: usize = 14 + 60 + 60;
+
+/// The bytes of the timestamps option (RFC 7323) in a segment: 10, and 2 of padding.
+const TIMESTAMPS_LEN: u16 = 12;
+
+/// A copy of `frame` whose MSS option is lowered by the timestamps option's 12 bytes, when the
+/// frame is a SYN (or SYN-ACK) carrying both, its checksum mended (RFC 1624); None for any
+/// other. smoltcp 0.13 sizes a segment by the peer's MSS and the MTU as if it sent no options,
+/// so a full segment with timestamps came out 12 bytes over the MTU and was dropped before it
+/// left. The peer's MSS lowered by them (what a router's MSS clamping does) keeps each segment
+/// whole, as Linux's 1,448 bytes beside timestamps do.
+fn clamped_syn(frame: &[u8]) -> Option<([u8; SYN_COPY], usize)> {
+    let (_, _, tcp) = tcp_of(frame)?;
+    if frame.len() > SYN_COPY || tcp.len() < 20 || tcp[13] & 0x02 == 0 {
+        return None;
+    }
+    let options = tcp.get(20..usize::from(tcp[12] >> 4) * 4)?;
+    let (mut mss_at, mut stamped, mut i) = (None, false, 0);
+    while i < options.len() {
+        match options[i] {
+            0 => break,
+            1 => i += 1,
+            kind => {
+                let len = usize::from(*options.get(i + 1)?);
+                match (kind, len) {
+                    (_, 0 | 1) => return None,
+                    (2, 4) => mss_at = Some(20 + i + 2),
+                    (8, 10) => stamped = true,
+                    _ => {}
+                }
+                i += len;
+            }
+        }
+    }
+    let at = mss_at.filter(|_| stamped)?;
+    let old = u16::from_be_bytes([*tcp.get(at)?, *tcp.get(at + 1)?]);
+    let new = old.checked_sub(TIMESTAMPS_LEN).filter(|&m| m > 0)?;
+    let base = tcp.as_ptr() as usize - frame.as_ptr() as usize;
+    let mut copy = [0; SYN_COPY];
+    copy[..frame.len()].copy_from_slice(frame);
+    copy[base + at..base + at + 2].copy_from_slice(&new.to_be_bytes());
+    let sum = base + 16;
+    let checksum = u16::from_be_bytes([copy[sum], copy[sum + 1]]);
+    let mut folded = u32::from(!checksum) + u32::from(!old) + u32::from(new);
+    folded = (folded & 0xffff) + (folded >> 16);
+    folded = (folded & 0xffff) + (folded >> 16);
+    copy[sum..sum + 2].copy_from_slice(&(!(folded as u16)).to_be_bytes());
+    Some((copy, frame.len()))
+}
+
 impl<'w, L: Device> Device for Watched<'w, L> {
     type RxToken<'a>
-        = L::RxToken<'a>
+        = WatchedRx<L::RxToken<'a>>
     where
         Self: 'a;
     type TxToken<'a>
@@ -507,7 +570,7 @@ impl<'w, L: Device> Device for Watched<'w, L> {
     fn receive(&mut self, now: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
         let (rx, tx) = self.link.receive(now)?;
         Some((
-            rx,
+            WatchedRx(rx),
             WatchedTx {
                 inner: tx,
                 side: self.side,
@@ -656,5 +719,89 @@ fn demux(frame: &[u8]) -> Demux {
         src: (src, tcp.src_port()),
         syn: tcp.syn() && !tcp.ack(),
         ack: tcp.ack().then(|| tcp.ack_number().0 as u32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::{PacketBuilder, SlicedPacket, TcpOptionElement, TransportSlice};
+
+    /// A SYN (or SYN-ACK with `ack`) with these options, over IPv4 or IPv6.
+    fn syn(v6: bool, ack: bool, options: &[TcpOptionElement]) -> Vec<u8> {
+        let eth = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+        let ip = if v6 {
+            eth.ipv6(
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                64,
+            )
+        } else {
+            eth.ipv4([10, 0, 0, 2], [10, 0, 0, 1], 64)
+        };
+        let mut b = ip.tcp(40000, 80, 7, 65535).syn();
+        if ack {
+            b = b.ack(9);
+        }
+        let b = b.options(options).unwrap();
+        let mut out = Vec::new();
+        b.write(&mut out, &[]).unwrap();
+        out
+    }
+
+    /// The MSS etherparse reads, and whether the TCP checksum it computes is the frame's.
+    fn read(frame: &[u8]) -> (Option<u16>, bool) {
+        let p = SlicedPacket::from_ethernet(frame).unwrap();
+        let Some(TransportSlice::Tcp(tcp)) = p.transport else {
+            panic!("not TCP")
+        };
+        let mss = tcp.options_iterator().find_map(|o| match o {
+            Ok(TcpOptionElement::MaximumSegmentSize(m)) => Some(m),
+            _ => None,
+        });
+        let sum = match p.net.unwrap() {
+            etherparse::NetSlice::Ipv4(ip) => {
+                tcp.calc_checksum_ipv4(ip.header().source(), ip.header().destination())
+            }
+            etherparse::NetSlice::Ipv6(ip) => {
+                tcp.calc_checksum_ipv6(ip.header().source(), ip.header().destination())
+            }
+            _ => panic!("not IP"),
+        };
+        (mss, sum.unwrap() == tcp.checksum())
+    }
+
+    #[test]
+    fn a_syn_with_timestamps_has_its_mss_lowered_by_their_twelve_bytes() {
+        let stamped = [
+            TcpOptionElement::MaximumSegmentSize(1460),
+            TcpOptionElement::SelectiveAcknowledgementPermitted,
+            TcpOptionElement::Timestamp(57_064_508, 0),
+            TcpOptionElement::Noop,
+            TcpOptionElement::WindowScale(7),
+        ];
+        for (v6, ack) in [(false, false), (false, true), (true, false), (true, true)] {
+            let frame = syn(v6, ack, &stamped);
+            assert_eq!(read(&frame), (Some(1460), true));
+            let (copy, len) = clamped_syn(&frame).expect("clamped");
+            assert_eq!(len, frame.len());
+            assert_eq!(read(&copy[..len]), (Some(1448), true), "v6 {v6} ack {ack}");
+            // Nothing else moved.
+            let moved = (0..len).filter(|&i| copy[i] != frame[i]).count();
+            assert!(moved <= 4, "{moved} bytes changed");
+        }
+        // No timestamps, no MSS, or no SYN: left as it is.
+        let plain = syn(false, false, &[TcpOptionElement::MaximumSegmentSize(1460)]);
+        assert!(clamped_syn(&plain).is_none());
+        let no_mss = syn(false, false, &[TcpOptionElement::Timestamp(1, 0)]);
+        assert!(clamped_syn(&no_mss).is_none());
+        let mut not_syn = syn(false, true, &stamped);
+        let flags = 14 + 20 + 13;
+        not_syn[flags] &= !0x02;
+        assert!(clamped_syn(&not_syn).is_none());
+        // A length-0 option would loop: not read.
+        let mut broken = syn(false, false, &stamped);
+        broken[14 + 20 + 20 + 1] = 0;
+        assert!(clamped_syn(&broken).is_none());
     }
 }

@@ -49,6 +49,7 @@ fn configs_on(
         rx_buffer: 16 * 1024,
         time_wait: Duration::from_secs(10),
         replay: None,
+        timestamps: true,
         seed: 1,
     };
     let server = ServerConfig {
@@ -67,6 +68,7 @@ fn configs_on(
         timeout: Duration::from_secs(10),
         time_wait: Duration::from_secs(10),
         replay: None,
+        timestamps: true,
         seed: 2,
     };
     (client, server)

@@ -33,6 +33,8 @@ unsafe impl Plain for libc::packet_mreq {}
 unsafe impl Plain for libc::tpacket_req3 {}
 // SAFETY: two integers (time_t, suseconds_t), no padding on 64-bit targets or 32-bit ones.
 unsafe impl Plain for libc::timeval {}
+// SAFETY: two u32 counters, no padding.
+unsafe impl Plain for libc::tpacket_stats {}
 
 /// Opens a raw socket of `domain` (`AF_XDP`, `AF_PACKET`) with `protocol`, close-on-exec.
 pub fn raw_socket(domain: libc::c_int, protocol: libc::c_int) -> io::Result<OwnedFd> {
@@ -431,9 +433,19 @@ pub fn recv_frame(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
 /// Waits up to `timeout` for `fd` to be readable; false when the time ran out (or a signal
 /// came: the caller's loop looks again).
 pub fn wait_readable(fd: &OwnedFd, timeout: std::time::Duration) -> io::Result<bool> {
+    wait_for(fd, libc::POLLIN, timeout)
+}
+
+/// `poll` for room to send on `fd` (`POLLOUT`: a socket's send buffer has drained below half)
+/// up to `timeout`: true when there is, false on timeout or a signal.
+pub fn wait_writable(fd: &OwnedFd, timeout: std::time::Duration) -> io::Result<bool> {
+    wait_for(fd, libc::POLLOUT, timeout)
+}
+
+fn wait_for(fd: &OwnedFd, events: libc::c_short, timeout: std::time::Duration) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
     let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;

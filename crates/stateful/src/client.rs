@@ -467,7 +467,7 @@ pub fn run_client<L: Link>(
             let socket = table.socket(i);
             // Again each connection: smoltcp turns a socket's off for good when a peer
             // answers without them.
-            socket.set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
+            socket.set_tsval_generator(stack::timestamps(config.timestamps));
             socket
                 .connect(
                     iface.context(),

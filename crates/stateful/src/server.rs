@@ -157,7 +157,7 @@ pub fn run_server<L: Link>(
             socket.set_nagle_enabled(false);
             // Reno: a stateful box sees the slow start and back-off a real stack does.
             socket.set_congestion_control(tcp::CongestionControl::Reno);
-            socket.set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
+            socket.set_tsval_generator(stack::timestamps(config.timestamps));
             // Listening from the start: a SYN that comes before the first poll finds a socket.
             let _ = socket.listen(config.port);
             socket
@@ -482,8 +482,7 @@ fn serve(
                 slot.time_wait_since = None;
                 // Again each connection: smoltcp turns a socket's off for good when a peer's
                 // SYN comes without them.
-                socket
-                    .set_tsval_generator(config.timestamps.then_some(stack::tsval as fn() -> u32));
+                socket.set_tsval_generator(stack::timestamps(config.timestamps));
                 if socket.listen(config.port).is_err() {
                     return;
                 }

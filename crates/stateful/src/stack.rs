@@ -49,10 +49,15 @@ pub struct LinkCounters {
 /// any connection before it on the same addresses and ports — of this run or one a moment ago
 /// — which is what a server still holding that tuple in TIME-WAIT takes a new SYN by (RFC
 /// 6191; the random initial sequence numbers say nothing there).
-pub(crate) fn tsval() -> u32 {
+fn tsval() -> u32 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
         (t.tv_sec() as u64 * 1000 + t.tv_nsec() as u64 / 1_000_000) as u32
     })
+}
+
+/// What a socket's timestamps come from: [`tsval`] when `on`, else none sent.
+pub(crate) fn timestamps(on: bool) -> Option<smoltcp::wire::TcpTimestampGenerator> {
+    on.then_some(tsval as fn() -> u32)
 }
 
 /// The stack's clock: microseconds since the run began.

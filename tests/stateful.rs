@@ -1092,8 +1092,10 @@ fn back_to_back_runs_on_one_tuple_connect_at_once(lab: &LabGuard) {
     let answers = frames.iter().filter(|f| f.contains("Flags [S.],")).count();
     assert_eq!((syns.len(), answers), (runs, runs), "{frames:#?}");
     assert!(frames.iter().all(|f| f.contains("TS val")), "{frames:#?}");
-    let tuples: std::collections::HashSet<Option<String>> =
-        syns.iter().map(|f| source(f)).collect();
+    let tuples: std::collections::HashSet<String> = syns
+        .iter()
+        .map(|f| source(f).unwrap_or_else(|| panic!("no source in {f}")))
+        .collect();
     assert_eq!(tuples.len(), 1, "one outside source each time: {tuples:?}");
 }
 

@@ -149,6 +149,11 @@ impl TxBatch {
         let mut waited = Duration::ZERO;
         while at < n {
             match linerate_sys::send_frames(fd, &frames[at..n]) {
+                // sendmmsg says an error rather than none sent; were it none, no loop on it.
+                Ok(0) => {
+                    counters.tx_dropped += (n - at) as u64;
+                    break;
+                }
                 Ok(sent) => {
                     counters.tx_frames += sent as u64;
                     at += sent;

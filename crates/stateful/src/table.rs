@@ -197,7 +197,9 @@ impl<'a> Table<'a> {
         let mut arp = false;
         for _ in 0..INGRESS_BATCH {
             let Some(frame) = link.peek() else { break };
-            let (s, new_peer) = match demux(frame) {
+            let demuxed = demux(frame);
+            let syn_up = matches!(demuxed, Demux::Tcp { syn: true, .. });
+            let (s, new_peer) = match demuxed {
                 Demux::Tcp { dst, src, syn, ack } => {
                     let key = match self.side {
                         Side::Client => dst,
@@ -245,6 +247,7 @@ impl<'a> Table<'a> {
                 side: self.side,
                 out: &mut self.out,
                 at: now.total_micros(),
+                syn_up,
             };
             if iface.poll_ingress_single(now, &mut watched, &mut self.shards[s])
                 == PollIngressSingleResult::None
@@ -324,6 +327,7 @@ impl<'a> Table<'a> {
                 side: self.side,
                 out: &mut self.out,
                 at: now.total_micros(),
+                syn_up: false,
             };
             egress(iface, &mut watched, now, &mut self.shards[s]);
             for slot in first..last {
@@ -485,6 +489,8 @@ struct Watched<'w, L> {
     out: &'w mut Vec<Segment>,
     /// The instant of this poll (µs): the segments' departure.
     at: i64,
+    /// Whether the frame handed up is a SYN (demux read it): only then is its MSS looked at.
+    syn_up: bool,
 }
 
 struct WatchedTx<'w, T> {
@@ -494,11 +500,15 @@ struct WatchedTx<'w, T> {
     at: i64,
 }
 
-/// A frame handed up, a SYN's MSS lowered for timestamps on the way ([`clamped_syn`]).
-struct WatchedRx<T>(T);
+/// A frame handed up, a SYN's MSS lowered for timestamps on the way ([`clamped_syn`]); the
+/// flag says it is a SYN, so that no other frame is parsed again.
+struct WatchedRx<T>(T, bool);
 
 impl<T: RxToken> RxToken for WatchedRx<T> {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        if !self.1 {
+            return self.0.consume(f);
+        }
         self.0.consume(|frame| match clamped_syn(frame) {
             Some((copy, len)) => f(&copy[..len]),
             None => f(frame),
@@ -570,7 +580,7 @@ impl<'w, L: Device> Device for Watched<'w, L> {
     fn receive(&mut self, now: Instant) -> Option<(Self::RxToken<'_>, Self::TxToken<'_>)> {
         let (rx, tx) = self.link.receive(now)?;
         Some((
-            WatchedRx(rx),
+            WatchedRx(rx, self.syn_up),
             WatchedTx {
                 inner: tx,
                 side: self.side,

@@ -916,7 +916,8 @@ fn step(
                 _ => return false,
             },
             // Free once smoltcp forgot the tuple (its RST or TIME-WAIT done); a socket held
-            // past the timeout (FIN-WAIT-2 with no FIN coming) is reset.
+            // past the timeout (FIN-WAIT-2 with no FIN coming) is reset; a TIME-WAIT cut short
+            // is forgotten without a segment.
             Phase::Draining => {
                 let state = socket.state();
                 if state == State::Closed && socket.local_endpoint().is_none() {
@@ -925,7 +926,8 @@ fn step(
                 if state == State::TimeWait {
                     let since = *slot.time_wait_since.get_or_insert(now);
                     if now - since >= how.time_wait {
-                        socket.abort();
+                        stack::forget(socket);
+                        return true;
                     }
                     return false;
                 }

@@ -467,14 +467,16 @@ fn serve(
                 }
             }
             // Back to listening once smoltcp has forgotten the last connection.
+            // A TIME-WAIT cut short is forgotten without a segment (`stack::forget`): `listen`
+            // resets the socket silently.
             Phase::Closing => {
-                if socket.state() != State::Closed || socket.local_endpoint().is_some() {
-                    if socket.state() == State::TimeWait {
-                        let since = *slot.time_wait_since.get_or_insert(now);
-                        if now - since >= time_wait {
-                            socket.abort();
-                        }
-                    } else if stalled(slot) {
+                let state = socket.state();
+                let waited = state == State::TimeWait && {
+                    let since = *slot.time_wait_since.get_or_insert(now);
+                    now - since >= time_wait
+                };
+                if !waited && (state != State::Closed || socket.local_endpoint().is_some()) {
+                    if state != State::TimeWait && stalled(slot) {
                         socket.abort();
                     }
                     return;

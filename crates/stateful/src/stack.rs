@@ -60,6 +60,20 @@ pub(crate) fn timestamps(on: bool) -> Option<smoltcp::wire::TcpTimestampGenerato
     on.then_some(tsval as fn() -> u32)
 }
 
+/// Forgets a connection without a segment, as a kernel forgets a TIME-WAIT cut short (its
+/// buckets full, or `tcp_tw_reuse`): `abort` would send the peer, closed already, an RST — one
+/// frame more a connection through the device. smoltcp resets a socket silently only on its
+/// way to listening, so the socket listens on its own port and closes at once (no tuple, no
+/// segment).
+pub(crate) fn forget(socket: &mut smoltcp::socket::tcp::Socket) {
+    let Some(port) = socket.local_endpoint().map(|e| e.port) else {
+        return;
+    };
+    if socket.listen(port).is_ok() {
+        socket.close();
+    }
+}
+
 /// The stack's clock: microseconds since the run began.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock(Instant);

@@ -125,7 +125,12 @@ pub fn run(action: &LabAction) -> Result<()> {
                     ))
                 })?),
             };
-            let lab = Lab::set_nat(&args.name.name, &NatRules { ports, limit })?;
+            let rules = NatRules {
+                ports,
+                limit,
+                nat66: args.nat66,
+            };
+            let lab = Lab::set_nat(&args.name.name, &rules)?;
             let mut line = ports.map_or_else(
                 || "any free port".to_owned(),
                 |(a, b)| {
@@ -139,6 +144,11 @@ pub fn run(action: &LabAction) -> Result<()> {
                 || ", no limit of connections".to_owned(),
                 |n| format!(", at most {n} connections at once (a new one past them dropped)"),
             );
+            line += if args.nat66 {
+                ", IPv6 translated (NAT66)"
+            } else {
+                ", IPv6 routed (stateful firewall)"
+            };
             println(&format!("lab {} NAT: {line}", lab.name))
         }
         LabAction::DelayLine(args) => {

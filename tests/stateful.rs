@@ -807,7 +807,8 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
         json(&String::from_utf8_lossy(&out.stdout))
     };
     // The NAT's table right away: a translation a connection, to its address on the servers'
-    // network (CLOSE: the server took its TIME-WAIT back with an RST, as --time-wait 0 says).
+    // network (in TIME_WAIT: the server forgot its own at once, as --time-wait 0 says, and
+    // sent nothing more).
     let (translated, table) = translations(&lab, &gateway);
     let served = server.stop();
     assert_both_ends_count(&report, &served, n, n, n * 4096);
@@ -844,10 +845,14 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
 /// linerate's client, 255 addresses of the inside network, to its server on the servers' IPv6
 /// network, 2,000 connections counted alike at both ends; the DUT's conntrack tracks each
 /// with the client's own address, and its firewall dropped nothing (no invalid segment, no
-/// new connection from outside).
+/// new connection from outside). Then `lab nat --nat66 --ports 20000-20999`: 500 more, each
+/// translated — conntrack's reply side goes to the DUT's own address on a port of the range,
+/// and the server counts every one.
 #[test]
-fn ipv6_connections_through_the_labs_firewall_are_tracked() {
-    if !root_or_skip("ipv6_connections_through_the_labs_firewall_are_tracked") {
+fn ipv6_connections_through_the_labs_firewall_are_tracked_and_nat66_translates_them() {
+    if !root_or_skip(
+        "ipv6_connections_through_the_labs_firewall_are_tracked_and_nat66_translates_them",
+    ) {
         return;
     }
     let lab = nat_lab("stf");
@@ -859,51 +864,62 @@ fn ipv6_connections_through_the_labs_firewall_are_tracked() {
         linerate_lab::NAT6_SERVERS_GATEWAY.into(),
         &[],
     );
-    let n = 2000u64;
-    let out = linerate(&[
-        "tcp",
-        "client",
-        "-i",
-        &lab.sender,
-        "--src",
-        "2001:db8:64:0:1::/120",
-        "--gateway",
-        "2001:db8:64::1/64",
-        "--server",
-        "[2001:db8:c6::2]:80",
-        "-n",
-        &n.to_string(),
-        "--response-bytes",
-        "4096",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = json(&String::from_utf8_lossy(&out.stdout));
-    let table = in_dut(
-        &lab,
-        &[
-            "conntrack",
-            "-L",
-            "-f",
-            "ipv6",
-            "-p",
+    let client = |n: u64| {
+        let out = linerate(&[
             "tcp",
-            "--dport",
-            "80",
-        ],
-    );
-    let served = server.stop();
-    assert_both_ends_count(&report, &served, n, n, n * 4096);
-    let tracked = table
-        .lines()
-        .filter(|l| l.contains("src=2001:db8:64:0:1::") && l.contains("dst=2001:db8:c6::2 "))
-        .count() as u64;
+            "client",
+            "-i",
+            &lab.sender,
+            "--src",
+            "2001:db8:64:0:1::/120",
+            "--gateway",
+            "2001:db8:64::1/64",
+            "--server",
+            "[2001:db8:c6::2]:80",
+            "-n",
+            &n.to_string(),
+            "--response-bytes",
+            "4096",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json(&String::from_utf8_lossy(&out.stdout))
+    };
+    let tracked = || {
+        in_dut(
+            &lab,
+            &[
+                "conntrack",
+                "-L",
+                "-f",
+                "ipv6",
+                "-p",
+                "tcp",
+                "--dport",
+                "80",
+            ],
+        )
+    };
+    let n = 2000u64;
+    let routed = client(n);
+    let table = tracked();
+    let count = |table: &str, reply_to: &str| {
+        table
+            .lines()
+            .filter(|l| {
+                l.contains("src=2001:db8:64:0:1::")
+                    && l.contains("dst=2001:db8:c6::2 ")
+                    && l.contains(&format!("src=2001:db8:c6::2 dst={reply_to}"))
+            })
+            .count() as u64
+    };
+    // Routed: the server answers the client's own address.
     assert_eq!(
-        tracked,
+        count(&table, "2001:db8:64:0:1::"),
         n,
         "conntrack:\n{}",
         &table[..table.len().min(2000)]
@@ -914,6 +930,45 @@ fn ipv6_connections_through_the_labs_firewall_are_tracked() {
         2,
         "{firewall}"
     );
+    let translated = 500u64;
+    in_dut(&lab, &["conntrack", "-F"]);
+    // The guard holds the lab's lock, so it sets the rules (`lab nat --nat66 --ports …`'s way).
+    lab.set_nat(&NatRules {
+        ports: Some((20000, 20999)),
+        limit: None,
+        nat66: true,
+    })
+    .expect("lab nat --nat66 --ports 20000-20999");
+    let nat66 = client(translated);
+    let table = tracked();
+    let served = server.stop();
+    // Translated: every reply goes to the DUT's address on the servers' network, on a port of
+    // the range; the server took all 2,500 from two kinds of source alike.
+    let gateway = linerate_lab::NAT6_SERVERS_GATEWAY.to_string();
+    assert_eq!(
+        count(&table, &gateway),
+        translated,
+        "conntrack:\n{}",
+        &table[..table.len().min(2000)]
+    );
+    for line in table
+        .lines()
+        .filter(|l| l.contains(&format!("dst={gateway} ")))
+    {
+        let port: u16 = line
+            .rsplit("dport=")
+            .next()
+            .and_then(|p| p.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("a reply's port in {line}"));
+        assert!((20000..=20999).contains(&port), "{line}");
+    }
+    assert_eq!(routed["counters"]["closed"], n, "{routed:#}");
+    assert_eq!(nat66["counters"]["closed"], translated, "{nat66:#}");
+    let both = n + translated;
+    assert_eq!(served["counters"]["accepted"], both, "{served:#}");
+    assert_eq!(served["counters"]["responses"], both, "{served:#}");
+    assert_eq!(served["counters"]["body_bytes"], both * 4096, "{served:#}");
 }
 
 /// `linerate tcp server` (on the NAT lab's servers' network, its second address, or where
@@ -1026,6 +1081,7 @@ fn a_nat_held_to_a_hundred_ports_runs_out_exactly() {
     lab.set_nat(&NatRules {
         ports: Some((10000, 10099)),
         limit: None,
+        nat66: false,
     })
     .expect("lab nat --ports 10000-10099");
     let server = format!("{}:80", lab.receiver_ip);
@@ -1132,6 +1188,7 @@ fn a_firewall_limit_lets_through_exactly_its_connections(
     lab.set_nat(&NatRules {
         ports: None,
         limit: Some(100),
+        nat66: false,
     })
     .expect("lab nat --limit 100");
     let before = nginx.requests().len();
@@ -1159,6 +1216,7 @@ fn lab_nat_refuses_a_lab_without_the_nat() {
         .set_nat(&NatRules {
             ports: Some((1, 2)),
             limit: None,
+            nat66: false,
         })
         .unwrap_err();
     assert!(

@@ -32,6 +32,8 @@ Examples:
 pub const LAB_NAT: &str = "\
 Examples:
   linerate lab nat --ports 10000-10099   # 100 translations to one server, then no more
+  linerate lab nat --limit 100           # a firewall that lets 100 connections through at once
+  linerate lab nat --nat66               # IPv6 masqueraded too, not only routed
   linerate lab nat --ports any";
 
 pub const LAB_IMPAIR: &str = "\

@@ -354,7 +354,8 @@ pub enum LabAction {
     /// queue limit), replacing what was set before.
     #[command(after_help = examples::LAB_IMPAIR)]
     Impair(LabImpairArgs),
-    /// Limit the ports the NAT DUT (`lab up --dut nat`) translates to, to see it run out.
+    /// Set what the NAT DUT (`lab up --dut nat`) holds to: its ports (to see them run out), a
+    /// session limit, NAT66.
     #[command(after_help = examples::LAB_NAT)]
     Nat(LabNatArgs),
     /// The delay line's process, started by `lab impair` (not for direct use).
@@ -387,9 +388,13 @@ pub struct LabNatArgs {
     #[arg(long, value_name = "FIRST-LAST|any", default_value = "any")]
     pub ports: String,
     /// Connections from the inside it lets through at once, as a firewall's session limit (a
-    /// new one past it is dropped), or `none` (the default).
+    /// new one past it is dropped; IPv4's and IPv6's each), or `none` (the default).
     #[arg(long, value_name = "N|none", default_value = "none")]
     pub limit: String,
+    /// Translate IPv6 too (NAT66: masqueraded behind the DUT's address toward the servers,
+    /// --ports applied); without it IPv6 is routed through the stateful firewall.
+    #[arg(long)]
+    pub nat66: bool,
 }
 
 #[derive(Debug, Args)]
@@ -610,7 +615,8 @@ pub struct TcpClientArgs {
     #[arg(long, value_enum, default_value = "bytes", requires = "profile")]
     pub profile_check: ProfileCheck,
     /// TIME-WAIT of a connection the client closed first (a replay whose client closes first),
-    /// at most smoltcp's 10 s; shorter takes the slot back sooner by resetting the socket.
+    /// at most smoltcp's 10 s; shorter takes the slot back sooner, the connection forgotten
+    /// without a segment (as a kernel forgets a TIME-WAIT it has no room for).
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
     pub time_wait: std::time::Duration,
     /// Offer no TCP timestamps (RFC 7323; offered by default, as Linux does: a server still
@@ -673,7 +679,7 @@ pub struct TcpServerArgs {
     #[arg(long, default_value = "65536", value_parser = linerate_wire::quantity::parse_count)]
     pub send_buffer: u64,
     /// TIME-WAIT of a connection the server closed first, at most smoltcp's 10 s; shorter
-    /// takes the place back sooner by resetting the socket (one RST to a peer already closed).
+    /// takes the place back sooner, the connection forgotten without a segment (no RST).
     #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
     pub time_wait: std::time::Duration,
     /// Answer no TCP timestamps (RFC 7323; a client's are answered by default, as Linux does).

@@ -62,8 +62,12 @@ pub struct NatRules {
     /// First and last source port of the translations; None: any free one (the kernel's
     /// choice).
     pub ports: Option<(u16, u16)>,
-    /// Connections from the inside tracked at once, at most: a new one past it is dropped.
+    /// Connections from the inside tracked at once, at most: a new one past it is dropped
+    /// (IPv4's and IPv6's each).
     pub limit: Option<u32>,
+    /// IPv6 translated too (NAT66: masqueraded behind the DUT's address toward the servers,
+    /// the port range applied), not only routed through the stateful firewall.
+    pub nat66: bool,
 }
 
 /// The NAT DUT's own address in [`NAT_INSIDE`]: the clients' gateway.
@@ -75,9 +79,9 @@ pub const NAT_SERVERS: (Ipv4Addr, u8) = (Ipv4Addr::new(198, 51, 100, 0), 24);
 /// The NAT DUT's own address in [`NAT_SERVERS`]: the emulated servers' gateway.
 pub const NAT_SERVERS_GATEWAY: Ipv4Addr = Ipv4Addr::new(198, 51, 100, 1);
 /// The NAT DUT's IPv6 inside network, on its port toward the sender. IPv6 is routed, not
-/// translated (NAT66 is rare): the DUT is a stateful firewall for it — conntrack tracks every
-/// connection, a new one may start only from the inside, an invalid segment is dropped.
-/// RFC 3849's documentation prefix; it exists only inside a NAT lab's DUT.
+/// translated, unless [`NatRules::nat66`] says so: the DUT is a stateful firewall for it —
+/// conntrack tracks every connection, a new one may start only from the inside, an invalid
+/// segment is dropped. RFC 3849's documentation prefix; it exists only inside a NAT lab's DUT.
 pub const NAT6_INSIDE: (Ipv6Addr, u8) = (Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 0), 64);
 /// The NAT DUT's own address in [`NAT6_INSIDE`]: the IPv6 clients' gateway.
 pub const NAT6_INSIDE_GATEWAY: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x64, 0, 0, 0, 0, 1);

@@ -16,30 +16,35 @@ use crate::{
 
 /// The nftables table the lab owns in the DUT's namespace.
 const TABLE: &str = "linerate_nat";
-/// Its IPv6 firewall's table (routed, not translated).
+/// Its IPv6 table: the stateful firewall, and NAT66 when asked.
 const TABLE6: &str = "linerate_fw6";
 
-/// IPv6's stateful firewall: what the NAT's forward chain does, without the translation.
-fn firewall6(dut: &Dut) -> String {
-    format!(
-        "table ip6 {TABLE6} {{\n\
-         \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
-         \t\tct state invalid counter drop\n\
-         \t\tiifname \"{egress}\" ct state new counter drop\n\t}}\n\
-         }}\n",
-        egress = dut.egress,
-    )
+/// IPv4's table and IPv6's: each a stateful firewall (invalid segments dropped, a new flow
+/// only from the inside, the session limit), IPv4 always translated, IPv6 when `nat66` asks.
+fn ruleset(dut: &Dut, rules: &NatRules) -> String {
+    table(dut, rules, "ip", TABLE, true) + &table(dut, rules, "ip6", TABLE6, rules.nat66)
 }
 
-fn ruleset(dut: &Dut, rules: &NatRules) -> String {
-    // A port range maps TCP and UDP (nft takes ports only after a transport match); the rest
-    // (ICMP) is masqueraded as before.
-    let ranged = rules.ports.map_or_else(String::new, |(a, b)| {
+fn table(dut: &Dut, rules: &NatRules, family: &str, name: &str, translate: bool) -> String {
+    // Everything leaving toward the servers is translated: the stateful clients' network and
+    // a kernel client on the sender's end alike (the benchmark's wrk). A port range maps TCP
+    // and UDP (nft takes ports only after a transport match); the rest (ICMP) is masqueraded
+    // as before.
+    let postrouting = if translate {
+        let ranged = rules.ports.map_or_else(String::new, |(a, b)| {
+            format!(
+                "\t\tmeta l4proto {{ tcp, udp }} oifname \"{}\" masquerade to :{a}-{b}\n",
+                dut.egress
+            )
+        });
         format!(
-            "\t\tmeta l4proto {{ tcp, udp }} oifname \"{}\" masquerade to :{a}-{b}\n",
+            "\tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
+             {ranged}\t\toifname \"{}\" masquerade\n\t}}\n",
             dut.egress
         )
-    });
+    } else {
+        String::new()
+    };
     // A firewall's session limit: nft's connlimit keeps the connections this rule let through
     // and forgets each when conntrack does or when it closes (TIME_WAIT, CLOSE), so it counts
     // the live ones; a new flow past the limit is dropped before conntrack confirms it, and
@@ -50,14 +55,10 @@ fn ruleset(dut: &Dut, rules: &NatRules) -> String {
             dut.ingress
         )
     });
-    // Everything leaving toward the servers is translated: the stateful clients' network and
-    // a kernel client on the sender's end alike (the benchmark's wrk). Invalid segments (a
-    // stray ACK no connection knows) are dropped as a NAT drops them; a new flow may start only
-    // from the inside.
+    // Invalid segments (a stray ACK no connection knows) are dropped as a NAT drops them; a
+    // new flow may start only from the inside.
     format!(
-        "table ip {TABLE} {{\n\
-         \tchain postrouting {{ type nat hook postrouting priority srcnat; policy accept;\n\
-         {ranged}\t\toifname \"{egress}\" masquerade\n\t}}\n\
+        "table {family} {name} {{\n{postrouting}\
          \tchain forward {{ type filter hook forward priority filter; policy accept;\n\
          \t\tct state invalid counter drop\n\
          \t\tiifname \"{egress}\" ct state new counter drop\n{limited}\t}}\n\
@@ -74,11 +75,11 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
     let mut inside = Rtnl::open(Some(&dut.netns))?;
     inside.add_address(&dut.ingress, NAT_INSIDE_GATEWAY, NAT_INSIDE.1)?;
     inside.add_address(&dut.egress, NAT_SERVERS_GATEWAY, NAT_SERVERS.1)?;
-    // IPv6 is routed through the firewall below, not translated.
+    // IPv6 is routed through the firewall below, translated only when `lab nat` asks.
     super::dut::ipv6_on_links(dut)?;
     inside.add_ip(&dut.ingress, NAT6_INSIDE_GATEWAY.into(), NAT6_INSIDE.1)?;
     inside.add_ip(&dut.egress, NAT6_SERVERS_GATEWAY.into(), NAT6_SERVERS.1)?;
-    let rules = ruleset(dut, &NatRules::default()) + &firewall6(dut);
+    let rules = ruleset(dut, &NatRules::default());
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),
@@ -98,7 +99,10 @@ pub(crate) fn start(dut: &Dut) -> Result<(), LabError> {
 
 /// Replaces the NAT's rules with `rules`' (conntrack keeps the translations it holds).
 pub(crate) fn set(dut: &Dut, rules: &NatRules) -> Result<(), LabError> {
-    let rules = format!("delete table ip {TABLE}\n{}", ruleset(dut, rules));
+    let rules = format!(
+        "delete table ip {TABLE}\ndelete table ip6 {TABLE6}\n{}",
+        ruleset(dut, rules)
+    );
     in_netns(&dut.netns, || {
         run(
             Command::new("nft").args(["-f", "-"]),
@@ -143,24 +147,31 @@ fn run(command: &mut Command, stdin: Option<&str>, what: &str) -> Result<(), Lab
     Ok(())
 }
 
-/// How many new connections the limit has dropped (the counter of its rule); None: no limit set.
+/// How many new connections the limit has dropped (its rules' counters, IPv4's and IPv6's);
+/// None: no limit set.
 pub(crate) fn limit_drops(dut: &Dut) -> Result<Option<u64>, LabError> {
-    let out = in_netns(&dut.netns, || {
-        Command::new("nft")
-            .args(["list", "chain", "ip", TABLE, "forward"])
-            .output()
-            .map_err(|source| LabError::Io {
-                what: "running nft list chain".into(),
-                source,
-            })
-    })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok(text
-        .lines()
-        .find(|l| l.contains("ct count over"))
-        .and_then(|l| {
-            let mut words = l.split_whitespace();
-            words.find(|w| *w == "packets")?;
-            words.next()?.parse().ok()
-        }))
+    let mut total = None;
+    for (family, table) in [("ip", TABLE), ("ip6", TABLE6)] {
+        let out = in_netns(&dut.netns, || {
+            Command::new("nft")
+                .args(["list", "chain", family, table, "forward"])
+                .output()
+                .map_err(|source| LabError::Io {
+                    what: "running nft list chain".into(),
+                    source,
+                })
+        })?;
+        let dropped = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains("ct count over"))
+            .and_then(|l| {
+                let mut words = l.split_whitespace();
+                words.find(|w| *w == "packets")?;
+                words.next()?.parse::<u64>().ok()
+            });
+        if let Some(n) = dropped {
+            total = Some(total.unwrap_or(0) + n);
+        }
+    }
+    Ok(total)
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use anyhow::{Context, Result};
-use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs};
+use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs, Think};
 use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
     Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Recording,
@@ -79,7 +79,16 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         concurrent: args.concurrent,
         requests: args.requests,
         response_bytes: args.response_bytes,
-        think: args.think,
+        think: match args.think {
+            Think::After(t) => t,
+            Think::Recorded if args.profile.is_none() => {
+                return Err(usage(
+                    "--think recorded waits a replay's own pauses: give --profile FILE too, or a time (--think 1s)",
+                ));
+            }
+            Think::Recorded => std::time::Duration::ZERO,
+        },
+        think_recorded: args.think == Think::Recorded,
         timeout: args.timeout,
         rx_buffer: usize::try_from(args.window)
             .ok()

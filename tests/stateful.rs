@@ -757,6 +757,11 @@ fn bad_client_input_is_one_line_and_exit_2() {
             ],
             "over the 16384 MiB budget",
         ),
+        (
+            &["--src", "100.64.1.0/24", "--think", "recorded"],
+            "--think recorded waits a replay's own pauses: give --profile FILE too",
+        ),
+        (&["--src", "100.64.1.0/24", "--think", "later"], "--think"),
     ] {
         let mut all = vec!["tcp", "client", "-i", "nosuch0", "--server", "10.0.0.1:80"];
         all.extend(args);
@@ -1335,12 +1340,13 @@ fn a_captured_session_replays_through_the_nat_both_ends_and_against_nginx() {
     assert_both_ends_count(&report, &served, n, n, n * to_client);
     assert!(to_server > 0);
 
-    // Against nginx behind the NAT: lengths checked, each replayed GET logged once.
+    // Against nginx behind the NAT: lengths checked, each replayed GET logged once; the
+    // client waits the capture's own pause before its request (curl's, after the handshake).
     let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
     let report = client(
         &format!("{}:80", lab.receiver_ip),
         200,
-        &["--profile-check", "lengths"],
+        &["--profile-check", "lengths", "--think", "recorded"],
     );
     assert_eq!(report["counters"]["closed"], 200, "{report:#}");
     let logged = nginx.requests();

@@ -590,9 +590,11 @@ pub struct TcpClientArgs {
     /// Body bytes of each response (the request is GET /<bytes>).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,
-    /// Time between a response and the next request on a connection (it stays open, idle).
-    #[arg(long, default_value = "0", value_parser = parse_duration_or_zero)]
-    pub think: std::time::Duration,
+    /// Time between a response and the next request on a connection (it stays open, idle);
+    /// with --profile, `recorded` waits before each of the client's turns the pause the
+    /// capture shows.
+    #[arg(long, value_name = "T|recorded", default_value = "0", value_parser = parse_think)]
+    pub think: Think,
     /// Source ports, FIRST-LAST.
     #[arg(long, default_value = "1024-65535")]
     pub src_ports: String,
@@ -1031,6 +1033,20 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// A duration as [`parse_duration`] reads it, or none at all (`0`, `0s`).
+/// `tcp client --think`: a time, or a replay's own pauses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Think {
+    After(std::time::Duration),
+    Recorded,
+}
+
+pub fn parse_think(text: &str) -> Result<Think, String> {
+    match text {
+        "recorded" => Ok(Think::Recorded),
+        _ => parse_duration_or_zero(text).map(Think::After),
+    }
+}
+
 pub fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
     match text.trim().trim_end_matches('s') {
         "0" => Ok(std::time::Duration::ZERO),

@@ -16,7 +16,7 @@ use smoltcp::wire::IpAddress;
 
 use crate::counters::{ClientCounters, Percentiles, Times};
 use crate::http::{self, Progress, ResponseReader};
-use crate::recording::{Check, Replay};
+use crate::recording::{Check, Replay, Turn};
 use crate::schedule::Schedule;
 use crate::stack::{self, Clock, Link, LinkCounters};
 use crate::table::{Side, Table};
@@ -47,6 +47,9 @@ pub struct ClientConfig {
     /// Time between a response and the next request on the same connection (a user reading
     /// the page): the connection stays open, idle.
     pub think: Duration,
+    /// A replay's client waits before each of its turns the pause the capture shows
+    /// ([`crate::recording::Turn::pause`]) instead of `think`.
+    pub think_recorded: bool,
     /// A connection that makes no progress this long is ended: a SYN unanswered, a response
     /// stalled, a close that never completes.
     pub timeout: Duration,
@@ -430,6 +433,7 @@ pub fn run_client<L: Link>(
     let how = How {
         timeout: micros(config.timeout),
         think: micros(config.think),
+        think_recorded: config.think_recorded,
         time_wait: micros(config.time_wait),
         request_more: &request_more,
         request_last: &request_last,
@@ -616,7 +620,7 @@ fn next_turn(
     socket: &mut tcp::Socket,
     r: &Replay,
     now: smoltcp::time::Instant,
-    think: smoltcp::time::Duration,
+    how: &How,
 ) {
     slot.turn += 1;
     slot.moved = now;
@@ -625,10 +629,7 @@ fn next_turn(
             socket.close();
             Phase::Closing
         }
-        Some(t) if t.from_client && think > smoltcp::time::Duration::ZERO => {
-            Phase::Thinking(now + think)
-        }
-        Some(t) if t.from_client => Phase::Sending,
+        Some(t) if t.from_client => thinking_before(t, now, how),
         Some(_) => {
             slot.started = now;
             Phase::Reading
@@ -636,10 +637,26 @@ fn next_turn(
     };
 }
 
+/// The client's turn `t` is next: sent now, or after its think time (the capture's own pause
+/// when asked; else `think`, which a connection's first turn does not wait).
+fn thinking_before(t: &Turn, now: smoltcp::time::Instant, how: &How) -> Phase {
+    let pause = if how.think_recorded {
+        smoltcp::time::Duration::from_micros(t.pause.as_micros() as u64)
+    } else {
+        how.think
+    };
+    if pause > smoltcp::time::Duration::ZERO {
+        Phase::Thinking(now + pause)
+    } else {
+        Phase::Sending
+    }
+}
+
 /// What every connection of a run does, as `step` reads it.
 struct How<'a> {
     timeout: smoltcp::time::Duration,
     think: smoltcp::time::Duration,
+    think_recorded: bool,
     time_wait: smoltcp::time::Duration,
     request_more: &'a str,
     request_last: &'a str,
@@ -691,12 +708,16 @@ fn step(
                     slot.phase = Phase::Sending;
                     slot.sent = 0;
                     slot.moved = now;
-                    // A recorded server may speak first (a banner).
-                    if let Some(r) = replay
-                        && !r.recording.turns[0].from_client
-                    {
-                        slot.started = now;
-                        slot.phase = Phase::Reading;
+                    // A recorded server may speak first (a banner); a recorded client may
+                    // have waited before its first words.
+                    if let Some(r) = replay {
+                        let first = &r.recording.turns[0];
+                        if !first.from_client {
+                            slot.started = now;
+                            slot.phase = Phase::Reading;
+                        } else if how.think_recorded {
+                            slot.phase = thinking_before(first, now, how);
+                        }
                     }
                 }
             },
@@ -731,7 +752,7 @@ fn step(
                 }
                 c.requests += 1;
                 slot.sent = 0;
-                next_turn(slot, socket, r, now, think);
+                next_turn(slot, socket, r, now, how);
             }
             Phase::Reading if replay.is_some() => {
                 let r = replay.expect("a replay");
@@ -759,7 +780,7 @@ fn step(
                     c.responses += 1;
                     response_times.record((now - slot.started).total_micros());
                     slot.read = 0;
-                    next_turn(slot, socket, r, now, think);
+                    next_turn(slot, socket, r, now, how);
                 } else if state == State::Closed || (!socket.may_recv() && !socket.can_recv()) {
                     // The peer ended the stream before its turn did.
                     drain(slot, socket, now, &mut c.closed_reset);
@@ -963,6 +984,7 @@ mod tests {
             requests: 1,
             response_bytes: 4096,
             think: Duration::ZERO,
+            think_recorded: false,
             timeout: Duration::from_secs(10),
             rx_buffer: 16 * 1024,
             time_wait: Duration::ZERO,

@@ -16,6 +16,10 @@ use crate::StatefulError;
 pub struct Turn {
     pub from_client: bool,
     pub bytes: Vec<u8>,
+    /// How long the side waited before the turn, as captured: from the other side's last
+    /// segment before it to the turn's first byte (a user's think time, a server's work; from
+    /// a capture on the client's host, a server's turn adds the round trip).
+    pub pause: std::time::Duration,
 }
 
 /// The conversation of one TCP session.
@@ -71,8 +75,11 @@ impl Recording {
             .loaded()
             .ok_or("the capture was not loaded")?;
         let mut session: Option<Session> = None;
-        for frame in frames {
-            let Some(seg) = segment(frame) else { continue };
+        for (frame, &at_ns) in frames.iter().zip(&capture.times_ns) {
+            let Some(mut seg) = segment(frame) else {
+                continue;
+            };
+            seg.at_ns = at_ns;
             let Some(s) = &mut session else {
                 if seg.syn && !seg.ack {
                     session = Some(Session::new(&seg));
@@ -123,6 +130,8 @@ struct Segment<'a> {
     fin: bool,
     rst: bool,
     payload: &'a [u8],
+    /// When it was captured, from the capture's first frame.
+    at_ns: u64,
 }
 
 fn segment(frame: &[u8]) -> Option<Segment<'_>> {
@@ -150,6 +159,7 @@ fn segment(frame: &[u8]) -> Option<Segment<'_>> {
         fin: tcp.fin(),
         rst: tcp.rst(),
         payload: tcp.payload(),
+        at_ns: 0,
     })
 }
 
@@ -163,6 +173,8 @@ struct Session {
     bytes: usize,
     /// Which side's FIN came first: true the client's.
     first_fin: Option<bool>,
+    /// When the client's last segment was captured, and the server's.
+    last_at_ns: [u64; 2],
 }
 
 impl Session {
@@ -174,6 +186,7 @@ impl Session {
             turns: Vec::new(),
             bytes: 0,
             first_fin: None,
+            last_at_ns: [syn.at_ns, 0],
         }
     }
 
@@ -190,6 +203,8 @@ impl Session {
             return Ok(true);
         }
         let side = usize::from(!from_client);
+        let other_last_at = self.last_at_ns[usize::from(from_client)];
+        self.last_at_ns[side] = seg.at_ns;
         if seg.syn {
             // The server's SYN-ACK starts its stream; a SYN sent again changes nothing.
             if !from_client {
@@ -229,6 +244,9 @@ impl Session {
                     _ => self.turns.push(Turn {
                         from_client,
                         bytes: new.to_vec(),
+                        pause: std::time::Duration::from_nanos(
+                            seg.at_ns.saturating_sub(other_last_at),
+                        ),
                     }),
                 }
                 self.next[side] = Some(end);
@@ -293,11 +311,18 @@ mod tests {
         out
     }
 
+    /// A capture of `frames`, one a millisecond.
     fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+        let timed: Vec<(u64, Vec<u8>)> = (0..).zip(frames.iter().cloned()).collect();
+        pcap_at(&timed)
+    }
+
+    /// A capture of frames each at its millisecond.
+    fn pcap_at(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
         let mut w = PcapWriter::with_header(Vec::new(), PcapHeader::default()).unwrap();
-        for (i, f) in frames.iter().enumerate() {
+        for (ms, f) in frames {
             w.write_packet(&PcapPacket::new(
-                std::time::Duration::from_millis(i as u64),
+                std::time::Duration::from_millis(*ms),
                 f.len() as u32,
                 f,
             ))
@@ -342,6 +367,35 @@ mod tests {
         assert!(r.server_closes);
         assert_eq!(r.client.to_string(), "10.0.0.2:40000");
         assert_eq!(r.bytes(), (22, 26));
+    }
+
+    #[test]
+    fn each_turn_keeps_the_pause_before_it_from_the_other_sides_last_segment() {
+        // The client asks 3 ms after the SYN-ACK, the server answers in two segments 20 ms
+        // after the request's last one (the client's ACKs of the answer do not move it), and
+        // the client thinks 500 ms before asking again, past its own ACK in between.
+        let (c, s) = (1000u32, 5000u32);
+        let file = pcap_at(&[
+            (0, frame(true, c, "S", b"")),
+            (1, frame(false, s, "SA", b"")),
+            (2, frame(true, c + 1, "", b"")),
+            (4, frame(true, c + 1, "", b"GET /a")),
+            (5, frame(true, c + 7, "", b" HTTP/1.1\r\n\r\n")),
+            (25, frame(false, s + 1, "", b"HTTP/1.1 200 OK\r\n")),
+            (26, frame(true, c + 20, "", b"")),
+            (27, frame(false, s + 18, "", b"\r\nbody")),
+            (28, frame(true, c + 20, "", b"")),
+            (528, frame(true, c + 20, "", b"GET /b")),
+            (530, frame(false, s + 24, "F", b"bye")),
+            (531, frame(true, c + 26, "F", b"")),
+        ]);
+        let r = Recording::parse(&file).unwrap();
+        let pauses: Vec<(bool, u64)> = r
+            .turns
+            .iter()
+            .map(|t| (t.from_client, t.pause.as_millis() as u64))
+            .collect();
+        assert_eq!(pauses, [(true, 3), (false, 20), (true, 501), (false, 2)]);
     }
 
     #[test]

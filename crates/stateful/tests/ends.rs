@@ -45,6 +45,7 @@ fn configs_on(
         requests,
         response_bytes: 4096,
         think: Duration::ZERO,
+        think_recorded: false,
         timeout: Duration::from_secs(10),
         rx_buffer: 16 * 1024,
         time_wait: Duration::from_secs(10),
@@ -164,6 +165,23 @@ fn run_with(
     (report, served)
 }
 
+/// The client's run on `a` with the server on `b`, stopped when the client is done.
+fn ends(
+    client: &ClientConfig,
+    server: &ServerConfig,
+    a: &mut mem::MemLink,
+    b: &mut mem::MemLink,
+) -> (ClientReport, ServerReport) {
+    let stop = AtomicBool::new(false);
+    let never = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let srv = s.spawn(|| run_server(b, server, &stop, |_| {}).unwrap());
+        let report = run_client(a, client, &never, |_| {}).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        (report, srv.join().unwrap())
+    })
+}
+
 fn run_on(
     client: ClientConfig,
     server: ServerConfig,
@@ -172,14 +190,7 @@ fn run_on(
 ) -> (ClientReport, ServerReport) {
     let (connections, requests, bytes) =
         (client.connections, client.requests, client.response_bytes);
-    let stop = AtomicBool::new(false);
-    let never = AtomicBool::new(false);
-    let (report, served) = std::thread::scope(|s| {
-        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_| {}).unwrap());
-        let report = run_client(&mut a, &client, &never, |_| {}).unwrap();
-        stop.store(true, Ordering::Relaxed);
-        (report, srv.join().unwrap())
-    });
+    let (report, served) = ends(&client, &server, &mut a, &mut b);
     let c = report.counters;
     assert_eq!(c.attempted, connections, "{report:#?}");
     assert_eq!(c.established, connections, "{report:#?}");
@@ -342,7 +353,11 @@ fn retransmissions_are_counted_as_a_decoder_of_the_frames_counts_them() {
 /// A conversation of four turns: the server's banner first, a long answer (many segments), and
 /// the client's last word; `server_closes` says who sends the first FIN.
 fn recording(server_closes: bool) -> Recording {
-    let turn = |from_client: bool, bytes: Vec<u8>| Turn { from_client, bytes };
+    let turn = |from_client: bool, bytes: Vec<u8>| Turn {
+        from_client,
+        bytes,
+        pause: Duration::ZERO,
+    };
     Recording {
         turns: vec![
             turn(false, b"220 hello\r\n".to_vec()),
@@ -363,19 +378,7 @@ fn replay_run(
     server_rec: Recording,
     drop_every: u64,
 ) -> (ClientReport, ServerReport, [u64; 2]) {
-    let (mut client, mut server) = configs(100, 1);
-    // One segment lost three times running waits 1 + 2 + 4 s for its retransmissions, past
-    // an end's 10 s timeout from its last move: a lossy run needs the longer one.
-    client.timeout = Duration::from_secs(30);
-    server.timeout = Duration::from_secs(30);
-    // The recording's client closes first, so each slot would sit out TIME-WAIT's 10 s.
-    client.time_wait = Duration::ZERO;
-    let replay = |r: Recording| Replay {
-        recording: Arc::new(r),
-        check: Check::Bytes,
-    };
-    client.replay = Some(replay(rec));
-    server.replay = Some(replay(server_rec));
+    let (client, server) = replay_configs(100, rec, server_rec);
     let resets: [Arc<AtomicU64>; 2] = Default::default();
     let lossy = |resets: Arc<AtomicU64>| -> mem::Dropper {
         let mut sent = 0u64;
@@ -388,16 +391,89 @@ fn replay_run(
         })
     };
     let (mut a, mut b) = mem::pair_dropping(lossy(resets[0].clone()), lossy(resets[1].clone()));
-    let stop = AtomicBool::new(false);
-    let never = AtomicBool::new(false);
-    let (report, served) = std::thread::scope(|s| {
-        let srv = s.spawn(|| run_server(&mut b, &server, &stop, |_| {}).unwrap());
-        let report = run_client(&mut a, &client, &never, |_| {}).unwrap();
-        stop.store(true, Ordering::Relaxed);
-        (report, srv.join().unwrap())
-    });
+    let (report, served) = ends(&client, &server, &mut a, &mut b);
     let resets = resets.map(|r| r.load(Ordering::Relaxed));
     (report, served, resets)
+}
+
+/// Both ends replaying: `n` connections, the client `rec`'s, the server `server_rec`'s.
+fn replay_configs(n: u64, rec: Recording, server_rec: Recording) -> (ClientConfig, ServerConfig) {
+    let (mut client, mut server) = configs(n, 1);
+    // One segment lost three times running waits 1 + 2 + 4 s for its retransmissions, past
+    // an end's 10 s timeout from its last move: a lossy run needs the longer one.
+    client.timeout = Duration::from_secs(30);
+    server.timeout = Duration::from_secs(30);
+    // The recording's client closes first, so each slot would sit out TIME-WAIT's 10 s.
+    client.time_wait = Duration::ZERO;
+    let replay = |r: Recording| Replay {
+        recording: Arc::new(r),
+        check: Check::Bytes,
+    };
+    client.replay = Some(replay(rec));
+    server.replay = Some(replay(server_rec));
+    (client, server)
+}
+
+#[test]
+fn a_replay_waits_the_pauses_the_capture_shows_before_the_clients_turns() {
+    // The client's request waits 200 ms after the server's banner and its last word 500 ms
+    // after the answer, as recorded; the server answers at once. Each wait is read off the
+    // frames as they leave: from the server's last data segment to the client's next one.
+    let mut rec = recording(false);
+    rec.turns[1].pause = Duration::from_millis(200);
+    rec.turns[3].pause = Duration::from_millis(500);
+    let n = 32;
+    let (mut client, server) = replay_configs(n, rec.clone(), rec);
+    client.think_recorded = true;
+    type Sent = Arc<Mutex<HashMap<(Ipv4Addr, u16), Vec<(bool, std::time::Instant)>>>>;
+    let sent: Sent = Arc::default();
+    let log = |from_client: bool| -> mem::Dropper {
+        let sent = sent.clone();
+        Box::new(move |frame: &[u8]| {
+            if let Some((source, destination, tcp)) = ipv4_tcp(frame)
+                && !tcp.payload().is_empty()
+            {
+                let conn = if from_client {
+                    (source, tcp.source_port())
+                } else {
+                    (destination, tcp.destination_port())
+                };
+                let at = std::time::Instant::now();
+                sent.lock()
+                    .unwrap()
+                    .entry(conn)
+                    .or_default()
+                    .push((from_client, at));
+            }
+            false
+        })
+    };
+    let (mut a, mut b) = mem::pair_dropping(log(true), log(false));
+    let (report, served) = ends(&client, &server, &mut a, &mut b);
+    assert_eq!(report.counters.closed, n, "{report:#?}");
+    assert_eq!(served.counters.closed, n, "{served:#?}");
+    let sent = sent.lock().unwrap();
+    assert_eq!(sent.len() as u64, n);
+    for (conn, segments) in sent.iter() {
+        // The waits: each time the client speaks after the server has.
+        let waits: Vec<Duration> = segments
+            .windows(2)
+            .filter(|w| !w[0].0 && w[1].0)
+            .map(|w| w[1].1 - w[0].1)
+            .collect();
+        assert_eq!(waits.len(), 2, "{conn:?}: {segments:?}");
+        // The client's wait runs from its clock's reading at the top of the visit that read
+        // the answer, a few microseconds before the frame was taken: a millisecond of slack.
+        let slack = Duration::from_millis(1);
+        assert!(
+            waits[0] + slack >= Duration::from_millis(200),
+            "{conn:?}: {waits:?}"
+        );
+        assert!(
+            waits[1] + slack >= Duration::from_millis(500),
+            "{conn:?}: {waits:?}"
+        );
+    }
 }
 
 #[test]

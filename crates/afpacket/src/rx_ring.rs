@@ -33,6 +33,8 @@ pub struct RxRing {
     offsets: Box<[usize]>,
     /// The frame to read next.
     next: usize,
+    /// Bytes taken off the front frame's start by [`RxRing::strip_tag`].
+    stripped: usize,
 }
 
 impl RxRing {
@@ -63,6 +65,7 @@ impl RxRing {
             map,
             offsets,
             next: 0,
+            stripped: 0,
         })
     }
 
@@ -106,8 +109,8 @@ impl RxRing {
         let vlan = (status & libc::TP_STATUS_VLAN_VALID != 0)
             .then_some(tci & 0x0fff)
             .filter(|&id| id != 0);
-        let start = header + usize::from(mac);
-        let end = (start + snaplen as usize).min(self.map.len());
+        let start = header + usize::from(mac) + self.stripped;
+        let end = (header + usize::from(mac) + snaplen as usize).min(self.map.len());
         // SAFETY: start..end lies inside the mapping (clamped to it) within the frame the
         // kernel wrote and handed over; it stays ours, unwritten, while &self lives (release
         // takes &mut self).
@@ -115,9 +118,34 @@ impl RxRing {
             unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) };
         Some(RxFrame {
             bytes,
-            len: len as usize,
+            len: len as usize - self.stripped,
             vlan,
         })
+    }
+
+    /// Takes the 4 bytes after the front frame's MAC addresses out of it — a stacked VLAN's
+    /// inner tag, which the kernel leaves in the bytes when it takes the outer one off — by
+    /// moving the addresses over them: [`RxRing::front`] then returns the frame 4 bytes
+    /// shorter, as if it had come with the outer tag alone, until `release`. Does nothing when
+    /// no frame waits or the front one holds no 16 bytes.
+    pub fn strip_tag(&mut self) {
+        let Some(frame) = self.front() else {
+            return;
+        };
+        if frame.bytes.len() < 16 {
+            return;
+        }
+        // Where the frame starts in the mapping; written through the mapping's own pointer.
+        let at = frame.bytes.as_ptr() as usize - self.map.as_ptr() as usize;
+        // SAFETY: the 16 bytes at `at` lie inside the mapping, in the front frame, which the
+        // kernel has handed over and does not touch until `release`; no slice of them lives on
+        // (`front` takes &self, and this holds &mut self). `copy` moves the 12 address bytes 4
+        // on, overlapping allowed.
+        unsafe {
+            let start = self.map.as_ptr().add(at);
+            std::ptr::copy(start, start.add(4), 12);
+        }
+        self.stripped += 4;
     }
 
     /// Hands the front frame back to the kernel and moves on to the next (only after `front`
@@ -130,5 +158,6 @@ impl RxRing {
         self.status(self.next)
             .store(libc::TP_STATUS_KERNEL, Ordering::Release);
         self.next = (self.next + 1) % self.offsets.len();
+        self.stripped = 0;
     }
 }

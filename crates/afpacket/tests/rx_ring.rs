@@ -1,7 +1,7 @@
 //! The receive ring on a veth pair of a namespace of its own (root): frames sent by
 //! `sendmmsg` batches from one end are read from the other end's ring in order, byte for byte,
-//! round after round past the ring's size, a tagged frame seen untagged with its VLAN said,
-//! and a frame longer than the ring's frames seen cut with its whole length said. The namespace goes on drop, panic or not.
+//! round after round past the ring's size, a tagged frame seen untagged with its VLAN said, a
+//! frame of stacked tags seen with its inner tag taken out on request, and a frame longer than the ring's frames seen cut with its whole length said. The namespace goes on drop, panic or not.
 #![cfg(target_os = "linux")]
 
 use std::os::fd::OwnedFd;
@@ -153,6 +153,40 @@ fn frames_sent_in_batches_are_read_from_the_ring_in_order_byte_for_byte() {
     let (got, len, vlan) = next_tagged(&mut ring, &rx).expect("the tagged frame");
     assert_eq!((vlan, len), (Some(100), plain.len()));
     assert_eq!(got, plain);
+    assert_eq!(next_tagged_after_plain(&tx, &mut ring, &rx), None);
+    // Stacked tags (802.1ad 100 outside, 802.1Q 200 inside): the kernel takes the outer one
+    // off and leaves the inner in the bytes; strip_tag takes that out, the addresses kept.
+    let mut stacked = plain[..12].to_vec();
+    stacked.extend_from_slice(&[0x88, 0xa8, 0x00, 100, 0x81, 0x00, 0x00, 200]);
+    stacked.extend_from_slice(&plain[12..]);
+    assert_eq!(
+        linerate_sys::send_frames(&tx, &[&stacked]).expect("sendmmsg"),
+        1
+    );
+    let end = Instant::now() + Duration::from_secs(1);
+    let inner_tagged = |f: &linerate_afpacket::RxFrame| {
+        f.bytes.len() >= 18
+            && f.bytes[12..14] == [0x81, 0x00]
+            && f.bytes[16..18] == ETHERTYPE.to_be_bytes()
+    };
+    loop {
+        assert!(Instant::now() < end, "the stacked frame never came");
+        match ring.front() {
+            Some(f) if inner_tagged(&f) => break,
+            Some(_) => ring.release(),
+            None => {
+                linerate_sys::wait_readable(&rx, Duration::from_millis(100)).expect("poll");
+            }
+        }
+    }
+    let f = ring.front().expect("the stacked frame");
+    assert_eq!((f.vlan, f.len), (Some(100), plain.len() + 4));
+    assert_eq!(f.bytes[14..16], [0x00, 200]);
+    ring.strip_tag();
+    let f = ring.front().expect("the stacked frame, stripped");
+    assert_eq!((f.vlan, f.len), (Some(100), plain.len()));
+    assert_eq!(f.bytes, &plain[..]);
+    ring.release();
     assert_eq!(next_tagged_after_plain(&tx, &mut ring, &rx), None);
     // A frame longer than a small ring's frames: its start, and its whole length.
     drop(ring);

@@ -564,6 +564,10 @@ pub struct TcpClientArgs {
     /// VLAN seen.
     #[arg(long, value_name = "ID")]
     pub vlan: Option<u16>,
+    /// A second VLAN inside --vlan (QinQ): frames then carry --vlan as an 802.1ad service tag
+    /// (TPID 0x88a8) and this as the 802.1Q customer tag inside it; only frames of both seen.
+    #[arg(long, value_name = "ID", requires = "vlan")]
+    pub inner_vlan: Option<u16>,
     /// Connections to open in all.
     #[arg(short = 'n', long, default_value = "1000", value_parser = linerate_wire::quantity::parse_count)]
     pub connections: u64,
@@ -670,6 +674,9 @@ pub struct TcpServerArgs {
     /// VLAN seen.
     #[arg(long, value_name = "ID")]
     pub vlan: Option<u16>,
+    /// A second VLAN inside --vlan (QinQ), as `tcp client --inner-vlan`.
+    #[arg(long, value_name = "ID", requires = "vlan")]
+    pub inner_vlan: Option<u16>,
     /// Body bytes for GET / (GET /<bytes> asks for its own).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,

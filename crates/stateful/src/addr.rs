@@ -144,6 +144,9 @@ pub struct Addresses {
     /// The 802.1Q VLAN id of the end's frames (None: untagged): it sends them tagged and sees
     /// only frames of that VLAN.
     pub vlan: Option<u16>,
+    /// A second, inner VLAN (QinQ): `vlan` is then the outer tag, an 802.1ad service tag
+    /// (TPID 0x88a8), and this the 802.1Q customer tag inside it; frames of both only are seen.
+    pub inner_vlan: Option<u16>,
 }
 
 impl Addresses {
@@ -154,12 +157,17 @@ impl Addresses {
                 "the MAC is a multicast address: give a unicast one (first octet even)".into(),
             ));
         }
-        if let Some(v) = self.vlan
-            && !(1..=4094).contains(&v)
-        {
-            return Err(StatefulError::Usage(format!(
-                "VLAN {v}: an 802.1Q VLAN id is 1 to 4094"
-            )));
+        for v in [self.vlan, self.inner_vlan].into_iter().flatten() {
+            if !(1..=4094).contains(&v) {
+                return Err(StatefulError::Usage(format!(
+                    "VLAN {v}: an 802.1Q VLAN id is 1 to 4094"
+                )));
+            }
+        }
+        if self.inner_vlan.is_some() && self.vlan.is_none() {
+            return Err(StatefulError::Usage(
+                "an inner VLAN goes inside an outer one: give --vlan ID too".into(),
+            ));
         }
         if let Some(gw) = self.gateway
             && gw.is_ipv6() != self.range.is_ipv6()
@@ -262,6 +270,7 @@ mod tests {
             prefix_len: 16,
             gateway: Some(IpAddr::from([100, 64, 0, 1])),
             vlan: None,
+            inner_vlan: None,
         };
         a.validate().unwrap();
         a.gateway = Some(IpAddr::from([100, 65, 0, 1]));
@@ -273,6 +282,19 @@ mod tests {
         );
         a.gateway = Some(IpAddr::from([100, 64, 1, 9]));
         assert!(a.validate().unwrap_err().to_string().contains("inside"));
+        // VLANs: ids 1-4094, an inner one only inside an outer.
+        a.gateway = None;
+        a.inner_vlan = Some(200);
+        assert!(
+            a.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("give --vlan")
+        );
+        a.vlan = Some(100);
+        a.validate().unwrap();
+        a.inner_vlan = Some(4095);
+        assert!(a.validate().unwrap_err().to_string().contains("VLAN 4095"));
     }
 
     #[test]
@@ -283,6 +305,7 @@ mod tests {
             prefix_len: 16,
             gateway: None,
             vlan: None,
+            inner_vlan: None,
         };
         let mut ip = vec![0u8; 34];
         ip[..6].copy_from_slice(&a.mac);
@@ -323,6 +346,7 @@ mod tests {
             prefix_len: 64,
             gateway: Some("2001:db8:1:0:1::1".parse().unwrap()),
             vlan: None,
+            inner_vlan: None,
         };
         a.validate().unwrap();
         a.gateway = Some("2001:db8:2::1".parse().unwrap());
@@ -344,6 +368,7 @@ mod tests {
             prefix_len: 64,
             gateway: None,
             vlan: None,
+            inner_vlan: None,
         };
         let ours: Ipv6Addr = "2001:db8:1::9".parse().unwrap();
         let mut ip = vec![0u8; 14 + 40 + 24];

@@ -163,7 +163,7 @@ impl ClientConfig {
                 )
             }
         };
-        let wire = Wire::of(self.server.ip(), self.addresses.vlan);
+        let wire = Wire::of(self.server.ip(), &self.addresses);
         // SYN or SYN-ACK (with its options), the handshake's or a response's ACK, FIN, ACK.
         let controls = wire.frame(20) + 3 * wire.frame(0);
         let requests = u64::from(match &self.replay {
@@ -235,15 +235,16 @@ const TX_BUFFER: usize = 1024;
 struct Wire {
     /// The IP header's bytes: 20 (IPv4) or 40 (IPv6).
     ip: u64,
-    /// The 802.1Q tag's bytes: 4 on a VLAN, else 0.
+    /// The VLAN tags' bytes: 4 on a VLAN, 8 on stacked VLANs, else 0.
     tag: u64,
 }
 
 impl Wire {
-    fn of(addr: IpAddr, vlan: Option<u16>) -> Wire {
+    fn of(addr: IpAddr, addresses: &Addresses) -> Wire {
+        let tags = [addresses.vlan, addresses.inner_vlan];
         Wire {
             ip: if addr.is_ipv4() { 20 } else { 40 },
-            tag: if vlan.is_some() { 4 } else { 0 },
+            tag: 4 * tags.iter().flatten().count() as u64,
         }
     }
 
@@ -974,6 +975,7 @@ mod tests {
                 prefix_len: 16,
                 gateway: None,
                 vlan: None,
+                inner_vlan: None,
             },
             ports: (1024, 65535),
             server: "10.0.0.1:80".parse().unwrap(),
@@ -1014,6 +1016,10 @@ mod tests {
         let mut tagged = config(1.0);
         tagged.addresses.vlan = Some(100);
         assert_eq!(tagged.wire_bytes(), (599, 4696));
+        // On stacked VLANs 8 more: the bare segments too (66 bytes, 86 with the gap), a SYN
+        // 106, the request 165; the body's segments 1,546, 1,546 and 1,262.
+        tagged.addresses.inner_vlan = Some(200);
+        assert_eq!(tagged.wire_bytes(), (615, 4718));
     }
 
     #[test]

@@ -43,8 +43,31 @@ pub struct PacketLink {
 struct TxBatch {
     buf: Vec<u8>,
     lens: Vec<usize>,
-    /// The 802.1Q tag each frame gets (TPID and TCI), on a VLAN.
-    tag: Option<[u8; 4]>,
+    /// The tags each frame gets after its MAC addresses, on a VLAN: 802.1Q's (TPID and TCI),
+    /// or on stacked VLANs 802.1ad's outer and 802.1Q's inner; `tag_len` bytes of it.
+    tag: [u8; 8],
+    tag_len: usize,
+}
+
+/// The tags of an end's frames: none, one 802.1Q tag, or an 802.1ad tag (TPID 0x88a8) with an
+/// 802.1Q one inside it.
+fn tags(addresses: &Addresses) -> ([u8; 8], usize) {
+    let mut tag = [0u8; 8];
+    match (addresses.vlan, addresses.inner_vlan) {
+        (Some(outer), Some(inner)) => {
+            tag[..2].copy_from_slice(&[0x88, 0xa8]);
+            tag[2..4].copy_from_slice(&outer.to_be_bytes());
+            tag[4..6].copy_from_slice(&[0x81, 0x00]);
+            tag[6..8].copy_from_slice(&inner.to_be_bytes());
+            (tag, 8)
+        }
+        (Some(id), None) => {
+            tag[..2].copy_from_slice(&[0x81, 0x00]);
+            tag[2..4].copy_from_slice(&id.to_be_bytes());
+            (tag, 4)
+        }
+        _ => (tag, 0),
+    }
 }
 
 impl PacketLink {
@@ -82,6 +105,7 @@ impl PacketLink {
                 })?
             }
         };
+        let (tag, tag_len) = tags(&addresses);
         let ring = RxRing::new(&fd, RING_FRAMES, FRAME as u32)
             .map_err(StatefulError::io("mapping a receive ring"))?;
         Ok(PacketLink {
@@ -93,10 +117,8 @@ impl PacketLink {
             tx: TxBatch {
                 buf: vec![0; FRAME * linerate_sys::SEND_BATCH],
                 lens: Vec::with_capacity(linerate_sys::SEND_BATCH),
-                tag: addresses.vlan.map(|id| {
-                    let [a, b] = id.to_be_bytes();
-                    [0x81, 0x00, a, b]
-                }),
+                tag,
+                tag_len,
             },
             counters: LinkCounters::default(),
             ring_drops: std::cell::Cell::new(0),
@@ -118,10 +140,31 @@ impl PacketLink {
             };
             if f.len > FRAME || f.bytes.len() < f.len {
                 self.counters.rx_oversize += 1;
-            } else if f.vlan == self.addresses.vlan && self.addresses.accepts(f.bytes) {
-                self.counters.rx_frames += 1;
-                self.held = true;
-                return true;
+            } else if f.vlan == self.addresses.vlan {
+                // On stacked VLANs the kernel took the outer tag off; the inner one is still
+                // in the bytes, and must be the end's before the frame is looked at.
+                let inner = match self.addresses.inner_vlan {
+                    None => true,
+                    Some(id) => {
+                        f.bytes.len() >= 18
+                            && f.bytes[12..14] == [0x81, 0x00]
+                            && u16::from_be_bytes([f.bytes[14], f.bytes[15]]) & 0x0fff == id
+                    }
+                };
+                if inner && self.addresses.inner_vlan.is_some() {
+                    self.ring.strip_tag();
+                }
+                if inner
+                    && self
+                        .ring
+                        .front()
+                        .is_some_and(|f| self.addresses.accepts(f.bytes))
+                {
+                    self.counters.rx_frames += 1;
+                    self.held = true;
+                    return true;
+                }
+                self.counters.rx_ignored += 1;
             } else {
                 self.counters.rx_ignored += 1;
             }
@@ -256,20 +299,21 @@ impl smoltcp::phy::TxToken for Tx<'_> {
             self.batch.flush(self.fd, self.counters);
         }
         let at = self.batch.lens.len() * FRAME;
-        let Some(tag) = self.batch.tag else {
+        let n = self.batch.tag_len;
+        if n == 0 {
             let len = len.min(FRAME);
             let r = f(&mut self.batch.buf[at..at + len]);
             self.batch.lens.push(len);
             return r;
-        };
-        // The stack writes the untagged frame 4 bytes in; its MACs move to the front and the
-        // tag goes between them and the EtherType.
-        let len = len.min(FRAME - 4);
-        let frame = &mut self.batch.buf[at..at + 4 + len];
-        let r = f(&mut frame[4..]);
-        frame.copy_within(4..16, 0);
-        frame[12..16].copy_from_slice(&tag);
-        self.batch.lens.push(len + 4);
+        }
+        // The stack writes the untagged frame `n` bytes in; its MACs move to the front and the
+        // tags go between them and the EtherType.
+        let len = len.min(FRAME - n);
+        let frame = &mut self.batch.buf[at..at + n + len];
+        let r = f(&mut frame[n..]);
+        frame.copy_within(n..n + 12, 0);
+        frame[12..12 + n].copy_from_slice(&self.batch.tag[..n]);
+        self.batch.lens.push(len + n);
         r
     }
 }

@@ -143,23 +143,20 @@ impl PacketLink {
             } else if f.vlan == self.addresses.vlan {
                 // On stacked VLANs the kernel took the outer tag off; the inner one is still
                 // in the bytes, and must be the end's before the frame is looked at.
-                let inner = match self.addresses.inner_vlan {
-                    None => true,
+                let ours = match self.addresses.inner_vlan {
+                    None => self.addresses.accepts(f.bytes),
                     Some(id) => {
-                        f.bytes.len() >= 18
+                        let inner = f.bytes.len() >= 18
                             && f.bytes[12..14] == [0x81, 0x00]
-                            && u16::from_be_bytes([f.bytes[14], f.bytes[15]]) & 0x0fff == id
+                            && u16::from_be_bytes([f.bytes[14], f.bytes[15]]) & 0x0fff == id;
+                        inner && {
+                            self.ring.strip_tag();
+                            let f = self.ring.front();
+                            f.is_some_and(|f| self.addresses.accepts(f.bytes))
+                        }
                     }
                 };
-                if inner && self.addresses.inner_vlan.is_some() {
-                    self.ring.strip_tag();
-                }
-                if inner
-                    && self
-                        .ring
-                        .front()
-                        .is_some_and(|f| self.addresses.accepts(f.bytes))
-                {
+                if ours {
                     self.counters.rx_frames += 1;
                     self.held = true;
                     return true;

@@ -504,6 +504,20 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         timeout: args.timeout,
         time_wait: args.time_wait,
         replay: replay(args.profile.as_deref(), args.profile_check)?,
+        think_recorded: match args.think {
+            Think::Recorded if args.profile.is_none() => {
+                return Err(usage(
+                    "--think recorded waits a replay's own pauses: give --profile FILE too",
+                ));
+            }
+            Think::Recorded => true,
+            Think::After(t) if t.is_zero() => false,
+            Think::After(_) => {
+                return Err(usage(
+                    "tcp server --think takes `recorded` (a replay's own pauses); a fixed server delay is not built",
+                ));
+            }
+        },
         timestamps: !args.no_timestamps,
         seed: std::process::id().into(),
     };

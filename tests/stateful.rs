@@ -780,6 +780,23 @@ fn bad_client_input_is_one_line_and_exit_2() {
         "served.txt",
     ]);
     assert!(line.contains(".svg or .png"), "{line}");
+    // The server waits only a replay's own pauses.
+    for (think, says) in [
+        ("recorded", "give --profile FILE too"),
+        ("1s", "a fixed server delay is not built"),
+    ] {
+        let line = common::linerate_usage_error(&[
+            "tcp",
+            "server",
+            "-i",
+            "nosuch0",
+            "--address",
+            "10.0.0.1/24",
+            "--think",
+            think,
+        ]);
+        assert!(line.contains(says), "--think {think}: {line}");
+    }
 }
 
 #[test]

@@ -677,6 +677,10 @@ pub struct TcpServerArgs {
     /// A second VLAN inside --vlan (QinQ), as `tcp client --inner-vlan`.
     #[arg(long, value_name = "ID", requires = "vlan")]
     pub inner_vlan: Option<u16>,
+    /// With --profile, `recorded` waits before each of the server's turns the pause the
+    /// capture shows (its work; from a capture on the client's host, a round trip too).
+    #[arg(long, value_name = "recorded", default_value = "0", value_parser = parse_think)]
+    pub think: Think,
     /// Body bytes for GET / (GET /<bytes> asks for its own).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,

@@ -56,9 +56,9 @@ pub struct ClientConfig {
     /// Each socket's receive buffer (the window it offers).
     pub rx_buffer: usize,
     /// How long a connection the client closed first stays in TIME-WAIT, holding its slot
-    /// (smoltcp's own is 10 s, and a longer one is that); taking it back sooner resets the
-    /// socket: one RST to a peer that has closed already. Only a replay whose client closes
-    /// first meets it (the HTTP client asks the server to close).
+    /// (smoltcp's own is 10 s, and a longer one is that); taken back sooner, the connection
+    /// is forgotten without a segment, as a kernel forgets one. Only a replay whose client
+    /// closes first meets it (the HTTP client asks the server to close).
     pub time_wait: Duration,
     /// A recorded session to replay instead of the HTTP GET (`requests`, `response_bytes`
     /// unused): the client's turns sent, the server's read and checked.

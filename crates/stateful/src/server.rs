@@ -36,12 +36,16 @@ pub struct ServerConfig {
     /// A connection that makes no progress this long is ended.
     pub timeout: Duration,
     /// How long a connection the server closed first stays in TIME-WAIT (holding its slot)
-    /// before the slot is taken back; smoltcp's own is 10 s, and a longer one is that. Taking
-    /// it back sooner resets the socket: one RST to a peer that has closed already.
+    /// before the slot is taken back; smoltcp's own is 10 s, and a longer one is that. Taken
+    /// back sooner, the connection is forgotten without a segment, as a kernel forgets one.
     pub time_wait: Duration,
     /// A recorded session to replay instead of serving `GET /<bytes>`: the client's turns
     /// read and checked, the server's sent.
     pub replay: Option<Replay>,
+    /// A replay's server waits before each of its turns the pause the capture shows
+    /// ([`crate::recording::Turn::pause`]: its own work, and from a capture on the client's
+    /// host a round trip too).
+    pub think_recorded: bool,
     /// Whether the server answers a SYN's TCP timestamps with its own (RFC 7323).
     pub timestamps: bool,
     pub seed: u64,
@@ -86,6 +90,8 @@ struct Slot {
     /// A replay's turn, and the bytes of it read or written so far.
     turn: usize,
     done: usize,
+    /// When a replay's server turn may start, its recorded pause waited.
+    speak_at: Option<smoltcp::time::Instant>,
 }
 
 impl Slot {
@@ -97,6 +103,9 @@ impl Slot {
         config: &ServerConfig,
     ) -> Option<smoltcp::time::Instant> {
         let tick = smoltcp::time::Duration::from_micros(1);
+        if let (Phase::Replaying, Some(at)) = (self.phase, self.speak_at) {
+            return Some(at);
+        }
         match (self.phase, self.time_wait_since) {
             (Phase::Listening, _) => None,
             (Phase::Closing, Some(since)) => Some(
@@ -174,6 +183,7 @@ pub fn run_server<L: Link>(
             time_wait_since: None,
             turn: 0,
             done: 0,
+            speak_at: None,
         })
         .collect();
     let timeout = smoltcp::time::Duration::from_micros(config.timeout.as_micros() as u64);
@@ -238,6 +248,7 @@ fn replay_step(
     slot: &mut Slot,
     socket: &mut tcp::Socket,
     r: &Replay,
+    think_recorded: bool,
     now: smoltcp::time::Instant,
     stalled: bool,
     c: &mut ServerCounters,
@@ -306,6 +317,15 @@ fn replay_step(
         }
         c.requests += 1;
     } else {
+        // The recorded pause first, from when the client's turn was read (or the handshake).
+        if think_recorded && slot.done == 0 && !turn.pause.is_zero() {
+            let at = *slot.speak_at.get_or_insert_with(|| {
+                slot.moved + smoltcp::time::Duration::from_micros(turn.pause.as_micros() as u64)
+            });
+            if now < at {
+                return true;
+            }
+        }
         if !socket.may_send() {
             return end(slot, socket, &mut c.reset);
         }
@@ -325,6 +345,7 @@ fn replay_step(
     }
     slot.turn += 1;
     slot.done = 0;
+    slot.speak_at = None;
     slot.moved = now;
     if slot.turn == turns.len() && r.recording.server_closes {
         socket.close();
@@ -357,14 +378,23 @@ fn serve(
                     slot.moved = now;
                     slot.phase = Phase::Reading;
                     if config.replay.is_some() {
-                        (slot.turn, slot.done) = (0, 0);
+                        (slot.turn, slot.done, slot.speak_at) = (0, 0, None);
                         slot.phase = Phase::Replaying;
                     }
                 }
             },
             Phase::Replaying => {
                 let r = config.replay.as_ref().expect("a replay");
-                if replay_step(slot, socket, r, now, stalled(slot), c) {
+                let waits = replay_step(
+                    slot,
+                    socket,
+                    r,
+                    config.think_recorded,
+                    now,
+                    stalled(slot),
+                    c,
+                );
+                if waits {
                     return;
                 }
             }

@@ -71,6 +71,7 @@ fn configs_on(
         timeout: Duration::from_secs(10),
         time_wait: Duration::from_secs(10),
         replay: None,
+        think_recorded: false,
         timestamps: true,
         seed: 2,
     };
@@ -417,16 +418,19 @@ fn replay_configs(n: u64, rec: Recording, server_rec: Recording) -> (ClientConfi
 }
 
 #[test]
-fn a_replay_waits_the_pauses_the_capture_shows_before_the_clients_turns() {
+fn a_replay_waits_the_pauses_the_capture_shows_before_each_turn() {
     // The client's request waits 200 ms after the server's banner and its last word 500 ms
-    // after the answer, as recorded; the server answers at once. Each wait is read off the
-    // frames as they leave: from the server's last data segment to the client's next one.
+    // after the answer, and the server's answer 300 ms after the request, as recorded. Each
+    // wait is read off the frames as they leave: from one side's last data segment to the
+    // other's next one.
     let mut rec = recording(false);
     rec.turns[1].pause = Duration::from_millis(200);
+    rec.turns[2].pause = Duration::from_millis(300);
     rec.turns[3].pause = Duration::from_millis(500);
     let n = 32;
-    let (mut client, server) = replay_configs(n, rec.clone(), rec);
+    let (mut client, mut server) = replay_configs(n, rec.clone(), rec);
     client.think_recorded = true;
+    server.think_recorded = true;
     type Sent = Arc<Mutex<HashMap<(Ipv4Addr, u16), Vec<(bool, std::time::Instant)>>>>;
     let sent: Sent = Arc::default();
     let log = |from_client: bool| -> mem::Dropper {
@@ -457,15 +461,15 @@ fn a_replay_waits_the_pauses_the_capture_shows_before_the_clients_turns() {
     let sent = sent.lock().unwrap();
     assert_eq!(sent.len() as u64, n);
     for (conn, segments) in sent.iter() {
-        // The waits: each time the client speaks after the server has.
+        // The client's waits: each time it speaks after the server has.
         let waits: Vec<Duration> = segments
             .windows(2)
             .filter(|w| !w[0].0 && w[1].0)
             .map(|w| w[1].1 - w[0].1)
             .collect();
         assert_eq!(waits.len(), 2, "{conn:?}: {segments:?}");
-        // The client's wait runs from its clock's reading at the top of the visit that read
-        // the answer, a few microseconds before the frame was taken: a millisecond of slack.
+        // An end's wait runs from its clock's reading at the top of the visit that read the
+        // other's turn, a few microseconds before the frame was taken: a millisecond of slack.
         let slack = Duration::from_millis(1);
         assert!(
             waits[0] + slack >= Duration::from_millis(200),
@@ -474,6 +478,16 @@ fn a_replay_waits_the_pauses_the_capture_shows_before_the_clients_turns() {
         assert!(
             waits[1] + slack >= Duration::from_millis(500),
             "{conn:?}: {waits:?}"
+        );
+        let answers: Vec<Duration> = segments
+            .windows(2)
+            .filter(|w| w[0].0 && !w[1].0)
+            .map(|w| w[1].1 - w[0].1)
+            .collect();
+        assert_eq!(answers.len(), 1, "{conn:?}: {segments:?}");
+        assert!(
+            answers[0] + slack >= Duration::from_millis(300),
+            "{conn:?}: {answers:?}"
         );
     }
 }

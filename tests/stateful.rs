@@ -768,34 +768,17 @@ fn bad_client_input_is_one_line_and_exit_2() {
         let line = common::linerate_usage_error(&all);
         assert!(line.contains(says), "{all:?}: {line}");
     }
-    // The server's files are reserved before its port opens, as the client's are.
-    let line = common::linerate_usage_error(&[
-        "tcp",
-        "server",
-        "-i",
-        "nosuch0",
-        "--address",
-        "10.0.0.1/24",
-        "--plot",
-        "served.txt",
-    ]);
-    assert!(line.contains(".svg or .png"), "{line}");
-    // The server waits only a replay's own pauses.
-    for (think, says) in [
-        ("recorded", "give --profile FILE too"),
-        ("1s", "a fixed server delay is not built"),
+    // The server's files are reserved before its port opens, as the client's are; it waits
+    // only a replay's own pauses.
+    for (args, says) in [
+        (["--plot", "served.txt"], ".svg or .png"),
+        (["--think", "recorded"], "give --profile FILE too"),
+        (["--think", "1s"], "a fixed server delay is not built"),
     ] {
-        let line = common::linerate_usage_error(&[
-            "tcp",
-            "server",
-            "-i",
-            "nosuch0",
-            "--address",
-            "10.0.0.1/24",
-            "--think",
-            think,
-        ]);
-        assert!(line.contains(says), "--think {think}: {line}");
+        let mut all = vec!["tcp", "server", "-i", "nosuch0", "--address", "10.0.0.1/24"];
+        all.extend(args);
+        let line = common::linerate_usage_error(&all);
+        assert!(line.contains(says), "{all:?}: {line}");
     }
 }
 

@@ -1043,8 +1043,7 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     linerate_stream::parse_duration(text)
 }
 
-/// A duration as [`parse_duration`] reads it, or none at all (`0`, `0s`).
-/// `tcp client --think`: a time, or a replay's own pauses.
+/// `tcp client --think` and `tcp server --think`: a time, or a replay's own pauses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Think {
     After(std::time::Duration),
@@ -1058,6 +1057,7 @@ pub fn parse_think(text: &str) -> Result<Think, String> {
     }
 }
 
+/// A duration as [`parse_duration`] reads it, or none at all (`0`, `0s`).
 pub fn parse_duration_or_zero(text: &str) -> Result<std::time::Duration, String> {
     match text.trim().trim_end_matches('s') {
         "0" => Ok(std::time::Duration::ZERO),

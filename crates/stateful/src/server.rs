@@ -496,9 +496,9 @@ fn serve(
                     slot.phase = Phase::Reading;
                 }
             }
-            // Back to listening once smoltcp has forgotten the last connection.
-            // A TIME-WAIT cut short is forgotten without a segment (`stack::forget`): `listen`
-            // resets the socket silently.
+            // Back to listening once smoltcp has forgotten the last connection. A TIME-WAIT
+            // cut short is forgotten without a segment: `listen` below resets the socket
+            // silently, as `stack::forget` does for a client's.
             Phase::Closing => {
                 let state = socket.state();
                 let waited = state == State::TimeWait && {

@@ -139,6 +139,21 @@ fn ipv4_tcp(frame: &[u8]) -> Option<(Ipv4Addr, Ipv4Addr, TcpSlice<'_>)> {
     ))
 }
 
+/// The client's address and port of a segment one end sent: its source's when the client
+/// sent it, its destination's when the server did — what names its connection in a log.
+fn client_end(
+    from_client: bool,
+    source: Ipv4Addr,
+    destination: Ipv4Addr,
+    tcp: &TcpSlice,
+) -> (Ipv4Addr, u16) {
+    if from_client {
+        (source, tcp.source_port())
+    } else {
+        (destination, tcp.destination_port())
+    }
+}
+
 type Shared = Arc<Mutex<Seen>>;
 
 /// An end's dropper that shows the frames to `seen` and drops what `rule` picks.
@@ -439,11 +454,7 @@ fn a_replay_waits_the_pauses_the_capture_shows_before_each_turn() {
             if let Some((source, destination, tcp)) = ipv4_tcp(frame)
                 && !tcp.payload().is_empty()
             {
-                let conn = if from_client {
-                    (source, tcp.source_port())
-                } else {
-                    (destination, tcp.destination_port())
-                };
+                let conn = client_end(from_client, source, destination, &tcp);
                 let at = std::time::Instant::now();
                 sent.lock()
                     .unwrap()
@@ -558,11 +569,7 @@ fn a_clean_connection_is_seven_segments_as_a_kernel_clients_is() {
             let Some((source, destination, tcp)) = ipv4_tcp(frame) else {
                 return false;
             };
-            let key = if from_client {
-                (source, tcp.source_port())
-            } else {
-                (destination, tcp.destination_port())
-            };
+            let key = client_end(from_client, source, destination, &tcp);
             let mut what = String::from(if from_client { "client " } else { "server " });
             for (set, flag) in [
                 (tcp.syn(), "SYN "),

@@ -56,11 +56,19 @@ pub fn run(args: &TxArgs) -> Result<()> {
             d.name
         )));
     }
-    let spec = if with_hosts {
+    #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+    let mut spec = if with_hosts {
         hosts_spec(args, hosts, &streams)?
     } else {
         port_spec(args, &streams)?
     };
+    #[cfg(target_os = "linux")]
+    {
+        spec.to_stack = speakers
+            .iter()
+            .map(|(d, groups)| (d.name.clone(), groups.clone()))
+            .collect();
+    }
     let stop = stop_flag()?;
     let mut bed = TestBed::open(&spec)?;
     // The hosts' routing daemons, up and advertising before the first frame; they stop (and
@@ -69,11 +77,6 @@ pub fn run(args: &TxArgs) -> Result<()> {
     let _speakers = if speakers.is_empty() {
         None
     } else {
-        let routed: Vec<(String, Vec<[u8; 6]>)> = speakers
-            .iter()
-            .map(|(d, groups)| (d.name.clone(), groups.clone()))
-            .collect();
-        bed.pass_to_stack(&routed)?;
         let devices = speakers.into_iter().map(|(d, _)| d).collect();
         Some(crate::host_routing::start(devices, &stop)?)
     };

@@ -162,8 +162,9 @@ pub(super) fn open_bed(
         _ if mapped.hosts.is_empty() => "the flows' ports".to_owned(),
         _ => "the devices' ports".to_owned(),
     };
-    let routed = mapped.routed_hosts();
     let routers = mapped.routers.clone();
+    let mut spec = spec;
+    spec.to_stack = mapped.routed_hosts();
     let thread = BedThread::spawn(
         move || {
             let mut bed = TestBed::open(&spec).map_err(|e| e.context(what))?;
@@ -171,8 +172,6 @@ pub(super) fn open_bed(
             // of the engine's own loops; a bed asked to be live sends one in-kernel cycle.
             bed.set_controlled(spec.port.backend != Backend::Live);
             bed.control_planes_to_agents(&routers);
-            bed.pass_to_stack(&routed)
-                .map_err(|e| e.context("the devices' control planes"))?;
             bed.resolve()
                 .map_err(|e| e.context("the devices' gateways"))?;
             bed.compile(&streams, end).map_err(|e| e.context("flows"))?;

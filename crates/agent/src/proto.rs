@@ -126,7 +126,7 @@ pub struct Setup {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routers: Vec<linerate_routing::Device>,
     /// Hosts (by name) whose other frames go on to the stack, with the multicast groups their
-    /// control plane listens to: what `TestBed::pass_to_stack` takes.
+    /// control plane listens to: what `BedSpec::to_stack` holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub to_stack: Vec<(String, Vec<[u8; 6]>)>,
     /// Who sets it up: a controller's own id. While its lease is live, an agent refuses a setup

@@ -329,13 +329,11 @@ pub fn run(s: &Settings, stop: &Arc<AtomicBool>) -> Result<Report, ConvergenceEr
         capture: Vec::new(),
     };
     spec.rx = Some(s.rx.clone());
+    spec.to_stack = mapped.routed_hosts();
     let streams = mapped.streams.clone();
-    let routed = mapped.routed_hosts();
     let bed = BedThread::spawn(
         move || {
             let mut bed = TestBed::open(&spec).map_err(|e| e.context("the devices' ports"))?;
-            bed.pass_to_stack(&routed)
-                .map_err(|e| e.context("the devices' BGP speakers"))?;
             bed.resolve()
                 .map_err(|e| e.context("the devices' gateways"))?;
             bed.compile(&streams, End::default())

@@ -153,9 +153,24 @@ impl Receiver {
         mode: AttachMode,
         config: RxConfig,
     ) -> Result<Receiver, RxError> {
-        let mut rx = Receiver::load(config)?;
-        rx.link = Some(linerate_xdp::attach_object(&rx.object, iface, netns, mode)?);
-        Ok(rx)
+        Receiver::load(config)?.attach_loaded(iface, netns, mode)
+    }
+
+    /// Attaches a program [`Receiver::load`]ed before: what its maps were given in between
+    /// (the hosts it answers for, the MACs it passes to the stack) holds from its first frame.
+    pub fn attach_loaded(
+        mut self,
+        iface: &str,
+        netns: Option<&str>,
+        mode: AttachMode,
+    ) -> Result<Receiver, RxError> {
+        self.link = Some(linerate_xdp::attach_object(
+            &self.object,
+            iface,
+            netns,
+            mode,
+        )?);
+        Ok(self)
     }
 
     /// Loads the program and puts it in place of the program on the link pinned under `dir` (a
@@ -172,10 +187,19 @@ impl Receiver {
         config: RxConfig,
         kind: HolderKind,
     ) -> Result<Receiver, RxError> {
-        let mut rx = Receiver::load(config)?;
-        let swap = LinkSwap::new(dir, rx.program().as_fd(), kind)?;
-        rx.swap = Some(swap);
-        Ok(rx)
+        Receiver::load(config)?.swap_loaded(dir, kind)
+    }
+
+    /// [`Receiver::swap_into_as`] for a program [`Receiver::load`]ed before, its maps given
+    /// what must hold from its first frame.
+    pub fn swap_loaded(
+        mut self,
+        dir: &std::path::Path,
+        kind: HolderKind,
+    ) -> Result<Receiver, RxError> {
+        let swap = LinkSwap::new(dir, self.program().as_fd(), kind)?;
+        self.swap = Some(swap);
+        Ok(self)
     }
 
     /// Still attached to its interface: false once the interface was deleted (or moved out

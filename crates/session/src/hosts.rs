@@ -77,9 +77,26 @@ impl HostSession {
     /// Opens every port the hosts name with `base`'s options (port i's worker on core
     /// `base.cores[i % len]`, or with none given on a core of its own while there are any: see
     /// [`crate::place_ports`]), attaches each port's receiver as `rx` asks, and gives it its
-    /// hosts: from here on they answer.
-    pub fn open(hosts: &[HostSpec], base: &PortOptions, rx: &RxTarget) -> Result<HostSession> {
+    /// hosts: from here on they answer. Frames to the MAC of a host named in `to_stack` that
+    /// no host answers go on to its port's kernel stack, where its control plane (a routing
+    /// daemon behind a macvlan of that MAC) takes them; and so do frames to the group MACs
+    /// beside its name on that port (a link-state protocol's hellos and LSPs: IS-IS's AllISs,
+    /// AllL1ISs and AllL2ISs). Both hold from each receiver's first frame.
+    pub fn open(
+        hosts: &[HostSpec],
+        base: &PortOptions,
+        rx: &RxTarget,
+        to_stack: &[(String, Vec<MacAddr>)],
+    ) -> Result<HostSession> {
         linerate_stream::check_hosts(hosts, &[])?;
+        if let Some((name, _)) = to_stack
+            .iter()
+            .find(|(name, _)| !hosts.iter().any(|h| h.name == *name))
+        {
+            return Err(SessionError::usage(format!(
+                "control plane: no host named {name:?}"
+            )));
+        }
         let ports = ports_of(hosts);
         let (cores, shared) = crate::options::place_ports(&ports, &base.cores);
         if let Some(shared) = shared {
@@ -120,13 +137,24 @@ impl HostSession {
             if linerate_hosts::answer_mode(iface, netns)? == linerate_xdp::AttachMode::Skb {
                 rx.attach = crate::options::RxAttach::Skb;
             }
-            let p = session.port_mut(i);
-            p.receive_here(&rx)
+            // The maps are filled before the program takes the link: a control plane's frame
+            // that comes meanwhile would be counted as another frame and lost.
+            let fill = |table: &linerate_hosts::HostTable| -> Result<()> {
+                for (h, _) in out.iter().zip(&host_port).filter(|(_, hp)| **hp == i) {
+                    table.add(h)?;
+                    for (_, groups) in to_stack.iter().filter(|(name, _)| *name == h.name) {
+                        table.pass_to_stack(h.mac, true)?;
+                        for g in groups {
+                            table.pass_to_stack(*g, true)?;
+                        }
+                    }
+                }
+                Ok(())
+            };
+            session
+                .port_mut(i)
+                .receive_here_with_hosts(&rx, &fill)
                 .map_err(|e| e.context(format!("attaching the hosts' receiver on {port}")))?;
-            let table = p.hosts_table()?;
-            for (h, _) in out.iter().zip(&host_port).filter(|(_, hp)| **hp == i) {
-                table.add(h)?;
-            }
         }
         Ok(HostSession {
             session,
@@ -168,21 +196,6 @@ impl HostSession {
             })?;
         self.given.insert((i, hop), mac);
         self.asked_for(i, hop, mac);
-        Ok(())
-    }
-
-    /// Frames to host `name`'s MAC that the hosts do not answer go on to the kernel's stack of
-    /// its port from now on: where a control plane (a routing daemon behind a macvlan of that
-    /// MAC) takes them; and so do frames to the group MACs `groups` on that port (a link-state
-    /// protocol's hellos and LSPs: IS-IS's AllISs, AllL1ISs and AllL2ISs).
-    #[cfg(target_os = "linux")]
-    pub fn pass_to_stack(&self, name: &str, groups: &[MacAddr]) -> Result<()> {
-        let i = self.host(name, "control plane")?;
-        let table = self.session.port(self.host_port[i]).hosts_table()?;
-        table.pass_to_stack(self.hosts[i].mac, true)?;
-        for g in groups {
-            table.pass_to_stack(*g, true)?;
-        }
         Ok(())
     }
 

@@ -196,6 +196,28 @@ impl PortSession {
     /// Attaches a receiver on the port's own interface: in a run over several ports it counts
     /// what the others send toward it (not what it sends itself, which leaves by the same link).
     pub fn receive_here(&mut self, target: &RxTarget) -> Result<()> {
+        let rx = RunReceiver::start(&self.here(target)?, None)?;
+        self.rx = Some(Arc::new(rx));
+        self.rx_used = false;
+        Ok(())
+    }
+
+    /// [`PortSession::receive_here`] with the receiver's hosts given by `hosts` before it sees a
+    /// frame (see [`RunReceiver::start_with_hosts`]).
+    #[cfg(target_os = "linux")]
+    pub fn receive_here_with_hosts(
+        &mut self,
+        target: &RxTarget,
+        hosts: crate::receiver::FillHosts<'_>,
+    ) -> Result<()> {
+        let rx = RunReceiver::start_with_hosts(&self.here(target)?, None, Some(hosts))?;
+        self.rx = Some(Arc::new(rx));
+        self.rx_used = false;
+        Ok(())
+    }
+
+    /// `target` at the port's own interface.
+    fn here(&self, target: &RxTarget) -> Result<RxTarget> {
         let Some(iface) = &self.interface else {
             return Err(SessionError::usage(
                 "a port without an interface (pcap, null) receives nothing",
@@ -205,14 +227,10 @@ impl PortSession {
             Some(ns) => format!("{iface}@{ns}"),
             None => iface.clone(),
         };
-        let target = RxTarget {
+        Ok(RxTarget {
             at: Some(at),
             ..target.clone()
-        };
-        let rx = RunReceiver::start(&target, None)?;
-        self.rx = Some(Arc::new(rx));
-        self.rx_used = false;
-        Ok(())
+        })
     }
 
     /// Checks the receiver's link (see [`RunReceiver::check_link`]); fine without a receiver.

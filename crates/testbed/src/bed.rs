@@ -73,6 +73,11 @@ pub struct BedSpec {
     /// How agents are reached, when the hosts' ports are theirs.
     #[cfg(target_os = "linux")]
     pub controller: Option<crate::Controller>,
+    /// Hosts with a control plane, each with the group MACs it listens on (none for BGP):
+    /// frames to their MACs that the hosts do not answer go on to their ports' kernel stacks,
+    /// where their daemons (crates/routing) take them, from each receiver's first frame. Hosts
+    /// on agents' ports are told so with the agents' setups, at the first compile.
+    pub to_stack: Vec<(String, Vec<[u8; 6]>)>,
 }
 
 impl BedSpec {
@@ -85,6 +90,7 @@ impl BedSpec {
             resolve_wait: Duration::from_secs(5),
             #[cfg(target_os = "linux")]
             controller: None,
+            to_stack: Vec::new(),
         }
     }
 }
@@ -205,6 +211,13 @@ impl TestBed {
     /// Opens every place (its port, its receiver, its hosts, which answer from here on; on
     /// agents, nothing yet: they are set up by [`TestBed::compile`]). Nothing is sent.
     pub fn open(spec: &BedSpec) -> Result<TestBed> {
+        if !spec.to_stack.is_empty() && !matches!(spec.places, Places::Hosts { .. }) {
+            return Err(TestBedError::Usage(
+                "control planes run on devices with addresses (hosts): a port of its own has \
+                 none"
+                    .into(),
+            ));
+        }
         let (bed, places) = match &spec.places {
             Places::Port => {
                 // The receiver first: on a veth it is what lets live open (issue 40 #14).
@@ -220,7 +233,8 @@ impl TestBed {
             }
             #[cfg(target_os = "linux")]
             Places::Hosts { hosts, .. } if crate::agents::on_agents(hosts)? => {
-                let a = crate::agents::AgentHosts::new(spec)?;
+                let mut a = crate::agents::AgentHosts::new(spec)?;
+                a.pass_to_stack(&spec.to_stack);
                 (Bed::Agents(Box::new(a)), Vec::new())
             }
             #[cfg(target_os = "linux")]
@@ -531,30 +545,6 @@ impl TestBed {
     /// The bed holds one port, not hosts or several: its runs have no directions.
     pub fn is_one_port(&self) -> bool {
         matches!(self.bed, Bed::Port { .. })
-    }
-
-    /// Frames to these hosts' MACs that the hosts do not answer go on to their ports' kernel
-    /// stacks, where their control planes (crates/routing) take them. Each host comes with the
-    /// group MACs its control plane listens on (none for BGP). Hosts on agents' ports are
-    /// told so with the agents' setups, at the next compile.
-    pub fn pass_to_stack(&mut self, hosts: &[(String, Vec<[u8; 6]>)]) -> Result<()> {
-        match &mut self.bed {
-            #[cfg(target_os = "linux")]
-            Bed::Hosts(h) => hosts
-                .iter()
-                .try_for_each(|(name, groups)| h.pass_to_stack(name, groups)),
-            #[cfg(target_os = "linux")]
-            Bed::Agents(a) => {
-                a.pass_to_stack(hosts);
-                Ok(())
-            }
-            _ if hosts.is_empty() => Ok(()),
-            _ => Err(TestBedError::Usage(
-                "control planes run on devices with addresses (hosts): a port of its own has \
-                 none"
-                    .into(),
-            )),
-        }
     }
 
     /// Devices' control planes on agents' ports go to their agents with the next compile's

@@ -34,7 +34,7 @@ impl LocalHosts {
         let mut rx = spec.rx.clone().unwrap_or_default();
         // A capture needs the frames to reach the stack.
         rx.receiver.pass |= !capture.is_empty();
-        let mut session = HostSession::open(hosts, &spec.port, &rx)?;
+        let mut session = HostSession::open(hosts, &spec.port, &rx, &spec.to_stack)?;
         for g in given {
             session.give_neighbour(&g.host, g.hop, g.mac)?;
         }
@@ -45,10 +45,6 @@ impl LocalHosts {
             runs: Vec::new(),
             plans: Vec::new(),
         })
-    }
-
-    pub(crate) fn pass_to_stack(&self, host: &str, groups: &[[u8; 6]]) -> Result<()> {
-        Ok(self.session.pass_to_stack(host, groups)?)
     }
 
     pub(crate) fn places(&self) -> Vec<String> {

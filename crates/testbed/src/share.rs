@@ -80,15 +80,13 @@ pub fn share(
             (StreamSpec { mode, ..f.stream }, f.id)
         })
         .unzip();
-    let to_stack = setup.to_stack;
+    spec.to_stack = setup.to_stack;
     // The controller steers the share's flows while they run (a live port sends one merged
     // cycle, which cannot be steered).
     let controlled = spec.port.backend != linerate_session::Backend::Live;
     let open = move || {
-        let mut bed = TestBed::open(&spec)?;
+        let mut bed = TestBed::open(&spec).map_err(|e| e.context("the devices' ports"))?;
         bed.set_controlled(controlled);
-        bed.pass_to_stack(&to_stack)
-            .map_err(|e| e.context("the devices' control planes"))?;
         bed.resolve()?;
         bed.compile_numbered(&streams, Some(&ids), end)
             .map_err(|e| e.context("flows"))?;

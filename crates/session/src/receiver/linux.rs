@@ -9,6 +9,9 @@ use crate::error::{Result, SessionError};
 use crate::flows::{FlowSent, RunFlows, against, lone_reports};
 use crate::options::RxTarget;
 
+/// Gives a loaded receive program its hosts (its `bpf/hosts.h` maps) before it takes a link.
+pub type FillHosts<'a> = &'a dyn Fn(&linerate_hosts::HostTable) -> Result<()>;
+
 /// The receive side of a port's runs.
 #[derive(Debug)]
 pub struct RunReceiver {
@@ -25,7 +28,26 @@ impl RunReceiver {
     /// Attaches the receiver for a port on `interface`: no `target.at` means the lab's receive
     /// end (when `interface` is a lab's sender), else `IFACE` or `IFACE@NETNS`.
     pub fn start(target: &RxTarget, interface: Option<&str>) -> Result<RunReceiver> {
+        Self::start_with_hosts(target, interface, None)
+    }
+
+    /// [`RunReceiver::start`] with the program's hosts' maps given by `hosts` after it is
+    /// loaded and before it sees a frame: a frame of a device's control plane that arrives
+    /// as it takes the link is passed on to the device's daemon, not counted as another frame
+    /// and lost (a BGP keepalive in the window between attaching and filling the maps).
+    pub fn start_with_hosts(
+        target: &RxTarget,
+        interface: Option<&str>,
+        hosts: Option<FillHosts<'_>>,
+    ) -> Result<RunReceiver> {
         let config = linerate_rx::RxConfig::from(&target.receiver);
+        let load = || -> Result<Receiver> {
+            let rx = Receiver::load(config)?;
+            if let Some(fill) = hosts {
+                fill(&rx.hosts()?)?;
+            }
+            Ok(rx)
+        };
         let Some(at) = &target.at else {
             let lab = match interface {
                 Some(iface) => crate::sink::lab_of(iface)?,
@@ -38,15 +60,15 @@ impl RunReceiver {
                      is not a lab's sender: name the receive interface (IFACE[@NETNS])",
                 ));
             };
-            return Self::lab_end(&lab, config);
+            return Self::lab_end(&lab, load()?);
         };
         let (iface, netns) = crate::netns::split(crate::Setting::Receiver, at)?;
         // A lab's receive end named outright (`<name>1@<name>-sink`, a port of a two-port
         // test) carries the lab's sink: it is borrowed as `--rx` alone borrows it.
         if let Some(lab) = crate::sink::lab_at(iface, netns)? {
-            return Self::lab_end(&lab, config);
+            return Self::lab_end(&lab, load()?);
         }
-        let rx = Receiver::attach(iface, netns, target.attach.into(), config)?;
+        let rx = load()?.attach_loaded(iface, netns, target.attach.into())?;
         Ok(RunReceiver {
             rx,
             at: at.clone(),
@@ -68,7 +90,11 @@ impl RunReceiver {
     ) -> Result<RunReceiver> {
         let config = linerate_rx::RxConfig::from(receiver);
         if let Some(lab) = crate::sink::lab_at(iface, netns)? {
-            return Self::lab_end_as(&lab, config, linerate_xdp::HolderKind::Receiver);
+            return Self::lab_end_as(
+                &lab,
+                Receiver::load(config)?,
+                linerate_xdp::HolderKind::Receiver,
+            );
         }
         let rx = Receiver::attach(iface, netns, attach.into(), config)?;
         Ok(RunReceiver {
@@ -86,17 +112,18 @@ impl RunReceiver {
     }
 
     /// Takes `lab`'s receive end from its sink for as long as the receiver lives.
-    fn lab_end(lab: &linerate_lab::Lab, config: linerate_rx::RxConfig) -> Result<RunReceiver> {
-        Self::lab_end_as(lab, config, linerate_xdp::HolderKind::Run)
+    fn lab_end(lab: &linerate_lab::Lab, loaded: Receiver) -> Result<RunReceiver> {
+        Self::lab_end_as(lab, loaded, linerate_xdp::HolderKind::Run)
     }
 
+    /// Puts `loaded` (its maps filled) in place of the sink's program on `lab`'s receive end.
     fn lab_end_as(
         lab: &linerate_lab::Lab,
-        config: linerate_rx::RxConfig,
+        loaded: Receiver,
         kind: linerate_xdp::HolderKind,
     ) -> Result<RunReceiver> {
         crate::sink::refuse_nat(lab)?;
-        let rx = Receiver::swap_into_as(&lab.pin_dir(), config, kind)?;
+        let rx = loaded.swap_loaded(&lab.pin_dir(), kind)?;
         Ok(RunReceiver {
             rx,
             at: "the lab's receive end".into(),

@@ -69,6 +69,69 @@ impl GapTable {
     }
 }
 
+/// The frames of an even schedule (one each `target_ns`) that arrived on time, and how the
+/// gaps between them lie. A sender the host held for milliseconds (a VM's vCPU taken away)
+/// catches up after it with gaps a little shorter than its own (the engine's
+/// `PRECISE_CATCH_UP`): those show how it recovers, not how precisely it spaces frames, and on
+/// a noisy VM they can be half of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnTime {
+    /// Share of the frames (0–1) that arrived within the slack of their time.
+    pub share: f64,
+    /// Gaps between two consecutive frames both on time.
+    pub gaps: usize,
+    /// Share of those gaps within each of [`WINDOWS_NS`] of the target.
+    pub within: [f64; 4],
+}
+
+impl OnTime {
+    /// Frame i's time is the schedule's start plus i gaps, the start anchored at the earliest
+    /// frame against it (the minimum of stamp i − i·`target_ns`: the frame that met the least
+    /// delay); a frame arrived on time within `slack_ns` of its time. None with fewer than
+    /// two stamps or no two consecutive frames on time.
+    pub fn of(stamps: &[u64], target_ns: f64, slack_ns: f64) -> Option<OnTime> {
+        let late: Vec<f64> = stamps
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| t as f64 - i as f64 * target_ns)
+            .collect();
+        let start = late.iter().copied().fold(f64::INFINITY, f64::min);
+        let on: Vec<bool> = late.iter().map(|l| l - start <= slack_ns).collect();
+        let kept: Vec<u64> = gaps(stamps)
+            .into_iter()
+            .zip(on.windows(2))
+            .filter(|(_, w)| w[0] && w[1])
+            .map(|(g, _)| g)
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        let n = kept.len() as f64;
+        let within = WINDOWS_NS.map(|w| {
+            kept.iter()
+                .filter(|&&g| (g as f64 - target_ns).abs() <= w as f64)
+                .count() as f64
+                / n
+        });
+        Some(OnTime {
+            share: on.iter().filter(|&&o| o).count() as f64 / on.len() as f64,
+            gaps: kept.len(),
+            within,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "on_time": self.share,
+            "on_time_gaps": self.gaps,
+            "on_time_within_64ns": self.within[0],
+            "on_time_within_128ns": self.within[1],
+            "on_time_within_256ns": self.within[2],
+            "on_time_within_512ns": self.within[3],
+        })
+    }
+}
+
 /// The gaps between consecutive stamps (a stamp earlier than the one before, which one CPU's
 /// clock never gives, counts as a zero gap).
 pub fn gaps(stamps: &[u64]) -> Vec<u64> {
@@ -146,6 +209,32 @@ mod tests {
         assert_eq!(t.within, [0.0; 4]);
         assert!((t.back_to_back - 500.0 / 999.0).abs() < 1e-12);
         assert_eq!(t.max_ns, 3800);
+    }
+
+    #[test]
+    fn a_stall_and_its_catching_up_are_not_on_time() {
+        // 10 µs gaps; frame 500 held 48 µs, the next 80 catching up 600 ns a gap (9.4 µs).
+        let stamps: Vec<u64> = (0..1000u64)
+            .map(|i| {
+                let behind = if i >= 500 {
+                    48_000u64.saturating_sub(600 * (i - 500))
+                } else {
+                    0
+                };
+                i * 10_000 + behind
+            })
+            .collect();
+        let t = OnTime::of(&stamps, 10_000.0, 2_000.0).unwrap();
+        // Late past 2 µs: frames 500 to 576 (48,000 down to 2,400 behind).
+        assert_eq!(t.share, 923.0 / 1000.0);
+        // 499 gaps before the stall, 422 from frame 577 on: three of them still catching up.
+        assert_eq!(t.gaps, 499 + 422);
+        assert_eq!(t.within, [918.0 / 921.0; 4]);
+        // The whole run counts the stall and all 80 catching-up gaps.
+        let all = GapTable::of(&stamps, 10_000.0).unwrap();
+        assert_eq!(all.within, [918.0 / 999.0; 4]);
+        // No two consecutive frames on time: nothing to tell.
+        assert_eq!(OnTime::of(&[0, 50_000], 10_000.0, 2_000.0), None);
     }
 
     #[test]

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs, Think};
 use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
-    Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, PacketLink, Range, Recording,
-    Replay, Schedule, ServerConfig, ServerReport, ServerSnapshot, StatefulError,
+    Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, HttpTemplate, PacketLink, Range,
+    Recording, Replay, Schedule, ServerConfig, ServerReport, ServerSnapshot, StatefulError,
 };
 
 use crate::usage::usage;
@@ -78,8 +78,18 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
         rate: if schedule.is_some() { None } else { args.rate },
         schedule,
         concurrent: args.concurrent,
-        requests: args.requests,
-        response_bytes: args.response_bytes,
+        http: match &args.mix {
+            Some(mix) => mix
+                .0
+                .iter()
+                .map(|k| HttpTemplate {
+                    response_bytes: k.response_bytes,
+                    requests: k.requests,
+                    weight: k.weight,
+                })
+                .collect(),
+            None => vec![HttpTemplate::only(args.response_bytes, args.requests)],
+        },
         think: match args.think {
             Think::After(t) => t,
             Think::Recorded if args.profile.is_none() => {
@@ -217,6 +227,22 @@ fn client(args: &TcpClientArgs) -> Result<()> {
             t.source, config.server, t.phase, t.tcp_state
         );
     }
+    if report.templates.len() > 1 {
+        for t in &report.templates {
+            let c = &t.counters;
+            eprintln!(
+                "kind {}: {} connections, {} closed cleanly, {} responses, {:.0} cps, {:.1} Mbit/s, response p50 {:.0} µs, p99 {:.0} µs",
+                t.name,
+                c.attempted,
+                c.closed,
+                c.responses,
+                t.cps,
+                t.goodput_bps / 1e6,
+                t.response_time.p50_us,
+                t.response_time.p99_us
+            );
+        }
+    }
     let c = report.counters;
     if c.failed() + c.closed_reset + c.closed_timeout + c.closed_bad_response > 0 {
         anyhow::bail!(
@@ -248,7 +274,7 @@ fn pace(config: &ClientConfig) -> String {
 }
 
 /// One second of a client run, as the CSV and the plot show it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Second {
     snapshot: ClientSnapshot,
     /// Connections established a second since the last row.
@@ -257,6 +283,9 @@ struct Second {
     retransmitted_per_s: f64,
     /// Body bits received a second since the last row.
     goodput_bps: f64,
+    /// Each kind's of a mix: connections established and body bits a second since the last
+    /// row.
+    kinds: Vec<(f64, f64)>,
 }
 
 impl Second {
@@ -271,11 +300,27 @@ impl Second {
             )
         });
         let per_s = |now: u64, then: u64| per_second(now - then, s.elapsed_s - t);
+        let kinds = s
+            .templates
+            .iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let then = last
+                    .and_then(|l| l.snapshot.templates.get(k))
+                    .copied()
+                    .unwrap_or_default();
+                (
+                    per_s(c.established, then.established),
+                    per_s(c.body_bytes, then.body_bytes) * 8.0,
+                )
+            })
+            .collect();
         Second {
-            snapshot: *s,
+            snapshot: s.clone(),
             cps: per_s(s.counters.established, established),
             retransmitted_per_s: per_s(s.counters.retransmitted, retransmitted),
             goodput_bps: per_s(s.counters.body_bytes, body) * 8.0,
+            kinds,
         }
     }
 }
@@ -341,7 +386,19 @@ impl Written for ClientRun {
         report_json(&self.report)
     }
 
+    /// A row a second of the run's counts (`kind` all) and, of a mix of several kinds, one
+    /// for each kind after it (the link's figures — the asked rate, retransmissions, round
+    /// trips — left empty there).
     fn csv(&self) -> Vec<String> {
+        let mix = self.report.templates.len() > 1;
+        let rows: Vec<(&Second, Option<usize>)> = self
+            .seconds
+            .iter()
+            .flat_map(|s| {
+                let kinds = if mix { s.kinds.len() } else { 0 };
+                std::iter::once((s, None)).chain((0..kinds).map(move |k| (s, Some(k))))
+            })
+            .collect();
         seconds_csv(
             [
                 "elapsed_s",
@@ -363,18 +420,23 @@ impl Written for ClientRun {
                 "goodput_mbps",
                 "rtt_p50_us",
                 "rtt_p99_us",
+                "kind",
             ],
-            &self.seconds,
-            |second| {
+            &rows,
+            |&(second, kind)| {
                 let s = &second.snapshot;
-                let c = &s.counters;
+                let (c, cps, goodput_bps) = match kind {
+                    None => (s.counters, second.cps, second.goodput_bps),
+                    Some(k) => (s.templates[k], second.kinds[k].0, second.kinds[k].1),
+                };
+                let link = |v: String| if kind.is_none() { v } else { String::new() };
                 [
                     format!("{:.3}", s.elapsed_s),
-                    s.target_cps.map_or(String::new(), |r| format!("{r:.1}")),
-                    format!("{:.1}", second.cps),
+                    link(s.target_cps.map_or(String::new(), |r| format!("{r:.1}"))),
+                    format!("{cps:.1}"),
                     c.attempted.to_string(),
                     c.established.to_string(),
-                    s.active.to_string(),
+                    c.active().to_string(),
                     c.closed.to_string(),
                     c.failed_timeout.to_string(),
                     c.failed_refused.to_string(),
@@ -384,10 +446,14 @@ impl Written for ClientRun {
                     c.requests.to_string(),
                     c.responses.to_string(),
                     c.body_bytes.to_string(),
-                    c.retransmitted.to_string(),
-                    format!("{:.3}", second.goodput_bps / 1e6),
-                    format!("{:.0}", s.rtt.p50_us),
-                    format!("{:.0}", s.rtt.p99_us),
+                    link(c.retransmitted.to_string()),
+                    format!("{:.3}", goodput_bps / 1e6),
+                    link(format!("{:.0}", s.rtt.p50_us)),
+                    link(format!("{:.0}", s.rtt.p99_us)),
+                    match kind {
+                        None => "all".to_owned(),
+                        Some(k) => self.report.templates[k].name.clone(),
+                    },
                 ]
             },
         )

@@ -277,16 +277,95 @@ fn ten_thousand_connections_through_the_nat_to_nginx_all_add_up() {
         return;
     }
     let lab = nat_lab("stn");
-    let nginx = Nginx::start(&lab.netns, &lab.receiver_ip.to_string(), &[4096]);
+    let nginx = Nginx::start(
+        &lab.netns,
+        &lab.receiver_ip.to_string(),
+        &[4096, 1000, 64_000],
+    );
     let report = client(&lab, 10_000, 4096, &[]);
     assert_all_through_nat(&lab, &nginx, &report, 10_000, 4096);
     ctrl_c_ends_every_open_connection_and_reports(&lab, &nginx);
     a_ramped_run_keeps_to_its_schedule_and_writes_its_seconds(&lab, &nginx);
+    a_mix_takes_its_shares_as_nginx_logs_them(&lab, &nginx);
     // Stateless traffic has no sink to be counted at there: one line says so, and what to use.
     let line = common::linerate_usage_error(&["tx", "-i", &lab.sender, "-n", "10"]);
     assert!(
         line.contains("NAT DUT") && line.contains("tcp client"),
         "{line}"
+    );
+}
+
+/// `--mix 1k:2,4096x2:1,64k:1` over 400 connections: 200 take one GET of 1,000 bytes, 100
+/// two of 4,096 and 100 one of 64,000 — each kind's counts in the report exact, and nginx's
+/// log shows as many GETs of each size; the CSV's last second has a row for the run and one
+/// for each kind, adding up.
+fn a_mix_takes_its_shares_as_nginx_logs_them(lab: &Lab, nginx: &Nginx) {
+    let before = nginx.requests().len();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let csv = dir.path().join("mix.csv");
+    let server = format!("{}:80", lab.receiver_ip);
+    let args = [
+        "-n",
+        "400",
+        "--mix",
+        "1k:2,4096x2:1,64k:1",
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
+    let out = inside_client(lab, &server, &args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = json(&stdout);
+    // (name, connections, responses, body bytes) of each kind.
+    let want = [
+        ("1000x1", 200, 200, 200_000),
+        ("4096x2", 100, 200, 819_200),
+        ("64000x1", 100, 100, 6_400_000),
+    ];
+    let kinds = report["templates"].as_array().expect("templates");
+    assert_eq!(kinds.len(), 3, "{report:#}");
+    for (kind, (name, n, responses, bytes)) in kinds.iter().zip(want) {
+        let c = &kind["counters"];
+        assert_eq!(kind["name"], name, "{kind:#}");
+        for (key, v) in [
+            ("attempted", n),
+            ("established", n),
+            ("closed", n),
+            ("requests", responses),
+            ("responses", responses),
+            ("body_bytes", bytes),
+        ] {
+            assert_eq!(c[key], v, "{name} {key}: {kind:#}");
+        }
+    }
+    assert_eq!(report["counters"]["body_bytes"], 7_419_200, "{report:#}");
+    // nginx's own view: as many GETs of each size, all answered whole.
+    let logged = &nginx.requests()[before..];
+    for (size, count) in [("1000", 200), ("4096", 200), ("64000", 100)] {
+        let got = logged
+            .iter()
+            .filter(|(_, status, bytes)| status == "200" && bytes == size)
+            .count();
+        assert_eq!(got, count, "GETs of {size} bytes in nginx's log");
+    }
+    assert_eq!(logged.len(), 500, "nginx's log: {}", nginx.errors());
+    // The last second: the run's row, then each kind's, their connections adding up.
+    let mut rows = csv::Reader::from_path(&csv).expect("the CSV");
+    let header = rows.headers().expect("a header").clone();
+    let col = |name: &str| header.iter().position(|h| h == name).expect(name);
+    let (kind, attempted) = (col("kind"), col("attempted"));
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.expect("a row")).collect();
+    let last: Vec<(&str, u64)> = rows[rows.len() - 4..]
+        .iter()
+        .map(|r| (&r[kind], r[attempted].parse().expect("a count")))
+        .collect();
+    assert_eq!(
+        last,
+        [("all", 400), ("1000x1", 200), ("4096x2", 100), ("64000x1", 100)]
     );
 }
 

@@ -594,6 +594,13 @@ pub struct TcpClientArgs {
     /// Body bytes of each response (the request is GET /<bytes>).
     #[arg(long, default_value = "1024", value_parser = linerate_wire::quantity::parse_count)]
     pub response_bytes: u64,
+    /// A mix of kinds of connection instead of one, BYTES[xREQUESTS][:WEIGHT],… (e.g.
+    /// `1k:8,64kx2:1,1M:1`): each kind a response size, its GETs a connection (1) and its
+    /// share of the connections by weight (1), the kinds interleaved; each counted on its own
+    /// too.
+    #[arg(long, value_name = "KINDS", value_parser = parse_mix,
+          conflicts_with_all = ["requests", "response_bytes", "profile"])]
+    pub mix: Option<Mix>,
     /// Time between a response and the next request on a connection (it stays open, idle);
     /// with --profile, `recorded` waits before each of the client's turns the pause the
     /// capture shows.
@@ -1043,6 +1050,47 @@ pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     linerate_stream::parse_duration(text)
 }
 
+/// `tcp client --mix`: its kinds, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mix(pub Vec<MixKind>);
+
+/// One kind of `--mix`: a response size, GETs a connection, a weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MixKind {
+    pub response_bytes: u64,
+    pub requests: u32,
+    pub weight: u32,
+}
+
+/// Reads `BYTES[xREQUESTS][:WEIGHT],…` (`1k:8,64kx2:1,1M`), sizes as `--response-bytes`
+/// takes them; requests and weight 1 when not given.
+pub fn parse_mix(text: &str) -> Result<Mix, String> {
+    let kinds = text
+        .split(',')
+        .map(|kind| {
+            let bad = |why: &str| {
+                format!("{kind:?}: {why}; give BYTES[xREQUESTS][:WEIGHT], e.g. 64kx2:3")
+            };
+            let (what, weight) = match kind.split_once(':') {
+                Some((what, w)) => (what, w.parse().map_err(|_| bad("the weight is a number"))?),
+                None => (kind, 1),
+            };
+            let (bytes, requests) = match what.split_once('x') {
+                Some((b, r)) => (b, r.parse().map_err(|_| bad("the requests are a number"))?),
+                None => (what, 1),
+            };
+            let response_bytes = linerate_wire::quantity::parse_count(bytes)
+                .map_err(|e| bad(&format!("the size: {e}")))?;
+            Ok(MixKind {
+                response_bytes,
+                requests,
+                weight,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(Mix(kinds))
+}
+
 /// `tcp client --think` and `tcp server --think`: a time, or a replay's own pauses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Think {
@@ -1195,5 +1243,38 @@ mod tests {
             template(&["--size", "99", "--ipv6"]).given(),
             vec!["ipv6".to_string(), "size".to_string()]
         );
+    }
+
+    #[test]
+    fn a_mix_reads_sizes_requests_and_weights() {
+        let kind = |response_bytes, requests, weight| MixKind {
+            response_bytes,
+            requests,
+            weight,
+        };
+        assert_eq!(
+            parse_mix("1k:8,64kx2:1,1M").unwrap(),
+            Mix(vec![kind(1000, 1, 8), kind(64_000, 2, 1), kind(1_000_000, 1, 1)])
+        );
+        assert_eq!(parse_mix("4096").unwrap(), Mix(vec![kind(4096, 1, 1)]));
+        for (bad, why) in [
+            ("1k:two", "weight"),
+            ("1kxtwo", "requests"),
+            ("lots", "size"),
+            ("1k,", "size"),
+        ] {
+            let e = parse_mix(bad).unwrap_err();
+            assert!(e.contains(why) && e.contains("BYTES[xREQUESTS][:WEIGHT]"), "{bad}: {e}");
+        }
+        // Not beside one size or a recording.
+        let client = |extra: &[&str]| {
+            let mut all = vec!["linerate", "tcp", "client", "-i", "x", "--src", "10.0.1.0/24"];
+            all.extend_from_slice(&["--server", "10.0.0.1:80"]);
+            all.extend_from_slice(extra);
+            Cli::try_parse_from(all)
+        };
+        client(&["--mix", "1k:3,8k"]).unwrap();
+        assert!(client(&["--mix", "1k", "--response-bytes", "2k"]).is_err());
+        assert!(client(&["--mix", "1k", "--profile", "a.pcap"]).is_err());
     }
 }

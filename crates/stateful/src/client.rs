@@ -1,6 +1,7 @@
 //! The client: opens connections from a range of addresses and ports to one server at a target
 //! rate under a cap of concurrent ones, runs the HTTP profile on each (requests, responses
-//! checked byte by byte) and counts how every connection ended.
+//! checked byte by byte; a mix of kinds, [`crate::mix`], each counted on its own too) and
+//! counts how every connection ended.
 //!
 //! Connections live in a fixed table of slots, each a smoltcp socket whose buffers are made
 //! once: a new connection takes a free slot by index and reuses its socket, so nothing is
@@ -16,6 +17,7 @@ use smoltcp::wire::IpAddress;
 
 use crate::counters::{ClientCounters, Percentiles, Times};
 use crate::http::{self, Progress, ResponseReader};
+use crate::mix::{self, HttpTemplate};
 use crate::recording::{Check, Replay, Turn};
 use crate::schedule::Schedule;
 use crate::stack::{self, Clock, Link, LinkCounters};
@@ -40,10 +42,10 @@ pub struct ClientConfig {
     pub schedule: Option<Schedule>,
     /// Connections open at once, at most (the slots of the table).
     pub concurrent: usize,
-    /// Requests on each connection (keep-alive between them; the last asks the server to close).
-    pub requests: u32,
-    /// Body bytes of each response (the request is `GET /<bytes>`).
-    pub response_bytes: u64,
+    /// What each connection asks: one kind, or a mix of kinds each taking its weight's share
+    /// of the connections in an interleaved order ([`crate::mix`]). A replay's is empty (or
+    /// its one kind unused).
+    pub http: Vec<HttpTemplate>,
     /// Time between a response and the next request on the same connection (a user reading
     /// the page): the connection stays open, idle.
     pub think: Duration,
@@ -60,8 +62,8 @@ pub struct ClientConfig {
     /// is forgotten without a segment, as a kernel forgets one. Only a replay whose client
     /// closes first meets it (the HTTP client asks the server to close).
     pub time_wait: Duration,
-    /// A recorded session to replay instead of the HTTP GET (`requests`, `response_bytes`
-    /// unused): the client's turns sent, the server's read and checked.
+    /// A recorded session to replay instead of the HTTP GETs (`http` unused): the client's
+    /// turns sent, the server's read and checked.
     pub replay: Option<Replay>,
     /// Whether connections offer TCP timestamps (RFC 7323) in their SYN, as Linux's do; used
     /// when the server answers with its own.
@@ -82,8 +84,13 @@ impl ClientConfig {
         if self.concurrent == 0 || self.concurrent > 1 << 20 {
             return usage("concurrent connections: 1 to 1048576".into());
         }
-        if self.requests == 0 {
-            return usage("requests per connection: at least 1".into());
+        if self.replay.is_none() {
+            mix::validate(&self.http)?;
+        } else if self.http.len() > 1 {
+            return usage(
+                "a replay is one session on every connection: give a recording or a mix, not both"
+                    .into(),
+            );
         }
         if let Some(r) = self.rate
             && !(r > 0.0 && r.is_finite())
@@ -149,29 +156,38 @@ impl ClientConfig {
     /// head left out) in full segments (1,460 bytes over IPv4, 1,440 over IPv6), one
     /// acknowledgement of each response, both FINs and their acknowledgements; a replay's
     /// turns as recorded. A lower bound: a device that carries less cannot carry the
-    /// connection.
+    /// connection. Of a mix, the mean over its kinds by their weights (rounded up): what the
+    /// connections of a cycle of its order carry, a connection.
     pub fn wire_bytes(&self) -> (u64, u64) {
-        let (to_server, to_client) = match &self.replay {
-            Some(r) => r.recording.bytes(),
-            None => {
-                let host = self.host();
-                let more = http::request(&host, self.response_bytes, false).len() as u64;
-                let last = http::request(&host, self.response_bytes, true).len() as u64;
-                (
-                    more * u64::from(self.requests - 1) + last,
-                    self.response_bytes * u64::from(self.requests),
-                )
-            }
-        };
+        if let Some(r) = &self.replay {
+            let answers = r.recording.turns.iter().filter(|t| !t.from_client).count() as u64;
+            return self.wire_of(r.recording.bytes(), answers);
+        }
+        let host = self.host();
+        let (mut to_server, mut to_client, mut weights) = (0, 0, 0);
+        for t in &self.http {
+            let more = http::request(&host, t.response_bytes, false).len() as u64;
+            let last = http::request(&host, t.response_bytes, true).len() as u64;
+            let requests = u64::from(t.requests);
+            let (s, c) = self.wire_of(
+                (more * (requests - 1) + last, t.response_bytes * requests),
+                requests,
+            );
+            let w = u64::from(t.weight);
+            (to_server, to_client, weights) = (to_server + w * s, to_client + w * c, weights + w);
+        }
+        let weights = weights.max(1);
+        (to_server.div_ceil(weights), to_client.div_ceil(weights))
+    }
+
+    /// The wire bytes each way of a connection whose payload is `bytes` (to the server, to
+    /// the client), each of its `answers` acknowledged by a segment of the client's.
+    fn wire_of(&self, (to_server, to_client): (u64, u64), answers: u64) -> (u64, u64) {
         let wire = Wire::of(self.server.ip(), &self.addresses);
         // SYN or SYN-ACK (with its options), the handshake's or a response's ACK, FIN, ACK.
         let controls = wire.frame(20) + 3 * wire.frame(0);
-        let requests = u64::from(match &self.replay {
-            Some(r) => r.recording.turns.iter().filter(|t| !t.from_client).count() as u32,
-            None => self.requests,
-        });
         (
-            controls + wire.stream(to_server) + requests * wire.frame(0),
+            controls + wire.stream(to_server) + answers * wire.frame(0),
             controls + wire.stream(to_client),
         )
     }
@@ -271,10 +287,13 @@ impl Wire {
 pub(crate) const BUFFER_BUDGET: u64 = 16 << 30;
 
 /// One second of a run, or its end.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ClientSnapshot {
     pub elapsed_s: f64,
     pub counters: ClientCounters,
+    /// Each kind's of the mix, in its order (one kind: the run's; a replay: none). A kind's
+    /// `retransmitted` is 0: the link counts retransmissions, not the connections.
+    pub templates: Vec<ClientCounters>,
     pub active: u64,
     /// New connections a second the rate or schedule asked for at this time; None: unpaced.
     pub target_cps: Option<f64>,
@@ -302,6 +321,24 @@ pub struct ClientReport {
     pub stopped: bool,
     /// The first connections that timed out, where they stood: which side stalled.
     pub timed_out: Vec<TimedOut>,
+    /// Each kind of the mix over the run (one kind: the run's; a replay: none).
+    pub templates: Vec<TemplateReport>,
+}
+
+/// One kind of a client's mix over the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct TemplateReport {
+    /// `4096x1`: response bytes and requests ([`HttpTemplate::name`]).
+    pub name: String,
+    pub template: HttpTemplate,
+    /// Its connections' counts (`retransmitted` 0: the run's, the link's).
+    pub counters: ClientCounters,
+    /// Its connections established a second, over the run.
+    pub cps: f64,
+    /// Its body bits a second, over the run.
+    pub goodput_bps: f64,
+    /// Its requests sent to their responses' last bytes.
+    pub response_time: Percentiles,
 }
 
 /// A connection ended by the timeout, as it stood when it was ended.
@@ -360,6 +397,8 @@ struct Slot {
     moved: smoltcp::time::Instant,
     /// When its SYN or its request left.
     started: smoltcp::time::Instant,
+    /// The connection's kind in the mix.
+    template: usize,
     requests_left: u32,
     sent: usize,
     reader: ResponseReader,
@@ -416,9 +455,10 @@ pub fn run_client<L: Link>(
             phase: Phase::Idle,
             moved: now,
             started: now,
+            template: 0,
             requests_left: 0,
             sent: 0,
-            reader: ResponseReader::new(config.response_bytes),
+            reader: ResponseReader::new(0),
             turn: 0,
             read: 0,
             time_wait_since: None,
@@ -428,20 +468,35 @@ pub fn run_client<L: Link>(
     // Slots holding a connection of the count (not idle, not draining).
     let mut busy = 0usize;
     let host = config.host();
-    let request_more = http::request(&host, config.response_bytes, false);
-    let request_last = http::request(&host, config.response_bytes, true);
+    // Each kind's two requests: one keeping the connection, the last asking to close it.
+    let requests: Vec<(String, String)> = config
+        .http
+        .iter()
+        .map(|t| {
+            (
+                http::request(&host, t.response_bytes, false),
+                http::request(&host, t.response_bytes, true),
+            )
+        })
+        .collect();
     let micros = |d: Duration| smoltcp::time::Duration::from_micros(d.as_micros() as u64);
     let how = How {
         timeout: micros(config.timeout),
         think: micros(config.think),
         think_recorded: config.think_recorded,
         time_wait: micros(config.time_wait),
-        request_more: &request_more,
-        request_last: &request_last,
+        requests: &requests,
         replay: config.replay.as_ref(),
     };
+    let (order, kinds) = match config.replay {
+        Some(_) => (Vec::new(), 0),
+        None => (mix::order(&config.http), config.http.len()),
+    };
     let mut c = ClientCounters::default();
-    let (mut connect_times, mut response_times) = (Times::default(), Times::default());
+    // Each kind's counts and response times; a replay's connections are the run's alone.
+    let mut per = vec![ClientCounters::default(); kinds];
+    let mut per_times = vec![Times::default(); kinds.max(1)];
+    let mut connect_times = Times::default();
     let mut next_second = 1.0;
     let mut stopped = false;
     let mut timed_out = Vec::new();
@@ -481,12 +536,24 @@ pub fn run_client<L: Link>(
                 )
                 .map_err(|e| StatefulError::Usage(format!("connecting from {ip}:{port}: {e}")))?;
             table.touch(i);
+            // A replay has no kinds: its connections are kind 0, the run's.
+            let kind = match order.len() as u64 {
+                0 => 0,
+                n => usize::from(order[(c.attempted % n) as usize]),
+            };
+            if let Some(p) = per.get_mut(kind) {
+                p.attempted += 1;
+            }
             c.attempted += 1;
             busy += 1;
             slot.phase = Phase::Connecting;
             slot.moved = now;
             slot.started = now;
-            slot.requests_left = config.requests;
+            slot.template = kind;
+            if let Some(t) = config.http.get(kind) {
+                slot.reader.reset(t.response_bytes);
+                slot.requests_left = t.requests;
+            }
             slot.turn = 0;
             slot.read = 0;
             slot.time_wait_since = None;
@@ -502,6 +569,8 @@ pub fn run_client<L: Link>(
                 c.failed_timeout + c.closed_timeout,
                 socket.local_endpoint(),
             );
+            let counted = c;
+            let kind = slot.template;
             let ended = step(
                 slot,
                 socket,
@@ -509,8 +578,11 @@ pub fn run_client<L: Link>(
                 &how,
                 &mut c,
                 &mut connect_times,
-                &mut response_times,
+                &mut per_times[kind],
             );
+            if let Some(p) = per.get_mut(kind) {
+                p.add_since(&c, &counted);
+            }
             if c.failed_timeout + c.closed_timeout > before.2
                 && timed_out.len() < TIMED_OUT_KEPT
                 && let Some(source) = before.3
@@ -538,6 +610,7 @@ pub fn run_client<L: Link>(
             each_second(&ClientSnapshot {
                 elapsed_s: elapsed,
                 counters: c,
+                templates: per.clone(),
                 active: c.active(),
                 target_cps: config.target_at(elapsed),
                 rtt: table.rtt(),
@@ -588,21 +661,41 @@ pub fn run_client<L: Link>(
     each_second(&ClientSnapshot {
         elapsed_s: elapsed,
         counters: c,
+        templates: per.clone(),
         active: c.active(),
         target_cps: config.target_at(elapsed),
         rtt: table.rtt(),
     });
+    let per_second = |n: u64| n as f64 / elapsed.max(1e-9);
+    let mut response_times = Times::default();
+    for t in &per_times {
+        response_times.add(t);
+    }
+    let templates = per
+        .iter()
+        .zip(&config.http)
+        .zip(&per_times)
+        .map(|((counters, template), times)| TemplateReport {
+            name: template.name(),
+            template: *template,
+            counters: *counters,
+            cps: per_second(counters.established),
+            goodput_bps: per_second(counters.body_bytes) * 8.0,
+            response_time: times.percentiles(),
+        })
+        .collect();
     Ok(ClientReport {
         elapsed_s: elapsed,
         counters: c,
-        cps: c.established as f64 / elapsed.max(1e-9),
-        goodput_bps: c.body_bytes as f64 * 8.0 / elapsed.max(1e-9),
+        cps: per_second(c.established),
+        goodput_bps: per_second(c.body_bytes) * 8.0,
         connect_time: connect_times.percentiles(),
         response_time: response_times.percentiles(),
         rtt: table.rtt(),
         link: link.counters(),
         stopped,
         timed_out,
+        templates,
     })
 }
 
@@ -659,8 +752,8 @@ struct How<'a> {
     think: smoltcp::time::Duration,
     think_recorded: bool,
     time_wait: smoltcp::time::Duration,
-    request_more: &'a str,
-    request_last: &'a str,
+    /// Each kind's requests: one keeping the connection, the last asking to close it.
+    requests: &'a [(String, String)],
     replay: Option<&'a Replay>,
 }
 
@@ -677,8 +770,7 @@ fn step(
     let How {
         timeout,
         think,
-        request_more,
-        request_last,
+        requests,
         replay,
         ..
     } = *how;
@@ -799,11 +891,8 @@ fn step(
                     slot.phase = Phase::Draining;
                     continue;
                 }
-                let request = if slot.requests_left == 1 {
-                    request_last
-                } else {
-                    request_more
-                };
+                let (more, last) = &requests[slot.template];
+                let request = if slot.requests_left == 1 { last } else { more };
                 if slot.sent == 0 && socket.can_send() {
                     slot.started = now;
                 }
@@ -983,8 +1072,7 @@ mod tests {
             rate: Some(rate),
             schedule: None,
             concurrent: 8,
-            requests: 1,
-            response_bytes: 4096,
+            http: vec![HttpTemplate::only(4096, 1)],
             think: Duration::ZERO,
             think_recorded: false,
             timeout: Duration::from_secs(10),

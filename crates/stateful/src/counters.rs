@@ -35,6 +35,37 @@ pub struct ClientCounters {
 }
 
 impl ClientCounters {
+    /// Adds what `now` counts over `before` (one connection's step, to its kind's counts).
+    pub(crate) fn add_since(&mut self, now: &ClientCounters, before: &ClientCounters) {
+        // Field by field, named: a counter added to the struct must be added here.
+        let ClientCounters {
+            attempted,
+            established,
+            failed_timeout,
+            failed_refused,
+            closed,
+            closed_reset,
+            closed_timeout,
+            closed_bad_response,
+            requests,
+            responses,
+            body_bytes,
+            retransmitted,
+        } = self;
+        *attempted += now.attempted - before.attempted;
+        *established += now.established - before.established;
+        *failed_timeout += now.failed_timeout - before.failed_timeout;
+        *failed_refused += now.failed_refused - before.failed_refused;
+        *closed += now.closed - before.closed;
+        *closed_reset += now.closed_reset - before.closed_reset;
+        *closed_timeout += now.closed_timeout - before.closed_timeout;
+        *closed_bad_response += now.closed_bad_response - before.closed_bad_response;
+        *requests += now.requests - before.requests;
+        *responses += now.responses - before.responses;
+        *body_bytes += now.body_bytes - before.body_bytes;
+        *retransmitted += now.retransmitted - before.retransmitted;
+    }
+
     /// Connections that never got established.
     pub fn failed(&self) -> u64 {
         self.failed_timeout + self.failed_refused
@@ -107,6 +138,11 @@ impl Default for Times {
 impl Times {
     pub fn record(&mut self, micros: u64) {
         self.0.saturating_record(micros.max(1));
+    }
+
+    /// Every time of `other` too (the same bounds: never out of range).
+    pub fn add(&mut self, other: &Times) {
+        let _ = self.0.add(&other.0);
     }
 
     pub fn percentiles(&self) -> Percentiles {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use etherparse::{NetSlice, SlicedPacket, TcpSlice, TransportSlice};
 use linerate_stateful::recording::Turn;
 use linerate_stateful::{
-    Addresses, Check, ClientConfig, ClientReport, Range, Recording, Replay, ServerConfig,
-    ServerReport, mem, run_client, run_server,
+    Addresses, Check, ClientConfig, ClientReport, HttpTemplate, Range, Recording, Replay,
+    ServerConfig, ServerReport, mem, run_client, run_server,
 };
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
@@ -43,8 +43,7 @@ fn configs_on(
         rate: None,
         schedule: None,
         concurrent: 32,
-        requests,
-        response_bytes: 4096,
+        http: vec![HttpTemplate::only(4096, requests)],
         think: Duration::ZERO,
         think_recorded: false,
         timeout: Duration::from_secs(10),
@@ -206,8 +205,12 @@ fn run_on(
     mut a: mem::MemLink,
     mut b: mem::MemLink,
 ) -> (ClientReport, ServerReport) {
-    let (connections, requests, bytes) =
-        (client.connections, client.requests, client.response_bytes);
+    let connections = client.connections;
+    let HttpTemplate {
+        requests,
+        response_bytes: bytes,
+        ..
+    } = client.http[0];
     let (report, served) = ends(&client, &server, &mut a, &mut b);
     let c = report.counters;
     assert_eq!(c.attempted, connections, "{report:#?}");
@@ -232,6 +235,52 @@ fn every_connection_of_a_clean_link_ends_closed() {
 #[test]
 fn keep_alive_connections_carry_every_request() {
     run(50, 4, 0);
+}
+
+/// A mix of three kinds — 1 KiB once (weight 2), 8 KiB twice and 100 bytes once (weight 1
+/// each): 400 connections take 200, 100 and 100 of them, each kind's connections, requests,
+/// responses and body bytes exact and adding up to the run's, every body byte checked; the
+/// server answered each request with the size it asked.
+#[test]
+fn a_mix_of_kinds_takes_each_its_share_and_counts_it() {
+    let (mut client, server) = configs(400, 1);
+    let kind = |response_bytes, requests, weight| HttpTemplate {
+        response_bytes,
+        requests,
+        weight,
+    };
+    client.http = vec![kind(1024, 1, 2), kind(8192, 2, 1), kind(100, 1, 1)];
+    let (mut a, mut b) = mem::pair(0);
+    let (report, served) = ends(&client, &server, &mut a, &mut b);
+    let names: Vec<&str> = report.templates.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["1024x1", "8192x2", "100x1"]);
+    // (connections, responses, body bytes) of each kind.
+    let want = [
+        (200, 200, 200 * 1024),
+        (100, 200, 200 * 8192),
+        (100, 100, 100 * 100),
+    ];
+    for (t, (n, responses, bytes)) in report.templates.iter().zip(want) {
+        let c = t.counters;
+        assert_eq!((c.attempted, c.established, c.closed), (n, n, n), "{t:#?}");
+        assert_eq!(
+            (c.requests, c.responses, c.body_bytes),
+            (responses, responses, bytes),
+            "{t:#?}"
+        );
+        assert_eq!(c.failed() + c.active() + c.connecting(), 0, "{t:#?}");
+        assert_eq!(t.response_time.count, responses, "{t:#?}");
+    }
+    let c = report.counters;
+    assert_eq!((c.attempted, c.closed), (400, 400), "{report:#?}");
+    assert_eq!((c.responses, c.body_bytes), (500, 1_853_200), "{report:#?}");
+    assert_eq!(report.response_time.count, 500);
+    let s = served.counters;
+    assert_eq!(
+        (s.accepted, s.responses, s.body_bytes),
+        (400, 500, 1_853_200)
+    );
+    assert_eq!(s.bad_request + s.reset + s.timeout, 0, "{served:#?}");
 }
 
 #[test]
@@ -559,7 +608,7 @@ fn a_clean_connection_is_seven_segments_as_a_kernel_clients_is() {
     // segment: no RST either.
     let n = 50;
     let (mut client, mut server) = configs(n, 1);
-    client.response_bytes = 1024;
+    client.http = vec![HttpTemplate::only(1024, 1)];
     server.time_wait = Duration::ZERO;
     type Log = Arc<Mutex<HashMap<(Ipv4Addr, u16), Vec<String>>>>;
     let log: Log = Arc::default();

@@ -365,7 +365,12 @@ fn a_mix_takes_its_shares_as_nginx_logs_them(lab: &Lab, nginx: &Nginx) {
         .collect();
     assert_eq!(
         last,
-        [("all", 400), ("1000x1", 200), ("4096x2", 100), ("64000x1", 100)]
+        [
+            ("all", 400),
+            ("1000x1", 200),
+            ("4096x2", 100),
+            ("64000x1", 100)
+        ]
     );
 }
 

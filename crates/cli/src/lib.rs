@@ -1254,7 +1254,11 @@ mod tests {
         };
         assert_eq!(
             parse_mix("1k:8,64kx2:1,1M").unwrap(),
-            Mix(vec![kind(1000, 1, 8), kind(64_000, 2, 1), kind(1_000_000, 1, 1)])
+            Mix(vec![
+                kind(1000, 1, 8),
+                kind(64_000, 2, 1),
+                kind(1_000_000, 1, 1)
+            ])
         );
         assert_eq!(parse_mix("4096").unwrap(), Mix(vec![kind(4096, 1, 1)]));
         for (bad, why) in [
@@ -1264,11 +1268,22 @@ mod tests {
             ("1k,", "size"),
         ] {
             let e = parse_mix(bad).unwrap_err();
-            assert!(e.contains(why) && e.contains("BYTES[xREQUESTS][:WEIGHT]"), "{bad}: {e}");
+            assert!(
+                e.contains(why) && e.contains("BYTES[xREQUESTS][:WEIGHT]"),
+                "{bad}: {e}"
+            );
         }
         // Not beside one size or a recording.
         let client = |extra: &[&str]| {
-            let mut all = vec!["linerate", "tcp", "client", "-i", "x", "--src", "10.0.1.0/24"];
+            let mut all = vec![
+                "linerate",
+                "tcp",
+                "client",
+                "-i",
+                "x",
+                "--src",
+                "10.0.1.0/24",
+            ];
             all.extend_from_slice(&["--server", "10.0.0.1:80"]);
             all.extend_from_slice(extra);
             Cli::try_parse_from(all)

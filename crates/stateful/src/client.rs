@@ -495,6 +495,7 @@ pub fn run_client<L: Link>(
     let mut c = ClientCounters::default();
     // Each kind's counts and response times; a replay's connections are the run's alone.
     let mut per = vec![ClientCounters::default(); kinds];
+    let mixed = kinds > 1;
     let mut per_times = vec![Times::default(); kinds.max(1)];
     let mut connect_times = Times::default();
     let mut next_second = 1.0;
@@ -569,7 +570,8 @@ pub fn run_client<L: Link>(
                 c.failed_timeout + c.closed_timeout,
                 socket.local_endpoint(),
             );
-            let counted = c;
+            // A mix's steps are counted to their kind too; one kind's counts are the run's.
+            let counted = mixed.then_some(c);
             let kind = slot.template;
             let ended = step(
                 slot,
@@ -580,7 +582,7 @@ pub fn run_client<L: Link>(
                 &mut connect_times,
                 &mut per_times[kind],
             );
-            if let Some(p) = per.get_mut(kind) {
+            if let (Some(p), Some(counted)) = (per.get_mut(kind), counted) {
                 p.add_since(&c, &counted);
             }
             if c.failed_timeout + c.closed_timeout > before.2
@@ -610,7 +612,7 @@ pub fn run_client<L: Link>(
             each_second(&ClientSnapshot {
                 elapsed_s: elapsed,
                 counters: c,
-                templates: per.clone(),
+                templates: kinds_of(&per, &c),
                 active: c.active(),
                 target_cps: config.target_at(elapsed),
                 rtt: table.rtt(),
@@ -661,7 +663,7 @@ pub fn run_client<L: Link>(
     each_second(&ClientSnapshot {
         elapsed_s: elapsed,
         counters: c,
-        templates: per.clone(),
+        templates: kinds_of(&per, &c),
         active: c.active(),
         target_cps: config.target_at(elapsed),
         rtt: table.rtt(),
@@ -671,6 +673,7 @@ pub fn run_client<L: Link>(
     for t in &per_times {
         response_times.add(t);
     }
+    let per = kinds_of(&per, &c);
     let templates = per
         .iter()
         .zip(&config.http)
@@ -697,6 +700,18 @@ pub fn run_client<L: Link>(
         timed_out,
         templates,
     })
+}
+
+/// Each kind's counts: a mix's as counted, one kind's the run's (but `retransmitted`, the
+/// link's), a replay's none.
+fn kinds_of(per: &[ClientCounters], run: &ClientCounters) -> Vec<ClientCounters> {
+    match per.len() {
+        1 => vec![ClientCounters {
+            retransmitted: 0,
+            ..*run
+        }],
+        _ => per.to_vec(),
+    }
 }
 
 /// Ends a connection the way `count` says: reset, its slot draining.

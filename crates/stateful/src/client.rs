@@ -542,8 +542,8 @@ pub fn run_client<L: Link>(
                 0 => 0,
                 n => usize::from(order[(c.attempted % n) as usize]),
             };
-            if let Some(p) = per.get_mut(kind) {
-                p.attempted += 1;
+            if mixed {
+                per[kind].attempted += 1;
             }
             c.attempted += 1;
             busy += 1;
@@ -571,7 +571,7 @@ pub fn run_client<L: Link>(
                 socket.local_endpoint(),
             );
             // A mix's steps are counted to their kind too; one kind's counts are the run's.
-            let counted = mixed.then_some(c);
+            let counted = if mixed { Some(c) } else { None };
             let kind = slot.template;
             let ended = step(
                 slot,
@@ -582,8 +582,8 @@ pub fn run_client<L: Link>(
                 &mut connect_times,
                 &mut per_times[kind],
             );
-            if let (Some(p), Some(counted)) = (per.get_mut(kind), counted) {
-                p.add_since(&c, &counted);
+            if let Some(counted) = counted {
+                per[kind].add_since(&c, &counted);
             }
             if c.failed_timeout + c.closed_timeout > before.2
                 && timed_out.len() < TIMED_OUT_KEPT

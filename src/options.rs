@@ -279,7 +279,7 @@ pub fn check_serve(args: &linerate_cli::ServeArgs) -> Result<()> {
 
 /// Each core once, and each one this process may run on.
 #[cfg(target_os = "linux")]
-fn check_cores(cores: &[usize]) -> Result<()> {
+pub fn check_cores(cores: &[usize]) -> Result<()> {
     linerate_session::workers(cores, None, None).map_err(|e| usage(format!("--cores: {e}")))?;
     let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
         .map_err(|e| anyhow::anyhow!("read this process's CPU set: {e}"))?;

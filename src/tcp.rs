@@ -3,10 +3,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
-use linerate_cli::{ProfileCheck, TcpAction, TcpClientArgs, TcpServerArgs, Think};
+use linerate_cli::{ProfileCheck, TcpAction, TcpBothArgs, TcpClientArgs, TcpServerArgs, Think};
 use linerate_report::{Curve, Outputs, Panel, ReportError, Written, plot_panels};
 use linerate_stateful::{
     Addresses, Check, ClientConfig, ClientReport, ClientSnapshot, HttpTemplate, PacketLink, Range,
@@ -19,6 +19,7 @@ pub fn run(action: &TcpAction) -> Result<()> {
     match action {
         TcpAction::Client(args) => client(args),
         TcpAction::Server(args) => server(args),
+        TcpAction::Both(args) => both(args),
     }
 }
 
@@ -191,21 +192,7 @@ fn client(args: &TcpClientArgs) -> Result<()> {
     );
     let mut seconds: Vec<Second> = Vec::new();
     let report = linerate_stateful::run_client(&mut link, &config, &stop, |s| {
-        let second = Second::after(seconds.last(), s);
-        let c = &s.counters;
-        eprintln!(
-            "{:6.1}s  attempted {}  established {}  active {}  closed {}  failed {}  responses {}  retransmitted {}  {:.0} cps",
-            s.elapsed_s,
-            c.attempted,
-            c.established,
-            s.active,
-            c.ended(),
-            c.failed(),
-            c.responses,
-            c.retransmitted,
-            second.cps
-        );
-        seconds.push(second);
+        seconds.push(client_second(seconds.last(), s, ""));
     })
     .context("running the TCP client")?;
     let run = ClientRun {
@@ -215,7 +202,32 @@ fn client(args: &TcpClientArgs) -> Result<()> {
         server: config.server,
     };
     crate::output::wrote(&outputs.write(&run)?)?;
-    let report = run.report;
+    client_ended(&run.report, &config, &stop)
+}
+
+/// A client's second: its line on stderr (after `who`, when both ends print), kept for the
+/// CSV and the plot.
+fn client_second(last: Option<&Second>, s: &ClientSnapshot, who: &str) -> Second {
+    let second = Second::after(last, s);
+    let c = &s.counters;
+    eprintln!(
+        "{who}{:6.1}s  attempted {}  established {}  active {}  closed {}  failed {}  responses {}  retransmitted {}  {:.0} cps",
+        s.elapsed_s,
+        c.attempted,
+        c.established,
+        s.active,
+        c.ended(),
+        c.failed(),
+        c.responses,
+        c.retransmitted,
+        second.cps
+    );
+    second
+}
+
+/// What a client's run says after its report: an interruption, the connections that timed
+/// out, each kind of a mix, and an error when any connection did not end cleanly.
+fn client_ended(report: &ClientReport, config: &ClientConfig, stop: &AtomicBool) -> Result<()> {
     if report.stopped && stop.load(Ordering::Relaxed) {
         return Err(
             crate::usage::Interrupted("the client stopped opening connections".into()).into(),
@@ -539,6 +551,61 @@ fn port_line(l: &linerate_stateful::LinkCounters) -> String {
 }
 
 fn server(args: &TcpServerArgs) -> Result<()> {
+    let config = server_config(args, "--address")?;
+    let listening = SocketAddr::new(config.addresses.range.nth(0), args.port);
+    // The files are reserved before the port opens: a bad path costs no run.
+    let csv: Vec<_> = args.csv.iter().cloned().collect();
+    let json = args.json.then_some(Path::new("-"));
+    let outputs = Outputs::reserve(json, &csv, args.plot.as_deref())?;
+    let mut link =
+        PacketLink::open(&args.interface, args.netns.as_deref(), config.addresses).map_err(lift)?;
+    let stop = crate::signal::stop_flag()?;
+    if let Some(d) = args.duration {
+        let flag = stop.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            flag.store(true, Ordering::Relaxed);
+        });
+    }
+    eprintln!(
+        "tcp server on {}: listening on {listening}; Ctrl-C to stop",
+        args.interface,
+    );
+    let mut seconds: Vec<ServerSecond> = Vec::new();
+    let report = linerate_stateful::run_server(&mut link, &config, &stop, |s| {
+        seconds.push(server_second(seconds.last(), s, ""));
+    })
+    .map_err(lift)?;
+    let run = ServerRun {
+        report,
+        seconds,
+        interface: args.interface.clone(),
+        listening,
+    };
+    crate::output::wrote(&outputs.write(&run)?)
+}
+
+/// A server's second: its line on stderr, kept for the CSV and the plot.
+fn server_second(last: Option<&ServerSecond>, s: &ServerSnapshot, who: &str) -> ServerSecond {
+    let second = ServerSecond::after(last, s);
+    let c = &s.counters;
+    eprintln!(
+        "{who}{:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}  retransmitted {}  {:.0} cps",
+        s.elapsed_s,
+        c.accepted,
+        c.active(),
+        c.requests,
+        c.responses,
+        c.body_bytes,
+        c.retransmitted,
+        second.cps
+    );
+    second
+}
+
+/// The server's configuration from its options; `address_flag` names its address's option
+/// in an error.
+fn server_config(args: &TcpServerArgs, address_flag: &str) -> Result<ServerConfig> {
     let (addr, len) = args
         .address
         .split_once('/')
@@ -549,7 +616,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         })
         .ok_or_else(|| {
             usage(format!(
-                "--address {}: give ADDR/LEN, e.g. 10.0.0.1/24 or 2001:db8::1/64",
+                "{address_flag} {}: give ADDR/LEN, e.g. 10.0.0.1/24 or 2001:db8::1/64",
                 args.address
             ))
         })?;
@@ -588,50 +655,7 @@ fn server(args: &TcpServerArgs) -> Result<()> {
         seed: std::process::id().into(),
     };
     config.addresses.validate().map_err(lift)?;
-    // The files are reserved before the port opens: a bad path costs no run.
-    let csv: Vec<_> = args.csv.iter().cloned().collect();
-    let json = args.json.then_some(Path::new("-"));
-    let outputs = Outputs::reserve(json, &csv, args.plot.as_deref())?;
-    let mut link =
-        PacketLink::open(&args.interface, args.netns.as_deref(), config.addresses).map_err(lift)?;
-    let stop = crate::signal::stop_flag()?;
-    if let Some(d) = args.duration {
-        let flag = stop.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(d);
-            flag.store(true, Ordering::Relaxed);
-        });
-    }
-    eprintln!(
-        "tcp server on {}: listening on {}; Ctrl-C to stop",
-        args.interface,
-        SocketAddr::new(addr, args.port)
-    );
-    let mut seconds: Vec<ServerSecond> = Vec::new();
-    let report = linerate_stateful::run_server(&mut link, &config, &stop, |s| {
-        let second = ServerSecond::after(seconds.last(), s);
-        let c = &s.counters;
-        eprintln!(
-            "{:6.1}s  accepted {}  active {}  requests {}  responses {}  body bytes {}  retransmitted {}  {:.0} cps",
-            s.elapsed_s,
-            c.accepted,
-            c.active(),
-            c.requests,
-            c.responses,
-            c.body_bytes,
-            c.retransmitted,
-            second.cps
-        );
-        seconds.push(second);
-    })
-    .map_err(lift)?;
-    let run = ServerRun {
-        report,
-        seconds,
-        interface: args.interface.clone(),
-        listening: SocketAddr::new(addr, args.port),
-    };
-    crate::output::wrote(&outputs.write(&run)?)
+    Ok(config)
 }
 
 /// One second of a server run, as the CSV and the plot show it.
@@ -763,6 +787,205 @@ impl Written for ServerRun {
             r.rtt.p50_us,
             r.rtt.p99_us,
             port_line(&r.link)
+        )
+    }
+}
+
+/// `tcp both`: the server on its thread, listening before the client's first SYN; the client
+/// on this one; the server stopped once the client has ended (every connection closed, or
+/// Ctrl-C's stop), then one report of both.
+fn both(args: &TcpBothArgs) -> Result<()> {
+    let c = &args.client;
+    if c.interface == args.server_interface && c.netns == args.server_netns {
+        return Err(usage(format!(
+            "tcp both: the client and the server on one interface ({}) would not see each other's frames: give the server its own port (--server-interface)",
+            c.interface
+        )));
+    }
+    let config = client_config(c)?;
+    let server_args = TcpServerArgs {
+        interface: args.server_interface.clone(),
+        netns: args.server_netns.clone(),
+        address: args.server_address.clone(),
+        gateway: args.server_gateway,
+        port: c.server.port(),
+        mac: args.server_mac,
+        vlan: args.server_vlan,
+        inner_vlan: None,
+        think: match c.think {
+            Think::Recorded => Think::Recorded,
+            Think::After(_) => Think::After(std::time::Duration::ZERO),
+        },
+        response_bytes: c.response_bytes,
+        concurrent: args.server_concurrent,
+        send_buffer: args.server_send_buffer,
+        time_wait: args.server_time_wait,
+        no_timestamps: c.no_timestamps,
+        // A keep-alive connection idles the client's think time between requests: the
+        // server waits that out before it calls it stalled.
+        timeout: c.timeout + think_of(c.think),
+        duration: None,
+        json: false,
+        csv: None,
+        plot: None,
+        profile: c.profile.clone(),
+        profile_check: c.profile_check,
+    };
+    let server_config = server_config(&server_args, "--server-address")?;
+    if server_config.addresses.range.is_ipv6() != config.server.is_ipv6() {
+        return Err(usage(format!(
+            "tcp both: --server-address {} and --server {} are of different families",
+            args.server_address, config.server
+        )));
+    }
+    if let Some((client_core, server_core)) = args.cores {
+        crate::options::check_cores(&[client_core, server_core])?;
+    }
+    let listening = SocketAddr::new(server_config.addresses.range.nth(0), server_args.port);
+    // The files are reserved before either port opens: a bad path costs no run.
+    let csv: Vec<_> = c.csv.iter().chain(&args.server_csv).cloned().collect();
+    let json = c.json.then_some(Path::new("-"));
+    let outputs = Outputs::reserve(json, &csv, c.plot.as_deref())?;
+    let server_plot = Outputs::reserve(None, &[], args.server_plot.as_deref())?;
+    let mut server_link = PacketLink::open(
+        &args.server_interface,
+        args.server_netns.as_deref(),
+        server_config.addresses,
+    )
+    .map_err(lift)?;
+    let mut client_link =
+        PacketLink::open(&c.interface, c.netns.as_deref(), config.addresses).map_err(lift)?;
+    let stop = crate::signal::stop_flag()?;
+    let server_stop = AtomicBool::new(false);
+    eprintln!(
+        "tcp both: server on {} listening on {listening}; client on {}: {} connections from {} to {}, {} at once{}; Ctrl-C to stop",
+        args.server_interface,
+        c.interface,
+        config.connections,
+        c.src,
+        config.server,
+        config.concurrent,
+        pace(&config)
+    );
+    let (client, server) = std::thread::scope(|scope| {
+        let server = scope.spawn(|| {
+            if let Some((_, core)) = args.cores {
+                pin_here(core)?;
+            }
+            let mut seconds: Vec<ServerSecond> = Vec::new();
+            let report = linerate_stateful::run_server(
+                &mut server_link,
+                &server_config,
+                &server_stop,
+                |s| {
+                    seconds.push(server_second(seconds.last(), s, "server "));
+                },
+            )
+            .map_err(lift)?;
+            Ok::<_, anyhow::Error>((report, seconds))
+        });
+        let client = (|| {
+            if let Some((core, _)) = args.cores {
+                pin_here(core)?;
+            }
+            let mut seconds: Vec<Second> = Vec::new();
+            let report = linerate_stateful::run_client(&mut client_link, &config, &stop, |s| {
+                seconds.push(client_second(seconds.last(), s, "client "));
+            })
+            .context("running the TCP client")?;
+            Ok::<_, anyhow::Error>((report, seconds))
+        })();
+        // The client is done (or failed): every connection it counts has closed, so the
+        // server has nothing left to answer.
+        server_stop.store(true, Ordering::Relaxed);
+        let server = server
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (client, server)
+    });
+    let (client, server) = (client?, server.context("running the TCP server")?);
+    let run = BothRun {
+        client: ClientRun {
+            report: client.0,
+            seconds: client.1,
+            interface: c.interface.clone(),
+            server: config.server,
+        },
+        server: ServerRun {
+            report: server.0,
+            seconds: server.1,
+            interface: args.server_interface.clone(),
+            listening,
+        },
+        csv: (c.csv.is_some(), args.server_csv.is_some()),
+    };
+    crate::output::wrote(&outputs.write(&run)?)?;
+    let plotted = server_plot.write(&run.server)?;
+    for path in &plotted.files {
+        eprintln!("wrote {}", path.display());
+    }
+    client_ended(&run.client.report, &config, &stop)
+}
+
+/// A think time's wait (a replay's recorded pauses: none fixed).
+fn think_of(think: Think) -> std::time::Duration {
+    match think {
+        Think::After(t) => t,
+        Think::Recorded => std::time::Duration::ZERO,
+    }
+}
+
+/// Runs the calling thread on `core` alone.
+fn pin_here(core: usize) -> Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    set.set(core)
+        .and_then(|()| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
+        .with_context(|| format!("running a thread on core {core}"))
+}
+
+/// Both ends' run: the JSON holds both reports, the CSV files are the client's (--csv) and
+/// the server's (--server-csv) in that order, the plot is the client's, the table both.
+struct BothRun {
+    client: ClientRun,
+    server: ServerRun,
+    /// Which of the client's and the server's CSV files were asked for.
+    csv: (bool, bool),
+}
+
+#[derive(serde::Serialize)]
+struct BothReport<'a> {
+    client: &'a ClientReport,
+    server: &'a ServerReport,
+}
+
+impl Written for BothRun {
+    fn json(&self) -> String {
+        report_json(&BothReport {
+            client: &self.client.report,
+            server: &self.server.report,
+        })
+    }
+
+    fn csv(&self) -> Vec<String> {
+        let mut files = Vec::new();
+        if self.csv.0 {
+            files.extend(self.client.csv());
+        }
+        if self.csv.1 {
+            files.extend(self.server.csv());
+        }
+        files
+    }
+
+    fn plot(&self, path: &Path) -> Result<bool, ReportError> {
+        self.client.plot(path)
+    }
+
+    fn table(&self) -> String {
+        format!(
+            "client\n{}\nserver\n{}",
+            self.client.table(),
+            self.server.table()
         )
     }
 }

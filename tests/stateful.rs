@@ -852,6 +852,63 @@ fn bad_client_input_is_one_line_and_exit_2() {
         let line = common::linerate_usage_error(&all);
         assert!(line.contains(says), "{all:?}: {line}");
     }
+    // Both ends in one command: each its own port, core and family alike.
+    for (args, says) in [
+        (
+            &[
+                "--server-interface",
+                "nosuch0",
+                "--server-address",
+                "10.0.0.1/24",
+            ][..],
+            "give the server its own port",
+        ),
+        (
+            &[
+                "--server-interface",
+                "nosuch1",
+                "--server-address",
+                "10.0.0.1/24",
+                "--cores",
+                "1,1",
+            ],
+            "each need their own core",
+        ),
+        (
+            &[
+                "--server-interface",
+                "nosuch1",
+                "--server-address",
+                "2001:db8::2/64",
+            ],
+            "of different families",
+        ),
+        (
+            &[
+                "--server-interface",
+                "nosuch1",
+                "--server-address",
+                "10.0.0.1",
+            ],
+            "--server-address 10.0.0.1: give ADDR/LEN",
+        ),
+    ] {
+        let mut all = vec![
+            "tcp",
+            "both",
+            "-i",
+            "nosuch0",
+            "--src",
+            "100.64.1.0/24",
+            "--gateway",
+            "100.64.0.1/16",
+            "--server",
+            "10.0.0.1:80",
+        ];
+        all.extend(args);
+        let line = common::linerate_usage_error(&all);
+        assert!(line.contains(says), "{all:?}: {line}");
+    }
     // The server's files are reserved before its port opens, as the client's are; it waits
     // only a replay's own pauses.
     for (args, says) in [
@@ -928,6 +985,80 @@ fn linerates_client_and_server_through_the_nat_count_alike() {
     let want = (n * 4096 * 8) as f64;
     assert!((bits - want).abs() < 0.01 * want, "{bits} of {want}");
     has_the_three_panels(&plot);
+    both_ends_in_one_command_count_alike(&lab, server_ip, &gateway);
+}
+
+/// `tcp both` on the same lab: the server on the receiver's port and the client on the
+/// sender's, one process, each end on its core; both reports in one JSON, adding up as two
+/// commands' do, the DUT's conntrack a translation a connection, each end's CSV its own, and
+/// nothing sent again or dropped on a clean NAT.
+fn both_ends_in_one_command_count_alike(lab: &Lab, server_ip: std::net::IpAddr, gateway: &str) {
+    in_dut(lab, &["conntrack", "-F"]);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (client_csv, server_csv) = (dir.path().join("client.csv"), dir.path().join("server.csv"));
+    let (len, n) = (linerate_lab::NAT_SERVERS.1.to_string(), 1000u64);
+    let (target, address) = (format!("{server_ip}:80"), format!("{server_ip}/{len}"));
+    let mut args = vec![
+        "tcp",
+        "both",
+        "-i",
+        &lab.sender,
+        "--src",
+        "100.64.1.0/24",
+        "--gateway",
+        "100.64.0.1/16",
+        "--server",
+        &target,
+        "-n",
+        "1000",
+        "--response-bytes",
+        "4096",
+        "--server-interface",
+        &lab.receiver,
+        "--server-netns",
+        &lab.netns,
+        "--server-address",
+        &address,
+        "--server-gateway",
+        gateway,
+        "--server-time-wait",
+        "0",
+        "--json",
+        "--csv",
+        client_csv.to_str().unwrap(),
+        "--server-csv",
+        server_csv.to_str().unwrap(),
+    ];
+    if std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        args.extend(["--cores", "0,1"]);
+    }
+    let out = linerate(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let (translated, table) = translations(lab, gateway);
+    let both = json(&String::from_utf8_lossy(&out.stdout));
+    let (report, served) = (&both["client"], &both["server"]);
+    assert_both_ends_count(report, served, n, n, n * 4096);
+    assert_eq!(translated, n, "conntrack:\n{table}");
+    for end in [report, served] {
+        assert_eq!(end["counters"]["retransmitted"], 0, "{both:#}");
+        assert_eq!(end["link"]["rx_dropped"], 0, "{both:#}");
+    }
+    // Each end's lines and CSV: the last row its own report's counts.
+    for (file, end, key, who) in [
+        (&client_csv, report, "established", "client "),
+        (&server_csv, served, "accepted", "server "),
+    ] {
+        assert!(
+            stderr.lines().any(|l| l.starts_with(who)),
+            "no {who}line: {stderr}"
+        );
+        let mut rows = csv::Reader::from_path(file).expect("a CSV");
+        let head = rows.headers().expect("a header").clone();
+        let col = head.iter().position(|h| h == key).expect(key);
+        let last = rows.records().last().expect("a row").expect("a row");
+        assert_eq!(last[col], end["counters"][key].to_string(), "{file:?}");
+    }
 }
 
 /// IPv6 through the NAT lab's DUT, which routes it as a stateful firewall (no translation):

@@ -50,7 +50,8 @@ pub const TCP: &str = "\
 Examples:
   linerate lab up --dut nat                     # a NAT between lr0 and the servers' namespace
   linerate tcp client -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.19.0.2:80 -n 10000 --response-bytes 4096
-  linerate tcp server -i eth2 --address 10.0.0.1/24 --port 80 -d 60s";
+  linerate tcp server -i eth2 --address 10.0.0.1/24 --port 80 -d 60s
+  linerate tcp both -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.51.100.2:80 --server-interface lr1 --server-netns lr-sink --server-address 198.51.100.2/24 --server-gateway 198.51.100.1";
 
 pub const TCP_CLIENT: &str = "\
 Examples:
@@ -61,6 +62,10 @@ Examples:
 pub const TCP_SERVER: &str = "\
 Examples:
   linerate tcp server -i eth2 --address 10.0.0.1/24 --gateway 10.0.0.254 --response-bytes 4096 --json";
+
+pub const TCP_BOTH: &str = "\
+Examples:
+  linerate tcp both -i lr0 --src 100.64.1.0/24 --gateway 100.64.0.1/16 --server 198.51.100.2:80 --server-interface lr1 --server-netns lr-sink --server-address 198.51.100.2/24 --server-gateway 198.51.100.1 -n 100000 --cores 0,1 --json";
 
 pub const RX: &str = "\
 Examples:

@@ -536,6 +536,71 @@ pub enum TcpAction {
     /// clients check, until Ctrl-C or --duration.
     #[command(after_help = examples::TCP_SERVER)]
     Server(TcpServerArgs),
+    /// The client on one port and linerate's server on another, each on its own thread (and
+    /// core with --cores), as a tester with both sides of a device wired runs them: one
+    /// command, one report of both ends.
+    #[command(after_help = examples::TCP_BOTH)]
+    Both(Box<TcpBothArgs>),
+}
+
+/// `tcp both`: the client's options as `tcp client` takes them, the server's prefixed.
+#[derive(Debug, Args)]
+pub struct TcpBothArgs {
+    #[command(flatten)]
+    pub client: TcpClientArgs,
+    /// Interface the server lives on.
+    #[arg(long, value_name = "IFACE")]
+    pub server_interface: String,
+    /// Network namespace the server's interface lives in.
+    #[arg(long, value_name = "NETNS")]
+    pub server_netns: Option<String>,
+    /// The server's own address and on-link prefix length (A.B.C.D/N or X:X::X/N): --server's
+    /// address through a NAT or a router, the real server's behind a load balancer's virtual
+    /// one. It listens on --server's port.
+    #[arg(long, value_name = "ADDR/LEN")]
+    pub server_address: String,
+    /// The server's gateway, for clients off its network.
+    #[arg(long, value_name = "ADDR")]
+    pub server_gateway: Option<std::net::IpAddr>,
+    /// The server's MAC.
+    #[arg(long, default_value = "02:6c:72:00:00:02", value_parser = linerate_wire::parse_mac)]
+    pub server_mac: [u8; 6],
+    /// The server's 802.1Q VLAN id (1-4094).
+    #[arg(long, value_name = "ID")]
+    pub server_vlan: Option<u16>,
+    /// Connections the server serves at once (one it closed holds its place through its
+    /// TIME-WAIT): as `tcp server --concurrent`.
+    #[arg(long, default_value_t = 1024)]
+    pub server_concurrent: usize,
+    /// The server's TIME-WAIT of a connection it closed first (an HTTP server closes first),
+    /// as `tcp server --time-wait`.
+    #[arg(long, default_value = "10s", value_parser = parse_duration_or_zero)]
+    pub server_time_wait: std::time::Duration,
+    /// Each of the server's connections' send buffer.
+    #[arg(long, default_value = "65536", value_parser = linerate_wire::quantity::parse_count)]
+    pub server_send_buffer: u64,
+    /// Write the server's counters of every second as CSV (--csv writes the client's).
+    #[arg(long, value_name = "FILE")]
+    pub server_csv: Option<std::path::PathBuf>,
+    /// Plot the server's run (.svg or .png; --plot draws the client's).
+    #[arg(long, value_name = "FILE")]
+    pub server_plot: Option<std::path::PathBuf>,
+    /// The cores the client and the server run on, CLIENT,SERVER (default: where the kernel
+    /// puts them).
+    #[arg(long, value_name = "CLIENT,SERVER", value_parser = parse_core_pair)]
+    pub cores: Option<(usize, usize)>,
+}
+
+/// `--cores CLIENT,SERVER`: two different cores.
+fn parse_core_pair(s: &str) -> Result<(usize, usize), String> {
+    let pair = s
+        .split_once(',')
+        .and_then(|(a, b)| Some((a.trim().parse().ok()?, b.trim().parse().ok()?)));
+    match pair {
+        Some((a, b)) if a != b => Ok((a, b)),
+        Some(_) => Err("the client and the server each need their own core".into()),
+        None => Err("give the client's core and the server's, e.g. 0,1".into()),
+    }
 }
 
 #[derive(Debug, Args)]

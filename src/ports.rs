@@ -35,7 +35,7 @@ impl PortLine {
 
 pub fn run(args: &PortsArgs) -> Result<()> {
     let mut lines = probe(&interfaces()?);
-    privileges(&mut lines, effective_caps());
+    privileges(&mut lines, caps::effective());
     if args.json {
         return print_json(&lines);
     }
@@ -187,11 +187,9 @@ fn generic(reason: &str, port: &str) -> String {
 /// How a backend this process lacks the privileges for is marked (the start of its reason).
 const NEEDS_PRIVILEGE: &str = "needs root";
 
-/// Capabilities (linux/capability.h) the Linux backends need.
-const CAP_NET_ADMIN: u32 = 12;
-const CAP_NET_RAW: u32 = 13;
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_BPF: u32 = 39;
+use linerate_port::caps::{
+    self, BPF as CAP_BPF, NET_ADMIN as CAP_NET_ADMIN, NET_RAW as CAP_NET_RAW,
+};
 
 /// The capabilities each backend needs to send: AF_XDP a raw socket and, where the driver
 /// needs one, an XDP program; live its XDP program and `BPF_PROG_RUN`; AF_PACKET a raw socket.
@@ -219,9 +217,7 @@ fn cap_name(cap: u32) -> &'static str {
 /// (an AF_XDP socket opens before anything is bound) is no promise that a run will.
 fn privileges(lines: &mut [PortLine], caps: Option<u64>) {
     let Some(caps) = caps else { return };
-    let has = |cap: u32| {
-        caps & (1u64 << cap) != 0 || (cap == CAP_BPF && caps & (1u64 << CAP_SYS_ADMIN) != 0)
-    };
+    let has = |cap: u32| caps::holds(caps, cap);
     for line in lines {
         for (backend, why) in &mut line.backends {
             let missing: Vec<&str> = needs(backend)
@@ -254,21 +250,6 @@ fn about_privilege(why: &str) -> bool {
     ["permission denied", "CAP_", "run as root", "sudo"]
         .iter()
         .any(|w| why.contains(w))
-}
-
-/// This process's effective capabilities, from /proc/self/status; None where there is none
-/// (not Linux) or it cannot be read.
-fn effective_caps() -> Option<u64> {
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
-    cap_eff(&std::fs::read_to_string("/proc/self/status").ok()?)
-}
-
-/// The `CapEff:` line of a /proc/PID/status text.
-fn cap_eff(status: &str) -> Option<u64> {
-    let line = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-    u64::from_str_radix(line.trim(), 16).ok()
 }
 
 fn interfaces() -> Result<Vec<String>> {
@@ -484,7 +465,7 @@ mod tests {
         // Root (or the three capabilities, CAP_SYS_ADMIN standing for CAP_BPF) changes nothing.
         for caps in [
             u64::MAX,
-            1 << CAP_NET_RAW | 1 << CAP_NET_ADMIN | 1 << CAP_SYS_ADMIN,
+            1 << CAP_NET_RAW | 1 << CAP_NET_ADMIN | 1 << caps::SYS_ADMIN,
         ] {
             let mut lines = eth0_ifb0();
             privileges(&mut lines, Some(caps));
@@ -512,14 +493,6 @@ mod tests {
         assert_eq!(superscript(12), "¹²");
         assert_eq!(link(100), "100M");
         assert_eq!(link(2500), "2.5G");
-    }
-
-    #[test]
-    fn the_effective_capabilities_are_read_from_proc_status() {
-        let status = "Name:\tlinerate\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
-        assert_eq!(cap_eff(status), Some(0x1ff_ffff_ffff));
-        assert_eq!(cap_eff("CapEff:\t0000000000000000\n"), Some(0));
-        assert_eq!(cap_eff("Name: x\n"), None);
     }
 
     #[test]

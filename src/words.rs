@@ -124,6 +124,7 @@ impl<'a> Known<'a> {
                 use linerate_live::LiveError;
                 match e {
                     LiveError::NoLiveFrames { .. }
+                    | LiveError::LiveFramesRefused { .. }
                     | LiveError::NoXdpTransmit { .. }
                     | LiveError::NotLinux => Some("--backend"),
                     LiveError::OffCore { .. } => Some("--cores"),

@@ -24,6 +24,11 @@ pub enum LiveError {
     NotRoot { what: String },
 
     #[error(
+        "this kernel ({kernel}) refused to run the live program (BPF_PROG_RUN with live frames: operation not permitted) though this process holds CAP_BPF, CAP_NET_ADMIN and CAP_SYS_ADMIN: a policy of this kernel forbids live frames; use the afxdp backend"
+    )]
+    LiveFramesRefused { kernel: String },
+
+    #[error(
         "this kernel ({kernel}) cannot transmit live XDP frames (BPF_F_TEST_XDP_LIVE_FRAMES needs Linux 5.18 or later): use the afxdp backend"
     )]
     NoLiveFrames { kernel: String },
@@ -91,6 +96,7 @@ impl Usage for LiveError {
                     | Self::NotRoot { .. }
                     | Self::NoXdpTransmit { .. }
                     | Self::NoLiveFrames { .. }
+                    | Self::LiveFramesRefused { .. }
                     | Self::Unsupported { .. }
                     | Self::Down { .. }
                     | Self::NotLinux

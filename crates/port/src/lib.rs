@@ -3,6 +3,7 @@
 //! Platform backends (AF_XDP, /dev/bpf) live in their own crates and plug in here; on Linux,
 //! `iface` describes an interface from sysfs for all of them.
 
+pub mod caps;
 mod drain;
 mod error;
 /// Fault injection for tests of the runners (feature `fault`).

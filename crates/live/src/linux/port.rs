@@ -43,9 +43,7 @@ impl LivePort {
                 return Err(LiveError::NoLiveFrames { kernel });
             }
             Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => {
-                return Err(LiveError::NotRoot {
-                    what: "running a BPF program".into(),
-                });
+                return Err(refusal(linerate_port::caps::effective(), kernel));
             }
             Err(source) => {
                 return Err(LiveError::Run {
@@ -203,6 +201,22 @@ fn parse_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// What a kernel's "not permitted" to the live probe means: the process lacks the
+/// capabilities (`caps`, its effective set; None when unknown), or holds them and the kernel
+/// forbids live frames all the same (seen on a 6.18 kernel whose root held every capability
+/// but CAP_SYS_RESOURCE).
+fn refusal(caps: Option<u64>, kernel: String) -> LiveError {
+    use linerate_port::caps::{BPF, NET_ADMIN, SYS_ADMIN, holds};
+    match caps {
+        Some(c) if [BPF, NET_ADMIN, SYS_ADMIN].iter().all(|&k| holds(c, k)) => {
+            LiveError::LiveFramesRefused { kernel }
+        }
+        _ => LiveError::NotRoot {
+            what: "running a BPF program".into(),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +227,23 @@ mod tests {
         assert_eq!(parse_version("5.4.0-150-generic"), Some((5, 4)));
         assert_eq!(parse_version("5.18"), Some((5, 18)));
         assert_eq!(parse_version("garbage"), None);
+    }
+
+    #[test]
+    fn not_permitted_is_not_root_only_without_the_capabilities() {
+        let kernel = || "6.18.44".to_owned();
+        let root_but_resource = 0x1ff_ffff_ffff & !(1u64 << 24);
+        assert!(matches!(
+            refusal(Some(root_but_resource), kernel()),
+            LiveError::LiveFramesRefused { .. }
+        ));
+        let bpf_and_admin = 1u64 << 39 | 1 << 12 | 1 << 21;
+        assert!(matches!(
+            refusal(Some(bpf_and_admin), kernel()),
+            LiveError::LiveFramesRefused { .. }
+        ));
+        for caps in [None, Some(0), Some(1u64 << 39 | 1 << 12)] {
+            assert!(matches!(refusal(caps, kernel()), LiveError::NotRoot { .. }));
+        }
     }
 }

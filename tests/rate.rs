@@ -12,7 +12,7 @@ use common::{
     within_three_attempts,
 };
 use linerate_lab::unique_name;
-use linerate_probe::{GapTable, OnTime, Probe, ks_exponential};
+use linerate_probe::{GapTable, OnTime, Probe, ks_exponential_above};
 
 /// Rate tests share the machine's two cores: they run one at a time.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -276,6 +276,7 @@ fn auto_pacing_chooses_by_the_send_it_measured() {
 /// kpps those 2.5 % of the gaps alone move the distribution by D ≈ 0.02, past the test's bound.
 #[test]
 fn poisson_gaps_are_exponential_at_the_receiver() {
+    const FLOOR_NS: u64 = 20_000;
     if !root_or_skip("poisson_gaps_are_exponential_at_the_receiver") {
         return;
     }
@@ -287,9 +288,20 @@ fn poisson_gaps_are_exponential_at_the_receiver() {
             6_000,
             &["--backend", "afxdp", "--gaps", "poisson", "--rate", "2k"],
         );
-        let ks = ks_exponential(&stamps, 2_000.0).unwrap();
+        // Above a floor of a few sends' cost: gaps due closer than a send takes leave as one
+        // batch (the pacer's rule), a share of the whole sample that grows with the port's
+        // send cost (a slow VM's AF_XDP copy path: 1.5–2× the exponential's 1 % under 5 µs).
+        // An exponential above any floor is the same exponential; the gaps under it are held
+        // to twice its share (3.9 % under 20 µs), so a pacer that bunches still fails.
+        let ks = ks_exponential_above(&stamps, 2_000.0, FLOOR_NS).unwrap();
+        let under = linerate_probe::gaps(&stamps)
+            .iter()
+            .filter(|&&g| g <= FLOOR_NS)
+            .count() as f64
+            / (stamps.len() - 1) as f64;
+        let share = 1.0 - (-(FLOOR_NS as f64) / 500_000.0).exp();
         // Even gaps at the same rate fail it by far (D ≈ 0.37): the test can tell them apart.
-        if ks.p_value > 0.01 {
+        if ks.p_value > 0.01 && under <= 2.0 * share {
             Ok(())
         } else {
             // What a failure looked like, for the next one to be read: bursts (gaps under a
@@ -301,8 +313,10 @@ fn poisson_gaps_are_exponential_at_the_receiver() {
                 .map(|q| gaps[(q * gaps.len() as f64) as usize])
                 .to_vec();
             Err(format!(
-                "{ks:?}; {short} of {} gaps under 5 µs, quartiles {quartiles:?} ns (an \
+                "{ks:?} above {FLOOR_NS} ns, {:.1} % of gaps under it (the exponential's {:.1} %); {short} of {} gaps under 5 µs, quartiles {quartiles:?} ns (an \
                  exponential of 500 µs: 143,841, 346,574, 693,147), longest {:?} ns",
+                under * 100.0,
+                share * 100.0,
                 gaps.len(),
                 &gaps[gaps.len().saturating_sub(5)..]
             ))

@@ -270,6 +270,11 @@ fn three_flows_stamped_by_the_live_program_arrive_whole_and_in_order() {
     if !root_or_skip("tx --backend live --rx on a lab") {
         return;
     }
+    if !common::live_frames_or_skip(
+        "three_flows_stamped_by_the_live_program_arrive_whole_and_in_order",
+    ) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("three-endless.toml");
     let text = std::fs::read_to_string(three_flows(dir.path())).unwrap();
@@ -320,6 +325,11 @@ fn three_flows_stamped_by_the_live_program_arrive_whole_and_in_order() {
 #[test]
 fn the_receiver_times_one_frame_a_stamp_or_every_frame_when_asked() {
     if !root_or_skip("tx --backend live --rx on a lab") {
+        return;
+    }
+    if !common::live_frames_or_skip(
+        "the_receiver_times_one_frame_a_stamp_or_every_frame_when_asked",
+    ) {
         return;
     }
     let lab = common::lab("rxt", 1);
@@ -803,6 +813,9 @@ fn frames_of_flows_the_run_did_not_send_are_counted_and_said() {
 #[test]
 fn live_sends_to_a_receiver_or_a_sink_on_the_veths_peer() {
     if !root_or_skip("tx --rx IFACE@NETNS and sweep --sink-iface, live, on a veth pair") {
+        return;
+    }
+    if !common::live_frames_or_skip("live_sends_to_a_receiver_or_a_sink_on_the_veths_peer") {
         return;
     }
     let pair = common::VethPair::new(&linerate_lab::unique_name("rxp"));

@@ -51,6 +51,9 @@ fn a_lab_sweep_counts_at_the_sink_and_compares() {
     if !root_or_skip("a_lab_sweep_counts_at_the_sink_and_compares") {
         return;
     }
+    if !common::live_frames_or_skip("a_lab_sweep_counts_at_the_sink_and_compares") {
+        return;
+    }
     let lab = common::lab("sw", 2);
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("one.json"), dir.path().join("two.json"));
@@ -422,6 +425,11 @@ fn backend_reps<'a>(
 #[test]
 fn a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each() {
     if !root_or_skip("a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each") {
+        return;
+    }
+    if !common::live_frames_or_skip(
+        "a_backends_sweep_measures_each_backend_in_turn_and_reports_a_column_each",
+    ) {
         return;
     }
     let lab = common::lab("swm", 2);

@@ -154,7 +154,23 @@ pub struct KsTest {
 
 /// The gaps of `stamps` against an exponential distribution of mean `1/rate_pps` s.
 pub fn ks_exponential(stamps: &[u64], rate_pps: f64) -> Option<KsTest> {
-    let mut gaps = gaps(stamps);
+    ks_of(gaps(stamps), rate_pps)
+}
+
+/// The gaps of `stamps` longer than `floor_ns`, less `floor_ns`, against the same exponential:
+/// what an exponential's gaps still are above any floor (it has no memory). For a sender whose
+/// frames cannot leave closer than a send costs: gaps due shorter than that leave as one batch,
+/// which the whole sample's test would count against the schedule.
+pub fn ks_exponential_above(stamps: &[u64], rate_pps: f64, floor_ns: u64) -> Option<KsTest> {
+    let above = gaps(stamps)
+        .into_iter()
+        .filter(|&g| g > floor_ns)
+        .map(|g| g - floor_ns)
+        .collect();
+    ks_of(above, rate_pps)
+}
+
+fn ks_of(mut gaps: Vec<u64>, rate_pps: f64) -> Option<KsTest> {
     if gaps.is_empty() {
         return None;
     }
@@ -191,6 +207,29 @@ pub fn ks_exponential(stamps: &[u64], rate_pps: f64) -> Option<KsTest> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exponential_above_a_floor_is_the_same_exponential() {
+        // Gaps at the exponential's quantiles (mean 500 µs), the shortest 3 % sent as one
+        // batch (0 ns): the whole sample fails, the gaps above 20 µs pass; even gaps fail both.
+        let n = 6000;
+        let gaps: Vec<u64> = (0..n)
+            .map(|i| {
+                let q = (i as f64 + 0.5) / n as f64;
+                let g = -500_000.0 * (1.0 - q).ln();
+                if q < 0.03 { 0 } else { g as u64 }
+            })
+            .collect();
+        let mut stamps = vec![0u64];
+        for g in &gaps {
+            stamps.push(stamps.last().unwrap() + g);
+        }
+        assert!(ks_exponential(&stamps, 2000.0).unwrap().p_value < 0.01);
+        let above = ks_exponential_above(&stamps, 2000.0, 20_000).unwrap();
+        assert!(above.p_value > 0.5, "{above:?}");
+        let even: Vec<u64> = (0..n).map(|i| i * 500_000).collect();
+        assert!(ks_exponential_above(&even, 2000.0, 20_000).unwrap().p_value < 1e-6);
+    }
 
     #[test]
     fn even_gaps_are_all_within_and_none_back_to_back() {

@@ -12,6 +12,6 @@ mod gaps;
 mod linux;
 
 pub use error::ProbeError;
-pub use gaps::{GapTable, KsTest, OnTime, WINDOWS_NS, gaps, ks_exponential};
+pub use gaps::{GapTable, KsTest, OnTime, WINDOWS_NS, gaps, ks_exponential, ks_exponential_above};
 #[cfg(target_os = "linux")]
 pub use linux::Probe;

@@ -58,15 +58,44 @@ pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, needs: PortNeeds) -> Result
         afxdp,
     };
     let not_live = needs.not_live();
-    let first = choose(&auto.facts, not_live.as_deref());
+    let first = needs.fit(iface, choose(&auto.facts, not_live.as_deref()));
     match open_rung(&first, iface, afxdp) {
         Ok(port) => Ok(Sender::chosen(port, first, auto)),
         Err(e) if first.rung == Rung::Live => {
-            let next = choose(&auto.facts, Some(&e.to_string()));
+            let next = needs.fit(iface, choose(&auto.facts, Some(&e.to_string())));
             let port = open_rung(&next, iface, afxdp)?;
             Ok(Sender::chosen(port, next, auto))
         }
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl PortNeeds {
+    /// AF_XDP binds a socket a queue: more workers than `iface` has queues (no `--queues`
+    /// named) go down to AF_PACKET, whose sockets share one, rather than fail at the run's
+    /// first bind. (Live was the rung for them on a veth; a kernel that refuses live frames
+    /// leaves AF_XDP next.)
+    fn fit(&self, iface: &str, choice: Choice) -> Choice {
+        use linerate_port::ladder::Rung;
+        if self.queues || !matches!(choice.rung, Rung::AfxdpCopy | Rung::AfxdpZeroCopy) {
+            return choice;
+        }
+        let Ok(i) = linerate_port::iface::Interface::read(iface) else {
+            return choice;
+        };
+        let queues = i.bindable_queues() as usize;
+        if self.workers <= queues {
+            return choice;
+        }
+        Choice {
+            rung: Rung::Afpacket,
+            why: format!(
+                "{}; {} workers and {iface} has {queues} queue(s), one AF_XDP socket each: AF_PACKET",
+                choice.why.trim_end_matches(": AF_XDP in copy mode"),
+                self.workers
+            ),
+        }
     }
 }
 

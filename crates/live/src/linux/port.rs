@@ -201,6 +201,18 @@ fn parse_version(release: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Why this kernel refuses live frames to a process holding the capabilities they need
+/// ([`LiveError::LiveFramesRefused`]'s line), probed on the loopback (nothing is sent: the
+/// probe's program drops its frame, and lo takes no redirected frames). None where the
+/// kernel runs them, and where the probe fails otherwise (not root: the caller's own run meets
+/// that).
+pub fn kernel_refuses_live_frames() -> Option<String> {
+    match LivePort::open("lo") {
+        Err(e @ LiveError::LiveFramesRefused { .. }) => Some(e.to_string()),
+        _ => None,
+    }
+}
+
 /// What a kernel's "not permitted" to the live probe means: the process lacks the
 /// capabilities (`caps`, its effective set; None when unknown), or holds them and the kernel
 /// forbids live frames all the same (seen on a 6.18 kernel whose root held every capability

@@ -869,20 +869,26 @@ fn both(args: &TcpBothArgs) -> Result<()> {
     );
     let (client, server) = std::thread::scope(|scope| {
         let server = scope.spawn(|| {
-            if let Some((_, core)) = args.cores {
-                pin_here(core)?;
+            let served = (|| {
+                if let Some((_, core)) = args.cores {
+                    pin_here(core)?;
+                }
+                let mut seconds: Vec<ServerSecond> = Vec::new();
+                let report = linerate_stateful::run_server(
+                    &mut server_link,
+                    &server_config,
+                    &server_stop,
+                    |s| seconds.push(server_second(seconds.last(), s, "server ")),
+                )
+                .map_err(lift)?;
+                Ok::<_, anyhow::Error>((report, seconds))
+            })();
+            if served.is_err() {
+                // No server: the client opens nothing more (its open connections end by
+                // their timeout) and the server's error is the run's.
+                stop.store(true, Ordering::Relaxed);
             }
-            let mut seconds: Vec<ServerSecond> = Vec::new();
-            let report = linerate_stateful::run_server(
-                &mut server_link,
-                &server_config,
-                &server_stop,
-                |s| {
-                    seconds.push(server_second(seconds.last(), s, "server "));
-                },
-            )
-            .map_err(lift)?;
-            Ok::<_, anyhow::Error>((report, seconds))
+            served
         });
         let client = (|| {
             if let Some((core, _)) = args.cores {

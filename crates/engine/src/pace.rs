@@ -24,6 +24,11 @@ pub const PRECISE_CATCH_UP: (u64, u64) = (3, 4);
 /// jitter. Measured at 100 kpps on the veth lab, where the 3/4 rule alone made every catching-up
 /// gap 2.5 µs short: 93.7 % of gaps within ±512 ns, against 99 % at 500 kpps.
 pub const PRECISE_CATCH_UP_MAX_PS: u64 = 448_000;
+/// ... or this share of its own gap, when that is more (gaps over 14 µs): a low rate's sleeps
+/// overrun by tens to hundreds of µs on a VM, which 448 ns a frame never wins back — a 2 kpps
+/// schedule drifted a millisecond behind and caught up in halved gaps there. 1/32 of a gap
+/// bends it by 3 %, and wins back a 500 µs overrun in 32 frames at 2 kpps.
+pub const PRECISE_CATCH_UP_SHARE: u64 = 32;
 /// A precise schedule this far behind (a worker sharing its core, preempted for scheduler
 /// slices) catches up at twice its rate, as a sliced one does, each frame still alone and half
 /// its own gap after the last (never back to back): at 4/3 of the rate a worker that gets half a
@@ -458,7 +463,8 @@ impl<'a> Pacer<'a> {
             let soonest = if late > PRECISE_FAR_BEHIND_PS {
                 own_gap / CATCH_UP
             } else {
-                (own_gap / den * num).max(own_gap.saturating_sub(PRECISE_CATCH_UP_MAX_PS))
+                let most = PRECISE_CATCH_UP_MAX_PS.max(own_gap / PRECISE_CATCH_UP_SHARE);
+                (own_gap / den * num).max(own_gap.saturating_sub(most))
             };
             let earliest = last + soonest;
             if now < earliest {

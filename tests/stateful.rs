@@ -542,6 +542,17 @@ fn every_transfer_completes_through_loss_and_reordering() {
     )
     .expect("impair --loss 1% --delay 1ms --reorder 10%");
     let n = 10_000;
+    // The run lasts up to a minute, and a connection that ended by a reset (a segment lost
+    // and reordered past its close) leaves conntrack's table 10 s after (CLOSE): held as long
+    // as a TIME_WAIT, every translation is still there to count at the end.
+    in_dut(
+        &lab,
+        &[
+            "sysctl",
+            "-qw",
+            "net.netfilter.nf_conntrack_tcp_timeout_close=120",
+        ],
+    );
     // A retransmission lost again backs off (1, 2, 4 … s): the timeout leaves room for a few.
     let report = client(&lab, n, 4096, &["--timeout", "60s"]);
     let dropped = lab.impair_counters().expect("impair counters");

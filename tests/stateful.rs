@@ -542,9 +542,9 @@ fn every_transfer_completes_through_loss_and_reordering() {
     )
     .expect("impair --loss 1% --delay 1ms --reorder 10%");
     let n = 10_000;
-    // The run lasts up to a minute, and a connection that ended by a reset (a segment lost
-    // and reordered past its close) leaves conntrack's table 10 s after (CLOSE): held as long
-    // as a TIME_WAIT, every translation is still there to count at the end.
+    // The run lasts up to a minute, and a connection conntrack saw end by a reset (CLOSE,
+    // seen here under this loss and reordering) leaves its table 10 s after: held as long as
+    // a TIME_WAIT, every translation is still there to count at the end.
     in_dut(
         &lab,
         &[

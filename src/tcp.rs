@@ -823,7 +823,7 @@ fn both(args: &TcpBothArgs) -> Result<()> {
         no_timestamps: c.no_timestamps,
         // A keep-alive connection idles the client's think time between requests: the
         // server waits that out before it calls it stalled.
-        timeout: c.timeout + think_of(c.think),
+        timeout: c.timeout + config.think,
         duration: None,
         json: false,
         csv: None,
@@ -931,14 +931,6 @@ fn both(args: &TcpBothArgs) -> Result<()> {
         eprintln!("wrote {}", path.display());
     }
     client_ended(&run.client.report, &config, &stop)
-}
-
-/// A think time's wait (a replay's recorded pauses: none fixed).
-fn think_of(think: Think) -> std::time::Duration {
-    match think {
-        Think::After(t) => t,
-        Think::Recorded => std::time::Duration::ZERO,
-    }
 }
 
 /// Runs the calling thread on `core` alone.

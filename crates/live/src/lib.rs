@@ -12,7 +12,7 @@ pub mod ring;
 
 pub use error::LiveError;
 #[cfg(target_os = "linux")]
-pub use linux::{LivePort, ProgramClock, kernel_refuses_live_frames, run};
+pub use linux::{LivePort, ProgramClock, kernel_refuses_live_frames, live_frames_or_skip, run};
 
 /// The backend's name in reports.
 pub const BACKEND: &str = "live";

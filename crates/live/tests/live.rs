@@ -20,16 +20,7 @@ use linerate_xdp::{AttachMode, PinnedSink};
 /// refuses them to root leaves nothing of these tests to run; `linerate_lab::root_or_skip`
 /// still fails a non-root run under CI).
 fn root_or_skip(test: &str) -> bool {
-    if !linerate_lab::root_or_skip(test) {
-        return false;
-    }
-    match linerate_live::kernel_refuses_live_frames() {
-        Some(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            false
-        }
-        None => true,
-    }
+    linerate_lab::root_or_skip(test) && linerate_live::live_frames_or_skip(test)
 }
 
 fn lab(queues: u32) -> LabGuard {

@@ -12,5 +12,5 @@ mod send;
 mod worker_map;
 
 pub use clock::ProgramClock;
-pub use port::{LivePort, kernel_refuses_live_frames};
+pub use port::{LivePort, kernel_refuses_live_frames, live_frames_or_skip};
 pub use run::run;

@@ -213,6 +213,18 @@ pub fn kernel_refuses_live_frames() -> Option<String> {
     }
 }
 
+/// For a test that sends live frames: false, after saying why, where this kernel refuses them
+/// to root (nothing of the test can run there, under CI or not); true anywhere else.
+pub fn live_frames_or_skip(test: &str) -> bool {
+    match kernel_refuses_live_frames() {
+        Some(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+        None => true,
+    }
+}
+
 /// What a kernel's "not permitted" to the live probe means: the process lacks the
 /// capabilities (`caps`, its effective set; None when unknown), or holds them and the kernel
 /// forbids live frames all the same (seen on a 6.18 kernel whose root held every capability

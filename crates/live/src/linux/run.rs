@@ -304,8 +304,7 @@ mod tests {
         if !root_or_skip("a_worker_that_panics_ends_the_run_with_the_counts_so_far") {
             return;
         }
-        if let Some(why) = crate::kernel_refuses_live_frames() {
-            eprintln!("SKIPPED a_worker_that_panics_ends_the_run_with_the_counts_so_far: {why}");
+        if !crate::live_frames_or_skip("a_worker_that_panics_ends_the_run_with_the_counts_so_far") {
             return;
         }
         let lab = LabGuard::up(&LabConfig {

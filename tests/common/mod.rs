@@ -384,15 +384,80 @@ pub fn src_port(line: &str) -> &str {
         .trim_end_matches(':')
 }
 
+/// Three attempts at a measurement that timing decides (a rate, the gaps at a receiver); the
+/// first within bounds passes. An attempt that fails while this VM's host took more than
+/// [`MOST_STEAL`] of its CPU (steal time, /proc/stat) is not counted, and another follows a few
+/// seconds on, for up to [`NOISY_FOR`]: in such phases (13 % steal, against 0–3 % otherwise, on
+/// this lab's 2-vCPU VM) the host stops a vCPU for milliseconds every few tens of ms, and a
+/// debug build's paced sender cannot keep a schedule then — nor can the receiver's stamps,
+/// taken in the softirq that the stall delays. Past that time a failure counts whatever the
+/// steal: a test still fails on a machine that is never quiet.
 pub fn within_three_attempts(mut attempt: impl FnMut() -> Result<(), String>) {
+    let since = std::time::Instant::now();
     let mut failures = Vec::new();
-    for _ in 0..3 {
-        match attempt() {
+    let mut counted = 0;
+    while counted < 3 {
+        let before = CpuTimes::now();
+        let result = attempt();
+        let steal = CpuTimes::now().steal_since(&before);
+        match result {
             Ok(()) => return,
-            Err(why) => failures.push(why),
+            Err(why) if steal > MOST_STEAL && since.elapsed() < NOISY_FOR => {
+                eprintln!(
+                    "not counted, the host took {:.1} % of the CPU: {why}",
+                    steal * 100.0
+                );
+                failures.push(format!("(not counted: {:.1} % steal) {why}", steal * 100.0));
+                std::thread::sleep(std::time::Duration::from_secs(5));
+            }
+            Err(why) => {
+                failures.push(format!("({:.1} % steal) {why}", steal * 100.0));
+                counted += 1;
+            }
         }
     }
     panic!("no attempt within bounds:\n{}", failures.join("\n"));
+}
+
+/// Steal above this share of an attempt's CPU time voids a failed timing attempt.
+pub const MOST_STEAL: f64 = 0.05;
+/// How long timing attempts wait for the host to leave this VM its CPU.
+pub const NOISY_FOR: std::time::Duration = std::time::Duration::from_secs(150);
+
+/// The machine's CPU time so far, from the first line of /proc/stat (USER_HZ ticks).
+struct CpuTimes {
+    steal: u64,
+    total: u64,
+}
+
+impl CpuTimes {
+    fn now() -> CpuTimes {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        // cpu user nice system idle iowait irq softirq steal guest guest_nice: guest time is
+        // inside user already.
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        CpuTimes {
+            steal: ticks.get(7).copied().unwrap_or(0),
+            total: ticks.iter().sum(),
+        }
+    }
+
+    /// The share of the CPU time since `before` that the host took.
+    fn steal_since(&self, before: &CpuTimes) -> f64 {
+        let total = self.total.saturating_sub(before.total);
+        if total == 0 {
+            return 0.0;
+        }
+        self.steal.saturating_sub(before.steal) as f64 / total as f64
+    }
 }
 
 /// Runs linerate with stdout on a pipe whose reader is already closed, so every write fails

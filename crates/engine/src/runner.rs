@@ -229,6 +229,15 @@ fn wait_until(at: Instant, stop: &AtomicBool) {
     }
 }
 
+/// A paced worker sleeps before most frames at low rates (`pace::wait_until`): its sleeps end at
+/// their deadline, not up to the default timer slack (50 µs) later, which its sleep margin
+/// (100 µs) would have to absorb on top of a VM's wake-up. Best effort: a kernel that refuses
+/// leaves the default.
+fn exact_sleeps() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_timerslack(1);
+}
+
 /// One worker's thread: pinned, waits for the start instant when there is one and for the
 /// others, then runs its job from the shared epoch and records how it ended (also while it
 /// unwinds). The instant is waited for here, on the worker's own core, not by the supervising
@@ -245,6 +254,7 @@ fn worker_thread(
     if let Some(core) = spec.core {
         core_affinity::set_for_current(core_affinity::CoreId { id: core });
     }
+    exact_sleeps();
     // Stopped before its instant: the run ends with nothing sent (issue 40 #9), not with the
     // first batch the job would send before it looks at the halt.
     let stopped = start.is_some_and(|(at, stop)| {

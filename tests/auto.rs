@@ -1,12 +1,14 @@
 //! `--backend auto`, the default on an interface (root): on the lab's veth it picks live and
 //! says why in one line of the report and in the JSON; a backend asked for by name prints no
-//! such line; a plan live cannot lay out goes down the ladder to AF_XDP and says so. And the
+//! such line; a plan live cannot lay out goes down the ladder to AF_XDP and says so; more
+//! workers than AF_XDP has queues take AF_PACKET and say so. And the
 //! terse report: ring and pacing counters with `-v` only.
 #![cfg(target_os = "linux")]
 
 mod common;
 
-use common::{json, linerate_ok, root_or_skip};
+use common::{VethPair, json, linerate_ok, root_or_skip};
+use linerate_lab::unique_name;
 
 #[test]
 fn tx_without_a_backend_picks_live_on_the_lab_and_says_why() {
@@ -74,6 +76,57 @@ fn tx_without_a_backend_picks_live_on_the_lab_and_says_why() {
     ]);
     assert!(!out.contains("backend "), "{out}");
     assert!(out.contains("(afxdp, copy)"), "{out}");
+}
+
+/// More workers than the interface has queues, where the ladder would take AF_XDP (a veth whose
+/// peer has no XDP program takes no live frames): AF_XDP binds a socket a queue, so auto takes
+/// AF_PACKET, says why, and every frame arrives (counted by the far end's kernel).
+#[test]
+fn more_workers_than_queues_take_afpacket_and_say_why() {
+    if !root_or_skip("more_workers_than_queues_take_afpacket_and_say_why") {
+        return;
+    }
+    let pair = VethPair::with_queues(&unique_name("auq"), 1);
+    let received = || {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &pair.name, "cat"])
+            .arg(format!("/sys/class/net/{}/statistics/rx_packets", pair.b()))
+            .output()
+            .expect("run ip");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse::<u64>()
+            .expect("a packet count")
+    };
+    let before = received();
+    let (a, mac) = (pair.a(), pair.b_mac());
+    let report = json(&linerate_ok(&[
+        "tx",
+        "-q",
+        "--json",
+        "-i",
+        &a,
+        "--dst-mac",
+        &mac,
+        "-n",
+        "1000",
+        "--cores",
+        "0,1",
+    ]));
+    assert_eq!(report["backend"], "afpacket", "{report}");
+    let why = report["backend_choice"]["why"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with(&format!(
+            "{a} (veth) has no AF_XDP zero-copy, its driver does not take redirected XDP frames"
+        )) && why.ends_with("2 workers need an AF_XDP queue each and it has 1: AF_PACKET"),
+        "{report}"
+    );
+    assert_eq!(
+        report["workers"].as_array().map(Vec::len),
+        Some(2),
+        "{report}"
+    );
+    assert_eq!(received() - before, 1000, "frames at the far end: {report}");
 }
 
 #[test]

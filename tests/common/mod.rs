@@ -163,7 +163,13 @@ pub struct VethPair {
 }
 
 impl VethPair {
+    /// Two queues an end.
     pub fn new(name: &str) -> Self {
+        Self::with_queues(name, 2)
+    }
+
+    pub fn with_queues(name: &str, queues: u32) -> Self {
+        let queues = queues.to_string();
         let pair = Self {
             name: name.to_owned(),
         };
@@ -182,18 +188,18 @@ impl VethPair {
             "add",
             &a,
             "numtxqueues",
-            "2",
+            &queues,
             "numrxqueues",
-            "2",
+            &queues,
             "type",
             "veth",
             "peer",
             "name",
             &b,
             "numtxqueues",
-            "2",
+            &queues,
             "numrxqueues",
-            "2",
+            &queues,
             "netns",
             name,
         ]);

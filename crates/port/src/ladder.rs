@@ -33,6 +33,22 @@ pub struct PortFacts {
     pub kernel: (u32, u32),
     /// The kernel has AF_XDP sockets (`socket(AF_XDP)` opens).
     pub af_xdp: bool,
+    /// Queues an AF_XDP socket can bind (`Interface::bindable_queues`): one socket a queue.
+    pub queues: u32,
+}
+
+/// What a run asks of its port, as far as the ladder weighs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunAsks<'a> {
+    /// Transmit workers: on AF_XDP a socket each, on a queue each.
+    pub workers: usize,
+    /// `--queues` named the AF_XDP queues: the workers bind those, however many the interface
+    /// has.
+    pub queues_named: bool,
+    /// Why live cannot take this run, when it cannot: known before the port opens (more workers
+    /// than its program serves, AF_XDP queues named) or said by live itself (a plan it cannot
+    /// lay out, a link that drops redirected frames). The ladder then goes on down.
+    pub live_refuses: Option<&'a str>,
 }
 
 /// A rung of the ladder: what `auto` opens.
@@ -70,15 +86,22 @@ impl std::fmt::Display for Choice {
     }
 }
 
-/// The first rung these facts allow. `live_refuses` is why live cannot take this run, when it
-/// was asked and said no (a plan it cannot lay out, a link that drops redirected frames): the
-/// ladder then goes on down.
-pub fn choose(facts: &PortFacts, live_refuses: Option<&str>) -> Choice {
+/// The first rung these facts allow for a run that asks what `run` says.
+pub fn choose(facts: &PortFacts, run: &RunAsks<'_>) -> Choice {
     let who = match &facts.driver {
         Some(d) => format!("{} ({d})", facts.name),
         None => facts.name.clone(),
     };
     let (major, minor) = facts.kernel;
+    // AF_XDP binds a socket a queue: more workers than the interface has queues (none named)
+    // would fail at the run's first bind past them; AF_PACKET's sockets share one.
+    let queues = facts.queues.max(1);
+    let too_few_queues = (!run.queues_named && run.workers > queues as usize).then(|| {
+        format!(
+            "{} workers need an AF_XDP queue each and it has {queues}",
+            run.workers
+        )
+    });
     let zero_copy = match facts.xdp_features {
         Some(f) => f & xdp_act::XSK_ZEROCOPY != 0,
         // Before 6.3 the kernel does not say: a NIC may well bind zero-copy, and AF_XDP's own
@@ -87,14 +110,22 @@ pub fn choose(facts: &PortFacts, live_refuses: Option<&str>) -> Choice {
     };
     if zero_copy && facts.af_xdp {
         let why = match facts.xdp_features {
-            Some(_) => format!("{who} binds AF_XDP zero-copy, the fastest path"),
-            None => format!(
-                "{who} is a NIC on a kernel that does not report XDP features (6.3+): AF_XDP tries zero-copy first"
-            ),
+            Some(_) => format!("{who} binds AF_XDP zero-copy"),
+            None => format!("{who} is a NIC on a kernel that does not report XDP features (6.3+)"),
         };
-        return Choice {
-            rung: Rung::AfxdpZeroCopy,
-            why,
+        return match too_few_queues {
+            Some(few) => Choice {
+                rung: Rung::Afpacket,
+                why: format!("{why}, but {few}: AF_PACKET"),
+            },
+            None if facts.xdp_features.is_some() => Choice {
+                rung: Rung::AfxdpZeroCopy,
+                why: format!("{why}, the fastest path"),
+            },
+            None => Choice {
+                rung: Rung::AfxdpZeroCopy,
+                why: format!("{why}: AF_XDP tries zero-copy first"),
+            },
         };
     }
     let no_zc = format!("{who} has no AF_XDP zero-copy");
@@ -117,7 +148,7 @@ pub fn choose(facts: &PortFacts, live_refuses: Option<&str>) -> Choice {
             .to_owned()
     } else if !takes_frames {
         "its driver does not take redirected XDP frames (no ndo_xdp_xmit) for live".to_owned()
-    } else if let Some(why) = live_refuses {
+    } else if let Some(why) = run.live_refuses {
         format!("live cannot send this: {why}")
     } else {
         return Choice {
@@ -127,16 +158,19 @@ pub fn choose(facts: &PortFacts, live_refuses: Option<&str>) -> Choice {
             ),
         };
     };
-    if facts.af_xdp {
-        Choice {
+    match (facts.af_xdp, too_few_queues) {
+        (true, None) => Choice {
             rung: Rung::AfxdpCopy,
             why: format!("{no_zc} and {not_live}: AF_XDP in copy mode"),
-        }
-    } else {
-        Choice {
+        },
+        (true, Some(few)) => Choice {
+            rung: Rung::Afpacket,
+            why: format!("{no_zc}, {not_live}, and {few}: AF_PACKET"),
+        },
+        (false, _) => Choice {
             rung: Rung::Afpacket,
             why: format!("{no_zc}, {not_live}, and this kernel has no AF_XDP: AF_PACKET"),
-        }
+        },
     }
 }
 
@@ -161,8 +195,16 @@ mod tests {
             virtual_device,
             kernel: kernel_version(kernel).unwrap(),
             af_xdp: true,
+            queues: 1,
         }
     }
+
+    /// A plain run: one worker, nothing live refuses.
+    const ONE: RunAsks<'static> = RunAsks {
+        workers: 1,
+        queues_named: false,
+        live_refuses: None,
+    };
 
     // veth on 6.18 with its peer's XDP program: BASIC | REDIRECT | NDO_XMIT | RX_SG | NDO_XMIT_SG.
     const VETH: u64 = 0x1 | 0x2 | 0x4 | 0x20 | 0x40;
@@ -171,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_zero_copy_driver_gets_afxdp() {
-        let c = choose(&facts("ice", Some(ICE), false, "6.18.0"), None);
+        let c = choose(&facts("ice", Some(ICE), false, "6.18.0"), &ONE);
         assert_eq!(c.rung, Rung::AfxdpZeroCopy);
         assert!(
             c.why.contains("eth1 (ice) binds AF_XDP zero-copy"),
@@ -182,7 +224,7 @@ mod tests {
 
     #[test]
     fn veth_gets_live_and_says_why() {
-        let c = choose(&facts("veth", Some(VETH), true, "6.18.44-fc"), None);
+        let c = choose(&facts("veth", Some(VETH), true, "6.18.44-fc"), &ONE);
         assert_eq!(c.rung, Rung::Live);
         assert!(
             c.why
@@ -194,7 +236,7 @@ mod tests {
 
     #[test]
     fn an_old_kernel_gets_afxdp_copy() {
-        let c = choose(&facts("veth", None, true, "5.15.0-91-generic"), None);
+        let c = choose(&facts("veth", None, true, "5.15.0-91-generic"), &ONE);
         assert_eq!(c.rung, Rung::AfxdpCopy);
         assert!(
             c.why.contains("kernel 5.15 has no live frames"),
@@ -205,7 +247,7 @@ mod tests {
 
     #[test]
     fn a_nic_on_a_kernel_without_features_tries_zero_copy() {
-        let c = choose(&facts("ixgbe", None, false, "6.1.0"), None);
+        let c = choose(&facts("ixgbe", None, false, "6.1.0"), &ONE);
         assert_eq!(c.rung, Rung::AfxdpZeroCopy);
         assert!(c.why.contains("tries zero-copy first"), "{}", c.why);
     }
@@ -214,11 +256,11 @@ mod tests {
     fn a_driver_without_xdp_gets_afxdp_copy_then_afpacket() {
         // A dummy or bond: no XDP at all, so nothing takes redirected frames.
         let mut f = facts("dummy", Some(0), true, "6.18.0");
-        let c = choose(&f, None);
+        let c = choose(&f, &ONE);
         assert_eq!(c.rung, Rung::AfxdpCopy);
         assert!(c.why.contains("no ndo_xdp_xmit"), "{}", c.why);
         f.af_xdp = false;
-        let c = choose(&f, None);
+        let c = choose(&f, &ONE);
         assert_eq!(c.rung, Rung::Afpacket);
         assert!(
             c.why.ends_with("this kernel has no AF_XDP: AF_PACKET"),
@@ -232,7 +274,7 @@ mod tests {
         // virtio_net on 6.12 without a program: BASIC | REDIRECT | RX_SG, no NDO_XMIT.
         let c = choose(
             &facts("virtio_net", Some(0x1 | 0x2 | 0x20), false, "6.12.118"),
-            None,
+            &ONE,
         );
         assert_eq!(c.rung, Rung::AfxdpCopy);
         assert!(
@@ -248,7 +290,10 @@ mod tests {
     fn a_plan_live_refuses_goes_down_a_rung() {
         let c = choose(
             &facts("veth", Some(VETH), true, "6.18.0"),
-            Some("streamed frames over 2048 B"),
+            &RunAsks {
+                live_refuses: Some("streamed frames over 2048 B"),
+                ..ONE
+            },
         );
         assert_eq!(c.rung, Rung::AfxdpCopy);
         assert!(
@@ -256,6 +301,51 @@ mod tests {
                 .contains("live cannot send this: streamed frames over 2048 B"),
             "{}",
             c.why
+        );
+    }
+
+    /// AF_XDP binds a socket a queue: more workers than the queues go to AF_PACKET, whose
+    /// sockets share one, with the counts in the reason; named queues are the user's to fit.
+    #[test]
+    fn more_workers_than_queues_go_to_afpacket_unless_queues_are_named() {
+        let mut ice = facts("ice", Some(ICE), false, "6.18.0");
+        ice.queues = 4;
+        let four = RunAsks { workers: 4, ..ONE };
+        assert_eq!(choose(&ice, &four).rung, Rung::AfxdpZeroCopy);
+        let eight = RunAsks { workers: 8, ..ONE };
+        let c = choose(&ice, &eight);
+        assert_eq!(c.rung, Rung::Afpacket);
+        assert_eq!(
+            c.why,
+            "eth1 (ice) binds AF_XDP zero-copy, but 8 workers need an AF_XDP queue each and it has 4: AF_PACKET"
+        );
+        let named = RunAsks {
+            queues_named: true,
+            ..eight
+        };
+        assert_eq!(choose(&ice, &named).rung, Rung::AfxdpZeroCopy);
+        // A one-queue veth whose kernel refuses live frames: two workers.
+        let veth = facts("veth", Some(VETH), true, "6.18.0");
+        let c = choose(
+            &veth,
+            &RunAsks {
+                workers: 2,
+                live_refuses: Some("this kernel refused live frames"),
+                ..ONE
+            },
+        );
+        assert_eq!(c.rung, Rung::Afpacket);
+        assert!(
+            c.why.ends_with(
+                "live cannot send this: this kernel refused live frames, and 2 workers need an AF_XDP queue each and it has 1: AF_PACKET"
+            ),
+            "{}",
+            c.why
+        );
+        // Live takes them, one socket or not.
+        assert_eq!(
+            choose(&veth, &RunAsks { workers: 2, ..ONE }).rung,
+            Rung::Live
         );
     }
 

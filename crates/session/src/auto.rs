@@ -8,18 +8,20 @@
 //! reason, which the report states.
 
 use linerate_engine::{EngineError, Transmitter};
-use linerate_port::ladder::{Choice, PortFacts};
+use linerate_port::ladder::{Choice, PortFacts, RunAsks};
 
 use crate::error::Result;
 use crate::options::AfXdpOptions;
 use crate::sender::Sender;
 
-/// What `auto` keeps to choose again: the interface's facts and the AF_XDP options asked for.
+/// What `auto` keeps to choose again: the interface's facts, the AF_XDP options asked for and
+/// what the run needs.
 #[derive(Debug, Clone)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) struct Auto {
     facts: PortFacts,
     afxdp: AfXdpOptions,
+    needs: PortNeeds,
 }
 
 /// What a run asks of its port that is known before the port opens, for `auto` to choose by.
@@ -47,6 +49,16 @@ impl PortNeeds {
             None
         }
     }
+
+    /// What the ladder weighs of this run, with why live cannot take it: `live_refuses` when
+    /// live said so, else what is known up front (`not_live`).
+    fn asks<'a>(&self, live_refuses: Option<&'a str>) -> RunAsks<'a> {
+        RunAsks {
+            workers: self.workers,
+            queues_named: self.queues,
+            live_refuses,
+        }
+    }
 }
 
 /// Opens the rung the ladder chooses for `iface` and a run that `needs` what it says.
@@ -56,46 +68,19 @@ pub(crate) fn open(iface: &str, afxdp: AfXdpOptions, needs: PortNeeds) -> Result
     let auto = Auto {
         facts: facts(iface)?,
         afxdp,
+        needs,
     };
     let not_live = needs.not_live();
-    let first = needs.fit(iface, choose(&auto.facts, not_live.as_deref()));
+    let first = choose(&auto.facts, &needs.asks(not_live.as_deref()));
     match open_rung(&first, iface, afxdp) {
         Ok(port) => Ok(Sender::chosen(port, first, auto)),
         Err(e) if first.rung == Rung::Live => {
-            let next = needs.fit(iface, choose(&auto.facts, Some(&e.to_string())));
+            let why = e.to_string();
+            let next = choose(&auto.facts, &needs.asks(Some(&why)));
             let port = open_rung(&next, iface, afxdp)?;
             Ok(Sender::chosen(port, next, auto))
         }
         Err(e) => Err(e),
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl PortNeeds {
-    /// AF_XDP binds a socket a queue: more workers than `iface` has queues (no `--queues`
-    /// named) go down to AF_PACKET, whose sockets share one, rather than fail at the run's
-    /// first bind. (Live was the rung for them on a veth; a kernel that refuses live frames
-    /// leaves AF_XDP next.)
-    fn fit(&self, iface: &str, choice: Choice) -> Choice {
-        use linerate_port::ladder::Rung;
-        if self.queues || !matches!(choice.rung, Rung::AfxdpCopy | Rung::AfxdpZeroCopy) {
-            return choice;
-        }
-        let Ok(i) = linerate_port::iface::Interface::read(iface) else {
-            return choice;
-        };
-        let queues = i.bindable_queues() as usize;
-        if self.workers <= queues {
-            return choice;
-        }
-        Choice {
-            rung: Rung::Afpacket,
-            why: format!(
-                "{}; {} workers and {iface} has {queues} queue(s), one AF_XDP socket each: AF_PACKET",
-                choice.why.trim_end_matches(": AF_XDP in copy mode"),
-                self.workers
-            ),
-        }
     }
 }
 
@@ -115,7 +100,7 @@ pub(crate) fn after_refusal(
     let (Some(auto), Some(why)) = (auto, live_refusal(error)) else {
         return Ok(None);
     };
-    let next = linerate_port::ladder::choose(&auto.facts, Some(why));
+    let next = linerate_port::ladder::choose(&auto.facts, &auto.needs.asks(Some(why)));
     let port = open_rung(&next, &auto.facts.name, auto.afxdp)?;
     Ok(Some((port, next)))
 }
@@ -166,6 +151,7 @@ fn open_rung(choice: &Choice, iface: &str, afxdp: AfXdpOptions) -> Result<Box<dy
 #[cfg(target_os = "linux")]
 fn facts(iface: &str) -> Result<PortFacts> {
     let i = linerate_xdp::interface(iface)?;
+    let queues = i.bindable_queues();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_err(|e| linerate_port::PortError::io("read /proc/sys/kernel/osrelease", e))?;
     Ok(PortFacts {
@@ -176,6 +162,7 @@ fn facts(iface: &str) -> Result<PortFacts> {
         // A release the ladder cannot read is taken as too old for live, the rung that needs it.
         kernel: linerate_port::ladder::kernel_version(&release).unwrap_or((0, 0)),
         af_xdp: linerate_afxdp::available(),
+        queues,
     })
 }
 
@@ -196,25 +183,37 @@ mod tests {
             virtual_device: true,
             kernel: (6, 18),
             af_xdp: true,
+            queues: 1,
         };
         let plain = PortNeeds {
             queues: false,
             workers: 2,
         };
+        let choose_for = |needs: PortNeeds| choose(&veth, &needs.asks(needs.not_live().as_deref()));
         assert_eq!(plain.not_live(), None);
-        assert_eq!(choose(&veth, plain.not_live().as_deref()).rung, Rung::Live);
+        assert_eq!(choose_for(plain).rung, Rung::Live);
+        // More workers than live serves, and than a one-queue veth binds AF_XDP sockets.
         let many = PortNeeds {
             queues: false,
             workers: linerate_live::layout::MAX_WORKERS + 1,
         };
-        let choice = choose(&veth, many.not_live().as_deref());
-        assert_eq!(choice.rung, Rung::AfxdpCopy);
-        assert!(choice.why.contains("65 workers"), "{}", choice.why);
+        let choice = choose_for(many);
+        assert_eq!(choice.rung, Rung::Afpacket);
+        assert!(
+            choice
+                .why
+                .contains("65 workers, and its program serves at most 64")
+                && choice
+                    .why
+                    .contains("65 workers need an AF_XDP queue each and it has 1"),
+            "{}",
+            choice.why
+        );
         let queues = PortNeeds {
             queues: true,
             workers: 1,
         };
-        let choice = choose(&veth, queues.not_live().as_deref());
+        let choice = choose_for(queues);
         assert_eq!(choice.rung, Rung::AfxdpCopy);
         assert!(choice.why.contains("queues named"), "{}", choice.why);
     }
@@ -240,10 +239,12 @@ mod tests {
             virtual_device: true,
             kernel: (6, 18),
             af_xdp: true,
+            queues: 1,
         };
         let auto = Auto {
             facts,
             afxdp: AfXdpOptions::default(),
+            needs: PortNeeds::default(),
         };
         // Without `auto`'s facts (a backend asked by name) nothing reopens.
         assert!(after_refusal(None, &refused).unwrap().is_none());

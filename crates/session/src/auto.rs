@@ -8,7 +8,7 @@
 //! reason, which the report states.
 
 use linerate_engine::{EngineError, Transmitter};
-use linerate_port::ladder::{Choice, PortFacts, RunAsks};
+use linerate_port::ladder::{Choice, PortFacts};
 
 use crate::error::Result;
 use crate::options::AfXdpOptions;
@@ -52,8 +52,8 @@ impl PortNeeds {
 
     /// What the ladder weighs of this run, with why live cannot take it: `live_refuses` when
     /// live said so, else what is known up front (`not_live`).
-    fn asks<'a>(&self, live_refuses: Option<&'a str>) -> RunAsks<'a> {
-        RunAsks {
+    fn asks<'a>(&self, live_refuses: Option<&'a str>) -> linerate_port::ladder::RunAsks<'a> {
+        linerate_port::ladder::RunAsks {
             workers: self.workers,
             queues_named: self.queues,
             live_refuses,

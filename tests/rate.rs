@@ -340,8 +340,11 @@ fn poisson_gaps_are_exponential_at_the_receiver() {
 }
 
 /// `tx --rx --rate` reports each flow's gaps from the receive program's histogram; it agrees
-/// with the probe's stamps of a run alike (the two cannot share an interface's XDP hook) to
-/// within the error it states, plus a point for the runs' own spread.
+/// with the probe's stamps of runs alike, one before it and one after (the two cannot share an
+/// interface's XDP hook), to within the error it states, plus a point, plus how far the two
+/// probed runs differ: on this lab's VM two runs in a row put 11 % and 44 % of their gaps within
+/// ±64 ns (0–0.2 % steal, 2026-12-08), so one probed run alone could not say whether the
+/// receiver's figure or the runs differed.
 #[test]
 fn the_receivers_gap_report_agrees_with_the_probe() {
     if !root_or_skip("the_receivers_gap_report_agrees_with_the_probe") {
@@ -359,7 +362,7 @@ fn the_receivers_gap_report_agrees_with_the_probe() {
     ];
     let lab = common::lab("rpr", 2);
     within_three_attempts(|| {
-        let stamps = stamps_at_the_far_end(&pair, 100_000, &paced);
+        let before = stamps_at_the_far_end(&pair, 100_000, &paced);
         let out = json(&linerate_ok(
             &[
                 &[
@@ -376,6 +379,7 @@ fn the_receivers_gap_report_agrees_with_the_probe() {
             ]
             .concat(),
         ));
+        let after = stamps_at_the_far_end(&pair, 100_000, &paced);
         let flow = &out["rx"]["flows"][0];
         let gaps = &flow["gaps"];
         let err = gaps["error_ns"]
@@ -388,13 +392,20 @@ fn the_receivers_gap_report_agrees_with_the_probe() {
         if (target - 10_000.0).abs() > 5.0 {
             return Err(format!("target {target} ns, asked 10000: {gaps}"));
         }
+        let probed = |window: f64| {
+            let [a, b] =
+                [&before, &after].map(|s| share_within(&s[1000..], 10_000.0, window.max(0.0)));
+            (a.min(b), a.max(b))
+        };
         for w in [64.0, 128.0, 256.0, 512.0] {
             let said = gaps[format!("within_{w}ns")].as_f64().unwrap();
-            let low = share_within(&stamps[1000..], 10_000.0, (w - err).max(0.0)) - 0.01;
-            let high = share_within(&stamps[1000..], 10_000.0, w + err) + 0.01;
+            let (least, most) = probed(w);
+            let spread = most - least;
+            let low = probed(w - err).0 - 0.01 - spread;
+            let high = probed(w + err).1 + 0.01 + spread;
             if !(low..=high).contains(&said) {
                 return Err(format!(
-                    "within ±{w} ns: receiver {said:.4}, probe {low:.4}..{high:.4}: {gaps}"
+                    "within ±{w} ns: receiver {said:.4}, probe {low:.4}..{high:.4} (runs before and after: {least:.4}, {most:.4}): {gaps}"
                 ));
             }
         }

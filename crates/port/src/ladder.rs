@@ -108,27 +108,25 @@ pub fn choose(facts: &PortFacts, run: &RunAsks<'_>) -> Choice {
         // ladder falls back to copy mode (and says so) where it does not.
         None => !facts.virtual_device && facts.af_xdp,
     };
-    if zero_copy && facts.af_xdp {
+    if zero_copy && facts.af_xdp && too_few_queues.is_none() {
         let why = match facts.xdp_features {
-            Some(_) => format!("{who} binds AF_XDP zero-copy"),
-            None => format!("{who} is a NIC on a kernel that does not report XDP features (6.3+)"),
+            Some(_) => format!("{who} binds AF_XDP zero-copy, the fastest path"),
+            None => format!(
+                "{who} is a NIC on a kernel that does not report XDP features (6.3+): AF_XDP tries zero-copy first"
+            ),
         };
-        return match too_few_queues {
-            Some(few) => Choice {
-                rung: Rung::Afpacket,
-                why: format!("{why}, but {few}: AF_PACKET"),
-            },
-            None if facts.xdp_features.is_some() => Choice {
-                rung: Rung::AfxdpZeroCopy,
-                why: format!("{why}, the fastest path"),
-            },
-            None => Choice {
-                rung: Rung::AfxdpZeroCopy,
-                why: format!("{why}: AF_XDP tries zero-copy first"),
-            },
+        return Choice {
+            rung: Rung::AfxdpZeroCopy,
+            why,
         };
     }
-    let no_zc = format!("{who} has no AF_XDP zero-copy");
+    // Short of queues, a zero-copy NIC is taken as one without: live's workers share the link.
+    let no_zc = match &too_few_queues {
+        Some(few) if zero_copy && facts.af_xdp => {
+            format!("{who} binds AF_XDP zero-copy, but {few}")
+        }
+        _ => format!("{who} has no AF_XDP zero-copy"),
+    };
     let takes_frames = facts
         .xdp_features
         .is_none_or(|f| f & xdp_act::NDO_XMIT != 0);
@@ -151,17 +149,26 @@ pub fn choose(facts: &PortFacts, run: &RunAsks<'_>) -> Choice {
     } else if let Some(why) = run.live_refuses {
         format!("live cannot send this: {why}")
     } else {
+        let why = if zero_copy && facts.af_xdp {
+            format!("{no_zc}; live frames take any number of workers on one link")
+        } else {
+            format!(
+                "{no_zc}; live frames are several times AF_XDP's copy path there (6.5–9.6× on veth, docs/performance.md)"
+            )
+        };
         return Choice {
             rung: Rung::Live,
-            why: format!(
-                "{no_zc}; live frames are several times AF_XDP's copy path there (6.5–9.6× on veth, docs/performance.md)"
-            ),
+            why,
         };
     };
     match (facts.af_xdp, too_few_queues) {
         (true, None) => Choice {
             rung: Rung::AfxdpCopy,
             why: format!("{no_zc} and {not_live}: AF_XDP in copy mode"),
+        },
+        (true, Some(_)) if zero_copy => Choice {
+            rung: Rung::Afpacket,
+            why: format!("{no_zc}, and {not_live}: AF_PACKET"),
         },
         (true, Some(few)) => Choice {
             rung: Rung::Afpacket,
@@ -312,12 +319,22 @@ mod tests {
         ice.queues = 4;
         let four = RunAsks { workers: 4, ..ONE };
         assert_eq!(choose(&ice, &four).rung, Rung::AfxdpZeroCopy);
+        // Eight workers on four queues: live frames, whose workers share the link; where live
+        // cannot go either, AF_PACKET.
         let eight = RunAsks { workers: 8, ..ONE };
         let c = choose(&ice, &eight);
+        assert_eq!(c.rung, Rung::Live);
+        assert_eq!(
+            c.why,
+            "eth1 (ice) binds AF_XDP zero-copy, but 8 workers need an AF_XDP queue each and it has 4; live frames take any number of workers on one link"
+        );
+        let mut old_kernel = ice.clone();
+        old_kernel.kernel = (5, 15);
+        let c = choose(&old_kernel, &eight);
         assert_eq!(c.rung, Rung::Afpacket);
         assert_eq!(
             c.why,
-            "eth1 (ice) binds AF_XDP zero-copy, but 8 workers need an AF_XDP queue each and it has 4: AF_PACKET"
+            "eth1 (ice) binds AF_XDP zero-copy, but 8 workers need an AF_XDP queue each and it has 4, and kernel 5.15 has no live frames (5.18+): AF_PACKET"
         );
         let named = RunAsks {
             queues_named: true,

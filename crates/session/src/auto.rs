@@ -50,8 +50,8 @@ impl PortNeeds {
         }
     }
 
-    /// What the ladder weighs of this run, with why live cannot take it: `live_refuses` when
-    /// live said so, else what is known up front (`not_live`).
+    /// What the ladder weighs of this run; `live_refuses` is why live cannot take it (known up
+    /// front, [`PortNeeds::not_live`], or said by live itself).
     fn asks<'a>(&self, live_refuses: Option<&'a str>) -> linerate_port::ladder::RunAsks<'a> {
         linerate_port::ladder::RunAsks {
             workers: self.workers,

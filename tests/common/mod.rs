@@ -395,9 +395,10 @@ pub fn src_port(line: &str) -> &str {
 /// [`MOST_STEAL`] of its CPU (steal time, /proc/stat) is not counted, and another follows a few
 /// seconds on, for up to [`NOISY_FOR`]: in such phases (13 % steal, against 0–3 % otherwise, on
 /// this lab's 2-vCPU VM) the host stops a vCPU for milliseconds every few tens of ms, and a
-/// debug build's paced sender cannot keep a schedule then — nor can the receiver's stamps,
-/// taken in the softirq that the stall delays. Past that time a failure counts whatever the
-/// steal: a test still fails on a machine that is never quiet.
+/// debug build's paced sender cannot keep a schedule then (nor, it seems, the probe's stamps:
+/// under a real-time busy loop standing in for the host, frames the pacer sent one by one
+/// arrived in bunches). Past that time a failure counts whatever the steal: a test still fails
+/// on a machine that is never quiet.
 pub fn within_three_attempts(mut attempt: impl FnMut() -> Result<(), String>) {
     let since = std::time::Instant::now();
     let mut failures = Vec::new();

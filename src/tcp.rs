@@ -72,6 +72,7 @@ fn client_config(args: &TcpClientArgs) -> Result<ClientConfig> {
             gateway,
             vlan: args.vlan,
             inner_vlan: args.inner_vlan,
+            outer_tpid: args.outer_tpid,
         },
         ports,
         server: args.server,
@@ -628,6 +629,7 @@ fn server_config(args: &TcpServerArgs, address_flag: &str) -> Result<ServerConfi
             gateway: args.gateway,
             vlan: args.vlan,
             inner_vlan: args.inner_vlan,
+            outer_tpid: args.outer_tpid,
         },
         port: args.port,
         default_bytes: args.response_bytes,
@@ -812,6 +814,7 @@ fn both(args: &TcpBothArgs) -> Result<()> {
         mac: args.server_mac,
         vlan: args.server_vlan,
         inner_vlan: None,
+        outer_tpid: linerate_stateful::QINQ_TPID,
         think: match c.think {
             Think::Recorded => Think::Recorded,
             Think::After(_) => Think::After(std::time::Duration::ZERO),

@@ -857,6 +857,30 @@ fn bad_client_input_is_one_line_and_exit_2() {
             "--think recorded waits a replay's own pauses: give --profile FILE too",
         ),
         (&["--src", "100.64.1.0/24", "--think", "later"], "--think"),
+        (
+            &[
+                "--src",
+                "100.64.1.0/24",
+                "--vlan",
+                "100",
+                "--inner-vlan",
+                "200",
+                "--outer-tpid",
+                "0x9200",
+            ],
+            "0x9200: an outer TPID is 0x88a8 (802.1ad), 0x8100 or 0x9100",
+        ),
+        (
+            &[
+                "--src",
+                "100.64.1.0/24",
+                "--vlan",
+                "100",
+                "--outer-tpid",
+                "0x8100",
+            ],
+            "--inner-vlan",
+        ),
     ] {
         let mut all = vec!["tcp", "client", "-i", "nosuch0", "--server", "10.0.0.1:80"];
         all.extend(args);
@@ -1645,6 +1669,42 @@ fn both_ends_on_stacked_vlans_tag_every_frame_twice_and_see_only_their_own() {
             &["--vlan", "100", "--inner-vlan", "201"],
             &["--vlan", "200"],
         ],
+    );
+}
+
+/// Stacked VLANs under the outer TPIDs older switches use: 0x8100 outside (the kernel takes
+/// that tag off and says its TPID) and 0x9100 (which it leaves in the bytes). Every frame
+/// carries both tags as tcpdump decodes them; a server on the same VLANs under 802.1ad's
+/// 0x88a8, or under the other TPID, answers none.
+#[test]
+fn stacked_vlans_under_an_outer_tpid_of_0x8100_or_0x9100() {
+    if !root_or_skip("stacked_vlans_under_an_outer_tpid_of_0x8100_or_0x9100") {
+        return;
+    }
+    let vlans = ["--vlan", "100", "--inner-vlan", "200"];
+    let under = |tpid: &'static str| -> Vec<&'static str> {
+        let mut flags = vlans.to_vec();
+        flags.extend(["--outer-tpid", tpid]);
+        flags
+    };
+    let (t8100, t9100) = (under("0x8100"), under("0x9100"));
+    ends_on_vlans(
+        "sto",
+        &t8100,
+        &[
+            "ethertype 802.1Q (0x8100), length",
+            ": vlan 100, p 0, ethertype 802.1Q (0x8100), vlan 200, p 0, ethertype",
+        ],
+        &[&vlans, &t9100],
+    );
+    ends_on_vlans(
+        "stn",
+        &t9100,
+        &[
+            "ethertype 802.1Q-9100 (0x9100), length",
+            ": vlan 100, p 0, ethertype 802.1Q (0x8100), vlan 200, p 0, ethertype",
+        ],
+        &[&vlans, &t8100],
     );
 }
 

@@ -23,6 +23,8 @@ pub struct RxFrame<'a> {
     /// The VLAN id of the 802.1Q tag it came with (the kernel takes the tag off the bytes and
     /// says it here); None: untagged, or a priority tag of VLAN 0.
     pub vlan: Option<u16>,
+    /// That tag's TPID (0x8100 or 0x88a8), where the kernel says it.
+    pub vlan_tpid: Option<u16>,
 }
 
 /// A mapped receive ring of a packet socket, read in order from the kernel's own start.
@@ -94,7 +96,7 @@ impl RxRing {
         let field = |offset: usize| header + offset;
         // SAFETY: header fields of a frame the kernel handed over (the acquire load above
         // orders them after its writes); it does not touch the frame until `release`.
-        let (len, snaplen, mac, tci) = unsafe {
+        let (len, snaplen, mac, tci, tpid) = unsafe {
             (
                 self.word::<u32>(field(offset_of!(libc::tpacket2_hdr, tp_len)))
                     .read_volatile(),
@@ -103,6 +105,8 @@ impl RxRing {
                 self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_mac)))
                     .read_volatile(),
                 self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_vlan_tci)))
+                    .read_volatile(),
+                self.word::<u16>(field(offset_of!(libc::tpacket2_hdr, tp_vlan_tpid)))
                     .read_volatile(),
             )
         };
@@ -116,10 +120,13 @@ impl RxRing {
         // takes &mut self).
         let bytes =
             unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(start), end - start) };
+        let vlan_tpid =
+            (vlan.is_some() && status & libc::TP_STATUS_VLAN_TPID_VALID != 0).then_some(tpid);
         Some(RxFrame {
             bytes,
             len: len as usize - self.stripped,
             vlan,
+            vlan_tpid,
         })
     }
 

@@ -633,6 +633,10 @@ pub struct TcpClientArgs {
     /// (TPID 0x88a8) and this as the 802.1Q customer tag inside it; only frames of both seen.
     #[arg(long, value_name = "ID", requires = "vlan")]
     pub inner_vlan: Option<u16>,
+    /// The outer tag's TPID on stacked VLANs: 0x88a8 (802.1ad), or 0x8100 or 0x9100 as some
+    /// older switches want.
+    #[arg(long, value_name = "TPID", default_value = "0x88a8", requires = "inner_vlan", value_parser = parse_tpid)]
+    pub outer_tpid: u16,
     /// Connections to open in all.
     #[arg(short = 'n', long, default_value = "1000", value_parser = linerate_wire::quantity::parse_count)]
     pub connections: u64,
@@ -749,6 +753,9 @@ pub struct TcpServerArgs {
     /// A second VLAN inside --vlan (QinQ), as `tcp client --inner-vlan`.
     #[arg(long, value_name = "ID", requires = "vlan")]
     pub inner_vlan: Option<u16>,
+    /// The outer tag's TPID on stacked VLANs, as `tcp client --outer-tpid`.
+    #[arg(long, value_name = "TPID", default_value = "0x88a8", requires = "inner_vlan", value_parser = parse_tpid)]
+    pub outer_tpid: u16,
     /// With --profile, `recorded` waits before each of the server's turns the pause the
     /// capture shows (its work; from a capture on the client's host, a round trip too).
     #[arg(long, value_name = "recorded", default_value = "0", value_parser = parse_think)]
@@ -1161,6 +1168,17 @@ pub fn parse_mix(text: &str) -> Result<Mix, String> {
 pub enum Think {
     After(std::time::Duration),
     Recorded,
+}
+
+/// A stacked VLAN's outer TPID: 0x88a8, 0x8100 or 0x9100 (hex, the 0x optional).
+pub fn parse_tpid(text: &str) -> Result<u16, String> {
+    let digits = text.trim_start_matches("0x").trim_start_matches("0X");
+    match u16::from_str_radix(digits, 16) {
+        Ok(tpid) if [0x88a8, 0x8100, 0x9100].contains(&tpid) => Ok(tpid),
+        _ => Err(format!(
+            "{text}: an outer TPID is 0x88a8 (802.1ad), 0x8100 or 0x9100"
+        )),
+    }
 }
 
 pub fn parse_think(text: &str) -> Result<Think, String> {

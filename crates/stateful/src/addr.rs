@@ -144,10 +144,18 @@ pub struct Addresses {
     /// The 802.1Q VLAN id of the end's frames (None: untagged): it sends them tagged and sees
     /// only frames of that VLAN.
     pub vlan: Option<u16>,
-    /// A second, inner VLAN (QinQ): `vlan` is then the outer tag, an 802.1ad service tag
-    /// (TPID 0x88a8), and this the 802.1Q customer tag inside it; frames of both only are seen.
+    /// A second, inner VLAN (QinQ): `vlan` is then the outer tag, a service tag of
+    /// `outer_tpid`, and this the 802.1Q customer tag inside it; frames of both only are seen.
     pub inner_vlan: Option<u16>,
+    /// The outer tag's TPID on stacked VLANs: 802.1ad's 0x88a8 ([`QINQ_TPID`]), or the 0x8100
+    /// or 0x9100 some older switches put outside.
+    pub outer_tpid: u16,
 }
+
+/// 802.1ad's service tag, the outer TPID of stacked VLANs unless told otherwise.
+pub const QINQ_TPID: u16 = 0x88a8;
+/// The outer TPIDs an end may send on stacked VLANs.
+pub const OUTER_TPIDS: [u16; 3] = [QINQ_TPID, 0x8100, 0x9100];
 
 impl Addresses {
     /// Checks that the range and the gateway share the on-link network and the family.
@@ -167,6 +175,18 @@ impl Addresses {
         if self.inner_vlan.is_some() && self.vlan.is_none() {
             return Err(StatefulError::Usage(
                 "an inner VLAN goes inside an outer one: give --vlan ID too".into(),
+            ));
+        }
+        if !OUTER_TPIDS.contains(&self.outer_tpid) {
+            return Err(StatefulError::Usage(format!(
+                "outer TPID {:#06x}: stacked VLANs go out under 0x88a8, 0x8100 or 0x9100",
+                self.outer_tpid
+            )));
+        }
+        if self.outer_tpid != QINQ_TPID && self.inner_vlan.is_none() {
+            return Err(StatefulError::Usage(
+                "an outer TPID is the outer tag's of stacked VLANs: give --inner-vlan ID too"
+                    .into(),
             ));
         }
         if let Some(gw) = self.gateway
@@ -271,6 +291,7 @@ mod tests {
             gateway: Some(IpAddr::from([100, 64, 0, 1])),
             vlan: None,
             inner_vlan: None,
+            outer_tpid: QINQ_TPID,
         };
         a.validate().unwrap();
         a.gateway = Some(IpAddr::from([100, 65, 0, 1]));
@@ -295,6 +316,20 @@ mod tests {
         a.validate().unwrap();
         a.inner_vlan = Some(4095);
         assert!(a.validate().unwrap_err().to_string().contains("VLAN 4095"));
+        // An outer TPID: one of three, and only on stacked VLANs.
+        a.inner_vlan = Some(200);
+        a.outer_tpid = 0x9100;
+        a.validate().unwrap();
+        a.outer_tpid = 0x9200;
+        assert!(a.validate().unwrap_err().to_string().contains("0x9200"));
+        a.outer_tpid = 0x8100;
+        a.inner_vlan = None;
+        assert!(
+            a.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("give --inner-vlan")
+        );
     }
 
     #[test]
@@ -306,6 +341,7 @@ mod tests {
             gateway: None,
             vlan: None,
             inner_vlan: None,
+            outer_tpid: QINQ_TPID,
         };
         let mut ip = vec![0u8; 34];
         ip[..6].copy_from_slice(&a.mac);
@@ -347,6 +383,7 @@ mod tests {
             gateway: Some("2001:db8:1:0:1::1".parse().unwrap()),
             vlan: None,
             inner_vlan: None,
+            outer_tpid: QINQ_TPID,
         };
         a.validate().unwrap();
         a.gateway = Some("2001:db8:2::1".parse().unwrap());
@@ -369,6 +406,7 @@ mod tests {
             gateway: None,
             vlan: None,
             inner_vlan: None,
+            outer_tpid: QINQ_TPID,
         };
         let ours: Ipv6Addr = "2001:db8:1::9".parse().unwrap();
         let mut ip = vec![0u8; 14 + 40 + 24];

@@ -1080,6 +1080,7 @@ mod tests {
                 gateway: None,
                 vlan: None,
                 inner_vlan: None,
+                outer_tpid: crate::addr::QINQ_TPID,
             },
             ports: (1024, 65535),
             server: "10.0.0.1:80".parse().unwrap(),

@@ -27,7 +27,7 @@ mod server;
 mod stack;
 mod table;
 
-pub use addr::{Addresses, Range};
+pub use addr::{Addresses, OUTER_TPIDS, QINQ_TPID, Range};
 pub use client::{
     ClientConfig, ClientReport, ClientSnapshot, TemplateReport, TimedOut, run_client,
 };

@@ -49,13 +49,13 @@ struct TxBatch {
     tag_len: usize,
 }
 
-/// The tags of an end's frames: none, one 802.1Q tag, or an 802.1ad tag (TPID 0x88a8) with an
-/// 802.1Q one inside it.
+/// The tags of an end's frames: none, one 802.1Q tag, or a service tag (TPID 0x88a8, or the
+/// outer TPID asked) with an 802.1Q one inside it.
 fn tags(addresses: &Addresses) -> ([u8; 8], usize) {
     let mut tag = [0u8; 8];
     match (addresses.vlan, addresses.inner_vlan) {
         (Some(outer), Some(inner)) => {
-            tag[..2].copy_from_slice(&[0x88, 0xa8]);
+            tag[..2].copy_from_slice(&addresses.outer_tpid.to_be_bytes());
             tag[2..4].copy_from_slice(&outer.to_be_bytes());
             tag[4..6].copy_from_slice(&[0x81, 0x00]);
             tag[6..8].copy_from_slice(&inner.to_be_bytes());
@@ -140,34 +140,62 @@ impl PacketLink {
             };
             if f.len > FRAME || f.bytes.len() < f.len {
                 self.counters.rx_oversize += 1;
-            } else if f.vlan == self.addresses.vlan {
-                // On stacked VLANs the kernel took the outer tag off; the inner one is still
-                // in the bytes, and must be the end's before the frame is looked at.
-                let ours = match self.addresses.inner_vlan {
-                    None => self.addresses.accepts(f.bytes),
-                    Some(id) => {
-                        let inner = f.bytes.len() >= 18
-                            && f.bytes[12..14] == [0x81, 0x00]
-                            && u16::from_be_bytes([f.bytes[14], f.bytes[15]]) & 0x0fff == id;
-                        inner && {
-                            self.ring.strip_tag();
-                            let f = self.ring.front();
-                            f.is_some_and(|f| self.addresses.accepts(f.bytes))
-                        }
-                    }
-                };
-                if ours {
-                    self.counters.rx_frames += 1;
-                    self.held = true;
-                    return true;
-                }
-                self.counters.rx_ignored += 1;
+            } else if self.tags_are_ours() {
+                self.counters.rx_frames += 1;
+                self.held = true;
+                return true;
             } else {
                 self.counters.rx_ignored += 1;
             }
             self.ring.release();
         }
     }
+}
+
+impl PacketLink {
+    /// Whether the front frame carries the end's tags and then its addresses; the tags still
+    /// in its bytes are taken out first. The kernel takes an outer tag of TPID 0x8100 or 0x88a8
+    /// off and says it; the inner one, and an outer one of 0x9100 (no VLAN TPID to the kernel),
+    /// stay in the bytes.
+    fn tags_are_ours(&mut self) -> bool {
+        let Some(f) = self.ring.front() else {
+            return false;
+        };
+        let a = &self.addresses;
+        let in_bytes = match (a.vlan, a.inner_vlan) {
+            (vlan, None) => {
+                return f.vlan == vlan && a.accepts(f.bytes);
+            }
+            (Some(outer), Some(inner)) if a.outer_tpid == 0x9100 => {
+                f.vlan.is_none()
+                    && tag_is(f.bytes, 12, 0x9100, outer)
+                    && tag_is(f.bytes, 16, 0x8100, inner)
+            }
+            (Some(outer), Some(inner)) => {
+                f.vlan == Some(outer)
+                    && f.vlan_tpid.is_none_or(|t| t == a.outer_tpid)
+                    && tag_is(f.bytes, 12, 0x8100, inner)
+            }
+            (None, Some(_)) => false,
+        };
+        if !in_bytes {
+            return false;
+        }
+        let tags = if f.vlan.is_none() { 2 } else { 1 };
+        for _ in 0..tags {
+            self.ring.strip_tag();
+        }
+        self.ring
+            .front()
+            .is_some_and(|f| self.addresses.accepts(f.bytes))
+    }
+}
+
+/// Whether `bytes` holds a tag of `tpid` and VLAN `id` at `at`.
+fn tag_is(bytes: &[u8], at: usize, tpid: u16, id: u16) -> bool {
+    bytes.len() >= at + 6
+        && bytes[at..at + 2] == tpid.to_be_bytes()
+        && u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]) & 0x0fff == id
 }
 
 impl TxBatch {

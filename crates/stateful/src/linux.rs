@@ -150,9 +150,7 @@ impl PacketLink {
             self.ring.release();
         }
     }
-}
 
-impl PacketLink {
     /// Whether the front frame carries the end's tags and then its addresses; the tags still
     /// in its bytes are taken out first. The kernel takes an outer tag of TPID 0x8100 or 0x88a8
     /// off and says it; the inner one, and an outer one of 0x9100 (no VLAN TPID to the kernel),

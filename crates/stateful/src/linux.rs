@@ -8,7 +8,7 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
-use linerate_afpacket::RxRing;
+use linerate_afpacket::{RxFrame, RxRing};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium};
 
 use crate::stack::{Link, LinkCounters};
@@ -140,53 +140,51 @@ impl PacketLink {
             };
             if f.len > FRAME || f.bytes.len() < f.len {
                 self.counters.rx_oversize += 1;
-            } else if self.tags_are_ours() {
-                self.counters.rx_frames += 1;
-                self.held = true;
-                return true;
             } else {
+                let ours = match tags_in_bytes(&self.addresses, &f) {
+                    None => false,
+                    Some(0) => self.addresses.accepts(f.bytes),
+                    // Tags still in the bytes come out (in the ring) before the addresses
+                    // are looked at.
+                    Some(tags) => {
+                        for _ in 0..tags {
+                            self.ring.strip_tag();
+                        }
+                        let f = self.ring.front();
+                        f.is_some_and(|f| self.addresses.accepts(f.bytes))
+                    }
+                };
+                if ours {
+                    self.counters.rx_frames += 1;
+                    self.held = true;
+                    return true;
+                }
                 self.counters.rx_ignored += 1;
             }
             self.ring.release();
         }
     }
+}
 
-    /// Whether the front frame carries the end's tags and then its addresses; the tags still
-    /// in its bytes are taken out first. The kernel takes an outer tag of TPID 0x8100 or 0x88a8
-    /// off and says it; the inner one, and an outer one of 0x9100 (no VLAN TPID to the kernel),
-    /// stay in the bytes.
-    fn tags_are_ours(&mut self) -> bool {
-        let Some(f) = self.ring.front() else {
-            return false;
-        };
-        let a = &self.addresses;
-        let in_bytes = match (a.vlan, a.inner_vlan) {
-            (vlan, None) => {
-                return f.vlan == vlan && a.accepts(f.bytes);
-            }
-            (Some(outer), Some(inner)) if a.outer_tpid == 0x9100 => {
-                f.vlan.is_none()
-                    && tag_is(f.bytes, 12, 0x9100, outer)
-                    && tag_is(f.bytes, 16, 0x8100, inner)
-            }
-            (Some(outer), Some(inner)) => {
-                f.vlan == Some(outer)
-                    && f.vlan_tpid.is_none_or(|t| t == a.outer_tpid)
-                    && tag_is(f.bytes, 12, 0x8100, inner)
-            }
-            (None, Some(_)) => false,
-        };
-        if !in_bytes {
-            return false;
+/// When `f` carries the end's tags, how many of them are still in its bytes, to come out before
+/// its addresses are read; None when it does not. The kernel takes an outer tag of TPID 0x8100 or 0x88a8 off and says it; the
+/// inner one, and an outer one of 0x9100 (no VLAN TPID to the kernel), stay in the bytes.
+fn tags_in_bytes(a: &Addresses, f: &RxFrame<'_>) -> Option<usize> {
+    let ours = match (a.vlan, a.inner_vlan) {
+        (vlan, None) => return (f.vlan == vlan).then_some(0),
+        (Some(outer), Some(inner)) if a.outer_tpid == 0x9100 => {
+            f.vlan.is_none()
+                && tag_is(f.bytes, 12, 0x9100, outer)
+                && tag_is(f.bytes, 16, 0x8100, inner)
         }
-        let tags = if f.vlan.is_none() { 2 } else { 1 };
-        for _ in 0..tags {
-            self.ring.strip_tag();
+        (Some(outer), Some(inner)) => {
+            f.vlan == Some(outer)
+                && f.vlan_tpid.is_none_or(|t| t == a.outer_tpid)
+                && tag_is(f.bytes, 12, 0x8100, inner)
         }
-        self.ring
-            .front()
-            .is_some_and(|f| self.addresses.accepts(f.bytes))
-    }
+        (None, Some(_)) => false,
+    };
+    ours.then_some(if f.vlan.is_none() { 2 } else { 1 })
 }
 
 /// Whether `bytes` holds a tag of `tpid` and VLAN `id` at `at`.
